@@ -1,0 +1,190 @@
+// Domain types shared by coordinator, agent, worker and CLI (DESIGN sections 4 and 5).
+// Plain values; validation lives in codecs.h, which is the only way JSON becomes these types.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace benchfleet {
+
+// ---- enumerations ---------------------------------------------------------------------------
+// Each has a stable wire name (to_string) and a parser (parse_*) returning nullopt on unknown.
+
+enum class JobStatus { kQueued, kLeased, kRunning, kDone, kFailed, kCancelled };
+enum class ResultStatus { kOk, kOom, kOomImplied, kError, kTimeout, kCrash, kUnsupported, kInvalid };
+enum class Mode { kEager, kTorchscript, kDefault, kReduceOverhead, kMaxAutotune, kMaxAutotuneNoCudagraphs };
+enum class Runtime { kLibtorch, kPython };
+enum class OomPhase { kLoad, kCompile, kWarmup, kMeasure };
+// Why the measurement loop stopped (DESIGN section 6).
+enum class StopReason { kFixedCount, kCiTarget, kMaxIterations, kMaxTime };
+
+std::string_view to_string(JobStatus s);
+std::string_view to_string(ResultStatus s);
+std::string_view to_string(Mode m);
+std::string_view to_string(Runtime r);
+std::string_view to_string(OomPhase p);
+std::string_view to_string(StopReason r);
+
+std::optional<JobStatus> parse_job_status(std::string_view s);
+std::optional<ResultStatus> parse_result_status(std::string_view s);
+std::optional<Mode> parse_mode(std::string_view s);
+std::optional<Runtime> parse_runtime(std::string_view s);
+std::optional<OomPhase> parse_oom_phase(std::string_view s);
+std::optional<StopReason> parse_stop_reason(std::string_view s);
+
+// All values in declaration order (for tables, metrics and documentation).
+const std::vector<JobStatus>& all_job_statuses();
+const std::vector<ResultStatus>& all_result_statuses();
+const std::vector<Mode>& all_modes();
+const std::vector<Runtime>& all_runtimes();
+
+// True for queued/leased/running: the job may still produce a result.
+bool is_active(JobStatus s);
+// True for the torch.compile-style modes whose latency is compared against eager.
+bool is_compiled(Mode m);
+
+// ---- matrix -----------------------------------------------------------------------------------
+
+struct MeasurementSpec {
+  int warmup = 10;                  // untimed calls after the first (timed) call
+  int min_iterations = 30;          // timed iterations before the CI rule may stop
+  int max_iterations = 1000;        // hard cap; == min_iterations means a fixed count (seeds: 300)
+  double min_duration_s = 0.5;      // and at least this long
+  double max_duration_s = 120.0;    // hard cap on measuring time
+  double target_ci_rel_width = 0.02;  // stop when (ci_high - ci_low) / median <= this
+
+  bool operator==(const MeasurementSpec&) const = default;
+};
+
+// A benchmark matrix as submitted (POST /api/v1/runs, or YAML through the CLI).
+struct MatrixSpec {
+  std::string name;
+  std::vector<std::string> models;       // catalog ids
+  std::vector<int> batch_sizes;
+  std::vector<Mode> modes;
+  std::vector<std::string> torch_builds;  // names agents advertise: "stable", "nightly", ...
+  std::vector<std::string> gpus;          // GPU classes: "a100", "t4", ..., "cpu"
+  std::vector<Runtime> runtimes = {Runtime::kLibtorch};
+  int repetitions = 1;
+  MeasurementSpec measurement;
+  std::optional<std::int64_t> memory_limit_mb;  // caps each job's memory (emulates a smaller card)
+  int timeout_s = 1800;
+  int priority = 0;  // higher runs first
+
+  bool operator==(const MatrixSpec&) const = default;
+};
+
+// One cell x repetition of a matrix: what an agent slot runs.
+struct JobSpec {
+  std::string model;
+  int batch = 1;
+  Mode mode = Mode::kEager;
+  std::string torch_build;
+  std::string gpu;
+  Runtime runtime = Runtime::kLibtorch;
+  int repetition = 0;  // 0-based
+
+  bool operator==(const JobSpec&) const = default;
+};
+
+// ---- agents -----------------------------------------------------------------------------------
+
+struct GpuInfo {
+  int index = 0;
+  std::string uuid;
+  std::string name;  // as the driver reports it, e.g. "NVIDIA A100-SXM4-40GB"
+  std::int64_t memory_mb = 0;
+  std::string compute_capability;  // "8.0"
+  std::string driver;
+
+  bool operator==(const GpuInfo&) const = default;
+};
+
+// One schedulable unit on an agent: a GPU, or the CPU.
+struct SlotDescriptor {
+  std::string id;         // unique within the agent: "gpu0", "cpu"
+  std::string gpu_class;  // "a100", ..., "cpu"
+  std::optional<GpuInfo> gpu;
+  std::optional<std::int64_t> memory_limit_mb;
+
+  bool operator==(const SlotDescriptor&) const = default;
+};
+
+struct RuntimeSupport {
+  Runtime runtime = Runtime::kLibtorch;
+  std::vector<Mode> modes;  // the modes this build can run with this runtime
+
+  bool operator==(const RuntimeSupport&) const = default;
+};
+
+struct TorchBuildDescriptor {
+  std::string name;     // "stable", "nightly", "local"
+  std::string version;  // exact, e.g. "2.11.0+cu130"
+  std::vector<RuntimeSupport> runtimes;
+
+  bool operator==(const TorchBuildDescriptor&) const = default;
+};
+
+// What an agent says about itself when it enrols.
+struct AgentDescriptor {
+  std::string name;  // stable identity across restarts (default: host name)
+  std::string hostname;
+  std::string version;
+  std::vector<SlotDescriptor> slots;
+  std::vector<TorchBuildDescriptor> torch_builds;
+
+  bool operator==(const AgentDescriptor&) const = default;
+};
+
+// ---- results ----------------------------------------------------------------------------------
+
+struct Statistics {
+  double mean_ms = 0, median_ms = 0, p90_ms = 0, p99_ms = 0, min_ms = 0, max_ms = 0;
+  double stddev_ms = 0;
+  double cv = 0;  // stddev / mean
+  double ci_low_ms = 0, ci_high_ms = 0;  // 95% bootstrap CI of the median
+  int iterations = 0;
+
+  bool operator==(const Statistics&) const = default;
+};
+
+struct OomInfo {
+  OomPhase phase = OomPhase::kMeasure;
+  std::optional<std::int64_t> bytes_requested;
+
+  bool operator==(const OomInfo&) const = default;
+};
+
+struct MemoryInfo {
+  std::optional<std::int64_t> peak_allocated_bytes;
+  std::optional<std::int64_t> peak_reserved_bytes;
+  std::optional<std::int64_t> peak_rss_bytes;
+
+  bool operator==(const MemoryInfo&) const = default;
+};
+
+// The verdict of one attempt, as the worker prints it and the agent posts it.
+struct JobResult {
+  ResultStatus status = ResultStatus::kOk;
+  std::optional<Statistics> stats;          // required when status is ok
+  std::vector<double> samples_ms;           // every timed iteration
+  std::optional<double> first_call_ms;      // cold start / compile, timed separately
+  std::optional<StopReason> stop_reason;
+  std::optional<double> export_s;           // artifact export/compile time, when it was done
+  std::optional<OomInfo> oom;               // required when status is oom
+  std::optional<std::string> error;         // message for error/crash/timeout/unsupported/invalid
+  std::optional<int> signal;                // for crash
+  std::optional<MemoryInfo> memory;
+  nlohmann::json environment = nlohmann::json::object();  // fingerprint: flat string/number map
+  nlohmann::json telemetry = nlohmann::json::object();    // clocks, temperature, power...
+
+  bool operator==(const JobResult&) const = default;
+};
+
+}  // namespace benchfleet
