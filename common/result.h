@@ -78,3 +78,18 @@ class [[nodiscard]] Status {
 };
 
 }  // namespace benchfleet
+
+// Propagate an error from a Status or Result expression to the caller.
+#define BF_CONCAT_INNER(a, b) a##b
+#define BF_CONCAT(a, b) BF_CONCAT_INNER(a, b)
+#define BF_RETURN_IF_ERROR(expr)                       \
+  do {                                                 \
+    auto&& bf_status_ = (expr);                        \
+    if (!bf_status_.ok()) return bf_status_.error();   \
+  } while (0)
+// `BF_ASSIGN_OR_RETURN(auto x, f());` declares x from a Result or returns its error.
+#define BF_ASSIGN_OR_RETURN(lhs, expr) BF_ASSIGN_OR_RETURN_IMPL(BF_CONCAT(bf_result_, __LINE__), lhs, expr)
+#define BF_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                             \
+  if (!tmp.ok()) return tmp.error();             \
+  lhs = std::move(tmp).value()

@@ -1,0 +1,257 @@
+#include "common/catalog.h"
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+namespace benchfleet {
+namespace {
+
+constexpr std::array<std::string_view, 5> kRequiredKeys = {"id", "source", "task", "name",
+                                                           "architecture"};
+constexpr std::string_view kWorkerKey = "worker";
+constexpr std::array<std::string_view, 2> kSources = {"huggingface", "torchvision"};
+
+// "origin:line:column: " with 1-based positions, as compilers print them.
+std::string where(std::string_view origin, const YAML::Mark& mark) {
+  std::string out(origin);
+  if (!mark.is_null()) {
+    out += ':';
+    out += std::to_string(mark.line + 1);
+    out += ':';
+    out += std::to_string(mark.column + 1);
+  }
+  out += ": ";
+  return out;
+}
+
+Error invalid_at(std::string field, std::string_view origin, const YAML::Mark& mark,
+                 std::string_view message) {
+  std::string text = where(origin, mark);
+  text += message;
+  return Error::invalid(std::move(field), std::move(text));
+}
+
+std::string entry_path(std::size_t index) {
+  std::string path = "models[";
+  path += std::to_string(index);
+  path += ']';
+  return path;
+}
+
+std::string key_path(std::size_t index, std::string_view key) {
+  std::string path = entry_path(index);
+  path += '.';
+  path += key;
+  return path;
+}
+
+template <std::size_t N>
+bool contains(const std::array<std::string_view, N>& list, std::string_view s) {
+  for (std::string_view item : list) {
+    if (item == s) return true;
+  }
+  return false;
+}
+
+// Types a plain YAML scalar the way YAML's core schema would (ints, floats, booleans);
+// anything else, and every quoted scalar, stays a string.
+nlohmann::json scalar_to_json(const YAML::Node& node) {
+  const std::string& text = node.Scalar();
+  if (node.Tag() != "?") return text;  // quoted ("!") or explicitly tagged
+  if (text == "true" || text == "True" || text == "TRUE") return true;
+  if (text == "false" || text == "False" || text == "FALSE") return false;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  std::int64_t i = 0;
+  if (auto [p, ec] = std::from_chars(first, last, i); ec == std::errc() && p == last) return i;
+  double d = 0;
+  if (auto [p, ec] = std::from_chars(first, last, d, std::chars_format::general);
+      ec == std::errc() && p == last && std::isfinite(d)) {
+    return d;
+  }
+  return text;
+}
+
+nlohmann::json yaml_to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& kv : node) out[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& item : node) out.push_back(yaml_to_json(item));
+      return out;
+    }
+    case YAML::NodeType::Scalar:
+      return scalar_to_json(node);
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return nullptr;
+}
+
+// Reads one `models:` entry; returns the first problem found.
+Result<CatalogModel> parse_entry(const YAML::Node& node, std::size_t index,
+                                 std::string_view origin) {
+  if (!node.IsMap()) {
+    return invalid_at(entry_path(index), origin, node.Mark(),
+                      "expected a mapping with keys id, source, task, name, architecture");
+  }
+  CatalogModel model;
+  std::set<std::string> seen;
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar()) {
+      return invalid_at(entry_path(index), origin, kv.first.Mark(), "keys must be strings");
+    }
+    const std::string key = kv.first.Scalar();
+    if (!seen.insert(key).second) {
+      return invalid_at(key_path(index, key), origin, kv.first.Mark(), "duplicate key");
+    }
+    if (key == kWorkerKey) {
+      if (!kv.second.IsMap() && !kv.second.IsNull()) {
+        return invalid_at(key_path(index, key), origin, kv.second.Mark(),
+                          "expected a mapping");
+      }
+      model.worker = kv.second.IsMap() ? yaml_to_json(kv.second) : nlohmann::json::object();
+      continue;
+    }
+    if (!contains(kRequiredKeys, key)) {
+      std::string message = "unknown key '";
+      message += key;
+      message += "' (allowed: id, source, task, name, architecture, worker)";
+      return invalid_at(key_path(index, key), origin, kv.first.Mark(), message);
+    }
+    if (!kv.second.IsScalar() || kv.second.Scalar().empty()) {
+      return invalid_at(key_path(index, key), origin, kv.second.Mark(),
+                        "expected a non-empty string");
+    }
+    const std::string& value = kv.second.Scalar();
+    if (key == "id") model.id = value;
+    if (key == "source") model.source = value;
+    if (key == "task") model.task = value;
+    if (key == "name") model.name = value;
+    if (key == "architecture") model.architecture = value;
+  }
+  for (std::string_view key : kRequiredKeys) {
+    if (seen.count(std::string(key)) == 0) {
+      return invalid_at(key_path(index, key), origin, node.Mark(), "required key is missing");
+    }
+  }
+  if (!contains(kSources, model.source)) {
+    std::string message = "unknown source '";
+    message += model.source;
+    message += "' (expected huggingface or torchvision)";
+    return invalid_at(key_path(index, "source"), origin, node["source"].Mark(), message);
+  }
+  return model;
+}
+
+}  // namespace
+
+std::string CatalogModel::display_name() const {
+  std::string out = task;
+  out += '/';
+  out += name;
+  return out;
+}
+
+Result<Catalog> Catalog::load_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::string message = "cannot read model catalog ";
+    message += path;
+    message += ": ";
+    message += std::strerror(errno);
+    return Error::not_found(std::move(message));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), path);
+}
+
+Result<Catalog> Catalog::parse(std::string_view yaml_text, std::string_view origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    // e.msg omits the position that e.what() embeds; we print it in our own format.
+    std::string message = "malformed YAML: ";
+    message += e.msg;
+    return invalid_at("", origin, e.mark, message);
+  }
+
+  if (!root.IsMap()) {
+    return invalid_at("", origin, root.Mark(), "expected a mapping with a 'models' list");
+  }
+  for (const auto& kv : root) {
+    if (!kv.first.IsScalar() || kv.first.Scalar() != "models") {
+      std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+      std::string message = "unknown top-level key '";
+      message += key;
+      message += "' (allowed: models)";
+      return invalid_at(std::move(key), origin, kv.first.Mark(), message);
+    }
+  }
+  const YAML::Node list = root["models"];
+  if (!list) return invalid_at("models", origin, root.Mark(), "required key is missing");
+  if (!list.IsSequence() || list.size() == 0) {
+    return invalid_at("models", origin, list.Mark(), "expected a non-empty list of models");
+  }
+
+  std::vector<CatalogModel> models;
+  models.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    Result<CatalogModel> model = parse_entry(list[i], i, origin);
+    if (!model) return model.error();
+    for (std::size_t j = 0; j < models.size(); ++j) {
+      if (models[j].id == model->id) {
+        std::string message = "duplicate id '";
+        message += model->id;
+        message += "' (first at ";
+        message += entry_path(j);
+        message += ')';
+        return invalid_at(key_path(i, "id"), origin, list[i]["id"].Mark(), message);
+      }
+    }
+    models.push_back(std::move(model).value());
+  }
+  return Catalog(std::move(models));
+}
+
+const CatalogModel* Catalog::find(std::string_view id) const {
+  const std::size_t i = index_of(id);
+  return i == npos ? nullptr : &models_[i];
+}
+
+std::size_t Catalog::index_of(std::string_view id) const {
+  // Linear: catalogs hold tens of models.
+  for (std::size_t i = 0; i < models_.size(); ++i) {
+    if (models_[i].id == id) return i;
+  }
+  return npos;
+}
+
+std::string default_catalog_path() {
+  if (const char* env = std::getenv("BENCHFLEET_CATALOG"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  std::string path = BENCHFLEET_SOURCE_DIR;
+  path += "/common/catalog/models.yaml";
+  return path;
+}
+
+}  // namespace benchfleet

@@ -1,0 +1,284 @@
+#include "common/http/client.h"
+
+#include <cctype>
+#include <exception>
+#include <optional>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/scheme.hpp>
+
+#include "common/http/types.h"
+#include "common/json_reader.h"
+
+namespace benchfleet::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::uint32_t kResponseHeaderLimit = 64 * 1024;
+
+// Errors meaning the server had already closed a kept-alive connection.
+bool closed_by_peer(const error_code& ec) {
+  return ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+         ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+         ec == asio::error::connection_aborted;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+Result<nlohmann::json> ClientResponse::json() const {
+  auto parsed = parse_json(body);
+  if (parsed.ok()) return parsed;
+  std::string message = "response with status ";
+  message += std::to_string(status);
+  message += " is not JSON: ";
+  message += parsed.error().message;
+  return Error{ErrorCode::kUnavailable, std::move(message), {}};
+}
+
+struct Client::Impl {
+  // The outcome of one write-then-read on the connection.
+  struct Attempt {
+    error_code ec;
+    const char* stage = "";
+    bool stale = false;  // failed on a reused connection before any response byte
+    ClientResponse response;
+  };
+
+  asio::io_context ioc;
+  std::optional<beast::tcp_stream> stream;
+  beast::flat_buffer buffer;
+  std::optional<Error> config_error;
+  std::string host;       // to resolve; IPv6 without brackets
+  std::string port;       // "8080"
+  std::string host_port;  // Host header and messages; IPv6 in brackets
+  std::string prefix;     // base URL path without a trailing '/'
+  std::optional<tcp::resolver::results_type> endpoints;
+  std::size_t body_limit = std::size_t{64} << 20;
+  std::size_t connections = 0;
+
+  void close() {
+    if (stream) {
+      error_code ignored;
+      stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+      stream->socket().close(ignored);
+    }
+    stream.reset();
+    buffer.clear();
+  }
+
+  asio::awaitable<void> exchange(const Request& req, std::chrono::milliseconds timeout,
+                                 Attempt& out) {
+    const bool reused = stream && stream->socket().is_open();
+    if (!reused) {
+      close();
+      if (!endpoints) {
+        tcp::resolver resolver(ioc);
+        error_code ec;
+        auto resolved = resolver.resolve(host, port, ec);
+        if (ec) {
+          out.ec = ec;
+          out.stage = "resolve";
+          co_return;
+        }
+        endpoints = std::move(resolved);
+      }
+      stream.emplace(ioc);
+      stream->expires_after(timeout);
+      auto [ec, endpoint] = co_await stream->async_connect(*endpoints, kAsTuple);
+      if (ec) {
+        out.ec = ec;
+        out.stage = "connect";
+        close();
+        co_return;
+      }
+      ++connections;
+    } else {
+      stream->expires_after(timeout);
+    }
+
+    auto [wec, written] = co_await bhttp::async_write(*stream, req, kAsTuple);
+    if (wec) {
+      out.ec = wec;
+      out.stage = "send";
+      out.stale = reused && closed_by_peer(wec);
+      close();
+      co_return;
+    }
+
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.header_limit(kResponseHeaderLimit);
+    parser.body_limit(body_limit);
+    auto [rec, read] = co_await bhttp::async_read(*stream, buffer, parser, kAsTuple);
+    if (rec) {
+      out.ec = rec;
+      out.stage = "receive";
+      out.stale = reused && !parser.got_some() && closed_by_peer(rec);
+      close();
+      co_return;
+    }
+    stream->expires_never();
+
+    auto& msg = parser.get();
+    out.response.status = msg.result_int();
+    for (const auto& field : msg) {
+      auto [it, inserted] = out.response.headers.emplace(lower(field.name_string()),
+                                                         std::string(field.value()));
+      if (!inserted) {
+        it->second += ", ";
+        it->second += field.value();
+      }
+    }
+    if (auto it = out.response.headers.find("content-type"); it != out.response.headers.end()) {
+      out.response.content_type = it->second;
+    }
+    const bool keep_alive = msg.keep_alive();
+    out.response.body = std::move(msg.body());
+    if (!keep_alive) close();
+  }
+
+  Attempt attempt(const Request& req, std::chrono::milliseconds timeout) {
+    Attempt out;
+    bool done = false;
+    std::exception_ptr failure;
+    asio::co_spawn(ioc, exchange(req, timeout, out), [&](std::exception_ptr e) {
+      failure = e;
+      done = true;
+    });
+    ioc.restart();
+    while (!done && ioc.run_one() != 0) {
+    }
+    if (failure) std::rethrow_exception(failure);  // allocation failures only
+    return out;
+  }
+
+  Error describe(const Request& req, const Attempt& a, std::chrono::milliseconds timeout) const {
+    std::string message(req.method_string());
+    message += ' ';
+    message += req.target();
+    message += " to ";
+    message += host_port;
+    if (a.ec == beast::error::timeout) {
+      message += ": timed out after ";
+      message += std::to_string(timeout.count());
+      message += " ms";
+    } else {
+      message += ": ";
+      message += a.stage;
+      message += " failed: ";
+      message += a.ec.message();
+    }
+    const ErrorCode code =
+        a.ec == bhttp::error::body_limit ? ErrorCode::kPayloadTooLarge : ErrorCode::kUnavailable;
+    return Error{code, std::move(message), {}};
+  }
+};
+
+Client::Client(std::string base_url) : impl_(std::make_unique<Impl>()) {
+  const auto parsed = boost::urls::parse_absolute_uri(base_url);
+  auto invalid = [&](std::string_view why) {
+    std::string message = "base URL \"";
+    message += base_url;
+    message += "\" ";
+    message += why;
+    impl_->config_error = Error::invalid("", std::move(message));
+  };
+  if (!parsed) {
+    invalid("is not an absolute URL such as http://127.0.0.1:8080");
+    return;
+  }
+  if (parsed->scheme_id() != boost::urls::scheme::http) {
+    invalid("must start with http://");
+    return;
+  }
+  impl_->host = parsed->host_address();
+  if (impl_->host.empty()) {
+    invalid("has no host");
+    return;
+  }
+  impl_->port = parsed->has_port() ? std::string(parsed->port()) : std::string("80");
+  impl_->host_port = parsed->encoded_host();
+  impl_->host_port += ':';
+  impl_->host_port += impl_->port;
+  impl_->prefix = parsed->encoded_path();
+  while (!impl_->prefix.empty() && impl_->prefix.back() == '/') impl_->prefix.pop_back();
+}
+
+Client::~Client() = default;
+
+Result<ClientResponse> Client::request(bhttp::verb method, std::string_view target,
+                                       std::string body, Headers headers,
+                                       std::chrono::milliseconds timeout) {
+  if (impl_->config_error) return *impl_->config_error;
+  std::string full_target = impl_->prefix;
+  if (!target.starts_with('/')) full_target += '/';
+  full_target += target;
+
+  Request req{method, full_target, 11};
+  req.set(bhttp::field::host, impl_->host_port);
+  req.set(bhttp::field::user_agent, "benchfleet/" BENCHFLEET_VERSION);
+  for (auto& [name, value] : headers) req.set(name, value);
+  req.body() = std::move(body);
+  req.prepare_payload();
+  req.keep_alive(true);
+
+  Impl::Attempt a = impl_->attempt(req, timeout);
+  if (a.ec && a.stale) a = impl_->attempt(req, timeout);
+  if (a.ec) return impl_->describe(req, a, timeout);
+  return std::move(a.response);
+}
+
+Result<ClientResponse> Client::get(std::string_view target, std::string_view bearer_token,
+                                   std::chrono::milliseconds timeout) {
+  Headers headers;
+  if (!bearer_token.empty()) {
+    headers.emplace_back("Authorization", "Bearer ");
+    headers.back().second += bearer_token;
+  }
+  return request(bhttp::verb::get, target, {}, std::move(headers), timeout);
+}
+
+Result<ClientResponse> Client::post_json(std::string_view target, const nlohmann::json& body,
+                                         std::string_view bearer_token,
+                                         std::chrono::milliseconds timeout) {
+  Headers headers{{"Content-Type", "application/json"}};
+  if (!bearer_token.empty()) {
+    headers.emplace_back("Authorization", "Bearer ");
+    headers.back().second += bearer_token;
+  }
+  return request(bhttp::verb::post, target,
+                 body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                 std::move(headers), timeout);
+}
+
+std::size_t Client::response_body_limit() const { return impl_->body_limit; }
+void Client::set_response_body_limit(std::size_t bytes) { impl_->body_limit = bytes; }
+const std::string& Client::host_port() const { return impl_->host_port; }
+std::size_t Client::connections_opened() const { return impl_->connections; }
+
+}  // namespace benchfleet::http

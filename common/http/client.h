@@ -1,0 +1,78 @@
+// A small synchronous HTTP/1.1 client (http:// only) for the CLI, the agent, tests and
+// benchmarks. Keeps one keep-alive connection to the base URL's host.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <boost/beast/http/verb.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+
+namespace benchfleet::http {
+
+struct ClientResponse {
+  unsigned status = 0;
+  std::string body;
+  std::string content_type;  // "" when absent
+  // Header names in lower case; repeated headers joined with ", ".
+  std::map<std::string, std::string, std::less<>> headers;
+
+  // The body parsed as JSON (depth-bounded); an Error naming the status when it is not JSON.
+  Result<nlohmann::json> json() const;
+};
+
+// Thread safety: one Client per thread; it is not safe for concurrent use.
+class Client {
+ public:
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+  static constexpr std::chrono::milliseconds kDefaultTimeout{30000};
+
+  // `base_url` is "http://HOST[:PORT][/PREFIX]"; PREFIX is put before every target. A malformed
+  // or non-http URL is reported as Error{kInvalidArgument} by every request.
+  explicit Client(std::string base_url);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Sends `target` ("/api/v1/runs?state=running", already percent-encoded) and waits for the
+  // whole response, all within `timeout`. Any status is a successful Result; failures are
+  // Error{kUnavailable} naming host:port (refused, reset, timed out, malformed response) or
+  // Error{kPayloadTooLarge} for a response body over response_body_limit().
+  // If a reused keep-alive connection turns out closed by the server before any response byte
+  // arrived, reconnects and sends once more.
+  Result<ClientResponse> request(boost::beast::http::verb method, std::string_view target,
+                                 std::string body = {}, Headers headers = {},
+                                 std::chrono::milliseconds timeout = kDefaultTimeout);
+
+  // GET with "Authorization: Bearer <token>" when `bearer_token` is not empty.
+  Result<ClientResponse> get(std::string_view target, std::string_view bearer_token = {},
+                             std::chrono::milliseconds timeout = kDefaultTimeout);
+
+  // POST of `body` as application/json, with the bearer token as for get().
+  Result<ClientResponse> post_json(std::string_view target, const nlohmann::json& body,
+                                   std::string_view bearer_token = {},
+                                   std::chrono::milliseconds timeout = kDefaultTimeout);
+
+  std::size_t response_body_limit() const;
+  void set_response_body_limit(std::size_t bytes);  // default 64 MiB
+
+  // "host:port" of the base URL, as used in error messages and the Host header.
+  const std::string& host_port() const;
+
+  // TCP connections opened so far (keep-alive reuse shows as fewer connections than requests).
+  std::size_t connections_opened() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace benchfleet::http

@@ -1,0 +1,193 @@
+#include "common/http/router.h"
+
+#include <algorithm>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include <boost/beast/http/field.hpp>
+#include <boost/url/encoding_opts.hpp>
+#include <boost/url/parse.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/http/problem.h"
+
+namespace benchfleet::http {
+
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+bool valid_param_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+std::invalid_argument bad_pattern(std::string_view pattern, std::string_view why) {
+  std::string message = "route pattern \"";
+  message += pattern;
+  message += "\": ";
+  message += why;
+  return std::invalid_argument(message);
+}
+
+}  // namespace
+
+void Router::add(bhttp::verb method, std::string_view pattern, std::string name, Handler handler) {
+  if (method == bhttp::verb::unknown) throw bad_pattern(pattern, "method is unknown");
+  if (!handler) throw bad_pattern(pattern, "handler is empty");
+  if (pattern.empty() || pattern.front() != '/') throw bad_pattern(pattern, "must start with '/'");
+
+  Route route{method, std::string(pattern), std::move(name), {}, std::move(handler)};
+  if (pattern != "/") {
+    std::string_view rest = pattern.substr(1);
+    while (true) {
+      const auto slash = rest.find('/');
+      const std::string_view text = rest.substr(0, slash);
+      if (text.find_first_of("{}") == std::string_view::npos) {
+        route.segments.push_back({std::string(text), false});
+      } else {
+        if (text.size() < 2 || text.front() != '{' || text.back() != '}' ||
+            !valid_param_name(text.substr(1, text.size() - 2))) {
+          throw bad_pattern(pattern, "a parameter must be a whole segment such as {id}");
+        }
+        std::string param(text.substr(1, text.size() - 2));
+        for (const Segment& s : route.segments) {
+          if (s.is_param && s.text == param) throw bad_pattern(pattern, "repeats a parameter name");
+        }
+        route.segments.push_back({std::move(param), true});
+      }
+      if (slash == std::string_view::npos) break;
+      rest = rest.substr(slash + 1);
+    }
+  }
+
+  // Same method and same shape (parameter names aside) would make one route unreachable.
+  for (const Route& other : routes_) {
+    if (other.method != method || other.segments.size() != route.segments.size()) continue;
+    const bool same_shape = std::equal(
+        other.segments.begin(), other.segments.end(), route.segments.begin(),
+        [](const Segment& a, const Segment& b) {
+          return a.is_param == b.is_param && (a.is_param || a.text == b.text);
+        });
+    if (same_shape) {
+      std::string why = "conflicts with the route \"";
+      why += other.pattern;
+      why += "\" for the same method";
+      throw bad_pattern(pattern, why);
+    }
+  }
+  routes_.push_back(std::move(route));
+}
+
+std::vector<RouteInfo> Router::routes() const {
+  std::vector<RouteInfo> out;
+  out.reserve(routes_.size());
+  for (const Route& r : routes_) out.push_back({r.method, r.pattern, r.name});
+  return out;
+}
+
+bool Router::match_path(const Route& route, const std::vector<std::string>& path,
+                        RouteMatch& match) {
+  if (route.segments.size() != path.size()) return false;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    const Segment& seg = route.segments[i];
+    if (seg.is_param) {
+      if (path[i].empty()) return false;
+      match.params.insert_or_assign(seg.text, path[i]);
+    } else if (seg.text != path[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Router::more_specific(const Route& a, const Route& b) {
+  for (std::size_t i = 0; i < a.segments.size() && i < b.segments.size(); ++i) {
+    if (a.segments[i].is_param != b.segments[i].is_param) return !a.segments[i].is_param;
+  }
+  return false;
+}
+
+boost::asio::awaitable<Response> Router::dispatch(const Request& req) const {
+  std::string route_name;
+  co_return co_await dispatch(req, route_name);
+}
+
+boost::asio::awaitable<Response> Router::dispatch(const Request& req,
+                                                  std::string& route_name) const {
+  route_name = kUnmatchedRoute;
+  const auto parsed = boost::urls::parse_origin_form(req.target());
+  if (!parsed) {
+    co_return problem(bhttp::status::bad_request, "Bad Request",
+                      "the request target is not a valid origin-form URL", req);
+  }
+  std::vector<std::string> path;
+  for (std::string segment : parsed->segments()) path.push_back(std::move(segment));
+
+  const Route* best = nullptr;
+  RouteMatch best_match;
+  std::vector<std::string_view> allowed;
+  for (const Route& route : routes_) {
+    RouteMatch match;
+    if (!match_path(route, path, match)) continue;
+    const std::string_view method = bhttp::to_string(route.method);
+    if (std::find(allowed.begin(), allowed.end(), method) == allowed.end()) {
+      allowed.push_back(method);
+    }
+    if (route.method != req.method()) continue;
+    if (best == nullptr || more_specific(route, *best)) {
+      best = &route;
+      best_match = std::move(match);
+    }
+  }
+
+  if (best == nullptr) {
+    std::string detail = "no route for ";
+    detail += req.method_string();
+    detail += ' ';
+    detail += parsed->encoded_path();
+    if (allowed.empty()) {
+      co_return problem(bhttp::status::not_found, "Not Found", detail, req);
+    }
+    std::string allow;
+    for (std::string_view m : allowed) {
+      if (!allow.empty()) allow += ", ";
+      allow += m;
+    }
+    detail += "; allowed methods: ";
+    detail += allow;
+    Response res = problem(bhttp::status::method_not_allowed, "Method Not Allowed", detail, req);
+    res.set(bhttp::field::allow, allow);
+    co_return res;
+  }
+
+  best_match.route_name = best->name;
+  best_match.pattern = best->pattern;
+  for (const auto& param : parsed->params(boost::urls::encoding_opts(/*space_as_plus=*/true))) {
+    best_match.query.emplace(param.key, param.has_value ? param.value : std::string());
+  }
+  route_name = best->name;
+
+  // A handler's exception stays inside the server: log it, answer a generic 500.
+  std::optional<Response> res;
+  std::string failure;
+  try {
+    res = co_await best->handler(req, best_match);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  } catch (...) {
+    failure = "unknown exception";
+  }
+  if (!res) {
+    spdlog::error("route {} ({} {}) threw: {}", best->name, std::string_view(req.method_string()),
+                  std::string_view(req.target()), failure);
+    co_return problem(bhttp::status::internal_server_error, "Internal Server Error",
+                      "the server failed to handle the request; see the server log", req);
+  }
+  co_return std::move(*res);
+}
+
+}  // namespace benchfleet::http

@@ -1,0 +1,82 @@
+// HTTP/1.1 server: one coroutine per connection doing I/O only; the Router turns each request
+// into a response. Every read and write is bounded; handlers may wait as long as they need
+// (long-poll) without holding up other connections.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string_view>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "common/http/router.h"
+#include "common/result.h"
+
+namespace benchfleet::http {
+
+struct ServerLimits {
+  std::size_t body_limit = 1 << 20;  // larger body -> 413
+  std::size_t header_limit = 16 * 1024;  // larger request line + headers -> 431
+  // Bounds reading one request (from its first byte) and, separately, writing its response;
+  // reset per request. The handler's own wait is not bounded here (long-poll).
+  std::chrono::milliseconds request_timeout{30000};
+  // How long a keep-alive connection may wait for the first byte of its next request.
+  std::chrono::milliseconds idle_timeout{60000};
+};
+
+// Called after each response is written (or failed to be written), with the route name
+// (kUnmatchedRoute when none), the status and the seconds from the request's first byte.
+// May be called from several threads at once.
+using RequestObserver =
+    std::function<void(std::string_view route_name, unsigned status, double seconds)>;
+
+// Usage:
+//   Server server(ioc, endpoint, router, limits);
+//   server.start();
+//   ... ioc.run() on one or more threads; it returns after stop() once every connection closed.
+//
+// Lifetime: `router` must outlive every run() of `ioc`. The Server may be destroyed while
+// connections are open only after `ioc` has stopped running.
+namespace detail {
+struct ServerState;
+}  // namespace detail
+
+class Server {
+ public:
+  // Binds and listens at once, so port() is known before start().
+  // Throws boost::system::system_error if the address cannot be bound; see listen().
+  Server(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& endpoint,
+         Router& router, ServerLimits limits, RequestObserver observer = {});
+  ~Server();
+
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // As the constructor, with a bind failure as Error{kUnavailable} naming the address.
+  static Result<std::unique_ptr<Server>> listen(boost::asio::io_context& ioc,
+                                                const boost::asio::ip::tcp::endpoint& endpoint,
+                                                Router& router, ServerLimits limits,
+                                                RequestObserver observer = {});
+
+  // The bound port (the one the OS chose when the endpoint's port was 0).
+  unsigned short port() const;
+
+  // Starts accepting. Call once.
+  void start();
+
+  // Stops accepting and closes idle keep-alive connections; requests being read or handled are
+  // finished and answered with "Connection: close". Thread-safe, non-blocking, idempotent: may
+  // be called from a signal_set handler running on `ioc` itself.
+  void stop();
+
+ private:
+  std::shared_ptr<detail::ServerState> state_;  // shared with connection coroutines
+};
+
+// Parses "127.0.0.1:8080", "[::1]:8080" or "0.0.0.0:0" (an IP address, not a host name).
+Result<boost::asio::ip::tcp::endpoint> parse_listen_address(std::string_view text);
+
+}  // namespace benchfleet::http

@@ -1,0 +1,279 @@
+// Handlers for the agent protocol (enrol, heartbeat, lease, progress, result) and for
+// operators looking at or draining agents.
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "common/codecs.h"
+#include "common/http/problem.h"
+#include "coordinator/api/handlers.h"
+#include "coordinator/auth.h"
+
+namespace benchfleet::store {
+
+// {"job_id": 1, "lease_id": "..."} as sent in heartbeats.
+std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, LeaseRef& out) {
+  JsonReader r(j, path);
+  r.required("job_id", out.job_id);
+  r.required("lease_id", out.lease_id);
+  r.check(out.job_id > 0, "job_id", "must be > 0");
+  r.check(!out.lease_id.empty() && out.lease_id.size() <= 64, "lease_id", "must be 1 to 64 characters");
+  if (auto s = r.finish(); !s) return s.error();
+  return std::nullopt;
+}
+
+}  // namespace benchfleet::store
+
+namespace benchfleet::api {
+namespace {
+
+namespace asio = boost::asio;
+namespace bhttp = boost::beast::http;
+using http::json_response;
+
+constexpr auto kPollStep = std::chrono::milliseconds(50);
+
+// 409 telling an agent to stop working on a job: its lease is gone or its run was cancelled.
+http::Response lease_conflict(std::string_view reason, std::string detail, const http::Request& req) {
+  return http::problem(bhttp::status::conflict, "Conflict", detail, req,
+                       {{"type", "https://benchfleet.dev/problems/" + std::string(reason)}, {"reason", reason}});
+}
+
+http::Response renewal_conflict(store::LeaseState state, std::int64_t job_id, const http::Request& req) {
+  if (state == store::LeaseState::kCancelled) {
+    return lease_conflict("cancelled", "job " + std::to_string(job_id) + " was cancelled: stop it", req);
+  }
+  return lease_conflict("lease_lost",
+                        "this lease of job " + std::to_string(job_id) + " is no longer current: stop the job", req);
+}
+
+nlohmann::json intervals(const ApiContext& ctx) {
+  return {{"heartbeat_interval_s", ctx.config.heartbeat_interval_s},
+          {"lease_ttl_s", ctx.config.lease_ttl_s},
+          {"long_poll_timeout_s", ctx.config.long_poll_timeout_s}};
+}
+
+nlohmann::json lease_json(const ApiContext& ctx, const store::LeaseGrant& g) {
+  nlohmann::json model = nullptr;
+  if (const auto* m = ctx.catalog.find(g.spec.model)) model = model_json(*m);
+  return {{"id", g.job_id},
+          {"run_id", g.run_id},
+          {"attempt", g.attempt},
+          {"lease_id", g.lease_id},
+          {"lease_expires_at", format_time(g.expires_at)},
+          {"spec", g.spec},
+          {"measurement", g.measurement},
+          {"memory_limit_mb", g.memory_limit_mb ? nlohmann::json(*g.memory_limit_mb) : nlohmann::json()},
+          {"timeout_s", g.timeout_s},
+          {"model", model}};
+}
+
+struct LeaseRequest {
+  std::string slot;
+  std::optional<int> wait_s;
+};
+
+Result<LeaseRequest> decode_lease_request(const nlohmann::json& j) {
+  LeaseRequest out;
+  JsonReader r(j, "");
+  r.required("slot", out.slot);
+  r.optional("wait_s", out.wait_s);
+  r.check(!out.wait_s || *out.wait_s >= 0, "wait_s", "must be >= 0");
+  BF_RETURN_IF_ERROR(r.finish());
+  return out;
+}
+
+}  // namespace
+
+http::Response enroll_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
+  // The enrolment token is checked like the operator token, but against its own secret.
+  const std::string_view header = req[bhttp::field::authorization];
+  const std::string_view token = auth::bearer_token(header);
+  if (token.empty() || !auth::constant_time_equal(token, ctx.enrollment_token)) {
+    return error_response(Error{ErrorCode::kUnauthenticated,
+                                "enrolment needs the enrollment token: send \"Authorization: Bearer <token>\"", {}},
+                          req);
+  }
+  auto body = json_body(ctx, req);
+  if (!body.ok()) return error_response(body.error(), req);
+  auto descriptor = decode<AgentDescriptor>(*body);
+  if (!descriptor.ok()) return error_response(descriptor.error(), req);
+  const std::string secret = auth::generate_agent_token().substr(4);
+  store::AgentCredentials creds;
+  creds.salt = auth::random_bytes(16);
+  creds.hash = auth::hash_token(creds.salt, secret);
+  auto id = ctx.store.enroll_agent(*descriptor, creds);
+  if (!id.ok()) return error_response(id.error(), req);
+  nlohmann::json out = intervals(ctx);
+  out["agent_id"] = *id;
+  out["agent_token"] = compose_agent_token(*id, secret);
+  return json_response(bhttp::status::created, out, req);
+}
+
+http::Response agent_heartbeat(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  auto agent_id = authenticate_agent_path(ctx, req, m);
+  if (!agent_id.ok()) return error_response(agent_id.error(), req);
+  auto body = json_body(ctx, req);
+  if (!body.ok()) return error_response(body.error(), req);
+
+  std::vector<store::LeaseRef> leases;
+  bool draining = false;
+  JsonReader r(*body, "");
+  r.optional("leases", leases);
+  r.optional("draining", draining);
+  r.check(leases.size() <= 64, "leases", "must list at most 64 leases");
+  if (auto s = r.finish(); !s) return error_response(s.error(), req);
+  if (draining) {
+    if (auto s = ctx.store.set_draining(*agent_id, true); !s) return error_response(s.error(), req);
+  }
+  auto renewals = ctx.store.heartbeat(*agent_id, leases);
+  if (!renewals.ok()) return error_response(renewals.error(), req);
+  auto agent = ctx.store.get_agent(*agent_id);
+  if (!agent.ok()) return error_response(agent.error(), req);
+
+  nlohmann::json out = intervals(ctx);
+  out["drain"] = agent->draining;
+  out["leases"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    const auto& r = (*renewals)[i];
+    out["leases"].push_back({{"job_id", leases[i].job_id},
+                             {"lease_id", leases[i].lease_id},
+                             {"state", store::to_string(r.state)},
+                             {"lease_expires_at", r.state == store::LeaseState::kActive
+                                                      ? nlohmann::json(format_time(r.expires_at))
+                                                      : nlohmann::json()}});
+  }
+  return json_response(bhttp::status::ok, out, req);
+}
+
+asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  auto agent_id = authenticate_agent_path(ctx, req, m);
+  if (!agent_id.ok()) co_return error_response(agent_id.error(), req);
+  auto body = json_body(ctx, req);
+  if (!body.ok()) co_return error_response(body.error(), req);
+  auto lease_req = decode_lease_request(*body);
+  if (!lease_req.ok()) co_return error_response(lease_req.error(), req);
+
+  const int wait_s = std::min(lease_req->wait_s.value_or(ctx.config.long_poll_timeout_s), ctx.config.long_poll_timeout_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (true) {
+    const auto generation = ctx.work.generation();
+    auto answer = ctx.store.lease(*agent_id, lease_req->slot);
+    if (!answer.ok()) co_return error_response(answer.error(), req);
+    if (answer->grant || answer->draining || ctx.stopping.load() || std::chrono::steady_clock::now() >= deadline) {
+      nlohmann::json out = intervals(ctx);
+      out["job"] = answer->grant ? lease_json(ctx, *answer->grant) : nlohmann::json();
+      out["draining"] = answer->draining;
+      co_return json_response(bhttp::status::ok, out, req);
+    }
+    // Sleep until work may have appeared (generation moved), the deadline, or shutdown.
+    while (ctx.work.generation() == generation && !ctx.stopping.load() &&
+           std::chrono::steady_clock::now() < deadline) {
+      timer.expires_after(std::min<std::chrono::steady_clock::duration>(
+          kPollStep, deadline - std::chrono::steady_clock::now()));
+      boost::system::error_code ec;
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+}
+
+http::Response job_progress(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  auto agent_id = authenticate_agent(ctx, req);
+  if (!agent_id.ok()) return error_response(agent_id.error(), req);
+  auto job_id = id_param(m, "id");
+  if (!job_id.ok()) return error_response(job_id.error(), req);
+  auto body = json_body(ctx, req);
+  if (!body.ok()) return error_response(body.error(), req);
+  store::LeaseRef ref{*job_id, {}};
+  std::string phase, message;
+  std::optional<int> iterations;
+  JsonReader r(*body, "");
+  r.required("lease_id", ref.lease_id);
+  r.optional("phase", phase);
+  r.optional("message", message);
+  r.optional("iterations", iterations);
+  r.check(message.size() <= 4096, "message", "must be at most 4096 characters");
+  if (auto s = r.finish(); !s) return error_response(s.error(), req);
+
+  auto renewal = ctx.store.renew(*agent_id, ref);
+  if (!renewal.ok()) return error_response(renewal.error(), req);
+  if (renewal->state != store::LeaseState::kActive) return renewal_conflict(renewal->state, *job_id, req);
+  return json_response(bhttp::status::ok,
+                       {{"state", "active"}, {"lease_expires_at", format_time(renewal->expires_at)}}, req);
+}
+
+http::Response job_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  auto agent_id = authenticate_agent(ctx, req);
+  if (!agent_id.ok()) return error_response(agent_id.error(), req);
+  auto job_id = id_param(m, "id");
+  if (!job_id.ok()) return error_response(job_id.error(), req);
+  auto body = json_body(ctx, req);
+  if (!body.ok()) return error_response(body.error(), req);
+  store::LeaseRef ref{*job_id, {}};
+  int attempt = 0;
+  JobResult result;
+  JsonReader r(*body, "");
+  r.required("lease_id", ref.lease_id);
+  r.required("attempt", attempt);
+  r.required("result", result);
+  r.check(attempt >= 1, "attempt", "must be >= 1");
+  if (auto s = r.finish(); !s) return error_response(s.error(), req);
+
+  auto outcome = ctx.store.record_result(*agent_id, ref, attempt, result);
+  if (!outcome.ok()) return error_response(outcome.error(), req);
+  const std::string job = std::to_string(*job_id);
+  switch (outcome->kind) {
+    case store::RecordKind::kStored:
+      return json_response(bhttp::status::created,
+                           {{"result_id", outcome->result_id}, {"duplicate", false},
+                            {"implied_oom", outcome->implied_oom}},
+                           req);
+    case store::RecordKind::kDuplicate:
+      return json_response(bhttp::status::ok, {{"result_id", outcome->result_id}, {"duplicate", true}}, req);
+    case store::RecordKind::kMismatch:
+      return lease_conflict("result_mismatch",
+                            "a different result for attempt " + std::to_string(attempt) + " of job " + job +
+                                " is already stored",
+                            req);
+    case store::RecordKind::kLost:
+      return renewal_conflict(store::LeaseState::kLost, *job_id, req);
+    case store::RecordKind::kCancelled:
+      return renewal_conflict(store::LeaseState::kCancelled, *job_id, req);
+    case store::RecordKind::kNotFound:
+      return error_response(Error::not_found("job " + job + " does not exist"), req);
+  }
+  return error_response(Error::internal("unhandled result outcome"), req);
+}
+
+http::Response list_agents(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
+  if (auto s = require_reader(ctx, req); !s) return error_response(s.error(), req);
+  auto agents = ctx.store.list_agents();
+  if (!agents.ok()) return error_response(agents.error(), req);
+  nlohmann::json out = nlohmann::json::array();
+  const TimestampMs now = ctx.clock.now_ms();
+  for (const auto& a : *agents) out.push_back(agent_json(a, now, ctx.config.heartbeat_interval_s));
+  return json_response(bhttp::status::ok, {{"agents", out}}, req);
+}
+
+http::Response drain_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  if (auto s = require_operator(ctx, req); !s) return error_response(s.error(), req);
+  auto id = id_param(m, "id");
+  if (!id.ok()) return error_response(id.error(), req);
+  bool draining = true;
+  if (!req.body().empty()) {
+    auto body = json_body(ctx, req);
+    if (!body.ok()) return error_response(body.error(), req);
+    JsonReader r(*body, "");
+    r.optional("draining", draining);
+    if (auto s = r.finish(); !s) return error_response(s.error(), req);
+  }
+  if (auto s = ctx.store.set_draining(*id, draining); !s) return error_response(s.error(), req);
+  auto agent = ctx.store.get_agent(*id);
+  if (!agent.ok()) return error_response(agent.error(), req);
+  return json_response(bhttp::status::ok, agent_json(*agent, ctx.clock.now_ms(), ctx.config.heartbeat_interval_s),
+                       req);
+}
+
+}  // namespace benchfleet::api

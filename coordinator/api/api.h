@@ -1,0 +1,37 @@
+// The coordinator's REST API: registers every route of /api/v1 (and /healthz, /metrics, the
+// OpenAPI document and the dashboard) on a Router. Handlers get their dependencies from
+// ApiContext; the business rules they call live in the store, matrix and scheduler modules.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "common/catalog.h"
+#include "common/clock.h"
+#include "common/http/router.h"
+#include "coordinator/config.h"
+#include "coordinator/metrics.h"
+#include "coordinator/store/store.h"
+#include "coordinator/work_signal.h"
+
+namespace benchfleet::api {
+
+struct ApiContext {
+  store::Store& store;
+  const Catalog& catalog;
+  const CoordinatorConfig& config;
+  const Clock& clock;
+  WorkSignal& work;
+  Metrics& metrics;
+  std::string operator_token;    // never empty once the coordinator runs
+  std::string enrollment_token;  // never empty once the coordinator runs
+  std::atomic<bool>& stopping;   // long polls return at once when set
+};
+
+// REQUIRES: `ctx` outlives the router.
+void register_routes(http::Router& router, ApiContext& ctx);
+
+// The OpenAPI document served at /api/v1/openapi.json (compiled in from openapi.json).
+const std::string& openapi_document();
+
+}  // namespace benchfleet::api

@@ -1,0 +1,209 @@
+#include "coordinator/api/common.h"
+
+#include <charconv>
+#include <ctime>
+
+#include "common/codecs.h"
+#include "common/http/problem.h"
+#include "common/json_reader.h"
+#include "coordinator/auth.h"
+
+namespace benchfleet::api {
+namespace {
+
+namespace bhttp = boost::beast::http;
+
+std::string_view authorization(const http::Request& req) {
+  auto it = req.find(bhttp::field::authorization);
+  return it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
+}
+
+Status check_token(const http::Request& req, const std::string& expected, std::string_view what) {
+  const std::string_view token = auth::bearer_token(authorization(req));
+  if (token.empty()) {
+    return Error{ErrorCode::kUnauthenticated, std::string("this endpoint needs the ") + std::string(what) +
+                                                  " token: send \"Authorization: Bearer <token>\"", {}};
+  }
+  if (!auth::constant_time_equal(token, expected)) {
+    return Error{ErrorCode::kUnauthenticated, std::string("the ") + std::string(what) + " token is not valid", {}};
+  }
+  return Status::Ok();
+}
+
+bool parse_int64(std::string_view text, std::int64_t& out) {
+  if (text.empty()) return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+}  // namespace
+
+Status require_operator(const ApiContext& ctx, const http::Request& req) {
+  return check_token(req, ctx.operator_token, "operator");
+}
+
+Status require_reader(const ApiContext& ctx, const http::Request& req) {
+  if (ctx.config.public_reads) return Status::Ok();
+  return check_token(req, ctx.operator_token, "operator");
+}
+
+std::string compose_agent_token(std::int64_t agent_id, const std::string& secret) {
+  return "bfa_" + std::to_string(agent_id) + "_" + secret;
+}
+
+Result<std::int64_t> authenticate_agent(const ApiContext& ctx, const http::Request& req) {
+  const std::string_view token = auth::bearer_token(authorization(req));
+  const Error unauthenticated{ErrorCode::kUnauthenticated, "the agent token is missing or not valid; re-enrol", {}};
+  constexpr std::string_view kPrefix = "bfa_";
+  if (token.substr(0, kPrefix.size()) != kPrefix) return unauthenticated;
+  const std::string_view rest = token.substr(kPrefix.size());
+  const auto sep = rest.find('_');
+  std::int64_t agent_id = 0;
+  if (sep == std::string_view::npos || !parse_int64(rest.substr(0, sep), agent_id)) return unauthenticated;
+  auto creds = ctx.store.agent_credentials(agent_id);
+  if (!creds.ok()) {
+    if (creds.error().code == ErrorCode::kNotFound) return unauthenticated;
+    return creds.error();
+  }
+  if (!auth::constant_time_equal(auth::hash_token(creds->salt, rest.substr(sep + 1)), creds->hash)) {
+    return unauthenticated;
+  }
+  return agent_id;
+}
+
+Result<std::int64_t> authenticate_agent_path(const ApiContext& ctx, const http::Request& req,
+                                             const http::RouteMatch& match) {
+  BF_ASSIGN_OR_RETURN(std::int64_t agent_id, authenticate_agent(ctx, req));
+  BF_ASSIGN_OR_RETURN(std::int64_t path_id, id_param(match, "id"));
+  if (agent_id != path_id) {
+    return Error{ErrorCode::kPermissionDenied, "this token belongs to agent " + std::to_string(agent_id) +
+                                                   ", not agent " + std::to_string(path_id), {}};
+  }
+  return agent_id;
+}
+
+Result<nlohmann::json> json_body(const ApiContext& ctx, const http::Request& req) {
+  if (req.body().empty()) return Error::invalid("", "the request needs a JSON body");
+  return parse_json(req.body(), ctx.config.max_json_depth);
+}
+
+Result<std::int64_t> id_param(const http::RouteMatch& match, std::string_view name) {
+  auto it = match.params.find(name);
+  std::int64_t id = 0;
+  if (it == match.params.end() || !parse_int64(it->second, id) || id <= 0) {
+    return Error::invalid("path." + std::string(name), "must be a positive integer");
+  }
+  return id;
+}
+
+Result<std::optional<std::int64_t>> int_query(const http::RouteMatch& match, std::string_view name,
+                                              std::int64_t min, std::int64_t max) {
+  auto it = match.query.find(name);
+  if (it == match.query.end()) return std::optional<std::int64_t>();
+  std::int64_t v = 0;
+  if (!parse_int64(it->second, v) || v < min || v > max) {
+    return Error::invalid("query." + std::string(name),
+                          "must be an integer between " + std::to_string(min) + " and " + std::to_string(max));
+  }
+  return std::optional<std::int64_t>(v);
+}
+
+std::optional<std::string> str_query(const http::RouteMatch& match, std::string_view name) {
+  auto it = match.query.find(name);
+  if (it == match.query.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string format_time(TimestampMs ms) {
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  return buf;
+}
+
+nlohmann::json time_or_null(const std::optional<TimestampMs>& ms) {
+  return ms ? nlohmann::json(format_time(*ms)) : nlohmann::json(nullptr);
+}
+
+nlohmann::json run_json(const store::RunInfo& run) {
+  nlohmann::json jobs = nlohmann::json::object();
+  for (JobStatus s : all_job_statuses()) {
+    auto it = run.jobs_by_status.find(s);
+    jobs[std::string(to_string(s))] = it == run.jobs_by_status.end() ? 0 : it->second;
+  }
+  nlohmann::json results = nlohmann::json::object();
+  for (ResultStatus s : all_result_statuses()) {
+    auto it = run.results_by_status.find(s);
+    results[std::string(to_string(s))] = it == run.results_by_status.end() ? 0 : it->second;
+  }
+  std::int64_t finished = 0;
+  for (const auto& [status, n] : run.jobs_by_status) {
+    if (!is_active(status)) finished += n;
+  }
+  return {{"id", run.id},
+          {"name", run.name},
+          {"state", run.state},
+          {"job_count", run.job_count},
+          {"finished_jobs", finished},
+          {"jobs", jobs},
+          {"results", results},
+          {"gpus", run.spec.gpus},
+          {"torch_builds", run.spec.torch_builds},
+          {"created_at", format_time(run.created_at)},
+          {"cancelled_at", time_or_null(run.cancelled_at)},
+          {"finished_at", time_or_null(run.finished_at)},
+          {"matrix", run.spec}};
+}
+
+nlohmann::json agent_json(const store::AgentInfo& a, TimestampMs now, int heartbeat_interval_s) {
+  nlohmann::json leases = nlohmann::json::array();
+  for (const auto& l : a.leases) {
+    leases.push_back({{"slot", l.slot}, {"job_id", l.job_id}, {"run_id", l.run_id}, {"status", l.status},
+                      {"job", l.spec}});
+  }
+  const bool online = now - a.last_seen_at <= 3LL * heartbeat_interval_s * 1000;
+  return {{"id", a.id},
+          {"name", a.descriptor.name},
+          {"hostname", a.descriptor.hostname},
+          {"version", a.descriptor.version},
+          {"slots", a.descriptor.slots},
+          {"torch_builds", a.descriptor.torch_builds},
+          {"enrolled_at", format_time(a.enrolled_at)},
+          {"last_seen_at", format_time(a.last_seen_at)},
+          {"online", online},
+          {"draining", a.draining},
+          {"leases", leases}};
+}
+
+nlohmann::json result_json(const store::ResultRow& row, bool include_samples) {
+  nlohmann::json result = row.result;
+  if (!include_samples) result.erase("samples_ms");
+  return {{"id", row.id},
+          {"job_id", row.job_id},
+          {"run_id", row.run_id},
+          {"attempt", row.attempt},
+          {"job", row.spec},
+          {"result", result},
+          {"agent", row.agent_name ? nlohmann::json(*row.agent_name) : nlohmann::json(nullptr)},
+          {"slot", row.slot ? nlohmann::json(*row.slot) : nlohmann::json(nullptr)},
+          {"created_at", format_time(row.created_at)}};
+}
+
+nlohmann::json model_json(const CatalogModel& m) {
+  return {{"id", m.id},
+          {"source", m.source},
+          {"task", m.task},
+          {"name", m.name},
+          {"display_name", m.display_name()},
+          {"architecture", m.architecture},
+          {"worker", m.worker}};
+}
+
+http::Response error_response(const Error& error, const http::Request& req) {
+  return http::problem_from_error(error, req);
+}
+
+}  // namespace benchfleet::api

@@ -1,0 +1,51 @@
+// Helpers shared by the API handlers: authentication, body and parameter parsing, JSON views.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/http/router.h"
+#include "common/http/types.h"
+#include "common/result.h"
+#include "coordinator/api/api.h"
+
+namespace benchfleet::api {
+
+// Operator token required (writes). Error is kUnauthenticated / kPermissionDenied.
+Status require_operator(const ApiContext& ctx, const http::Request& req);
+// Reads: public unless config.public_reads is false, then the operator token.
+Status require_reader(const ApiContext& ctx, const http::Request& req);
+// The agent id a valid agent token ("bfa_<id>_<secret>") belongs to.
+Result<std::int64_t> authenticate_agent(const ApiContext& ctx, const http::Request& req);
+// As above, and the token's agent must be the {id} in the path.
+Result<std::int64_t> authenticate_agent_path(const ApiContext& ctx, const http::Request& req,
+                                             const http::RouteMatch& match);
+// "bfa_<id>_<secret>".
+std::string compose_agent_token(std::int64_t agent_id, const std::string& secret);
+
+// The body parsed as JSON (whatever the content type says), refusing nesting beyond the
+// configured depth.
+Result<nlohmann::json> json_body(const ApiContext& ctx, const http::Request& req);
+// A positive integer path parameter; "path.<name>" in errors.
+Result<std::int64_t> id_param(const http::RouteMatch& match, std::string_view name);
+// An optional integer query parameter within [min, max]; "query.<name>" in errors.
+Result<std::optional<std::int64_t>> int_query(const http::RouteMatch& match, std::string_view name,
+                                              std::int64_t min, std::int64_t max);
+std::optional<std::string> str_query(const http::RouteMatch& match, std::string_view name);
+
+// RFC 3339 UTC with milliseconds: "2026-11-21T20:05:00.123Z".
+std::string format_time(TimestampMs ms);
+nlohmann::json time_or_null(const std::optional<TimestampMs>& ms);
+
+nlohmann::json run_json(const store::RunInfo& run);
+nlohmann::json agent_json(const store::AgentInfo& agent, TimestampMs now, int heartbeat_interval_s);
+nlohmann::json result_json(const store::ResultRow& row, bool include_samples);
+nlohmann::json model_json(const CatalogModel& model);
+
+// Turns an Error into its problem+json response.
+http::Response error_response(const Error& error, const http::Request& req);
+
+}  // namespace benchfleet::api

@@ -1,0 +1,52 @@
+// Coordinator configuration: defaults < YAML file (--config) < environment < flags.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace benchfleet {
+
+struct CoordinatorConfig {
+  std::string listen = "127.0.0.1:8080";
+  std::string db = "./benchfleet.db";
+  std::string catalog;  // empty: the built-in default path
+  std::string web_root;  // dashboard assets; empty: the source tree's web/ if present
+  // Tokens. When unset, a random token is generated once and kept in <db>.operator-token /
+  // <db>.enrollment-token (mode 0600) so local tools can read it; tokens are never logged.
+  std::string operator_token;
+  std::string enrollment_token;
+  bool public_reads = true;  // false: GET endpoints need the operator token too
+  int lease_ttl_s = 60;
+  int heartbeat_interval_s = 15;
+  int long_poll_timeout_s = 25;
+  int max_attempts = 3;
+  int restart_grace_s = 60;
+  std::int64_t max_cells = 100'000;
+  std::int64_t max_body_bytes = 16 << 20;
+  std::int64_t max_header_bytes = 16 << 10;
+  int max_json_depth = 32;
+  int request_timeout_s = 30;
+  int threads = 2;
+  std::string log_level = "info";
+  std::string port_file;  // when set, the bound port is written here after listening
+};
+
+// Parses argv (and $BENCHFLEET_* variables, and the --config file). For --help/--version it
+// prints and sets exit_now; usage errors come back as an Error naming the option.
+struct ConfigParse {
+  CoordinatorConfig config;
+  bool exit_now = false;
+  int exit_code = 0;
+};
+Result<ConfigParse> parse_coordinator_config(int argc, char** argv);
+
+// Applies a YAML document onto `config`; unknown keys and wrong types name the key.
+Status apply_yaml_config(std::string_view yaml_text, std::string_view origin, CoordinatorConfig& config);
+
+// Checks ranges (TTL > heartbeat, positive limits...) naming the offending option.
+Status validate(const CoordinatorConfig& config);
+
+}  // namespace benchfleet

@@ -1,0 +1,165 @@
+// benchfleet-coordinator: a thin main over the coordinator library (see --help).
+#include <sys/stat.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "common/catalog.h"
+#include "common/http/server.h"
+#include "coordinator/api/api.h"
+#include "coordinator/auth.h"
+#include "coordinator/config.h"
+
+namespace {
+
+using namespace benchfleet;
+namespace asio = boost::asio;
+
+// The configured token, else the one kept in `path`, else a new one written there (0600).
+Result<std::string> resolve_token(const std::string& configured, const std::string& path) {
+  if (!configured.empty()) return configured;
+  if (std::ifstream in(path); in) {
+    std::string token;
+    std::getline(in, token);
+    if (!token.empty()) return token;
+  }
+  const std::string token = auth::generate_agent_token().substr(4);
+  const mode_t old = umask(077);
+  std::ofstream out(path, std::ios::trunc);
+  umask(old);
+  if (!out || !(out << token << "\n") || !out.flush()) return Error::internal("cannot write " + path);
+  ::chmod(path.c_str(), 0600);
+  spdlog::info("generated a token into {} (mode 0600)", path);
+  return token;
+}
+
+asio::awaitable<void> sweep_expired_leases(store::Store& store, WorkSignal& work, const std::atomic<bool>& stopping,
+                                           std::chrono::milliseconds period) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!stopping.load()) {
+    timer.expires_after(period);
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (stopping.load()) break;
+    auto n = store.expire_leases();
+    if (!n.ok()) {
+      spdlog::warn("lease expiry sweep failed: {}", n.error().message);
+    } else if (*n > 0) {
+      spdlog::info("expired leases requeued_or_failed={}", *n);
+      work.notify();
+    }
+  }
+}
+
+int run(int argc, char** argv) {
+  auto parsed = parse_coordinator_config(argc, argv);
+  if (!parsed.ok()) {
+    std::cerr << "benchfleet-coordinator: " << parsed.error().describe() << "\n";
+    return 2;
+  }
+  if (parsed->exit_now) return parsed->exit_code;
+  const CoordinatorConfig config = parsed->config;
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ coordinator: %v");
+
+  auto operator_token = resolve_token(config.operator_token, config.db + ".operator-token");
+  auto enrollment_token = resolve_token(config.enrollment_token, config.db + ".enrollment-token");
+  if (!operator_token.ok() || !enrollment_token.ok()) {
+    spdlog::error("{}", (!operator_token.ok() ? operator_token.error() : enrollment_token.error()).message);
+    return 1;
+  }
+
+  const std::string catalog_path = config.catalog.empty() ? default_catalog_path() : config.catalog;
+  auto catalog = Catalog::load_file(catalog_path);
+  if (!catalog.ok()) {
+    spdlog::error("cannot load the model catalog: {}", catalog.error().describe());
+    return 1;
+  }
+
+  SystemClock clock;
+  store::StoreOptions options;
+  options.path = config.db;
+  options.max_attempts = config.max_attempts;
+  options.lease_ttl_ms = config.lease_ttl_s * 1000LL;
+  options.restart_grace_ms = config.restart_grace_s * 1000LL;
+  auto store = store::Store::open(options, clock);
+  if (!store.ok()) {
+    spdlog::error("cannot open the store: {}", store.error().message);
+    return 1;
+  }
+
+  auto endpoint = http::parse_listen_address(config.listen);
+  if (!endpoint.ok()) {
+    spdlog::error("--listen: {}", endpoint.error().describe());
+    return 2;
+  }
+
+  asio::io_context ioc(config.threads);
+  WorkSignal work;
+  Metrics metrics;
+  std::atomic<bool> stopping{false};
+  api::ApiContext ctx{**store, *catalog, config, clock, work, metrics, *operator_token, *enrollment_token, stopping};
+  http::Router router;
+  api::register_routes(router, ctx);
+
+  http::ServerLimits limits;
+  limits.body_limit = static_cast<std::size_t>(config.max_body_bytes);
+  limits.header_limit = static_cast<std::size_t>(config.max_header_bytes);
+  limits.request_timeout = std::chrono::seconds(config.request_timeout_s);
+  auto server = http::Server::listen(ioc, *endpoint, router, limits,
+                                     [&metrics](std::string_view route, unsigned status, double seconds) {
+                                       metrics.observe_request(route, status, seconds);
+                                     });
+  if (!server.ok()) {
+    spdlog::error("{}", server.error().message);
+    return 1;
+  }
+  (*server)->start();
+  spdlog::info("listening on {}:{} db={} catalog={} models={}", endpoint->address().to_string(), (*server)->port(),
+               config.db, catalog_path, catalog->models().size());
+  if (!config.port_file.empty()) {
+    std::ofstream(config.port_file + ".tmp") << (*server)->port() << "\n";
+    std::rename((config.port_file + ".tmp").c_str(), config.port_file.c_str());
+  }
+
+  const auto sweep_period =
+      std::chrono::milliseconds(std::clamp<long long>(config.lease_ttl_s * 1000LL / 4, 200, 5000));
+  asio::co_spawn(ioc, sweep_expired_leases(**store, work, stopping, sweep_period), asio::detached);
+
+  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    spdlog::info("signal {}: stopping (in-flight requests finish)", signo);
+    stopping.store(true);
+    (*server)->stop();
+  });
+
+  std::vector<std::thread> threads;
+  for (int i = 1; i < config.threads; ++i) threads.emplace_back([&ioc] { ioc.run(); });
+  ioc.run();
+  for (auto& t : threads) t.join();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "benchfleet-coordinator: fatal: " << e.what() << "\n";
+    return 1;
+  }
+}

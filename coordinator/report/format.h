@@ -1,0 +1,15 @@
+// Number formatting shared by the report builder and renderers (internal to benchfleet_report).
+// Locale-independent (std::to_chars), so a host's locale never turns "9.325" into "9,325".
+#pragma once
+
+#include <string>
+
+namespace benchfleet::report {
+
+// Fixed notation with `decimals` digits: format_fixed(9.3249, 3) == "9.325".
+std::string format_fixed(double value, int decimals);
+
+// Shortest text that reads back as the same double: format_shortest(1.5) == "1.5".
+std::string format_shortest(double value);
+
+}  // namespace benchfleet::report

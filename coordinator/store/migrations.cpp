@@ -1,0 +1,66 @@
+#include "coordinator/store/migrations.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+namespace benchfleet::store {
+namespace {
+
+struct Numbered {
+  int version;
+  const EmbeddedFile* file;
+};
+
+// "007_add_index.sql" -> 7; -1 when the name has no numeric prefix.
+int version_of(const std::string& name) {
+  std::size_t i = 0;
+  int v = 0;
+  while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) v = v * 10 + (name[i++] - '0');
+  return (i == 0 || i >= name.size() || name[i] != '_') ? -1 : v;
+}
+
+}  // namespace
+
+Result<int> migrate(Database& db, const std::vector<EmbeddedFile>& migrations) {
+  std::vector<Numbered> ordered;
+  for (const auto& m : migrations) {
+    const int v = version_of(m.name);
+    if (v <= 0) return Error::internal("migration file name must start with a number > 0: " + m.name);
+    ordered.push_back({v, &m});
+  }
+  std::sort(ordered.begin(), ordered.end(), [](auto& a, auto& b) { return a.version < b.version; });
+  for (std::size_t i = 0; i < ordered.size(); ++i) {
+    if (ordered[i].version != static_cast<int>(i) + 1) {
+      return Error::internal("migrations must be numbered 1..n without gaps; found " + ordered[i].file->name);
+    }
+  }
+  const int newest = static_cast<int>(ordered.size());
+
+  auto stmt = db.prepare("PRAGMA user_version");
+  if (!stmt.ok()) return stmt.error();
+  auto row = (*stmt)->step();
+  if (!row.ok()) return row.error();
+  const int current = static_cast<int>((*stmt)->int64(0));
+  (*stmt)->reset();
+
+  if (current > newest) {
+    return Error{ErrorCode::kInternal,
+                 "database schema version " + std::to_string(current) + " is newer than this coordinator supports (" +
+                     std::to_string(newest) + "); it was written by a newer benchfleet — upgrade the coordinator",
+                 {}};
+  }
+  for (const auto& m : ordered) {
+    if (m.version <= current) continue;
+    Transaction tx(db);
+    if (!tx.begin_status().ok()) return tx.begin_status().error();
+    if (auto s = db.exec(m.file->content); !s) {
+      return Error::internal("migration " + m.file->name + " failed: " + s.error().message);
+    }
+    if (auto s = db.exec("PRAGMA user_version = " + std::to_string(m.version)); !s) return s.error();
+    if (auto s = tx.commit(); !s) return s.error();
+  }
+  return newest;
+}
+
+}  // namespace benchfleet::store

@@ -1,0 +1,21 @@
+// Schema migrations: numbered SQL files (migrations/NNN_name.sql) compiled into the binary,
+// applied in order, each in its own transaction, version kept in PRAGMA user_version.
+#pragma once
+
+#include <vector>
+
+#include "common/embedded_file.h"
+#include "common/result.h"
+#include "coordinator/store/sqlite.h"
+
+namespace benchfleet::store {
+
+// The migrations shipped with this binary (generated from migrations/*.sql).
+std::vector<EmbeddedFile> embedded_migrations();
+
+// Brings `db` to the newest version in `migrations`. Refuses a database whose user_version
+// is newer than the newest migration (written by a newer coordinator) without touching it.
+// Returns the resulting schema version.
+Result<int> migrate(Database& db, const std::vector<EmbeddedFile>& migrations);
+
+}  // namespace benchfleet::store

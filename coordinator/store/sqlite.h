@@ -1,0 +1,108 @@
+// Thin RAII layer over SQLite: a connection, cached prepared statements and transactions.
+// Not thread-safe: one thread uses a Database at a time (Store serialises access).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace benchfleet::store {
+
+class Statement {
+ public:
+  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~Statement();
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  // Parameters are 1-based, as in SQLite.
+  Statement& bind(int index, std::int64_t value);
+  Statement& bind(int index, int value) { return bind(index, static_cast<std::int64_t>(value)); }
+  Statement& bind(int index, double value);
+  Statement& bind(int index, std::string_view text);
+  Statement& bind(int index, const char* text) { return bind(index, std::string_view(text)); }
+  Statement& bind(int index, const std::string& text) { return bind(index, std::string_view(text)); }
+  Statement& bind_blob(int index, std::string_view bytes);
+  Statement& bind_null(int index);
+  template <class T>
+  Statement& bind(int index, const std::optional<T>& value) {
+    return value ? bind(index, *value) : bind_null(index);
+  }
+
+  // Advances to the next row: true if there is a row, false when done, Error on failure.
+  Result<bool> step();
+  // Runs a statement that returns no rows.
+  Status run();
+  // Clears bindings and rewinds, ready for reuse.
+  void reset();
+
+  // REQUIRES: the last step() returned true. Columns are 0-based.
+  bool is_null(int col) const;
+  std::int64_t int64(int col) const;
+  double real(int col) const;
+  std::string text(int col) const;
+  std::string blob(int col) const;
+  std::optional<std::int64_t> opt_int64(int col) const;
+  std::optional<double> opt_real(int col) const;
+  std::optional<std::string> opt_text(int col) const;
+
+ private:
+  Error last_error() const;
+
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+};
+
+class Database {
+ public:
+  // Opens (creating if needed) with WAL, foreign keys, synchronous=FULL and a busy timeout.
+  static Result<std::unique_ptr<Database>> open(const std::string& path, int busy_timeout_ms = 5000);
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  // Executes one or more statements without results.
+  Status exec(std::string_view sql);
+  // A prepared statement cached by its SQL text, reset and ready to bind.
+  // The reference stays valid for the Database's lifetime.
+  Result<Statement*> prepare(const std::string& sql);
+
+  std::int64_t last_insert_rowid() const;
+  int changes() const;
+  sqlite3* handle() const { return db_; }
+
+ private:
+  explicit Database(sqlite3* db) : db_(db) {}
+
+  sqlite3* db_;
+  std::map<std::string, std::unique_ptr<Statement>, std::less<>> cache_;
+};
+
+// BEGIN IMMEDIATE on construction (takes the write lock up front, so no upgrade deadlocks);
+// rolls back on destruction unless commit() succeeded.
+class Transaction {
+ public:
+  explicit Transaction(Database& db);
+  ~Transaction();
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  // The status of BEGIN; check before doing work.
+  const Status& begin_status() const { return begin_; }
+  Status commit();
+
+ private:
+  Database& db_;
+  Status begin_;
+  bool open_ = false;
+};
+
+}  // namespace benchfleet::store

@@ -1,0 +1,137 @@
+#include "coordinator/store/store.h"
+
+#include "common/codecs.h"
+#include "coordinator/scheduler.h"
+#include "coordinator/store/migrations.h"
+#include "coordinator/store/rows.h"
+
+namespace benchfleet::store {
+
+std::string_view to_string(LeaseState s) {
+  switch (s) {
+    case LeaseState::kActive: return "active";
+    case LeaseState::kLost: return "lost";
+    case LeaseState::kCancelled: return "cancelled";
+  }
+  return "lost";
+}
+
+Store::Store(StoreOptions options, const Clock& clock, std::unique_ptr<Database> db)
+    : options_(std::move(options)), clock_(clock), db_(std::move(db)) {}
+
+Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Clock& clock) {
+  BF_ASSIGN_OR_RETURN(auto db, Database::open(options.path, options.busy_timeout_ms));
+  auto version = migrate(*db, embedded_migrations());
+  if (!version.ok()) {
+    return Error{version.error().code, options.path + ": " + version.error().message, {}};
+  }
+  std::unique_ptr<Store> store(new Store(options, clock, std::move(db)));
+
+  // Restart grace: leases that would expire while agents reconnect get time to be renewed.
+  Transaction tx(*store->db_);
+  BF_RETURN_IF_ERROR(tx.begin_status());
+  const TimestampMs now = clock.now_ms();
+  BF_ASSIGN_OR_RETURN(auto* select, store->db_->prepare(
+      "SELECT id, lease_expires_at FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')"));
+  std::vector<std::pair<std::int64_t, TimestampMs>> updates;
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, select->step());
+    if (!row) break;
+    const TimestampMs extended =
+        scheduler::expiry_after_restart(select->int64(1), now, options.restart_grace_ms);
+    if (extended != select->int64(1)) updates.emplace_back(select->int64(0), extended);
+  }
+  select->reset();
+  for (const auto& [job_id, expires] : updates) {
+    BF_ASSIGN_OR_RETURN(auto* update, store->db_->prepare("UPDATE jobs SET lease_expires_at = ? WHERE id = ?"));
+    BF_RETURN_IF_ERROR(update->bind(1, expires).bind(2, job_id).run());
+  }
+  BF_RETURN_IF_ERROR(tx.commit());
+  return store;
+}
+
+Result<Gauges> Store::gauges(TimestampMs seen_within_ms) {
+  std::lock_guard lock(mu_);
+  Gauges g;
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT status, COUNT(*) FROM jobs GROUP BY status"));
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, s->step());
+    if (!row) break;
+    g.jobs_by_status[job_status_at(*s, 0)] = s->int64(1);
+  }
+  s->reset();
+  BF_ASSIGN_OR_RETURN(auto* counts, db_->prepare(
+      "SELECT (SELECT COUNT(*) FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')),"
+      "       (SELECT COUNT(*) FROM agents),"
+      "       (SELECT COUNT(*) FROM agents WHERE last_seen_at >= ?),"
+      "       (SELECT COUNT(*) FROM runs)"));
+  counts->bind(1, clock_.now_ms() - seen_within_ms);
+  BF_ASSIGN_OR_RETURN(bool row, counts->step());
+  if (row) {
+    g.active_leases = counts->int64(0);
+    g.agents = counts->int64(1);
+    g.agents_seen_recently = counts->int64(2);
+    g.runs = counts->int64(3);
+  }
+  counts->reset();
+  return g;
+}
+
+Status Store::end_attempt(std::int64_t job_id, int attempt, std::string_view outcome) {
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      "UPDATE attempts SET ended_at = ?, outcome = ? WHERE job_id = ? AND attempt = ? AND ended_at IS NULL"));
+  return s->bind(1, clock_.now_ms()).bind(2, outcome).bind(3, job_id).bind(4, attempt).run();
+}
+
+Status Store::update_run_finished(std::int64_t run_id) {
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      "UPDATE runs SET finished_at = ? WHERE id = ? AND finished_at IS NULL AND NOT EXISTS "
+      "(SELECT 1 FROM jobs WHERE run_id = ? AND status IN ('queued','leased','running'))"));
+  return s->bind(1, clock_.now_ms()).bind(2, run_id).bind(3, run_id).run();
+}
+
+Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id) {
+  // Load what the pure rule needs: the run's queued jobs and the cells that ran out of memory.
+  std::vector<scheduler::QueuedJob> queued;
+  BF_ASSIGN_OR_RETURN(auto* q, db_->prepare("SELECT j.id, " + job_spec_columns("j") +
+                                            " FROM jobs j WHERE j.run_id = ? AND j.status = 'queued'"));
+  q->bind(1, run_id);
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, q->step());
+    if (!row) break;
+    queued.push_back({q->int64(0), job_spec_at(*q, 1)});
+  }
+  q->reset();
+  if (queued.empty()) return std::int64_t{0};
+
+  std::vector<JobSpec> oomed;
+  BF_ASSIGN_OR_RETURN(auto* o, db_->prepare("SELECT " + job_spec_columns("j") +
+                                            " FROM results r JOIN jobs j ON j.id = r.job_id"
+                                            " WHERE r.run_id = ? AND r.status = 'oom'"));
+  o->bind(1, run_id);
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, o->step());
+    if (!row) break;
+    oomed.push_back(job_spec_at(*o, 0));
+  }
+  o->reset();
+
+  const TimestampMs now = clock_.now_ms();
+  const auto implied = scheduler::implied_oom(queued, oomed);
+  for (const auto& [job_id, batch] : implied) {
+    BF_ASSIGN_OR_RETURN(auto* job, db_->prepare(
+        "UPDATE jobs SET status = 'done', finished_at = ?, updated_at = ? WHERE id = ? AND status = 'queued'"));
+    BF_RETURN_IF_ERROR(job->bind(1, now).bind(2, now).bind(3, job_id).run());
+    JobResult verdict;
+    verdict.status = ResultStatus::kOomImplied;
+    verdict.error = "batch " + std::to_string(batch) + " of this model, mode, build and GPU class ran out of memory";
+    const std::string body = nlohmann::json(verdict).dump();
+    BF_ASSIGN_OR_RETURN(auto* ins, db_->prepare(
+        "INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at) "
+        "SELECT id, run_id, attempt, 'oom_implied', ?, ?, 'implied', ? FROM jobs WHERE id = ?"));
+    BF_RETURN_IF_ERROR(ins->bind(1, *verdict.error).bind(2, body).bind(3, now).bind(4, job_id).run());
+  }
+  return static_cast<std::int64_t>(implied.size());
+}
+
+}  // namespace benchfleet::store

@@ -1,0 +1,227 @@
+// The coordinator's durable state in SQLite: runs, jobs, attempts/leases, results, agents.
+// Thread-safe: every method serialises on one connection. Every method that changes state
+// commits (synchronous=FULL) before it returns, so a caller may acknowledge what it wrote.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "common/types.h"
+#include "coordinator/report/report.h"
+#include "coordinator/store/sqlite.h"
+
+namespace benchfleet::store {
+
+struct StoreOptions {
+  std::string path;                   // SQLite file; created if missing
+  int busy_timeout_ms = 5000;
+  int max_attempts = 3;               // leases a job gets before it fails
+  TimestampMs lease_ttl_ms = 60'000;  // a lease lives this long unless renewed
+  TimestampMs restart_grace_ms = 60'000;  // live leases get this long after open()
+};
+
+struct RunCreated {
+  std::int64_t run_id = 0;
+  std::int64_t job_count = 0;
+};
+
+struct RunInfo {
+  std::int64_t id = 0;
+  std::string name;
+  MatrixSpec spec;
+  std::int64_t job_count = 0;
+  TimestampMs created_at = 0;
+  std::optional<TimestampMs> cancelled_at;
+  std::optional<TimestampMs> finished_at;
+  std::map<JobStatus, std::int64_t> jobs_by_status;
+  std::map<ResultStatus, std::int64_t> results_by_status;
+  std::string state;  // scheduler::RunState name
+};
+
+struct CancelOutcome {
+  std::int64_t cancelled_jobs = 0;    // queued or leased jobs that became cancelled now
+  bool already_cancelled = false;
+};
+
+struct AgentInfo {
+  std::int64_t id = 0;
+  AgentDescriptor descriptor;
+  TimestampMs enrolled_at = 0;
+  TimestampMs last_seen_at = 0;
+  bool draining = false;
+  struct ActiveLease {
+    std::string slot;
+    std::int64_t job_id = 0;
+    std::int64_t run_id = 0;
+    JobSpec spec;
+    std::string status;  // leased / running
+  };
+  std::vector<ActiveLease> leases;
+};
+
+// Stored credentials of an agent, for verification by the caller.
+struct AgentCredentials {
+  std::string salt;
+  std::string hash;
+};
+
+struct LeaseGrant {
+  std::int64_t job_id = 0;
+  std::int64_t run_id = 0;
+  int attempt = 0;  // 1-based
+  std::string lease_id;
+  TimestampMs expires_at = 0;
+  JobSpec spec;
+  MeasurementSpec measurement;
+  std::optional<std::int64_t> memory_limit_mb;
+  int timeout_s = 0;
+};
+
+struct LeaseAnswer {
+  std::optional<LeaseGrant> grant;
+  bool draining = false;
+};
+
+enum class LeaseState {
+  kActive,     // renewed
+  kLost,       // expired and requeued, or leased to someone else: stop the work
+  kCancelled,  // the run was cancelled: stop the work
+};
+std::string_view to_string(LeaseState s);
+
+struct Renewal {
+  LeaseState state = LeaseState::kLost;
+  TimestampMs expires_at = 0;  // when kActive
+};
+
+struct LeaseRef {
+  std::int64_t job_id = 0;
+  std::string lease_id;
+};
+
+enum class RecordKind {
+  kStored,     // new result row
+  kDuplicate,  // identical result for this attempt already stored: acknowledged, no new row
+  kMismatch,   // a different result for this attempt is stored
+  kLost,       // the lease is not current (expired, or another attempt holds the job)
+  kCancelled,  // the run was cancelled
+  kNotFound,   // no such job
+};
+
+struct RecordOutcome {
+  RecordKind kind = RecordKind::kStored;
+  std::int64_t result_id = 0;
+  std::int64_t implied_oom = 0;  // jobs marked oom_implied because of this result
+};
+
+struct ResultFilter {
+  std::optional<std::string> model, mode, torch_build, gpu, runtime, status;
+  std::optional<int> batch;
+};
+
+struct ResultRow {
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  std::int64_t run_id = 0;
+  int attempt = 0;
+  JobSpec spec;
+  JobResult result;
+  std::optional<std::string> agent_name;
+  std::optional<std::string> slot;
+  TimestampMs created_at = 0;
+};
+
+struct ResultPage {
+  std::vector<ResultRow> rows;
+  std::optional<std::int64_t> next_cursor;  // pass as `after_id` for the next page
+};
+
+struct Gauges {
+  std::map<JobStatus, std::int64_t> jobs_by_status;
+  std::int64_t active_leases = 0;
+  std::int64_t agents = 0;
+  std::int64_t agents_seen_recently = 0;  // last seen within the window passed to gauges()
+  std::int64_t runs = 0;
+};
+
+class Store {
+ public:
+  // Opens the database, applies migrations (refusing a newer schema) and gives every live
+  // lease the restart grace period.
+  static Result<std::unique_ptr<Store>> open(const StoreOptions& options, const Clock& clock);
+
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const StoreOptions& options() const { return options_; }
+
+  // ---- runs --------------------------------------------------------------------------------
+  // Stores the run and all its jobs in one transaction.
+  Result<RunCreated> create_run(const MatrixSpec& spec, const std::vector<JobSpec>& jobs);
+  Result<RunInfo> get_run(std::int64_t run_id);
+  // Newest first; `before_id` pages backwards.
+  Result<std::vector<RunInfo>> list_runs(int limit, std::optional<std::int64_t> before_id);
+  // Queued and leased jobs become cancelled; lease holders learn it at their next renewal.
+  Result<CancelOutcome> cancel_run(std::int64_t run_id);
+  Result<ResultPage> list_results(std::int64_t run_id, const ResultFilter& filter,
+                                  std::optional<std::int64_t> after_id, int limit);
+  Result<ResultRow> get_result(std::int64_t result_id);
+  // One entry per job of the run, with its result when there is one (for reports).
+  Result<std::vector<report::CellResult>> report_cells(std::int64_t run_id);
+
+  // ---- agents ------------------------------------------------------------------------------
+  // Creates the agent, or updates the one with the same name (it keeps its id), and replaces
+  // its credentials. Returns the agent id.
+  Result<std::int64_t> enroll_agent(const AgentDescriptor& descriptor, const AgentCredentials& credentials);
+  Result<AgentCredentials> agent_credentials(std::int64_t agent_id);
+  Result<std::vector<AgentInfo>> list_agents();
+  Result<AgentInfo> get_agent(std::int64_t agent_id);
+  Status set_draining(std::int64_t agent_id, bool draining);
+
+  // ---- leases ------------------------------------------------------------------------------
+  // Grants `slot` of `agent_id` its next job; no grant when nothing fits or the agent drains.
+  // A lease the slot still holds is released first: a slot runs one job at a time.
+  Result<LeaseAnswer> lease(std::int64_t agent_id, const std::string& slot);
+  // Extends a lease (progress); marks the job running.
+  Result<Renewal> renew(std::int64_t agent_id, const LeaseRef& lease);
+  // Heartbeat: records the agent as seen and renews each listed lease.
+  Result<std::vector<Renewal>> heartbeat(std::int64_t agent_id, const std::vector<LeaseRef>& leases);
+  // Stores the verdict of an attempt. `body` is the result's canonical JSON text.
+  Result<RecordOutcome> record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
+                                      const JobResult& result);
+  // Requeues (or fails, after max attempts) jobs whose lease expired. Returns how many changed.
+  Result<std::int64_t> expire_leases();
+
+  Result<Gauges> gauges(TimestampMs seen_within_ms);
+
+ private:
+  Store(StoreOptions options, const Clock& clock, std::unique_ptr<Database> db);
+
+  // Helpers run inside a caller's transaction, with mu_ held.
+  // Marks queued jobs implied by an OOM at a smaller batch; returns how many.
+  Result<std::int64_t> mark_implied_oom(std::int64_t run_id);
+  // Ends a lease that will not produce a result: requeue, or fail after max attempts.
+  Status requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts, std::string_view outcome);
+  Result<MatrixSpec> run_spec_locked(std::int64_t run_id);
+  Status end_attempt(std::int64_t job_id, int attempt, std::string_view outcome);
+  Status update_run_finished(std::int64_t run_id);
+  Result<Renewal> renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running);
+  Result<std::map<JobStatus, std::int64_t>> job_counts_locked(std::int64_t run_id);
+  Result<RunInfo> run_info_locked(std::int64_t run_id);
+  Result<AgentInfo> agent_info_locked(std::int64_t agent_id);
+
+  StoreOptions options_;
+  const Clock& clock_;
+  std::mutex mu_;
+  std::unique_ptr<Database> db_;
+  std::map<std::int64_t, MatrixSpec> run_specs_;  // immutable once stored; cached for leases
+};
+
+}  // namespace benchfleet::store

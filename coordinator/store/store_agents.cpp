@@ -1,0 +1,130 @@
+// Store: agent enrolment, credentials, listing and draining.
+#include "common/codecs.h"
+#include "coordinator/store/rows.h"
+#include "coordinator/store/store.h"
+
+namespace benchfleet::store {
+
+Result<std::int64_t> Store::enroll_agent(const AgentDescriptor& d, const AgentCredentials& credentials) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  BF_RETURN_IF_ERROR(tx.begin_status());
+  const TimestampMs now = clock_.now_ms();
+  BF_ASSIGN_OR_RETURN(auto* upsert, db_->prepare(
+      "INSERT INTO agents (name, hostname, version, descriptor, enrolled_at, last_seen_at, draining)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)"
+      " ON CONFLICT(name) DO UPDATE SET hostname = ?2, version = ?3, descriptor = ?4, enrolled_at = ?5,"
+      " last_seen_at = ?5, draining = 0 RETURNING id"));
+  upsert->bind(1, d.name).bind(2, d.hostname).bind(3, d.version).bind(4, nlohmann::json(d).dump()).bind(5, now);
+  BF_ASSIGN_OR_RETURN(bool row, upsert->step());
+  if (!row) {
+    upsert->reset();
+    return Error::internal("agent upsert returned no id");
+  }
+  const std::int64_t id = upsert->int64(0);
+  upsert->reset();
+
+  BF_ASSIGN_OR_RETURN(auto* token, db_->prepare(
+      "INSERT INTO agent_tokens (agent_id, salt, hash, created_at) VALUES (?1, ?2, ?3, ?4)"
+      " ON CONFLICT(agent_id) DO UPDATE SET salt = ?2, hash = ?3, created_at = ?4"));
+  token->bind(1, id).bind_blob(2, credentials.salt).bind_blob(3, credentials.hash).bind(4, now);
+  BF_RETURN_IF_ERROR(token->run());
+
+  BF_ASSIGN_OR_RETURN(auto* clear, db_->prepare("DELETE FROM agent_slots WHERE agent_id = ?"));
+  BF_RETURN_IF_ERROR(clear->bind(1, id).run());
+  BF_ASSIGN_OR_RETURN(auto* slot, db_->prepare(
+      "INSERT INTO agent_slots (agent_id, slot, gpu_class, gpu_name, gpu_uuid, memory_mb, descriptor)"
+      " VALUES (?, ?, ?, ?, ?, ?, ?)"));
+  for (const auto& s : d.slots) {
+    slot->bind(1, id).bind(2, s.id).bind(3, s.gpu_class);
+    if (s.gpu) {
+      slot->bind(4, s.gpu->name).bind(5, s.gpu->uuid).bind(6, s.gpu->memory_mb);
+    } else {
+      slot->bind_null(4).bind_null(5).bind_null(6);
+    }
+    slot->bind(7, nlohmann::json(s).dump());
+    BF_RETURN_IF_ERROR(slot->run());
+  }
+  BF_RETURN_IF_ERROR(tx.commit());
+  return id;
+}
+
+Result<AgentCredentials> Store::agent_credentials(std::int64_t agent_id) {
+  std::lock_guard lock(mu_);
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT salt, hash FROM agent_tokens WHERE agent_id = ?"));
+  s->bind(1, agent_id);
+  BF_ASSIGN_OR_RETURN(bool found, s->step());
+  if (!found) {
+    s->reset();
+    return Error::not_found("agent " + std::to_string(agent_id) + " is not enrolled");
+  }
+  AgentCredentials c{s->blob(0), s->blob(1)};
+  s->reset();
+  return c;
+}
+
+Result<AgentInfo> Store::agent_info_locked(std::int64_t agent_id) {
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      "SELECT id, descriptor, enrolled_at, last_seen_at, draining FROM agents WHERE id = ?"));
+  s->bind(1, agent_id);
+  BF_ASSIGN_OR_RETURN(bool found, s->step());
+  if (!found) {
+    s->reset();
+    return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
+  }
+  AgentInfo info;
+  info.id = s->int64(0);
+  if (auto d = decode<AgentDescriptor>(nlohmann::json::parse(s->text(1), nullptr, false)); d.ok()) {
+    info.descriptor = std::move(*d);
+  }
+  info.enrolled_at = s->int64(2);
+  info.last_seen_at = s->int64(3);
+  info.draining = s->int64(4) != 0;
+  s->reset();
+
+  BF_ASSIGN_OR_RETURN(auto* l, db_->prepare(
+      "SELECT lease_slot, id, run_id, status, " + job_spec_columns("jobs") +
+      " FROM jobs WHERE lease_agent_id = ? AND lease_id IS NOT NULL AND status IN ('leased','running')"
+      " ORDER BY lease_slot"));
+  l->bind(1, agent_id);
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, l->step());
+    if (!row) break;
+    info.leases.push_back({l->text(0), l->int64(1), l->int64(2), job_spec_at(*l, 4), l->text(3)});
+  }
+  l->reset();
+  return info;
+}
+
+Result<AgentInfo> Store::get_agent(std::int64_t agent_id) {
+  std::lock_guard lock(mu_);
+  return agent_info_locked(agent_id);
+}
+
+Result<std::vector<AgentInfo>> Store::list_agents() {
+  std::lock_guard lock(mu_);
+  std::vector<std::int64_t> ids;
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT id FROM agents ORDER BY name"));
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, s->step());
+    if (!row) break;
+    ids.push_back(s->int64(0));
+  }
+  s->reset();
+  std::vector<AgentInfo> agents;
+  for (auto id : ids) {
+    BF_ASSIGN_OR_RETURN(auto info, agent_info_locked(id));
+    agents.push_back(std::move(info));
+  }
+  return agents;
+}
+
+Status Store::set_draining(std::int64_t agent_id, bool draining) {
+  std::lock_guard lock(mu_);
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("UPDATE agents SET draining = ? WHERE id = ?"));
+  BF_RETURN_IF_ERROR(s->bind(1, draining ? 1 : 0).bind(2, agent_id).run());
+  if (db_->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
+  return Status::Ok();
+}
+
+}  // namespace benchfleet::store

@@ -1,0 +1,346 @@
+// Store: leases (grant, renew, heartbeat, expiry) and results.
+#include <set>
+
+#include "common/codecs.h"
+#include "coordinator/auth.h"
+#include "coordinator/scheduler.h"
+#include "coordinator/store/rows.h"
+#include "coordinator/store/store.h"
+
+namespace benchfleet::store {
+namespace {
+
+constexpr int kCandidatesPerTier = 64;
+
+// "build|runtime|mode" for every combination the agent can run; matched in SQL via json_each.
+std::string capability_set(const std::vector<TorchBuildDescriptor>& builds) {
+  nlohmann::json combos = nlohmann::json::array();
+  for (const auto& b : builds) {
+    for (const auto& rt : b.runtimes) {
+      for (Mode m : rt.modes) {
+        std::string combo = b.name;
+        combo += '|';
+        combo += to_string(rt.runtime);
+        combo += '|';
+        combo += to_string(m);
+        combos.push_back(std::move(combo));
+      }
+    }
+  }
+  return combos.dump();
+}
+
+}  // namespace
+
+Result<MatrixSpec> Store::run_spec_locked(std::int64_t run_id) {
+  if (auto it = run_specs_.find(run_id); it != run_specs_.end()) return it->second;
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT spec FROM runs WHERE id = ?"));
+  s->bind(1, run_id);
+  BF_ASSIGN_OR_RETURN(bool found, s->step());
+  if (!found) {
+    s->reset();
+    return Error::not_found("run " + std::to_string(run_id) + " does not exist");
+  }
+  auto spec = decode<MatrixSpec>(nlohmann::json::parse(s->text(0), nullptr, false));
+  s->reset();
+  if (!spec.ok()) return Error::internal("stored matrix of run " + std::to_string(run_id) + " is unreadable");
+  run_specs_.emplace(run_id, *spec);
+  return spec;
+}
+
+Status Store::requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts, std::string_view outcome) {
+  const TimestampMs now = clock_.now_ms();
+  BF_RETURN_IF_ERROR(end_attempt(job_id, attempt, outcome));
+  const bool fail = scheduler::on_lease_expired(attempt, max_attempts) == scheduler::ExpiryAction::kFail;
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      "UPDATE jobs SET status = ?, finished_at = ?, updated_at = ?, lease_id = NULL, lease_agent_id = NULL,"
+      " lease_slot = NULL, lease_expires_at = NULL WHERE id = ?"));
+  s->bind(1, fail ? "failed" : "queued");
+  if (fail) {
+    s->bind(2, now);
+  } else {
+    s->bind_null(2);
+  }
+  return s->bind(3, now).bind(4, job_id).run();
+}
+
+Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  BF_RETURN_IF_ERROR(tx.begin_status());
+  const TimestampMs now = clock_.now_ms();
+
+  BF_ASSIGN_OR_RETURN(AgentInfo agent, agent_info_locked(agent_id));
+  scheduler::SlotOffer offer{agent_id, slot, {}, agent.descriptor.torch_builds};
+  bool slot_known = false;
+  for (const auto& s : agent.descriptor.slots) {
+    if (s.id == slot) {
+      offer.gpu_class = s.gpu_class;
+      slot_known = true;
+    }
+  }
+  if (!slot_known) {
+    return Error::not_found("agent " + std::to_string(agent_id) + " has no slot \"" + slot + "\"; re-enrol");
+  }
+  BF_ASSIGN_OR_RETURN(auto* seen, db_->prepare("UPDATE agents SET last_seen_at = ? WHERE id = ?"));
+  BF_RETURN_IF_ERROR(seen->bind(1, now).bind(2, agent_id).run());
+
+  // One job per slot: a slot asking again has given up on what it held (e.g. agent restart).
+  std::set<std::int64_t> touched_runs;
+  for (const auto& held : agent.leases) {
+    if (held.slot != slot) continue;
+    BF_ASSIGN_OR_RETURN(auto* h, db_->prepare("SELECT attempt, max_attempts FROM jobs WHERE id = ?"));
+    h->bind(1, held.job_id);
+    BF_ASSIGN_OR_RETURN(bool found, h->step());
+    const int attempt = found ? static_cast<int>(h->int64(0)) : 0;
+    const int max_attempts = found ? static_cast<int>(h->int64(1)) : 0;
+    h->reset();
+    if (found) BF_RETURN_IF_ERROR(requeue_or_fail(held.job_id, attempt, max_attempts, "released"));
+    touched_runs.insert(held.run_id);
+  }
+  for (auto run_id : touched_runs) {
+    BF_RETURN_IF_ERROR(mark_implied_oom(run_id));
+    BF_RETURN_IF_ERROR(update_run_finished(run_id));
+  }
+
+  std::optional<std::int64_t> picked;
+  if (!agent.draining) {
+    // Candidates in three small windows (the pure pick_job ranks them): the group this slot
+    // leased last, groups nobody owns yet, and anything else it can run.
+    const std::string caps = capability_set(offer.builds);
+    const std::string select = "SELECT j.id, j.priority, o.agent_id, o.slot, " + job_spec_columns("j") +
+                               " FROM jobs j LEFT JOIN group_owners o ON o.group_key = j.group_key ";
+    const std::string fits = " AND j.gpu_class = ?1 AND (j.torch_build || '|' || j.runtime || '|' || j.mode) IN "
+                             "(SELECT value FROM json_each(?2)) ";
+    const std::string order = " ORDER BY j.priority DESC, j.id LIMIT " + std::to_string(kCandidatesPerTier);
+    const std::string queries[] = {
+        select + "WHERE j.status = 'queued' AND j.group_key = (SELECT j2.group_key FROM attempts a JOIN jobs j2"
+                 " ON j2.id = a.job_id WHERE a.agent_id = ?3 AND a.slot = ?4 ORDER BY a.leased_at DESC LIMIT 1)" +
+            fits + order,
+        select + "WHERE j.status = 'queued' AND o.group_key IS NULL" + fits + order,
+        select + "WHERE j.status = 'queued'" + fits + order,
+    };
+    std::vector<scheduler::Candidate> candidates;
+    std::set<std::int64_t> ids;
+    for (const auto& sql : queries) {
+      BF_ASSIGN_OR_RETURN(auto* q, db_->prepare(sql));
+      q->bind(1, offer.gpu_class).bind(2, caps);
+      if (&sql == &queries[0]) q->bind(3, agent_id).bind(4, slot);
+      while (true) {
+        BF_ASSIGN_OR_RETURN(bool row, q->step());
+        if (!row) break;
+        if (!ids.insert(q->int64(0)).second) continue;
+        scheduler::Candidate c;
+        c.job_id = q->int64(0);
+        c.priority = static_cast<int>(q->int64(1));
+        if (!q->is_null(2)) c.group_owner = scheduler::SlotRef{q->int64(2), q->text(3)};
+        c.spec = job_spec_at(*q, 4);
+        candidates.push_back(std::move(c));
+      }
+      q->reset();
+    }
+    picked = scheduler::pick_job(offer, candidates);
+  }
+  if (!picked) {
+    BF_RETURN_IF_ERROR(tx.commit());
+    return LeaseAnswer{std::nullopt, agent.draining};
+  }
+
+  LeaseGrant grant;
+  grant.job_id = *picked;
+  grant.lease_id = auth::generate_lease_id();
+  grant.expires_at = scheduler::lease_expiry(now, options_.lease_ttl_ms);
+  BF_ASSIGN_OR_RETURN(auto* take, db_->prepare(
+      "UPDATE jobs SET status = 'leased', attempt = attempt + 1, lease_id = ?, lease_agent_id = ?, lease_slot = ?,"
+      " lease_expires_at = ?, started_at = COALESCE(started_at, ?), updated_at = ? WHERE id = ? AND status = 'queued'"
+      " RETURNING attempt, run_id, group_key, " + job_spec_columns("jobs")));
+  take->bind(1, grant.lease_id).bind(2, agent_id).bind(3, slot).bind(4, grant.expires_at).bind(5, now);
+  take->bind(6, now).bind(7, grant.job_id);
+  BF_ASSIGN_OR_RETURN(bool taken, take->step());
+  if (!taken) {
+    take->reset();
+    return Error::internal("job " + std::to_string(grant.job_id) + " was not queued when leased");
+  }
+  grant.attempt = static_cast<int>(take->int64(0));
+  grant.run_id = take->int64(1);
+  const std::string group = take->text(2);
+  grant.spec = job_spec_at(*take, 3);
+  // Drain the RETURNING statement so the UPDATE completes before the next statement.
+  BF_ASSIGN_OR_RETURN(bool more, take->step());
+  (void)more;
+  take->reset();
+
+  BF_ASSIGN_OR_RETURN(auto* attempt, db_->prepare(
+      "INSERT INTO attempts (job_id, attempt, lease_id, agent_id, slot, leased_at) VALUES (?, ?, ?, ?, ?, ?)"));
+  BF_RETURN_IF_ERROR(attempt->bind(1, grant.job_id).bind(2, grant.attempt).bind(3, grant.lease_id)
+                         .bind(4, agent_id).bind(5, slot).bind(6, now).run());
+  BF_ASSIGN_OR_RETURN(auto* owner, db_->prepare(
+      "INSERT OR IGNORE INTO group_owners (group_key, agent_id, slot) VALUES (?, ?, ?)"));
+  BF_RETURN_IF_ERROR(owner->bind(1, group).bind(2, agent_id).bind(3, slot).run());
+
+  BF_ASSIGN_OR_RETURN(MatrixSpec spec, run_spec_locked(grant.run_id));
+  grant.measurement = spec.measurement;
+  grant.memory_limit_mb = spec.memory_limit_mb;
+  grant.timeout_s = spec.timeout_s;
+  BF_RETURN_IF_ERROR(tx.commit());
+  return LeaseAnswer{std::move(grant), false};
+}
+
+Result<Renewal> Store::renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running) {
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      "SELECT status, lease_id, lease_agent_id FROM jobs WHERE id = ?"));
+  s->bind(1, lease.job_id);
+  BF_ASSIGN_OR_RETURN(bool found, s->step());
+  if (!found) {
+    s->reset();
+    return Renewal{LeaseState::kLost, 0};
+  }
+  const JobStatus status = job_status_at(*s, 0);
+  const bool holder = s->opt_text(1) == lease.lease_id && s->opt_int64(2) == agent_id;
+  s->reset();
+  if (!holder) return Renewal{LeaseState::kLost, 0};
+  if (status == JobStatus::kCancelled) return Renewal{LeaseState::kCancelled, 0};
+  if (status != JobStatus::kLeased && status != JobStatus::kRunning) return Renewal{LeaseState::kLost, 0};
+
+  const TimestampMs now = clock_.now_ms();
+  const TimestampMs expires = scheduler::lease_expiry(now, options_.lease_ttl_ms);
+  BF_ASSIGN_OR_RETURN(auto* u, db_->prepare(
+      "UPDATE jobs SET lease_expires_at = ?, updated_at = ?, status = CASE WHEN ? THEN 'running' ELSE status END"
+      " WHERE id = ?"));
+  BF_RETURN_IF_ERROR(u->bind(1, expires).bind(2, now).bind(3, mark_running ? 1 : 0).bind(4, lease.job_id).run());
+  return Renewal{LeaseState::kActive, expires};
+}
+
+Result<Renewal> Store::renew(std::int64_t agent_id, const LeaseRef& lease) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  BF_RETURN_IF_ERROR(tx.begin_status());
+  BF_ASSIGN_OR_RETURN(auto* seen, db_->prepare("UPDATE agents SET last_seen_at = ? WHERE id = ?"));
+  BF_RETURN_IF_ERROR(seen->bind(1, clock_.now_ms()).bind(2, agent_id).run());
+  BF_ASSIGN_OR_RETURN(Renewal r, renew_locked(agent_id, lease, /*mark_running=*/true));
+  BF_RETURN_IF_ERROR(tx.commit());
+  return r;
+}
+
+Result<std::vector<Renewal>> Store::heartbeat(std::int64_t agent_id, const std::vector<LeaseRef>& leases) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  BF_RETURN_IF_ERROR(tx.begin_status());
+  BF_ASSIGN_OR_RETURN(auto* seen, db_->prepare("UPDATE agents SET last_seen_at = ? WHERE id = ?"));
+  BF_RETURN_IF_ERROR(seen->bind(1, clock_.now_ms()).bind(2, agent_id).run());
+  if (db_->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
+  std::vector<Renewal> out;
+  for (const auto& l : leases) {
+    BF_ASSIGN_OR_RETURN(Renewal r, renew_locked(agent_id, l, /*mark_running=*/false));
+    out.push_back(r);
+  }
+  BF_RETURN_IF_ERROR(tx.commit());
+  return out;
+}
+
+Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
+                                           const JobResult& result) {
+  const std::string body = nlohmann::json(result).dump();
+  const std::string digest = auth::sha256_hex(body);
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  BF_RETURN_IF_ERROR(tx.begin_status());
+
+  BF_ASSIGN_OR_RETURN(auto* prior, db_->prepare("SELECT id, body_sha256 FROM results WHERE job_id = ? AND attempt = ?"));
+  prior->bind(1, lease.job_id).bind(2, attempt);
+  BF_ASSIGN_OR_RETURN(bool exists, prior->step());
+  if (exists) {
+    RecordOutcome out{prior->text(1) == digest ? RecordKind::kDuplicate : RecordKind::kMismatch, prior->int64(0), 0};
+    prior->reset();
+    return out;
+  }
+  prior->reset();
+
+  BF_ASSIGN_OR_RETURN(auto* job, db_->prepare(
+      "SELECT status, lease_id, lease_agent_id, attempt, run_id, lease_slot FROM jobs WHERE id = ?"));
+  job->bind(1, lease.job_id);
+  BF_ASSIGN_OR_RETURN(bool found, job->step());
+  if (!found) {
+    job->reset();
+    return RecordOutcome{RecordKind::kNotFound, 0, 0};
+  }
+  const JobStatus status = job_status_at(*job, 0);
+  const bool holder = job->opt_text(1) == lease.lease_id && job->opt_int64(2) == agent_id && job->int64(3) == attempt;
+  const std::int64_t run_id = job->int64(4);
+  const std::string slot = job->text(5);
+  job->reset();
+  if (!holder) return RecordOutcome{RecordKind::kLost, 0, 0};
+  if (status == JobStatus::kCancelled) return RecordOutcome{RecordKind::kCancelled, 0, 0};
+  if (status != JobStatus::kLeased && status != JobStatus::kRunning) return RecordOutcome{RecordKind::kLost, 0, 0};
+
+  const TimestampMs now = clock_.now_ms();
+  BF_ASSIGN_OR_RETURN(auto* ins, db_->prepare(
+      "INSERT INTO results (job_id, run_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms, min_ms, max_ms,"
+      " stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, first_call_ms, stop_reason, export_s, oom_phase, oom_bytes,"
+      " error, signal, body, body_sha256, agent_id, slot, created_at)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22,"
+      " ?23, ?24, ?25, ?26, ?27)"));
+  ins->bind(1, lease.job_id).bind(2, run_id).bind(3, attempt).bind(4, to_string(result.status));
+  if (result.stats) {
+    const auto& st = *result.stats;
+    ins->bind(5, st.mean_ms).bind(6, st.median_ms).bind(7, st.p90_ms).bind(8, st.p99_ms).bind(9, st.min_ms);
+    ins->bind(10, st.max_ms).bind(11, st.stddev_ms).bind(12, st.cv).bind(13, st.ci_low_ms).bind(14, st.ci_high_ms);
+    ins->bind(15, st.iterations);
+  }
+  ins->bind(16, result.first_call_ms);
+  if (result.stop_reason) ins->bind(17, to_string(*result.stop_reason));
+  ins->bind(18, result.export_s);
+  if (result.oom) {
+    ins->bind(19, to_string(result.oom->phase)).bind(20, result.oom->bytes_requested);
+  }
+  ins->bind(21, result.error).bind(22, result.signal).bind(23, body).bind(24, digest).bind(25, agent_id);
+  ins->bind(26, slot).bind(27, now);
+  BF_RETURN_IF_ERROR(ins->run());
+  RecordOutcome out{RecordKind::kStored, db_->last_insert_rowid(), 0};
+
+  BF_ASSIGN_OR_RETURN(auto* done, db_->prepare(
+      "UPDATE jobs SET status = 'done', finished_at = ?, updated_at = ?, lease_id = NULL, lease_expires_at = NULL"
+      " WHERE id = ?"));
+  BF_RETURN_IF_ERROR(done->bind(1, now).bind(2, now).bind(3, lease.job_id).run());
+  BF_RETURN_IF_ERROR(end_attempt(lease.job_id, attempt, "result"));
+  if (result.status == ResultStatus::kOom) {
+    BF_ASSIGN_OR_RETURN(out.implied_oom, mark_implied_oom(run_id));
+  }
+  BF_RETURN_IF_ERROR(update_run_finished(run_id));
+  BF_RETURN_IF_ERROR(tx.commit());
+  return out;
+}
+
+Result<std::int64_t> Store::expire_leases() {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  BF_RETURN_IF_ERROR(tx.begin_status());
+  struct Expired {
+    std::int64_t job_id, run_id;
+    int attempt, max_attempts;
+  };
+  std::vector<Expired> expired;
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      "SELECT id, run_id, attempt, max_attempts FROM jobs WHERE lease_id IS NOT NULL"
+      " AND status IN ('leased','running') AND lease_expires_at <= ?"));
+  s->bind(1, clock_.now_ms());
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, s->step());
+    if (!row) break;
+    expired.push_back({s->int64(0), s->int64(1), static_cast<int>(s->int64(2)), static_cast<int>(s->int64(3))});
+  }
+  s->reset();
+  std::set<std::int64_t> runs;
+  for (const auto& e : expired) {
+    BF_RETURN_IF_ERROR(requeue_or_fail(e.job_id, e.attempt, e.max_attempts, "expired"));
+    runs.insert(e.run_id);
+  }
+  for (auto run_id : runs) {
+    BF_RETURN_IF_ERROR(mark_implied_oom(run_id));
+    BF_RETURN_IF_ERROR(update_run_finished(run_id));
+  }
+  BF_RETURN_IF_ERROR(tx.commit());
+  return static_cast<std::int64_t>(expired.size());
+}
+
+}  // namespace benchfleet::store

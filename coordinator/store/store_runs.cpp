@@ -1,0 +1,274 @@
+// Store: runs, their jobs, results and report cells.
+#include "common/codecs.h"
+#include "coordinator/matrix.h"
+#include "coordinator/scheduler.h"
+#include "coordinator/store/rows.h"
+#include "coordinator/store/store.h"
+
+namespace benchfleet::store {
+
+Result<RunCreated> Store::create_run(const MatrixSpec& spec, const std::vector<JobSpec>& jobs) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  BF_RETURN_IF_ERROR(tx.begin_status());
+  const TimestampMs now = clock_.now_ms();
+  BF_ASSIGN_OR_RETURN(auto* run, db_->prepare(
+      "INSERT INTO runs (name, spec, priority, job_count, created_at) VALUES (?, ?, ?, ?, ?)"));
+  BF_RETURN_IF_ERROR(run->bind(1, spec.name)
+                         .bind(2, nlohmann::json(spec).dump())
+                         .bind(3, spec.priority)
+                         .bind(4, static_cast<std::int64_t>(jobs.size()))
+                         .bind(5, now)
+                         .run());
+  const std::int64_t run_id = db_->last_insert_rowid();
+  BF_ASSIGN_OR_RETURN(auto* job, db_->prepare(
+      "INSERT INTO jobs (run_id, model, batch, mode, torch_build, gpu_class, runtime, repetition, group_key,"
+      " status, priority, max_attempts, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)"));
+  for (const auto& j : jobs) {
+    BF_RETURN_IF_ERROR(job->bind(1, run_id)
+                           .bind(2, j.model)
+                           .bind(3, j.batch)
+                           .bind(4, to_string(j.mode))
+                           .bind(5, j.torch_build)
+                           .bind(6, j.gpu)
+                           .bind(7, to_string(j.runtime))
+                           .bind(8, j.repetition)
+                           .bind(9, group_key(run_id, j))
+                           .bind(10, spec.priority)
+                           .bind(11, options_.max_attempts)
+                           .bind(12, now)
+                           .run());
+  }
+  BF_RETURN_IF_ERROR(tx.commit());
+  return RunCreated{run_id, static_cast<std::int64_t>(jobs.size())};
+}
+
+Result<std::map<JobStatus, std::int64_t>> Store::job_counts_locked(std::int64_t run_id) {
+  std::map<JobStatus, std::int64_t> counts;
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT status, COUNT(*) FROM jobs WHERE run_id = ? GROUP BY status"));
+  s->bind(1, run_id);
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, s->step());
+    if (!row) break;
+    counts[job_status_at(*s, 0)] = s->int64(1);
+  }
+  s->reset();
+  return counts;
+}
+
+Result<RunInfo> Store::run_info_locked(std::int64_t run_id) {
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      "SELECT id, name, spec, job_count, created_at, cancelled_at, finished_at FROM runs WHERE id = ?"));
+  s->bind(1, run_id);
+  BF_ASSIGN_OR_RETURN(bool found, s->step());
+  if (!found) {
+    s->reset();
+    return Error::not_found("run " + std::to_string(run_id) + " does not exist");
+  }
+  RunInfo info;
+  info.id = s->int64(0);
+  info.name = s->text(1);
+  auto spec_json = nlohmann::json::parse(s->text(2), nullptr, false);
+  if (auto spec = decode<MatrixSpec>(spec_json); spec.ok()) info.spec = std::move(*spec);
+  info.job_count = s->int64(3);
+  info.created_at = s->int64(4);
+  info.cancelled_at = s->opt_int64(5);
+  info.finished_at = s->opt_int64(6);
+  s->reset();
+
+  BF_ASSIGN_OR_RETURN(info.jobs_by_status, job_counts_locked(run_id));
+  BF_ASSIGN_OR_RETURN(auto* r, db_->prepare("SELECT status, COUNT(*) FROM results WHERE run_id = ? GROUP BY status"));
+  r->bind(1, run_id);
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, r->step());
+    if (!row) break;
+    info.results_by_status[result_status_at(*r, 0)] = r->int64(1);
+  }
+  r->reset();
+  info.state = std::string(scheduler::to_string(scheduler::run_state(info.jobs_by_status, info.cancelled_at.has_value())));
+  return info;
+}
+
+Result<RunInfo> Store::get_run(std::int64_t run_id) {
+  std::lock_guard lock(mu_);
+  return run_info_locked(run_id);
+}
+
+Result<std::vector<RunInfo>> Store::list_runs(int limit, std::optional<std::int64_t> before_id) {
+  std::lock_guard lock(mu_);
+  std::vector<std::int64_t> ids;
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT id FROM runs WHERE id < ? ORDER BY id DESC LIMIT ?"));
+  s->bind(1, before_id.value_or(INT64_MAX)).bind(2, limit);
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, s->step());
+    if (!row) break;
+    ids.push_back(s->int64(0));
+  }
+  s->reset();
+  std::vector<RunInfo> runs;
+  for (auto id : ids) {
+    BF_ASSIGN_OR_RETURN(auto info, run_info_locked(id));
+    runs.push_back(std::move(info));
+  }
+  return runs;
+}
+
+Result<CancelOutcome> Store::cancel_run(std::int64_t run_id) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  BF_RETURN_IF_ERROR(tx.begin_status());
+  BF_ASSIGN_OR_RETURN(auto info, run_info_locked(run_id));
+  CancelOutcome out;
+  if (info.cancelled_at) {
+    out.already_cancelled = true;
+    return out;
+  }
+  if (info.finished_at) return Error::conflict("run " + std::to_string(run_id) + " already finished");
+  const TimestampMs now = clock_.now_ms();
+  // Leased jobs keep their lease id so the holder's next renewal answers "cancelled".
+  BF_ASSIGN_OR_RETURN(auto* attempts, db_->prepare(
+      "UPDATE attempts SET ended_at = ?, outcome = 'cancelled' WHERE ended_at IS NULL AND job_id IN "
+      "(SELECT id FROM jobs WHERE run_id = ? AND status IN ('leased','running'))"));
+  BF_RETURN_IF_ERROR(attempts->bind(1, now).bind(2, run_id).run());
+  BF_ASSIGN_OR_RETURN(auto* jobs, db_->prepare(
+      "UPDATE jobs SET status = 'cancelled', finished_at = ?, updated_at = ? "
+      "WHERE run_id = ? AND status IN ('queued','leased','running')"));
+  BF_RETURN_IF_ERROR(jobs->bind(1, now).bind(2, now).bind(3, run_id).run());
+  out.cancelled_jobs = db_->changes();
+  BF_ASSIGN_OR_RETURN(auto* run, db_->prepare("UPDATE runs SET cancelled_at = ?, finished_at = ? WHERE id = ?"));
+  BF_RETURN_IF_ERROR(run->bind(1, now).bind(2, now).bind(3, run_id).run());
+  BF_RETURN_IF_ERROR(tx.commit());
+  return out;
+}
+
+namespace {
+
+constexpr const char* kResultColumns =
+    "r.id, r.job_id, r.run_id, r.attempt, r.body, a.name, r.slot, r.created_at, ";
+
+ResultRow result_row_at(const Statement& s) {
+  ResultRow row;
+  row.id = s.int64(0);
+  row.job_id = s.int64(1);
+  row.run_id = s.int64(2);
+  row.attempt = static_cast<int>(s.int64(3));
+  if (auto parsed = decode<JobResult>(nlohmann::json::parse(s.text(4), nullptr, false)); parsed.ok()) {
+    row.result = std::move(*parsed);
+  } else {
+    row.result.status = ResultStatus::kInvalid;
+    row.result.error = "stored result could not be decoded: " + parsed.error().describe();
+  }
+  row.agent_name = s.opt_text(5);
+  row.slot = s.opt_text(6);
+  row.created_at = s.int64(7);
+  row.spec = job_spec_at(s, 8);
+  return row;
+}
+
+}  // namespace
+
+Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& f,
+                                       std::optional<std::int64_t> after_id, int limit) {
+  std::lock_guard lock(mu_);
+  BF_ASSIGN_OR_RETURN(auto* exists, db_->prepare("SELECT 1 FROM runs WHERE id = ?"));
+  exists->bind(1, run_id);
+  BF_ASSIGN_OR_RETURN(bool found, exists->step());
+  exists->reset();
+  if (!found) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
+
+  // A NULL parameter means "no filter" on that column.
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      std::string("SELECT ") + kResultColumns + job_spec_columns("j") +
+      " FROM results r JOIN jobs j ON j.id = r.job_id LEFT JOIN agents a ON a.id = r.agent_id"
+      " WHERE r.run_id = ? AND r.id > ?"
+      " AND (?3 IS NULL OR j.model = ?3) AND (?4 IS NULL OR j.mode = ?4) AND (?5 IS NULL OR j.torch_build = ?5)"
+      " AND (?6 IS NULL OR j.gpu_class = ?6) AND (?7 IS NULL OR j.runtime = ?7) AND (?8 IS NULL OR r.status = ?8)"
+      " AND (?9 IS NULL OR j.batch = ?9)"
+      " ORDER BY r.id LIMIT ?10"));
+  s->bind(1, run_id).bind(2, after_id.value_or(0));
+  s->bind(3, f.model).bind(4, f.mode).bind(5, f.torch_build).bind(6, f.gpu).bind(7, f.runtime).bind(8, f.status);
+  s->bind(9, f.batch).bind(10, limit + 1);
+  ResultPage page;
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, s->step());
+    if (!row) break;
+    page.rows.push_back(result_row_at(*s));
+  }
+  s->reset();
+  if (static_cast<int>(page.rows.size()) > limit) {
+    page.rows.pop_back();
+    page.next_cursor = page.rows.back().id;
+  }
+  return page;
+}
+
+Result<ResultRow> Store::get_result(std::int64_t result_id) {
+  std::lock_guard lock(mu_);
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      std::string("SELECT ") + kResultColumns + job_spec_columns("j") +
+      " FROM results r JOIN jobs j ON j.id = r.job_id LEFT JOIN agents a ON a.id = r.agent_id WHERE r.id = ?"));
+  s->bind(1, result_id);
+  BF_ASSIGN_OR_RETURN(bool found, s->step());
+  if (!found) {
+    s->reset();
+    return Error::not_found("result " + std::to_string(result_id) + " does not exist");
+  }
+  ResultRow row = result_row_at(*s);
+  s->reset();
+  return row;
+}
+
+Result<std::vector<report::CellResult>> Store::report_cells(std::int64_t run_id) {
+  std::lock_guard lock(mu_);
+  // One row per job; a job has at most one verdict (its job turns done when it arrives).
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      "SELECT " + job_spec_columns("j") + ", j.status, r.id, r.status, r.mean_ms, r.median_ms, r.p90_ms, r.p99_ms,"
+      " r.min_ms, r.max_ms, r.stddev_ms, r.cv, r.ci_low_ms, r.ci_high_ms, r.iterations, r.error, r.oom_phase,"
+      " r.oom_bytes, r.signal FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.run_id = ? ORDER BY j.id"));
+  s->bind(1, run_id);
+  std::vector<report::CellResult> cells;
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, s->step());
+    if (!row) break;
+    report::CellResult c;
+    c.job = job_spec_at(*s, 0);
+    c.job_status = job_status_at(*s, 7);
+    if (!s->is_null(8)) {
+      c.result_id = s->int64(8);
+      c.result_status = result_status_at(*s, 9);
+      if (*c.result_status == ResultStatus::kOk && !s->is_null(10)) {
+        Statistics st;
+        st.mean_ms = s->real(10);
+        st.median_ms = s->real(11);
+        st.p90_ms = s->real(12);
+        st.p99_ms = s->real(13);
+        st.min_ms = s->real(14);
+        st.max_ms = s->real(15);
+        st.stddev_ms = s->real(16);
+        st.cv = s->real(17);
+        st.ci_low_ms = s->real(18);
+        st.ci_high_ms = s->real(19);
+        st.iterations = static_cast<int>(s->int64(20));
+        c.stats = st;
+      }
+      if (auto phase = s->opt_text(22)) {
+        c.detail = "phase=" + *phase;
+        if (auto bytes = s->opt_int64(23)) c.detail += " bytes=" + std::to_string(*bytes);
+        if (auto msg = s->opt_text(21)) c.detail += ": " + *msg;
+      } else if (auto msg = s->opt_text(21)) {
+        c.detail = *msg;
+      }
+      if (auto sig = s->opt_int64(24)) c.detail += (c.detail.empty() ? "signal " : " (signal ") +
+                                                    std::to_string(*sig) + (c.detail.empty() ? "" : ")");
+    }
+    cells.push_back(std::move(c));
+  }
+  s->reset();
+  if (cells.empty()) {
+    BF_ASSIGN_OR_RETURN(auto info, run_info_locked(run_id));  // not found -> error
+    (void)info;
+  }
+  return cells;
+}
+
+}  // namespace benchfleet::store

@@ -1,0 +1,203 @@
+#include "common/catalog.h"
+
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace benchfleet {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr std::string_view kOrigin = "test.yaml";
+
+// The seeds' tables, in their row order.
+const std::vector<std::pair<std::string, std::string>> kSeedModels = {
+    {"google/vit-base-patch16-224", "Image Classification/ViT"},
+    {"nvidia/segformer-b0-finetuned-ade-512-512", "Image Segmentation/Segformer"},
+    {"google/owlvit-base-patch32", "Object Detection/OwlViT"},
+    {"microsoft/beit-base-patch16-224-pt22k-ft22k", "Image Classification/BeiT"},
+    {"facebook/detr-resnet-50", "Object Detection/DETR"},
+    {"facebook/convnext-large-224", "Image Classification/ConvNeXT"},
+    {"microsoft/resnet-50", "Image Classification/ResNet"},
+    {"facebook/mask2former-swin-tiny-coco-panoptic", "Image Segmentation/Mask2former"},
+    {"facebook/maskformer-swin-base-ade", "Image Segmentation/Maskformer"},
+    {"google/deeplabv3_mobilenet_v2_1.0_513", "Image Segmentation/MobileNet"},
+    {"facebook/detr-resnet-101", "Object Detection/Resnet-101"},
+    {"microsoft/conditional-detr-resnet-50", "Object Detection/Conditional-DETR"},
+};
+
+const char* kTwoModels = R"(models:
+  - id: a/one
+    source: huggingface
+    task: Image Classification
+    name: One
+    architecture: OneForImageClassification
+  - id: torchvision/two
+    source: torchvision
+    task: Object Detection
+    name: Two
+    architecture: two
+)";
+
+Error parse_error(const std::string& yaml) {
+  Result<Catalog> c = Catalog::parse(yaml, kOrigin);
+  EXPECT_FALSE(c.ok()) << "expected an error for:\n" << yaml;
+  return c.ok() ? Error{} : c.error();
+}
+
+TEST(Catalog, ShippedFileHasSeedModelsInOrderThenTorchvision) {
+  Result<Catalog> c = Catalog::load_file(std::string(BENCHFLEET_SOURCE_DIR) +
+                                         "/common/catalog/models.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  const auto& models = c->models();
+  ASSERT_EQ(models.size(), 15u);
+  for (std::size_t i = 0; i < kSeedModels.size(); ++i) {
+    SCOPED_TRACE(kSeedModels[i].first);
+    EXPECT_EQ(models[i].id, kSeedModels[i].first);
+    EXPECT_EQ(models[i].display_name(), kSeedModels[i].second);
+    EXPECT_EQ(models[i].source, "huggingface");
+    EXPECT_FALSE(models[i].architecture.empty());
+    EXPECT_TRUE(models[i].worker.is_object());
+  }
+  const CatalogModel* resnet18 = c->find("torchvision/resnet18");
+  ASSERT_NE(resnet18, nullptr);
+  EXPECT_EQ(resnet18->source, "torchvision");
+  EXPECT_EQ(resnet18->architecture, "resnet18");
+  EXPECT_EQ(resnet18->display_name(), "Image Classification/ResNet-18");
+  ASSERT_NE(c->find("torchvision/mobilenet_v3_small"), nullptr);
+  EXPECT_EQ(c->find("torchvision/mobilenet_v3_small")->display_name(),
+            "Image Classification/MobileNetV3-Small");
+  ASSERT_NE(c->find("torchvision/squeezenet1_1"), nullptr);
+  EXPECT_EQ(c->find("torchvision/squeezenet1_1")->display_name(),
+            "Image Classification/SqueezeNet 1.1");
+}
+
+TEST(Catalog, DefaultPathHonoursEnvironment) {
+  const char* saved = std::getenv("BENCHFLEET_CATALOG");
+  const std::string restore = saved ? saved : "";
+  ::unsetenv("BENCHFLEET_CATALOG");
+  EXPECT_EQ(default_catalog_path(),
+            std::string(BENCHFLEET_SOURCE_DIR) + "/common/catalog/models.yaml");
+  ::setenv("BENCHFLEET_CATALOG", "/tmp/other.yaml", 1);
+  EXPECT_EQ(default_catalog_path(), "/tmp/other.yaml");
+  if (saved) {
+    ::setenv("BENCHFLEET_CATALOG", restore.c_str(), 1);
+  } else {
+    ::unsetenv("BENCHFLEET_CATALOG");
+  }
+}
+
+TEST(Catalog, FindAndIndexOf) {
+  Result<Catalog> c = Catalog::parse(kTwoModels, kOrigin);
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  EXPECT_EQ(c->index_of("a/one"), 0u);
+  EXPECT_EQ(c->index_of("torchvision/two"), 1u);
+  EXPECT_EQ(c->index_of("nope"), Catalog::npos);
+  ASSERT_NE(c->find("torchvision/two"), nullptr);
+  EXPECT_EQ(c->find("torchvision/two")->task, "Object Detection");
+  EXPECT_EQ(c->find("nope"), nullptr);
+  EXPECT_EQ(Catalog().find("a/one"), nullptr);
+}
+
+TEST(Catalog, WorkerMappingBecomesJson) {
+  Result<Catalog> c = Catalog::parse(std::string(kTwoModels) + R"(    worker:
+      input: {shape: [3, 224, 224], dtype: float32}
+      scale: 0.5
+      channels_last: true
+      label: "42"
+      note: ~
+)",
+                                     kOrigin);
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  const nlohmann::json expected = {
+      {"input", {{"shape", {3, 224, 224}}, {"dtype", "float32"}}},
+      {"scale", 0.5},
+      {"channels_last", true},
+      {"label", "42"},
+      {"note", nullptr},
+  };
+  EXPECT_EQ(c->models()[1].worker, expected);
+  EXPECT_TRUE(c->models()[1].worker["input"]["shape"][0].is_number_integer());
+  EXPECT_EQ(c->models()[0].worker, nlohmann::json::object());
+}
+
+TEST(Catalog, DuplicateIdNamesTheSecondEntry) {
+  std::string yaml = kTwoModels;
+  yaml.replace(yaml.find("torchvision/two"), 15, "a/one");
+  const Error e = parse_error(yaml);
+  EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(e.field, "models[1].id");
+  EXPECT_THAT(e.message, HasSubstr("duplicate id 'a/one'"));
+  EXPECT_THAT(e.message, HasSubstr("test.yaml:7:"));
+}
+
+TEST(Catalog, UnknownKeyIsNamed) {
+  std::string yaml = kTwoModels;
+  yaml += "    weights: /tmp/x.pt\n";
+  const Error e = parse_error(yaml);
+  EXPECT_EQ(e.field, "models[1].weights");
+  EXPECT_THAT(e.message, HasSubstr("unknown key"));
+  EXPECT_THAT(e.message, HasSubstr("test.yaml:12:5"));
+}
+
+TEST(Catalog, MissingOrEmptyRequiredKeyIsNamed) {
+  std::string yaml = kTwoModels;
+  yaml.erase(yaml.find("    task: Object Detection\n"), 27);
+  Error e = parse_error(yaml);
+  EXPECT_EQ(e.field, "models[1].task");
+  EXPECT_THAT(e.message, HasSubstr("missing"));
+  EXPECT_THAT(e.message, HasSubstr("test.yaml"));
+
+  yaml = kTwoModels;
+  yaml.replace(yaml.find("name: One"), 9, "name: \"\"");
+  e = parse_error(yaml);
+  EXPECT_EQ(e.field, "models[0].name");
+
+  yaml = kTwoModels;
+  yaml.replace(yaml.find("name: One"), 9, "name: [x]");
+  e = parse_error(yaml);
+  EXPECT_EQ(e.field, "models[0].name");
+}
+
+TEST(Catalog, UnknownSourceIsNamed) {
+  std::string yaml = kTwoModels;
+  yaml.replace(yaml.find("source: torchvision"), 19, "source: timm");
+  const Error e = parse_error(yaml);
+  EXPECT_EQ(e.field, "models[1].source");
+  EXPECT_THAT(e.message, HasSubstr("'timm'"));
+}
+
+TEST(Catalog, MalformedYamlReportsLineAndColumn) {
+  const Error e = parse_error("models:\n  - id: [unclosed\n    source: x\n");
+  EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(e.field, "");
+  EXPECT_THAT(e.message, HasSubstr("malformed YAML"));
+  EXPECT_THAT(e.message, ::testing::MatchesRegex("test\\.yaml:[0-9]+:[0-9]+: .*"));
+}
+
+TEST(Catalog, WrongShapesAreRejected) {
+  EXPECT_EQ(parse_error("").field, "");
+  EXPECT_EQ(parse_error("- a\n- b\n").field, "");
+  EXPECT_EQ(parse_error("models: []\n").field, "models");
+  EXPECT_EQ(parse_error("models: {}\n").field, "models");
+  EXPECT_EQ(parse_error("other: 1\n").field, "other");
+  EXPECT_EQ(parse_error("models:\n  - just-a-string\n").field, "models[0]");
+  EXPECT_EQ(parse_error(std::string(kTwoModels) + "    worker: [1]\n").field,
+            "models[1].worker");
+  EXPECT_EQ(parse_error(std::string(kTwoModels) + "    name: Again\n").field, "models[1].name");
+}
+
+TEST(Catalog, MissingFileIsNotFound) {
+  Result<Catalog> c = Catalog::load_file("/nonexistent/benchfleet/models.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, ErrorCode::kNotFound);
+  EXPECT_THAT(c.error().message, HasSubstr("/nonexistent/benchfleet/models.yaml"));
+}
+
+}  // namespace
+}  // namespace benchfleet

@@ -1,0 +1,472 @@
+// The HTTP plumbing tested for real: a Server on 127.0.0.1:0 served by background threads,
+// talked to with the Client (and a raw socket where the Client cannot misbehave on purpose).
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <semaphore>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <gtest/gtest.h>
+
+#include "common/http/client.h"
+#include "common/http/problem.h"
+#include "common/http/router.h"
+#include "common/http/server.h"
+
+namespace benchfleet::http {
+namespace {
+
+namespace asio = boost::asio;
+using boost::beast::http::status;
+using boost::beast::http::verb;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+ServerLimits test_limits() {
+  ServerLimits limits;
+  limits.body_limit = 1024;
+  limits.header_limit = 4096;
+  limits.request_timeout = 5s;
+  limits.idle_timeout = 5s;
+  return limits;
+}
+
+class HttpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto echo = [](const Request& req, const RouteMatch& m) -> asio::awaitable<Response> {
+      json params(m.params), query(m.query);
+      co_return json_response(status::ok,
+                              {{"route", m.route_name}, {"params", params}, {"query", query},
+                               {"body_size", req.body().size()}},
+                              req);
+    };
+    router_.add(verb::get, "/api/v1/runs/{id}/report", "runs.report", echo);
+    router_.add(verb::get, "/api/v1/runs/{id}", "runs.get", echo);
+    router_.add(verb::delete_, "/api/v1/runs/{id}", "runs.cancel", echo);
+    router_.add(verb::get, "/api/v1/runs/compare", "runs.compare", echo);
+    router_.add(verb::post, "/api/v1/runs", "runs.create", echo);
+    router_.add(verb::get, "/healthz", "healthz",
+                [](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
+                  co_return text_response(status::ok, "ok\n", req);
+                });
+    router_.add(verb::get, "/boom", "boom",
+                [](const Request&, const RouteMatch&) -> asio::awaitable<Response> {
+                  throw std::runtime_error("secret database path /var/lib/x");
+                  co_return Response{};
+                });
+    router_.add(verb::get, "/invalid", "invalid",
+                [](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
+                  co_return problem_from_error(
+                      Error::invalid("measurement.min_iterations", "must be >= 1"), req);
+                });
+    router_.add(verb::get, "/auth", "auth",
+                [](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
+                  co_return problem_from_error({ErrorCode::kUnauthenticated, "no token", {}}, req);
+                });
+    // Waits until release() (or 60 s), like the coordinator's long-poll.
+    router_.add(verb::get, "/slow", "slow",
+                [this](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
+                  auto timer = std::make_shared<asio::steady_timer>(
+                      co_await asio::this_coro::executor, 60s);
+                  {
+                    std::lock_guard lock(mutex_);
+                    gates_.push_back(timer);
+                  }
+                  entered_.release();
+                  co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
+                  co_return text_response(status::ok, "slow done", req);
+                });
+  }
+
+  void TearDown() override {
+    release();
+    stop_and_join();
+  }
+
+  void start(int threads = 1, ServerLimits limits = test_limits()) {
+    server_ = std::make_unique<Server>(
+        ioc_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0), router_, limits,
+        [this](std::string_view route, unsigned code, double) {
+          std::lock_guard lock(mutex_);
+          observed_.emplace_back(std::string(route), code);
+          observed_cv_.notify_all();
+        });
+    server_->start();
+    for (int i = 0; i < threads; ++i) {
+      runners_.push_back(std::async(std::launch::async, [this] { ioc_.run(); }));
+    }
+  }
+
+  // Stops the server; true if every io thread returned (all connections closed) in time.
+  bool stop_and_join() {
+    if (server_) server_->stop();
+    bool all_returned = true;
+    for (auto& runner : runners_) {
+      if (runner.wait_for(20s) != std::future_status::ready) {
+        all_returned = false;
+        ioc_.stop();
+      }
+    }
+    runners_.clear();
+    return all_returned;
+  }
+
+  void release() {
+    std::lock_guard lock(mutex_);
+    for (auto& timer : gates_) asio::post(timer->get_executor(), [timer] { timer->cancel(); });
+    gates_.clear();
+  }
+
+  bool wait_entered() { return entered_.try_acquire_for(20s); }
+
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+
+  bool wait_observed(std::size_t count) {
+    std::unique_lock lock(mutex_);
+    return observed_cv_.wait_for(lock, 20s, [&] { return observed_.size() >= count; });
+  }
+
+  asio::io_context ioc_;
+  Router router_;
+  std::unique_ptr<Server> server_;
+  std::vector<std::future<void>> runners_;
+  std::counting_semaphore<> entered_{0};
+  std::mutex mutex_;
+  std::condition_variable observed_cv_;
+  std::vector<std::shared_ptr<asio::steady_timer>> gates_;
+  std::vector<std::tuple<std::string, unsigned>> observed_;
+};
+
+json body_of(const Result<ClientResponse>& r) {
+  EXPECT_TRUE(r.ok()) << r.error().describe();
+  if (!r.ok()) return {};
+  auto j = r->json();
+  EXPECT_TRUE(j.ok()) << r->body;
+  return j.ok() ? *j : json();
+}
+
+void expect_problem(const Result<ClientResponse>& r, unsigned code) {
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_EQ(r->status, code) << r->body;
+  EXPECT_EQ(r->content_type, "application/problem+json");
+  const json j = body_of(r);
+  EXPECT_EQ(j.value("type", ""), "about:blank");
+  EXPECT_EQ(j.value("status", 0u), code);
+  EXPECT_FALSE(j.value("title", "").empty());
+  EXPECT_FALSE(j.value("detail", "").empty());
+}
+
+// Sends raw bytes, returns everything the server sends until it closes the connection.
+std::string raw_exchange(unsigned short port, const std::string& bytes) {
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"), port});
+  asio::write(socket, asio::buffer(bytes));
+  std::string out;
+  boost::system::error_code ec;
+  asio::read(socket, asio::dynamic_buffer(out), ec);
+  return out;
+}
+
+TEST_F(HttpTest, RoutesWithDecodedParamsAndQuery) {
+  start();
+  Client client(base_url());
+  const json j =
+      body_of(client.get("/api/v1/runs/run%201/report?format=md&title=a+b&x=%26&flag&format=csv"));
+  EXPECT_EQ(j["route"], "runs.report");
+  EXPECT_EQ(j["params"]["id"], "run 1");
+  EXPECT_EQ(j["query"]["format"], "md");  // the first of repeated keys
+  EXPECT_EQ(j["query"]["title"], "a b");
+  EXPECT_EQ(j["query"]["x"], "&");
+  EXPECT_EQ(j["query"]["flag"], "");
+}
+
+TEST_F(HttpTest, LiteralSegmentBeatsParameter) {
+  start();
+  Client client(base_url());
+  EXPECT_EQ(body_of(client.get("/api/v1/runs/compare"))["route"], "runs.compare");
+  EXPECT_EQ(body_of(client.get("/api/v1/runs/r-7"))["route"], "runs.get");
+  EXPECT_EQ(body_of(client.request(verb::delete_, "/api/v1/runs/compare"))["route"],
+            "runs.cancel");
+}
+
+TEST_F(HttpTest, UnknownPathIs404Problem) {
+  start();
+  Client client(base_url());
+  expect_problem(client.get("/api/v1/nope"), 404);
+  expect_problem(client.get("/api/v1/runs/"), 404);  // an empty {id} does not match
+}
+
+TEST_F(HttpTest, WrongMethodIs405WithAllow) {
+  start();
+  Client client(base_url());
+  auto r = client.request(verb::put, "/api/v1/runs/r-1");
+  expect_problem(r, 405);
+  EXPECT_EQ(r->headers["allow"], "GET, DELETE");
+}
+
+TEST_F(HttpTest, MalformedTargetIs400Problem) {
+  start();
+  Client client(base_url());
+  expect_problem(client.get("/api/v1/runs/%zz"), 400);
+}
+
+TEST_F(HttpTest, BodyOverLimitIs413AndClientRecovers) {
+  start();
+  Client client(base_url());
+  auto r = client.request(verb::post, "/api/v1/runs", std::string(4096, 'x'));
+  expect_problem(r, 413);
+  EXPECT_EQ(body_of(client.request(verb::post, "/api/v1/runs", std::string(1000, 'x')))
+                ["body_size"], 1000);
+}
+
+TEST_F(HttpTest, HugeHeaderIs431) {
+  start();
+  Client client(base_url());
+  expect_problem(client.request(verb::get, "/healthz", {}, {{"X-Big", std::string(8192, 'h')}}),
+                 431);
+}
+
+TEST_F(HttpTest, MalformedHttpIs400ThenClose) {
+  start();
+  const std::string reply = raw_exchange(server_->port(), "NOT HTTP AT ALL\r\n\r\n");
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 400")) << reply;
+  EXPECT_NE(reply.find("application/problem+json"), std::string::npos) << reply;
+}
+
+TEST_F(HttpTest, AnswersExpect100ContinueBeforeTheBody) {
+  start();
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"), server_->port()});
+  asio::write(socket, asio::buffer(std::string(
+                          "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                          "Expect: 100-continue\r\nConnection: close\r\n\r\n")));
+  std::string got;
+  asio::read_until(socket, asio::dynamic_buffer(got), "\r\n\r\n");
+  EXPECT_TRUE(got.starts_with("HTTP/1.1 100 Continue")) << got;
+  asio::write(socket, asio::buffer(std::string("hello")));
+  boost::system::error_code ec;
+  asio::read(socket, asio::dynamic_buffer(got), ec);
+  EXPECT_NE(got.find("HTTP/1.1 200"), std::string::npos) << got;
+  EXPECT_NE(got.find("\"body_size\":5"), std::string::npos) << got;
+}
+
+TEST_F(HttpTest, ProblemFromErrorNamesTheField) {
+  start();
+  Client client(base_url());
+  auto r = client.get("/invalid");
+  expect_problem(r, 400);
+  const json j = body_of(r);
+  EXPECT_EQ(j["field"], "measurement.min_iterations");
+  EXPECT_EQ(j["detail"], "measurement.min_iterations: must be >= 1");
+  EXPECT_EQ(j["title"], "Bad Request");
+
+  auto auth = client.get("/auth");
+  expect_problem(auth, 401);
+  EXPECT_EQ(auth->headers["www-authenticate"], "Bearer");
+}
+
+TEST_F(HttpTest, HandlerExceptionIs500AndServerKeepsServing) {
+  start();
+  Client client(base_url());
+  auto r = client.get("/boom");
+  expect_problem(r, 500);
+  EXPECT_EQ(r->body.find("secret"), std::string::npos) << r->body;
+  auto ok = client.get("/healthz");
+  ASSERT_TRUE(ok.ok()) << ok.error().describe();
+  EXPECT_EQ(ok->status, 200u);
+  EXPECT_EQ(client.connections_opened(), 1u);
+}
+
+TEST_F(HttpTest, KeepAliveReusesOneConnection) {
+  start();
+  Client client(base_url());
+  for (int i = 0; i < 5; ++i) {
+    auto r = client.get("/healthz");
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(r->body, "ok\n");
+  }
+  EXPECT_EQ(client.connections_opened(), 1u);
+}
+
+TEST_F(HttpTest, ClientReconnectsWhenServerClosedIdleConnection) {
+  ServerLimits limits = test_limits();
+  limits.idle_timeout = 50ms;
+  start(1, limits);
+  Client client(base_url());
+  ASSERT_TRUE(client.get("/healthz").ok());
+  std::this_thread::sleep_for(1s);  // far past the idle timeout: the server has closed it
+  auto r = client.get("/healthz");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_EQ(r->status, 200u);
+  EXPECT_EQ(client.connections_opened(), 2u);
+}
+
+TEST_F(HttpTest, SlowHandlerDoesNotBlockOtherConnections) {
+  start(/*threads=*/1);  // one thread: only coroutines can interleave the two requests
+  auto slow = std::async(std::launch::async, [&] { return Client(base_url()).get("/slow"); });
+  ASSERT_TRUE(wait_entered());
+  Client client(base_url());
+  auto fast = client.get("/healthz");
+  ASSERT_TRUE(fast.ok()) << fast.error().describe();
+  EXPECT_EQ(fast->status, 200u);
+  EXPECT_NE(slow.wait_for(0s), std::future_status::ready);  // still waiting for release()
+  release();
+  auto r = slow.get();
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_EQ(r->body, "slow done");
+}
+
+TEST_F(HttpTest, StopFinishesInFlightRequestAndClosesIdleConnections) {
+  start(/*threads=*/2);
+  Client idle(base_url());
+  ASSERT_TRUE(idle.get("/healthz").ok());  // leaves an idle keep-alive connection
+  auto slow = std::async(std::launch::async, [&] { return Client(base_url()).get("/slow"); });
+  ASSERT_TRUE(wait_entered());
+  server_->stop();
+  release();
+  auto r = slow.get();
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_EQ(r->body, "slow done");
+  EXPECT_EQ(r->headers["connection"], "close");
+  EXPECT_TRUE(stop_and_join()) << "io_context still had connections after stop()";
+  auto refused = Client(base_url()).get("/healthz", {}, 5s);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);
+}
+
+TEST_F(HttpTest, ObserverSeesRouteNameAndStatus) {
+  start();
+  Client client(base_url());
+  ASSERT_TRUE(client.get("/api/v1/runs/r-1/report").ok());
+  ASSERT_TRUE(client.get("/nope").ok());
+  ASSERT_TRUE(wait_observed(2));
+  std::lock_guard lock(mutex_);
+  EXPECT_EQ(observed_[0], std::make_tuple(std::string("runs.report"), 200u));
+  EXPECT_EQ(observed_[1], std::make_tuple(std::string(kUnmatchedRoute), 404u));
+}
+
+TEST_F(HttpTest, ServesManyClientsOnSeveralThreads) {
+  start(/*threads=*/4);
+  std::vector<std::future<int>> workers;
+  for (int w = 0; w < 8; ++w) {
+    workers.push_back(std::async(std::launch::async, [&, w] {
+      Client client(base_url());
+      int ok = 0;
+      for (int i = 0; i < 25; ++i) {
+        auto target = "/api/v1/runs/w" + std::to_string(w) + "-" + std::to_string(i);
+        auto r = client.get(target);
+        if (r.ok() && r->json().ok() && (*r->json())["params"]["id"] == target.substr(13)) ++ok;
+      }
+      return ok;
+    }));
+  }
+  for (auto& w : workers) EXPECT_EQ(w.get(), 25);
+}
+
+TEST_F(HttpTest, ClientTimesOutAndNamesTheServer) {
+  start();
+  Client client(base_url());
+  auto r = client.get("/slow", {}, 200ms);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(r.error().message.find("timed out"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find(client.host_port()), std::string::npos);
+}
+
+TEST(HttpClient, ConnectionRefusedIsUnavailableNamingHostPort) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const auto port = probe.local_endpoint().port();
+  probe.close();
+  Client client("http://127.0.0.1:" + std::to_string(port));
+  auto r = client.get("/healthz");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(r.error().message.find("127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << r.error().message;
+}
+
+TEST(HttpClient, RejectsBaseUrlsItCannotUse) {
+  for (const char* url : {"https://example.com", "127.0.0.1:8080", "not a url"}) {
+    auto r = Client(url).get("/healthz");
+    ASSERT_FALSE(r.ok()) << url;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << url;
+  }
+}
+
+TEST(Router, ListsRoutesAndRefusesBadPatterns) {
+  Router router;
+  auto handler = [](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
+    co_return text_response(status::ok, "", req);
+  };
+  router.add(verb::get, "/api/v1/runs/{id}", "runs.get", handler);
+  router.add(verb::post, "/api/v1/runs", "runs.create", handler);
+  const auto routes = router.routes();
+  ASSERT_EQ(routes.size(), 2u);
+  EXPECT_EQ(routes[0].method, verb::get);
+  EXPECT_EQ(routes[0].pattern, "/api/v1/runs/{id}");
+  EXPECT_EQ(routes[1].name, "runs.create");
+  EXPECT_THROW(router.add(verb::get, "/api/v1/runs/{run}", "dup", handler), std::invalid_argument);
+  EXPECT_THROW(router.add(verb::get, "api/v1", "x", handler), std::invalid_argument);
+  EXPECT_THROW(router.add(verb::get, "/a/x{id}", "x", handler), std::invalid_argument);
+  EXPECT_THROW(router.add(verb::get, "/a/{id}/{id}", "x", handler), std::invalid_argument);
+}
+
+TEST(Problem, BuildsRfc9457Body) {
+  Request req{verb::get, "/x", 11};
+  Response res = problem(status::conflict, "Conflict", "stale lease", req,
+                         {{"type", "https://benchfleet.dev/problems/stale-lease"}, {"lease", 7},
+                          {"status", 999}});
+  EXPECT_EQ(res[boost::beast::http::field::content_type], "application/problem+json");
+  const json j = json::parse(res.body());
+  EXPECT_EQ(j["type"], "https://benchfleet.dev/problems/stale-lease");
+  EXPECT_EQ(j["status"], 409);  // extra members never replace the core ones
+  EXPECT_EQ(j["lease"], 7);
+  EXPECT_EQ(status_for(ErrorCode::kPayloadTooLarge), status::payload_too_large);
+  EXPECT_EQ(status_for(ErrorCode::kUnavailable), status::service_unavailable);
+  EXPECT_EQ(status_for(ErrorCode::kPermissionDenied), status::forbidden);
+  const json internal = json::parse(problem_from_error(Error::internal("SQLITE_CORRUPT"), req).body());
+  EXPECT_EQ(internal["status"], 500);
+  EXPECT_EQ(internal["detail"].get<std::string>().find("SQLITE"), std::string::npos);
+}
+
+TEST(ListenAddress, ParsesIpv4AndBracketedIpv6) {
+  auto v4 = parse_listen_address("127.0.0.1:8080");
+  ASSERT_TRUE(v4.ok()) << v4.error().describe();
+  EXPECT_EQ(v4->port(), 8080);
+  EXPECT_EQ(v4->address().to_string(), "127.0.0.1");
+  auto v6 = parse_listen_address("[::1]:9000");
+  ASSERT_TRUE(v6.ok()) << v6.error().describe();
+  EXPECT_TRUE(v6->address().is_v6());
+  EXPECT_EQ(v6->port(), 9000);
+  auto any = parse_listen_address("0.0.0.0:0");
+  ASSERT_TRUE(any.ok());
+  EXPECT_EQ(any->port(), 0);
+  for (const char* bad : {"", "8080", "localhost:80", "::1:80", "1.2.3.4:", "1.2.3.4:70000",
+                          "1.2.3.4:8x", "[::1]8080", "[::1"}) {
+    auto r = parse_listen_address(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_NE(r.error().message.find("expected IP:PORT"), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace benchfleet::http

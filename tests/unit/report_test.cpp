@@ -1,0 +1,453 @@
+#include "coordinator/report/report.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "coordinator/report/render.h"
+
+namespace benchfleet::report {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kVit = "google/vit-base-patch16-224";
+constexpr const char* kDetr = "facebook/detr-resnet-50";
+
+Statistics stats(double mean, double median) {
+  Statistics s;
+  s.mean_ms = mean;
+  s.median_ms = median;
+  s.ci_low_ms = median - 0.1;
+  s.ci_high_ms = median + 0.1;
+  s.iterations = 300;
+  return s;
+}
+
+JobSpec job(const std::string& model, int batch, Mode mode, const std::string& gpu = "a100",
+            const std::string& build = "stable", Runtime runtime = Runtime::kLibtorch,
+            int repetition = 0) {
+  return {model, batch, mode, build, gpu, runtime, repetition};
+}
+
+CellResult ok(JobSpec j, double mean, double median, std::int64_t result_id = 0) {
+  return {std::move(j), JobStatus::kDone, ResultStatus::kOk, stats(mean, median), "", result_id};
+}
+
+CellResult verdict(JobSpec j, ResultStatus status, std::string detail, std::int64_t result_id = 0) {
+  return {std::move(j), JobStatus::kDone, status, std::nullopt, std::move(detail), result_id};
+}
+
+CellResult pending(JobSpec j, JobStatus status) {
+  return {std::move(j), status, std::nullopt, std::nullopt, "", 0};
+}
+
+// The seeds' A100 study cut down: ViT and DETR, batch 1 and 16, eager vs default.
+ReportInput seeds_like() {
+  ReportInput in;
+  in.run_id = 7;
+  in.run_name = "seeds";
+  in.matrix.name = "seeds";
+  in.matrix.models = {kDetr, kVit};  // not catalog order: rows must follow the catalog
+  in.matrix.batch_sizes = {1, 16};
+  in.matrix.modes = {Mode::kEager, Mode::kDefault};
+  in.matrix.torch_builds = {"stable"};
+  in.matrix.gpus = {"a100"};
+  in.labels = {{kVit, "Image Classification/ViT"}, {kDetr, "Object Detection/DETR"}};
+  in.cells = {
+      ok(job(kVit, 1, Mode::kEager), 9.325, 9.3, 1),
+      ok(job(kVit, 1, Mode::kDefault), 7.584, 7.5, 2),
+      ok(job(kDetr, 1, Mode::kEager), 34.619, 34.0, 3),
+      ok(job(kDetr, 1, Mode::kDefault), 19.040, 19.0, 4),
+      ok(job(kVit, 16, Mode::kEager), 40.944, 40.9, 5),
+      ok(job(kVit, 16, Mode::kDefault), 40.010, 40.0, 6),
+      verdict(job(kDetr, 16, Mode::kEager), ResultStatus::kOom, "phase=warmup bytes=123", 7),
+      verdict(job(kDetr, 16, Mode::kDefault), ResultStatus::kOomImplied,
+              "batch 4 ran out of memory", 8),
+  };
+  return in;
+}
+
+std::vector<std::string> headers(const Table& t) {
+  std::vector<std::string> out;
+  for (const Column& c : t.columns) out.push_back(c.header);
+  return out;
+}
+
+std::vector<std::string> texts(const Row& r) {
+  std::vector<std::string> out;
+  for (const Cell& c : r.cells) out.push_back(c.text);
+  return out;
+}
+
+TEST(Report, SeedsLikeTablesFollowMatrixAndCatalogOrder) {
+  Report r = build_report(seeds_like());
+  ASSERT_EQ(r.tables.size(), 2u);
+  EXPECT_EQ(r.tables[0].title, "A100 (batch size: 1)");
+  EXPECT_EQ(r.tables[1].title, "A100 (batch size: 16)");
+  EXPECT_EQ(r.tables[0].gpu, "a100");
+  EXPECT_EQ(r.tables[0].gpu_label, "A100");
+  EXPECT_EQ(headers(r.tables[0]), (std::vector<std::string>{"stable - eager", "stable - default",
+                                                            "stable - default speedup"}));
+  const Table& b1 = r.tables[0];
+  ASSERT_EQ(b1.rows.size(), 2u);
+  EXPECT_EQ(b1.rows[0].label, "Image Classification/ViT");
+  EXPECT_EQ(b1.rows[0].model, kVit);
+  EXPECT_EQ(b1.rows[1].label, "Object Detection/DETR");
+  EXPECT_EQ(texts(b1.rows[0]), (std::vector<std::string>{"9.325", "7.584", "1.23x"}));
+  EXPECT_EQ(texts(b1.rows[1]), (std::vector<std::string>{"34.619", "19.040", "1.82x"}));
+  EXPECT_DOUBLE_EQ(*b1.rows[0].cells[2].value, 9.325 / 7.584);
+  EXPECT_EQ(b1.rows[0].cells[2].result_ids, (std::vector<std::int64_t>{1, 2}));
+  EXPECT_EQ(b1.rows[0].cells[0].result_ids, (std::vector<std::int64_t>{1}));
+  EXPECT_DOUBLE_EQ(*b1.rows[0].cells[0].ci_low_ms, 9.2);
+  EXPECT_DOUBLE_EQ(*b1.rows[0].cells[0].ci_high_ms, 9.4);
+}
+
+TEST(Report, OomCellsAreDistinctAndNeverASpeed) {
+  Report r = build_report(seeds_like());
+  const Row& detr = r.tables[1].rows[1];
+  EXPECT_EQ(texts(detr), (std::vector<std::string>{"OOM", "OOM (implied)", "-"}));
+  EXPECT_EQ(detr.cells[0].status, "oom");
+  EXPECT_EQ(detr.cells[0].detail, "phase=warmup bytes=123");
+  EXPECT_FALSE(detr.cells[0].value.has_value());
+  EXPECT_EQ(detr.cells[1].status, "oom_implied");
+  EXPECT_EQ(detr.cells[1].detail, "batch 4 ran out of memory");
+  EXPECT_EQ(detr.cells[2].status, "unavailable");
+  EXPECT_FALSE(detr.cells[2].value.has_value());
+}
+
+TEST(Report, GeomeanSpeedupWithCoverage) {
+  Report r = build_report(seeds_like());
+  ASSERT_EQ(r.tables[0].geomeans.size(), 1u);
+  const Geomean& g1 = r.tables[0].geomeans[0];
+  EXPECT_EQ(g1.column, "speedup/stable/libtorch/default");
+  EXPECT_EQ(g1.covered, 2);
+  EXPECT_EQ(g1.total, 2);
+  EXPECT_NEAR(*g1.value, std::sqrt((9.325 / 7.584) * (34.619 / 19.040)), 1e-12);
+  EXPECT_EQ(g1.text, "Geomean speedup stable - default: 1.50x (2/2)");
+  const Geomean& g16 = r.tables[1].geomeans[0];
+  EXPECT_EQ(g16.covered, 1);
+  EXPECT_EQ(g16.text, "Geomean speedup stable - default: 1.02x (1/2)");
+}
+
+TEST(Report, GeomeanWithNoCoveredRowShowsDash) {
+  ReportInput in = seeds_like();
+  in.cells.clear();
+  Report r = build_report(in);
+  EXPECT_FALSE(r.tables[0].geomeans[0].value.has_value());
+  EXPECT_EQ(r.tables[0].geomeans[0].text, "Geomean speedup stable - default: - (0/2)");
+}
+
+TEST(Report, MedianSwitchShowsTheMedian) {
+  ReportInput in = seeds_like();
+  in.stat = Stat::kMedian;
+  Report r = build_report(in);
+  EXPECT_EQ(r.stat, Stat::kMedian);
+  EXPECT_EQ(texts(r.tables[0].rows[0]), (std::vector<std::string>{"9.300", "7.500", "1.24x"}));
+}
+
+TEST(Report, RepetitionsAreAveragedOverOkOnes) {
+  ReportInput in = seeds_like();
+  in.matrix.repetitions = 3;
+  in.cells = {
+      verdict(job(kVit, 1, Mode::kEager, "a100", "stable", Runtime::kLibtorch, 2),
+              ResultStatus::kOom, "phase=measure", 12),
+      ok(job(kVit, 1, Mode::kEager, "a100", "stable", Runtime::kLibtorch, 0), 10.0, 9.0, 10),
+      ok(job(kVit, 1, Mode::kEager, "a100", "stable", Runtime::kLibtorch, 1), 12.0, 11.0, 11),
+  };
+  Report r = build_report(in);
+  const Cell& c = r.tables[0].rows[0].cells[0];
+  EXPECT_EQ(c.status, "ok");
+  EXPECT_EQ(c.text, "11.000");
+  EXPECT_DOUBLE_EQ(*c.value, 11.0);
+  EXPECT_EQ(c.n, 2);
+  EXPECT_DOUBLE_EQ(*c.ci_low_ms, 8.9);    // widened: min of lows
+  EXPECT_DOUBLE_EQ(*c.ci_high_ms, 11.1);  // and max of highs
+  EXPECT_EQ(c.result_ids, (std::vector<std::int64_t>{10, 11, 12}));
+  ASSERT_EQ(c.repetitions.size(), 3u);
+  EXPECT_EQ(c.repetitions[2].repetition, 2);
+  EXPECT_EQ(c.repetitions[2].status, "oom");
+  EXPECT_EQ(c.detail, "2/3 repetitions ok; rep 2: oom: phase=measure");
+
+  in.stat = Stat::kMedian;
+  EXPECT_EQ(build_report(in).tables[0].rows[0].cells[0].text, "10.000");
+}
+
+TEST(Report, PendingAndFailedJobs) {
+  ReportInput in = seeds_like();
+  in.cells = {
+      pending(job(kVit, 1, Mode::kEager), JobStatus::kQueued),
+      pending(job(kVit, 1, Mode::kDefault), JobStatus::kRunning),
+      pending(job(kDetr, 1, Mode::kEager), JobStatus::kFailed),
+      {job(kDetr, 1, Mode::kDefault), JobStatus::kFailed, ResultStatus::kError, std::nullopt,
+       "segfault in aten", 9},
+      pending(job(kVit, 16, Mode::kEager), JobStatus::kCancelled),
+      verdict(job(kVit, 16, Mode::kDefault), ResultStatus::kUnsupported, "no AOTInductor"),
+      // DETR batch 16 has no jobs at all.
+  };
+  Report r = build_report(in);
+  const Table& b1 = r.tables[0];
+  EXPECT_EQ(texts(b1.rows[0]), (std::vector<std::string>{"-", "-", "-"}));
+  EXPECT_EQ(b1.rows[0].cells[0].status, "not_run");
+  EXPECT_EQ(texts(b1.rows[1]), (std::vector<std::string>{"failed", "error", "-"}));
+  EXPECT_EQ(b1.rows[1].cells[0].status, "failed");
+  EXPECT_EQ(b1.rows[1].cells[1].status, "error");
+  EXPECT_EQ(b1.rows[1].cells[1].detail, "segfault in aten");
+  const Table& b16 = r.tables[1];
+  EXPECT_EQ(texts(b16.rows[0]), (std::vector<std::string>{"-", "unsupported", "-"}));
+  EXPECT_EQ(texts(b16.rows[1]), (std::vector<std::string>{"-", "-", "-"}));
+  EXPECT_EQ(b16.rows[1].cells[0].status, "not_run");
+  EXPECT_TRUE(b16.rows[1].cells[0].repetitions.empty());
+}
+
+TEST(Report, AllVerdictTexts) {
+  const std::vector<std::pair<ResultStatus, std::string>> cases = {
+      {ResultStatus::kError, "error"},     {ResultStatus::kTimeout, "timeout"},
+      {ResultStatus::kCrash, "crash"},     {ResultStatus::kUnsupported, "unsupported"},
+      {ResultStatus::kInvalid, "invalid"},
+  };
+  for (const auto& [status, text] : cases) {
+    ReportInput in = seeds_like();
+    in.cells = {verdict(job(kVit, 1, Mode::kEager), status, "")};
+    const Report r = build_report(in);
+    const Cell& c = r.tables[0].rows[0].cells[0];
+    EXPECT_EQ(c.text, text);
+    EXPECT_EQ(c.status, text);
+  }
+}
+
+TEST(Report, SeveralRuntimesNameTheRuntimeInHeaders) {
+  ReportInput in = seeds_like();
+  in.matrix.torch_builds = {"stable", "nightly"};
+  in.matrix.runtimes = {Runtime::kLibtorch, Runtime::kPython};
+  in.matrix.modes = {Mode::kEager, Mode::kReduceOverhead};
+  Report r = build_report(in);
+  EXPECT_EQ(headers(r.tables[0]),
+            (std::vector<std::string>{
+                "stable - libtorch - eager", "stable - libtorch - reduce-overhead",
+                "stable - python - eager", "stable - python - reduce-overhead",
+                "nightly - libtorch - eager", "nightly - libtorch - reduce-overhead",
+                "nightly - python - eager", "nightly - python - reduce-overhead",
+                "stable - libtorch - reduce-overhead speedup",
+                "stable - python - reduce-overhead speedup",
+                "nightly - libtorch - reduce-overhead speedup",
+                "nightly - python - reduce-overhead speedup"}));
+  EXPECT_EQ(r.tables[0].columns[6].key, "latency/nightly/python/eager");
+  EXPECT_EQ(r.tables[0].columns[9].key, "speedup/stable/python/reduce-overhead");
+  ASSERT_EQ(r.tables[0].geomeans.size(), 4u);
+  EXPECT_EQ(r.tables[0].geomeans[1].text,
+            "Geomean speedup stable - python - reduce-overhead: - (0/2)");
+}
+
+TEST(Report, SpeedupComparesSameBuildAndRuntime) {
+  ReportInput in = seeds_like();
+  in.matrix.batch_sizes = {1};
+  in.matrix.torch_builds = {"stable", "nightly"};
+  in.cells = {
+      ok(job(kVit, 1, Mode::kEager), 10.0, 10.0),
+      ok(job(kVit, 1, Mode::kDefault), 5.0, 5.0),
+      ok(job(kVit, 1, Mode::kEager, "a100", "nightly"), 8.0, 8.0),
+      ok(job(kVit, 1, Mode::kDefault, "a100", "nightly"), 2.0, 2.0),
+  };
+  const Report r = build_report(in);
+  const Row& vit = r.tables[0].rows[0];
+  EXPECT_EQ(texts(vit),
+            (std::vector<std::string>{"10.000", "5.000", "8.000", "2.000", "2.00x", "4.00x"}));
+}
+
+TEST(Report, NoEagerMeansNoSpeedupColumns) {
+  ReportInput in = seeds_like();
+  in.matrix.modes = {Mode::kDefault, Mode::kMaxAutotune};
+  Report r = build_report(in);
+  EXPECT_EQ(headers(r.tables[0]),
+            (std::vector<std::string>{"stable - default", "stable - max-autotune"}));
+  EXPECT_TRUE(r.tables[0].geomeans.empty());
+}
+
+TEST(Report, TablesFollowGpuThenBatchOrderOfTheMatrix) {
+  ReportInput in = seeds_like();
+  in.matrix.gpus = {"t4", "cpu", "h100"};
+  in.matrix.batch_sizes = {4, 1};
+  std::vector<std::string> titles;
+  const Report r = build_report(in);
+  for (const Table& t : r.tables) titles.push_back(t.title);
+  EXPECT_EQ(titles, (std::vector<std::string>{"T4 (batch size: 4)", "T4 (batch size: 1)",
+                                              "CPU (batch size: 4)", "CPU (batch size: 1)",
+                                              "H100 (batch size: 4)", "H100 (batch size: 1)"}));
+}
+
+TEST(Report, UnlistedModelsKeepTheirIdAndSortLast) {
+  ReportInput in = seeds_like();
+  in.matrix.models = {"resnet18", kDetr, "mobilenet_v3_small", kVit};
+  const Report r = build_report(in);
+  const Table& t = r.tables[0];
+  std::vector<std::string> labels;
+  for (const Row& row : t.rows) labels.push_back(row.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"Image Classification/ViT", "Object Detection/DETR",
+                                              "resnet18", "mobilenet_v3_small"}));
+  EXPECT_EQ(t.geomeans[0].total, 4);
+}
+
+TEST(Report, JobsOutsideTheMatrixAreIgnored) {
+  ReportInput in = seeds_like();
+  in.cells.push_back(ok(job(kVit, 1, Mode::kEager, "v100"), 1.0, 1.0));
+  in.cells.push_back(ok(job("resnet18", 1, Mode::kEager), 1.0, 1.0));
+  Report r = build_report(in);
+  ASSERT_EQ(r.tables.size(), 2u);
+  EXPECT_EQ(r.tables[0].rows.size(), 2u);
+  EXPECT_EQ(r.tables[0].rows[0].cells[0].text, "9.325");
+}
+
+TEST(Report, StatNamesRoundTrip) {
+  EXPECT_EQ(to_string(Stat::kMean), "mean");
+  EXPECT_EQ(to_string(Stat::kMedian), "median");
+  EXPECT_EQ(parse_stat("median"), Stat::kMedian);
+  EXPECT_EQ(parse_stat("mean"), Stat::kMean);
+  EXPECT_FALSE(parse_stat("p90").has_value());
+}
+
+ReportInput small_case() {
+  ReportInput in = seeds_like();
+  in.matrix.batch_sizes = {1};
+  in.cells = {
+      ok(job(kVit, 1, Mode::kEager), 9.325, 9.3),
+      ok(job(kVit, 1, Mode::kDefault), 7.584, 7.5),
+      ok(job(kDetr, 1, Mode::kEager), 34.619, 34.0),
+      verdict(job(kDetr, 1, Mode::kDefault), ResultStatus::kOom, "phase=compile"),
+  };
+  return in;
+}
+
+TEST(Markdown, MatchesTheSeedsFormat) {
+  const std::string expected =
+      "# seeds (run 7, mean latency in ms)\n"
+      "\n"
+      "### A100 (batch size: 1)\n"
+      "\n"
+      "| **Task/Model** | **stable - eager** | **stable - default** |"
+      " **stable - default speedup** |\n"
+      "|:---:|:---:|:---:|:---:|\n"
+      "| Image Classification/ViT | 9.325 | 7.584 | 1.23x |\n"
+      "| Object Detection/DETR | 34.619 | OOM | - |\n"
+      "\n"
+      "- Geomean speedup stable - default: 1.23x (1/2)\n";
+  EXPECT_EQ(render_markdown(build_report(small_case())), expected);
+}
+
+TEST(Markdown, WithoutSpeedupColumnsHasNoGeomeanList) {
+  ReportInput in = small_case();
+  in.matrix.modes = {Mode::kEager};
+  in.run_name = "eager only";
+  const std::string expected =
+      "# eager only (run 7, mean latency in ms)\n"
+      "\n"
+      "### A100 (batch size: 1)\n"
+      "\n"
+      "| **Task/Model** | **stable - eager** |\n"
+      "|:---:|:---:|\n"
+      "| Image Classification/ViT | 9.325 |\n"
+      "| Object Detection/DETR | 34.619 |\n";
+  EXPECT_EQ(render_markdown(build_report(in)), expected);
+}
+
+TEST(Markdown, EscapesPipesAndNewlines) {
+  ReportInput in = small_case();
+  in.run_name = "a|b";
+  in.labels[0].display_name = "Image|Classification\nViT";
+  const std::string md = render_markdown(build_report(in));
+  EXPECT_NE(md.find("# a\\|b (run 7"), std::string::npos);
+  EXPECT_NE(md.find("| Image\\|Classification ViT | 9.325 |"), std::string::npos);
+}
+
+TEST(Csv, HeaderRowsAndQuoting) {
+  ReportInput in = small_case();
+  in.labels[0].display_name = "Classification, \"fast\"";
+  const std::string csv = render_csv(build_report(in));
+  EXPECT_EQ(csv.rfind("gpu,batch,task_model,model_id,column,build,runtime,mode,kind,value,status,"
+                      "text\r\n",
+                      0),
+            0u);
+  EXPECT_NE(csv.find("a100,1,\"Classification, \"\"fast\"\"\",google/vit-base-patch16-224,"
+                     "stable - eager,stable,libtorch,eager,latency_ms,9.325,ok,9.325\r\n"),
+            std::string::npos);
+  EXPECT_NE(csv.find("a100,1,Object Detection/DETR,facebook/detr-resnet-50,stable - default,"
+                     "stable,libtorch,default,latency_ms,,oom,OOM\r\n"),
+            std::string::npos);
+  EXPECT_NE(csv.find("a100,1,Object Detection/DETR,facebook/detr-resnet-50,"
+                     "stable - default speedup,stable,libtorch,default,speedup,,unavailable,-\r\n"),
+            std::string::npos);
+  // header + 2 models x 3 columns
+  std::size_t lines = 0;
+  for (std::size_t p = csv.find("\r\n"); p != std::string::npos; p = csv.find("\r\n", p + 2)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 7u);
+}
+
+TEST(Json, SelfDescribingShape) {
+  ReportInput in = small_case();
+  in.run_id = 42;
+  json j = to_json(build_report(in));
+  EXPECT_EQ(j["run_id"], 42);
+  EXPECT_EQ(j["run_name"], "seeds");
+  EXPECT_EQ(j["stat"], "mean");
+  ASSERT_EQ(j["tables"].size(), 1u);
+  const json& t = j["tables"][0];
+  EXPECT_EQ(t["gpu"], "a100");
+  EXPECT_EQ(t["gpu_label"], "A100");
+  EXPECT_EQ(t["batch"], 1);
+  EXPECT_EQ(t["title"], "A100 (batch size: 1)");
+  ASSERT_EQ(t["columns"].size(), 3u);
+  EXPECT_EQ(t["columns"][0], (json{{"key", "latency/stable/libtorch/eager"},
+                                   {"header", "stable - eager"},
+                                   {"kind", "latency_ms"},
+                                   {"build", "stable"},
+                                   {"runtime", "libtorch"},
+                                   {"mode", "eager"}}));
+  EXPECT_EQ(t["columns"][2]["kind"], "speedup");
+  EXPECT_EQ(t["columns"][2]["mode"], "default");
+
+  const json& vit = t["rows"][0];
+  EXPECT_EQ(vit["model"], kVit);
+  EXPECT_EQ(vit["label"], "Image Classification/ViT");
+  ASSERT_EQ(vit["cells"].size(), 3u);
+  const json& eager = vit["cells"][0];
+  for (const char* key : {"text", "status", "value", "value_ms", "ci_low_ms", "ci_high_ms",
+                          "detail", "result_ids", "n", "repetitions"}) {
+    EXPECT_TRUE(eager.contains(key)) << key;
+  }
+  EXPECT_EQ(eager.size(), 10u);
+  EXPECT_EQ(eager["text"], "9.325");
+  EXPECT_EQ(eager["status"], "ok");
+  EXPECT_DOUBLE_EQ(eager["value_ms"].get<double>(), 9.325);
+  EXPECT_DOUBLE_EQ(eager["ci_low_ms"].get<double>(), 9.2);
+  EXPECT_TRUE(eager["result_ids"].is_array());
+  EXPECT_EQ(eager["n"], 1);
+  EXPECT_EQ(eager["repetitions"][0]["status"], "ok");
+  EXPECT_EQ(eager["repetitions"][0]["repetition"], 0);
+
+  const json& speedup = vit["cells"][2];
+  EXPECT_TRUE(speedup["value_ms"].is_null());
+  EXPECT_TRUE(speedup["ci_low_ms"].is_null());
+  EXPECT_NEAR(speedup["value"].get<double>(), 9.325 / 7.584, 1e-12);
+  EXPECT_TRUE(speedup["repetitions"].empty());
+
+  const json& oom = t["rows"][1]["cells"][1];
+  EXPECT_EQ(oom["status"], "oom");
+  EXPECT_TRUE(oom["value"].is_null());
+  EXPECT_TRUE(oom["value_ms"].is_null());
+  EXPECT_EQ(oom["detail"], "phase=compile");
+
+  ASSERT_EQ(t["geomeans"].size(), 1u);
+  EXPECT_EQ(t["geomeans"][0]["column"], "speedup/stable/libtorch/default");
+  EXPECT_EQ(t["geomeans"][0]["header"], "stable - default speedup");
+  EXPECT_EQ(t["geomeans"][0]["covered"], 1);
+  EXPECT_EQ(t["geomeans"][0]["total"], 2);
+  EXPECT_EQ(t["geomeans"][0]["text"], "Geomean speedup stable - default: 1.23x (1/2)");
+  EXPECT_NEAR(t["geomeans"][0]["value"].get<double>(), 9.325 / 7.584, 1e-12);
+}
+
+}  // namespace
+}  // namespace benchfleet::report
