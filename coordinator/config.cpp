@@ -44,7 +44,6 @@ std::vector<Option> options(CoordinatorConfig& c) {
       option("listen", c.listen, "address:port to listen on (127.0.0.1:0 picks a free port)"),
       option("db", c.db, "SQLite database file (created if missing)"),
       option("catalog", c.catalog, "model catalog YAML (default: the shipped common/catalog/models.yaml)"),
-      option("web_root", c.web_root, "directory of the dashboard's static files"),
       option("operator_token", c.operator_token,
              "token for writes (submit, cancel, drain); default: generated into <db>.operator-token"),
       option("enrollment_token", c.enrollment_token,
@@ -138,7 +137,7 @@ Result<ConfigParse> parse_coordinator_config(int argc, char** argv) {
 
   CLI::App app{
       "benchfleet-coordinator: schedules benchmark matrices onto agents, stores every measurement in\n"
-      "SQLite and serves the REST API (/api/v1, OpenAPI at /api/v1/openapi.json), /metrics and the dashboard.\n"
+      "SQLite and serves the REST API (/api/v1, OpenAPI at /api/v1/openapi.json), /healthz and /metrics.\n"
       "Every option can also be set in the YAML --config file (same name, underscores) or through\n"
       "the environment variable shown; flags win over the environment, which wins over the file."};
   app.set_version_flag("--version", std::string("benchfleet-coordinator ") + BENCHFLEET_VERSION);

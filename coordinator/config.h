@@ -13,7 +13,6 @@ struct CoordinatorConfig {
   std::string listen = "127.0.0.1:8080";
   std::string db = "./benchfleet.db";
   std::string catalog;  // empty: the built-in default path
-  std::string web_root;  // dashboard assets; empty: the source tree's web/ if present
   // Tokens. When unset, a random token is generated once and kept in <db>.operator-token /
   // <db>.enrollment-token (mode 0600) so local tools can read it; tokens are never logged.
   std::string operator_token;

@@ -147,8 +147,8 @@ struct Client::Impl {
     auto& msg = parser.get();
     out.response.status = msg.result_int();
     for (const auto& field : msg) {
-      auto [it, inserted] = out.response.headers.emplace(lower(field.name_string()),
-                                                         std::string(field.value()));
+      auto [it, inserted] =
+          out.response.headers.emplace(lower(field.name_string()), std::string(field.value()));
       if (!inserted) {
         it->second += ", ";
         it->second += field.value();

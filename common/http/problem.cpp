@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include <boost/beast/http/field.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/beast/http/field.hpp>
 
 namespace benchfleet::http {
 
@@ -22,8 +22,7 @@ Response problem(bhttp::status status, std::string_view title, std::string_view 
       if (key == "type" || !body.contains(key)) body[key] = std::move(value);
     }
   }
-  return make_response(status,
-                       body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+  return make_response(status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                        kProblemContentType, req);
 }
 

@@ -6,10 +6,10 @@
 #include <stdexcept>
 #include <utility>
 
+#include <spdlog/spdlog.h>
 #include <boost/beast/http/field.hpp>
 #include <boost/url/encoding_opts.hpp>
 #include <boost/url/parse.hpp>
-#include <spdlog/spdlog.h>
 
 #include "common/http/problem.h"
 
@@ -67,11 +67,11 @@ void Router::add(bhttp::verb method, std::string_view pattern, std::string name,
   // Same method and same shape (parameter names aside) would make one route unreachable.
   for (const Route& other : routes_) {
     if (other.method != method || other.segments.size() != route.segments.size()) continue;
-    const bool same_shape = std::equal(
-        other.segments.begin(), other.segments.end(), route.segments.begin(),
-        [](const Segment& a, const Segment& b) {
-          return a.is_param == b.is_param && (a.is_param || a.text == b.text);
-        });
+    const bool same_shape =
+        std::equal(other.segments.begin(), other.segments.end(), route.segments.begin(),
+                   [](const Segment& a, const Segment& b) {
+                     return a.is_param == b.is_param && (a.is_param || a.text == b.text);
+                   });
     if (same_shape) {
       std::string why = "conflicts with the route \"";
       why += other.pattern;

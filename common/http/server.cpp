@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
@@ -26,7 +27,6 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <spdlog/spdlog.h>
 
 #include "common/http/problem.h"
 
@@ -165,7 +165,7 @@ struct Registration {
 
 // The connection's I/O loop; runs on the connection's strand.
 asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st,
-                                              std::shared_ptr<Connection> conn, std::uint64_t id) {
+                                       std::shared_ptr<Connection> conn, std::uint64_t id) {
   const Registration registration{st, id};
   beast::tcp_stream& stream = conn->stream;
   const ServerLimits& limits = st->limits;
@@ -184,8 +184,8 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st,
     const auto started = std::chrono::steady_clock::now();
     stream.expires_after(limits.request_timeout);
     bhttp::request_parser<bhttp::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(
-        std::min<std::size_t>(limits.header_limit, UINT32_MAX)));
+    parser.header_limit(
+        static_cast<std::uint32_t>(std::min<std::size_t>(limits.header_limit, UINT32_MAX)));
     parser.body_limit(limits.body_limit);
     if (const error_code ec = co_await read_request(stream, buffer, parser)) {
       const std::optional<Refusal> refusal = refusal_for(ec, limits);

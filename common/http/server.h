@@ -18,7 +18,7 @@
 namespace benchfleet::http {
 
 struct ServerLimits {
-  std::size_t body_limit = 1 << 20;  // larger body -> 413
+  std::size_t body_limit = 1 << 20;      // larger body -> 413
   std::size_t header_limit = 16 * 1024;  // larger request line + headers -> 431
   // Bounds reading one request (from its first byte) and, separately, writing its response;
   // reset per request. The handler's own wait is not bounded here (long-poll).

@@ -50,7 +50,9 @@ class HttpTest : public ::testing::Test {
     auto echo = [](const Request& req, const RouteMatch& m) -> asio::awaitable<Response> {
       json params(m.params), query(m.query);
       co_return json_response(status::ok,
-                              {{"route", m.route_name}, {"params", params}, {"query", query},
+                              {{"route", m.route_name},
+                               {"params", params},
+                               {"query", query},
                                {"body_size", req.body().size()}},
                               req);
     };
@@ -80,8 +82,8 @@ class HttpTest : public ::testing::Test {
     // Waits until release() (or 60 s), like the coordinator's long-poll.
     router_.add(verb::get, "/slow", "slow",
                 [this](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
-                  auto timer = std::make_shared<asio::steady_timer>(
-                      co_await asio::this_coro::executor, 60s);
+                  auto timer =
+                      std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, 60s);
                   {
                     std::lock_guard lock(mutex_);
                     gates_.push_back(timer);
@@ -200,8 +202,7 @@ TEST_F(HttpTest, LiteralSegmentBeatsParameter) {
   Client client(base_url());
   EXPECT_EQ(body_of(client.get("/api/v1/runs/compare"))["route"], "runs.compare");
   EXPECT_EQ(body_of(client.get("/api/v1/runs/r-7"))["route"], "runs.get");
-  EXPECT_EQ(body_of(client.request(verb::delete_, "/api/v1/runs/compare"))["route"],
-            "runs.cancel");
+  EXPECT_EQ(body_of(client.request(verb::delete_, "/api/v1/runs/compare"))["route"], "runs.cancel");
 }
 
 TEST_F(HttpTest, UnknownPathIs404Problem) {
@@ -230,8 +231,9 @@ TEST_F(HttpTest, BodyOverLimitIs413AndClientRecovers) {
   Client client(base_url());
   auto r = client.request(verb::post, "/api/v1/runs", std::string(4096, 'x'));
   expect_problem(r, 413);
-  EXPECT_EQ(body_of(client.request(verb::post, "/api/v1/runs", std::string(1000, 'x')))
-                ["body_size"], 1000);
+  EXPECT_EQ(
+      body_of(client.request(verb::post, "/api/v1/runs", std::string(1000, 'x')))["body_size"],
+      1000);
 }
 
 TEST_F(HttpTest, HugeHeaderIs431) {
@@ -430,9 +432,9 @@ TEST(Router, ListsRoutesAndRefusesBadPatterns) {
 
 TEST(Problem, BuildsRfc9457Body) {
   Request req{verb::get, "/x", 11};
-  Response res = problem(status::conflict, "Conflict", "stale lease", req,
-                         {{"type", "https://benchfleet.dev/problems/stale-lease"}, {"lease", 7},
-                          {"status", 999}});
+  Response res = problem(
+      status::conflict, "Conflict", "stale lease", req,
+      {{"type", "https://benchfleet.dev/problems/stale-lease"}, {"lease", 7}, {"status", 999}});
   EXPECT_EQ(res[boost::beast::http::field::content_type], "application/problem+json");
   const json j = json::parse(res.body());
   EXPECT_EQ(j["type"], "https://benchfleet.dev/problems/stale-lease");
@@ -441,7 +443,8 @@ TEST(Problem, BuildsRfc9457Body) {
   EXPECT_EQ(status_for(ErrorCode::kPayloadTooLarge), status::payload_too_large);
   EXPECT_EQ(status_for(ErrorCode::kUnavailable), status::service_unavailable);
   EXPECT_EQ(status_for(ErrorCode::kPermissionDenied), status::forbidden);
-  const json internal = json::parse(problem_from_error(Error::internal("SQLITE_CORRUPT"), req).body());
+  const json internal =
+      json::parse(problem_from_error(Error::internal("SQLITE_CORRUPT"), req).body());
   EXPECT_EQ(internal["status"], 500);
   EXPECT_EQ(internal["detail"].get<std::string>().find("SQLITE"), std::string::npos);
 }

@@ -1,0 +1,360 @@
+#include "bench/load_agent.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/codecs.h"
+#include "common/stats.h"
+
+namespace benchfleet::bench {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using Strand = asio::strand<asio::io_context::executor_type>;
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::int64_t kMaxJobsPerRun = 90'000;  // below the coordinator's default --max-cells
+constexpr std::size_t kMaxErrorSamples = 5;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+asio::awaitable<void> pause(std::chrono::milliseconds d) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, d);
+  co_await timer.async_wait(kTuple);
+}
+
+// One keep-alive HTTP/1.1 connection, used by one coroutine at a time on its strand.
+struct Conn {
+  explicit Conn(const asio::any_io_executor& ex) : stream(ex) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  bool open = false;
+};
+
+struct Reply {
+  unsigned status = 0;  // 0: transport error, see `error`
+  std::string body;
+  std::string error;
+
+  std::string describe() const {
+    if (status == 0) return error;
+    return "HTTP " + std::to_string(status) + " " + body.substr(0, 300);
+  }
+};
+
+void close(Conn& c) {
+  beast::error_code ignored;
+  c.stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  c.stream.close();
+  c.buffer.clear();
+  c.open = false;
+}
+
+// Sends one request on `c` (connecting first when needed) and reads the whole response. Never
+// retries: a repeated lease request would release the lease the first one may have granted.
+asio::awaitable<Reply> exchange(Conn& c, const tcp::endpoint& ep, std::string target, std::string body,
+                                std::string_view token) {
+  Reply out;
+  if (!c.open) {
+    c.stream.expires_after(std::chrono::seconds(10));
+    auto [ec] = co_await c.stream.async_connect(ep, kTuple);
+    if (ec) {
+      out.error = "connect: " + ec.message();
+      co_return out;
+    }
+    c.stream.socket().set_option(tcp::no_delay(true));
+    c.open = true;
+  }
+  bhttp::request<bhttp::string_body> req{bhttp::verb::post, target, 11};
+  req.set(bhttp::field::host, ep.address().to_string() + ":" + std::to_string(ep.port()));
+  req.set(bhttp::field::content_type, "application/json");
+  if (!token.empty()) req.set(bhttp::field::authorization, "Bearer " + std::string(token));
+  req.keep_alive(true);
+  req.body() = std::move(body);
+  req.prepare_payload();
+
+  c.stream.expires_after(std::chrono::seconds(60));
+  auto [wec, written] = co_await bhttp::async_write(c.stream, req, kTuple);
+  if (wec) {
+    close(c);
+    out.error = "write " + target + ": " + wec.message();
+    co_return out;
+  }
+  bhttp::response_parser<bhttp::string_body> parser;
+  parser.body_limit(16 << 20);
+  auto [rec, read] = co_await bhttp::async_read(c.stream, c.buffer, parser, kTuple);
+  if (rec) {
+    close(c);
+    out.error = "read " + target + ": " + rec.message();
+    co_return out;
+  }
+  c.stream.expires_never();
+  auto res = parser.release();
+  out.status = res.result_int();
+  out.body = std::move(res.body());
+  if (!res.keep_alive()) close(c);
+  co_return out;
+}
+
+// A plausible result: 30 synthetic latencies around 12 ms and statistics computed from them,
+// so the coordinator's consistency checks pass.
+std::string make_result_json() {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(12.0, 0.3);
+  JobResult r;
+  r.status = ResultStatus::kOk;
+  for (int i = 0; i < 30; ++i) r.samples_ms.push_back(std::max(1.0, noise(rng)));
+  r.stats = compute_statistics(r.samples_ms);
+  r.first_call_ms = 250.0;
+  r.stop_reason = StopReason::kFixedCount;
+  return nlohmann::json(r).dump();
+}
+
+struct Agent {
+  Agent(int i, const Strand& s) : index(i), strand(s), conn(s) {}
+  int index;
+  Strand strand;
+  Conn conn;
+  std::int64_t id = 0;
+  std::string token;
+  std::int64_t cycles = 0;
+  std::vector<double> lease_ms, result_ms;
+};
+
+struct Shared {
+  explicit Shared(const PhaseConfig& c) : cfg(c), result_json(make_result_json()) {}
+  const PhaseConfig& cfg;
+  std::string result_json;  // one valid "ok" JobResult, reused for every job
+  Clock::time_point start, end;
+  std::atomic<std::int64_t> errors{0}, empty{0}, granted{0};
+  std::atomic<bool> starving{false};
+  std::mutex mu;  // guards error_samples
+  std::vector<std::string> error_samples;
+
+  void error(const std::string& what) {
+    errors.fetch_add(1);
+    std::lock_guard lock(mu);
+    if (error_samples.size() < kMaxErrorSamples) error_samples.push_back(what);
+  }
+};
+
+std::string enrol_body(const Shared& sh, int index) {
+  AgentDescriptor d;
+  d.name = "load-" + sh.cfg.tag + "-" + std::to_string(index);
+  d.hostname = "loadhost";
+  d.version = "coordinator_load";
+  d.slots.push_back(SlotDescriptor{"gpu0", "a100", std::nullopt, std::nullopt});
+  d.torch_builds.push_back(
+      TorchBuildDescriptor{"stable", "2.11.0", {RuntimeSupport{Runtime::kLibtorch, {Mode::kEager, Mode::kDefault}}}});
+  return nlohmann::json(d).dump();
+}
+
+// Submits one run of at least `want` (and at most kMaxJobsPerRun) jobs; returns its job count.
+asio::awaitable<std::int64_t> submit_run(Conn& op, const Shared& sh, std::int64_t want, int serial) {
+  const std::int64_t per_rep_and_batch = static_cast<std::int64_t>(sh.cfg.models.size()) * 2;  // two modes
+  want = std::clamp<std::int64_t>(want, 1, kMaxJobsPerRun);
+  MatrixSpec spec;
+  spec.name = "load-" + sh.cfg.tag + "-" + std::to_string(serial);
+  spec.models = sh.cfg.models;
+  spec.modes = {Mode::kEager, Mode::kDefault};
+  spec.torch_builds = {"stable"};
+  spec.gpus = {"a100"};
+  spec.repetitions = static_cast<int>(std::min<std::int64_t>(100, (want + per_rep_and_batch - 1) / per_rep_and_batch));
+  const std::int64_t per_batch = per_rep_and_batch * spec.repetitions;
+  const auto batches = static_cast<int>(std::max<std::int64_t>(1, (want + per_batch - 1) / per_batch));
+  for (int b = 1; b <= batches; ++b) spec.batch_sizes.push_back(b);
+  Reply r = co_await exchange(op, sh.cfg.endpoint, "/api/v1/runs", nlohmann::json(spec).dump(), sh.cfg.operator_token);
+  if (r.status != 201) throw std::runtime_error("submitting run " + spec.name + " failed: " + r.describe());
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_discarded() || !j.contains("job_count")) throw std::runtime_error("odd run answer: " + r.body);
+  co_return j["job_count"].get<std::int64_t>();
+}
+
+asio::awaitable<void> enrol(Agent& a, Shared& sh) {
+  Reply r = co_await exchange(a.conn, sh.cfg.endpoint, "/api/v1/agents/enroll", enrol_body(sh, a.index),
+                              sh.cfg.enrollment_token);
+  if (r.status != 201) throw std::runtime_error("enrolling agent " + std::to_string(a.index) + ": " + r.describe());
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_discarded() || !j.contains("agent_id") || !j.contains("agent_token")) {
+    throw std::runtime_error("odd enrolment answer: " + r.body);
+  }
+  a.id = j["agent_id"].get<std::int64_t>();
+  a.token = j["agent_token"].get<std::string>();
+}
+
+// lease -> result until the window closes. Only what completes inside the window is counted.
+asio::awaitable<void> agent_loop(Agent& a, Shared& sh) {
+  const std::string lease_target = "/api/v1/agents/" + std::to_string(a.id) + "/lease";
+  const std::string lease_body = R"({"slot":"gpu0","wait_s":0})";
+  while (Clock::now() < sh.end) {
+    const auto t0 = Clock::now();
+    Reply lease = co_await exchange(a.conn, sh.cfg.endpoint, lease_target, lease_body, a.token);
+    const auto t1 = Clock::now();
+    if (lease.status != 200) {
+      sh.error("lease: " + lease.describe());
+      co_await pause(std::chrono::milliseconds(50));
+      continue;
+    }
+    auto j = nlohmann::json::parse(lease.body, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("job")) {
+      sh.error("lease: unexpected answer " + lease.body.substr(0, 300));
+      continue;
+    }
+    const auto& job = j["job"];
+    if (job.is_null()) {  // the queue ran dry; the driver submits more
+      sh.empty.fetch_add(1);
+      sh.starving.store(true);
+      co_await pause(std::chrono::milliseconds(20));
+      continue;
+    }
+    if (!job.contains("id") || !job.contains("attempt") || !job.contains("lease_id")) {
+      sh.error("lease: job without id/attempt/lease_id: " + lease.body.substr(0, 300));
+      continue;
+    }
+    sh.granted.fetch_add(1);
+    if (t1 <= sh.end) a.lease_ms.push_back(ms_between(t0, t1));
+
+    const std::string job_id = std::to_string(job["id"].get<std::int64_t>());
+    std::string body = R"({"lease_id":)" + job["lease_id"].dump() + R"(,"attempt":)" + job["attempt"].dump() +
+                       R"(,"result":)" + sh.result_json + "}";
+    Reply result = co_await exchange(a.conn, sh.cfg.endpoint, "/api/v1/jobs/" + job_id + "/result", std::move(body),
+                                     a.token);
+    const auto t2 = Clock::now();
+    if (result.status != 201) {
+      sh.error("result of job " + job_id + ": " + result.describe());
+      continue;
+    }
+    if (t2 <= sh.end) {
+      a.result_ms.push_back(ms_between(t1, t2));
+      ++a.cycles;
+    }
+  }
+}
+
+// Runs `body(agent)` for every agent, each on its own strand; returns when all finished. The
+// first exception is rethrown.
+template <class Body>
+asio::awaitable<void> for_all_agents(std::vector<std::unique_ptr<Agent>>& agents, Body body) {
+  auto pending = std::make_shared<std::atomic<std::size_t>>(agents.size());
+  auto failure = std::make_shared<std::pair<std::mutex, std::exception_ptr>>();
+  for (auto& a : agents) {
+    asio::co_spawn(a->strand, body(*a), [pending, failure](std::exception_ptr e) {
+      if (e) {
+        std::lock_guard lock(failure->first);
+        if (!failure->second) failure->second = e;
+      }
+      pending->fetch_sub(1);
+    });
+  }
+  while (pending->load() > 0) co_await pause(std::chrono::milliseconds(10));
+  if (failure->second) std::rethrow_exception(failure->second);
+}
+
+asio::awaitable<void> drive(asio::io_context& ioc, Shared& sh, PhaseResult& out) {
+  const PhaseConfig& cfg = sh.cfg;
+  Conn op(co_await asio::this_coro::executor);  // the operator's connection, on the driver's strand
+  auto t = Clock::now();
+  while (out.jobs_submitted < cfg.preload_jobs) {
+    out.jobs_submitted += co_await submit_run(op, sh, cfg.preload_jobs - out.jobs_submitted, ++out.runs_submitted);
+  }
+  out.preload_s = std::chrono::duration<double>(Clock::now() - t).count();
+
+  std::vector<std::unique_ptr<Agent>> agents;
+  for (int i = 0; i < cfg.agents; ++i) agents.push_back(std::make_unique<Agent>(i, asio::make_strand(ioc)));
+  t = Clock::now();
+  co_await for_all_agents(agents, [&sh](Agent& a) { return enrol(a, sh); });
+  out.enrol_s = std::chrono::duration<double>(Clock::now() - t).count();
+
+  sh.start = Clock::now();
+  sh.end = sh.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg.seconds));
+  // Keep the queue ahead of the agents. A refill inside the window is one large transaction
+  // that disturbs the figures, so the preload is sized to make it rare; it is reported.
+  const std::int64_t low_water = 2LL * cfg.agents + 100;
+  auto loops = [&sh](Agent& a) { return agent_loop(a, sh); };
+  auto pending = std::make_shared<std::atomic<std::size_t>>(agents.size());
+  for (auto& a : agents) {
+    asio::co_spawn(a->strand, loops(*a), [pending, &sh](std::exception_ptr e) {
+      if (e) {
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+          sh.error(std::string("agent coroutine failed: ") + ex.what());
+        }
+      }
+      pending->fetch_sub(1);
+    });
+  }
+  while (pending->load() > 0) {
+    co_await pause(std::chrono::milliseconds(10));
+    const bool low = sh.granted.load() + low_water > out.jobs_submitted;
+    if (Clock::now() < sh.end && (sh.starving.exchange(false) || low)) {
+      out.jobs_submitted += co_await submit_run(op, sh, std::max<std::int64_t>(cfg.preload_jobs / 2, 1000),
+                                                ++out.runs_submitted);
+      ++out.refills;
+    }
+  }
+  out.window_s = std::chrono::duration<double>(sh.end - sh.start).count();
+  for (auto& a : agents) {
+    out.cycles += a->cycles;
+    out.lease_ms.insert(out.lease_ms.end(), a->lease_ms.begin(), a->lease_ms.end());
+    out.result_ms.insert(out.result_ms.end(), a->result_ms.begin(), a->result_ms.end());
+  }
+  close(op);
+  for (auto& a : agents) close(a->conn);
+}
+
+}  // namespace
+
+Result<PhaseResult> run_phase(const PhaseConfig& config) {
+  if (config.agents < 1 || config.models.empty()) return Error::invalid("agents", "need agents and models");
+  asio::io_context ioc(config.client_threads);
+  Shared shared(config);
+  PhaseResult out;
+  std::exception_ptr failure;
+  asio::co_spawn(asio::make_strand(ioc), drive(ioc, shared, out), [&failure](std::exception_ptr e) { failure = e; });
+  std::vector<std::thread> threads;
+  for (int i = 1; i < config.client_threads; ++i) threads.emplace_back([&ioc] { ioc.run(); });
+  ioc.run();
+  for (auto& th : threads) th.join();
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      return Error::internal(e.what());
+    }
+  }
+  out.errors = shared.errors.load();
+  out.empty_leases = shared.empty.load();
+  out.error_samples = shared.error_samples;
+  return out;
+}
+
+}  // namespace benchfleet::bench

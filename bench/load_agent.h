@@ -1,0 +1,48 @@
+// Simulated agents for the coordinator load benchmark: N agents, each one Boost.Asio C++20
+// coroutine with its own keep-alive connection, enrol with one "a100" slot and then loop
+// lease -> result for a fixed wall-clock window. A few client threads drive them all.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "common/result.h"
+
+namespace benchfleet::bench {
+
+struct PhaseConfig {
+  boost::asio::ip::tcp::endpoint endpoint;  // the coordinator
+  std::string operator_token;
+  std::string enrollment_token;
+  int agents = 10;
+  double seconds = 8;
+  int client_threads = 1;
+  std::int64_t preload_jobs = 1000;  // queued before the window opens
+  std::vector<std::string> models;   // catalog ids used in the submitted matrices
+  std::string tag;                   // makes agent and run names unique per phase
+};
+
+struct PhaseResult {
+  std::int64_t cycles = 0;  // lease -> result cycles whose result was stored inside the window
+  double window_s = 0;
+  std::vector<double> lease_ms;   // every lease request that granted a job, in the window
+  std::vector<double> result_ms;  // every stored result, in the window
+  std::int64_t errors = 0;        // transport errors and unexpected HTTP statuses
+  std::vector<std::string> error_samples;  // the first few, verbatim
+  std::int64_t empty_leases = 0;  // lease answers without a job (the queue ran dry)
+  std::int64_t jobs_submitted = 0;
+  int runs_submitted = 0;
+  int refills = 0;  // runs submitted inside the window because the queue ran low
+  double preload_s = 0;
+  double enrol_s = 0;
+};
+
+// Submits `preload_jobs` jobs, enrols the agents, opens the window and measures. Returns an
+// Error only when the phase could not start (submission or enrolment failed); errors inside
+// the window are counted in the result.
+Result<PhaseResult> run_phase(const PhaseConfig& config);
+
+}  // namespace benchfleet::bench

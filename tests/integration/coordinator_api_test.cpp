@@ -1,0 +1,283 @@
+// Integration: the real coordinator on loopback — submitting runs, validation and authorization
+// errors (problem+json naming the field), and the service endpoints.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "tests/support/coordinator_process.h"
+
+namespace benchfleet::testing {
+namespace {
+
+namespace bhttp = boost::beast::http;
+using nlohmann::json;
+
+const std::string kResnet = "microsoft/resnet-50";
+const std::string kVit = "google/vit-base-patch16-224";
+
+// A run with 2 x 2 x 2 = 8 jobs.
+json small_matrix() { return matrix({kResnet, kVit}, {1, 4}, {"eager", "default"}); }
+
+// Asserts `res` is a problem+json answer with `status` and, when given, naming `field`.
+void expect_problem(const http::ClientResponse& res, unsigned status, const std::string& field = "") {
+  EXPECT_EQ(res.status, status) << res.body;
+  EXPECT_EQ(res.content_type, "application/problem+json") << res.body;
+  auto body = res.json();
+  ASSERT_TRUE(body.ok()) << res.body;
+  EXPECT_EQ(body->value("status", 0u), status) << res.body;
+  EXPECT_FALSE(body->value("detail", std::string()).empty()) << res.body;
+  if (!field.empty()) EXPECT_EQ(body->value("field", std::string()), field) << res.body;
+}
+
+// The run is still there, unchanged: same job count, all queued, and the only run listed.
+void expect_run_intact(CoordinatorProcess& coord, std::int64_t run_id, std::int64_t job_count) {
+  const json run = coord.get_json("/api/v1/runs/" + std::to_string(run_id));
+  EXPECT_EQ(run["id"], run_id);
+  EXPECT_EQ(run["job_count"], job_count);
+  EXPECT_EQ(run["jobs"]["queued"], job_count);
+  EXPECT_EQ(run["state"], "queued");
+  EXPECT_EQ(run["matrix"]["models"], json({kResnet, kVit}));
+  const json list = coord.get_json("/api/v1/runs");
+  ASSERT_EQ(list["runs"].size(), 1u) << list.dump();
+  EXPECT_EQ(list["runs"][0]["id"], run_id);
+}
+
+TEST(CoordinatorApi, SubmittedRunIsListedWithJobCounts) {
+  CoordinatorProcess coord;
+  const json created = coord.submit(small_matrix());
+  const std::int64_t id = created.at("id").get<std::int64_t>();
+  EXPECT_GT(id, 0);
+  EXPECT_EQ(created["job_count"], 8);
+  EXPECT_EQ(created["url"], "/api/v1/runs/" + std::to_string(id));
+
+  const json run = coord.get_json("/api/v1/runs/" + std::to_string(id));
+  EXPECT_EQ(run["name"], "it");
+  EXPECT_EQ(run["state"], "queued");
+  EXPECT_EQ(run["job_count"], 8);
+  EXPECT_EQ(run["finished_jobs"], 0);
+  EXPECT_EQ(run["jobs"]["queued"], 8);
+  for (const char* s : {"leased", "running", "done", "failed", "cancelled"}) EXPECT_EQ(run["jobs"][s], 0) << s;
+  for (auto& [status, n] : run["results"].items()) EXPECT_EQ(n, 0) << status;
+
+  const json second = coord.submit(matrix({kResnet}, {1}, {"eager"}));
+  const json list = coord.get_json("/api/v1/runs");
+  ASSERT_EQ(list["runs"].size(), 2u);
+  EXPECT_EQ(list["runs"][0]["id"], second["id"]);  // newest first
+  EXPECT_EQ(list["runs"][1]["id"], id);
+  EXPECT_EQ(list["runs"][1]["jobs"]["queued"], 8);
+  EXPECT_EQ(list["runs"][0]["job_count"], 1);
+
+  auto missing = coord.get("/api/v1/runs/999999");
+  expect_problem(missing, 404);
+}
+
+TEST(CoordinatorApi, InvalidMatricesAreRejectedNamingTheField) {
+  CoordinatorProcess coord({{"--max-cells", "20"}});
+  const json created = coord.submit(small_matrix());
+  const std::int64_t run_id = created["id"];
+
+  struct Case {
+    std::string name;
+    json body;
+    std::string field;
+  };
+  std::vector<Case> cases;
+  auto with = [](const std::string& key, json value) {
+    json m = small_matrix();
+    m[key] = std::move(value);
+    return m;
+  };
+  cases.push_back({"unknown model", with("models", {kResnet, "acme/not-a-model"}), "models[1]"});
+  cases.push_back({"batch 0", with("batch_sizes", {0, 4}), "batch_sizes[0]"});
+  cases.push_back({"negative batch", with("batch_sizes", {1, -4}), "batch_sizes[1]"});
+  cases.push_back({"duplicate gpu", with("gpus", {"a100", "t4", "a100"}), "gpus[2]"});
+  cases.push_back({"empty axis", with("modes", json::array()), "modes"});
+  cases.push_back({"unknown mode", with("modes", {"eager", "turbo"}), "modes[1]"});
+  cases.push_back({"unknown field", with("colour", "blue"), "colour"});
+  cases.push_back({"wrong type", with("batch_sizes", "1,4"), "batch_sizes"});
+  json no_name = small_matrix();
+  no_name.erase("name");
+  cases.push_back({"missing name", no_name, "name"});
+  // 3 x 3 x 3 = 27 jobs > --max-cells 20.
+  cases.push_back({"too many cells",
+                   matrix({kResnet, kVit, "facebook/detr-resnet-50"}, {1, 4, 16}, {"eager", "default", "max-autotune"}),
+                   "models"});
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    expect_problem(coord.post("/api/v1/runs", c.body), 400, c.field);
+  }
+  // Just under the limit is fine: 2 x 2 x 5 = 20.
+  const json at_limit =
+      coord.submit(matrix({kResnet, kVit}, {1, 4}, {"eager", "default", "torchscript", "max-autotune",
+                                                     "reduce-overhead"}));
+  EXPECT_EQ(at_limit["job_count"], 20);
+
+  const json run = coord.get_json("/api/v1/runs/" + std::to_string(run_id));
+  EXPECT_EQ(run["job_count"], 8);
+  EXPECT_EQ(run["jobs"]["queued"], 8);
+  EXPECT_EQ(coord.get_json("/api/v1/runs")["runs"].size(), 2u);  // nothing from the refused ones
+}
+
+TEST(CoordinatorApi, MalformedAndOversizedBodiesAreRefused) {
+  CoordinatorProcess coord({{"--max-body-bytes", "4096"}});
+  const json created = coord.submit(small_matrix());
+  const std::int64_t run_id = created["id"];
+  auto& client = coord.client();
+  const std::string auth = std::string("Bearer ") + CoordinatorProcess::kOperatorToken;
+  auto raw_post = [&](std::string body) {
+    auto r = client.request(bhttp::verb::post, "/api/v1/runs", std::move(body),
+                            {{"Authorization", auth}, {"Content-Type", "application/json"}});
+    if (!r.ok()) throw std::runtime_error(r.error().describe() + "\n" + coord.log_tail());
+    return *r;
+  };
+
+  {
+    SCOPED_TRACE("malformed JSON");
+    expect_problem(raw_post(R"({"name": "it", "models": [)"), 400);
+  }
+  {
+    SCOPED_TRACE("not an object");
+    expect_problem(raw_post("[1, 2, 3]"), 400);
+  }
+  {
+    SCOPED_TRACE("empty body");
+    expect_problem(raw_post(""), 400);
+  }
+  {
+    SCOPED_TRACE("too deep");
+    expect_problem(raw_post(std::string(100, '[') + std::string(100, ']')), 400);
+  }
+  {
+    SCOPED_TRACE("oversized body");
+    json big = small_matrix();
+    big["name"] = std::string(5000, 'x');  // > --max-body-bytes 4096
+    auto res = client.request(bhttp::verb::post, "/api/v1/runs", big.dump(),
+                              {{"Authorization", auth}, {"Content-Type", "application/json"}});
+    ASSERT_TRUE(res.ok()) << res.error().describe();
+    expect_problem(*res, 413);
+  }
+  // The server keeps answering (a fresh connection if it closed the old one).
+  expect_run_intact(coord, run_id, 8);
+}
+
+TEST(CoordinatorApi, TokensAreRequiredAndChecked) {
+  CoordinatorProcess coord;
+  const json created = coord.submit(small_matrix());
+  const std::int64_t run_id = created["id"];
+  auto& client = coord.client();
+
+  {
+    SCOPED_TRACE("submit without a token");
+    auto r = client.post_json("/api/v1/runs", small_matrix());
+    ASSERT_TRUE(r.ok());
+    expect_problem(*r, 401);
+    EXPECT_EQ(r->headers["www-authenticate"], "Bearer");
+  }
+  {
+    SCOPED_TRACE("submit with a wrong token");
+    expect_problem(coord.post("/api/v1/runs", small_matrix(), "wrong-token"), 401);
+  }
+  {
+    SCOPED_TRACE("submit with the enrollment token");
+    expect_problem(coord.post("/api/v1/runs", small_matrix(), CoordinatorProcess::kEnrollmentToken), 401);
+  }
+  {
+    SCOPED_TRACE("cancel without a token");
+    auto r = client.post_json("/api/v1/runs/" + std::to_string(run_id) + "/cancel", json::object());
+    ASSERT_TRUE(r.ok());
+    expect_problem(*r, 401);
+  }
+  const json descriptor = FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}});
+  {
+    SCOPED_TRACE("enrol with the operator token");
+    expect_problem(coord.post("/api/v1/agents/enroll", descriptor), 401);
+  }
+  {
+    SCOPED_TRACE("enrol without a token");
+    auto r = client.post_json("/api/v1/agents/enroll", descriptor);
+    ASSERT_TRUE(r.ok());
+    expect_problem(*r, 401);
+  }
+  FakeAgent a(coord, descriptor);
+  FakeAgent b(coord, FakeAgent::descriptor("b1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  ASSERT_NE(a.id(), b.id());
+  const std::string b_lease = "/api/v1/agents/" + std::to_string(b.id()) + "/lease";
+  const std::string b_heartbeat = "/api/v1/agents/" + std::to_string(b.id()) + "/heartbeat";
+  {
+    SCOPED_TRACE("agent a leases for agent b");
+    expect_problem(a.post(b_lease, {{"slot", "gpu0"}, {"wait_s", 0}}), 403);
+  }
+  {
+    SCOPED_TRACE("agent a heartbeats for agent b");
+    expect_problem(a.post(b_heartbeat, {{"leases", json::array()}}), 403);
+  }
+  {
+    SCOPED_TRACE("operator token on an agent endpoint");
+    expect_problem(coord.post(b_lease, {{"slot", "gpu0"}, {"wait_s", 0}}), 401);
+  }
+  {
+    SCOPED_TRACE("forged agent token");
+    const std::string forged = "bfa_" + std::to_string(b.id()) + "_not-the-secret";
+    expect_problem(coord.post(b_lease, {{"slot", "gpu0"}, {"wait_s", 0}}, forged), 401);
+  }
+  {
+    SCOPED_TRACE("unknown slot");
+    expect_problem(b.lease("gpu7", 0), 404);
+  }
+  {
+    SCOPED_TRACE("drain needs the operator token");
+    expect_problem(a.post("/api/v1/agents/" + std::to_string(a.id()) + "/drain", json::object()), 401);
+  }
+  expect_run_intact(coord, run_id, 8);
+  // And the agents' own requests still work.
+  auto lease = b.lease_job("gpu0");
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ(lease->spec()["gpu"], "a100");
+}
+
+TEST(CoordinatorApi, HealthMetricsAndOpenApi) {
+  CoordinatorProcess coord;
+  const json health = coord.get_json("/healthz");
+  EXPECT_EQ(health["status"], "ok");
+
+  auto openapi = coord.get("/api/v1/openapi.json");
+  ASSERT_EQ(openapi.status, 200u);
+  auto doc = openapi.json();
+  ASSERT_TRUE(doc.ok()) << openapi.body.substr(0, 200);
+  EXPECT_TRUE(doc->is_object());
+  EXPECT_TRUE(doc->contains("paths"));
+
+  const json models = coord.get_json("/api/v1/models");
+  bool found = false;
+  for (const auto& m : models["models"]) found = found || m["id"] == kResnet;
+  EXPECT_TRUE(found) << models.dump();
+
+  coord.submit(small_matrix());             // 8 jobs
+  coord.submit(matrix({kResnet}, {1}, {"eager"}));  // 1 job
+  auto jobs_gauge = [&](const std::string& status) {
+    auto res = coord.get("/metrics");
+    EXPECT_EQ(res.status, 200u);
+    std::smatch m;
+    const std::regex line("(^|\n)benchfleet_jobs\\{status=\"" + status + "\"\\} ([0-9]+)\n");
+    if (!std::regex_search(res.body, m, line)) {
+      ADD_FAILURE() << "no benchfleet_jobs{status=\"" << status << "\"} in:\n" << res.body;
+      return -1;
+    }
+    return std::stoi(m[2]);
+  };
+  EXPECT_EQ(jobs_gauge("queued"), 9);
+  EXPECT_EQ(jobs_gauge("leased"), 0);
+
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  ASSERT_TRUE(agent.lease_job("gpu0").has_value());
+  EXPECT_EQ(jobs_gauge("queued"), 8);
+  EXPECT_EQ(jobs_gauge("leased"), 1);
+  const std::string text = coord.get("/metrics").body;
+  EXPECT_NE(text.find("benchfleet_active_leases 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("benchfleet_runs 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("benchfleet_agents{state=\"enrolled\"} 1\n"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace benchfleet::testing

@@ -1,0 +1,256 @@
+// Integration: results through the real coordinator — the comparison report with OOM and
+// implied OOM cells, and durability across a kill -9 and restart (results and live leases).
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+
+#include <ctime>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "tests/support/coordinator_process.h"
+
+namespace benchfleet::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string kResnet = "microsoft/resnet-50";
+const std::string kVit = "google/vit-base-patch16-224";
+
+std::string run_url(const json& created) { return "/api/v1/runs/" + std::to_string(created["id"].get<int>()); }
+
+// The latency each (model, batch, mode) job reports in the report test: distinct per cell.
+double posted_mean(const std::string& model, int batch, const std::string& mode) {
+  return (model == kResnet ? 100.0 : 200.0) + batch * 2.0 + (mode == "eager" ? 0.25 : 0.0);
+}
+double posted_median(const std::string& model, int batch, const std::string& mode) {
+  return posted_mean(model, batch, mode) - 0.125;
+}
+
+const json& table_for(const json& report, int batch) {
+  for (const auto& t : report["tables"]) {
+    if (t["gpu"] == "a100" && t["batch"] == batch) return t;
+  }
+  throw std::runtime_error("no a100 table for batch " + std::to_string(batch) + " in " + report.dump());
+}
+
+// The cell of `model` in the column with `key` ("latency/stable/libtorch/eager").
+const json& cell_for(const json& table, const std::string& model, const std::string& key) {
+  std::size_t column = table["columns"].size();
+  for (std::size_t i = 0; i < table["columns"].size(); ++i) {
+    if (table["columns"][i]["key"] == key) column = i;
+  }
+  if (column == table["columns"].size()) throw std::runtime_error("no column " + key + " in " + table.dump());
+  for (const auto& row : table["rows"]) {
+    if (row["model"] == model) return row["cells"][column];
+  }
+  throw std::runtime_error("no row " + model + " in " + table.dump());
+}
+
+TEST(CoordinatorResults, ReportShowsOomAndImpliedOomCells) {
+  CoordinatorProcess coord;
+  // 2 models x batch {1, 4, 16} x {eager, default} on one GPU class: 12 jobs.
+  const json run = coord.submit(matrix({kResnet, kVit}, {1, 4, 16}, {"eager", "default"}));
+  ASSERT_EQ(run["job_count"], 12);
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager", "default"}}}));
+
+  // ResNet-50 eager runs out of memory at batch 4; everything else measures.
+  std::set<std::tuple<std::string, int, std::string>> leased;
+  for (int i = 0; i < 20; ++i) {
+    auto lease = agent.lease_job("gpu0");
+    if (!lease) break;
+    const std::string model = lease->spec()["model"];
+    const int batch = lease->spec()["batch"];
+    const std::string mode = lease->spec()["mode"];
+    ASSERT_TRUE(leased.emplace(model, batch, mode).second) << "leased twice: " << lease->spec().dump();
+    const bool oom = model == kResnet && batch == 4 && mode == "eager";
+    const json result =
+        oom ? oom_result("warmup", 3LL << 30) : ok_result(posted_mean(model, batch, mode), posted_median(model, batch, mode));
+    auto posted = agent.post_result(*lease, result);
+    ASSERT_EQ(posted.status, 201u) << posted.body;
+    EXPECT_EQ((*posted.json())["implied_oom"], oom ? 1 : 0);
+  }
+  // Batch 16 eager of ResNet-50 was implied by the OOM at batch 4 and never handed out.
+  EXPECT_EQ(leased.size(), 11u);
+  EXPECT_FALSE(leased.contains({kResnet, 16, "eager"}));
+
+  const json state = coord.get_json(run_url(run));
+  EXPECT_EQ(state["state"], "done");
+  EXPECT_EQ(state["jobs"]["done"], 12);
+  EXPECT_EQ(state["results"]["ok"], 10);
+  EXPECT_EQ(state["results"]["oom"], 1);
+  EXPECT_EQ(state["results"]["oom_implied"], 1);
+  const json implied = coord.get_json(run_url(run) + "/results?status=oom_implied");
+  ASSERT_EQ(implied["results"].size(), 1u);
+  EXPECT_EQ(implied["results"][0]["job"]["batch"], 16);
+  EXPECT_EQ(implied["results"][0]["job"]["model"], kResnet);
+  EXPECT_EQ(implied["results"][0]["job"]["mode"], "eager");
+  EXPECT_EQ(coord.get_json(run_url(run) + "/results?model=" + kResnet + "&batch=16")["results"].size(), 2u);
+
+  for (const std::string stat : {"mean", "median"}) {
+    SCOPED_TRACE("stat=" + stat);
+    const json report = coord.get_json(run_url(run) + "/report?format=json&stat=" + stat);
+    EXPECT_EQ(report["stat"], stat);
+    ASSERT_EQ(report["tables"].size(), 3u);
+    for (int batch : {1, 4, 16}) {
+      const json& table = table_for(report, batch);
+      ASSERT_EQ(table["rows"].size(), 2u);
+      for (const std::string& model : {kResnet, kVit}) {
+        for (const std::string mode : {"eager", "default"}) {
+          SCOPED_TRACE(model + " batch " + std::to_string(batch) + " " + mode);
+          const json& cell = cell_for(table, model, "latency/stable/libtorch/" + mode);
+          if (model == kResnet && mode == "eager" && batch == 4) {
+            EXPECT_EQ(cell["status"], "oom");
+            EXPECT_EQ(cell["text"], "OOM");
+            EXPECT_TRUE(cell["value"].is_null());
+          } else if (model == kResnet && mode == "eager" && batch == 16) {
+            EXPECT_EQ(cell["status"], "oom_implied");
+            EXPECT_EQ(cell["text"], "OOM (implied)");
+            EXPECT_TRUE(cell["value"].is_null());
+          } else {
+            EXPECT_EQ(cell["status"], "ok");
+            ASSERT_TRUE(cell["value"].is_number()) << cell.dump();
+            const double want = stat == "mean" ? posted_mean(model, batch, mode) : posted_median(model, batch, mode);
+            EXPECT_DOUBLE_EQ(cell["value"].get<double>(), want);
+            EXPECT_EQ(cell["n"], 1);
+          }
+        }
+        const json& speedup = cell_for(table, model, "speedup/stable/libtorch/default");
+        const bool eager_ok = !(model == kResnet && batch >= 4);
+        EXPECT_EQ(speedup["status"], eager_ok ? "ok" : "unavailable") << speedup.dump();
+      }
+    }
+  }
+
+  auto md = coord.get(run_url(run) + "/report?format=md");
+  ASSERT_EQ(md.status, 200u);
+  EXPECT_NE(md.content_type.find("text/markdown"), std::string::npos);
+  EXPECT_NE(md.body.find("| OOM |"), std::string::npos) << md.body;
+  EXPECT_NE(md.body.find("| OOM (implied) |"), std::string::npos) << md.body;
+  EXPECT_NE(md.body.find("A100 (batch size: 16)"), std::string::npos) << md.body;
+
+  auto csv = coord.get(run_url(run) + "/report?format=csv");
+  ASSERT_EQ(csv.status, 200u);
+  EXPECT_NE(csv.content_type.find("text/csv"), std::string::npos);
+  EXPECT_EQ(csv.body.substr(0, csv.body.find("\r\n")),
+            "gpu,batch,task_model,model_id,column,build,runtime,mode,kind,value,status,text");
+  EXPECT_NE(csv.body.find(",oom_implied,OOM (implied)\r\n"), std::string::npos) << csv.body;
+
+  auto bad = coord.get(run_url(run) + "/report?format=xml");
+  EXPECT_EQ(bad.status, 400u);
+}
+
+TEST(CoordinatorResults, AcknowledgedResultsSurviveKill9) {
+  CoordinatorProcess coord;
+  const json run = coord.submit(matrix({kResnet}, {1, 2, 4, 8}, {"eager", "default"}));  // 8 jobs
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager", "default"}}}));
+
+  std::map<std::int64_t, json> acknowledged;  // result id -> the result posted
+  for (int i = 0; i < 8; ++i) {
+    auto lease = agent.lease_job("gpu0");
+    ASSERT_TRUE(lease.has_value()) << "job " << i;
+    json result = ok_result(10.0 + i * 1.337, 9.5 + i * 1.337, 3 + i);
+    if (i % 3 == 2) {
+      result = {{"status", "error"},
+                {"error", "worker exited: \"quoted\" message " + std::to_string(i)},
+                {"samples_ms", json::array()},
+                {"environment", {{"torch", "2.0.0+test"}}},
+                {"telemetry", json::object()}};
+    }
+    auto posted = agent.post_result(*lease, result);
+    ASSERT_EQ(posted.status, 201u) << posted.body;
+    acknowledged[(*posted.json())["result_id"].get<std::int64_t>()] = result;
+  }
+  coord.kill9();  // right after the last acknowledgement: nothing gets a chance to flush
+  coord.start();
+
+  const json results = coord.get_json(run_url(run) + "/results?samples=true");
+  ASSERT_EQ(results["results"].size(), acknowledged.size()) << results.dump();
+  for (const auto& row : results["results"]) {
+    const std::int64_t id = row["id"];
+    ASSERT_TRUE(acknowledged.contains(id)) << "unexpected result " << id;
+    EXPECT_EQ(row["result"], acknowledged[id]) << "result " << id;
+    EXPECT_EQ(row["agent"], "a1");
+    const json single = coord.get_json("/api/v1/results/" + std::to_string(id));
+    EXPECT_EQ(single["result"], acknowledged[id]);
+  }
+  const json state = coord.get_json(run_url(run));
+  EXPECT_EQ(state["state"], "done");
+  EXPECT_EQ(state["jobs"]["done"], 8);
+  EXPECT_EQ(state["results"]["ok"], 5);
+  EXPECT_EQ(state["results"]["error"], 3);
+  // The agent's credentials survived too.
+  EXPECT_FALSE(agent.lease_job("gpu0").has_value());
+}
+
+// Milliseconds since the epoch of "2026-11-21T20:05:00.123Z".
+std::int64_t parse_time_ms(const std::string& text) {
+  std::tm tm{};
+  int ms = 0;
+  if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &ms) != 7) {
+    throw std::runtime_error("not an RFC 3339 time: " + text);
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<std::int64_t>(timegm(&tm)) * 1000 + ms;
+}
+
+// Sleeps until the wall clock (the coordinator's clock: same machine) is past `time` + margin.
+void sleep_past(const std::string& time, std::chrono::milliseconds margin) {
+  const auto target = std::chrono::system_clock::time_point(std::chrono::milliseconds(parse_time_ms(time))) + margin;
+  while (std::chrono::system_clock::now() < target) std::this_thread::sleep_for(50ms);
+}
+
+TEST(CoordinatorResults, LeaseGrantedBeforeRestartCanBeRenewedWithinGrace) {
+  CoordinatorProcess coord({{"--lease-ttl-s", "2"}, {"--heartbeat-interval-s", "1"}, {"--restart-grace-s", "30"}});
+  const json run = coord.submit(matrix({kResnet}, {1}, {"eager"}));
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  auto lease = agent.lease_job("gpu0");
+  ASSERT_TRUE(lease.has_value());
+
+  coord.kill9();
+  sleep_past(lease->expires_at, 500ms);  // the TTL passes while the coordinator is down
+  coord.start();
+
+  auto renewed = agent.progress(*lease);
+  ASSERT_EQ(renewed.status, 200u) << renewed.body;
+  EXPECT_GT((*renewed.json())["lease_expires_at"].get<std::string>(), lease->expires_at);
+  auto hb = agent.heartbeat({*lease}).json();
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ((*hb)["leases"][0]["state"], "active");
+  // Nobody else gets the job, and the holder's result is stored.
+  FakeAgent other(coord, FakeAgent::descriptor("a2", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  EXPECT_FALSE(other.lease_job("gpu0").has_value());
+  auto posted = agent.post_result(*lease, ok_result(7.0));
+  EXPECT_EQ(posted.status, 201u) << posted.body;
+  EXPECT_EQ(coord.get_json(run_url(run))["state"], "done");
+}
+
+TEST(CoordinatorResults, WithoutGraceAnExpiredLeaseIsRequeuedAfterRestart) {
+  CoordinatorProcess coord({{"--lease-ttl-s", "2"}, {"--heartbeat-interval-s", "1"}, {"--restart-grace-s", "0"}});
+  const json run = coord.submit(matrix({kResnet}, {1}, {"eager"}));
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  auto lease = agent.lease_job("gpu0");
+  ASSERT_TRUE(lease.has_value());
+
+  const int status = coord.stop();  // graceful this time: SIGTERM
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "exit status " << status;
+  sleep_past(lease->expires_at, 500ms);
+  coord.start();
+
+  ASSERT_TRUE(eventually([&] { return coord.get_json(run_url(run))["jobs"]["queued"] == 1; }))
+      << coord.get_json(run_url(run)).dump();
+  auto stale = agent.progress(*lease);
+  EXPECT_EQ(stale.status, 409u) << stale.body;
+  auto again = agent.lease_job("gpu0");
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->job_id, lease->job_id);
+  EXPECT_EQ(again->attempt, 2);
+}
+
+}  // namespace
+}  // namespace benchfleet::testing

@@ -1,0 +1,383 @@
+#include "tests/support/coordinator_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+extern char** environ;
+
+namespace benchfleet::testing {
+namespace {
+
+namespace bhttp = boost::beast::http;
+using namespace std::chrono_literals;
+
+constexpr auto kStartTimeout = 15s;
+
+std::string make_temp_dir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/benchfleet-it-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) {
+    throw std::runtime_error("mkdtemp(" + tmpl + "): " + std::strerror(errno));
+  }
+  return buf.data();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+}  // namespace
+
+std::string coordinator_binary() {
+  if (const char* env = std::getenv("BENCHFLEET_COORDINATOR_BIN"); env != nullptr && *env != '\0') return env;
+  return BENCHFLEET_COORDINATOR_BIN;
+}
+
+// ---- CoordinatorProcess ------------------------------------------------------------------------
+
+CoordinatorProcess::CoordinatorProcess(std::map<std::string, std::string> flags) : dir_(make_temp_dir()) {
+  flags_ = {
+      {"--listen", "127.0.0.1:0"},
+      {"--db", db_path()},
+      {"--port-file", dir_ + "/port"},
+      {"--operator-token", kOperatorToken},
+      {"--enrollment-token", kEnrollmentToken},
+      {"--long-poll-timeout-s", "10"},
+      {"--log-level", "info"},
+  };
+  for (auto& [flag, value] : flags) flags_[flag] = value;
+  start();
+}
+
+CoordinatorProcess::~CoordinatorProcess() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+  client_.reset();
+  if (::testing::Test::HasFailure()) {
+    std::cerr << "---- coordinator log (" << log_path() << "), kept for inspection ----\n"
+              << log_tail() << "\n---- end of coordinator log ----\n";
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void CoordinatorProcess::start() {
+  if (pid_ > 0) throw std::runtime_error("CoordinatorProcess::start: already running");
+  const std::string port_file = dir_ + "/port";
+  ::unlink(port_file.c_str());
+  client_.reset();
+  port_ = 0;
+
+  // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
+  const std::string binary = coordinator_binary();
+  std::vector<std::string> args = {binary};
+  for (const auto& [flag, value] : flags_) {
+    args.push_back(flag);
+    args.push_back(value);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // The environment minus BENCHFLEET_* so a developer's settings cannot change the test.
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "BENCHFLEET_", 11) != 0) envp.push_back(*e);
+  }
+  envp.push_back(nullptr);
+  const int log_fd = ::open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) throw std::runtime_error("open(" + log_path() + "): " + std::strerror(errno));
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const pid_t parent = ::getpid();
+
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(log_fd);
+    if (null_fd >= 0) ::close(null_fd);
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    ::execve(argv[0], argv.data(), envp.data());
+    const char msg[] = "CoordinatorProcess: execve failed\n";
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  if (null_fd >= 0) ::close(null_fd);
+  pid_ = pid;
+
+  const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+  while (true) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("benchfleet-coordinator (" + binary + ") exited during start-up, status " +
+                               std::to_string(status) + "; log:\n" + log_tail());
+    }
+    const std::string text = read_file(port_file);
+    if (!text.empty() && text.back() == '\n') {
+      port_ = std::atoi(text.c_str());
+      if (port_ > 0) break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      kill9();
+      throw std::runtime_error("benchfleet-coordinator did not write its port file " + port_file + " within " +
+                               std::to_string(kStartTimeout.count()) + " s; log:\n" + log_tail());
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  client_ = std::make_unique<http::Client>(base_url());
+}
+
+int CoordinatorProcess::stop(std::chrono::milliseconds grace) {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  int status = 0;
+  while (true) {
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) break;
+    if (r < 0 && errno != EINTR) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ADD_FAILURE() << "benchfleet-coordinator did not stop within " << grace.count()
+                    << " ms of SIGTERM; killing it";
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  pid_ = -1;
+  client_.reset();
+  return status;
+}
+
+void CoordinatorProcess::kill9() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  client_.reset();
+}
+
+void CoordinatorProcess::restart() {
+  stop();
+  start();
+}
+
+std::string CoordinatorProcess::base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+http::Client& CoordinatorProcess::client() {
+  if (!client_) throw std::runtime_error("CoordinatorProcess::client: the coordinator is not running");
+  return *client_;
+}
+
+std::unique_ptr<http::Client> CoordinatorProcess::make_client() const {
+  return std::make_unique<http::Client>(base_url());
+}
+
+std::string CoordinatorProcess::log_tail(std::size_t max_bytes) const {
+  const std::string text = read_file(log_path());
+  return text.size() <= max_bytes ? text : "..." + text.substr(text.size() - max_bytes);
+}
+
+namespace {
+
+http::ClientResponse unwrap(Result<http::ClientResponse> r, std::string_view what, const CoordinatorProcess& c) {
+  if (!r.ok()) {
+    throw std::runtime_error(std::string(what) + " failed: " + r.error().describe() + "\ncoordinator log tail:\n" +
+                             c.log_tail(4096));
+  }
+  return std::move(*r);
+}
+
+nlohmann::json json_of(const http::ClientResponse& res, std::string_view what) {
+  auto j = res.json();
+  if (!j.ok()) throw std::runtime_error(std::string(what) + ": answer is not JSON: " + res.body);
+  return std::move(*j);
+}
+
+}  // namespace
+
+http::ClientResponse CoordinatorProcess::get(const std::string& target) {
+  return unwrap(client().get(target, kOperatorToken), "GET " + target, *this);
+}
+
+http::ClientResponse CoordinatorProcess::post(const std::string& target, const nlohmann::json& body,
+                                              const std::string& token) {
+  return unwrap(client().post_json(target, body, token), "POST " + target, *this);
+}
+
+nlohmann::json CoordinatorProcess::submit(const nlohmann::json& matrix) {
+  auto res = post("/api/v1/runs", matrix);
+  if (res.status != 201) {
+    throw std::runtime_error("POST /api/v1/runs answered " + std::to_string(res.status) + ": " + res.body);
+  }
+  return json_of(res, "POST /api/v1/runs");
+}
+
+nlohmann::json CoordinatorProcess::get_json(const std::string& target) {
+  auto res = get(target);
+  if (res.status != 200) {
+    throw std::runtime_error("GET " + target + " answered " + std::to_string(res.status) + ": " + res.body);
+  }
+  return json_of(res, "GET " + target);
+}
+
+// ---- FakeAgent ---------------------------------------------------------------------------------
+
+FakeAgent::FakeAgent(CoordinatorProcess& coordinator, nlohmann::json descriptor) : coordinator_(coordinator) {
+  auto res = unwrap(client().post_json("/api/v1/agents/enroll", descriptor, CoordinatorProcess::kEnrollmentToken),
+                    "POST /api/v1/agents/enroll", coordinator_);
+  if (res.status != 201) {
+    throw std::runtime_error("enrolment answered " + std::to_string(res.status) + ": " + res.body);
+  }
+  enrollment_ = json_of(res, "enrolment");
+  id_ = enrollment_.at("agent_id").get<std::int64_t>();
+  token_ = enrollment_.at("agent_token").get<std::string>();
+}
+
+nlohmann::json FakeAgent::descriptor(const std::string& name, const std::vector<SlotSpec>& slots,
+                                     const std::vector<BuildSpec>& builds) {
+  nlohmann::json d = {{"name", name}, {"hostname", name + ".test"}, {"version", "it"}};
+  d["slots"] = nlohmann::json::array();
+  for (const auto& s : slots) d["slots"].push_back({{"id", s.id}, {"gpu_class", s.gpu_class}});
+  d["torch_builds"] = nlohmann::json::array();
+  for (const auto& b : builds) {
+    d["torch_builds"].push_back({{"name", b.name},
+                                 {"version", "2.0.0+test"},
+                                 {"runtimes", {{{"runtime", b.runtime}, {"modes", b.modes}}}}});
+  }
+  return d;
+}
+
+http::Client& FakeAgent::client() {
+  const std::string url = coordinator_.base_url();
+  if (!client_ || url != client_url_) {
+    client_ = std::make_unique<http::Client>(url);
+    client_url_ = url;
+  }
+  return *client_;
+}
+
+http::ClientResponse FakeAgent::post(const std::string& target, const nlohmann::json& body,
+                                     std::chrono::milliseconds timeout) {
+  return unwrap(client().post_json(target, body, token_, timeout), "POST " + target, coordinator_);
+}
+
+http::ClientResponse FakeAgent::lease(const std::string& slot, std::optional<int> wait_s) {
+  nlohmann::json body = {{"slot", slot}};
+  if (wait_s) body["wait_s"] = *wait_s;
+  const auto timeout = std::chrono::seconds(wait_s.value_or(30) + 20);
+  return post("/api/v1/agents/" + std::to_string(id_) + "/lease", body, timeout);
+}
+
+std::optional<Lease> FakeAgent::lease_job(const std::string& slot, int wait_s) {
+  auto res = lease(slot, wait_s);
+  if (res.status != 200) {
+    throw std::runtime_error("lease answered " + std::to_string(res.status) + ": " + res.body);
+  }
+  auto body = json_of(res, "lease");
+  if (body.at("job").is_null()) return std::nullopt;
+  Lease l;
+  l.job = body.at("job");
+  l.job_id = l.job.at("id").get<std::int64_t>();
+  l.lease_id = l.job.at("lease_id").get<std::string>();
+  l.attempt = l.job.at("attempt").get<int>();
+  l.expires_at = l.job.at("lease_expires_at").get<std::string>();
+  return l;
+}
+
+http::ClientResponse FakeAgent::progress(const Lease& lease) {
+  return post("/api/v1/jobs/" + std::to_string(lease.job_id) + "/progress",
+              {{"lease_id", lease.lease_id}, {"phase", "measure"}, {"iterations", 10}});
+}
+
+http::ClientResponse FakeAgent::heartbeat(const std::vector<Lease>& leases, bool draining) {
+  nlohmann::json refs = nlohmann::json::array();
+  for (const auto& l : leases) refs.push_back({{"job_id", l.job_id}, {"lease_id", l.lease_id}});
+  return post("/api/v1/agents/" + std::to_string(id_) + "/heartbeat", {{"leases", refs}, {"draining", draining}});
+}
+
+http::ClientResponse FakeAgent::post_result(const Lease& lease, const nlohmann::json& result) {
+  return post("/api/v1/jobs/" + std::to_string(lease.job_id) + "/result",
+              {{"lease_id", lease.lease_id}, {"attempt", lease.attempt}, {"result", result}});
+}
+
+// ---- bodies ------------------------------------------------------------------------------------
+
+nlohmann::json ok_result(double mean_ms, std::optional<double> median_ms, int n) {
+  const double median = median_ms.value_or(mean_ms);
+  std::vector<double> samples;
+  for (int i = 0; i < n; ++i) samples.push_back(median * (0.9 + 0.2 * i / std::max(1, n - 1)));
+  double lo = std::min({samples.front(), mean_ms, median});
+  double hi = std::max({samples.back(), mean_ms, median});
+  return {{"status", "ok"},
+          {"stats",
+           {{"mean_ms", mean_ms},
+            {"median_ms", median},
+            {"p90_ms", hi},
+            {"p99_ms", hi},
+            {"min_ms", lo},
+            {"max_ms", hi},
+            {"stddev_ms", 0.5},
+            {"cv", 0.5 / mean_ms},
+            {"ci_low_ms", lo},
+            {"ci_high_ms", hi},
+            {"iterations", n}}},
+          {"samples_ms", samples},
+          {"first_call_ms", 250.5},
+          {"stop_reason", "fixed_count"},
+          {"memory", {{"peak_allocated_bytes", 123456789}}},
+          {"environment", {{"torch", "2.0.0+test"}, {"gpu_name", "Fake A100"}, {"sm", 80}}},
+          {"telemetry", {{"temperature_c", 41}}}};
+}
+
+nlohmann::json oom_result(const std::string& phase, std::int64_t bytes) {
+  return {{"status", "oom"},
+          {"oom", {{"phase", phase}, {"bytes_requested", bytes}}},
+          {"error", "CUDA out of memory. Tried to allocate 1.00 GiB"},
+          {"samples_ms", nlohmann::json::array()},
+          {"environment", {{"torch", "2.0.0+test"}}},
+          {"telemetry", nlohmann::json::object()}};
+}
+
+nlohmann::json matrix(const std::vector<std::string>& models, const std::vector<int>& batches,
+                      const std::vector<std::string>& modes, const std::vector<std::string>& gpus,
+                      const std::vector<std::string>& builds) {
+  return {{"name", "it"},         {"models", models}, {"batch_sizes", batches}, {"modes", modes},
+          {"torch_builds", builds}, {"gpus", gpus},    {"runtimes", {"libtorch"}}};
+}
+
+}  // namespace benchfleet::testing

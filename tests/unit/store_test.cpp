@@ -1,0 +1,277 @@
+// The store against a real SQLite file, with a manual clock for lease timing.
+#include "coordinator/store/store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+
+#include "common/codecs.h"
+#include "coordinator/matrix.h"
+#include "coordinator/store/migrations.h"
+
+namespace benchfleet::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("bf-store-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    options_.path = (dir_ / "bf.db").string();
+    options_.lease_ttl_ms = 10'000;
+    options_.restart_grace_ms = 30'000;
+    options_.max_attempts = 2;
+    reopen();
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+  void reopen() {
+    store_.reset();
+    auto s = Store::open(options_, clock_);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    store_ = std::move(*s);
+  }
+
+  std::int64_t enroll(const std::string& name, const std::string& gpu_class = "a100",
+                      std::vector<Mode> modes = {Mode::kEager, Mode::kDefault, Mode::kReduceOverhead}) {
+    AgentDescriptor d;
+    d.name = name;
+    d.slots = {{"gpu0", gpu_class, std::nullopt, std::nullopt}};
+    d.torch_builds = {{"stable", "2.11.0", {{Runtime::kLibtorch, modes}}}};
+    auto id = store_->enroll_agent(d, {"salt", "hash"});
+    EXPECT_TRUE(id.ok()) << id.error().message;
+    return *id;
+  }
+
+  std::int64_t submit(std::vector<std::string> models, std::vector<int> batches, std::vector<Mode> modes) {
+    MatrixSpec spec;
+    spec.name = "test";
+    spec.models = std::move(models);
+    spec.batch_sizes = std::move(batches);
+    spec.modes = std::move(modes);
+    spec.torch_builds = {"stable"};
+    spec.gpus = {"a100"};
+    auto catalog = Catalog::load_file(default_catalog_path());
+    EXPECT_TRUE(catalog.ok());
+    auto jobs = expand_matrix(spec, *catalog, {});
+    EXPECT_TRUE(jobs.ok());
+    auto run = store_->create_run(spec, *jobs);
+    EXPECT_TRUE(run.ok()) << run.error().message;
+    return run->run_id;
+  }
+
+  LeaseGrant lease(std::int64_t agent) {
+    auto a = store_->lease(agent, "gpu0");
+    EXPECT_TRUE(a.ok()) << a.error().message;
+    EXPECT_TRUE(a->grant.has_value());
+    return a->grant.value_or(LeaseGrant{});
+  }
+
+  static JobResult ok_result(double ms) {
+    JobResult r;
+    r.status = ResultStatus::kOk;
+    r.samples_ms = {ms, ms, ms};
+    r.stats = Statistics{ms, ms, ms, ms, ms, ms, 0, 0, ms, ms, 3};
+    return r;
+  }
+  static JobResult oom_result() {
+    JobResult r;
+    r.status = ResultStatus::kOom;
+    r.oom = OomInfo{OomPhase::kWarmup, 1 << 30};
+    return r;
+  }
+
+  fs::path dir_;
+  ManualClock clock_;
+  StoreOptions options_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(StoreTest, MigratesOnceAndRefusesANewerSchema) {
+  store_.reset();
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(options_.path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto s = Store::open(options_, clock_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("schema version 99 is newer"), std::string::npos) << s.error().message;
+}
+
+TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
+  const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  reopen();
+  auto info = store_->get_run(run);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->job_count, 1);
+  auto db = Database::open(options_.path);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(migrate(**db, embedded_migrations()).value(), static_cast<int>(embedded_migrations().size()));
+}
+
+TEST_F(StoreTest, LeasesOnlyWhatTheSlotCanRunAndKeepsAGroupOnOneSlot) {
+  const auto a = enroll("a", "a100", {Mode::kEager, Mode::kDefault});
+  const auto b = enroll("b", "a100", {Mode::kEager, Mode::kDefault});
+  const auto t4 = enroll("t4host", "t4");
+  submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager, Mode::kDefault, Mode::kMaxAutotune});
+
+  auto none = store_->lease(t4, "gpu0");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->grant) << "no a100 job may go to a t4 slot";
+
+  const auto first_a = lease(a);
+  const auto first_b = lease(b);
+  EXPECT_NE(first_a.spec.batch, first_b.spec.batch) << "each slot starts its own group";
+  ASSERT_EQ(store_->record_result(a, {first_a.job_id, first_a.lease_id}, 1, ok_result(2)).value().kind,
+            RecordKind::kStored);
+  const auto second_a = lease(a);
+  EXPECT_EQ(second_a.spec.batch, first_a.spec.batch) << "a's next job is the other mode of its group";
+  EXPECT_EQ(second_a.spec.mode, Mode::kDefault);
+  ASSERT_TRUE(store_->record_result(a, {second_a.job_id, second_a.lease_id}, 1, ok_result(1)).ok());
+  // max-autotune is not offered by any slot: it stays queued rather than going anywhere wrong.
+  auto after = store_->lease(a, "gpu0");
+  ASSERT_TRUE(after.ok());
+  ASSERT_TRUE(after->grant) << "a takes b's remaining default job instead of idling";
+  EXPECT_EQ(after->grant->spec.batch, first_b.spec.batch);
+  EXPECT_EQ(after->grant->spec.mode, Mode::kDefault);
+}
+
+TEST_F(StoreTest, ExpiredLeaseRequeuesThenFailsAfterMaxAttempts) {
+  const auto a = enroll("a");
+  const auto b = enroll("b");
+  const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  const auto g1 = lease(a);
+  EXPECT_EQ(g1.attempt, 1);
+  clock_.advance_ms(options_.lease_ttl_ms - 1);
+  EXPECT_EQ(store_->expire_leases().value(), 0);
+  clock_.advance_ms(1);
+  EXPECT_EQ(store_->expire_leases().value(), 1);
+
+  const auto g2 = lease(b);
+  EXPECT_EQ(g2.job_id, g1.job_id);
+  EXPECT_EQ(g2.attempt, 2);
+  EXPECT_EQ(store_->renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kLost);
+  EXPECT_EQ(store_->record_result(a, {g1.job_id, g1.lease_id}, 1, ok_result(1)).value().kind, RecordKind::kLost);
+
+  clock_.advance_ms(options_.lease_ttl_ms);
+  EXPECT_EQ(store_->expire_leases().value(), 1);
+  auto info = store_->get_run(run).value();
+  EXPECT_EQ(info.jobs_by_status[JobStatus::kFailed], 1);
+  EXPECT_EQ(info.state, "done");
+  EXPECT_TRUE(info.finished_at.has_value());
+}
+
+TEST_F(StoreTest, RenewalExtendsTheLease) {
+  const auto a = enroll("a");
+  submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  const auto g = lease(a);
+  clock_.advance_ms(options_.lease_ttl_ms - 1000);
+  auto r = store_->renew(a, {g.job_id, g.lease_id});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->state, LeaseState::kActive);
+  EXPECT_EQ(r->expires_at, clock_.now_ms() + options_.lease_ttl_ms);
+  clock_.advance_ms(options_.lease_ttl_ms - 1000);
+  EXPECT_EQ(store_->expire_leases().value(), 0);
+  auto hb = store_->heartbeat(a, {{g.job_id, g.lease_id}, {g.job_id, "not-the-lease"}});
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ((*hb)[0].state, LeaseState::kActive);
+  EXPECT_EQ((*hb)[1].state, LeaseState::kLost);
+}
+
+TEST_F(StoreTest, RestartGivesLiveLeasesAGracePeriod) {
+  const auto a = enroll("a");
+  submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  const auto g = lease(a);
+  clock_.advance_ms(options_.lease_ttl_ms + 5000);  // the coordinator was down past the TTL
+  reopen();
+  EXPECT_EQ(store_->expire_leases().value(), 0) << "the restart must not requeue live work";
+  EXPECT_EQ(store_->renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kActive);
+}
+
+TEST_F(StoreTest, ResultsAreIdempotentPerAttempt) {
+  const auto a = enroll("a");
+  const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  const auto g = lease(a);
+  auto first = store_->record_result(a, {g.job_id, g.lease_id}, 1, ok_result(3));
+  ASSERT_EQ(first.value().kind, RecordKind::kStored);
+  auto again = store_->record_result(a, {g.job_id, g.lease_id}, 1, ok_result(3));
+  EXPECT_EQ(again.value().kind, RecordKind::kDuplicate);
+  EXPECT_EQ(again->result_id, first->result_id);
+  EXPECT_EQ(store_->record_result(a, {g.job_id, g.lease_id}, 1, ok_result(4)).value().kind, RecordKind::kMismatch);
+  auto page = store_->list_results(run, {}, std::nullopt, 10);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->rows.size(), 1u);
+  EXPECT_EQ(page->rows[0].result, ok_result(3));
+}
+
+TEST_F(StoreTest, OomPrunesLargerBatchesOfTheSameCellIncludingRequeuedOnes) {
+  const auto a = enroll("a");
+  const auto run = submit({"torchvision/resnet18"}, {1, 4, 16}, {Mode::kEager});
+  const auto b1 = lease(a);
+  ASSERT_EQ(b1.spec.batch, 1);
+  // Batch 4 is leased (running) when batch 1 OOMs; only batch 16 (queued) becomes implied.
+  const auto other = enroll("other");
+  const auto b4 = lease(other);
+  ASSERT_EQ(b4.spec.batch, 4);
+  auto out = store_->record_result(a, {b1.job_id, b1.lease_id}, 1, oom_result());
+  ASSERT_EQ(out.value().implied_oom, 1);
+  auto cells = store_->report_cells(run).value();
+  ASSERT_EQ(cells.size(), 3u);
+  EXPECT_EQ(cells[0].result_status, ResultStatus::kOom);
+  EXPECT_EQ(cells[0].detail.rfind("phase=warmup bytes=1073741824", 0), 0u) << cells[0].detail;
+  EXPECT_FALSE(cells[1].result_status.has_value()) << "a running job is left to finish";
+  EXPECT_EQ(cells[2].result_status, ResultStatus::kOomImplied);
+  EXPECT_EQ(cells[2].job_status, JobStatus::kDone);
+  // When the running batch-4 lease expires, its requeued job is implied too, not rerun.
+  clock_.advance_ms(options_.lease_ttl_ms);
+  EXPECT_EQ(store_->expire_leases().value(), 1);
+  cells = store_->report_cells(run).value();
+  EXPECT_EQ(cells[1].result_status, ResultStatus::kOomImplied);
+  EXPECT_EQ(store_->get_run(run).value().state, "done");
+}
+
+TEST_F(StoreTest, CancelStopsQueuedJobsAndTellsLeaseHolders) {
+  const auto a = enroll("a");
+  const auto run = submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager});
+  const auto g = lease(a);
+  auto c = store_->cancel_run(run);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->cancelled_jobs, 2);
+  EXPECT_EQ(store_->renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kCancelled);
+  EXPECT_EQ(store_->record_result(a, {g.job_id, g.lease_id}, 1, ok_result(1)).value().kind, RecordKind::kCancelled);
+  EXPECT_FALSE(store_->lease(a, "gpu0").value().grant);
+  EXPECT_TRUE(store_->cancel_run(run).value().already_cancelled);
+  EXPECT_EQ(store_->get_run(run).value().state, "cancelled");
+}
+
+TEST_F(StoreTest, ASlotAskingAgainReleasesWhatItHeld) {
+  const auto a = enroll("a");
+  submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  const auto g1 = lease(a);  // e.g. the agent restarted and lost its worker
+  const auto g2 = lease(a);
+  EXPECT_EQ(g2.job_id, g1.job_id);
+  EXPECT_EQ(g2.attempt, 2);
+  EXPECT_EQ(store_->renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kLost);
+}
+
+TEST_F(StoreTest, DrainingAgentsGetNoWork) {
+  const auto a = enroll("a");
+  submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  ASSERT_TRUE(store_->set_draining(a, true).ok());
+  auto answer = store_->lease(a, "gpu0").value();
+  EXPECT_FALSE(answer.grant);
+  EXPECT_TRUE(answer.draining);
+  EXPECT_EQ(store_->set_draining(999, true).error().code, ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace benchfleet::store
