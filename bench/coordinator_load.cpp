@@ -46,6 +46,7 @@ struct Options {
 
 struct Row {
   int agents = 0;
+  CommitProbe probe;  // taken just before this phase: the disk's rate drifts with other load
   PhaseResult phase;
   int coordinator_exit = 0;
 };
@@ -84,15 +85,24 @@ double pct(std::vector<double>& v, double q) {
 }
 
 // Enough queued jobs that the agents do not run dry in the window: every cycle commits twice,
-// so the coordinator cannot beat half the raw commit rate; 1.5x that, plus headroom per agent.
-std::int64_t preload_for(const Options& o, int agents, double commits_per_s) {
+// so the coordinator cannot beat half the raw commit rate; 1.5x that, plus headroom for the
+// largest N. The same for every N, because the cost of a lease grows with the queue's length.
+std::int64_t preload_for(const Options& o, double commits_per_s) {
   if (o.jobs > 0) return o.jobs;
+  const int max_agents = *std::max_element(o.agents.begin(), o.agents.end());
   const double ceiling = commits_per_s / 2 * o.seconds * 1.5;
-  return std::clamp<std::int64_t>(static_cast<std::int64_t>(ceiling) + 4LL * agents, 200, 180'000);
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(ceiling) + 6LL * max_agents + 300, 300, 180'000);
 }
 
-Result<Row> run_one(const Options& o, const std::string& dir, int agents, double commits_per_s,
+Result<Row> run_one(const Options& o, const std::string& dir, int agents, std::int64_t jobs,
                     const std::vector<std::string>& models) {
+  Row row;
+  row.agents = agents;
+  std::cerr << "  N=" << agents << ": SQLite commit probe (" << o.sqlite_seconds << " s)...\n";
+  auto probe = probe_durable_commits(dir + "/sqlite-probe.db", o.sqlite_seconds);
+  if (!probe.ok()) return probe.error();
+  row.probe = *probe;
+
   CoordinatorOptions co;
   co.binary = o.coordinator;
   co.db = dir + "/coordinator-" + std::to_string(agents) + ".db";
@@ -110,14 +120,12 @@ Result<Row> run_one(const Options& o, const std::string& dir, int agents, double
   pc.agents = agents;
   pc.seconds = o.seconds;
   pc.client_threads = o.client_threads;
-  pc.preload_jobs = preload_for(o, agents, commits_per_s);
+  pc.preload_jobs = jobs;
   pc.models = models;
   pc.tag = std::to_string(agents);
   std::cerr << "  N=" << agents << ": coordinator pid " << (*child)->pid() << " on port " << (*child)->port()
             << ", preloading " << pc.preload_jobs << " jobs, enrolling, measuring " << o.seconds << " s...\n";
   auto phase = run_phase(pc);
-  Row row;
-  row.agents = agents;
   row.coordinator_exit = (*child)->stop();
   if (!phase.ok()) {
     return Error::internal("N=" + std::to_string(agents) + ": " + phase.error().message +
@@ -131,34 +139,35 @@ Result<Row> run_one(const Options& o, const std::string& dir, int agents, double
   return row;
 }
 
-void print_report(const Options& o, const std::string& dir, const CommitProbe& probe, std::vector<Row>& rows) {
+void print_report(const Options& o, const std::string& dir, std::vector<Row>& rows) {
   std::printf("\nbenchfleet coordinator load: %g s window per N, coordinator --threads %d, %d client thread(s),\n"
               "one keep-alive connection and one slot per agent, lease wait_s=0, fresh coordinator and db per N\n",
               o.seconds, o.coordinator_threads, o.client_threads);
-  std::printf("work dir %s (%s): coordinator db and SQLite probe on the same file system\n\n", dir.c_str(),
+  std::printf("work dir %s (%s): coordinator db and SQLite probe on the same file system\n", dir.c_str(),
               fs_type(dir).c_str());
-  std::printf("SQLite durable commits (WAL, synchronous=FULL, one INSERT per transaction, %.1f s):\n"
-              "  %.0f commits/s  (commit p50 %.3f ms, p99 %.3f ms)\n\n",
-              probe.seconds, probe.per_second, probe.p50_ms, probe.p99_ms);
-  std::printf("%8s | %8s | %9s | %12s | %12s | %13s | %13s | %6s | %s\n", "N agents", "cycles", "cycles/s",
-              "lease p50 ms", "lease p99 ms", "result p50 ms", "result p99 ms", "errors", "cycles/s / commits/s");
-  std::printf("%s\n", std::string(129, '-').c_str());
+  std::printf("SQLite probe: fresh db, WAL, synchronous=FULL, one INSERT per transaction, %.1f s, just before\n"
+              "each N; queued jobs at the start of each window: %lld\n\n",
+              o.sqlite_seconds, rows.empty() ? 0LL : static_cast<long long>(rows.front().phase.preloaded_jobs));
+  std::printf("%8s | %8s | %8s | %12s | %12s | %13s | %13s | %6s | %9s | %s\n", "N agents", "cycles", "cycles/s",
+              "lease p50 ms", "lease p99 ms", "result p50 ms", "result p99 ms", "errors", "commits/s",
+              "cycles/s / commits/s");
+  std::printf("%s\n", std::string(134, '-').c_str());
   for (auto& r : rows) {
     const auto& p = r.phase;
     const double rate = p.window_s > 0 ? static_cast<double>(p.cycles) / p.window_s : 0;
-    std::printf("%8d | %8lld | %9.1f | %12.2f | %12.2f | %13.2f | %13.2f | %6lld | %.3f\n", r.agents,
+    std::printf("%8d | %8lld | %8.1f | %12.2f | %12.2f | %13.2f | %13.2f | %6lld | %9.0f | %.3f\n", r.agents,
                 static_cast<long long>(p.cycles), rate, pct(r.phase.lease_ms, 0.5), pct(r.phase.lease_ms, 0.99),
                 pct(r.phase.result_ms, 0.5), pct(r.phase.result_ms, 0.99), static_cast<long long>(p.errors),
-                probe.per_second > 0 ? rate / probe.per_second : 0);
+                r.probe.per_second, r.probe.per_second > 0 ? rate / r.probe.per_second : 0);
   }
-  std::printf("\nEach cycle is two durable commits (lease, result), so 0.5 is the ceiling of the last column\n"
-              "for a single-writer store without group commit.\n");
+  std::printf("\nEach cycle is two durable commits (lease, result): with one writer and no group commit the\n"
+              "last column cannot exceed about 0.5. Latencies count requests started inside the window.\n");
   for (const auto& r : rows) {
     const auto& p = r.phase;
-    std::printf("N=%d: preload %lld jobs in %d run(s) %.2f s, enrolment %.2f s, empty leases %lld, refills %d,"
-                " coordinator exit %d\n",
-                r.agents, static_cast<long long>(p.jobs_submitted), p.runs_submitted, p.preload_s, p.enrol_s,
-                static_cast<long long>(p.empty_leases), p.refills, r.coordinator_exit);
+    std::printf("N=%d: SQLite commit p50 %.2f ms p99 %.2f ms; preload %lld jobs %.2f s; %lld jobs in %d run(s);"
+                " enrolment %.2f s; empty leases %lld; refills %d; coordinator exit %d\n",
+                r.agents, r.probe.p50_ms, r.probe.p99_ms, static_cast<long long>(p.preloaded_jobs), p.preload_s,
+                static_cast<long long>(p.jobs_submitted), p.runs_submitted, p.enrol_s, static_cast<long long>(p.empty_leases), p.refills, r.coordinator_exit);
     for (const auto& e : p.error_samples) std::printf("  error: %s\n", e.c_str());
   }
   std::fflush(stdout);
@@ -212,17 +221,19 @@ int run(int argc, char** argv) {
   std::vector<std::string> models;
   for (const auto& m : catalog->models()) models.push_back(m.id);
 
-  std::cerr << "coordinator_load: SQLite commit probe in " << dir << " (" << o.sqlite_seconds << " s)...\n";
-  auto probe = probe_durable_commits(dir + "/sqlite-probe.db", o.sqlite_seconds);
-  if (!probe.ok()) {
-    std::cerr << "coordinator_load: " << probe.error().message << "\n";
+  // The first probe sizes the queue (see preload_for); each phase takes its own probe.
+  std::cerr << "coordinator_load: work dir " << dir << "; sizing SQLite commit probe...\n";
+  auto sizing = probe_durable_commits(dir + "/sqlite-probe.db", std::min(o.sqlite_seconds, 1.0));
+  if (!sizing.ok()) {
+    std::cerr << "coordinator_load: " << sizing.error().message << "\n";
     return 1;
   }
+  const std::int64_t jobs = preload_for(o, sizing->per_second);
 
   std::vector<Row> rows;
   bool failed = false;
   for (int n : o.agents) {
-    auto row = run_one(o, dir, n, probe->per_second, models);
+    auto row = run_one(o, dir, n, jobs, models);
     if (!row.ok()) {
       std::cerr << "coordinator_load: " << row.error().message << "\n";
       failed = true;
@@ -231,7 +242,7 @@ int run(int argc, char** argv) {
     failed = failed || row->phase.cycles == 0 || row->phase.errors > 0;
     rows.push_back(std::move(*row));
   }
-  print_report(o, dir, *probe, rows);
+  print_report(o, dir, rows);
   std::int64_t total = 0;
   for (const auto& r : rows) total += r.phase.cycles;
   std::printf("cycles_total=%lld status=%s\n", static_cast<long long>(total), failed ? "FAILED" : "ok");

@@ -35,6 +35,9 @@ std::string file_tail(const std::string& path, std::size_t max_bytes) {
 
 Result<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::start(const CoordinatorOptions& options,
                                                                       std::chrono::milliseconds timeout) {
+  if (::access(options.binary.c_str(), X_OK) != 0) {
+    return Error::invalid("coordinator", "cannot execute " + options.binary + ": " + std::strerror(errno));
+  }
   const std::string port_file = options.db + ".port";
   ::unlink(port_file.c_str());
   std::vector<std::string> args = {options.binary,
@@ -60,7 +63,7 @@ Result<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::start(const Coor
   }
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // nobody reads its answers any more
     if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);

@@ -1,5 +1,5 @@
 // A real benchfleet-coordinator child process for benchmarks: started on 127.0.0.1:0, its port
-// read from --port-file, stopped with SIGTERM. The child also gets SIGTERM if this process dies
+// read from --port-file, stopped with SIGTERM. The child gets SIGKILL if this process dies
 // (PR_SET_PDEATHSIG), so no coordinator outlives a crashed or killed benchmark.
 #pragma once
 

@@ -210,7 +210,8 @@ asio::awaitable<void> enrol(Agent& a, Shared& sh) {
   a.token = j["agent_token"].get<std::string>();
 }
 
-// lease -> result until the window closes. Only what completes inside the window is counted.
+// lease -> result until the window closes. A cycle counts when its result was stored before the
+// close; every request started before the close contributes its latency.
 asio::awaitable<void> agent_loop(Agent& a, Shared& sh) {
   const std::string lease_target = "/api/v1/agents/" + std::to_string(a.id) + "/lease";
   const std::string lease_body = R"({"slot":"gpu0","wait_s":0})";
@@ -240,7 +241,11 @@ asio::awaitable<void> agent_loop(Agent& a, Shared& sh) {
       continue;
     }
     sh.granted.fetch_add(1);
-    if (t1 <= sh.end) a.lease_ms.push_back(ms_between(t0, t1));
+    // Latencies count by start time, so slow requests straddling the close are not censored.
+    a.lease_ms.push_back(ms_between(t0, t1));
+    // A job granted after the close is left leased: its result would be posted to an emptier
+    // coordinator and flatter the figures (and the coordinator is stopped next anyway).
+    if (t1 > sh.end) break;
 
     const std::string job_id = std::to_string(job["id"].get<std::int64_t>());
     std::string body = R"({"lease_id":)" + job["lease_id"].dump() + R"(,"attempt":)" + job["attempt"].dump() +
@@ -252,10 +257,8 @@ asio::awaitable<void> agent_loop(Agent& a, Shared& sh) {
       sh.error("result of job " + job_id + ": " + result.describe());
       continue;
     }
-    if (t2 <= sh.end) {
-      a.result_ms.push_back(ms_between(t1, t2));
-      ++a.cycles;
-    }
+    a.result_ms.push_back(ms_between(t1, t2));
+    if (t2 <= sh.end) ++a.cycles;
   }
 }
 
@@ -286,6 +289,7 @@ asio::awaitable<void> drive(asio::io_context& ioc, Shared& sh, PhaseResult& out)
     out.jobs_submitted += co_await submit_run(op, sh, cfg.preload_jobs - out.jobs_submitted, ++out.runs_submitted);
   }
   out.preload_s = std::chrono::duration<double>(Clock::now() - t).count();
+  out.preloaded_jobs = out.jobs_submitted;
 
   std::vector<std::unique_ptr<Agent>> agents;
   for (int i = 0; i < cfg.agents; ++i) agents.push_back(std::make_unique<Agent>(i, asio::make_strand(ioc)));

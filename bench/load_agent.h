@@ -28,12 +28,13 @@ struct PhaseConfig {
 struct PhaseResult {
   std::int64_t cycles = 0;  // lease -> result cycles whose result was stored inside the window
   double window_s = 0;
-  std::vector<double> lease_ms;   // every lease request that granted a job, in the window
-  std::vector<double> result_ms;  // every stored result, in the window
+  std::vector<double> lease_ms;   // lease requests started in the window that granted a job
+  std::vector<double> result_ms;  // stored results of jobs leased in the window
   std::int64_t errors = 0;        // transport errors and unexpected HTTP statuses
   std::vector<std::string> error_samples;  // the first few, verbatim
   std::int64_t empty_leases = 0;  // lease answers without a job (the queue ran dry)
-  std::int64_t jobs_submitted = 0;
+  std::int64_t preloaded_jobs = 0;  // queued before the window opened
+  std::int64_t jobs_submitted = 0;  // including refills
   int runs_submitted = 0;
   int refills = 0;  // runs submitted inside the window because the queue ran low
   double preload_s = 0;

@@ -59,7 +59,8 @@ std::vector<Option> options(CoordinatorConfig& c) {
       option("max_header_bytes", c.max_header_bytes, "largest request line plus headers"),
       option("max_json_depth", c.max_json_depth, "deepest JSON nesting accepted"),
       option("request_timeout_s", c.request_timeout_s, "bound on reading a request and on writing its response"),
-      option("threads", c.threads, "I/O threads"),
+      option("threads", c.threads, "I/O threads (they never wait on the database)"),
+      option("store_threads", c.store_threads, "threads running the handlers that use the database"),
       option("log_level", c.log_level, "trace, debug, info, warn, error"),
       option("port_file", c.port_file, "write the bound port to this file once listening"),
   };
@@ -114,6 +115,7 @@ Status validate(const CoordinatorConfig& c) {
   if (c.max_json_depth < 4 || c.max_json_depth > 256) return Error::invalid("max_json_depth", "must be 4..256");
   if (c.request_timeout_s < 1) return Error::invalid("request_timeout_s", "must be >= 1");
   if (c.threads < 1 || c.threads > 64) return Error::invalid("threads", "must be 1..64");
+  if (c.store_threads < 1 || c.store_threads > 64) return Error::invalid("store_threads", "must be 1..64");
   return Status::Ok();
 }
 

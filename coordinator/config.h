@@ -28,7 +28,8 @@ struct CoordinatorConfig {
   std::int64_t max_header_bytes = 16 << 10;
   int max_json_depth = 32;
   int request_timeout_s = 30;
-  int threads = 2;
+  int threads = 2;        // I/O threads (never block)
+  int store_threads = 4;  // threads running handlers that use the store
   std::string log_level = "info";
   std::string port_file;  // when set, the bound port is written here after listening
 };

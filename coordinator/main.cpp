@@ -7,6 +7,8 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
@@ -18,6 +20,7 @@
 #include "common/catalog.h"
 #include "common/http/server.h"
 #include "coordinator/api/api.h"
+#include "coordinator/api/blocking.h"
 #include "coordinator/auth.h"
 #include "coordinator/config.h"
 
@@ -44,20 +47,19 @@ Result<std::string> resolve_token(const std::string& configured, const std::stri
   return token;
 }
 
-asio::awaitable<void> sweep_expired_leases(store::Store& store, WorkSignal& work, const std::atomic<bool>& stopping,
-                                           std::chrono::milliseconds period) {
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  while (!stopping.load()) {
+// Requeues expired leases every `period` until `timer` is cancelled.
+asio::awaitable<void> sweep_expired_leases(store::Store& store, asio::steady_timer& timer,
+                                           asio::thread_pool& blocking, std::chrono::milliseconds period) {
+  while (true) {
     timer.expires_after(period);
     boost::system::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (stopping.load()) break;
-    auto n = store.expire_leases();
+    if (ec == asio::error::operation_aborted) break;
+    auto n = co_await api::run_blocking(blocking.get_executor(), [&] { return store.expire_leases(); });
     if (!n.ok()) {
       spdlog::warn("lease expiry sweep failed: {}", n.error().message);
     } else if (*n > 0) {
       spdlog::info("expired leases requeued_or_failed={}", *n);
-      work.notify();
     }
   }
 }
@@ -106,10 +108,13 @@ int run(int argc, char** argv) {
   }
 
   asio::io_context ioc(config.threads);
+  asio::thread_pool blocking(static_cast<std::size_t>(config.store_threads));
   WorkSignal work;
+  (*store)->on_work_available([&work] { work.notify(); });
   Metrics metrics;
   std::atomic<bool> stopping{false};
-  api::ApiContext ctx{**store, *catalog, config, clock, work, metrics, *operator_token, *enrollment_token, stopping};
+  api::ApiContext ctx{**store, *catalog, config, clock, work, metrics, *operator_token, *enrollment_token, stopping,
+                       blocking.get_executor()};
   http::Router router;
   api::register_routes(router, ctx);
 
@@ -135,7 +140,10 @@ int run(int argc, char** argv) {
 
   const auto sweep_period =
       std::chrono::milliseconds(std::clamp<long long>(config.lease_ttl_s * 1000LL / 4, 200, 5000));
-  asio::co_spawn(ioc, sweep_expired_leases(**store, work, stopping, sweep_period), asio::detached);
+  auto sweep_strand = asio::make_strand(ioc);
+  asio::steady_timer sweep_timer(sweep_strand);
+  asio::co_spawn(sweep_strand, sweep_expired_leases(**store, sweep_timer, blocking, sweep_period),
+                 asio::detached);
 
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
@@ -143,12 +151,14 @@ int run(int argc, char** argv) {
     spdlog::info("signal {}: stopping (in-flight requests finish)", signo);
     stopping.store(true);
     (*server)->stop();
+    asio::post(sweep_strand, [&sweep_timer] { sweep_timer.cancel(); });
   });
 
   std::vector<std::thread> threads;
   for (int i = 1; i < config.threads; ++i) threads.emplace_back([&ioc] { ioc.run(); });
   ioc.run();
   for (auto& t : threads) t.join();
+  blocking.join();
   spdlog::info("stopped");
   return 0;
 }

@@ -51,8 +51,11 @@ CREATE TABLE jobs (
   gpu_class        TEXT    NOT NULL,
   runtime          TEXT    NOT NULL,
   repetition       INTEGER NOT NULL,
-  -- Jobs differing only in mode share a group; a group prefers one slot (same physical GPU).
+  -- Jobs differing only in mode share a group; a group prefers one slot (same physical GPU):
+  -- the first slot to lease a job of the group becomes the owner of all its jobs.
   group_key        TEXT    NOT NULL,
+  owner_agent_id   INTEGER REFERENCES agents(id),
+  owner_slot       TEXT,
   status           TEXT    NOT NULL CHECK (status IN ('queued','leased','running','done','failed','cancelled')),
   priority         INTEGER NOT NULL,
   attempt          INTEGER NOT NULL DEFAULT 0,   -- attempts started so far
@@ -71,13 +74,10 @@ CREATE INDEX jobs_run_status ON jobs (run_id, status);
 CREATE INDEX jobs_leases ON jobs (lease_expires_at) WHERE lease_id IS NOT NULL;
 CREATE INDEX jobs_lease_holder ON jobs (lease_agent_id, lease_slot) WHERE lease_id IS NOT NULL;
 CREATE INDEX jobs_group ON jobs (group_key);
-
--- First slot to lease a job of a group owns the group (see jobs.group_key).
-CREATE TABLE group_owners (
-  group_key  TEXT    PRIMARY KEY,
-  agent_id   INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-  slot       TEXT    NOT NULL
-);
+-- The scheduler's three candidate windows (see scheduler::pick_job), each an ordered index scan.
+CREATE INDEX jobs_queued_owned ON jobs (owner_agent_id, owner_slot, priority DESC, id) WHERE status = 'queued';
+CREATE INDEX jobs_queued_unowned ON jobs (gpu_class, priority DESC, id)
+  WHERE status = 'queued' AND owner_agent_id IS NULL;
 
 CREATE TABLE attempts (
   job_id     INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,

@@ -17,18 +17,27 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages already installed"
-  exit 0
-fi
-
-if [ "$(id -u)" -eq 0 ]; then
-  as_root=()
-elif command -v sudo >/dev/null 2>&1; then
-  as_root=(sudo)
 else
-  echo "install-deps: need root or sudo to install: ${missing[*]}" >&2
-  exit 1
+  if [ "$(id -u)" -eq 0 ]; then
+    as_root=()
+  elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo)
+  else
+    echo "install-deps: need root or sudo to install: ${missing[*]}" >&2
+    exit 1
+  fi
+
+  echo "install-deps: installing ${missing[*]}"
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Node tooling for the openapi_validate test (package.json / package-lock.json in the repository
+# root). Optional: without npm, or if npm ci fails, that test is skipped.
+if command -v npm >/dev/null 2>&1; then
+  echo "install-deps: npm ci (OpenAPI validator)"
+  (cd "$(dirname "$0")/.." && npm ci --no-audit --no-fund --loglevel=error) ||
+    echo "install-deps: npm ci failed; the openapi_validate test will be skipped" >&2
+else
+  echo "install-deps: npm not found; the openapi_validate test will be skipped"
+fi

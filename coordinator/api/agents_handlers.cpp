@@ -7,6 +7,7 @@
 
 #include "common/codecs.h"
 #include "common/http/problem.h"
+#include "coordinator/api/blocking.h"
 #include "coordinator/api/handlers.h"
 #include "coordinator/auth.h"
 
@@ -84,6 +85,15 @@ Result<LeaseRequest> decode_lease_request(const nlohmann::json& j) {
   return out;
 }
 
+// The authenticated agent and its decoded lease request.
+Result<std::pair<std::int64_t, LeaseRequest>> check_lease_request(const ApiContext& ctx, const http::Request& req,
+                                                                 const http::RouteMatch& m) {
+  BF_ASSIGN_OR_RETURN(std::int64_t id, authenticate_agent_path(ctx, req, m));
+  BF_ASSIGN_OR_RETURN(nlohmann::json body, json_body(ctx, req));
+  BF_ASSIGN_OR_RETURN(LeaseRequest lr, decode_lease_request(body));
+  return std::make_pair(id, std::move(lr));
+}
+
 }  // namespace
 
 http::Response enroll_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
@@ -148,19 +158,18 @@ http::Response agent_heartbeat(ApiContext& ctx, const http::Request& req, const 
 }
 
 asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  auto agent_id = authenticate_agent_path(ctx, req, m);
-  if (!agent_id.ok()) co_return error_response(agent_id.error(), req);
-  auto body = json_body(ctx, req);
-  if (!body.ok()) co_return error_response(body.error(), req);
-  auto lease_req = decode_lease_request(*body);
-  if (!lease_req.ok()) co_return error_response(lease_req.error(), req);
+  // Authentication reads the store too, so it runs on the blocking executor as well.
+  auto checked = co_await run_blocking(ctx.blocking, [&] { return check_lease_request(ctx, req, m); });
+  if (!checked.ok()) co_return error_response(checked.error(), req);
+  const std::int64_t* agent_id = &checked->first;
+  const LeaseRequest* lease_req = &checked->second;
 
   const int wait_s = std::min(lease_req->wait_s.value_or(ctx.config.long_poll_timeout_s), ctx.config.long_poll_timeout_s);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
   asio::steady_timer timer(co_await asio::this_coro::executor);
   while (true) {
     const auto generation = ctx.work.generation();
-    auto answer = ctx.store.lease(*agent_id, lease_req->slot);
+    auto answer = co_await run_blocking(ctx.blocking, [&] { return ctx.store.lease(*agent_id, lease_req->slot); });
     if (!answer.ok()) co_return error_response(answer.error(), req);
     if (answer->grant || answer->draining || ctx.stopping.load() || std::chrono::steady_clock::now() >= deadline) {
       nlohmann::json out = intervals(ctx);

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <string>
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include "common/catalog.h"
 #include "common/clock.h"
 #include "common/http/router.h"
@@ -26,6 +28,8 @@ struct ApiContext {
   std::string operator_token;    // never empty once the coordinator runs
   std::string enrollment_token;  // never empty once the coordinator runs
   std::atomic<bool>& stopping;   // long polls return at once when set
+  // Where handlers that touch the store run, so the I/O threads never block on SQLite.
+  boost::asio::any_io_executor blocking;
 };
 
 // REQUIRES: `ctx` outlives the router.

@@ -24,7 +24,6 @@ http::Response submit_run(ApiContext& ctx, const http::Request& req, const http:
   if (!jobs.ok()) return error_response(jobs.error(), req);
   auto created = ctx.store.create_run(*spec, *jobs);
   if (!created.ok()) return error_response(created.error(), req);
-  ctx.work.notify();
   const std::string url = "/api/v1/runs/" + std::to_string(created->run_id);
   auto res = json_response(bhttp::status::created,
                            {{"id", created->run_id}, {"job_count", created->job_count}, {"url", url}}, req);

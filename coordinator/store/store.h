@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -162,6 +163,12 @@ class Store {
 
   const StoreOptions& options() const { return options_; }
 
+  // Called after the commit whenever queued work may have appeared: a run was created, or a
+  // lease expired, was released or found stale and its job went back to the queue. It runs
+  // with the store's lock held, so it must be quick and must not call the store.
+  // Set before serving.
+  void on_work_available(std::function<void()> listener) { work_listener_ = std::move(listener); }
+
   // ---- runs --------------------------------------------------------------------------------
   // Stores the run and all its jobs in one transaction.
   Result<RunCreated> create_run(const MatrixSpec& spec, const std::vector<JobSpec>& jobs);
@@ -207,8 +214,12 @@ class Store {
   // Helpers run inside a caller's transaction, with mu_ held.
   // Marks queued jobs implied by an OOM at a smaller batch; returns how many.
   Result<std::int64_t> mark_implied_oom(std::int64_t run_id);
-  // Ends a lease that will not produce a result: requeue, or fail after max attempts.
-  Status requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts, std::string_view outcome);
+  // Ends a lease that will not produce a result: requeue, or fail after max attempts; then
+  // applies OOM pruning and the run's completion. Sets work_appeared_.
+  Status requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts, std::int64_t run_id,
+                         std::string_view outcome);
+  // Commits `tx`, then tells the listener if this transaction made work appear.
+  Status commit_and_notify(Transaction& tx);
   Result<MatrixSpec> run_spec_locked(std::int64_t run_id);
   Status end_attempt(std::int64_t job_id, int attempt, std::string_view outcome);
   Status update_run_finished(std::int64_t run_id);
@@ -222,6 +233,8 @@ class Store {
   std::mutex mu_;
   std::unique_ptr<Database> db_;
   std::map<std::int64_t, MatrixSpec> run_specs_;  // immutable once stored; cached for leases
+  std::function<void()> work_listener_;
+  bool work_appeared_ = false;  // set inside a transaction, consumed by commit_and_notify
 };
 
 }  // namespace benchfleet::store

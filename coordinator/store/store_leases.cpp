@@ -48,7 +48,8 @@ Result<MatrixSpec> Store::run_spec_locked(std::int64_t run_id) {
   return spec;
 }
 
-Status Store::requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts, std::string_view outcome) {
+Status Store::requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts, std::int64_t run_id,
+                              std::string_view outcome) {
   const TimestampMs now = clock_.now_ms();
   BF_RETURN_IF_ERROR(end_attempt(job_id, attempt, outcome));
   const bool fail = scheduler::on_lease_expired(attempt, max_attempts) == scheduler::ExpiryAction::kFail;
@@ -61,7 +62,19 @@ Status Store::requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts
   } else {
     s->bind_null(2);
   }
-  return s->bind(3, now).bind(4, job_id).run();
+  BF_RETURN_IF_ERROR(s->bind(3, now).bind(4, job_id).run());
+  if (!fail) work_appeared_ = true;
+  // A requeued job may be implied by an OOM that arrived meanwhile; a failed one may end the run.
+  BF_RETURN_IF_ERROR(mark_implied_oom(run_id));
+  return update_run_finished(run_id);
+}
+
+Status Store::commit_and_notify(Transaction& tx) {
+  const bool appeared = work_appeared_;
+  work_appeared_ = false;
+  BF_RETURN_IF_ERROR(tx.commit());
+  if (appeared && work_listener_) work_listener_();
+  return Status::Ok();
 }
 
 Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot) {
@@ -86,7 +99,6 @@ Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot)
   BF_RETURN_IF_ERROR(seen->bind(1, now).bind(2, agent_id).run());
 
   // One job per slot: a slot asking again has given up on what it held (e.g. agent restart).
-  std::set<std::int64_t> touched_runs;
   for (const auto& held : agent.leases) {
     if (held.slot != slot) continue;
     BF_ASSIGN_OR_RETURN(auto* h, db_->prepare("SELECT attempt, max_attempts FROM jobs WHERE id = ?"));
@@ -95,30 +107,24 @@ Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot)
     const int attempt = found ? static_cast<int>(h->int64(0)) : 0;
     const int max_attempts = found ? static_cast<int>(h->int64(1)) : 0;
     h->reset();
-    if (found) BF_RETURN_IF_ERROR(requeue_or_fail(held.job_id, attempt, max_attempts, "released"));
-    touched_runs.insert(held.run_id);
-  }
-  for (auto run_id : touched_runs) {
-    BF_RETURN_IF_ERROR(mark_implied_oom(run_id));
-    BF_RETURN_IF_ERROR(update_run_finished(run_id));
+    if (found) BF_RETURN_IF_ERROR(requeue_or_fail(held.job_id, attempt, max_attempts, held.run_id, "released"));
   }
 
   std::optional<std::int64_t> picked;
   if (!agent.draining) {
-    // Candidates in three small windows (the pure pick_job ranks them): the group this slot
-    // leased last, groups nobody owns yet, and anything else it can run.
+    // Candidates in three small windows, each an ordered scan of its own index (see the
+    // migration); the pure pick_job ranks them: groups this slot owns, groups nobody owns yet,
+    // then anything else this slot can run.
     const std::string caps = capability_set(offer.builds);
-    const std::string select = "SELECT j.id, j.priority, o.agent_id, o.slot, " + job_spec_columns("j") +
-                               " FROM jobs j LEFT JOIN group_owners o ON o.group_key = j.group_key ";
-    const std::string fits = " AND j.gpu_class = ?1 AND (j.torch_build || '|' || j.runtime || '|' || j.mode) IN "
-                             "(SELECT value FROM json_each(?2)) ";
+    const std::string select = "SELECT j.id, j.priority, j.owner_agent_id, j.owner_slot, " + job_spec_columns("j") +
+                               " FROM jobs j WHERE j.status = 'queued' AND j.gpu_class = ?1"
+                               " AND (j.torch_build || '|' || j.runtime || '|' || j.mode) IN"
+                               " (SELECT value FROM json_each(?2))";
     const std::string order = " ORDER BY j.priority DESC, j.id LIMIT " + std::to_string(kCandidatesPerTier);
     const std::string queries[] = {
-        select + "WHERE j.status = 'queued' AND j.group_key = (SELECT j2.group_key FROM attempts a JOIN jobs j2"
-                 " ON j2.id = a.job_id WHERE a.agent_id = ?3 AND a.slot = ?4 ORDER BY a.leased_at DESC LIMIT 1)" +
-            fits + order,
-        select + "WHERE j.status = 'queued' AND o.group_key IS NULL" + fits + order,
-        select + "WHERE j.status = 'queued'" + fits + order,
+        select + " AND j.owner_agent_id = ?3 AND j.owner_slot = ?4" + order,
+        select + " AND j.owner_agent_id IS NULL" + order,
+        select + order,
     };
     std::vector<scheduler::Candidate> candidates;
     std::set<std::int64_t> ids;
@@ -142,7 +148,7 @@ Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot)
     picked = scheduler::pick_job(offer, candidates);
   }
   if (!picked) {
-    BF_RETURN_IF_ERROR(tx.commit());
+    BF_RETURN_IF_ERROR(commit_and_notify(tx));
     return LeaseAnswer{std::nullopt, agent.draining};
   }
 
@@ -175,20 +181,21 @@ Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot)
   BF_RETURN_IF_ERROR(attempt->bind(1, grant.job_id).bind(2, grant.attempt).bind(3, grant.lease_id)
                          .bind(4, agent_id).bind(5, slot).bind(6, now).run());
   BF_ASSIGN_OR_RETURN(auto* owner, db_->prepare(
-      "INSERT OR IGNORE INTO group_owners (group_key, agent_id, slot) VALUES (?, ?, ?)"));
-  BF_RETURN_IF_ERROR(owner->bind(1, group).bind(2, agent_id).bind(3, slot).run());
+      "UPDATE jobs INDEXED BY jobs_group SET owner_agent_id = ?, owner_slot = ?"
+      " WHERE group_key = ? AND owner_agent_id IS NULL"));
+  BF_RETURN_IF_ERROR(owner->bind(1, agent_id).bind(2, slot).bind(3, group).run());
 
   BF_ASSIGN_OR_RETURN(MatrixSpec spec, run_spec_locked(grant.run_id));
   grant.measurement = spec.measurement;
   grant.memory_limit_mb = spec.memory_limit_mb;
   grant.timeout_s = spec.timeout_s;
-  BF_RETURN_IF_ERROR(tx.commit());
+  BF_RETURN_IF_ERROR(commit_and_notify(tx));
   return LeaseAnswer{std::move(grant), false};
 }
 
 Result<Renewal> Store::renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running) {
   BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-      "SELECT status, lease_id, lease_agent_id FROM jobs WHERE id = ?"));
+      "SELECT status, lease_id, lease_agent_id, lease_expires_at, attempt, max_attempts, run_id FROM jobs WHERE id = ?"));
   s->bind(1, lease.job_id);
   BF_ASSIGN_OR_RETURN(bool found, s->step());
   if (!found) {
@@ -197,12 +204,21 @@ Result<Renewal> Store::renew_locked(std::int64_t agent_id, const LeaseRef& lease
   }
   const JobStatus status = job_status_at(*s, 0);
   const bool holder = s->opt_text(1) == lease.lease_id && s->opt_int64(2) == agent_id;
+  const TimestampMs expires_at = s->opt_int64(3).value_or(0);
+  const int attempt = static_cast<int>(s->int64(4));
+  const int max_attempts = static_cast<int>(s->int64(5));
+  const std::int64_t run_id = s->int64(6);
   s->reset();
   if (!holder) return Renewal{LeaseState::kLost, 0};
   if (status == JobStatus::kCancelled) return Renewal{LeaseState::kCancelled, 0};
   if (status != JobStatus::kLeased && status != JobStatus::kRunning) return Renewal{LeaseState::kLost, 0};
 
   const TimestampMs now = clock_.now_ms();
+  if (expires_at <= now) {
+    // Expired but not yet swept: it is stale all the same (DESIGN 7), so expire it here.
+    BF_RETURN_IF_ERROR(requeue_or_fail(lease.job_id, attempt, max_attempts, run_id, "expired"));
+    return Renewal{LeaseState::kLost, 0};
+  }
   const TimestampMs expires = scheduler::lease_expiry(now, options_.lease_ttl_ms);
   BF_ASSIGN_OR_RETURN(auto* u, db_->prepare(
       "UPDATE jobs SET lease_expires_at = ?, updated_at = ?, status = CASE WHEN ? THEN 'running' ELSE status END"
@@ -218,7 +234,7 @@ Result<Renewal> Store::renew(std::int64_t agent_id, const LeaseRef& lease) {
   BF_ASSIGN_OR_RETURN(auto* seen, db_->prepare("UPDATE agents SET last_seen_at = ? WHERE id = ?"));
   BF_RETURN_IF_ERROR(seen->bind(1, clock_.now_ms()).bind(2, agent_id).run());
   BF_ASSIGN_OR_RETURN(Renewal r, renew_locked(agent_id, lease, /*mark_running=*/true));
-  BF_RETURN_IF_ERROR(tx.commit());
+  BF_RETURN_IF_ERROR(commit_and_notify(tx));
   return r;
 }
 
@@ -234,7 +250,7 @@ Result<std::vector<Renewal>> Store::heartbeat(std::int64_t agent_id, const std::
     BF_ASSIGN_OR_RETURN(Renewal r, renew_locked(agent_id, l, /*mark_running=*/false));
     out.push_back(r);
   }
-  BF_RETURN_IF_ERROR(tx.commit());
+  BF_RETURN_IF_ERROR(commit_and_notify(tx));
   return out;
 }
 
@@ -246,18 +262,27 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
   Transaction tx(*db_);
   BF_RETURN_IF_ERROR(tx.begin_status());
 
-  BF_ASSIGN_OR_RETURN(auto* prior, db_->prepare("SELECT id, body_sha256 FROM results WHERE job_id = ? AND attempt = ?"));
+  BF_ASSIGN_OR_RETURN(auto* prior, db_->prepare(
+      "SELECT r.id, r.body_sha256, r.agent_id, a.lease_id FROM results r"
+      " LEFT JOIN attempts a ON a.job_id = r.job_id AND a.attempt = r.attempt WHERE r.job_id = ? AND r.attempt = ?"));
   prior->bind(1, lease.job_id).bind(2, attempt);
   BF_ASSIGN_OR_RETURN(bool exists, prior->step());
   if (exists) {
-    RecordOutcome out{prior->text(1) == digest ? RecordKind::kDuplicate : RecordKind::kMismatch, prior->int64(0), 0};
+    // Only the holder of that attempt's lease learns about the stored result (a retry after a
+    // lost acknowledgement); anyone else is told its lease is not current.
+    const bool same_holder = prior->opt_int64(2) == agent_id && prior->opt_text(3) == lease.lease_id;
+    RecordOutcome out{!same_holder                   ? RecordKind::kLost
+                      : prior->text(1) == digest     ? RecordKind::kDuplicate
+                                                     : RecordKind::kMismatch,
+                      same_holder ? prior->int64(0) : 0, 0};
     prior->reset();
     return out;
   }
   prior->reset();
 
   BF_ASSIGN_OR_RETURN(auto* job, db_->prepare(
-      "SELECT status, lease_id, lease_agent_id, attempt, run_id, lease_slot FROM jobs WHERE id = ?"));
+      "SELECT status, lease_id, lease_agent_id, attempt, run_id, lease_slot, lease_expires_at, max_attempts"
+      " FROM jobs WHERE id = ?"));
   job->bind(1, lease.job_id);
   BF_ASSIGN_OR_RETURN(bool found, job->step());
   if (!found) {
@@ -268,12 +293,19 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
   const bool holder = job->opt_text(1) == lease.lease_id && job->opt_int64(2) == agent_id && job->int64(3) == attempt;
   const std::int64_t run_id = job->int64(4);
   const std::string slot = job->text(5);
+  const TimestampMs expires_at = job->opt_int64(6).value_or(0);
+  const int max_attempts = static_cast<int>(job->int64(7));
   job->reset();
   if (!holder) return RecordOutcome{RecordKind::kLost, 0, 0};
   if (status == JobStatus::kCancelled) return RecordOutcome{RecordKind::kCancelled, 0, 0};
   if (status != JobStatus::kLeased && status != JobStatus::kRunning) return RecordOutcome{RecordKind::kLost, 0, 0};
 
   const TimestampMs now = clock_.now_ms();
+  if (expires_at <= now) {
+    BF_RETURN_IF_ERROR(requeue_or_fail(lease.job_id, attempt, max_attempts, run_id, "expired"));
+    BF_RETURN_IF_ERROR(commit_and_notify(tx));
+    return RecordOutcome{RecordKind::kLost, 0, 0};
+  }
   BF_ASSIGN_OR_RETURN(auto* ins, db_->prepare(
       "INSERT INTO results (job_id, run_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms, min_ms, max_ms,"
       " stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, first_call_ms, stop_reason, export_s, oom_phase, oom_bytes,"
@@ -307,7 +339,7 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
     BF_ASSIGN_OR_RETURN(out.implied_oom, mark_implied_oom(run_id));
   }
   BF_RETURN_IF_ERROR(update_run_finished(run_id));
-  BF_RETURN_IF_ERROR(tx.commit());
+  BF_RETURN_IF_ERROR(commit_and_notify(tx));
   return out;
 }
 
@@ -330,16 +362,10 @@ Result<std::int64_t> Store::expire_leases() {
     expired.push_back({s->int64(0), s->int64(1), static_cast<int>(s->int64(2)), static_cast<int>(s->int64(3))});
   }
   s->reset();
-  std::set<std::int64_t> runs;
   for (const auto& e : expired) {
-    BF_RETURN_IF_ERROR(requeue_or_fail(e.job_id, e.attempt, e.max_attempts, "expired"));
-    runs.insert(e.run_id);
+    BF_RETURN_IF_ERROR(requeue_or_fail(e.job_id, e.attempt, e.max_attempts, e.run_id, "expired"));
   }
-  for (auto run_id : runs) {
-    BF_RETURN_IF_ERROR(mark_implied_oom(run_id));
-    BF_RETURN_IF_ERROR(update_run_finished(run_id));
-  }
-  BF_RETURN_IF_ERROR(tx.commit());
+  BF_RETURN_IF_ERROR(commit_and_notify(tx));
   return static_cast<std::int64_t>(expired.size());
 }
 

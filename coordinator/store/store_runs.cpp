@@ -39,7 +39,8 @@ Result<RunCreated> Store::create_run(const MatrixSpec& spec, const std::vector<J
                            .bind(12, now)
                            .run());
   }
-  BF_RETURN_IF_ERROR(tx.commit());
+  work_appeared_ = true;
+  BF_RETURN_IF_ERROR(commit_and_notify(tx));
   return RunCreated{run_id, static_cast<std::int64_t>(jobs.size())};
 }
 

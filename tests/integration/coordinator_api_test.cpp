@@ -27,7 +27,9 @@ void expect_problem(const http::ClientResponse& res, unsigned status, const std:
   ASSERT_TRUE(body.ok()) << res.body;
   EXPECT_EQ(body->value("status", 0u), status) << res.body;
   EXPECT_FALSE(body->value("detail", std::string()).empty()) << res.body;
-  if (!field.empty()) EXPECT_EQ(body->value("field", std::string()), field) << res.body;
+  if (!field.empty()) {
+    EXPECT_EQ(body->value("field", std::string()), field) << res.body;
+  }
 }
 
 // The run is still there, unchanged: same job count, all queued, and the only run listed.

@@ -149,9 +149,12 @@ TEST(CoordinatorResults, AcknowledgedResultsSurviveKill9) {
   FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager", "default"}}}));
 
   std::map<std::int64_t, json> acknowledged;  // result id -> the result posted
+  std::optional<Lease> last_lease;
+  json last_result;
   for (int i = 0; i < 8; ++i) {
     auto lease = agent.lease_job("gpu0");
     ASSERT_TRUE(lease.has_value()) << "job " << i;
+    last_lease = lease;
     json result = ok_result(10.0 + i * 1.337, 9.5 + i * 1.337, 3 + i);
     if (i % 3 == 2) {
       result = {{"status", "error"},
@@ -163,6 +166,7 @@ TEST(CoordinatorResults, AcknowledgedResultsSurviveKill9) {
     auto posted = agent.post_result(*lease, result);
     ASSERT_EQ(posted.status, 201u) << posted.body;
     acknowledged[(*posted.json())["result_id"].get<std::int64_t>()] = result;
+    last_result = result;
   }
   coord.kill9();  // right after the last acknowledgement: nothing gets a chance to flush
   coord.start();
@@ -180,8 +184,13 @@ TEST(CoordinatorResults, AcknowledgedResultsSurviveKill9) {
   const json state = coord.get_json(run_url(run));
   EXPECT_EQ(state["state"], "done");
   EXPECT_EQ(state["jobs"]["done"], 8);
-  EXPECT_EQ(state["results"]["ok"], 5);
-  EXPECT_EQ(state["results"]["error"], 3);
+  EXPECT_EQ(state["results"]["ok"], 6);
+  EXPECT_EQ(state["results"]["error"], 2);  // i = 2 and 5
+  // An agent that missed the last acknowledgement posts again: acknowledged, no second row.
+  auto again = agent.post_result(*last_lease, last_result);
+  ASSERT_EQ(again.status, 200u) << again.body;
+  EXPECT_EQ((*again.json())["duplicate"], true);
+  EXPECT_EQ(coord.get_json(run_url(run) + "/results")["results"].size(), acknowledged.size());
   // The agent's credentials survived too.
   EXPECT_FALSE(agent.lease_job("gpu0").has_value());
 }
@@ -250,6 +259,36 @@ TEST(CoordinatorResults, WithoutGraceAnExpiredLeaseIsRequeuedAfterRestart) {
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(again->job_id, lease->job_id);
   EXPECT_EQ(again->attempt, 2);
+}
+
+// DESIGN 7: "A result or renewal from a stale lease is refused (409)". A lease whose TTL has
+// passed is stale whether or not the periodic expiry sweep has run yet. Here the TTL passes while
+// the coordinator is down and --restart-grace-s is 0, so nothing extends it; the renewal sent
+// right after the restart reaches the server before its first sweep (a quarter TTL later).
+// Store::renew_locked and Store::record_result only compare lease id, agent and status, never
+// lease_expires_at with the clock, so today this renewal is answered 200 "active" (and a result
+// 201); whether it is refused depends on a race with the sweep.
+TEST(CoordinatorResults, ExpiredLeaseIsRefusedEvenBeforeTheExpirySweep) {
+  CoordinatorProcess coord({{"--lease-ttl-s", "2"}, {"--heartbeat-interval-s", "1"}, {"--restart-grace-s", "0"}});
+  const json run = coord.submit(matrix({kResnet}, {1}, {"eager"}));
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  auto lease = agent.lease_job("gpu0");
+  ASSERT_TRUE(lease.has_value());
+
+  coord.kill9();
+  sleep_past(lease->expires_at, 500ms);
+  coord.start();
+
+  auto renewal = agent.progress(*lease);
+  EXPECT_EQ(renewal.status, 409u) << "an expired lease was renewed: " << renewal.body;
+  auto result = agent.post_result(*lease, ok_result(7.0));
+  EXPECT_EQ(result.status, 409u) << "a result from an expired lease was stored: " << result.body;
+  // Whatever was answered, the job ends up consistent: requeued with a second attempt to come.
+  if (renewal.status == 409u && result.status == 409u) {
+    auto again = agent.lease_job("gpu0", 2);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->attempt, 2);
+  }
 }
 
 }  // namespace

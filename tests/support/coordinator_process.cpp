@@ -38,6 +38,12 @@ std::string make_temp_dir() {
   return buf.data();
 }
 
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "signal " + std::to_string(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream out;
@@ -54,7 +60,7 @@ std::string coordinator_binary() {
 
 // ---- CoordinatorProcess ------------------------------------------------------------------------
 
-CoordinatorProcess::CoordinatorProcess(std::map<std::string, std::string> flags) : dir_(make_temp_dir()) {
+CoordinatorProcess::CoordinatorProcess(std::initializer_list<Flag> flags) : dir_(make_temp_dir()) {
   flags_ = {
       {"--listen", "127.0.0.1:0"},
       {"--db", db_path()},
@@ -64,7 +70,7 @@ CoordinatorProcess::CoordinatorProcess(std::map<std::string, std::string> flags)
       {"--long-poll-timeout-s", "10"},
       {"--log-level", "info"},
   };
-  for (auto& [flag, value] : flags) flags_[flag] = value;
+  for (const auto& [flag, value] : flags) flags_[flag] = value;
   start();
 }
 
@@ -140,8 +146,8 @@ void CoordinatorProcess::start() {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      throw std::runtime_error("benchfleet-coordinator (" + binary + ") exited during start-up, status " +
-                               std::to_string(status) + "; log:\n" + log_tail());
+      throw std::runtime_error("benchfleet-coordinator (" + binary + ") exited during start-up with " +
+                               describe_status(status) + " (directory " + dir_ + " kept); log:\n" + log_tail());
     }
     const std::string text = read_file(port_file);
     if (!text.empty() && text.back() == '\n') {
@@ -151,7 +157,8 @@ void CoordinatorProcess::start() {
     if (std::chrono::steady_clock::now() >= deadline) {
       kill9();
       throw std::runtime_error("benchfleet-coordinator did not write its port file " + port_file + " within " +
-                               std::to_string(kStartTimeout.count()) + " s; log:\n" + log_tail());
+                               std::to_string(kStartTimeout.count()) + " s (directory " + dir_ + " kept); log:\n" +
+                               log_tail());
     }
     std::this_thread::sleep_for(20ms);
   }

@@ -21,10 +21,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -44,7 +46,8 @@ class CoordinatorProcess {
 
   // `flags` ("--max-cells" -> "10") are added to, or replace, the defaults:
   // --listen 127.0.0.1:0, --db, --port-file, both tokens, --long-poll-timeout-s 10, --log-level info.
-  explicit CoordinatorProcess(std::map<std::string, std::string> flags = {});
+  using Flag = std::pair<const std::string, std::string>;
+  explicit CoordinatorProcess(std::initializer_list<Flag> flags = {});
   ~CoordinatorProcess();
   CoordinatorProcess(const CoordinatorProcess&) = delete;
   CoordinatorProcess& operator=(const CoordinatorProcess&) = delete;
@@ -169,8 +172,6 @@ template <class F>
 bool eventually(F&& condition, std::chrono::milliseconds limit = std::chrono::seconds(15));
 
 }  // namespace benchfleet::testing
-
-#include <thread>
 
 template <class F>
 bool benchfleet::testing::eventually(F&& condition, std::chrono::milliseconds limit) {

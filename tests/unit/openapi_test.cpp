@@ -9,21 +9,21 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/http/verb.hpp>
 #include <cctype>
 #include <exception>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/beast/http/verb.hpp>
-#include <nlohmann/json.hpp>
 
 #include "common/catalog.h"
 #include "common/clock.h"
@@ -53,9 +53,7 @@ const json& document() {
   return doc;
 }
 
-const json& component_schema(const std::string& name) {
-  return document().at("components").at("schemas").at(name);
-}
+const json& component_schema(const std::string& name) { return document().at("components").at("schemas").at(name); }
 
 // "#/components/schemas/X" -> the node, or nullptr.
 const json* resolve_pointer(const json& root, const std::string& ref) {
@@ -97,6 +95,32 @@ std::set<std::string> strings_of(const json& array) {
   return out;
 }
 
+// An object schema's members as seen through $ref and allOf (the "if"/"then" rules aside).
+struct ObjectView {
+  json properties = json::object();
+  std::set<std::string> required;
+  bool closed = false;  // additionalProperties: false somewhere
+  bool open = false;    // additionalProperties: true or a schema somewhere
+};
+
+void merge_view(const json& s, ObjectView& out) {
+  if (s.contains("$ref")) merge_view(deref(s), out);
+  for (const auto& branch : s.value("allOf", json::array())) {
+    if (!branch.contains("if")) merge_view(branch, out);
+  }
+  if (s.contains("properties")) out.properties.update(s["properties"]);
+  for (const auto& r : s.value("required", json::array())) out.required.insert(r.get<std::string>());
+  if (s.contains("additionalProperties")) {
+    (s["additionalProperties"] == json(false) ? out.closed : out.open) = true;
+  }
+}
+
+ObjectView object_view(const json& schema) {
+  ObjectView view;
+  merge_view(schema, view);
+  return view;
+}
+
 // ---- a small JSON Schema checker -------------------------------------------------------------
 // Covers the keywords the document uses. Stricter than JSON Schema in one way, on purpose: an
 // object schema that declares properties (itself, through $ref or allOf) and says nothing about
@@ -108,6 +132,13 @@ class SchemaChecker {
     std::vector<std::string> errors;
     visit(value, schema, "$", /*check_keys=*/true, errors);
     return errors;
+  }
+  // True when `value` validates against `schema` in plain JSON Schema terms (no check for
+  // undocumented members), as for evaluating an "if".
+  bool matches(const json& value, const json& schema) const {
+    std::vector<std::string> errors;
+    visit(value, schema, "$", /*check_keys=*/false, errors);
+    return errors.empty();
   }
 
  private:
@@ -122,33 +153,16 @@ class SchemaChecker {
     return false;
   }
 
-  // Properties declared for an object through properties, $ref and allOf; `open` when some part
-  // allows additional members.
-  void declared(const json& s, std::set<std::string>& props, bool& open, bool& any) const {
-    if (!s.is_object()) return;
-    if (s.contains("$ref")) declared(deref(s), props, open, any);
-    if (s.contains("allOf")) {
-      for (const auto& b : s["allOf"]) declared(b, props, open, any);
-    }
-    if (s.contains("properties")) {
-      any = true;
-      for (const auto& [k, v] : s["properties"].items()) props.insert(k);
-    }
-    if (s.contains("additionalProperties") && s["additionalProperties"] != json(false)) open = true;
-  }
-
   void visit(const json& v, const json& s, const std::string& path, bool check_keys,
              std::vector<std::string>& errors) const {
     if (!s.is_object()) return;
     auto fail = [&](const std::string& message) { errors.push_back(path + ": " + message); };
 
     if (check_keys && v.is_object()) {
-      std::set<std::string> props;
-      bool open = false, any = false;
-      declared(s, props, open, any);
-      if (any && !open) {
+      const ObjectView view = object_view(s);
+      if (!view.properties.empty() && !view.open) {
         for (const auto& [k, x] : v.items()) {
-          if (!props.contains(k)) fail("member \"" + k + "\" is not documented");
+          if (!view.properties.contains(k)) fail("member \"" + k + "\" is not documented");
         }
       }
     }
@@ -193,8 +207,10 @@ class SchemaChecker {
       const double x = v.get<double>();
       if (s.contains("minimum") && x < s["minimum"].get<double>()) fail(v.dump() + " < minimum");
       if (s.contains("maximum") && x > s["maximum"].get<double>()) fail(v.dump() + " > maximum");
-      if (s.contains("exclusiveMinimum") && x <= s["exclusiveMinimum"].get<double>()) fail(v.dump() + " <= exclusiveMinimum");
-      if (s.contains("exclusiveMaximum") && x >= s["exclusiveMaximum"].get<double>()) fail(v.dump() + " >= exclusiveMaximum");
+      if (s.contains("exclusiveMinimum") && x <= s["exclusiveMinimum"].get<double>())
+        fail(v.dump() + " <= exclusiveMinimum");
+      if (s.contains("exclusiveMaximum") && x >= s["exclusiveMaximum"].get<double>())
+        fail(v.dump() + " >= exclusiveMaximum");
     }
     if (v.is_string()) {
       const auto& str = v.get_ref<const std::string&>();
@@ -204,13 +220,15 @@ class SchemaChecker {
         fail(v.dump() + " does not match " + s["pattern"].dump());
       }
       static const std::regex kDateTime(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$)");
-      if (s.value("format", "") == "date-time" && !std::regex_match(str, kDateTime)) fail(v.dump() + " is not a date-time");
+      if (s.value("format", "") == "date-time" && !std::regex_match(str, kDateTime))
+        fail(v.dump() + " is not a date-time");
     }
     if (v.is_array()) {
       if (s.contains("minItems") && v.size() < s["minItems"].get<std::size_t>()) fail("fewer than minItems");
       if (s.contains("maxItems") && v.size() > s["maxItems"].get<std::size_t>()) fail("more than maxItems");
       if (s.contains("items")) {
-        for (std::size_t i = 0; i < v.size(); ++i) visit(v[i], s["items"], path + "[" + std::to_string(i) + "]", true, errors);
+        for (std::size_t i = 0; i < v.size(); ++i)
+          visit(v[i], s["items"], path + "[" + std::to_string(i) + "]", true, errors);
       }
     }
     if (v.is_object()) {
@@ -229,7 +247,8 @@ class SchemaChecker {
           }
         }
       }
-      if (s.contains("maxProperties") && v.size() > s["maxProperties"].get<std::size_t>()) fail("more than maxProperties");
+      if (s.contains("maxProperties") && v.size() > s["maxProperties"].get<std::size_t>())
+        fail("more than maxProperties");
     }
   }
 };
@@ -368,17 +387,12 @@ TEST(OpenApiDocument, SubmitExampleIsTheSeedsStudyAndDecodes) {
 
 // ---- codec schemas against the codecs ---------------------------------------------------------
 
-// The schema's `required` plus what its allOf/if/then adds for this instance (e.g. JobResult
-// requires stats and samples_ms when status is ok).
+// The schema's `required` plus what its allOf if/then rules add for this instance (JobResult
+// requires stats and samples_ms when status is ok, oom when status is oom...).
 std::set<std::string> effective_required(const json& schema, const json& instance) {
-  std::set<std::string> out = strings_of(schema.value("required", json::array()));
+  std::set<std::string> out = object_view(schema).required;
   for (const auto& branch : schema.value("allOf", json::array())) {
-    if (!branch.contains("if")) continue;
-    bool applies = true;
-    for (const auto& [k, cond] : branch["if"].value("properties", json::object()).items()) {
-      applies = applies && cond.contains("const") && instance.contains(k) && instance[k] == cond["const"];
-    }
-    if (applies) {
+    if (branch.contains("if") && SchemaChecker().matches(instance, branch["if"])) {
       for (const auto& r : branch["then"].value("required", json::array())) out.insert(r.get<std::string>());
     }
   }
@@ -389,9 +403,10 @@ template <class T>
 void expect_schema_matches_codec(const std::string& name, const T& full) {
   SCOPED_TRACE(name);
   const json& schema = component_schema(name);
+  const ObjectView view = object_view(schema);
   const json encoded = full;
   ASSERT_TRUE(encoded.is_object());
-  EXPECT_EQ(keys_of(schema.value("properties", json::object())), keys_of(encoded))
+  EXPECT_EQ(keys_of(view.properties), keys_of(encoded))
       << "the schema's properties differ from what to_json writes for a fully populated value";
   auto roundtrip = decode<T>(encoded);
   ASSERT_TRUE(roundtrip.ok()) << roundtrip.error().describe();
@@ -405,14 +420,14 @@ void expect_schema_matches_codec(const std::string& name, const T& full) {
   }
   EXPECT_EQ(effective_required(schema, encoded), needed)
       << "the schema's required list differs from the fields decode<" << name << "> cannot do without";
-  EXPECT_FALSE(schema.value("additionalProperties", true)) << "decode refuses unknown fields";
+  EXPECT_TRUE(view.closed) << "decode refuses unknown fields, so the schema should too";
   json unknown = encoded;
   unknown["no_such_field"] = 1;
   EXPECT_FALSE(decode<T>(unknown).ok());
 
   // Documented defaults are what an absent field decodes to.
   const json defaults = T{};
-  for (const auto& [key, prop] : schema.value("properties", json::object()).items()) {
+  for (const auto& [key, prop] : view.properties.items()) {
     if (prop.contains("default") && defaults.contains(key)) {
       EXPECT_EQ(prop["default"], defaults[key]) << "default of " << name << "." << key;
     }
@@ -465,8 +480,8 @@ JobResult full_result(ResultStatus status) {
 TEST(OpenApiSchemas, MatrixSpecMatchesCodec) {
   expect_schema_matches_codec("MatrixSpec", full_matrix());
   expect_schema_matches_codec("MeasurementSpec", MeasurementSpec{5, 50, 500, 1.0, 60.0, 0.05});
-  expect_schema_matches_codec("JobSpec", JobSpec{"microsoft/resnet-50", 4, Mode::kDefault, "stable", "a100",
-                                                 Runtime::kPython, 1});
+  expect_schema_matches_codec("JobSpec",
+                              JobSpec{"microsoft/resnet-50", 4, Mode::kDefault, "stable", "a100", Runtime::kPython, 1});
 }
 
 TEST(OpenApiSchemas, JobResultMatchesCodec) {
@@ -509,8 +524,9 @@ TEST(OpenApiSchemas, JsonViewsMatchTheirSchemas) {
   agent.enrolled_at = 1'700'000'000'000;
   agent.last_seen_at = 1'700'000'001'000;
   agent.draining = true;
-  agent.leases.push_back({"gpu0", 5, 7, JobSpec{"microsoft/resnet-50", 1, Mode::kEager, "stable", "a100",
-                                                Runtime::kLibtorch, 0}, "running"});
+  agent.leases.push_back({"gpu0", 5, 7,
+                          JobSpec{"microsoft/resnet-50", 1, Mode::kEager, "stable", "a100", Runtime::kLibtorch, 0},
+                          "running"});
   const json a = api::agent_json(agent, 1'700'000'002'000, 15);
   EXPECT_TRUE(checker.check(a, component_schema("Agent")).empty()) << join(checker.check(a, component_schema("Agent")));
 
@@ -566,8 +582,16 @@ class OpenApiRoutes : public ::testing::Test {
     auto catalog = Catalog::load_file(default_catalog_path());
     ASSERT_TRUE(catalog.ok()) << catalog.error().describe();
     catalog_ = std::move(*catalog);
-    ctx_.emplace(api::ApiContext{*store_, catalog_, config_, clock_, work_, metrics_, kOperatorToken,
-                                 kEnrollmentToken, stopping_});
+    ctx_.emplace(api::ApiContext{.store = *store_,
+                                 .catalog = catalog_,
+                                 .config = config_,
+                                 .clock = clock_,
+                                 .work = work_,
+                                 .metrics = metrics_,
+                                 .operator_token = kOperatorToken,
+                                 .enrollment_token = kEnrollmentToken,
+                                 .stopping = stopping_,
+                                 .blocking = blocking_.get_executor()});
     api::register_routes(router_, *ctx_);
   }
   void TearDown() override {
@@ -643,6 +667,7 @@ class OpenApiRoutes : public ::testing::Test {
   WorkSignal work_;
   Metrics metrics_;
   std::atomic<bool> stopping_{false};
+  asio::thread_pool blocking_{2};  // where the handlers that touch the store run
   std::optional<api::ApiContext> ctx_;
   http::Router router_;
   std::set<std::string> exercised_;
@@ -661,7 +686,9 @@ TEST_F(OpenApiRoutes, EveryRouteIsDocumentedAndNothingElse) {
   EXPECT_EQ(routes.size(), 18u);
   for (const auto& [path, item] : paths.items()) {
     for (const auto& m : kMethods) {
-      if (item.contains(m)) EXPECT_TRUE(routes.contains({path, m})) << m << " " << path << " is not a route";
+      if (item.contains(m)) {
+        EXPECT_TRUE(routes.contains({path, m})) << m << " " << path << " is not a route";
+      }
     }
   }
 }
@@ -703,9 +730,9 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   const std::string agent = "/api/v1/agents/" + std::to_string(agent_id);
   const std::string token = enrolled.parsed["agent_token"];
   EXPECT_EQ(call(verb::post, agent + "/heartbeat", json::object()).status, 401u);
-  EXPECT_EQ(call(verb::post, "/api/v1/agents/" + std::to_string(agent_id + 1) + "/heartbeat", json::object(), token)
-                .status,
-            403u);
+  EXPECT_EQ(
+      call(verb::post, "/api/v1/agents/" + std::to_string(agent_id + 1) + "/heartbeat", json::object(), token).status,
+      403u);
   EXPECT_EQ(call(verb::post, agent + "/heartbeat", json{{"leases", 1}}, token).status, 400u);
   EXPECT_EQ(call(verb::post, agent + "/heartbeat", json::object(), token).status, 200u);
   EXPECT_EQ(call(verb::post, agent + "/lease", json{{"slot", "nope"}, {"wait_s", 0}}, token).status, 404u);
@@ -716,8 +743,9 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   const json job = leased.parsed["job"];
   const std::string job_url = "/api/v1/jobs/" + std::to_string(job["id"].get<std::int64_t>());
   const std::string lease_id = job["lease_id"];
-  EXPECT_EQ(call(verb::post, job_url + "/progress", json{{"lease_id", lease_id}, {"phase", "measure"},
-                                                         {"iterations", 3}}, token).status,
+  EXPECT_EQ(call(verb::post, job_url + "/progress",
+                 json{{"lease_id", lease_id}, {"phase", "measure"}, {"iterations", 3}}, token)
+                .status,
             200u);
   json held = json::object();
   held["job_id"] = job["id"];
@@ -744,11 +772,11 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   Call leased2 = call(verb::post, agent + "/lease", json{{"slot", "gpu0"}, {"wait_s", 0}}, token);
   ASSERT_TRUE(leased2.parsed["job"].is_object()) << leased2.body;
   const json job2 = leased2.parsed["job"];
-  EXPECT_EQ(call(verb::post, "/api/v1/jobs/" + std::to_string(job2["id"].get<std::int64_t>()) + "/result",
-                 json{{"lease_id", job2["lease_id"]}, {"attempt", 1}, {"result", full_result(ResultStatus::kOom)}},
-                 token)
-                .status,
-            201u);
+  EXPECT_EQ(
+      call(verb::post, "/api/v1/jobs/" + std::to_string(job2["id"].get<std::int64_t>()) + "/result",
+           json{{"lease_id", job2["lease_id"]}, {"attempt", 1}, {"result", full_result(ResultStatus::kOom)}}, token)
+          .status,
+      201u);
 
   // Reads of what happened.
   Call results = call(verb::get, run + "/results?limit=1");
@@ -790,9 +818,9 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   EXPECT_EQ(call(verb::post, "/api/v1/runs/999/cancel", std::nullopt, op).status, 404u);
   EXPECT_EQ(call(verb::post, run + "/cancel", std::nullopt, op).status, 200u);
   EXPECT_EQ(call(verb::post, run + "/cancel", std::nullopt, op).status, 200u);
-  Call cancelled = call(verb::post, "/api/v1/jobs/" + std::to_string(leased3.parsed["job"]["id"].get<std::int64_t>()) +
-                                        "/progress",
-                        json{{"lease_id", leased3.parsed["job"]["lease_id"]}}, token);
+  Call cancelled =
+      call(verb::post, "/api/v1/jobs/" + std::to_string(leased3.parsed["job"]["id"].get<std::int64_t>()) + "/progress",
+           json{{"lease_id", leased3.parsed["job"]["lease_id"]}}, token);
   EXPECT_EQ(cancelled.status, 409u);
   EXPECT_EQ(cancelled.parsed["reason"], "cancelled");
   Call idle = call(verb::post, agent + "/lease", json{{"slot", "gpu0"}, {"wait_s", 0}}, token);
@@ -808,11 +836,11 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   Call leased4 = call(verb::post, agent + "/lease", json{{"slot", "gpu0"}, {"wait_s", 0}}, token);
   ASSERT_TRUE(leased4.parsed["job"].is_object()) << leased4.body;
   json error_result = {{"status", "error"}, {"error", "boom"}};
-  EXPECT_EQ(call(verb::post, "/api/v1/jobs/" + std::to_string(leased4.parsed["job"]["id"].get<std::int64_t>()) +
-                                 "/result",
-                 json{{"lease_id", leased4.parsed["job"]["lease_id"]}, {"attempt", 1}, {"result", error_result}}, token)
-                .status,
-            201u);
+  EXPECT_EQ(
+      call(verb::post, "/api/v1/jobs/" + std::to_string(leased4.parsed["job"]["id"].get<std::int64_t>()) + "/result",
+           json{{"lease_id", leased4.parsed["job"]["lease_id"]}, {"attempt", 1}, {"result", error_result}}, token)
+          .status,
+      201u);
   EXPECT_EQ(call(verb::post, "/api/v1/runs/" + std::to_string(small.parsed["id"].get<std::int64_t>()) + "/cancel",
                  std::nullopt, op)
                 .status,
@@ -822,7 +850,8 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   config_.public_reads = false;
   EXPECT_EQ(call(verb::get, "/api/v1/runs").status, 401u);
   EXPECT_EQ(call(verb::get, "/api/v1/runs", std::nullopt, op).status, 200u);
-  for (const std::string& target : std::vector<std::string>{run, run + "/results", run + "/report", "/api/v1/results/1"}) {
+  for (const std::string& target :
+       std::vector<std::string>{run, run + "/results", run + "/report", "/api/v1/results/1"}) {
     EXPECT_EQ(call(verb::get, target).status, 401u) << target;
   }
   for (const char* target : {"/api/v1/models", "/api/v1/agents", "/metrics"}) {
@@ -843,10 +872,11 @@ TEST_F(OpenApiRoutes, ServedDocumentIsTheEmbeddedOne) {
   http::Request req{bhttp::verb::get, "/api/v1/openapi.json", 11};
   std::optional<http::Response> res;
   asio::io_context io;
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> { res = co_await router_.dispatch(req); },
-                 [](std::exception_ptr e) {
-                   if (e) std::rethrow_exception(e);
-                 });
+  asio::co_spawn(
+      io, [&]() -> asio::awaitable<void> { res = co_await router_.dispatch(req); },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
   io.run();
   ASSERT_TRUE(res);
   EXPECT_EQ(res->result_int(), 200u);

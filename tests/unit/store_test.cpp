@@ -170,6 +170,33 @@ TEST_F(StoreTest, ExpiredLeaseRequeuesThenFailsAfterMaxAttempts) {
   EXPECT_TRUE(info.finished_at.has_value());
 }
 
+TEST_F(StoreTest, AnExpiredLeaseIsStaleEvenBeforeTheSweep) {
+  const auto a = enroll("a");
+  const auto b = enroll("b");
+  submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager});
+  const auto g1 = lease(a);
+  const auto g2 = lease(b);
+  int notified = 0;
+  store_->on_work_available([&] { ++notified; });
+  clock_.advance_ms(options_.lease_ttl_ms);
+  EXPECT_EQ(store_->renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kLost);
+  EXPECT_EQ(store_->record_result(b, {g2.job_id, g2.lease_id}, 1, ok_result(1)).value().kind, RecordKind::kLost);
+  EXPECT_EQ(notified, 2) << "both jobs went back to the queue and waiting agents must hear of it";
+  EXPECT_EQ(store_->expire_leases().value(), 0) << "nothing left for the sweep";
+  EXPECT_EQ(lease(b).attempt, 2);
+}
+
+TEST_F(StoreTest, OnlyTheLeaseHolderLearnsOfAStoredResult) {
+  const auto a = enroll("a");
+  const auto b = enroll("b");
+  submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  const auto g = lease(a);
+  ASSERT_EQ(store_->record_result(a, {g.job_id, g.lease_id}, 1, ok_result(1)).value().kind, RecordKind::kStored);
+  EXPECT_EQ(store_->record_result(b, {g.job_id, g.lease_id}, 1, ok_result(1)).value().kind, RecordKind::kLost);
+  EXPECT_EQ(store_->record_result(a, {g.job_id, "other"}, 1, ok_result(2)).value().kind, RecordKind::kLost);
+  EXPECT_EQ(store_->record_result(a, {g.job_id, g.lease_id}, 1, ok_result(1)).value().kind, RecordKind::kDuplicate);
+}
+
 TEST_F(StoreTest, RenewalExtendsTheLease) {
   const auto a = enroll("a");
   submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
