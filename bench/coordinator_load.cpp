@@ -16,21 +16,26 @@
 
 #include <CLI/CLI.hpp>
 
-#include "bench/coordinator_process.h"
 #include "bench/load_agent.h"
 #include "bench/sqlite_probe.h"
 #include "common/catalog.h"
 #include "common/stats.h"
-
-#ifndef BENCHFLEET_COORDINATOR_BINARY
-#define BENCHFLEET_COORDINATOR_BINARY "benchfleet-coordinator"
-#endif
+#include "tests/support/coordinator_child.h"
 
 namespace {
 
 using namespace benchfleet;
 using namespace benchfleet::bench;
+using benchfleet::testing::coordinator_binary;
+using benchfleet::testing::CoordinatorChild;
+using benchfleet::testing::exit_code;
+using benchfleet::testing::file_tail;
+using benchfleet::testing::LaunchOptions;
 namespace fs = std::filesystem;
+
+constexpr const char* kOperatorToken = "load-operator-token";
+constexpr const char* kEnrollmentToken = "load-enrollment-token";
+constexpr std::size_t kLogTailBytes = 2000;  // of a coordinator's log, quoted when a phase fails
 
 struct Options {
   std::vector<int> agents = {10, 100, 1000};
@@ -40,7 +45,7 @@ struct Options {
   int client_threads = 1;
   std::int64_t jobs = 0;  // 0: sized from the SQLite probe
   std::string dir;        // "": a fresh directory under $TMPDIR or /tmp
-  std::string coordinator = BENCHFLEET_COORDINATOR_BINARY;
+  std::string coordinator = coordinator_binary();
   bool keep_dir = false;
 };
 
@@ -103,20 +108,24 @@ Result<Row> run_one(const Options& o, const std::string& dir, int agents, std::i
   if (!probe.ok()) return probe.error();
   row.probe = *probe;
 
-  CoordinatorOptions co;
-  co.binary = o.coordinator;
-  co.db = dir + "/coordinator-" + std::to_string(agents) + ".db";
-  co.log_file = co.db + ".log";
-  co.operator_token = "load-operator-token";
-  co.enrollment_token = "load-enrollment-token";
-  co.threads = o.coordinator_threads;
-  auto child = CoordinatorProcess::start(co, std::chrono::seconds(30));
+  const std::string db = dir + "/coordinator-" + std::to_string(agents) + ".db";
+  LaunchOptions launch;
+  launch.binary = o.coordinator;
+  launch.flags = {{"--db", db},
+                  {"--operator-token", kOperatorToken},
+                  {"--enrollment-token", kEnrollmentToken},
+                  {"--threads", std::to_string(o.coordinator_threads)},
+                  {"--log-level", "warn"}};
+  launch.port_file = db + ".port";
+  launch.log_file = db + ".log";
+  launch.start_timeout = std::chrono::seconds(30);
+  auto child = CoordinatorChild::start(launch);
   if (!child.ok()) return child.error();
 
   PhaseConfig pc;
-  pc.endpoint = {boost::asio::ip::make_address("127.0.0.1"), (*child)->port()};
-  pc.operator_token = co.operator_token;
-  pc.enrollment_token = co.enrollment_token;
+  pc.endpoint = {boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>((*child)->port())};
+  pc.operator_token = kOperatorToken;
+  pc.enrollment_token = kEnrollmentToken;
   pc.agents = agents;
   pc.seconds = o.seconds;
   pc.client_threads = o.client_threads;
@@ -126,15 +135,15 @@ Result<Row> run_one(const Options& o, const std::string& dir, int agents, std::i
   std::cerr << "  N=" << agents << ": coordinator pid " << (*child)->pid() << " on port " << (*child)->port()
             << ", preloading " << pc.preload_jobs << " jobs, enrolling, measuring " << o.seconds << " s...\n";
   auto phase = run_phase(pc);
-  row.coordinator_exit = (*child)->stop();
+  row.coordinator_exit = exit_code((*child)->stop().status);
   if (!phase.ok()) {
     return Error::internal("N=" + std::to_string(agents) + ": " + phase.error().message +
-                           "\ncoordinator log ends with:\n" + file_tail(co.log_file));
+                           "\ncoordinator log ends with:\n" + file_tail(launch.log_file, kLogTailBytes));
   }
   row.phase = std::move(*phase);
   if (row.coordinator_exit != 0) {
     std::cerr << "  N=" << agents << ": the coordinator exited with " << row.coordinator_exit
-              << " after SIGTERM; log ends with:\n" << file_tail(co.log_file) << "\n";
+              << " after SIGTERM; log ends with:\n" << file_tail(launch.log_file, kLogTailBytes) << "\n";
   }
   return row;
 }
@@ -262,7 +271,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    // Coordinator children are stopped by their destructors during unwinding.
+    // Coordinator children are killed by their destructors during unwinding.
     std::cerr << "coordinator_load: fatal: " << e.what() << "\n";
     return 1;
   }

@@ -86,67 +86,77 @@ Result<LeaseRequest> decode_lease_request(const nlohmann::json& j) {
 }
 
 // The authenticated agent and its decoded lease request.
-Result<std::pair<std::int64_t, LeaseRequest>> check_lease_request(const ApiContext& ctx, const http::Request& req,
-                                                                 const http::RouteMatch& m) {
-  BF_ASSIGN_OR_RETURN(std::int64_t id, authenticate_agent_path(ctx, req, m));
+struct CheckedLease {
+  std::int64_t agent_id = 0;
+  LeaseRequest request;
+};
+
+Result<CheckedLease> check_lease_request(const ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  BF_ASSIGN_OR_RETURN(const std::int64_t agent_id, authenticate_agent_path(ctx, req, m));
+  BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
+  BF_ASSIGN_OR_RETURN(LeaseRequest request, decode_lease_request(body));
+  return CheckedLease{agent_id, std::move(request)};
+}
+
+// What an agent's report on one of its jobs (progress, result) starts from: the authenticated
+// agent, the {id} job of the path and the JSON body. Whether the agent holds that job is the
+// store's question (the lease id in the body).
+struct JobReport {
+  std::int64_t agent_id = 0;
+  std::int64_t job_id = 0;
+  nlohmann::json body;
+};
+
+Result<JobReport> read_job_report(const ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  BF_ASSIGN_OR_RETURN(const std::int64_t agent_id, authenticate_agent(ctx, req));
+  BF_ASSIGN_OR_RETURN(const std::int64_t job_id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(nlohmann::json body, json_body(ctx, req));
-  BF_ASSIGN_OR_RETURN(LeaseRequest lr, decode_lease_request(body));
-  return std::make_pair(id, std::move(lr));
+  return JobReport{agent_id, job_id, std::move(body)};
 }
 
 }  // namespace
 
-http::Response enroll_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
+Result<http::Response> enroll_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
   // The enrolment token is checked like the operator token, but against its own secret.
   const std::string_view header = req[bhttp::field::authorization];
   const std::string_view token = auth::bearer_token(header);
   if (token.empty() || !auth::constant_time_equal(token, ctx.enrollment_token)) {
-    return error_response(Error{ErrorCode::kUnauthenticated,
-                                "enrolment needs the enrollment token: send \"Authorization: Bearer <token>\"", {}},
-                          req);
+    return Error{ErrorCode::kUnauthenticated,
+                 "enrolment needs the enrollment token: send \"Authorization: Bearer <token>\"", {}};
   }
-  auto body = json_body(ctx, req);
-  if (!body.ok()) return error_response(body.error(), req);
-  auto descriptor = decode<AgentDescriptor>(*body);
-  if (!descriptor.ok()) return error_response(descriptor.error(), req);
+  BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
+  BF_ASSIGN_OR_RETURN(const AgentDescriptor descriptor, decode<AgentDescriptor>(body));
   const std::string secret = auth::generate_agent_token().substr(4);
   store::AgentCredentials creds;
   creds.salt = auth::random_bytes(16);
   creds.hash = auth::hash_token(creds.salt, secret);
-  auto id = ctx.store.enroll_agent(*descriptor, creds);
-  if (!id.ok()) return error_response(id.error(), req);
+  BF_ASSIGN_OR_RETURN(const std::int64_t id, ctx.store.enroll_agent(descriptor, creds));
   nlohmann::json out = intervals(ctx);
-  out["agent_id"] = *id;
-  out["agent_token"] = compose_agent_token(*id, secret);
+  out["agent_id"] = id;
+  out["agent_token"] = compose_agent_token(id, secret);
   return json_response(bhttp::status::created, out, req);
 }
 
-http::Response agent_heartbeat(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  auto agent_id = authenticate_agent_path(ctx, req, m);
-  if (!agent_id.ok()) return error_response(agent_id.error(), req);
-  auto body = json_body(ctx, req);
-  if (!body.ok()) return error_response(body.error(), req);
+Result<http::Response> agent_heartbeat(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  BF_ASSIGN_OR_RETURN(const std::int64_t agent_id, authenticate_agent_path(ctx, req, m));
+  BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
 
   std::vector<store::LeaseRef> leases;
   bool draining = false;
-  JsonReader r(*body, "");
+  JsonReader r(body, "");
   r.optional("leases", leases);
   r.optional("draining", draining);
   r.check(leases.size() <= 64, "leases", "must list at most 64 leases");
-  if (auto s = r.finish(); !s) return error_response(s.error(), req);
-  if (draining) {
-    if (auto s = ctx.store.set_draining(*agent_id, true); !s) return error_response(s.error(), req);
-  }
-  auto renewals = ctx.store.heartbeat(*agent_id, leases);
-  if (!renewals.ok()) return error_response(renewals.error(), req);
-  auto agent = ctx.store.get_agent(*agent_id);
-  if (!agent.ok()) return error_response(agent.error(), req);
+  BF_RETURN_IF_ERROR(r.finish());
+  if (draining) BF_RETURN_IF_ERROR(ctx.store.set_draining(agent_id, true));
+  BF_ASSIGN_OR_RETURN(const auto renewals, ctx.store.heartbeat(agent_id, leases));
+  BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.get_agent(agent_id));
 
   nlohmann::json out = intervals(ctx);
-  out["drain"] = agent->draining;
+  out["drain"] = agent.draining;
   out["leases"] = nlohmann::json::array();
   for (std::size_t i = 0; i < leases.size(); ++i) {
-    const auto& r = (*renewals)[i];
+    const auto& r = renewals[i];
     out["leases"].push_back({{"job_id", leases[i].job_id},
                              {"lease_id", leases[i].lease_id},
                              {"state", store::to_string(r.state)},
@@ -161,15 +171,15 @@ asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request
   // Authentication reads the store too, so it runs on the blocking executor as well.
   auto checked = co_await run_blocking(ctx.blocking, [&] { return check_lease_request(ctx, req, m); });
   if (!checked.ok()) co_return error_response(checked.error(), req);
-  const std::int64_t* agent_id = &checked->first;
-  const LeaseRequest* lease_req = &checked->second;
+  const std::int64_t agent_id = checked->agent_id;
+  const LeaseRequest& lease_req = checked->request;
 
-  const int wait_s = std::min(lease_req->wait_s.value_or(ctx.config.long_poll_timeout_s), ctx.config.long_poll_timeout_s);
+  const int wait_s = std::min(lease_req.wait_s.value_or(ctx.config.long_poll_timeout_s), ctx.config.long_poll_timeout_s);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
   asio::steady_timer timer(co_await asio::this_coro::executor);
   while (true) {
     const auto generation = ctx.work.generation();
-    auto answer = co_await run_blocking(ctx.blocking, [&] { return ctx.store.lease(*agent_id, lease_req->slot); });
+    auto answer = co_await run_blocking(ctx.blocking, [&] { return ctx.store.lease(agent_id, lease_req.slot); });
     if (!answer.ok()) co_return error_response(answer.error(), req);
     if (answer->grant || answer->draining || ctx.stopping.load() || std::chrono::steady_clock::now() >= deadline) {
       nlohmann::json out = intervals(ctx);
@@ -188,100 +198,84 @@ asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request
   }
 }
 
-http::Response job_progress(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  auto agent_id = authenticate_agent(ctx, req);
-  if (!agent_id.ok()) return error_response(agent_id.error(), req);
-  auto job_id = id_param(m, "id");
-  if (!job_id.ok()) return error_response(job_id.error(), req);
-  auto body = json_body(ctx, req);
-  if (!body.ok()) return error_response(body.error(), req);
-  store::LeaseRef ref{*job_id, {}};
+Result<http::Response> job_progress(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  BF_ASSIGN_OR_RETURN(const JobReport report, read_job_report(ctx, req, m));
+  store::LeaseRef ref{report.job_id, {}};
   std::string phase, message;
   std::optional<int> iterations;
-  JsonReader r(*body, "");
+  JsonReader r(report.body, "");
   r.required("lease_id", ref.lease_id);
   r.optional("phase", phase);
   r.optional("message", message);
   r.optional("iterations", iterations);
   r.check(message.size() <= 4096, "message", "must be at most 4096 characters");
-  if (auto s = r.finish(); !s) return error_response(s.error(), req);
+  BF_RETURN_IF_ERROR(r.finish());
 
-  auto renewal = ctx.store.renew(*agent_id, ref);
-  if (!renewal.ok()) return error_response(renewal.error(), req);
-  if (renewal->state != store::LeaseState::kActive) return renewal_conflict(renewal->state, *job_id, req);
+  BF_ASSIGN_OR_RETURN(const auto renewal, ctx.store.renew(report.agent_id, ref));
+  if (renewal.state != store::LeaseState::kActive) return renewal_conflict(renewal.state, report.job_id, req);
   return json_response(bhttp::status::ok,
-                       {{"state", "active"}, {"lease_expires_at", format_time(renewal->expires_at)}}, req);
+                       {{"state", "active"}, {"lease_expires_at", format_time(renewal.expires_at)}}, req);
 }
 
-http::Response job_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  auto agent_id = authenticate_agent(ctx, req);
-  if (!agent_id.ok()) return error_response(agent_id.error(), req);
-  auto job_id = id_param(m, "id");
-  if (!job_id.ok()) return error_response(job_id.error(), req);
-  auto body = json_body(ctx, req);
-  if (!body.ok()) return error_response(body.error(), req);
-  store::LeaseRef ref{*job_id, {}};
+Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  BF_ASSIGN_OR_RETURN(const JobReport report, read_job_report(ctx, req, m));
+  store::LeaseRef ref{report.job_id, {}};
   int attempt = 0;
   JobResult result;
-  JsonReader r(*body, "");
+  JsonReader r(report.body, "");
   r.required("lease_id", ref.lease_id);
   r.required("attempt", attempt);
   r.required("result", result);
   r.check(attempt >= 1, "attempt", "must be >= 1");
-  if (auto s = r.finish(); !s) return error_response(s.error(), req);
+  BF_RETURN_IF_ERROR(r.finish());
 
-  auto outcome = ctx.store.record_result(*agent_id, ref, attempt, result);
-  if (!outcome.ok()) return error_response(outcome.error(), req);
-  const std::string job = std::to_string(*job_id);
-  switch (outcome->kind) {
+  BF_ASSIGN_OR_RETURN(const auto outcome, ctx.store.record_result(report.agent_id, ref, attempt, result));
+  const std::string job = std::to_string(report.job_id);
+  switch (outcome.kind) {
     case store::RecordKind::kStored:
       return json_response(bhttp::status::created,
-                           {{"result_id", outcome->result_id}, {"duplicate", false},
-                            {"implied_oom", outcome->implied_oom}},
+                           {{"result_id", outcome.result_id}, {"duplicate", false},
+                            {"implied_oom", outcome.implied_oom}},
                            req);
     case store::RecordKind::kDuplicate:
-      return json_response(bhttp::status::ok, {{"result_id", outcome->result_id}, {"duplicate", true}}, req);
+      return json_response(bhttp::status::ok, {{"result_id", outcome.result_id}, {"duplicate", true}}, req);
     case store::RecordKind::kMismatch:
       return lease_conflict("result_mismatch",
                             "a different result for attempt " + std::to_string(attempt) + " of job " + job +
                                 " is already stored",
                             req);
     case store::RecordKind::kLost:
-      return renewal_conflict(store::LeaseState::kLost, *job_id, req);
+      return renewal_conflict(store::LeaseState::kLost, report.job_id, req);
     case store::RecordKind::kCancelled:
-      return renewal_conflict(store::LeaseState::kCancelled, *job_id, req);
+      return renewal_conflict(store::LeaseState::kCancelled, report.job_id, req);
     case store::RecordKind::kNotFound:
-      return error_response(Error::not_found("job " + job + " does not exist"), req);
+      return Error::not_found("job " + job + " does not exist");
   }
-  return error_response(Error::internal("unhandled result outcome"), req);
+  return Error::internal("unhandled result outcome");
 }
 
-http::Response list_agents(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
-  if (auto s = require_reader(ctx, req); !s) return error_response(s.error(), req);
-  auto agents = ctx.store.list_agents();
-  if (!agents.ok()) return error_response(agents.error(), req);
+Result<http::Response> list_agents(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
+  BF_RETURN_IF_ERROR(require_reader(ctx, req));
+  BF_ASSIGN_OR_RETURN(const auto agents, ctx.store.list_agents());
   nlohmann::json out = nlohmann::json::array();
   const TimestampMs now = ctx.clock.now_ms();
-  for (const auto& a : *agents) out.push_back(agent_json(a, now, ctx.config.heartbeat_interval_s));
+  for (const auto& a : agents) out.push_back(agent_json(a, now, ctx.config.heartbeat_interval_s));
   return json_response(bhttp::status::ok, {{"agents", out}}, req);
 }
 
-http::Response drain_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  if (auto s = require_operator(ctx, req); !s) return error_response(s.error(), req);
-  auto id = id_param(m, "id");
-  if (!id.ok()) return error_response(id.error(), req);
+Result<http::Response> drain_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  BF_RETURN_IF_ERROR(require_operator(ctx, req));
+  BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   bool draining = true;
   if (!req.body().empty()) {
-    auto body = json_body(ctx, req);
-    if (!body.ok()) return error_response(body.error(), req);
-    JsonReader r(*body, "");
+    BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
+    JsonReader r(body, "");
     r.optional("draining", draining);
-    if (auto s = r.finish(); !s) return error_response(s.error(), req);
+    BF_RETURN_IF_ERROR(r.finish());
   }
-  if (auto s = ctx.store.set_draining(*id, draining); !s) return error_response(s.error(), req);
-  auto agent = ctx.store.get_agent(*id);
-  if (!agent.ok()) return error_response(agent.error(), req);
-  return json_response(bhttp::status::ok, agent_json(*agent, ctx.clock.now_ms(), ctx.config.heartbeat_interval_s),
+  BF_RETURN_IF_ERROR(ctx.store.set_draining(id, draining));
+  BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.get_agent(id));
+  return json_response(bhttp::status::ok, agent_json(agent, ctx.clock.now_ms(), ctx.config.heartbeat_interval_s),
                        req);
 }
 

@@ -1,5 +1,6 @@
 #include "coordinator/api/api.h"
 
+#include <utility>
 
 #include "common/embedded_file.h"
 #include "coordinator/api/blocking.h"
@@ -12,20 +13,28 @@ std::vector<EmbeddedFile> embedded_documents();  // generated from coordinator/a
 namespace {
 
 namespace bhttp = boost::beast::http;
-using SyncHandler = http::Response (*)(ApiContext&, const http::Request&, const http::RouteMatch&);
+using SyncHandler = Result<http::Response> (*)(ApiContext&, const http::Request&, const http::RouteMatch&);
+
+// The handler's response, or its error as problem+json: the one place where a handler's Error
+// becomes an answer.
+http::Response respond(ApiContext& ctx, SyncHandler f, const http::Request& req, const http::RouteMatch& m) {
+  auto res = f(ctx, req, m);
+  if (!res.ok()) return error_response(res.error(), req);
+  return std::move(res).value();
+}
 
 // Runs a handler that may block (store, report rendering) on the blocking executor; the
 // connection's coroutine resumes on its own executor when it is done.
 http::Handler offload(ApiContext& ctx, SyncHandler f) {
   return [&ctx, f](const http::Request& req, const http::RouteMatch& m) -> boost::asio::awaitable<http::Response> {
-    co_return co_await run_blocking(ctx.blocking, [&] { return f(ctx, req, m); });
+    co_return co_await run_blocking(ctx.blocking, [&] { return respond(ctx, f, req, m); });
   };
 }
 
 // Runs a handler that never blocks directly on the I/O thread.
 http::Handler inline_handler(ApiContext& ctx, SyncHandler f) {
   return [&ctx, f](const http::Request& req, const http::RouteMatch& m) -> boost::asio::awaitable<http::Response> {
-    co_return f(ctx, req, m);
+    co_return respond(ctx, f, req, m);
   };
 }
 

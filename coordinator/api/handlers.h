@@ -1,5 +1,6 @@
 // Request handlers, one function per route (see api.cpp for the route table). Synchronous
-// handlers return the response; the long-poll lease handler is a coroutine.
+// handlers return the response or an Error, which the route table turns into problem+json
+// (error_response); the long-poll lease handler is a coroutine and answers errors itself.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -9,28 +10,28 @@
 namespace benchfleet::api {
 
 // runs_handlers.cpp
-http::Response submit_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
-http::Response list_runs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
-http::Response get_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
-http::Response cancel_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
-http::Response list_results(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
-http::Response get_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
-http::Response run_report(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
-http::Response list_models(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> submit_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> list_runs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> get_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> cancel_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> get_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> list_models(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 
 // agents_handlers.cpp
-http::Response enroll_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
-http::Response agent_heartbeat(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> enroll_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> agent_heartbeat(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 boost::asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request& req,
                                                    const http::RouteMatch& m);
-http::Response job_progress(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
-http::Response job_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
-http::Response list_agents(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
-http::Response drain_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> job_progress(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> list_agents(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> drain_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 
 // service_handlers.cpp
-http::Response healthz(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
-http::Response metrics(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
-http::Response openapi(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> healthz(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> metrics(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> openapi(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 
 }  // namespace benchfleet::api

@@ -13,9 +13,6 @@ namespace {
 namespace bhttp = boost::beast::http;
 using nlohmann::json;
 
-const std::string kResnet = "microsoft/resnet-50";
-const std::string kVit = "google/vit-base-patch16-224";
-
 // A run with 2 x 2 x 2 = 8 jobs.
 json small_matrix() { return matrix({kResnet, kVit}, {1, 4}, {"eager", "default"}); }
 

@@ -14,11 +14,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::string kResnet = "microsoft/resnet-50";
-const std::string kVit = "google/vit-base-patch16-224";
-
-std::string run_url(const json& created) { return "/api/v1/runs/" + std::to_string(created["id"].get<int>()); }
-
 // The 409 problem an agent gets when it must stop working on a job.
 void expect_conflict(const http::ClientResponse& res, const std::string& reason) {
   EXPECT_EQ(res.status, 409u) << res.body;

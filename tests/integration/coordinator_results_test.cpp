@@ -17,11 +17,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::string kResnet = "microsoft/resnet-50";
-const std::string kVit = "google/vit-base-patch16-224";
-
-std::string run_url(const json& created) { return "/api/v1/runs/" + std::to_string(created["id"].get<int>()); }
-
 // The latency each (model, batch, mode) job reports in the report test: distinct per cell.
 double posted_mean(const std::string& model, int batch, const std::string& mode) {
   return (model == kResnet ? 100.0 : 200.0) + batch * 2.0 + (mode == "eager" ? 0.25 : 0.0);

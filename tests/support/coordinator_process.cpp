@@ -1,31 +1,16 @@
 #include "tests/support/coordinator_process.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <stdexcept>
 
 #include <gtest/gtest.h>
 
-extern char** environ;
-
 namespace benchfleet::testing {
 namespace {
-
-namespace bhttp = boost::beast::http;
-using namespace std::chrono_literals;
-
-constexpr auto kStartTimeout = 15s;
 
 std::string make_temp_dir() {
   const char* base = std::getenv("TMPDIR");
@@ -38,33 +23,13 @@ std::string make_temp_dir() {
   return buf.data();
 }
 
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return "signal " + std::to_string(WTERMSIG(status));
-  return "status " + std::to_string(status);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 }  // namespace
-
-std::string coordinator_binary() {
-  if (const char* env = std::getenv("BENCHFLEET_COORDINATOR_BIN"); env != nullptr && *env != '\0') return env;
-  return BENCHFLEET_COORDINATOR_BIN;
-}
 
 // ---- CoordinatorProcess ------------------------------------------------------------------------
 
 CoordinatorProcess::CoordinatorProcess(std::initializer_list<Flag> flags) : dir_(make_temp_dir()) {
   flags_ = {
-      {"--listen", "127.0.0.1:0"},
       {"--db", db_path()},
-      {"--port-file", dir_ + "/port"},
       {"--operator-token", kOperatorToken},
       {"--enrollment-token", kEnrollmentToken},
       {"--long-poll-timeout-s", "10"},
@@ -75,13 +40,7 @@ CoordinatorProcess::CoordinatorProcess(std::initializer_list<Flag> flags) : dir_
 }
 
 CoordinatorProcess::~CoordinatorProcess() {
-  if (pid_ > 0) {
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-  }
+  child_.reset();  // kills it
   client_.reset();
   if (::testing::Test::HasFailure()) {
     std::cerr << "---- coordinator log (" << log_path() << "), kept for inspection ----\n"
@@ -93,108 +52,35 @@ CoordinatorProcess::~CoordinatorProcess() {
 }
 
 void CoordinatorProcess::start() {
-  if (pid_ > 0) throw std::runtime_error("CoordinatorProcess::start: already running");
-  const std::string port_file = dir_ + "/port";
-  ::unlink(port_file.c_str());
+  if (child_) throw std::runtime_error("CoordinatorProcess::start: already running");
   client_.reset();
   port_ = 0;
-
-  // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
-  const std::string binary = coordinator_binary();
-  std::vector<std::string> args = {binary};
-  for (const auto& [flag, value] : flags_) {
-    args.push_back(flag);
-    args.push_back(value);
-  }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // The environment minus BENCHFLEET_* so a developer's settings cannot change the test.
-  std::vector<char*> envp;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "BENCHFLEET_", 11) != 0) envp.push_back(*e);
-  }
-  envp.push_back(nullptr);
-  const int log_fd = ::open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) throw std::runtime_error("open(" + log_path() + "): " + std::strerror(errno));
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const pid_t parent = ::getpid();
-
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(log_fd);
-    if (null_fd >= 0) ::close(null_fd);
-    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
-    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-    ::dup2(log_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    ::execve(argv[0], argv.data(), envp.data());
-    const char msg[] = "CoordinatorProcess: execve failed\n";
-    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
-    ::_exit(127);
-  }
-  ::close(log_fd);
-  if (null_fd >= 0) ::close(null_fd);
-  pid_ = pid;
-
-  const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
-  while (true) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      throw std::runtime_error("benchfleet-coordinator (" + binary + ") exited during start-up with " +
-                               describe_status(status) + " (directory " + dir_ + " kept); log:\n" + log_tail());
-    }
-    const std::string text = read_file(port_file);
-    if (!text.empty() && text.back() == '\n') {
-      port_ = std::atoi(text.c_str());
-      if (port_ > 0) break;
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      kill9();
-      throw std::runtime_error("benchfleet-coordinator did not write its port file " + port_file + " within " +
-                               std::to_string(kStartTimeout.count()) + " s (directory " + dir_ + " kept); log:\n" +
-                               log_tail());
-    }
-    std::this_thread::sleep_for(20ms);
-  }
+  LaunchOptions options;
+  options.flags = flags_;
+  options.port_file = dir_ + "/port";
+  options.log_file = log_path();
+  options.append_log = true;         // a restart keeps the log of the process before
+  options.clean_environment = true;  // a developer's $BENCHFLEET_* must not change the test
+  auto child = CoordinatorChild::start(options);
+  if (!child.ok()) throw std::runtime_error(child.error().message + "\n(directory " + dir_ + " kept)");
+  child_ = std::move(*child);
+  port_ = child_->port();
   client_ = std::make_unique<http::Client>(base_url());
 }
 
 int CoordinatorProcess::stop(std::chrono::milliseconds grace) {
-  if (pid_ <= 0) return -1;
-  ::kill(pid_, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + grace;
-  int status = 0;
-  while (true) {
-    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) break;
-    if (r < 0 && errno != EINTR) break;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      ADD_FAILURE() << "benchfleet-coordinator did not stop within " << grace.count()
-                    << " ms of SIGTERM; killing it";
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(20ms);
+  if (!child_) return -1;
+  const CoordinatorChild::Exit exit = child_->stop(grace);
+  if (exit.killed_after_grace) {
+    ADD_FAILURE() << "benchfleet-coordinator did not stop within " << grace.count() << " ms of SIGTERM; killed it";
   }
-  pid_ = -1;
+  child_.reset();
   client_.reset();
-  return status;
+  return exit.status;
 }
 
 void CoordinatorProcess::kill9() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
-  pid_ = -1;
+  child_.reset();  // kills it
   client_.reset();
 }
 
@@ -214,10 +100,7 @@ std::unique_ptr<http::Client> CoordinatorProcess::make_client() const {
   return std::make_unique<http::Client>(base_url());
 }
 
-std::string CoordinatorProcess::log_tail(std::size_t max_bytes) const {
-  const std::string text = read_file(log_path());
-  return text.size() <= max_bytes ? text : "..." + text.substr(text.size() - max_bytes);
-}
+std::string CoordinatorProcess::log_tail(std::size_t max_bytes) const { return file_tail(log_path(), max_bytes); }
 
 namespace {
 
@@ -378,6 +261,10 @@ nlohmann::json oom_result(const std::string& phase, std::int64_t bytes) {
           {"samples_ms", nlohmann::json::array()},
           {"environment", {{"torch", "2.0.0+test"}}},
           {"telemetry", nlohmann::json::object()}};
+}
+
+std::string run_url(const nlohmann::json& created) {
+  return "/api/v1/runs/" + std::to_string(created.at("id").get<std::int64_t>());
 }
 
 nlohmann::json matrix(const std::vector<std::string>& models, const std::vector<int>& batches,

@@ -9,15 +9,13 @@
 //
 // Every process runs in its own temporary directory (database, token files, log). The
 // destructor always kills the process; the directory is removed unless the current test failed,
-// in which case the log tail is printed and the directory kept for inspection. The child also
-// gets SIGKILL if the thread that started it dies (PR_SET_PDEATHSIG), so a crashed test binary
-// leaves no coordinator behind: start coordinators from the test's main thread.
+// in which case the log tail is printed and the directory kept for inspection. The process is a
+// CoordinatorChild (coordinator_child.h), so a crashed test binary leaves no coordinator behind:
+// start coordinators from the test's main thread.
 //
 // Transport failures (connection refused, timeouts) throw std::runtime_error naming the request
 // and including the coordinator's log tail; gtest reports them as test failures.
 #pragma once
-
-#include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
@@ -33,11 +31,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/http/client.h"
+#include "tests/support/coordinator_child.h"
 
 namespace benchfleet::testing {
-
-// The path of the benchfleet-coordinator binary: $BENCHFLEET_COORDINATOR_BIN, else the build's.
-std::string coordinator_binary();
 
 class CoordinatorProcess {
  public:
@@ -45,7 +41,8 @@ class CoordinatorProcess {
   static constexpr const char* kEnrollmentToken = "it-enrollment-token-0123456789";
 
   // `flags` ("--max-cells" -> "10") are added to, or replace, the defaults:
-  // --listen 127.0.0.1:0, --db, --port-file, both tokens, --long-poll-timeout-s 10, --log-level info.
+  // --db, both tokens, --long-poll-timeout-s 10, --log-level info. (--listen 127.0.0.1:0 and
+  // --port-file are always set; see LaunchOptions.)
   using Flag = std::pair<const std::string, std::string>;
   explicit CoordinatorProcess(std::initializer_list<Flag> flags = {});
   ~CoordinatorProcess();
@@ -63,7 +60,7 @@ class CoordinatorProcess {
   // stop() (or nothing, when already stopped) and start() again on the same database.
   // The port changes: clients made before refer to the old one (FakeAgent follows on its own).
   void restart();
-  bool running() const { return pid_ > 0; }
+  bool running() const { return child_ != nullptr; }
 
   // "http://127.0.0.1:<port>" of the current process.
   std::string base_url() const;
@@ -90,8 +87,8 @@ class CoordinatorProcess {
  private:
   std::map<std::string, std::string> flags_;
   std::string dir_;
-  pid_t pid_ = -1;
-  int port_ = 0;
+  std::unique_ptr<CoordinatorChild> child_;
+  int port_ = 0;  // of the last process started: clients made before a stop keep using it
   std::unique_ptr<http::Client> client_;
 };
 
@@ -161,6 +158,13 @@ class FakeAgent {
 nlohmann::json ok_result(double mean_ms, std::optional<double> median_ms = std::nullopt, int n = 5);
 // A valid "oom" JobResult in `phase` with `bytes` requested.
 nlohmann::json oom_result(const std::string& phase = "warmup", std::int64_t bytes = 1 << 30);
+
+// Catalog models the tests submit.
+inline const std::string kResnet = "microsoft/resnet-50";
+inline const std::string kVit = "google/vit-base-patch16-224";
+
+// "/api/v1/runs/<id>" of a run as submit() answered it.
+std::string run_url(const nlohmann::json& created);
 
 // A matrix with the given axes (name "it", one GPU class, one build, libtorch).
 nlohmann::json matrix(const std::vector<std::string>& models, const std::vector<int>& batches,

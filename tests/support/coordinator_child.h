@@ -1,0 +1,78 @@
+// The real benchfleet-coordinator binary as a child process on 127.0.0.1:0, its port read from
+// --port-file. Shared by the integration tests (CoordinatorProcess in coordinator_process.h adds
+// a temporary directory, clients and gtest reporting on top) and bench/coordinator_load; it does
+// not use gtest.
+//
+// The child gets SIGKILL if the thread that started it dies (PR_SET_PDEATHSIG), so a crashed or
+// killed test or benchmark leaves no coordinator behind: start children from the main thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+
+namespace benchfleet::testing {
+
+// The path of the benchfleet-coordinator binary: $BENCHFLEET_COORDINATOR_BIN, else the build's.
+std::string coordinator_binary();
+
+struct LaunchOptions {
+  std::string binary = coordinator_binary();
+  // Command-line flags and their values ("--db" -> path). start() adds --listen 127.0.0.1:0 and
+  // --port-file `port_file`; REQUIRES: `flags` names neither.
+  std::map<std::string, std::string> flags;
+  std::string port_file;
+  std::string log_file;  // the child's stdout and stderr
+  bool append_log = false;  // keep what an earlier process wrote there (restarts); else truncate
+  // Drop $BENCHFLEET_* from the child's environment, so a developer's settings cannot change a
+  // test. Off, the child sees the same $BENCHFLEET_CATALOG as its parent.
+  bool clean_environment = false;
+  std::chrono::milliseconds start_timeout = std::chrono::seconds(15);
+};
+
+// One running coordinator process. Not thread-safe.
+class CoordinatorChild {
+ public:
+  // Starts the binary and waits (up to options.start_timeout) until it wrote its port file. On
+  // failure the child is killed and reaped, and the error quotes the end of its log.
+  static Result<std::unique_ptr<CoordinatorChild>> start(const LaunchOptions& options);
+
+  CoordinatorChild(const CoordinatorChild&) = delete;
+  CoordinatorChild& operator=(const CoordinatorChild&) = delete;
+  // SIGKILL (as kill9()) if it is still running.
+  ~CoordinatorChild();
+
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0; }
+
+  struct Exit {
+    int status = -1;                // as waitpid reports it; -1 when it was not running
+    bool killed_after_grace = false;  // it outlived the grace period and got SIGKILL
+  };
+  // SIGTERM, then waits up to `grace` for the exit; SIGKILL after that.
+  Exit stop(std::chrono::milliseconds grace = std::chrono::seconds(10));
+  // SIGKILL now (a crash: nothing is flushed or finished).
+  void kill9();
+
+ private:
+  explicit CoordinatorChild(pid_t pid) : pid_(pid) {}
+
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// The exit code a waitpid status stands for: the code, or 128 + signal when killed by one.
+int exit_code(int wait_status);
+// "exit code 3" or "signal 9", for messages.
+std::string describe_wait_status(int wait_status);
+// The last `max_bytes` of a text file ("..." in front when cut; "" when unreadable).
+std::string file_tail(const std::string& path, std::size_t max_bytes);
+
+}  // namespace benchfleet::testing

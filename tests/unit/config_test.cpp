@@ -1,0 +1,83 @@
+#include "coordinator/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace benchfleet {
+namespace {
+
+Result<ConfigParse> parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "benchfleet-coordinator");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return parse_coordinator_config(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(CoordinatorConfig, YamlSetsOptionsAndNamesBadKeys) {
+  CoordinatorConfig c;
+  ASSERT_TRUE(apply_yaml_config("lease_ttl_s: 90\npublic_reads: false\nlisten: 0.0.0.0:9000\n", "c.yaml", c).ok());
+  EXPECT_EQ(c.lease_ttl_s, 90);
+  EXPECT_FALSE(c.public_reads);
+  EXPECT_EQ(c.listen, "0.0.0.0:9000");
+
+  auto unknown = apply_yaml_config("lease_ttl: 90\n", "c.yaml", c);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().field, "lease_ttl");
+  EXPECT_NE(unknown.error().message.find("c.yaml"), std::string::npos);
+
+  auto wrong_type = apply_yaml_config("max_attempts: many\n", "c.yaml", c);
+  ASSERT_FALSE(wrong_type.ok());
+  EXPECT_EQ(wrong_type.error().field, "max_attempts");
+
+  EXPECT_FALSE(apply_yaml_config("[1, 2]", "c.yaml", c).ok());
+  EXPECT_FALSE(apply_yaml_config("a: [", "c.yaml", c).ok());
+}
+
+TEST(CoordinatorConfig, ValidationNamesTheOption) {
+  CoordinatorConfig c;
+  EXPECT_TRUE(validate(c).ok());
+  c.heartbeat_interval_s = c.lease_ttl_s;
+  EXPECT_EQ(validate(c).error().field, "heartbeat_interval_s");
+  c = CoordinatorConfig{};
+  c.max_attempts = 0;
+  EXPECT_EQ(validate(c).error().field, "max_attempts");
+}
+
+TEST(CoordinatorConfig, FlagsBeatEnvironmentWhichBeatsTheFile) {
+  const auto path = std::filesystem::temp_directory_path() / ("bf-config-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path) << "lease_ttl_s: 70\nmax_attempts: 5\nlong_poll_timeout_s: 11\n";
+  ::setenv("BENCHFLEET_MAX_ATTEMPTS", "7", 1);
+  ::setenv("BENCHFLEET_LONG_POLL_TIMEOUT_S", "12", 1);
+  auto r = parse({"--config", path.string(), "--long-poll-timeout-s", "13"});
+  ::unsetenv("BENCHFLEET_MAX_ATTEMPTS");
+  ::unsetenv("BENCHFLEET_LONG_POLL_TIMEOUT_S");
+  std::filesystem::remove(path);
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_FALSE(r->exit_now);
+  EXPECT_EQ(r->config.lease_ttl_s, 70) << "file only";
+  EXPECT_EQ(r->config.max_attempts, 7) << "environment over file";
+  EXPECT_EQ(r->config.long_poll_timeout_s, 13) << "flag over environment";
+}
+
+TEST(CoordinatorConfig, UsageErrorsExitNonZeroAndHelpExitsZero) {
+  auto bad = parse({"--lease-ttl-s", "soon"});
+  ASSERT_TRUE(bad.ok());
+  EXPECT_TRUE(bad->exit_now);
+  EXPECT_NE(bad->exit_code, 0);
+  auto help = parse({"--help"});
+  ASSERT_TRUE(help.ok());
+  EXPECT_TRUE(help->exit_now);
+  EXPECT_EQ(help->exit_code, 0);
+  auto invalid = parse({"--max-attempts", "0"});
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_EQ(invalid.error().field, "max_attempts");
+  auto missing = parse({"--config", "/nonexistent/benchfleet.yaml"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().field, "config");
+}
+
+}  // namespace
+}  // namespace benchfleet

@@ -1,0 +1,367 @@
+// Real responses of every endpoint, driven through the Router, against the OpenAPI document:
+// every route is documented with its route name as operationId and nothing else is, and each
+// answer's status code, media type and body are the documented ones.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/catalog.h"
+#include "common/clock.h"
+#include "common/http/router.h"
+#include "coordinator/api/api.h"
+#include "coordinator/config.h"
+#include "coordinator/metrics.h"
+#include "coordinator/store/store.h"
+#include "coordinator/work_signal.h"
+#include "tests/unit/openapi_support.h"
+
+namespace benchfleet::testing {
+namespace {
+
+namespace fs = std::filesystem;
+namespace asio = boost::asio;
+namespace bhttp = boost::beast::http;
+using nlohmann::json;
+
+constexpr const char* kOperatorToken = "operator-secret";
+constexpr const char* kEnrollmentToken = "enrollment-secret";
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+class OpenApiRoutes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("bf-openapi-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    store::StoreOptions options;
+    options.path = (dir_ / "bf.db").string();
+    auto s = store::Store::open(options, clock_);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    store_ = std::move(*s);
+    auto catalog = Catalog::load_file(default_catalog_path());
+    ASSERT_TRUE(catalog.ok()) << catalog.error().describe();
+    catalog_ = std::move(*catalog);
+    ctx_.emplace(api::ApiContext{.store = *store_,
+                                 .catalog = catalog_,
+                                 .config = config_,
+                                 .clock = clock_,
+                                 .work = work_,
+                                 .metrics = metrics_,
+                                 .operator_token = kOperatorToken,
+                                 .enrollment_token = kEnrollmentToken,
+                                 .stopping = stopping_,
+                                 .blocking = blocking_.get_executor()});
+    api::register_routes(router_, *ctx_);
+  }
+  void TearDown() override {
+    ctx_.reset();
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+
+  struct Call {
+    unsigned status = 0;
+    std::string route;
+    std::string content_type;
+    std::string body;
+    json parsed;  // null unless JSON
+  };
+
+  // Dispatches through the router and checks the answer against the document: the route's
+  // operation documents this status with this media type, and a JSON body matches its schema.
+  Call call(bhttp::verb method, const std::string& target, const std::optional<json>& body = std::nullopt,
+            const std::string& token = "") {
+    http::Request req{method, target, 11};
+    if (!token.empty()) req.set(bhttp::field::authorization, "Bearer " + token);
+    if (body) {
+      req.set(bhttp::field::content_type, "application/json");
+      req.body() = body->dump();
+    }
+    req.prepare_payload();
+    Call out;
+    std::optional<http::Response> res;
+    asio::io_context io;
+    asio::co_spawn(
+        io, [&]() -> asio::awaitable<void> { res = co_await router_.dispatch(req, out.route); },
+        [](std::exception_ptr e) {
+          if (e) std::rethrow_exception(e);
+        });
+    io.run();
+    EXPECT_TRUE(res.has_value());
+    if (!res) return out;
+    out.status = res->result_int();
+    out.content_type = std::string((*res)[bhttp::field::content_type]);
+    out.body = res->body();
+    const std::string media = lower(out.content_type.substr(0, out.content_type.find(';')));
+    if (media == "application/json" || media == "application/problem+json") out.parsed = json::parse(out.body);
+    expect_documented(method, out, media);
+    return out;
+  }
+
+  void expect_documented(bhttp::verb method, const Call& c, const std::string& media) {
+    const std::string where = std::string(bhttp::to_string(method)) + " " + c.route + " -> " + std::to_string(c.status);
+    const json* op = nullptr;
+    for (const auto& [path, item] : document()["paths"].items()) {
+      for (const auto& m : kMethods) {
+        if (item.contains(m) && item[m]["operationId"] == c.route) op = &item[m];
+      }
+    }
+    ASSERT_NE(op, nullptr) << where << ": no operation";
+    const std::string status = std::to_string(c.status);
+    ASSERT_TRUE((*op)["responses"].contains(status)) << where << ": status not documented; body " << c.body;
+    const json& resp = deref((*op)["responses"][status]);
+    ASSERT_TRUE(resp.contains("content")) << where;
+    ASSERT_TRUE(resp["content"].contains(media)) << where << ": media type " << media << " not documented";
+    exercised_.insert(c.route + " " + status);
+    if (c.parsed.is_null()) return;
+    const auto errors = SchemaChecker().check(c.parsed, resp["content"][media]["schema"]);
+    EXPECT_TRUE(errors.empty()) << where << join(errors) << "\nbody: " << c.body;
+  }
+
+  fs::path dir_;
+  SystemClock clock_;
+  std::unique_ptr<store::Store> store_;
+  Catalog catalog_;
+  CoordinatorConfig config_;
+  WorkSignal work_;
+  Metrics metrics_;
+  std::atomic<bool> stopping_{false};
+  asio::thread_pool blocking_{2};  // where the handlers that touch the store run
+  std::optional<api::ApiContext> ctx_;
+  http::Router router_;
+  std::set<std::string> exercised_;
+};
+
+TEST_F(OpenApiRoutes, EveryRouteIsDocumentedAndNothingElse) {
+  const json& paths = document()["paths"];
+  std::set<std::pair<std::string, std::string>> routes;
+  for (const auto& r : router_.routes()) {
+    const std::string method = lower(bhttp::to_string(r.method));
+    routes.insert({r.pattern, method});
+    ASSERT_TRUE(paths.contains(r.pattern)) << r.pattern << " is not documented";
+    ASSERT_TRUE(paths[r.pattern].contains(method)) << method << " " << r.pattern << " is not documented";
+    EXPECT_EQ(paths[r.pattern][method]["operationId"], r.name) << method << " " << r.pattern;
+  }
+  EXPECT_EQ(routes.size(), 18u);
+  for (const auto& [path, item] : paths.items()) {
+    for (const auto& m : kMethods) {
+      if (item.contains(m)) {
+        EXPECT_TRUE(routes.contains({path, m})) << m << " " << path << " is not a route";
+      }
+    }
+  }
+}
+
+TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
+  using bhttp::verb;
+  const std::string op = kOperatorToken;
+  json matrix = json::object();
+  matrix["name"] = "doc check";
+  matrix["models"] = json::array({"microsoft/resnet-50"});
+  matrix["batch_sizes"] = json::array({1, 4});
+  matrix["modes"] = json::array({"eager", "default"});
+  matrix["torch_builds"] = json::array({"stable"});
+  matrix["gpus"] = json::array({"a100"});
+
+  // Operators.
+  EXPECT_EQ(call(verb::post, "/api/v1/runs", matrix).status, 401u);
+  EXPECT_EQ(call(verb::post, "/api/v1/runs", json{{"name", "x"}}, op).status, 400u);
+  EXPECT_EQ(call(verb::post, "/api/v1/runs", json::array(), op).status, 400u);
+  Call submitted = call(verb::post, "/api/v1/runs", matrix, op);
+  ASSERT_EQ(submitted.status, 201u) << submitted.body;
+  const std::string run = "/api/v1/runs/" + std::to_string(submitted.parsed["id"].get<std::int64_t>());
+  EXPECT_EQ(call(verb::get, "/api/v1/runs").status, 200u);
+  EXPECT_EQ(call(verb::get, "/api/v1/runs?limit=1").status, 200u);
+  EXPECT_EQ(call(verb::get, "/api/v1/runs?limit=0").status, 400u);
+  EXPECT_EQ(call(verb::get, run).status, 200u);
+  EXPECT_EQ(call(verb::get, "/api/v1/runs/0").status, 400u);
+  EXPECT_EQ(call(verb::get, "/api/v1/runs/999").status, 404u);
+  EXPECT_EQ(call(verb::get, "/api/v1/models").status, 200u);
+  EXPECT_EQ(call(verb::get, "/api/v1/agents").status, 200u);
+
+  // An agent enrols, leases, reports progress and results.
+  json descriptor = full_agent();
+  EXPECT_EQ(call(verb::post, "/api/v1/agents/enroll", descriptor, op).status, 401u);
+  EXPECT_EQ(call(verb::post, "/api/v1/agents/enroll", json{{"name", "x"}}, kEnrollmentToken).status, 400u);
+  Call enrolled = call(verb::post, "/api/v1/agents/enroll", descriptor, kEnrollmentToken);
+  ASSERT_EQ(enrolled.status, 201u) << enrolled.body;
+  const std::int64_t agent_id = enrolled.parsed["agent_id"];
+  const std::string agent = "/api/v1/agents/" + std::to_string(agent_id);
+  const std::string token = enrolled.parsed["agent_token"];
+  EXPECT_EQ(call(verb::post, agent + "/heartbeat", json::object()).status, 401u);
+  EXPECT_EQ(
+      call(verb::post, "/api/v1/agents/" + std::to_string(agent_id + 1) + "/heartbeat", json::object(), token).status,
+      403u);
+  EXPECT_EQ(call(verb::post, agent + "/heartbeat", json{{"leases", 1}}, token).status, 400u);
+  EXPECT_EQ(call(verb::post, agent + "/heartbeat", json::object(), token).status, 200u);
+  EXPECT_EQ(call(verb::post, agent + "/lease", json{{"slot", "nope"}, {"wait_s", 0}}, token).status, 404u);
+  EXPECT_EQ(call(verb::post, agent + "/lease", json{{"wait_s", 0}}, token).status, 400u);
+  Call leased = call(verb::post, agent + "/lease", json{{"slot", "gpu0"}, {"wait_s", 0}}, token);
+  ASSERT_EQ(leased.status, 200u) << leased.body;
+  ASSERT_TRUE(leased.parsed["job"].is_object()) << leased.body;
+  const json job = leased.parsed["job"];
+  const std::string job_url = "/api/v1/jobs/" + std::to_string(job["id"].get<std::int64_t>());
+  const std::string lease_id = job["lease_id"];
+  EXPECT_EQ(call(verb::post, job_url + "/progress",
+                 json{{"lease_id", lease_id}, {"phase", "measure"}, {"iterations", 3}}, token)
+                .status,
+            200u);
+  json held = json::object();
+  held["job_id"] = job["id"];
+  held["lease_id"] = lease_id;
+  json beat = json::object();
+  beat["leases"] = json::array({held});
+  beat["draining"] = false;
+  EXPECT_EQ(call(verb::post, agent + "/heartbeat", beat, token).status, 200u);
+  json result = {{"lease_id", lease_id}, {"attempt", job["attempt"]}, {"result", full_result(ResultStatus::kOk)}};
+  EXPECT_EQ(call(verb::post, job_url + "/result", json{{"lease_id", lease_id}}, token).status, 400u);
+  EXPECT_EQ(call(verb::post, job_url + "/result", result, token).status, 201u);
+  EXPECT_EQ(call(verb::post, job_url + "/result", result, token).status, 200u);
+  json different = result;
+  different["result"]["first_call_ms"] = 1.0;
+  Call mismatch = call(verb::post, job_url + "/result", different, token);
+  EXPECT_EQ(mismatch.status, 409u);
+  EXPECT_EQ(mismatch.parsed["reason"], "result_mismatch");
+  Call lost = call(verb::post, job_url + "/progress", json{{"lease_id", lease_id}}, token);
+  EXPECT_EQ(lost.status, 409u);
+  EXPECT_EQ(lost.parsed["reason"], "lease_lost");
+  EXPECT_EQ(call(verb::post, "/api/v1/jobs/999999/result", result, token).status, 404u);
+
+  // A second job ends in an OOM.
+  Call leased2 = call(verb::post, agent + "/lease", json{{"slot", "gpu0"}, {"wait_s", 0}}, token);
+  ASSERT_TRUE(leased2.parsed["job"].is_object()) << leased2.body;
+  const json job2 = leased2.parsed["job"];
+  EXPECT_EQ(
+      call(verb::post, "/api/v1/jobs/" + std::to_string(job2["id"].get<std::int64_t>()) + "/result",
+           json{{"lease_id", job2["lease_id"]}, {"attempt", 1}, {"result", full_result(ResultStatus::kOom)}}, token)
+          .status,
+      201u);
+
+  // Reads of what happened.
+  Call results = call(verb::get, run + "/results?limit=1");
+  EXPECT_EQ(results.status, 200u);
+  ASSERT_TRUE(results.parsed["next_cursor"].is_string()) << results.body;
+  EXPECT_EQ(call(verb::get, run + "/results?cursor=" + results.parsed["next_cursor"].get<std::string>() +
+                                "&samples=false&status=oom&mode=eager&runtime=libtorch&batch=1&gpu=a100&build=stable"
+                                "&model=microsoft/resnet-50")
+                .status,
+            200u);
+  EXPECT_EQ(call(verb::get, run + "/results?samples=maybe").status, 400u);
+  EXPECT_EQ(call(verb::get, run + "/results?mode=fast").status, 400u);
+  EXPECT_EQ(call(verb::get, "/api/v1/runs/999/results").status, 404u);
+  const std::int64_t result_id = results.parsed["results"][0]["id"];
+  EXPECT_EQ(call(verb::get, "/api/v1/results/" + std::to_string(result_id)).status, 200u);
+  EXPECT_EQ(call(verb::get, "/api/v1/results/999999").status, 404u);
+  for (const char* q : {"", "?format=json&stat=median", "?format=md", "?format=csv"}) {
+    EXPECT_EQ(call(verb::get, run + "/report" + q).status, 200u) << q;
+  }
+  EXPECT_EQ(call(verb::get, run + "/report?format=pdf").status, 400u);
+  EXPECT_EQ(call(verb::get, "/api/v1/runs/999/report").status, 404u);
+  EXPECT_EQ(call(verb::get, "/api/v1/agents").status, 200u);
+  EXPECT_EQ(call(verb::get, "/healthz").status, 200u);
+  EXPECT_EQ(call(verb::get, "/metrics").status, 200u);
+  EXPECT_EQ(call(verb::get, "/api/v1/openapi.json").status, 200u);
+
+  // Drain, resume; then a job whose run gets cancelled under it.
+  EXPECT_EQ(call(verb::post, agent + "/drain", std::nullopt).status, 401u);
+  EXPECT_EQ(call(verb::post, agent + "/drain", json{{"draining", "yes"}}, op).status, 400u);
+  EXPECT_EQ(call(verb::post, "/api/v1/agents/999/drain", std::nullopt, op).status, 404u);
+  EXPECT_EQ(call(verb::post, agent + "/drain", std::nullopt, op).status, 200u);
+  Call drained = call(verb::post, agent + "/lease", json{{"slot", "gpu0"}, {"wait_s", 0}}, token);
+  EXPECT_TRUE(drained.parsed["job"].is_null());
+  EXPECT_EQ(drained.parsed["draining"], true);
+  EXPECT_EQ(call(verb::post, agent + "/drain", json{{"draining", false}}, op).status, 200u);
+  Call leased3 = call(verb::post, agent + "/lease", json{{"slot", "gpu0"}, {"wait_s", 0}}, token);
+  ASSERT_TRUE(leased3.parsed["job"].is_object()) << leased3.body;
+  EXPECT_EQ(call(verb::post, run + "/cancel", std::nullopt).status, 401u);
+  EXPECT_EQ(call(verb::post, "/api/v1/runs/999/cancel", std::nullopt, op).status, 404u);
+  EXPECT_EQ(call(verb::post, run + "/cancel", std::nullopt, op).status, 200u);
+  EXPECT_EQ(call(verb::post, run + "/cancel", std::nullopt, op).status, 200u);
+  Call cancelled =
+      call(verb::post, "/api/v1/jobs/" + std::to_string(leased3.parsed["job"]["id"].get<std::int64_t>()) + "/progress",
+           json{{"lease_id", leased3.parsed["job"]["lease_id"]}}, token);
+  EXPECT_EQ(cancelled.status, 409u);
+  EXPECT_EQ(cancelled.parsed["reason"], "cancelled");
+  Call idle = call(verb::post, agent + "/lease", json{{"slot", "gpu0"}, {"wait_s", 0}}, token);
+  EXPECT_EQ(idle.status, 200u);
+  EXPECT_TRUE(idle.parsed["job"].is_null());
+
+  // A run that finished cannot be cancelled.
+  json one = matrix;
+  one["batch_sizes"] = json::array({1});
+  one["modes"] = json::array({"eager"});
+  Call small = call(verb::post, "/api/v1/runs", one, op);
+  ASSERT_EQ(small.status, 201u);
+  Call leased4 = call(verb::post, agent + "/lease", json{{"slot", "gpu0"}, {"wait_s", 0}}, token);
+  ASSERT_TRUE(leased4.parsed["job"].is_object()) << leased4.body;
+  json error_result = {{"status", "error"}, {"error", "boom"}};
+  EXPECT_EQ(
+      call(verb::post, "/api/v1/jobs/" + std::to_string(leased4.parsed["job"]["id"].get<std::int64_t>()) + "/result",
+           json{{"lease_id", leased4.parsed["job"]["lease_id"]}, {"attempt", 1}, {"result", error_result}}, token)
+          .status,
+      201u);
+  EXPECT_EQ(call(verb::post, "/api/v1/runs/" + std::to_string(small.parsed["id"].get<std::int64_t>()) + "/cancel",
+                 std::nullopt, op)
+                .status,
+            409u);
+
+  // With public_reads off, reads need the operator token.
+  config_.public_reads = false;
+  EXPECT_EQ(call(verb::get, "/api/v1/runs").status, 401u);
+  EXPECT_EQ(call(verb::get, "/api/v1/runs", std::nullopt, op).status, 200u);
+  for (const std::string& target :
+       std::vector<std::string>{run, run + "/results", run + "/report", "/api/v1/results/1"}) {
+    EXPECT_EQ(call(verb::get, target).status, 401u) << target;
+  }
+  for (const char* target : {"/api/v1/models", "/api/v1/agents", "/metrics"}) {
+    EXPECT_EQ(call(verb::get, target).status, 401u) << target;
+  }
+  EXPECT_EQ(call(verb::get, "/healthz").status, 200u);
+  EXPECT_EQ(call(verb::get, "/api/v1/openapi.json").status, 200u);
+
+  // Every route answered at least once.
+  for (const auto& r : router_.routes()) {
+    EXPECT_TRUE(std::any_of(exercised_.begin(), exercised_.end(),
+                            [&](const std::string& e) { return e.rfind(r.name + " ", 0) == 0; }))
+        << r.name << " was never called";
+  }
+}
+
+TEST_F(OpenApiRoutes, ServedDocumentIsTheEmbeddedOne) {
+  http::Request req{bhttp::verb::get, "/api/v1/openapi.json", 11};
+  std::optional<http::Response> res;
+  asio::io_context io;
+  asio::co_spawn(
+      io, [&]() -> asio::awaitable<void> { res = co_await router_.dispatch(req); },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+  io.run();
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->result_int(), 200u);
+  EXPECT_EQ(json::parse(res->body()), document());
+}
+
+}  // namespace
+}  // namespace benchfleet::testing
