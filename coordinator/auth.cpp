@@ -52,7 +52,7 @@ std::string random_bytes(std::size_t bytes) {
   return out;
 }
 
-std::string generate_agent_token() { return "bfa_" + base64url(random_bytes(32)); }
+std::string generate_secret() { return base64url(random_bytes(32)); }
 
 std::string generate_lease_id() { return hex(random_bytes(16)); }
 

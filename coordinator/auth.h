@@ -10,8 +10,8 @@ namespace benchfleet::auth {
 
 // `bytes` cryptographically random bytes.
 std::string random_bytes(std::size_t bytes);
-// A new agent token: "bfa_" + 43 base64url characters (32 random bytes).
-std::string generate_agent_token();
+// A new secret: 43 base64url characters (32 random bytes), for tokens.
+std::string generate_secret();
 // A new lease id: 32 hex characters (16 random bytes).
 std::string generate_lease_id();
 // SHA-256(salt || token), raw 32 bytes.

@@ -37,7 +37,7 @@ Result<std::string> resolve_token(const std::string& configured, const std::stri
     std::getline(in, token);
     if (!token.empty()) return token;
   }
-  const std::string token = auth::generate_agent_token().substr(4);
+  const std::string token = auth::generate_secret();
   const mode_t old = umask(077);
   std::ofstream out(path, std::ios::trunc);
   umask(old);

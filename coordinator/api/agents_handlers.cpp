@@ -126,7 +126,7 @@ Result<http::Response> enroll_agent(ApiContext& ctx, const http::Request& req, c
   }
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
   BF_ASSIGN_OR_RETURN(const AgentDescriptor descriptor, decode<AgentDescriptor>(body));
-  const std::string secret = auth::generate_agent_token().substr(4);
+  const std::string secret = auth::generate_secret();
   store::AgentCredentials creds;
   creds.salt = auth::random_bytes(16);
   creds.hash = auth::hash_token(creds.salt, secret);
