@@ -397,6 +397,7 @@ std::optional<Error> decode_value(const json& j, const std::string& path, JobRes
   r.optional("first_call_ms", out.first_call_ms);
   r.optional("stop_reason", out.stop_reason);
   r.optional("export_s", out.export_s);
+  r.optional("load_s", out.load_s);
   r.optional("oom", out.oom);
   r.optional("error", out.error);
   r.optional("signal", out.signal);
@@ -428,6 +429,7 @@ void to_json(json& j, const JobResult& v) {
   put_optional(j, "first_call_ms", v.first_call_ms);
   put_optional(j, "stop_reason", v.stop_reason);
   put_optional(j, "export_s", v.export_s);
+  put_optional(j, "load_s", v.load_s);
   put_optional(j, "oom", v.oom);
   put_optional(j, "error", v.error);
   put_optional(j, "signal", v.signal);

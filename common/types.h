@@ -177,6 +177,7 @@ struct JobResult {
   std::optional<double> first_call_ms;      // cold start / compile, timed separately
   std::optional<StopReason> stop_reason;
   std::optional<double> export_s;           // artifact export/compile time, when it was done
+  std::optional<double> load_s;             // loading the artifact in the worker
   std::optional<OomInfo> oom;               // required when status is oom
   std::optional<std::string> error;         // message for error/crash/timeout/unsupported/invalid
   std::optional<int> signal;                // for crash

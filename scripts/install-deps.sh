@@ -8,6 +8,7 @@ packages=(
   libboost1.81-all-dev nlohmann-json3-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libcli11-dev libyaml-cpp-dev libssl-dev
+  libtorch-dev python3-torch python3-torchvision python3-yaml
   curl ca-certificates
 )
 

@@ -222,6 +222,7 @@ JobResult full_result(ResultStatus status) {
   r.first_call_ms = 120.5;
   r.stop_reason = StopReason::kFixedCount;
   r.export_s = 4.5;
+  r.load_s = 0.25;
   r.oom = OomInfo{OomPhase::kWarmup, 1 << 30};
   r.error = "message";
   r.signal = 11;

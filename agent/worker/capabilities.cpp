@@ -1,0 +1,51 @@
+#include "agent/worker/capabilities.h"
+
+#include "agent/worker/cuda.h"
+
+namespace benchfleet::worker {
+
+std::optional<Error> check_job(const WorkerJob& job) {
+  if (job.format != format_for(job.mode)) {
+    std::string message = "mode ";
+    message += to_string(job.mode);
+    message += " runs from a ";
+    message += format_for(job.mode);
+    message += " artifact, not ";
+    message += job.format;
+    return Error::invalid("format", std::move(message));
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> unsupported_reason(const WorkerJob& job, const Capabilities& caps) {
+  if (job.device == "cuda" && !caps.cuda_compiled) {
+    return "this worker is built against a LibTorch without CUDA (" + caps.torch_version + ")";
+  }
+  if (job.device == "cuda" && !caps.cuda_available) return std::string("no CUDA device is visible to the worker");
+  if (job.mode == Mode::kReduceOverhead && job.device != "cuda") {
+    return std::string("reduce-overhead replays CUDA graphs and needs a CUDA device; this job runs on ") + job.device;
+  }
+  if (job.format == "aotinductor" && !caps.aoti) {
+    return std::string(to_string(job.mode)) + " runs an AOTInductor package, which needs LibTorch >= 2.6; this worker " +
+           "is built against LibTorch " + caps.torch_version;
+  }
+  return std::nullopt;
+}
+
+bool uses_cuda_graph(const WorkerJob& job) {
+  return job.device == "cuda" && (job.mode == Mode::kReduceOverhead || job.mode == Mode::kMaxAutotune);
+}
+
+std::vector<Mode> runnable_modes(const Capabilities& caps, const std::string& device) {
+  std::vector<Mode> out;
+  for (Mode m : all_modes()) {
+    WorkerJob probe;
+    probe.mode = m;
+    probe.format = std::string(format_for(m));
+    probe.device = device;
+    if (!unsupported_reason(probe, caps)) out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace benchfleet::worker

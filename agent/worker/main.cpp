@@ -1,0 +1,98 @@
+// benchfleet-worker: measures one job in this process and prints one result JSON.
+//   benchfleet-worker --job job.json [--out result.json]
+//   benchfleet-worker --capabilities
+// The exit code mirrors the result's status (common/measurement.h: exit_code_for).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "agent/worker/capabilities.h"
+#include "agent/worker/measure.h"
+#include "common/codecs.h"
+#include "common/measurement.h"
+
+namespace {
+
+using namespace benchfleet;
+
+// Writes `text` to `path` durably (temp file, fsync, rename), or to stdout when empty.
+bool emit(const std::string& text, const std::string& path) {
+  if (path.empty()) {
+    std::cout << text << "\n" << std::flush;
+    return static_cast<bool>(std::cout);
+  }
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return false;
+  const std::string line = text + "\n";
+  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  return ok && std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+Result<WorkerJob> read_job(const std::string& path) {
+  std::stringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(path);
+    if (!in) return Error::invalid("job", "cannot read " + path);
+    text << in.rdbuf();
+  }
+  auto json = parse_json(text.str(), 32);
+  if (!json.ok()) return json.error();
+  return decode<WorkerJob>(*json);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"benchfleet-worker: loads one model artifact, measures it as the job says (first call, warm-up,\n"
+               "then timed iterations under the stopping rule) and prints exactly one result JSON.\n"
+               "Progress goes to stderr. The exit code mirrors the status: 0 ok, 1 error, 3 oom,\n"
+               "4 unsupported, 5 invalid (2: usage error)."};
+  std::string job_path = "-";
+  std::string out_path;
+  bool capabilities = false;
+  app.add_option("--job", job_path, "job JSON file, or - for stdin")->capture_default_str();
+  app.add_option("--out", out_path, "write the result here (atomically, fsynced) instead of stdout");
+  app.add_flag("--capabilities", capabilities, "print what this build can run (JSON) and exit");
+  app.set_version_flag("--version", std::string("benchfleet-worker ") + BENCHFLEET_VERSION);
+  CLI11_PARSE(app, argc, argv);
+
+  const worker::Capabilities caps = worker::this_build();
+  if (capabilities) {
+    nlohmann::json out = {{"torch_version", caps.torch_version},
+                          {"aoti", caps.aoti},
+                          {"cuda_compiled", caps.cuda_compiled},
+                          {"cuda_available", caps.cuda_available},
+                          {"modes", {{"cpu", worker::runnable_modes(caps, "cpu")},
+                                     {"cuda", worker::runnable_modes(caps, "cuda")}}}};
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+
+  JobResult result;
+  auto job = read_job(job_path);
+  if (!job.ok()) {
+    result.status = ResultStatus::kError;
+    result.error = "job: " + job.error().describe();
+  } else {
+    result = worker::run_job(*job, caps, [](std::string_view phase, std::size_t n, double s) {
+      std::fprintf(stderr, "progress phase=%.*s iterations=%zu seconds=%.2f\n", static_cast<int>(phase.size()),
+                   phase.data(), n, s);
+    });
+  }
+  if (!emit(nlohmann::json(result).dump(), out_path)) {
+    std::fprintf(stderr, "benchfleet-worker: cannot write the result to %s\n",
+                 out_path.empty() ? "stdout" : out_path.c_str());
+    return 1;
+  }
+  return exit_code_for(result.status);
+}

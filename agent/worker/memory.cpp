@@ -1,0 +1,48 @@
+#include "agent/worker/memory.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "agent/worker/cuda.h"
+
+namespace benchfleet::worker {
+
+std::int64_t virtual_size_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmSize:", 0) == 0) {
+      std::istringstream fields(line.substr(7));
+      std::int64_t kb = 0;
+      fields >> kb;
+      return kb * 1024;
+    }
+  }
+  return 0;
+}
+
+Status apply_memory_limit(const std::string& device, std::int64_t limit_mb) {
+  const std::int64_t limit = limit_mb * 1024 * 1024;
+  if (device == "cuda") return cuda::set_memory_fraction_for(limit);
+  const std::int64_t base = virtual_size_bytes();
+  if (base <= 0) return Error::internal("cannot read VmSize from /proc/self/status to apply the memory limit");
+  rlimit rl{};
+  if (getrlimit(RLIMIT_AS, &rl) != 0) return Error::internal("getrlimit(RLIMIT_AS) failed");
+  const auto wanted = static_cast<rlim_t>(base + limit);
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, rl.rlim_max);
+  if (setrlimit(RLIMIT_AS, &rl) != 0) return Error::internal("setrlimit(RLIMIT_AS) failed");
+  return Status::Ok();
+}
+
+MemoryInfo peak_memory(const std::string& device) {
+  MemoryInfo m;
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) m.peak_rss_bytes = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
+  if (device == "cuda") cuda::fill_peak_memory(m);
+  return m;
+}
+
+}  // namespace benchfleet::worker

@@ -1,0 +1,50 @@
+#include "agent/worker/oom.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <string>
+
+namespace benchfleet::worker {
+
+bool is_oom_message(std::string_view m) {
+  for (std::string_view needle : {"can't allocate memory", "out of memory", "OutOfMemoryError", "std::bad_alloc",
+                                  "Cannot allocate memory"}) {
+    if (m.find(needle) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+std::optional<std::int64_t> oom_bytes_requested(std::string_view m) {
+  // CPU: "you tried to allocate 1234567 bytes."
+  if (auto pos = m.find("tried to allocate "); pos != std::string_view::npos) {
+    const std::string_view rest = m.substr(pos + 18);
+    double value = 0;
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+    if (ec != std::errc()) return std::nullopt;
+    std::string_view unit = rest.substr(static_cast<std::size_t>(end - rest.data()));
+    while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+    double scale = 1;
+    if (unit.rfind("KiB", 0) == 0) scale = 1024.0;
+    else if (unit.rfind("MiB", 0) == 0) scale = 1024.0 * 1024;
+    else if (unit.rfind("GiB", 0) == 0) scale = 1024.0 * 1024 * 1024;
+    else if (unit.rfind("TiB", 0) == 0) scale = 1024.0 * 1024 * 1024 * 1024;
+    else if (unit.rfind("bytes", 0) != 0 && unit.rfind("B", 0) != 0) return std::nullopt;
+    return static_cast<std::int64_t>(std::llround(value * scale));
+  }
+  return std::nullopt;
+}
+
+std::string_view oom_line(std::string_view message) {
+  std::size_t start = 0;
+  while (start < message.size()) {
+    std::size_t end = message.find('\n', start);
+    if (end == std::string_view::npos) end = message.size();
+    const std::string_view line = message.substr(start, end - start);
+    if (is_oom_message(line)) return line;
+    start = end + 1;
+  }
+  return message;
+}
+
+}  // namespace benchfleet::worker

@@ -1,0 +1,23 @@
+// Recognising out-of-memory failures across LibTorch versions and devices.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace benchfleet::worker {
+
+// True for the messages LibTorch's allocators throw when memory runs out: CPU
+// ("DefaultCPUAllocator: can't allocate memory"), CUDA ("CUDA out of memory", also
+// c10::OutOfMemoryError on torch >= 2), and std::bad_alloc ("std::bad_alloc").
+bool is_oom_message(std::string_view message);
+
+// The bytes the failed allocation asked for, when the message says: "you tried to allocate
+// 123 bytes" (CPU) or "Tried to allocate 2.50 GiB" (CUDA).
+std::optional<std::int64_t> oom_bytes_requested(std::string_view message);
+
+// The line of `message` that reports the failed allocation (interpreter tracebacks dropped),
+// or the whole message when no line does.
+std::string_view oom_line(std::string_view message);
+
+}  // namespace benchfleet::worker

@@ -1,0 +1,91 @@
+#include "common/worker_job.h"
+
+#include <algorithm>
+
+#include "common/codecs.h"
+
+namespace benchfleet {
+namespace {
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 34;  // 16 Gi elements: beyond any card
+const std::vector<std::string> kDtypes = {"float32", "float16", "bfloat16", "int64", "int32", "bool"};
+}  // namespace
+
+std::string_view format_for(Mode mode) {
+  switch (mode) {
+    case Mode::kEager: return "torchscript";
+    case Mode::kTorchscript: return "torchscript-frozen";
+    case Mode::kReduceOverhead:  // default inductor settings, replayed as a CUDA graph
+    case Mode::kDefault:
+    case Mode::kMaxAutotune:
+    case Mode::kMaxAutotuneNoCudagraphs: return "aotinductor";
+  }
+  return "torchscript";
+}
+
+std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, TensorSpec& out) {
+  JsonReader r(j, path);
+  r.required("name", out.name);
+  r.required("shape", out.shape);
+  r.optional("dtype", out.dtype);
+  r.optional("range", out.range);
+  r.check(!out.name.empty(), "name", "must not be empty");
+  r.check(!out.shape.empty() && out.shape.size() <= 8, "shape", "must have 1 to 8 dimensions");
+  std::int64_t elements = 1;
+  for (std::size_t i = 0; i < out.shape.size() && !r.failed(); ++i) {
+    r.check(out.shape[i] > 0, "shape[" + std::to_string(i) + "]", "must be > 0");
+    elements = out.shape[i] > 0 && elements <= kMaxElements / out.shape[i] ? elements * out.shape[i] : kMaxElements + 1;
+  }
+  r.check(elements <= kMaxElements, "shape", "has more than 2^34 elements");
+  r.check(std::find(kDtypes.begin(), kDtypes.end(), out.dtype) != kDtypes.end(), "dtype",
+          "must be one of float32, float16, bfloat16, int64, int32, bool");
+  r.check(!out.range || (out.range->size() == 2 && (*out.range)[0] < (*out.range)[1]), "range",
+          "must be [low, high) with low < high");
+  if (auto s = r.finish(); !s) return s.error();
+  return std::nullopt;
+}
+
+void to_json(nlohmann::json& j, const TensorSpec& v) {
+  j = {{"name", v.name}, {"shape", v.shape}, {"dtype", v.dtype}};
+  if (v.range) j["range"] = *v.range;
+}
+
+std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, WorkerJob& out) {
+  JsonReader r(j, path);
+  r.optional("model", out.model);
+  r.required("artifact", out.artifact);
+  r.required("format", out.format);
+  r.required("batch", out.batch);
+  r.required("mode", out.mode);
+  r.optional("device", out.device);
+  r.required("inputs", out.inputs);
+  r.optional("measurement", out.measurement);
+  r.optional("memory_limit_mb", out.memory_limit_mb);
+  r.optional("seed", out.seed);
+  r.optional("artifact_metadata", out.artifact_metadata);
+  r.check(!out.artifact.empty(), "artifact", "must not be empty");
+  r.check(out.format == "torchscript" || out.format == "torchscript-frozen" || out.format == "aotinductor", "format",
+          "must be torchscript, torchscript-frozen or aotinductor");
+  r.check(out.batch > 0, "batch", "must be > 0");
+  r.check(out.device == "cpu" || out.device == "cuda", "device", "must be cpu or cuda");
+  r.check(!out.inputs.empty() && out.inputs.size() <= 16, "inputs", "must list 1 to 16 tensors");
+  r.check(!out.memory_limit_mb || *out.memory_limit_mb > 0, "memory_limit_mb", "must be null or > 0");
+  if (auto s = r.finish(); !s) return s.error();
+  // The measurement block is validated by its own codec when present; defaults are valid.
+  return std::nullopt;
+}
+
+void to_json(nlohmann::json& j, const WorkerJob& v) {
+  j = {{"model", v.model},
+       {"artifact", v.artifact},
+       {"format", v.format},
+       {"batch", v.batch},
+       {"mode", v.mode},
+       {"device", v.device},
+       {"inputs", v.inputs},
+       {"measurement", v.measurement},
+       {"memory_limit_mb", v.memory_limit_mb ? nlohmann::json(*v.memory_limit_mb) : nlohmann::json()},
+       {"seed", v.seed},
+       {"artifact_metadata", v.artifact_metadata}};
+}
+
+}  // namespace benchfleet

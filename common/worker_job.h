@@ -1,0 +1,57 @@
+// What the agent hands a worker process: one measurement of one artifact (DESIGN section 6).
+// The worker prints one JobResult (common/types.h) for it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/json_reader.h"
+#include "common/types.h"
+
+namespace benchfleet {
+
+// One input tensor, with the batch already in its shape (from the exporter's metadata).
+struct TensorSpec {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::string dtype = "float32";  // float32, float16, bfloat16, int64, int32, bool
+  // For integer inputs: values are drawn uniformly from [low, high). Absent: 0/1 masks.
+  std::optional<std::vector<std::int64_t>> range;
+
+  bool operator==(const TensorSpec&) const = default;
+};
+
+// Artifact formats, as the exporter names them.
+//   torchscript         traced, unoptimised: the worker's `eager` mode runs it op by op
+//   torchscript-frozen  traced, frozen and optimised for inference: the `torchscript` mode
+//   aotinductor         an AOTInductor package for one torch.compile mode
+struct WorkerJob {
+  std::string model;     // catalog id, for messages
+  std::string artifact;  // path of model.pt / model.pt2
+  std::string format;
+  int batch = 1;
+  Mode mode = Mode::kEager;
+  std::string device = "cpu";  // cpu | cuda (the GPU is chosen by CUDA_VISIBLE_DEVICES)
+  std::vector<TensorSpec> inputs;
+  MeasurementSpec measurement;
+  std::optional<std::int64_t> memory_limit_mb;
+  std::int64_t seed = 0;
+  // The exporter's metadata (torch_git, sha256, export_s...), copied into the fingerprint.
+  nlohmann::json artifact_metadata = nlohmann::json::object();
+
+  bool operator==(const WorkerJob&) const = default;
+};
+
+// The artifact format each mode runs from.
+std::string_view format_for(Mode mode);
+
+std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, TensorSpec& out);
+std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, WorkerJob& out);
+void to_json(nlohmann::json& j, const TensorSpec& v);
+void to_json(nlohmann::json& j, const WorkerJob& v);
+
+}  // namespace benchfleet

@@ -1,0 +1,116 @@
+#include "common/measurement.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/codecs.h"
+#include "common/worker_job.h"
+
+namespace benchfleet {
+namespace {
+
+// Feeds samples one by one at `ms_each` of elapsed time; returns (reason, iterations).
+std::pair<StopReason, std::size_t> run(StoppingRule rule, const std::vector<double>& source, double seconds_each) {
+  std::vector<double> samples;
+  for (std::size_t i = 0;; ++i) {
+    samples.push_back(source[i % source.size()]);
+    if (auto r = rule.check(samples, static_cast<double>(samples.size()) * seconds_each)) return {*r, samples.size()};
+  }
+}
+
+std::vector<double> noisy(std::size_t n, double mean, double sd, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> d(mean, sd);
+  std::vector<double> out;
+  for (std::size_t i = 0; i < n; ++i) out.push_back(std::max(0.01, d(rng)));
+  return out;
+}
+
+TEST(StoppingRule, TheSeedsFixedThreeHundredRuns) {
+  MeasurementSpec spec;
+  spec.min_iterations = spec.max_iterations = 300;
+  auto [reason, n] = run(StoppingRule(spec), noisy(1000, 10, 3, 1), 0.001);
+  EXPECT_EQ(reason, StopReason::kFixedCount);
+  EXPECT_EQ(n, 300u);
+}
+
+TEST(StoppingRule, StableSamplesStopOnTheCiTargetAfterBothMinimums) {
+  MeasurementSpec spec;
+  spec.min_iterations = 30;
+  spec.min_duration_s = 0.5;
+  spec.max_iterations = 10000;
+  spec.target_ci_rel_width = 0.05;
+  auto [reason, n] = run(StoppingRule(spec), noisy(1000, 10, 0.2, 2), 0.01);
+  EXPECT_EQ(reason, StopReason::kCiTarget);
+  EXPECT_GE(n, 50u) << "0.5 s at 10 ms per iteration is 50 iterations, more than min_iterations";
+  EXPECT_LT(n, 200u);
+}
+
+TEST(StoppingRule, NoisySamplesRunUntilACap) {
+  MeasurementSpec spec;
+  spec.min_iterations = 10;
+  spec.max_iterations = 400;
+  spec.min_duration_s = 0;
+  spec.target_ci_rel_width = 0.001;
+  auto [reason, n] = run(StoppingRule(spec), noisy(1000, 10, 5, 3), 0.001);
+  EXPECT_EQ(reason, StopReason::kMaxIterations);
+  EXPECT_EQ(n, 400u);
+
+  spec.max_duration_s = 0.1;
+  auto [reason2, n2] = run(StoppingRule(spec), noisy(1000, 10, 5, 3), 0.001);
+  EXPECT_EQ(reason2, StopReason::kMaxTime);
+  EXPECT_EQ(n2, 100u);
+}
+
+TEST(StoppingRule, NoisierSamplesNeedMoreIterations) {
+  MeasurementSpec spec;
+  spec.min_iterations = 20;
+  spec.min_duration_s = 0;
+  spec.max_iterations = 100000;
+  spec.target_ci_rel_width = 0.02;
+  auto quiet = run(StoppingRule(spec), noisy(5000, 10, 0.5, 4), 0.001).second;
+  auto loud = run(StoppingRule(spec), noisy(5000, 10, 3, 4), 0.001).second;
+  EXPECT_LT(quiet, loud);
+}
+
+TEST(WorkerExitCodes, DistinctPerStatus) {
+  std::set<int> codes;
+  for (auto s : all_result_statuses()) codes.insert(exit_code_for(s));
+  EXPECT_EQ(codes.size(), all_result_statuses().size());
+  EXPECT_EQ(exit_code_for(ResultStatus::kOk), 0);
+  EXPECT_FALSE(codes.contains(2)) << "2 is for usage errors";
+}
+
+TEST(WorkerJobCodec, RoundTripsAndNamesBadFields) {
+  auto j = nlohmann::json::parse(R"({"model": "torchvision/resnet18", "artifact": "/tmp/a/model.pt",
+    "format": "torchscript", "batch": 4, "mode": "eager",
+    "inputs": [{"name": "pixel_values", "shape": [4, 3, 224, 224], "dtype": "float32"},
+               {"name": "input_ids", "shape": [8, 16], "dtype": "int64", "range": [0, 49408]}],
+    "measurement": {"min_iterations": 5, "max_iterations": 5}})");
+  auto job = decode<WorkerJob>(j);
+  ASSERT_TRUE(job.ok()) << job.error().describe();
+  EXPECT_EQ(job->inputs[1].range, (std::vector<std::int64_t>{0, 49408}));
+  auto again = decode<WorkerJob>(nlohmann::json(*job));
+  ASSERT_TRUE(again.ok()) << again.error().describe();
+  EXPECT_EQ(*job, *again);
+
+  auto bad = j;
+  bad["inputs"][0]["shape"][1] = 0;
+  EXPECT_EQ(decode<WorkerJob>(bad).error().field, "inputs[0].shape[1]");
+  bad = j;
+  bad["inputs"][1]["dtype"] = "complex64";
+  EXPECT_EQ(decode<WorkerJob>(bad).error().field, "inputs[1].dtype");
+  bad = j;
+  bad["measurement"]["max_iterations"] = 1;
+  EXPECT_EQ(decode<WorkerJob>(bad).error().field, "measurement.max_iterations");
+  bad = j;
+  bad.erase("artifact");
+  EXPECT_EQ(decode<WorkerJob>(bad).error().describe(), "artifact: is required");
+  EXPECT_EQ(format_for(Mode::kEager), "torchscript");
+  EXPECT_EQ(format_for(Mode::kTorchscript), "torchscript-frozen");
+  EXPECT_EQ(format_for(Mode::kMaxAutotune), "aotinductor");
+}
+
+}  // namespace
+}  // namespace benchfleet
