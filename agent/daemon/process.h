@@ -1,0 +1,66 @@
+// Child processes for exports and workers: own process group, output to files, bounded time,
+// and a kill that reaches every process the child started.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace benchfleet::agent {
+
+struct SpawnOptions {
+  std::vector<std::string> argv;  // argv[0] is the program path
+  std::map<std::string, std::string> env_set;  // added to / replacing this process's environment
+  std::vector<std::string> env_unset;
+  std::string stdout_path;  // created/truncated; empty: /dev/null
+  std::string stderr_path;
+};
+
+struct ExitInfo {
+  int exit_code = -1;  // when the child exited
+  int signal = 0;      // when a signal ended it
+  bool timed_out = false;  // we killed it at the timeout
+  bool aborted = false;    // we killed it because the tick asked to
+  double seconds = 0;
+};
+
+// A running child in its own process group. Not copyable; the destructor kills the group if
+// the child still runs (no orphaned workers).
+class Child {
+ public:
+  static Result<Child> spawn(const SpawnOptions& options);
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&&) = delete;
+  Child(const Child&) = delete;
+  ~Child();
+
+  pid_t pid() const { return pid_; }
+  // Reaps the child if it finished; nullopt while it runs.
+  std::optional<ExitInfo> poll();
+  // SIGTERM to the group, up to `grace` for it to exit, then SIGKILL to the group; reaps.
+  ExitInfo kill_group(std::chrono::milliseconds grace);
+
+ private:
+  explicit Child(pid_t pid) : pid_(pid), started_(std::chrono::steady_clock::now()) {}
+  ExitInfo finish(int status);
+
+  pid_t pid_ = -1;
+  std::chrono::steady_clock::time_point started_;
+};
+
+// Waits for `child` while calling `tick` every `tick_every` (e.g. to renew a lease); kills the
+// group when the timeout passes (timed_out) or when `tick` returns false (aborted).
+ExitInfo supervise(Child& child, std::chrono::milliseconds timeout, std::chrono::milliseconds grace,
+                   std::chrono::milliseconds tick_every, const std::function<bool()>& tick);
+
+// The last `max_lines` lines of a text file (for crash reports).
+std::string tail_of_file(const std::string& path, std::size_t max_lines);
+
+}  // namespace benchfleet::agent
