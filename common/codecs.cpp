@@ -173,7 +173,8 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Matrix
   check_identifiers(r, "gpus", out.gpus);
   check_axis(r, "runtimes", out.runtimes);
   r.check(out.repetitions >= 1 && out.repetitions <= 100, "repetitions", "must be between 1 and 100");
-  r.check(!out.memory_limit_mb || *out.memory_limit_mb > 0, "memory_limit_mb", "must be null or > 0");
+  r.check(!out.memory_limit_mb || (*out.memory_limit_mb > 0 && *out.memory_limit_mb <= (std::int64_t{1} << 24)),
+          "memory_limit_mb", "must be null or between 1 and 16777216 (16 TiB)");
   r.check(out.timeout_s >= 1 && out.timeout_s <= 7 * 86400, "timeout_s", "must be between 1 and 604800");
   r.check(out.priority >= -1000 && out.priority <= 1000, "priority", "must be between -1000 and 1000");
   if (auto s = r.finish(); !s) return s.error();

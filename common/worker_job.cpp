@@ -7,6 +7,7 @@
 namespace benchfleet {
 namespace {
 constexpr std::int64_t kMaxElements = std::int64_t{1} << 34;  // 16 Gi elements: beyond any card
+constexpr std::int64_t kMaxMemoryLimitMb = std::int64_t{1} << 24;  // 16 TiB: no overflow in bytes
 const std::vector<std::string> kDtypes = {"float32", "float16", "bfloat16", "int64", "int32", "bool"};
 }  // namespace
 
@@ -68,7 +69,8 @@ std::optional<Error> decode_value(const nlohmann::json& j, const std::string& pa
   r.check(out.batch > 0, "batch", "must be > 0");
   r.check(out.device == "cpu" || out.device == "cuda", "device", "must be cpu or cuda");
   r.check(!out.inputs.empty() && out.inputs.size() <= 16, "inputs", "must list 1 to 16 tensors");
-  r.check(!out.memory_limit_mb || *out.memory_limit_mb > 0, "memory_limit_mb", "must be null or > 0");
+  r.check(!out.memory_limit_mb || (*out.memory_limit_mb > 0 && *out.memory_limit_mb <= kMaxMemoryLimitMb),
+          "memory_limit_mb", "must be null or between 1 and 16777216 (16 TiB)");
   if (auto s = r.finish(); !s) return s.error();
   // The measurement block is validated by its own codec when present; defaults are valid.
   return std::nullopt;

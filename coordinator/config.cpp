@@ -1,7 +1,6 @@
 #include "coordinator/config.h"
 
-#include <CLI/CLI.hpp>
-#include <yaml-cpp/yaml.h>
+#include "common/config_options.h"
 
 #include <fstream>
 #include <functional>
@@ -12,32 +11,8 @@
 namespace benchfleet {
 namespace {
 
-// One table drives the YAML keys, the flags, the environment variables and --help.
-struct Option {
-  std::string key;  // YAML key; flag is --key with '_' -> '-'; env is BENCHFLEET_KEY
-  std::string help;
-  std::function<void(CLI::App&, const std::string& flag, const std::string& env, const std::string& help)> add;
-  std::function<Status(const YAML::Node&, const std::string& origin)> from_yaml;
-};
-
-template <class T>
-Option option(std::string key, T& field, std::string help) {
-  Option o;
-  o.key = key;
-  o.help = help;
-  o.add = [&field](CLI::App& app, const std::string& flag, const std::string& env, const std::string& h) {
-    app.add_option(flag, field, h)->envname(env)->capture_default_str();
-  };
-  o.from_yaml = [&field, key](const YAML::Node& node, const std::string& origin) -> Status {
-    try {
-      field = node.as<T>();
-    } catch (const YAML::Exception&) {
-      return Error::invalid(key, origin + ": wrong type for " + key);
-    }
-    return Status::Ok();
-  };
-  return o;
-}
+using config::option;
+using config::Option;
 
 std::vector<Option> options(CoordinatorConfig& c) {
   return {
@@ -66,37 +41,11 @@ std::vector<Option> options(CoordinatorConfig& c) {
   };
 }
 
-std::string flag_of(const std::string& key) {
-  std::string flag = "--" + key;
-  for (auto& ch : flag) ch = ch == '_' ? '-' : ch;
-  return flag;
-}
-
-std::string env_of(const std::string& key) {
-  std::string env = "BENCHFLEET_";
-  for (char ch : key) env += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  return env;
-}
-
 }  // namespace
 
 Status apply_yaml_config(std::string_view yaml_text, std::string_view origin, CoordinatorConfig& config) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    return Error::invalid("", std::string(origin) + ": malformed YAML: " + e.what());
-  }
-  if (root.IsNull()) return Status::Ok();
-  if (!root.IsMap()) return Error::invalid("", std::string(origin) + ": must be a mapping of option: value");
-  auto opts = options(config);
-  for (const auto& kv : root) {
-    const auto key = kv.first.as<std::string>();
-    auto it = std::find_if(opts.begin(), opts.end(), [&](const Option& o) { return o.key == key; });
-    if (it == opts.end()) return Error::invalid(key, std::string(origin) + ": unknown option");
-    BF_RETURN_IF_ERROR(it->from_yaml(kv.second, std::string(origin)));
-  }
-  return Status::Ok();
+  BF_ASSIGN_OR_RETURN(YAML::Node root, config::parse_yaml_mapping(yaml_text, origin));
+  return config::apply_yaml(root, origin, options(config));
 }
 
 Status validate(const CoordinatorConfig& c) {
@@ -122,19 +71,9 @@ Status validate(const CoordinatorConfig& c) {
 Result<ConfigParse> parse_coordinator_config(int argc, char** argv) {
   ConfigParse out;
   // The config file is read first so that environment and flags override it.
-  std::string config_path;
-  if (const char* env = std::getenv("BENCHFLEET_CONFIG")) config_path = env;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if ((a == "--config" || a == "-c") && i + 1 < argc) config_path = argv[i + 1];
-    if (a.rfind("--config=", 0) == 0) config_path = std::string(a.substr(9));
-  }
-  if (!config_path.empty()) {
-    std::ifstream in(config_path);
-    if (!in) return Error::invalid("config", "cannot read " + config_path);
-    std::stringstream text;
-    text << in.rdbuf();
-    BF_RETURN_IF_ERROR(apply_yaml_config(text.str(), config_path, out.config));
+  if (const std::string path = config::config_path(argc, argv); !path.empty()) {
+    BF_ASSIGN_OR_RETURN(YAML::Node root, config::load_yaml_mapping_file(path));
+    BF_RETURN_IF_ERROR(config::apply_yaml(root, path, options(out.config)));
   }
 
   CLI::App app{
@@ -143,9 +82,8 @@ Result<ConfigParse> parse_coordinator_config(int argc, char** argv) {
       "Every option can also be set in the YAML --config file (same name, underscores) or through\n"
       "the environment variable shown; flags win over the environment, which wins over the file."};
   app.set_version_flag("--version", std::string("benchfleet-coordinator ") + BENCHFLEET_VERSION);
-  std::string ignored_config;
-  app.add_option("-c,--config", ignored_config, "YAML config file")->envname("BENCHFLEET_CONFIG");
-  for (auto& o : options(out.config)) o.add(app, flag_of(o.key), env_of(o.key), o.help);
+  std::string ignored_config;  // read above, before the other options
+  config::add_options(app, options(out.config), ignored_config);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

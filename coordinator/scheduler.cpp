@@ -17,6 +17,28 @@ bool can_run(const SlotOffer& offer, const JobSpec& job) {
   return false;
 }
 
+std::optional<std::string> unsupported_reason(const SlotOffer& offer, const JobSpec& job) {
+  if (job.gpu != offer.gpu_class) return std::nullopt;
+  for (const auto& build : offer.builds) {
+    if (build.name != job.torch_build) continue;
+    for (const auto& rt : build.runtimes) {
+      if (rt.runtime != job.runtime) continue;
+      if (std::find(rt.modes.begin(), rt.modes.end(), job.mode) != rt.modes.end()) return std::nullopt;
+      std::string reason = "torch build ";
+      reason += build.name;
+      if (!build.version.empty()) reason += " (torch " + build.version + ")";
+      reason += " does not offer mode ";
+      reason += to_string(job.mode);
+      reason += " with the ";
+      reason += to_string(job.runtime);
+      reason += " runtime on ";
+      reason += job.gpu;
+      return reason;
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::int64_t> pick_job(const SlotOffer& offer, std::span<const Candidate> candidates) {
   const SlotRef me{offer.agent_id, offer.slot};
   auto tier = [&](const Candidate& c) {

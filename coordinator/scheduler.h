@@ -26,6 +26,12 @@ struct SlotOffer {
 // modes all match the job.
 bool can_run(const SlotOffer& offer, const JobSpec& job);
 
+// Why `offer` declares `job` unsupported: the slot has the job's GPU class, torch build and
+// runtime but that build does not offer the job's mode (e.g. AOTInductor modes on a LibTorch
+// without it). Nullopt when the slot can run the job or is not the judge of it (other class,
+// build or runtime). Builds are names for one torch install, so one slot's answer holds for all.
+std::optional<std::string> unsupported_reason(const SlotOffer& offer, const JobSpec& job);
+
 struct SlotRef {
   std::int64_t agent_id = 0;
   std::string slot;

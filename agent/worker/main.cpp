@@ -42,7 +42,7 @@ Result<WorkerJob> read_job(const std::string& path) {
     text << std::cin.rdbuf();
   } else {
     std::ifstream in(path);
-    if (!in) return Error::invalid("job", "cannot read " + path);
+    if (!in) return Error::invalid("", "cannot read the job file " + path);
     text << in.rdbuf();
   }
   auto json = parse_json(text.str(), 32);

@@ -115,6 +115,8 @@ std::string first_lines(const std::string& message) {
 }  // namespace
 
 JobResult run_job(const WorkerJob& job, const Capabilities& caps, const ProgressFn& progress) {
+  // Taken before any memory cap: hashing the artifact needs memory the job may not leave.
+  nlohmann::json environment = fingerprint(job, caps);
   JobResult r;
   if (auto err = check_job(job)) {
     r = failure(ResultStatus::kError, "job: " + err->describe());
@@ -131,8 +133,9 @@ JobResult run_job(const WorkerJob& job, const Capabilities& caps, const Progress
     } catch (const std::exception& e) {
       r = classify(first_lines(e.what()), phase, job);
     }
+    lift_memory_limit();
   }
-  r.environment = fingerprint(job, caps);
+  r.environment = std::move(environment);
   if (auto export_s = job.artifact_metadata.find("export_s");
       export_s != job.artifact_metadata.end() && export_s->is_number()) {
     r.export_s = export_s->get<double>();

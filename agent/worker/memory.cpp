@@ -37,6 +37,13 @@ Status apply_memory_limit(const std::string& device, std::int64_t limit_mb) {
   return Status::Ok();
 }
 
+void lift_memory_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_AS, &rl) != 0) return;
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_AS, &rl);
+}
+
 MemoryInfo peak_memory(const std::string& device) {
   MemoryInfo m;
   rusage usage{};

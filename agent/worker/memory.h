@@ -17,6 +17,10 @@ namespace benchfleet::worker {
 //  cuda: the caching allocator's per-process memory fraction = limit / device total.
 Status apply_memory_limit(const std::string& device, std::int64_t limit_mb);
 
+// Lifts the CPU address-space cap again (after measuring), so reporting the verdict cannot
+// itself run out of memory. No-op on CUDA and when no cap was applied.
+void lift_memory_limit();
+
 // Peak memory so far: RSS (always) and the CUDA caching allocator's peaks on cuda.
 MemoryInfo peak_memory(const std::string& device);
 

@@ -17,7 +17,10 @@ bool is_oom_message(std::string_view m) {
 
 std::optional<std::int64_t> oom_bytes_requested(std::string_view m) {
   // CPU: "you tried to allocate 1234567 bytes."
-  if (auto pos = m.find("tried to allocate "); pos != std::string_view::npos) {
+  // CPU says "you tried to allocate", CUDA "Tried to allocate": compare case-insensitively.
+  std::string lowered(m);
+  for (auto& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (auto pos = lowered.find("tried to allocate "); pos != std::string::npos) {
     const std::string_view rest = m.substr(pos + 18);
     double value = 0;
     auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);

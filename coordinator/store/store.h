@@ -16,6 +16,7 @@
 #include "common/result.h"
 #include "common/types.h"
 #include "coordinator/report/report.h"
+#include "coordinator/scheduler.h"
 #include "coordinator/store/sqlite.h"
 
 namespace benchfleet::store {
@@ -163,8 +164,9 @@ class Store {
 
   const StoreOptions& options() const { return options_; }
 
-  // Called after the commit whenever queued work may have appeared: a run was created, or a
-  // lease expired, was released or found stale and its job went back to the queue. It runs
+  // Called after the commit whenever queued work may have appeared (a run was created, or a
+  // lease expired, was released or found stale and its job went back to the queue) or what a
+  // waiting lease request should answer changed (an agent was set draining). It runs
   // with the store's lock held, so it must be quick and must not call the store.
   // Set before serving.
   void on_work_available(std::function<void()> listener) { work_listener_ = std::move(listener); }
@@ -216,6 +218,8 @@ class Store {
   Result<std::int64_t> mark_implied_oom(std::int64_t run_id);
   // Ends a lease that will not produce a result: requeue, or fail after max attempts; then
   // applies OOM pruning and the run's completion. Sets work_appeared_.
+  // Queued jobs this slot's builds declare unsupported get that verdict now (scheduler rule).
+  Status mark_unsupported(const scheduler::SlotOffer& offer);
   Status requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts, std::int64_t run_id,
                          std::string_view outcome);
   // Commits `tx`, then tells the listener if this transaction made work appear.

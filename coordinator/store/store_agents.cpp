@@ -124,6 +124,8 @@ Status Store::set_draining(std::int64_t agent_id, bool draining) {
   BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("UPDATE agents SET draining = ? WHERE id = ?"));
   BF_RETURN_IF_ERROR(s->bind(1, draining ? 1 : 0).bind(2, agent_id).run());
   if (db_->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
+  // Waiting lease requests re-check now, so a draining agent's long poll returns at once.
+  if (work_listener_) work_listener_();
   return Status::Ok();
 }
 

@@ -77,6 +77,46 @@ Status Store::commit_and_notify(Transaction& tx) {
   return Status::Ok();
 }
 
+Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
+  // Candidates: queued jobs of this class and of a build/runtime the slot has, in a mode it lacks.
+  nlohmann::json build_runtimes = nlohmann::json::array();
+  for (const auto& b : offer.builds) {
+    for (const auto& rt : b.runtimes) build_runtimes.push_back(b.name + "|" + std::string(to_string(rt.runtime)));
+  }
+  BF_ASSIGN_OR_RETURN(auto* q, db_->prepare(
+      "SELECT j.id, j.run_id, " + job_spec_columns("j") + " FROM jobs j WHERE j.status = 'queued' AND j.gpu_class = ?1"
+      " AND (j.torch_build || '|' || j.runtime) IN (SELECT value FROM json_each(?2))"
+      " AND (j.torch_build || '|' || j.runtime || '|' || j.mode) NOT IN (SELECT value FROM json_each(?3)) LIMIT 500"));
+  q->bind(1, offer.gpu_class).bind(2, build_runtimes.dump()).bind(3, capability_set(offer.builds));
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::string>> verdicts;
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, q->step());
+    if (!row) break;
+    if (auto reason = scheduler::unsupported_reason(offer, job_spec_at(*q, 2))) {
+      verdicts.emplace_back(q->int64(0), q->int64(1), std::move(*reason));
+    }
+  }
+  q->reset();
+  const TimestampMs now = clock_.now_ms();
+  std::set<std::int64_t> runs;
+  for (const auto& [job_id, run_id, reason] : verdicts) {
+    BF_ASSIGN_OR_RETURN(auto* job, db_->prepare(
+        "UPDATE jobs SET status = 'done', finished_at = ?, updated_at = ? WHERE id = ? AND status = 'queued'"));
+    BF_RETURN_IF_ERROR(job->bind(1, now).bind(2, now).bind(3, job_id).run());
+    JobResult verdict;
+    verdict.status = ResultStatus::kUnsupported;
+    verdict.error = reason;
+    BF_ASSIGN_OR_RETURN(auto* ins, db_->prepare(
+        "INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at)"
+        " VALUES (?, ?, 0, 'unsupported', ?, ?, 'scheduler', ?)"));
+    BF_RETURN_IF_ERROR(
+        ins->bind(1, job_id).bind(2, run_id).bind(3, reason).bind(4, nlohmann::json(verdict).dump()).bind(5, now).run());
+    runs.insert(run_id);
+  }
+  for (auto run_id : runs) BF_RETURN_IF_ERROR(update_run_finished(run_id));
+  return Status::Ok();
+}
+
 Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
@@ -110,6 +150,7 @@ Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot)
     if (found) BF_RETURN_IF_ERROR(requeue_or_fail(held.job_id, attempt, max_attempts, held.run_id, "released"));
   }
 
+  BF_RETURN_IF_ERROR(mark_unsupported(offer));
   std::optional<std::int64_t> picked;
   if (!agent.draining) {
     // Candidates in three small windows, each an ordered scan of its own index (see the

@@ -268,7 +268,8 @@ TEST(CoordinatorApi, HealthMetricsAndOpenApi) {
   EXPECT_EQ(jobs_gauge("queued"), 9);
   EXPECT_EQ(jobs_gauge("leased"), 0);
 
-  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  // The slot offers every mode of the matrix, so no job is declared unsupported here.
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager", "default"}}}));
   ASSERT_TRUE(agent.lease_job("gpu0").has_value());
   EXPECT_EQ(jobs_gauge("queued"), 8);
   EXPECT_EQ(jobs_gauge("leased"), 1);

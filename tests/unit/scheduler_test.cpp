@@ -34,6 +34,19 @@ TEST(CanRun, RequiresGpuClassBuildRuntimeAndMode) {
       << "mode offered for libtorch only";
 }
 
+TEST(UnsupportedReason, OnlyForTheSlotsOwnClassBuildAndRuntime) {
+  const auto offer = a100_slot();
+  EXPECT_EQ(unsupported_reason(offer, job("m", 1, Mode::kEager)), std::nullopt) << "runnable";
+  auto reason = unsupported_reason(offer, job("m", 1, Mode::kMaxAutotune));
+  ASSERT_TRUE(reason.has_value());
+  EXPECT_NE(reason->find("max-autotune"), std::string::npos);
+  EXPECT_NE(reason->find("stable"), std::string::npos);
+  EXPECT_EQ(unsupported_reason(offer, job("m", 1, Mode::kMaxAutotune, "stable", "t4")), std::nullopt)
+      << "another GPU class is not this slot's to judge";
+  EXPECT_EQ(unsupported_reason(offer, job("m", 1, Mode::kMaxAutotune, "other-build")), std::nullopt);
+  EXPECT_TRUE(unsupported_reason(offer, job("m", 1, Mode::kDefault, "stable", "a100", Runtime::kPython)).has_value());
+}
+
 TEST(PickJob, PrefersOwnGroupThenUnownedThenOthers) {
   const auto offer = a100_slot(1, "gpu0");
   const SlotRef me{1, "gpu0"}, other{2, "gpu0"};

@@ -137,12 +137,25 @@ TEST_F(StoreTest, LeasesOnlyWhatTheSlotCanRunAndKeepsAGroupOnOneSlot) {
   EXPECT_EQ(second_a.spec.batch, first_a.spec.batch) << "a's next job is the other mode of its group";
   EXPECT_EQ(second_a.spec.mode, Mode::kDefault);
   ASSERT_TRUE(store_->record_result(a, {second_a.job_id, second_a.lease_id}, 1, ok_result(1)).ok());
-  // max-autotune is not offered by any slot: it stays queued rather than going anywhere wrong.
+  // max-autotune is offered by no slot: it became unsupported, so a's next job is b's default.
   auto after = store_->lease(a, "gpu0");
   ASSERT_TRUE(after.ok());
   ASSERT_TRUE(after->grant) << "a takes b's remaining default job instead of idling";
   EXPECT_EQ(after->grant->spec.batch, first_b.spec.batch);
   EXPECT_EQ(after->grant->spec.mode, Mode::kDefault);
+}
+
+TEST_F(StoreTest, ModesNoSlotOffersBecomeUnsupportedInsteadOfWaitingForever) {
+  const auto a = enroll("a", "a100", {Mode::kEager});
+  const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager, Mode::kDefault});
+  const auto g = lease(a);
+  EXPECT_EQ(g.spec.mode, Mode::kEager);
+  auto cells = store_->report_cells(run).value();
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[1].result_status, ResultStatus::kUnsupported);
+  EXPECT_NE(cells[1].detail.find("does not offer mode default"), std::string::npos) << cells[1].detail;
+  ASSERT_TRUE(store_->record_result(a, {g.job_id, g.lease_id}, 1, ok_result(1)).ok());
+  EXPECT_EQ(store_->get_run(run).value().state, "done");
 }
 
 TEST_F(StoreTest, ExpiredLeaseRequeuesThenFailsAfterMaxAttempts) {

@@ -1,0 +1,120 @@
+#include "agent/daemon/agent_config.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/catalog.h"
+#include "common/codecs.h"
+#include "common/config_options.h"
+
+namespace benchfleet::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using config::option;
+
+std::vector<config::Option> options(AgentConfig& c) {
+  return {
+      option("coordinator", c.coordinator, "coordinator base URL"),
+      option("enrollment_token", c.enrollment_token, "enrolment token (exchanged once for this agent's own token)"),
+      option("enrollment_token_file", c.enrollment_token_file, "file holding the enrolment token"),
+      option("name", c.name, "this agent's name, unique in the fleet (default: the host name)"),
+      option("state_dir", c.state_dir, "agent token (0600), result spool, artifact cache and scratch space"),
+      option("gpus", c.gpus, "GPUs to use, by UUID or index (default: all found; none found: one cpu slot)"),
+      option("memory_limit_mb", c.memory_limit_mb, "memory cap per slot passed to the worker (0: none)"),
+      option("kill_grace_s", c.kill_grace_s, "seconds between SIGTERM and SIGKILL for a worker past its timeout"),
+      option("export_timeout_s", c.export_timeout_s, "longest model export"),
+      option("exporter", c.exporter, "path of benchfleet_export.py (default: found next to the binary)"),
+      option("catalog", c.catalog, "model catalog YAML (default: the shipped one)"),
+      option("log_level", c.log_level, "trace, debug, info, warn, error"),
+  };
+}
+
+Status read_builds(const YAML::Node& node, const std::string& origin, std::vector<TorchBuild>& out) {
+  if (!node.IsSequence()) return Error::invalid("builds", origin + ": must be a list of {name, python, worker}");
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::string path = "builds[" + std::to_string(i) + "]";
+    const YAML::Node& b = node[i];
+    if (!b.IsMap()) return Error::invalid(path, origin + ": must be a mapping");
+    TorchBuild build;
+    for (const auto& kv : b) {
+      const auto key = kv.first.as<std::string>();
+      if (key == "name") build.name = kv.second.as<std::string>();
+      else if (key == "python") build.python = kv.second.as<std::string>();
+      else if (key == "worker") build.worker = kv.second.as<std::string>();
+      else return Error::invalid(path + "." + key, origin + ": unknown key (allowed: name, python, worker)");
+    }
+    if (!is_valid_identifier(build.name)) return Error::invalid(path + ".name", origin + ": not a valid build name");
+    if (build.python.empty() || build.worker.empty()) {
+      return Error::invalid(path, origin + ": python and worker are required");
+    }
+    out.push_back(std::move(build));
+  }
+  return Status::Ok();
+}
+
+std::string first_existing(const std::vector<fs::path>& candidates) {
+  for (const auto& p : candidates) {
+    if (fs::exists(p)) return fs::weakly_canonical(p).string();
+  }
+  return candidates.front().string();
+}
+
+}  // namespace
+
+std::string default_worker_path(const std::string& agent_executable) {
+  const fs::path dir = fs::path(agent_executable).parent_path();
+  return first_existing({dir / "benchfleet-worker", dir / ".." / "worker" / "benchfleet-worker"});
+}
+
+std::string default_exporter_path(const std::string& agent_executable) {
+  const fs::path dir = fs::path(agent_executable).parent_path();
+  return first_existing({dir / "benchfleet_export.py", dir / ".." / "share" / "benchfleet" / "benchfleet_export.py",
+                         fs::path(BENCHFLEET_SOURCE_DIR) / "agent" / "python" / "benchfleet_export.py"});
+}
+
+Result<AgentConfigParse> parse_agent_config(int argc, char** argv) {
+  AgentConfigParse out;
+  AgentConfig& c = out.config;
+  if (const std::string path = config::config_path(argc, argv); !path.empty()) {
+    BF_ASSIGN_OR_RETURN(YAML::Node root, config::load_yaml_mapping_file(path));
+    BF_RETURN_IF_ERROR(config::apply_yaml(root, path, options(c), {"builds"}));
+    if (root["builds"]) BF_RETURN_IF_ERROR(read_builds(root["builds"], path, c.builds));
+  }
+  CLI::App app{
+      "benchfleet-agent: runs on each GPU host. Enrols with the coordinator, leases jobs for each GPU (or the CPU),\n"
+      "exports models with each torch build's python, runs every job in a fresh benchfleet-worker process\n"
+      "bound to its GPU, and uploads the results (spooled to disk first, so none is lost).\n"
+      "SIGTERM drains (running jobs finish and report, then exit 0); a second SIGTERM aborts.\n"
+      "Options also come from the YAML --config file (same names, underscores; torch builds as\n"
+      "`builds: [{name, python, worker}]`) and from the environment variables shown."};
+  app.set_version_flag("--version", std::string("benchfleet-agent ") + BENCHFLEET_VERSION);
+  std::string ignored_config;
+  auto opts = options(c);
+  config::add_options(app, opts, ignored_config);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    out.exit_now = true;
+    out.exit_code = app.exit(e);
+    return out;
+  }
+  if (c.enrollment_token.empty() && !c.enrollment_token_file.empty()) {
+    std::ifstream in(c.enrollment_token_file);
+    if (!in) return Error::invalid("enrollment_token_file", "cannot read " + c.enrollment_token_file);
+    std::getline(in, c.enrollment_token);
+  }
+  if (c.name.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    c.name = host;
+  }
+  if (c.memory_limit_mb < 0) return Error::invalid("memory_limit_mb", "must be >= 0");
+  if (c.kill_grace_s < 0) return Error::invalid("kill_grace_s", "must be >= 0");
+  if (c.catalog.empty()) c.catalog = default_catalog_path();
+  return out;
+}
+
+}  // namespace benchfleet::agent

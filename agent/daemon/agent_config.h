@@ -1,0 +1,45 @@
+// benchfleet-agent configuration: defaults < YAML file (--config) < environment < flags.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/daemon/job_runner.h"
+#include "common/result.h"
+
+namespace benchfleet::agent {
+
+struct AgentConfig {
+  std::string coordinator = "http://127.0.0.1:8080";
+  std::string enrollment_token;  // BENCHFLEET_ENROLLMENT_TOKEN; or enrollment_token_file
+  std::string enrollment_token_file;
+  std::string name;                         // default: the host name
+  std::string state_dir = "./benchfleet-agent";  // token, spool, artifact cache, scratch
+  std::vector<std::string> gpus;            // UUIDs or indices; empty: all found
+  std::int64_t memory_limit_mb = 0;         // per slot, 0: none (a run's own limit wins)
+  int kill_grace_s = 10;
+  int export_timeout_s = 3600;
+  std::string exporter;  // benchfleet_export.py; default: found next to the binary or in the source tree
+  std::string catalog;   // default: the shipped catalog
+  std::string log_level = "info";
+  // Torch builds, from the YAML file only (a list of {name, python, worker}). None: one build
+  // `local` = /usr/bin/python3 + the benchfleet-worker next to this binary.
+  std::vector<TorchBuild> builds;
+};
+
+struct AgentConfigParse {
+  AgentConfig config;
+  bool exit_now = false;
+  int exit_code = 0;
+};
+
+// argv + environment + --config file. Errors name the option or the YAML key.
+Result<AgentConfigParse> parse_agent_config(int argc, char** argv);
+
+// The worker and exporter to use when the config names none, looked up from the agent's own
+// executable path (installed side by side, or the build tree).
+std::string default_worker_path(const std::string& agent_executable);
+std::string default_exporter_path(const std::string& agent_executable);
+
+}  // namespace benchfleet::agent

@@ -1,0 +1,126 @@
+#include "agent/daemon/artifact_cache.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "agent/daemon/process.h"
+
+namespace benchfleet::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Holds an exclusive flock on a file for its lifetime.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_;
+};
+
+std::optional<nlohmann::json> read_json(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream s;
+  s << in.rdbuf();
+  auto j = nlohmann::json::parse(s.str(), nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+std::string sanitize(std::string_view s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
+  return out;
+}
+
+}  // namespace
+
+ArtifactCache::ArtifactCache(std::string dir) : dir_(std::move(dir)) {}
+
+std::string ArtifactCache::dir_name(const ArtifactKey& k) {
+  const std::string full = k.model + "|" + k.build + "|" + k.build_version + "|" + k.format + "|" +
+                           std::string(to_string(k.mode)) + "|" + std::to_string(k.batch) + "|" + k.device + "|" +
+                           k.device_arch;
+  std::ostringstream hash;
+  hash << std::hex << std::hash<std::string>{}(full);
+  return sanitize(k.model) + "-b" + std::to_string(k.batch) + "-" + k.format + "-" + hash.str();
+}
+
+Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter) {
+  Prepared out;
+  const fs::path dir = fs::path(dir_) / dir_name(key);
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  FileLock lock((fs::path(dir_) / (dir_name(key) + ".lock")).string());
+  if (!lock.held()) {
+    out.message = "cannot lock the artifact cache in " + dir_;
+    return out;
+  }
+  if (auto meta = read_json(dir / "metadata.json"); meta && meta->value("status", "") == "ok") {
+    out.artifact = Artifact{(dir / meta->value("artifact", "model.pt")).string(), *meta, true, 0};
+    return out;
+  }
+
+  const fs::path staging = fs::path(dir_) / (dir_name(key) + ".partial");
+  fs::remove_all(staging, ec);
+  fs::create_directories(staging, ec);
+  SpawnOptions o;
+  o.argv = {exporter.python, exporter.script, "--catalog", exporter.catalog, "--model", key.model,
+            "--batch", std::to_string(key.batch), "--format", key.format, "--device", key.device,
+            "--out", staging.string()};
+  if (key.format == "aotinductor") {
+    o.argv.push_back("--mode");
+    o.argv.push_back(std::string(to_string(key.mode)));
+  }
+  o.stdout_path = (fs::path(dir_) / (dir_name(key) + ".export.out")).string();
+  o.stderr_path = (fs::path(dir_) / (dir_name(key) + ".export.err")).string();
+  auto child = Child::spawn(o);
+  if (!child.ok()) {
+    out.message = "cannot start the exporter: " + child.error().message;
+    return out;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const ExitInfo exit = supervise(*child, std::chrono::seconds(exporter.timeout_s), std::chrono::seconds(5),
+                                  std::chrono::hours(1), {});
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto answer = read_json(o.stdout_path);
+  if (exit.timed_out) {
+    out.message = "the export timed out after " + std::to_string(exporter.timeout_s) + " s";
+    return out;
+  }
+  if (!answer || answer->value("status", "") != "ok") {
+    out.failure = answer && answer->value("status", "") == "unsupported" ? ResultStatus::kUnsupported
+                                                                         : ResultStatus::kError;
+    out.message = answer && answer->contains("message") ? "export: " + answer->value("message", "")
+                                                        : "export failed (exit " + std::to_string(exit.exit_code) +
+                                                              "): " + tail_of_file(o.stderr_path, 5);
+    return out;
+  }
+  fs::remove_all(dir, ec);
+  fs::rename(staging, dir, ec);
+  if (ec) {
+    out.message = "cannot move the export into the cache: " + ec.message();
+    return out;
+  }
+  out.artifact = Artifact{(dir / answer->value("artifact", "model.pt")).string(), *answer, false, wall};
+  return out;
+}
+
+}  // namespace benchfleet::agent

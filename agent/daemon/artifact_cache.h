@@ -1,0 +1,62 @@
+// Exported model artifacts, cached by (model, torch build, format, mode, batch, device arch).
+// An export runs at most once per key at a time (a lock file per key), so two slots asking
+// for the same artifact wait for one export instead of racing. Failed exports are not cached.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/types.h"
+
+namespace benchfleet::agent {
+
+struct ArtifactKey {
+  std::string model;
+  std::string build;          // torch build name
+  std::string build_version;  // its exact version, so an upgraded build re-exports
+  std::string format;         // torchscript, torchscript-frozen, aotinductor
+  Mode mode = Mode::kEager;
+  int batch = 1;
+  std::string device;       // cpu | cuda
+  std::string device_arch;  // "cpu", or the GPU's compute capability ("8.0")
+};
+
+struct Exporter {
+  std::string python;   // the torch build's interpreter
+  std::string script;   // agent/python/benchfleet_export.py
+  std::string catalog;  // the model catalog
+  int timeout_s = 3600;
+};
+
+struct Artifact {
+  std::string path;           // the model file
+  nlohmann::json metadata;    // the exporter's metadata.json
+  bool cached = false;        // reused from an earlier export
+  double export_wall_s = 0;   // wall time of this call's export (0 when cached)
+};
+
+// What became of a preparation: an artifact, or the verdict of a failed export.
+struct Prepared {
+  std::optional<Artifact> artifact;
+  ResultStatus failure = ResultStatus::kError;  // error or unsupported, when no artifact
+  std::string message;
+};
+
+class ArtifactCache {
+ public:
+  explicit ArtifactCache(std::string dir);
+
+  // Returns the cached artifact or exports it (blocking, under the key's lock).
+  Prepared prepare(const ArtifactKey& key, const Exporter& exporter);
+
+  // The directory name of a key (readable prefix + hash).
+  static std::string dir_name(const ArtifactKey& key);
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace benchfleet::agent

@@ -1,0 +1,95 @@
+// The agent's side of the coordinator protocol (DESIGN section 7). One instance per thread
+// (it owns one keep-alive connection); credentials are shared through AgentCredentials.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/daemon/spool.h"
+#include "common/http/client.h"
+#include "common/result.h"
+#include "common/types.h"
+
+namespace benchfleet::agent {
+
+// Intervals the coordinator dictates.
+struct Intervals {
+  int heartbeat_interval_s = 15;
+  int lease_ttl_s = 60;
+  int long_poll_timeout_s = 25;
+};
+
+struct Enrollment {
+  std::int64_t agent_id = 0;
+  std::string token;
+  Intervals intervals;
+};
+
+// Thread-safe holder of the agent id and token (replaced when the agent re-enrols).
+class AgentCredentials {
+ public:
+  void set(std::int64_t agent_id, std::string token);
+  std::pair<std::int64_t, std::string> get() const;
+  bool valid() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::int64_t agent_id_ = 0;
+  std::string token_;
+};
+
+struct LeasedJob {
+  std::int64_t job_id = 0;
+  std::int64_t run_id = 0;
+  int attempt = 0;
+  std::string lease_id;
+  JobSpec spec;
+  MeasurementSpec measurement;
+  std::optional<std::int64_t> memory_limit_mb;
+  int timeout_s = 1800;
+};
+
+struct LeaseAnswer {
+  std::optional<LeasedJob> job;
+  bool draining = false;
+  Intervals intervals;
+};
+
+enum class Renewal { kActive, kLost, kCancelled };
+
+enum class Upload {
+  kAcknowledged,  // stored, or an identical copy was: remove it from the spool
+  kRefused,       // 409 (stale lease, cancelled run, different result) or 404: retrying cannot help
+};
+
+struct HeartbeatLease {
+  std::int64_t job_id = 0;
+  std::string lease_id;
+};
+
+// Errors: kUnauthenticated when the coordinator rejects the agent token (re-enrol);
+// kUnavailable when it cannot be reached (retry with backoff); others as the problem says.
+class CoordinatorClient {
+ public:
+  CoordinatorClient(std::string base_url, AgentCredentials& credentials);
+
+  Result<Enrollment> enroll(const AgentDescriptor& descriptor, const std::string& enrollment_token);
+  Result<LeaseAnswer> lease(const std::string& slot, int wait_s);
+  Result<Renewal> progress(std::int64_t job_id, const std::string& lease_id, std::string_view phase);
+  // Renews the listed leases; returns the state of each and whether the coordinator drains us.
+  Result<std::pair<std::vector<Renewal>, bool>> heartbeat(const std::vector<HeartbeatLease>& leases, bool draining);
+  Result<Upload> upload(const SpoolEntry& entry);
+
+ private:
+  Result<http::ClientResponse> post(const std::string& target, const nlohmann::json& body,
+                                    const std::string& bearer, std::chrono::milliseconds timeout);
+  http::Client http_;
+  AgentCredentials& credentials_;
+};
+
+}  // namespace benchfleet::agent

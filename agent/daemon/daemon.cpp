@@ -1,0 +1,340 @@
+#include "agent/daemon/daemon.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "agent/daemon/artifact_cache.h"
+#include "agent/daemon/coordinator_client.h"
+#include "agent/daemon/gpu_discovery.h"
+#include "agent/daemon/process.h"
+#include "agent/daemon/spool.h"
+#include "common/codecs.h"
+
+namespace benchfleet::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+struct Slot {
+  SlotDescriptor descriptor;
+  std::mutex mu;
+  std::optional<HeartbeatLease> current;  // the lease being worked on
+  std::atomic<bool> stop_job{false};      // set when a heartbeat says the lease is gone
+};
+
+// Exponential backoff with full jitter, capped.
+class Backoff {
+ public:
+  std::chrono::milliseconds next() {
+    const auto cap = std::min<std::int64_t>(30'000, 250LL << std::min(attempt_++, 7));
+    std::uniform_int_distribution<std::int64_t> d(cap / 2, cap);
+    return std::chrono::milliseconds(d(rng_));
+  }
+  void reset() { attempt_ = 0; }
+
+ private:
+  int attempt_ = 0;
+  std::mt19937_64 rng_{std::random_device{}()};
+};
+
+}  // namespace
+
+struct Daemon::State {
+  AgentConfig config;
+  std::string executable;
+  AgentDescriptor descriptor;
+  std::vector<std::unique_ptr<Slot>> slots;
+  std::vector<TorchBuild> builds;
+  AgentCredentials credentials;
+  std::mutex enrol_mu;
+  Intervals intervals;
+  std::mutex intervals_mu;
+  std::unique_ptr<Spool> spool;
+  std::unique_ptr<ArtifactCache> cache;
+  std::atomic<int> stop_requests{0};
+  std::mutex sleep_mu;
+  std::condition_variable wake;
+
+  bool draining() const { return stop_requests.load() >= 1; }
+  bool aborting() const { return stop_requests.load() >= 2; }
+  std::string token_file() const { return config.state_dir + "/agent-token.json"; }
+
+  // Sleeps up to `d`, waking early on drain/abort.
+  void sleep_for(std::chrono::milliseconds d) {
+    std::unique_lock lock(sleep_mu);
+    const int seen = stop_requests.load();
+    wake.wait_for(lock, d, [&] { return stop_requests.load() != seen; });
+  }
+
+  Intervals current_intervals() {
+    std::lock_guard lock(intervals_mu);
+    return intervals;
+  }
+
+  // Enrols unless the token that failed (`rejected`) was already replaced by another thread.
+  Status enrol(const std::string& rejected) {
+    std::lock_guard lock(enrol_mu);
+    if (credentials.valid() && credentials.get().second != rejected) return Status::Ok();
+    CoordinatorClient client(config.coordinator, credentials);
+    BF_ASSIGN_OR_RETURN(Enrollment e, client.enroll(descriptor, config.enrollment_token));
+    {
+      std::lock_guard l(intervals_mu);
+      intervals = e.intervals;
+    }
+    const nlohmann::json saved = {{"coordinator", config.coordinator}, {"agent_id", e.agent_id}, {"token", e.token},
+                                  {"descriptor", descriptor}};
+    const std::string tmp = token_file() + ".tmp";
+    const mode_t old = umask(077);
+    std::ofstream(tmp) << saved.dump();
+    umask(old);
+    std::rename(tmp.c_str(), token_file().c_str());
+    spdlog::info("enrolled as agent {} with {} slot(s)", e.agent_id, descriptor.slots.size());
+    return Status::Ok();
+  }
+
+  // Reuses the saved token when it was issued by this coordinator for this same descriptor.
+  void load_saved_token() {
+    std::ifstream in(token_file());
+    if (!in) return;
+    std::stringstream s;
+    s << in.rdbuf();
+    auto j = nlohmann::json::parse(s.str(), nullptr, false);
+    if (!j.is_object() || j.value("coordinator", "") != config.coordinator) return;
+    if (j.value("descriptor", nlohmann::json()) != nlohmann::json(descriptor)) return;  // re-enrol on changes
+    credentials.set(j.value("agent_id", std::int64_t{0}), j.value("token", ""));
+  }
+
+  // Enrols until it works, or until a stop is requested (returns false then).
+  bool ensure_enrolled(const std::string& rejected = "") {
+    Backoff backoff;
+    while (!aborting() && !(draining() && !credentials.valid())) {
+      auto s = enrol(rejected);
+      if (s.ok()) return true;
+      spdlog::warn("enrolment failed: {}", s.error().message);
+      sleep_for(backoff.next());
+    }
+    return credentials.valid();
+  }
+
+  // Uploads one spooled result until acknowledged or refused (then removes it), or abort.
+  void upload(const SpoolEntry& entry) {
+    CoordinatorClient client(config.coordinator, credentials);
+    Backoff backoff;
+    while (!aborting()) {
+      auto r = client.upload(entry);
+      if (r.ok()) {
+        if (*r == Upload::kRefused) spdlog::warn("job {}: the coordinator refused the result (stale lease or cancelled)", entry.job_id);
+        (void)spool->remove(entry.job_id, entry.attempt);
+        return;
+      }
+      if (r.error().code == ErrorCode::kUnauthenticated) {
+        ensure_enrolled(credentials.get().second);
+        continue;
+      }
+      spdlog::warn("job {}: result upload failed, will retry: {}", entry.job_id, r.error().message);
+      sleep_for(backoff.next());
+    }
+  }
+
+  void slot_loop(Slot& slot) {
+    CoordinatorClient client(config.coordinator, credentials);
+    Backoff backoff;
+    JobEnvironment env;
+    env.slot = &slot.descriptor;
+    env.cache = cache.get();
+    env.exporter = Exporter{"", config.exporter, config.catalog, config.export_timeout_s};
+    env.work_dir = config.state_dir + "/work/" + slot.descriptor.id;
+    env.kill_grace_s = config.kill_grace_s;
+    env.renew_every_s = 1;  // the tick; renewals themselves are spaced below
+    while (!draining()) {
+      const Intervals iv = current_intervals();
+      auto answer = client.lease(slot.descriptor.id, iv.long_poll_timeout_s);
+      if (!answer.ok()) {
+        if (answer.error().code == ErrorCode::kUnauthenticated) {
+          ensure_enrolled(credentials.get().second);
+        } else {
+          spdlog::warn("slot {}: lease failed: {}", slot.descriptor.id, answer.error().message);
+          sleep_for(backoff.next());
+        }
+        continue;
+      }
+      backoff.reset();
+      if (!answer->job) {
+        if (answer->draining) sleep_for(std::chrono::seconds(iv.heartbeat_interval_s));
+        continue;
+      }
+      const LeasedJob job = *answer->job;
+      spdlog::info("slot {}: job {} attempt {} ({} batch {} {} {})", slot.descriptor.id, job.job_id, job.attempt,
+                   job.spec.model, job.spec.batch, to_string(job.spec.mode), job.spec.torch_build);
+      auto build = std::find_if(builds.begin(), builds.end(), [&](auto& b) { return b.name == job.spec.torch_build; });
+      std::optional<JobResult> result;
+      {
+        std::lock_guard lock(slot.mu);
+        slot.current = HeartbeatLease{job.job_id, job.lease_id};
+        slot.stop_job = false;
+      }
+      if (build == builds.end()) {
+        JobResult r;
+        r.status = ResultStatus::kUnsupported;
+        r.error = "this agent has no torch build named " + job.spec.torch_build;
+        result = r;
+      } else {
+        env.build = &*build;
+        auto next_renewal = std::chrono::steady_clock::now() + std::chrono::seconds(iv.heartbeat_interval_s);
+        result = run_leased_job(job, env, [&] {
+          if (aborting() || slot.stop_job.load()) return false;
+          if (std::chrono::steady_clock::now() < next_renewal) return true;
+          next_renewal = std::chrono::steady_clock::now() + std::chrono::seconds(current_intervals().heartbeat_interval_s);
+          auto renewal = client.progress(job.job_id, job.lease_id, "running");
+          if (renewal.ok() && *renewal != Renewal::kActive) {
+            spdlog::warn("slot {}: job {} {}; stopping its worker", slot.descriptor.id, job.job_id,
+                         *renewal == Renewal::kCancelled ? "was cancelled" : "lost its lease");
+            return false;
+          }
+          return true;  // a coordinator that is down is no reason to throw the work away
+        });
+      }
+      {
+        std::lock_guard lock(slot.mu);
+        slot.current.reset();
+      }
+      if (!result) continue;  // stopped: nothing to report
+      spdlog::info("slot {}: job {} -> {}", slot.descriptor.id, job.job_id, to_string(result->status));
+      const SpoolEntry entry{job.job_id, job.lease_id, job.attempt, std::move(*result)};
+      if (auto s = spool->put(entry); !s) spdlog::error("cannot spool job {}: {}", job.job_id, s.error().message);
+      upload(entry);
+    }
+  }
+
+  void heartbeat_loop() {
+    CoordinatorClient client(config.coordinator, credentials);
+    std::mt19937_64 rng{std::random_device{}()};
+    while (!aborting()) {
+      std::vector<HeartbeatLease> leases;
+      std::vector<Slot*> owners;
+      for (auto& s : slots) {
+        std::lock_guard lock(s->mu);
+        if (s->current) {
+          leases.push_back(*s->current);
+          owners.push_back(s.get());
+        }
+      }
+      if (draining() && leases.empty()) return;
+      auto answer = client.heartbeat(leases, draining());
+      if (answer.ok()) {
+        for (std::size_t i = 0; i < answer->first.size() && i < owners.size(); ++i) {
+          if (answer->first[i] != Renewal::kActive) owners[i]->stop_job = true;
+        }
+      } else if (answer.error().code == ErrorCode::kUnauthenticated) {
+        ensure_enrolled(credentials.get().second);
+      }
+      const auto base = std::chrono::milliseconds(current_intervals().heartbeat_interval_s * 1000);
+      std::uniform_int_distribution<std::int64_t> jitter(-base.count() / 10, base.count() / 10);
+      sleep_for(base + std::chrono::milliseconds(jitter(rng)));
+    }
+  }
+};
+
+Daemon::Daemon(AgentConfig config, std::string executable) : state_(std::make_unique<State>()) {
+  state_->config = std::move(config);
+  state_->executable = std::move(executable);
+}
+
+Daemon::~Daemon() = default;
+
+void Daemon::request_stop() {
+  {
+    std::lock_guard lock(state_->sleep_mu);
+    state_->stop_requests.fetch_add(1);
+  }
+  state_->wake.notify_all();
+  spdlog::info(state_->aborting() ? "abort: killing workers" : "drain: running jobs finish, nothing new is leased");
+}
+
+int Daemon::run() {
+  State& s = *state_;
+  AgentConfig& c = s.config;
+  std::error_code ec;
+  fs::create_directories(c.state_dir + "/work", ec);
+  if (ec) {
+    spdlog::error("cannot create the state directory {}: {}", c.state_dir, ec.message());
+    return 1;
+  }
+  if (c.exporter.empty()) c.exporter = default_exporter_path(s.executable);
+  s.spool = std::make_unique<Spool>(c.state_dir + "/spool");
+  s.cache = std::make_unique<ArtifactCache>(c.state_dir + "/artifacts");
+  if (auto st = s.spool->open(); !st) {
+    spdlog::error("{}", st.error().message);
+    return 1;
+  }
+
+  const Discovery found = discover_gpus();
+  if (found.gpus.empty()) spdlog::info("no GPU: {}; offering one cpu slot", found.note);
+  const auto descriptors =
+      slots_for(found.gpus, c.gpus, c.memory_limit_mb > 0 ? std::optional<std::int64_t>(c.memory_limit_mb) : std::nullopt);
+  const std::string device = found.gpus.empty() ? "cpu" : "cuda";
+
+  s.builds = c.builds;
+  if (s.builds.empty()) s.builds.push_back({"local", "", "/usr/bin/python3", default_worker_path(s.executable), {}});
+  for (auto& b : s.builds) {
+    // Ask each build's worker what it can run on this host's device.
+    SpawnOptions o;
+    o.argv = {b.worker, "--capabilities"};
+    o.stdout_path = c.state_dir + "/work/capabilities-" + b.name + ".json";
+    auto child = Child::spawn(o);
+    nlohmann::json caps;
+    if (child.ok() && supervise(*child, 60s, 1s, 1h, {}).exit_code == 0) {
+      std::ifstream in(o.stdout_path);
+      caps = nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
+    }
+    if (!caps.is_object()) {
+      spdlog::error("torch build {}: {} --capabilities failed; the build is offered with no modes", b.name, b.worker);
+      continue;
+    }
+    b.version = caps.value("torch_version", "");
+    auto modes = decode<std::vector<Mode>>(caps["modes"][device]);
+    b.runtimes = {RuntimeSupport{Runtime::kLibtorch, modes.ok() ? *modes : std::vector<Mode>{}}};
+    spdlog::info("torch build {}: torch {} worker {}, {} modes on {}", b.name, b.version, b.worker,
+                 b.runtimes[0].modes.size(), device);
+  }
+
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  s.descriptor.name = c.name;
+  s.descriptor.hostname = host;
+  s.descriptor.version = BENCHFLEET_VERSION;
+  for (const auto& d : descriptors) {
+    s.descriptor.slots.push_back(d);
+    s.slots.push_back(std::make_unique<Slot>());
+    s.slots.back()->descriptor = d;
+  }
+  for (const auto& b : s.builds) s.descriptor.torch_builds.push_back({b.name, b.version, b.runtimes});
+
+  s.load_saved_token();
+  if (!s.credentials.valid() && !s.ensure_enrolled()) return 0;
+
+  std::vector<std::thread> threads;
+  threads.reserve(s.slots.size() + 2);
+  threads.emplace_back([&s] {
+    std::vector<std::string> skipped;
+    for (const auto& entry : s.spool->list(&skipped)) s.upload(entry);  // results from before a restart
+    for (const auto& name : skipped) spdlog::error("unreadable spool entry set aside: {}", name);
+  });
+  threads.emplace_back([&s] { s.heartbeat_loop(); });
+  for (auto& slot : s.slots) threads.emplace_back([&s, &slot] { s.slot_loop(*slot); });
+  for (auto& t : threads) t.join();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace benchfleet::agent

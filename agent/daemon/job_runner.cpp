@@ -1,0 +1,104 @@
+#include "agent/daemon/job_runner.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "agent/daemon/process.h"
+#include "common/codecs.h"
+#include "common/worker_job.h"
+
+namespace benchfleet::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+JobResult verdict(ResultStatus status, std::string message) {
+  JobResult r;
+  r.status = status;
+  r.error = std::move(message);
+  return r;
+}
+
+}  // namespace
+
+std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironment& env, const KeepGoing& keep_going) {
+  const SlotDescriptor& slot = *env.slot;
+  const bool gpu = slot.gpu.has_value();
+  const std::string device = gpu ? "cuda" : "cpu";
+
+  ArtifactKey key{job.spec.model, env.build->name, env.build->version, std::string(format_for(job.spec.mode)),
+                  job.spec.mode,  job.spec.batch,  device,           gpu ? slot.gpu->compute_capability : "cpu"};
+  Exporter exporter = env.exporter;
+  exporter.python = env.build->python;
+  const Prepared prepared = env.cache->prepare(key, exporter);
+  if (!prepared.artifact) return verdict(prepared.failure, prepared.message);
+  if (!keep_going()) return std::nullopt;
+
+  WorkerJob w;
+  w.model = job.spec.model;
+  w.artifact = prepared.artifact->path;
+  w.format = key.format;
+  w.batch = job.spec.batch;
+  w.mode = job.spec.mode;
+  w.device = device;
+  w.measurement = job.measurement;
+  w.memory_limit_mb = job.memory_limit_mb ? job.memory_limit_mb : slot.memory_limit_mb;
+  w.artifact_metadata = prepared.artifact->metadata;
+  if (auto inputs = decode<std::vector<TensorSpec>>(prepared.artifact->metadata.value("inputs", nlohmann::json()),
+                                                    "metadata.inputs");
+      inputs.ok()) {
+    w.inputs = std::move(*inputs);
+  } else {
+    return verdict(ResultStatus::kError, "the exporter's metadata is unusable: " + inputs.error().describe());
+  }
+
+  const fs::path dir = fs::path(env.work_dir) / ("job-" + std::to_string(job.job_id) + "-" + std::to_string(job.attempt));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir, ec);
+  std::ofstream(dir / "job.json") << nlohmann::json(w).dump();
+
+  SpawnOptions o;
+  o.argv = {env.build->worker, "--job", (dir / "job.json").string(), "--out", (dir / "result.json").string()};
+  // The worker sees its slot's GPU only; the CPU slot sees none.
+  o.env_set["CUDA_VISIBLE_DEVICES"] = gpu ? slot.gpu->uuid : "";
+  o.stdout_path = (dir / "stdout.txt").string();
+  o.stderr_path = (dir / "stderr.txt").string();
+  auto child = Child::spawn(o);
+  if (!child.ok()) return verdict(ResultStatus::kError, "cannot start the worker: " + child.error().message);
+  const ExitInfo exit = supervise(*child, std::chrono::seconds(job.timeout_s), std::chrono::seconds(env.kill_grace_s),
+                                  std::chrono::seconds(env.renew_every_s), keep_going);
+  if (exit.aborted) return std::nullopt;
+
+  const std::string stderr_tail = tail_of_file(o.stderr_path, 20);
+  JobResult r;
+  if (exit.timed_out) {
+    r = verdict(ResultStatus::kTimeout, "the worker ran past the job's timeout of " + std::to_string(job.timeout_s) +
+                                            " s and was killed; last stderr:\n" + stderr_tail);
+  } else if (exit.signal != 0) {
+    r = verdict(ResultStatus::kCrash, "the worker was killed by signal " + std::to_string(exit.signal) +
+                                          "; last stderr:\n" + stderr_tail);
+    r.signal = exit.signal;
+  } else {
+    std::ifstream in(dir / "result.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    auto decoded = decode<JobResult>(nlohmann::json::parse(text.str(), nullptr, false));
+    if (!decoded.ok()) {
+      r = verdict(ResultStatus::kError, "the worker exited with " + std::to_string(exit.exit_code) +
+                                            " without a readable result (" + decoded.error().describe() +
+                                            "); last stderr:\n" + stderr_tail);
+    } else {
+      r = std::move(*decoded);
+    }
+  }
+  if (!r.export_s && prepared.artifact->metadata.contains("export_s")) {
+    r.export_s = prepared.artifact->metadata["export_s"].get<double>();
+  }
+  r.telemetry["artifact_cached"] = prepared.artifact->cached;
+  fs::remove_all(dir, ec);  // the result travels in the spool; scratch is not kept
+  return r;
+}
+
+}  // namespace benchfleet::agent

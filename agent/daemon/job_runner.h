@@ -1,0 +1,41 @@
+// Runs one leased job on one slot: prepare the artifact, start the worker in its own process
+// group bound to the slot's GPU, supervise it (timeout, lease renewal) and turn whatever
+// happened into a JobResult.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "agent/daemon/artifact_cache.h"
+#include "agent/daemon/coordinator_client.h"
+#include "common/types.h"
+
+namespace benchfleet::agent {
+
+// A torch build on this host: what it is called, its interpreter and its worker binary.
+struct TorchBuild {
+  std::string name;
+  std::string version;  // filled from the worker's --capabilities at start
+  std::string python;
+  std::string worker;
+  std::vector<RuntimeSupport> runtimes;  // advertised to the coordinator
+};
+
+struct JobEnvironment {
+  const TorchBuild* build = nullptr;
+  const SlotDescriptor* slot = nullptr;
+  ArtifactCache* cache = nullptr;
+  Exporter exporter;          // python filled from the build
+  std::string work_dir;       // per-slot scratch directory
+  int kill_grace_s = 10;      // SIGTERM -> SIGKILL grace for a worker past its timeout
+  int renew_every_s = 10;     // progress renewal period while the worker runs
+};
+
+// Called while the worker runs; false means stop (lease lost, run cancelled, agent aborting).
+using KeepGoing = std::function<bool()>;
+
+// The job's verdict, or nullopt when it was stopped by `keep_going` (nothing to report).
+std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironment& env, const KeepGoing& keep_going);
+
+}  // namespace benchfleet::agent

@@ -1,0 +1,311 @@
+// The worker's pure rules, without a model: recognising out-of-memory messages (oom.cpp), what a
+// build can run (capabilities.cpp), and the random inputs a job is measured on (make_inputs).
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/worker/capabilities.h"
+#include "agent/worker/oom.h"
+#include "agent/worker/runner.h"
+#include "common/worker_job.h"
+
+namespace benchfleet::worker {
+namespace {
+
+// ---- oom.cpp --------------------------------------------------------------------------------
+
+// What LibTorch 1.13's CPU allocator throws (c10::Error::what() minus the backtrace).
+constexpr const char* kCpuOom =
+    "[enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
+    "allocate 205520896 bytes. Error code 12 (Cannot allocate memory)";
+// What the CUDA caching allocator throws (torch 1.13 and 2.x word it alike).
+constexpr const char* kCudaOom =
+    "CUDA out of memory. Tried to allocate 2.50 GiB (GPU 0; 15.78 GiB total capacity; 13.12 GiB already "
+    "allocated; 1.06 GiB free; 13.50 GiB reserved in total by PyTorch) If reserved memory is >> allocated "
+    "memory try setting max_split_size_mb to avoid fragmentation.";
+constexpr const char* kCudaOomMiB =
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
+    "79.19 GiB of which 3.06 MiB is free.";
+
+TEST(WorkerOom, RecognisesCpuCudaAndBadAllocMessages) {
+  EXPECT_TRUE(is_oom_message(kCpuOom));
+  EXPECT_TRUE(is_oom_message(kCudaOom));
+  EXPECT_TRUE(is_oom_message(kCudaOomMiB));
+  EXPECT_TRUE(is_oom_message("c10::OutOfMemoryError: CUDA error"));
+  EXPECT_TRUE(is_oom_message("std::bad_alloc"));
+}
+
+TEST(WorkerOom, OtherFailuresAreNotOom) {
+  EXPECT_FALSE(is_oom_message("PytorchStreamReader failed reading zip archive: failed finding central directory"));
+  EXPECT_FALSE(is_oom_message("Expected all tensors to be on the same device, but found at least two devices"));
+  EXPECT_FALSE(is_oom_message(""));
+}
+
+TEST(WorkerOom, BytesRequestedFromCpuMessage) {
+  EXPECT_EQ(oom_bytes_requested(kCpuOom), std::optional<std::int64_t>(205520896));
+  EXPECT_EQ(oom_bytes_requested("you tried to allocate 205520896 bytes"), std::optional<std::int64_t>(205520896));
+}
+
+// The CUDA allocator writes "Tried" with a capital T (c10/cuda/CUDACachingAllocator.cpp).
+TEST(WorkerOom, BytesRequestedFromCudaMessageInGiB) {
+  EXPECT_EQ(oom_bytes_requested("Tried to allocate 2.50 GiB"), std::optional<std::int64_t>(2684354560));
+  EXPECT_EQ(oom_bytes_requested(kCudaOom), std::optional<std::int64_t>(2684354560));
+}
+
+TEST(WorkerOom, BytesRequestedFromCudaMessageInMiB) {
+  EXPECT_EQ(oom_bytes_requested("Tried to allocate 20.00 MiB"), std::optional<std::int64_t>(20971520));
+  EXPECT_EQ(oom_bytes_requested(kCudaOomMiB), std::optional<std::int64_t>(20971520));
+}
+
+TEST(WorkerOom, NoBytesWhenTheMessageDoesNotSay) {
+  EXPECT_EQ(oom_bytes_requested("std::bad_alloc"), std::nullopt);
+  EXPECT_EQ(oom_bytes_requested("DefaultCPUAllocator: can't allocate memory"), std::nullopt);
+  EXPECT_EQ(oom_bytes_requested("you tried to allocate lots of bytes"), std::nullopt);
+  EXPECT_EQ(oom_bytes_requested(""), std::nullopt);
+}
+
+TEST(WorkerOom, OomLineDropsTheInterpreterTraceback) {
+  const std::string line =
+      "RuntimeError: [enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't allocate memory: "
+      "you tried to allocate 12845056 bytes. Error code 12 (Cannot allocate memory)";
+  const std::string message = "The following operation failed in the TorchScript interpreter.\n"
+                              "Traceback of TorchScript, serialized code (most recent call last):\n"
+                              "  File \"code/__torch__/torchvision/models/resnet.py\", line 20, in forward\n"
+                              "    x = torch._convolution(input, weight)\n" +
+                              line + "\n";
+  EXPECT_EQ(oom_line(message), line);
+}
+
+TEST(WorkerOom, OomLineIsTheWholeMessageWhenNoLineSaysOom) {
+  const std::string message = "first line\nsecond line";
+  EXPECT_EQ(oom_line(message), message);
+  EXPECT_EQ(oom_line(kCudaOom), kCudaOom);  // one line: itself
+}
+
+// ---- capabilities.cpp -----------------------------------------------------------------------
+
+constexpr const char* kFormats[] = {"torchscript", "torchscript-frozen", "aotinductor"};
+
+WorkerJob job_for(Mode mode, std::string format, std::string device = "cpu") {
+  WorkerJob job;
+  job.model = "torchvision/resnet18";
+  job.artifact = "/nonexistent/model.pt";
+  job.mode = mode;
+  job.format = std::move(format);
+  job.device = std::move(device);
+  job.inputs = {TensorSpec{"pixel_values", {1, 3, 224, 224}, "float32", std::nullopt}};
+  return job;
+}
+
+TEST(WorkerCheckJob, EachModeAcceptsOnlyItsFormat) {
+  const std::vector<std::pair<Mode, std::string>> expected = {
+      {Mode::kEager, "torchscript"},          {Mode::kTorchscript, "torchscript-frozen"},
+      {Mode::kDefault, "aotinductor"},        {Mode::kReduceOverhead, "aotinductor"},
+      {Mode::kMaxAutotune, "aotinductor"},    {Mode::kMaxAutotuneNoCudagraphs, "aotinductor"}};
+  ASSERT_EQ(expected.size(), all_modes().size());
+  for (const auto& [mode, right] : expected) {
+    for (const char* format : kFormats) {
+      SCOPED_TRACE(std::string(to_string(mode)) + " with " + format);
+      const auto err = check_job(job_for(mode, format));
+      if (format == right) {
+        EXPECT_FALSE(err.has_value()) << err->describe();
+        continue;
+      }
+      ASSERT_TRUE(err.has_value());
+      EXPECT_EQ(err->code, ErrorCode::kInvalidArgument);
+      EXPECT_EQ(err->field, "format");
+      EXPECT_NE(err->message.find(std::string(to_string(mode))), std::string::npos) << err->message;
+      EXPECT_NE(err->message.find(right), std::string::npos) << err->message;
+      EXPECT_NE(err->message.find(format), std::string::npos) << err->message;
+    }
+  }
+}
+
+Capabilities caps_of(bool aoti, bool cuda_compiled, bool cuda_available) {
+  return Capabilities{"9.9.9-test", aoti, cuda_compiled, cuda_available};
+}
+
+// The rules spelled out independently of capabilities.cpp: CUDA jobs need a CUDA build and a
+// device, reduce-overhead needs CUDA (graphs), AOTInductor formats need the loader.
+bool expected_runnable(Mode mode, const std::string& device, const Capabilities& caps) {
+  if (device == "cuda" && !(caps.cuda_compiled && caps.cuda_available)) return false;
+  if (mode == Mode::kReduceOverhead && device != "cuda") return false;
+  if (format_for(mode) == "aotinductor" && !caps.aoti) return false;
+  return true;
+}
+
+TEST(WorkerCapabilities, UnsupportedReasonForEveryModeDeviceAndBuild) {
+  for (bool aoti : {false, true}) {
+    for (bool compiled : {false, true}) {
+      for (bool available : {false, true}) {
+        if (available && !compiled) continue;  // a device is usable only from a CUDA build
+        const Capabilities caps = caps_of(aoti, compiled, available);
+        for (const std::string device : {"cpu", "cuda"}) {
+          for (Mode mode : all_modes()) {
+            SCOPED_TRACE(std::string(to_string(mode)) + " on " + device + " aoti=" + std::to_string(aoti) +
+                         " cuda_compiled=" + std::to_string(compiled) + " cuda_available=" + std::to_string(available));
+            const WorkerJob job = job_for(mode, std::string(format_for(mode)), device);
+            const auto reason = unsupported_reason(job, caps);
+            ASSERT_EQ(!reason.has_value(), expected_runnable(mode, device, caps)) << reason.value_or("(runnable)");
+            if (!reason) continue;
+            EXPECT_FALSE(reason->empty());
+            // The reason names what is missing.
+            if (device == "cuda" && !compiled) {
+              EXPECT_NE(reason->find("CUDA"), std::string::npos) << *reason;
+              EXPECT_NE(reason->find(caps.torch_version), std::string::npos) << *reason;
+            } else if (device == "cuda" && !available) {
+              EXPECT_NE(reason->find("CUDA"), std::string::npos) << *reason;
+            } else if (mode == Mode::kReduceOverhead && device == "cpu") {
+              EXPECT_NE(reason->find("CUDA"), std::string::npos) << *reason;
+            } else {
+              EXPECT_NE(reason->find("AOTInductor"), std::string::npos) << *reason;
+              EXPECT_NE(reason->find(caps.torch_version), std::string::npos) << *reason;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(WorkerCapabilities, RunnableModesOfACpuOnlyLibTorch113) {
+  const Capabilities caps = caps_of(false, false, false);
+  EXPECT_EQ(runnable_modes(caps, "cpu"), (std::vector<Mode>{Mode::kEager, Mode::kTorchscript}));
+  EXPECT_EQ(runnable_modes(caps, "cuda"), std::vector<Mode>{});
+}
+
+TEST(WorkerCapabilities, RunnableModesOfACudaBuildWithoutDevice) {
+  const Capabilities caps = caps_of(true, true, false);
+  EXPECT_EQ(runnable_modes(caps, "cuda"), std::vector<Mode>{});
+  EXPECT_EQ(runnable_modes(caps, "cpu"), (std::vector<Mode>{Mode::kEager, Mode::kTorchscript, Mode::kDefault,
+                                                            Mode::kMaxAutotune, Mode::kMaxAutotuneNoCudagraphs}));
+}
+
+TEST(WorkerCapabilities, RunnableModesOfACudaBuildWithAotInductor) {
+  const Capabilities caps = caps_of(true, true, true);
+  EXPECT_EQ(runnable_modes(caps, "cuda"), all_modes());
+  EXPECT_EQ(runnable_modes(caps, "cpu"), (std::vector<Mode>{Mode::kEager, Mode::kTorchscript, Mode::kDefault,
+                                                            Mode::kMaxAutotune, Mode::kMaxAutotuneNoCudagraphs}));
+}
+
+TEST(WorkerCapabilities, RunnableModesOfACudaBuildWithoutAotInductor) {
+  const Capabilities caps = caps_of(false, true, true);
+  EXPECT_EQ(runnable_modes(caps, "cuda"), (std::vector<Mode>{Mode::kEager, Mode::kTorchscript}));
+  EXPECT_EQ(runnable_modes(caps, "cpu"), (std::vector<Mode>{Mode::kEager, Mode::kTorchscript}));
+}
+
+TEST(WorkerCapabilities, RunnableModesAgreeWithUnsupportedReason) {
+  for (bool aoti : {false, true}) {
+    for (bool cuda : {false, true}) {
+      const Capabilities caps = caps_of(aoti, cuda, cuda);
+      for (const std::string device : {"cpu", "cuda"}) {
+        std::vector<Mode> expected;
+        for (Mode m : all_modes()) {
+          if (expected_runnable(m, device, caps)) expected.push_back(m);
+        }
+        EXPECT_EQ(runnable_modes(caps, device), expected) << device << " aoti=" << aoti << " cuda=" << cuda;
+      }
+    }
+  }
+}
+
+TEST(WorkerCapabilities, CudaGraphsOnlyForReduceOverheadAndMaxAutotuneOnCuda) {
+  for (Mode mode : all_modes()) {
+    const bool graph = mode == Mode::kReduceOverhead || mode == Mode::kMaxAutotune;
+    EXPECT_EQ(uses_cuda_graph(job_for(mode, std::string(format_for(mode)), "cuda")), graph) << to_string(mode);
+    EXPECT_FALSE(uses_cuda_graph(job_for(mode, std::string(format_for(mode)), "cpu"))) << to_string(mode);
+  }
+}
+
+// ---- make_inputs ----------------------------------------------------------------------------
+
+std::vector<TensorSpec> mixed_specs() {
+  return {
+      TensorSpec{"pixel_values", {2, 3, 8, 8}, "float32", std::nullopt},
+      TensorSpec{"half", {2, 5}, "float16", std::nullopt},
+      TensorSpec{"brain", {7}, "bfloat16", std::nullopt},
+      TensorSpec{"input_ids", {2, 64}, "int64", std::vector<std::int64_t>{5, 9}},
+      TensorSpec{"offsets", {4, 16}, "int32", std::vector<std::int64_t>{-3, 3}},
+      TensorSpec{"attention_mask", {2, 64}, "int64", std::nullopt},
+      TensorSpec{"valid", {3, 2}, "bool", std::nullopt},
+  };
+}
+
+// Not every element the same.
+bool varies(const at::Tensor& t) { return t.ne(t.flatten()[0]).any().item<bool>(); }
+
+bool all_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].equal(b[i])) return false;
+  }
+  return true;
+}
+
+TEST(WorkerMakeInputs, DtypesAndShapesFollowTheSpecs) {
+  const auto specs = mixed_specs();
+  const auto inputs = make_inputs(specs, 0, "cpu");
+  ASSERT_EQ(inputs.size(), specs.size());
+  const std::vector<at::ScalarType> types = {at::kFloat, at::kHalf, at::kBFloat16, at::kLong,
+                                             at::kInt,   at::kLong, at::kBool};
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    SCOPED_TRACE(specs[i].name);
+    EXPECT_EQ(inputs[i].scalar_type(), types[i]);
+    EXPECT_EQ(inputs[i].sizes().vec(), specs[i].shape);
+    EXPECT_TRUE(inputs[i].device().is_cpu());
+    EXPECT_TRUE(inputs[i].is_contiguous());
+  }
+}
+
+TEST(WorkerMakeInputs, SameSeedSameInputs) {
+  EXPECT_TRUE(all_equal(make_inputs(mixed_specs(), 1234, "cpu"), make_inputs(mixed_specs(), 1234, "cpu")));
+}
+
+TEST(WorkerMakeInputs, AnotherSeedOtherInputs) {
+  const auto a = make_inputs(mixed_specs(), 1, "cpu");
+  const auto b = make_inputs(mixed_specs(), 2, "cpu");
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i : {0, 1, 2, 3, 4}) EXPECT_FALSE(a[i].equal(b[i])) << mixed_specs()[i].name;
+  // Masks do not depend on the seed.
+  EXPECT_TRUE(a[5].equal(b[5]));
+  EXPECT_TRUE(a[6].equal(b[6]));
+}
+
+TEST(WorkerMakeInputs, IntegersStayInTheirRange) {
+  const auto specs = mixed_specs();
+  for (std::int64_t seed : {0, 1, 42}) {
+    const auto inputs = make_inputs(specs, seed, "cpu");
+    for (std::size_t i : {3, 4}) {
+      SCOPED_TRACE(specs[i].name + " seed " + std::to_string(seed));
+      const auto& range = *specs[i].range;
+      EXPECT_GE(inputs[i].min().item<std::int64_t>(), range[0]);
+      EXPECT_LT(inputs[i].max().item<std::int64_t>(), range[1]);
+      EXPECT_TRUE(varies(inputs[i]));  // drawn, not a constant
+    }
+  }
+}
+
+TEST(WorkerMakeInputs, MasksAreAllOnes) {
+  const auto inputs = make_inputs(mixed_specs(), 7, "cpu");
+  EXPECT_TRUE(inputs[5].eq(1).all().item<bool>());
+  EXPECT_TRUE(inputs[6].all().item<bool>());
+}
+
+TEST(WorkerMakeInputs, FloatsAreNotAllZero) {
+  const auto inputs = make_inputs(mixed_specs(), 0, "cpu");
+  for (std::size_t i : {0, 1, 2}) {
+    SCOPED_TRACE(mixed_specs()[i].name);
+    const at::Tensor as_float = inputs[i].to(at::kFloat);
+    EXPECT_TRUE(as_float.ne(0).any().item<bool>());
+    EXPECT_TRUE(as_float.isfinite().all().item<bool>());
+    EXPECT_TRUE(varies(as_float));
+  }
+}
+
+}  // namespace
+}  // namespace benchfleet::worker
