@@ -21,7 +21,10 @@ std::vector<config::Option> options(AgentConfig& c) {
       option("enrollment_token", c.enrollment_token, "enrolment token (exchanged once for this agent's own token)"),
       option("enrollment_token_file", c.enrollment_token_file, "file holding the enrolment token"),
       option("name", c.name, "this agent's name, unique in the fleet (default: the host name)"),
-      option("state_dir", c.state_dir, "agent token (0600), result spool, artifact cache and scratch space"),
+      option("state_dir", c.state_dir, "agent token (0600); default parent of the spool, artifact and work dirs"),
+      option("spool_dir", c.spool_dir, "results waiting for upload (default: <state_dir>/spool)"),
+      option("artifact_dir", c.artifact_dir, "exported model cache (default: <state_dir>/artifacts)"),
+      option("work_dir", c.work_dir, "per-job scratch space (default: <state_dir>/work)"),
       option("gpus", c.gpus, "GPUs to use, by UUID or index (default: all found; none found: one cpu slot)"),
       option("memory_limit_mb", c.memory_limit_mb, "memory cap per slot passed to the worker (0: none)"),
       option("kill_grace_s", c.kill_grace_s, "seconds between SIGTERM and SIGKILL for a worker past its timeout"),
@@ -114,6 +117,9 @@ Result<AgentConfigParse> parse_agent_config(int argc, char** argv) {
   if (c.memory_limit_mb < 0) return Error::invalid("memory_limit_mb", "must be >= 0");
   if (c.kill_grace_s < 0) return Error::invalid("kill_grace_s", "must be >= 0");
   if (c.catalog.empty()) c.catalog = default_catalog_path();
+  if (c.spool_dir.empty()) c.spool_dir = c.state_dir + "/spool";
+  if (c.artifact_dir.empty()) c.artifact_dir = c.state_dir + "/artifacts";
+  if (c.work_dir.empty()) c.work_dir = c.state_dir + "/work";
   return out;
 }
 

@@ -148,4 +148,12 @@ Result<Upload> CoordinatorClient::upload(const SpoolEntry& e) {
   return error_for(r, "result upload");
 }
 
+Status CoordinatorClient::release(std::int64_t job_id, const std::string& lease_id) {
+  const auto [id, token] = credentials_.get();
+  BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/jobs/" + std::to_string(job_id) + "/release", {{"lease_id", lease_id}},
+                                   token, 10s));
+  if (r.status == 200 || r.status == 409) return Status::Ok();  // 409: nothing left to release
+  return error_for(r, "release");
+}
+
 }  // namespace benchfleet::agent

@@ -84,6 +84,8 @@ class CoordinatorClient {
   // Renews the listed leases; returns the state of each and whether the coordinator drains us.
   Result<std::pair<std::vector<Renewal>, bool>> heartbeat(const std::vector<HeartbeatLease>& leases, bool draining);
   Result<Upload> upload(const SpoolEntry& entry);
+  // Gives a lease back unfinished (abort): the coordinator requeues the job at once.
+  Status release(std::int64_t job_id, const std::string& lease_id);
 
  private:
   Result<http::ClientResponse> post(const std::string& target, const nlohmann::json& body,

@@ -153,7 +153,7 @@ struct Daemon::State {
     env.slot = &slot.descriptor;
     env.cache = cache.get();
     env.exporter = Exporter{"", config.exporter, config.catalog, config.export_timeout_s};
-    env.work_dir = config.state_dir + "/work/" + slot.descriptor.id;
+    env.work_dir = config.work_dir + "/" + slot.descriptor.id;
     env.kill_grace_s = config.kill_grace_s;
     env.renew_every_s = 1;  // the tick; renewals themselves are spaced below
     while (!draining()) {
@@ -207,6 +207,10 @@ struct Daemon::State {
       {
         std::lock_guard lock(slot.mu);
         slot.current.reset();
+      }
+      if (!result && aborting()) {
+        // Give the job back now rather than leaving it to the lease's expiry.
+        if (auto s = client.release(job.job_id, job.lease_id); !s) spdlog::warn("release failed: {}", s.error().message);
       }
       if (!result) continue;  // stopped: nothing to report
       spdlog::info("slot {}: job {} -> {}", slot.descriptor.id, job.job_id, to_string(result->status));
@@ -265,14 +269,16 @@ int Daemon::run() {
   State& s = *state_;
   AgentConfig& c = s.config;
   std::error_code ec;
-  fs::create_directories(c.state_dir + "/work", ec);
-  if (ec) {
-    spdlog::error("cannot create the state directory {}: {}", c.state_dir, ec.message());
-    return 1;
+  for (const auto& dir : {c.state_dir, c.work_dir, c.artifact_dir}) {
+    fs::create_directories(dir, ec);
+    if (ec) {
+      spdlog::error("cannot create {}: {}", dir, ec.message());
+      return 1;
+    }
   }
   if (c.exporter.empty()) c.exporter = default_exporter_path(s.executable);
-  s.spool = std::make_unique<Spool>(c.state_dir + "/spool");
-  s.cache = std::make_unique<ArtifactCache>(c.state_dir + "/artifacts");
+  s.spool = std::make_unique<Spool>(c.spool_dir);
+  s.cache = std::make_unique<ArtifactCache>(c.artifact_dir);
   if (auto st = s.spool->open(); !st) {
     spdlog::error("{}", st.error().message);
     return 1;
@@ -290,7 +296,7 @@ int Daemon::run() {
     // Ask each build's worker what it can run on this host's device.
     SpawnOptions o;
     o.argv = {b.worker, "--capabilities"};
-    o.stdout_path = c.state_dir + "/work/capabilities-" + b.name + ".json";
+    o.stdout_path = c.work_dir + "/capabilities-" + b.name + ".json";
     auto child = Child::spawn(o);
     nlohmann::json caps;
     if (child.ok() && supervise(*child, 60s, 1s, 1h, {}).exit_code == 0) {

@@ -217,6 +217,17 @@ Result<http::Response> job_progress(ApiContext& ctx, const http::Request& req, c
                        {{"state", "active"}, {"lease_expires_at", format_time(renewal.expires_at)}}, req);
 }
 
+Result<http::Response> job_release(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  BF_ASSIGN_OR_RETURN(const JobReport report, read_job_report(ctx, req, m));
+  store::LeaseRef ref{report.job_id, {}};
+  JsonReader r(report.body, "");
+  r.required("lease_id", ref.lease_id);
+  BF_RETURN_IF_ERROR(r.finish());
+  BF_ASSIGN_OR_RETURN(const auto state, ctx.store.release(report.agent_id, ref));
+  if (state != store::LeaseState::kActive) return renewal_conflict(state, report.job_id, req);
+  return json_response(bhttp::status::ok, {{"state", "released"}}, req);
+}
+
 Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const JobReport report, read_job_report(ctx, req, m));
   store::LeaseRef ref{report.job_id, {}};

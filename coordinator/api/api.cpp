@@ -70,6 +70,7 @@ void register_routes(http::Router& r, ApiContext& ctx) {
         [&ctx](const http::Request& req, const http::RouteMatch& m) { return agent_lease(ctx, req, m); });
   r.add(verb::post, "/api/v1/jobs/{id}/progress", "jobs.progress", offload(ctx, job_progress));
   r.add(verb::post, "/api/v1/jobs/{id}/result", "jobs.result", offload(ctx, job_result));
+  r.add(verb::post, "/api/v1/jobs/{id}/release", "jobs.release", offload(ctx, job_release));
   // Service.
   r.add(verb::get, "/healthz", "healthz", inline_handler(ctx, healthz));
   r.add(verb::get, "/metrics", "metrics", offload(ctx, metrics));

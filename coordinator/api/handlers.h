@@ -25,6 +25,7 @@ Result<http::Response> agent_heartbeat(ApiContext& ctx, const http::Request& req
 boost::asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request& req,
                                                    const http::RouteMatch& m);
 Result<http::Response> job_progress(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> job_release(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> list_agents(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> drain_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);

@@ -205,6 +205,10 @@ class Store {
   // Stores the verdict of an attempt. `body` is the result's canonical JSON text.
   Result<RecordOutcome> record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
                                       const JobResult& result);
+  // The holder gives a lease back unfinished (an aborting agent): the job is requeued at once
+  // (or fails after max attempts). kLost when the lease is not current, kCancelled when its run
+  // was cancelled (nothing to do then).
+  Result<LeaseState> release(std::int64_t agent_id, const LeaseRef& lease);
   // Requeues (or fails, after max attempts) jobs whose lease expired. Returns how many changed.
   Result<std::int64_t> expire_leases();
 

@@ -384,6 +384,32 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
   return out;
 }
 
+Result<LeaseState> Store::release(std::int64_t agent_id, const LeaseRef& lease) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  BF_RETURN_IF_ERROR(tx.begin_status());
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      "SELECT status, lease_id, lease_agent_id, attempt, max_attempts, run_id FROM jobs WHERE id = ?"));
+  s->bind(1, lease.job_id);
+  BF_ASSIGN_OR_RETURN(bool found, s->step());
+  if (!found) {
+    s->reset();
+    return LeaseState::kLost;
+  }
+  const JobStatus status = job_status_at(*s, 0);
+  const bool holder = s->opt_text(1) == lease.lease_id && s->opt_int64(2) == agent_id;
+  const int attempt = static_cast<int>(s->int64(3));
+  const int max_attempts = static_cast<int>(s->int64(4));
+  const std::int64_t run_id = s->int64(5);
+  s->reset();
+  if (!holder) return LeaseState::kLost;
+  if (status == JobStatus::kCancelled) return LeaseState::kCancelled;
+  if (status != JobStatus::kLeased && status != JobStatus::kRunning) return LeaseState::kLost;
+  BF_RETURN_IF_ERROR(requeue_or_fail(lease.job_id, attempt, max_attempts, run_id, "released"));
+  BF_RETURN_IF_ERROR(commit_and_notify(tx));
+  return LeaseState::kActive;
+}
+
 Result<std::int64_t> Store::expire_leases() {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);

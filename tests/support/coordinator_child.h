@@ -1,7 +1,7 @@
-// The real benchfleet-coordinator binary as a child process on 127.0.0.1:0, its port read from
-// --port-file. Shared by the integration tests (CoordinatorProcess in coordinator_process.h adds
-// a temporary directory, clients and gtest reporting on top) and bench/coordinator_load; it does
-// not use gtest.
+// The real benchfleet-coordinator binary as a child process on 127.0.0.1:0 (or a given port), its
+// port read from --port-file; started through ChildProcess (child_process.h). Shared by the
+// integration tests (CoordinatorProcess in coordinator_process.h adds a temporary directory,
+// clients and gtest reporting on top) and bench/coordinator_load; it does not use gtest.
 //
 // The child gets SIGKILL if the thread that started it dies (PR_SET_PDEATHSIG), so a crashed or
 // killed test or benchmark leaves no coordinator behind: start children from the main thread.
@@ -14,8 +14,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "common/result.h"
+#include "tests/support/child_process.h"
 
 namespace benchfleet::testing {
 
@@ -24,9 +26,10 @@ std::string coordinator_binary();
 
 struct LaunchOptions {
   std::string binary = coordinator_binary();
-  // Command-line flags and their values ("--db" -> path). start() adds --listen 127.0.0.1:0 and
-  // --port-file `port_file`; REQUIRES: `flags` names neither.
+  // Command-line flags and their values ("--db" -> path). start() adds --listen 127.0.0.1:<port>
+  // and --port-file `port_file`; REQUIRES: `flags` names neither.
   std::map<std::string, std::string> flags;
+  int port = 0;  // 0: any free port (the coordinator picks one and writes it to `port_file`)
   std::string port_file;
   std::string log_file;  // the child's stdout and stderr
   bool append_log = false;  // keep what an earlier process wrote there (restarts); else truncate
@@ -49,8 +52,8 @@ class CoordinatorChild {
   ~CoordinatorChild();
 
   int port() const { return port_; }
-  pid_t pid() const { return pid_; }
-  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return process_.pid(); }
+  bool running() const { return process_.running(); }
 
   struct Exit {
     int status = -1;                // as waitpid reports it; -1 when it was not running
@@ -62,17 +65,14 @@ class CoordinatorChild {
   void kill9();
 
  private:
-  explicit CoordinatorChild(pid_t pid) : pid_(pid) {}
+  explicit CoordinatorChild(ChildProcess process) : process_(std::move(process)) {}
 
-  pid_t pid_ = -1;
+  ChildProcess process_;
   int port_ = 0;
 };
 
-// The exit code a waitpid status stands for: the code, or 128 + signal when killed by one.
-int exit_code(int wait_status);
-// "exit code 3" or "signal 9", for messages.
-std::string describe_wait_status(int wait_status);
-// The last `max_bytes` of a text file ("..." in front when cut; "" when unreadable).
-std::string file_tail(const std::string& path, std::size_t max_bytes);
+// A port on 127.0.0.1 that nothing listens on now, below the kernel's ephemeral range (so no
+// outgoing connection takes it while a coordinator on it is down and restarting). 0 if none found.
+int free_loopback_port();
 
 }  // namespace benchfleet::testing

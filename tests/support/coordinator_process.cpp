@@ -27,7 +27,11 @@ std::string make_temp_dir() {
 
 // ---- CoordinatorProcess ------------------------------------------------------------------------
 
-CoordinatorProcess::CoordinatorProcess(std::initializer_list<Flag> flags) : dir_(make_temp_dir()) {
+CoordinatorProcess::CoordinatorProcess(std::initializer_list<Flag> flags) : CoordinatorProcess(flags, 0) {}
+
+CoordinatorProcess::CoordinatorProcess(std::initializer_list<Flag> flags, int port)
+    : fixed_port_(port), dir_(make_temp_dir()) {
+  if (port < 0) throw std::invalid_argument("CoordinatorProcess: negative port");
   flags_ = {
       {"--db", db_path()},
       {"--operator-token", kOperatorToken},
@@ -38,6 +42,9 @@ CoordinatorProcess::CoordinatorProcess(std::initializer_list<Flag> flags) : dir_
   for (const auto& [flag, value] : flags) flags_[flag] = value;
   start();
 }
+
+CoordinatorProcess::CoordinatorProcess(int port, std::initializer_list<Flag> flags)
+    : CoordinatorProcess(flags, port) {}
 
 CoordinatorProcess::~CoordinatorProcess() {
   child_.reset();  // kills it
@@ -57,6 +64,7 @@ void CoordinatorProcess::start() {
   port_ = 0;
   LaunchOptions options;
   options.flags = flags_;
+  options.port = fixed_port_;
   options.port_file = dir_ + "/port";
   options.log_file = log_path();
   options.append_log = true;         // a restart keeps the log of the process before

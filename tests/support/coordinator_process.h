@@ -45,6 +45,9 @@ class CoordinatorProcess {
   // --port-file are always set; see LaunchOptions.)
   using Flag = std::pair<const std::string, std::string>;
   explicit CoordinatorProcess(std::initializer_list<Flag> flags = {});
+  // As above, listening on 127.0.0.1:`port` at every start, so restarts keep the URL (agent
+  // daemons are given one URL for their lifetime). free_loopback_port() finds one.
+  CoordinatorProcess(int port, std::initializer_list<Flag> flags);
   ~CoordinatorProcess();
   CoordinatorProcess(const CoordinatorProcess&) = delete;
   CoordinatorProcess& operator=(const CoordinatorProcess&) = delete;
@@ -58,7 +61,8 @@ class CoordinatorProcess {
   // SIGKILL now (a crash: nothing is flushed or finished).
   void kill9();
   // stop() (or nothing, when already stopped) and start() again on the same database.
-  // The port changes: clients made before refer to the old one (FakeAgent follows on its own).
+  // The port changes unless it was fixed at construction: clients made before refer to the old
+  // one (FakeAgent follows on its own).
   void restart();
   bool running() const { return child_ != nullptr; }
 
@@ -85,7 +89,10 @@ class CoordinatorProcess {
   nlohmann::json get_json(const std::string& target);
 
  private:
+  CoordinatorProcess(std::initializer_list<Flag> flags, int port);
+
   std::map<std::string, std::string> flags_;
+  int fixed_port_ = 0;  // 0: a new free port at every start
   std::string dir_;
   std::unique_ptr<CoordinatorChild> child_;
   int port_ = 0;  // of the last process started: clients made before a stop keep using it

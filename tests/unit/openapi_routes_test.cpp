@@ -163,7 +163,7 @@ TEST_F(OpenApiRoutes, EveryRouteIsDocumentedAndNothingElse) {
     ASSERT_TRUE(paths[r.pattern].contains(method)) << method << " " << r.pattern << " is not documented";
     EXPECT_EQ(paths[r.pattern][method]["operationId"], r.name) << method << " " << r.pattern;
   }
-  EXPECT_EQ(routes.size(), 18u);
+  EXPECT_EQ(routes.size(), 19u);
   for (const auto& [path, item] : paths.items()) {
     for (const auto& m : kMethods) {
       if (item.contains(m)) {
@@ -315,10 +315,19 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   ASSERT_EQ(small.status, 201u);
   Call leased4 = call(verb::post, agent + "/lease", json{{"slot", "gpu0"}, {"wait_s", 0}}, token);
   ASSERT_TRUE(leased4.parsed["job"].is_object()) << leased4.body;
+  // Released unfinished, the job is leased again at once as attempt 2.
+  const std::string release = "/api/v1/jobs/" + std::to_string(leased4.parsed["job"]["id"].get<std::int64_t>()) + "/release";
+  Call stale = call(verb::post, release, json{{"lease_id", "not-the-lease"}}, token);
+  EXPECT_EQ(stale.status, 409u);
+  EXPECT_EQ(stale.parsed["reason"], "lease_lost");
+  EXPECT_EQ(call(verb::post, release, json{{"lease_id", leased4.parsed["job"]["lease_id"]}}, token).status, 200u);
+  leased4 = call(verb::post, agent + "/lease", json{{"slot", "gpu0"}, {"wait_s", 0}}, token);
+  ASSERT_TRUE(leased4.parsed["job"].is_object()) << leased4.body;
+  EXPECT_EQ(leased4.parsed["job"]["attempt"], 2);
   json error_result = {{"status", "error"}, {"error", "boom"}};
   EXPECT_EQ(
       call(verb::post, "/api/v1/jobs/" + std::to_string(leased4.parsed["job"]["id"].get<std::int64_t>()) + "/result",
-           json{{"lease_id", leased4.parsed["job"]["lease_id"]}, {"attempt", 1}, {"result", error_result}}, token)
+           json{{"lease_id", leased4.parsed["job"]["lease_id"]}, {"attempt", 2}, {"result", error_result}}, token)
           .status,
       201u);
   EXPECT_EQ(call(verb::post, "/api/v1/runs/" + std::to_string(small.parsed["id"].get<std::int64_t>()) + "/cancel",

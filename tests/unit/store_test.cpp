@@ -293,6 +293,20 @@ TEST_F(StoreTest, CancelStopsQueuedJobsAndTellsLeaseHolders) {
   EXPECT_EQ(store_->get_run(run).value().state, "cancelled");
 }
 
+TEST_F(StoreTest, ReleaseRequeuesAtOnceAndOnlyForTheHolder) {
+  const auto a = enroll("a");
+  const auto b = enroll("b");
+  submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  const auto g = lease(a);
+  EXPECT_EQ(store_->release(b, {g.job_id, g.lease_id}).value(), LeaseState::kLost) << "not b's lease";
+  EXPECT_EQ(store_->release(a, {g.job_id, "other"}).value(), LeaseState::kLost);
+  EXPECT_EQ(store_->release(a, {g.job_id, g.lease_id}).value(), LeaseState::kActive);
+  EXPECT_EQ(store_->renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kLost);
+  const auto again = lease(b);
+  EXPECT_EQ(again.job_id, g.job_id) << "requeued without waiting for the TTL";
+  EXPECT_EQ(again.attempt, 2);
+}
+
 TEST_F(StoreTest, ASlotAskingAgainReleasesWhatItHeld) {
   const auto a = enroll("a");
   submit({"torchvision/resnet18"}, {1}, {Mode::kEager});

@@ -1,0 +1,169 @@
+// Integration: a benchfleet-agent daemon when things go wrong on its host — a worker that crashes
+// or hangs (benchfleet-fault-worker as the torch build `faulty`), a drain by SIGTERM, and a run
+// cancelled while its worker runs. Real coordinator, agent and workers on loopback.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/integration/agent_test_util.h"
+
+namespace benchfleet::testing {
+namespace {
+
+// Lines of the agent's log that announce a leased job ("slot cpu: job 3 attempt 1 (...)").
+int leases_logged(const AgentProcess& agent) {
+  const std::string log = agent.log();
+  int n = 0;
+  for (std::size_t at = log.find("slot cpu: job "); at != std::string::npos; at = log.find("slot cpu: job ", at + 1)) {
+    const std::size_t eol = log.find('\n', at);
+    if (log.substr(at, eol - at).find(" attempt ") != std::string::npos) ++n;
+  }
+  return n;
+}
+
+TEST(AgentFaults, CrashAndHangBecomeCrashAndTimeoutAndTheAgentServesOn) {
+  CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
+  AgentProcess a1(agent_options(coord, "a1", write_fault_config(coord)));
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"}));
+
+  // Through the fault worker: batch 3 raises SIGSEGV, batch 5 hangs ignoring SIGTERM; a 5 s job
+  // timeout, then SIGTERM to the group, 1 s grace (kill_grace_s), SIGKILL.
+  const json run = coord.submit(cpu_matrix({kMobilenet}, {3, 5}, {"eager"}, "faulty", 5));
+  ASSERT_EQ(run["job_count"], 2);
+  std::optional<HangingWorker> hung;
+  ASSERT_TRUE(poll_until(
+      [&] {
+        if (!hung) hung = hanging_worker(a1);
+        return run_of(coord, run).value("state", "") == "done";
+      },
+      120s))
+      << run_of(coord, run).dump(1);
+  ASSERT_TRUE(hung) << "the hanging fault worker was never seen";
+  EXPECT_FALSE(process_group_alive(hung->pid)) << "the hung worker's group outlived its timeout";
+  EXPECT_FALSE(process_alive(hung->helper));
+
+  const auto results = results_of(coord, run);
+  ASSERT_EQ(results.size(), 2u) << json(results).dump(1);
+  for (const auto& r : results) {
+    const json& result = r["result"];
+    const std::string error = result.value("error", "");
+    EXPECT_EQ(r.value("agent", ""), "a1");
+    if (r["job"]["batch"] == 3) {
+      EXPECT_EQ(result.value("status", ""), "crash") << r.dump(1);
+      EXPECT_EQ(result.value("signal", 0), SIGSEGV) << r.dump(1);
+      EXPECT_NE(error.find("signal " + std::to_string(SIGSEGV)), std::string::npos) << error;
+      EXPECT_NE(error.find("crashing with SIGSEGV on purpose"), std::string::npos) << "no stderr tail: " << error;
+    } else {
+      EXPECT_EQ(r["job"]["batch"], 5);
+      EXPECT_EQ(r["job_id"], hung->job_id);
+      EXPECT_EQ(result.value("status", ""), "timeout") << r.dump(1);
+      EXPECT_NE(error.find("timeout of 5 s"), std::string::npos) << error;
+      EXPECT_NE(error.find("hanging on purpose"), std::string::npos) << "no stderr tail: " << error;
+    }
+  }
+
+  // The same agent then measures a normal job (the fault worker hands batch 1 to the real one).
+  const json next = coord.submit(cpu_matrix({kMobilenet}, {1}, {"eager"}, "faulty"));
+  ASSERT_TRUE(wait_run_state(coord, next, "done")) << run_of(coord, next).dump(1);
+  const auto ok = results_of(coord, next);
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_EQ(ok[0]["result"].value("status", ""), "ok") << ok[0].dump(1);
+  EXPECT_EQ(ok[0].value("agent", ""), "a1");
+  EXPECT_TRUE(a1.running());
+  EXPECT_TRUE(a1.spool_entries().empty());
+}
+
+TEST(AgentFaults, SigtermDrainsTheRunningJobThenExitsZero) {
+  CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
+  AgentProcess a1(agent_options(coord, "a1"));
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"}));
+  const json run = coord.submit(cpu_matrix({kMobilenet, kSqueezenet}, {1}, {"eager", "torchscript"}));
+  ASSERT_EQ(run["job_count"], 4);
+
+  // SIGTERM while a worker measures (sent while the agent is frozen, so it lands mid-job).
+  const auto running = freeze_with_running_worker(a1);
+  ASSERT_TRUE(running) << "no worker ran on a1";
+  a1.sigterm();
+  a1.thaw();
+  const auto status = a1.wait_exit(90s);
+  ASSERT_TRUE(status) << "the agent did not exit after SIGTERM";
+  EXPECT_EQ(describe_wait_status(*status), "exit code 0");
+
+  // The running job finished and was reported; nothing else was leased, three jobs wait.
+  const auto results = results_of(coord, run);
+  ASSERT_EQ(results.size(), 1u) << json(results).dump(1);
+  EXPECT_EQ(results[0]["job_id"], running->job_id);
+  EXPECT_EQ(results[0]["attempt"], running->attempt);
+  EXPECT_EQ(results[0]["result"].value("status", ""), "ok") << results[0].dump(1);
+  EXPECT_EQ(leases_logged(a1), 1) << a1.log_tail();
+  const json state = run_of(coord, run);
+  EXPECT_EQ(state["jobs"]["queued"], 3) << state.dump(1);
+  EXPECT_EQ(state["jobs"]["done"], 1) << state.dump(1);
+  EXPECT_TRUE(a1.spool_entries().empty());
+  EXPECT_TRUE(a1.children().empty());
+}
+
+TEST(AgentFaults, AgentRestartedAfterADrainServesAgain) {
+  CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
+  AgentProcess a1(agent_options(coord, "a1"));
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"}));
+  a1.sigterm();  // idle: drains at once
+  const auto status = a1.wait_exit(30s);
+  ASSERT_TRUE(status) << "the idle agent did not exit after SIGTERM";
+  EXPECT_EQ(describe_wait_status(*status), "exit code 0");
+
+  // A service restart (an upgrade, a reboot): same state directory, so the saved token is reused.
+  a1.start();
+  const json run = coord.submit(cpu_matrix({kMobilenet}, {1}, {"eager"}));
+  ASSERT_TRUE(wait_run_state(coord, run, "done", 60s))
+      << "the restarted agent leased nothing; coordinator's view of it: " << agent_named(coord, "a1").dump(1);
+  const auto results = results_of(coord, run);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0]["result"].value("status", ""), "ok") << results[0].dump(1);
+}
+
+TEST(AgentFaults, CancelledRunKillsTheWorkerGroupAndReportsNothing) {
+  CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
+  AgentProcess a1(agent_options(coord, "a1", write_fault_config(coord)));
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"}));
+
+  // A worker that hangs (ignoring SIGTERM, with a helper in its group) under a long timeout:
+  // it certainly runs when the run is cancelled.
+  const json run = coord.submit(cpu_matrix({kMobilenet}, {5}, {"eager"}, "faulty", 600));
+  std::optional<HangingWorker> hung;
+  ASSERT_TRUE(poll_until([&] { return (hung = hanging_worker(a1)).has_value(); }, 90s, 100ms))
+      << "the hanging fault worker never started";
+  ASSERT_TRUE(process_group_alive(hung->pid));
+  ASSERT_TRUE(process_alive(hung->helper));
+
+  const auto cancelled = coord.post(run_url(run) + "/cancel", json::object());
+  ASSERT_EQ(cancelled.status, 200u) << cancelled.body;
+  // Heartbeat (1 s) or renewal says "cancelled"; SIGTERM, 1 s grace, SIGKILL to the group.
+  EXPECT_TRUE(poll_until([&] { return !process_group_alive(hung->pid) && !process_alive(hung->helper); }, 30s, 100ms))
+      << "the cancelled job's worker group still runs";
+  EXPECT_TRUE(poll_until([&] { return a1.log().find("was cancelled; stopping its worker") != std::string::npos; }, 10s))
+      << a1.log_tail();
+
+  // Nothing was reported for it, the run stays cancelled, and no scratch is left behind.
+  EXPECT_TRUE(results_of(coord, run).empty());
+  EXPECT_EQ(a1.log().find("job " + std::to_string(hung->job_id) + " ->"), std::string::npos) << a1.log_tail();
+  EXPECT_TRUE(a1.spool_entries().empty());
+  EXPECT_EQ(run_of(coord, run).value("state", ""), "cancelled");
+  EXPECT_FALSE(hanging_worker(a1)) << "the cancelled job's scratch directory was left in " << a1.state_dir();
+
+  // The agent serves on.
+  const json next = coord.submit(cpu_matrix({kMobilenet}, {1}, {"eager"}));
+  ASSERT_TRUE(wait_run_state(coord, next, "done")) << run_of(coord, next).dump(1);
+  const auto ok = results_of(coord, next);
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_EQ(ok[0]["result"].value("status", ""), "ok") << ok[0].dump(1);
+  EXPECT_EQ(ok[0].value("agent", ""), "a1");
+  EXPECT_TRUE(results_of(coord, run).empty());
+}
+
+}  // namespace
+}  // namespace benchfleet::testing
