@@ -29,7 +29,8 @@ struct Slot {
   SlotDescriptor descriptor;
   std::mutex mu;
   std::optional<HeartbeatLease> current;  // the lease being worked on
-  std::atomic<bool> stop_job{false};      // set when a heartbeat says the lease is gone
+  // Set when a heartbeat says the lease is gone: Renewal::kLost or kCancelled (kActive: keep going).
+  std::atomic<Renewal> stop_job{Renewal::kActive};
 };
 
 // Exponential backoff with full jitter, capped.
@@ -174,6 +175,12 @@ struct Daemon::State {
         continue;
       }
       const LeasedJob job = *answer->job;
+      if (draining()) {
+        // Granted to a long poll that began before the drain: give it back untouched.
+        spdlog::info("slot {}: draining; giving job {} back", slot.descriptor.id, job.job_id);
+        if (auto s = client.release(job.job_id, job.lease_id); !s) spdlog::warn("release failed: {}", s.error().message);
+        continue;
+      }
       spdlog::info("slot {}: job {} attempt {} ({} batch {} {} {})", slot.descriptor.id, job.job_id, job.attempt,
                    job.spec.model, job.spec.batch, to_string(job.spec.mode), job.spec.torch_build);
       auto build = std::find_if(builds.begin(), builds.end(), [&](auto& b) { return b.name == job.spec.torch_build; });
@@ -181,7 +188,7 @@ struct Daemon::State {
       {
         std::lock_guard lock(slot.mu);
         slot.current = HeartbeatLease{job.job_id, job.lease_id};
-        slot.stop_job = false;
+        slot.stop_job = Renewal::kActive;
       }
       if (build == builds.end()) {
         JobResult r;
@@ -191,16 +198,18 @@ struct Daemon::State {
       } else {
         env.build = &*build;
         auto next_renewal = std::chrono::steady_clock::now() + std::chrono::seconds(iv.heartbeat_interval_s);
+        auto stop = [&](Renewal why) {
+          spdlog::warn("slot {}: job {} {}; stopping its worker", slot.descriptor.id, job.job_id,
+                       why == Renewal::kCancelled ? "was cancelled" : "lost its lease");
+          return false;
+        };
         result = run_leased_job(job, env, [&] {
-          if (aborting() || slot.stop_job.load()) return false;
+          if (aborting()) return false;
+          if (const Renewal why = slot.stop_job.load(); why != Renewal::kActive) return stop(why);  // heartbeat
           if (std::chrono::steady_clock::now() < next_renewal) return true;
           next_renewal = std::chrono::steady_clock::now() + std::chrono::seconds(current_intervals().heartbeat_interval_s);
           auto renewal = client.progress(job.job_id, job.lease_id, "running");
-          if (renewal.ok() && *renewal != Renewal::kActive) {
-            spdlog::warn("slot {}: job {} {}; stopping its worker", slot.descriptor.id, job.job_id,
-                         *renewal == Renewal::kCancelled ? "was cancelled" : "lost its lease");
-            return false;
-          }
+          if (renewal.ok() && *renewal != Renewal::kActive) return stop(*renewal);
           return true;  // a coordinator that is down is no reason to throw the work away
         });
       }
@@ -237,7 +246,7 @@ struct Daemon::State {
       auto answer = client.heartbeat(leases, draining());
       if (answer.ok()) {
         for (std::size_t i = 0; i < answer->first.size() && i < owners.size(); ++i) {
-          if (answer->first[i] != Renewal::kActive) owners[i]->stop_job = true;
+          if (answer->first[i] != Renewal::kActive) owners[i]->stop_job = answer->first[i];
         }
       } else if (answer.error().code == ErrorCode::kUnauthenticated) {
         ensure_enrolled(credentials.get().second);
