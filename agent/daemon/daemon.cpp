@@ -242,7 +242,11 @@ struct Daemon::State {
           owners.push_back(s.get());
         }
       }
-      if (draining() && leases.empty()) return;
+      if (draining() && leases.empty()) {
+        // Tell the coordinator once, so lease requests still waiting return at once.
+        (void)client.heartbeat({}, true);
+        return;
+      }
       auto answer = client.heartbeat(leases, draining());
       if (answer.ok()) {
         for (std::size_t i = 0; i < answer->first.size() && i < owners.size(); ++i) {
@@ -337,6 +341,13 @@ int Daemon::run() {
 
   s.load_saved_token();
   if (!s.credentials.valid() && !s.ensure_enrolled()) return 0;
+  // A first heartbeat before any lease: it clears a drain this agent announced before a
+  // restart (and finds out at once if a saved token is no longer accepted).
+  {
+    CoordinatorClient client(c.coordinator, s.credentials);
+    auto first = client.heartbeat({}, false);
+    if (!first.ok() && first.error().code == ErrorCode::kUnauthenticated) s.ensure_enrolled(s.credentials.get().second);
+  }
 
   std::vector<std::thread> threads;
   threads.reserve(s.slots.size() + 2);

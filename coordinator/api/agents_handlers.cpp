@@ -148,7 +148,7 @@ Result<http::Response> agent_heartbeat(ApiContext& ctx, const http::Request& req
   r.optional("draining", draining);
   r.check(leases.size() <= 64, "leases", "must list at most 64 leases");
   BF_RETURN_IF_ERROR(r.finish());
-  if (draining) BF_RETURN_IF_ERROR(ctx.store.set_draining(agent_id, true));
+  BF_RETURN_IF_ERROR(ctx.store.set_self_draining(agent_id, draining));
   BF_ASSIGN_OR_RETURN(const auto renewals, ctx.store.heartbeat(agent_id, leases));
   BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.get_agent(agent_id));
 

@@ -192,7 +192,11 @@ class Store {
   Result<AgentCredentials> agent_credentials(std::int64_t agent_id);
   Result<std::vector<AgentInfo>> list_agents();
   Result<AgentInfo> get_agent(std::int64_t agent_id);
+  // The operator's drain.
   Status set_draining(std::int64_t agent_id, bool draining);
+  // The agent's own drain, as its heartbeats report it. An agent is draining (gets no leases)
+  // when either is set; enrolment clears both.
+  Status set_self_draining(std::int64_t agent_id, bool draining);
 
   // ---- leases ------------------------------------------------------------------------------
   // Grants `slot` of `agent_id` its next job; no grant when nothing fits or the agent drains.

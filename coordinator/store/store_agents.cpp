@@ -14,7 +14,7 @@ Result<std::int64_t> Store::enroll_agent(const AgentDescriptor& d, const AgentCr
       "INSERT INTO agents (name, hostname, version, descriptor, enrolled_at, last_seen_at, draining)"
       " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)"
       " ON CONFLICT(name) DO UPDATE SET hostname = ?2, version = ?3, descriptor = ?4, enrolled_at = ?5,"
-      " last_seen_at = ?5, draining = 0 RETURNING id"));
+      " last_seen_at = ?5, draining = 0, self_draining = 0 RETURNING id"));
   upsert->bind(1, d.name).bind(2, d.hostname).bind(3, d.version).bind(4, nlohmann::json(d).dump()).bind(5, now);
   BF_ASSIGN_OR_RETURN(bool row, upsert->step());
   if (!row) {
@@ -65,7 +65,7 @@ Result<AgentCredentials> Store::agent_credentials(std::int64_t agent_id) {
 
 Result<AgentInfo> Store::agent_info_locked(std::int64_t agent_id) {
   BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-      "SELECT id, descriptor, enrolled_at, last_seen_at, draining FROM agents WHERE id = ?"));
+      "SELECT id, descriptor, enrolled_at, last_seen_at, draining OR self_draining FROM agents WHERE id = ?"));
   s->bind(1, agent_id);
   BF_ASSIGN_OR_RETURN(bool found, s->step());
   if (!found) {
@@ -126,6 +126,15 @@ Status Store::set_draining(std::int64_t agent_id, bool draining) {
   if (db_->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
   // Waiting lease requests re-check now, so a draining agent's long poll returns at once.
   if (work_listener_) work_listener_();
+  return Status::Ok();
+}
+
+Status Store::set_self_draining(std::int64_t agent_id, bool draining) {
+  std::lock_guard lock(mu_);
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("UPDATE agents SET self_draining = ?1 WHERE id = ?2 AND self_draining != ?1"));
+  BF_RETURN_IF_ERROR(s->bind(1, draining ? 1 : 0).bind(2, agent_id).run());
+  // Only a change matters to waiting lease requests (heartbeats repeat the same value).
+  if (db_->changes() > 0 && work_listener_) work_listener_();
   return Status::Ok();
 }
 

@@ -1,8 +1,10 @@
 // Integration: a benchfleet-agent daemon when things go wrong on its host — a worker that crashes
-// or hangs (benchfleet-fault-worker as the torch build `faulty`), a drain by SIGTERM, and a run
-// cancelled while its worker runs. Real coordinator, agent and workers on loopback.
+// or hangs (benchfleet-fault-worker as the torch build `faulty`), drains by SIGTERM (mid-job,
+// idle, then a restart), an abort by a second SIGTERM, and a run cancelled while its worker runs.
+// Real coordinator, agent and workers on loopback.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <string>
 
 #include "tests/integration/agent_test_util.h"
@@ -71,7 +73,8 @@ TEST(AgentFaults, CrashAndHangBecomeCrashAndTimeoutAndTheAgentServesOn) {
   EXPECT_EQ(ok[0]["result"].value("status", ""), "ok") << ok[0].dump(1);
   EXPECT_EQ(ok[0].value("agent", ""), "a1");
   EXPECT_TRUE(a1.running());
-  EXPECT_TRUE(a1.spool_entries().empty());
+  // The spool entry goes right after the acknowledgement that finished the run.
+  EXPECT_TRUE(poll_until([&] { return a1.spool_entries().empty(); }, 10s));
 }
 
 TEST(AgentFaults, SigtermDrainsTheRunningJobThenExitsZero) {
@@ -105,24 +108,48 @@ TEST(AgentFaults, SigtermDrainsTheRunningJobThenExitsZero) {
   EXPECT_TRUE(a1.children().empty());
 }
 
-TEST(AgentFaults, AgentRestartedAfterADrainServesAgain) {
+TEST(AgentFaults, IdleAgentDrainingLeasesNothingNew) {
+  // A long poll of 20 s: the idle slot is waiting in one when SIGTERM comes, and a run submitted
+  // then wakes it with a job to offer.
+  CoordinatorProcess coord({{"--lease-ttl-s", "3"}, {"--heartbeat-interval-s", "1"}, {"--long-poll-timeout-s", "20"}});
+  AgentProcess a1(agent_options(coord, "a1"));
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"}));
+  a1.sigterm();
+  ASSERT_TRUE(poll_until([&] { return a1.log().find("drain: ") != std::string::npos; }, 10s)) << a1.log_tail();
+  const json run = coord.submit(cpu_matrix({kMobilenet}, {1}, {"eager"}));
+
+  const auto status = a1.wait_exit(60s);
+  ASSERT_TRUE(status) << "the draining agent did not exit";
+  EXPECT_EQ(describe_wait_status(*status), "exit code 0");
+  // Whatever the poll was offered went back untouched: nothing ran, nothing was reported.
+  EXPECT_TRUE(results_of(coord, run).empty()) << json(results_of(coord, run)).dump(1);
+  EXPECT_EQ(a1.log().find(" -> "), std::string::npos) << a1.log_tail();
+  EXPECT_TRUE(poll_until([&] { return run_of(coord, run)["jobs"]["queued"] == 1; }, 10s)) << run_of(coord, run).dump(1);
+}
+
+TEST(AgentFaults, AgentRestartedAfterADrainMidJobServesAgain) {
   CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
   AgentProcess a1(agent_options(coord, "a1"));
   a1.start();
   ASSERT_TRUE(wait_online(coord, {"a1"}));
-  a1.sigterm();  // idle: drains at once
-  const auto status = a1.wait_exit(30s);
-  ASSERT_TRUE(status) << "the idle agent did not exit after SIGTERM";
+  const json run = coord.submit(cpu_matrix({kMobilenet}, {1}, {"eager", "torchscript"}));
+  ASSERT_EQ(run["job_count"], 2);
+  // Drained mid-job, so its heartbeats tell the coordinator it drains.
+  ASSERT_TRUE(freeze_with_running_worker(a1)) << "no worker ran on a1";
+  a1.sigterm();
+  a1.thaw();
+  const auto status = a1.wait_exit(90s);
+  ASSERT_TRUE(status) << "the agent did not exit after SIGTERM";
   EXPECT_EQ(describe_wait_status(*status), "exit code 0");
+  ASSERT_EQ(results_of(coord, run).size(), 1u);
 
   // A service restart (an upgrade, a reboot): same state directory, so the saved token is reused.
+  // The restarted agent takes the job the drain left.
   a1.start();
-  const json run = coord.submit(cpu_matrix({kMobilenet}, {1}, {"eager"}));
-  ASSERT_TRUE(wait_run_state(coord, run, "done", 60s))
-      << "the restarted agent leased nothing; coordinator's view of it: " << agent_named(coord, "a1").dump(1);
-  const auto results = results_of(coord, run);
-  ASSERT_EQ(results.size(), 1u);
-  EXPECT_EQ(results[0]["result"].value("status", ""), "ok") << results[0].dump(1);
+  EXPECT_TRUE(wait_run_state(coord, run, "done", 60s))
+      << "the restarted agent leased nothing; the coordinator's view of it: " << agent_named(coord, "a1").dump(1);
+  for (const auto& r : results_of(coord, run)) EXPECT_EQ(r["result"].value("status", ""), "ok") << r.dump(1);
 }
 
 TEST(AgentFaults, CancelledRunKillsTheWorkerGroupAndReportsNothing) {
@@ -145,24 +172,50 @@ TEST(AgentFaults, CancelledRunKillsTheWorkerGroupAndReportsNothing) {
   // Heartbeat (1 s) or renewal says "cancelled"; SIGTERM, 1 s grace, SIGKILL to the group.
   EXPECT_TRUE(poll_until([&] { return !process_group_alive(hung->pid) && !process_alive(hung->helper); }, 30s, 100ms))
       << "the cancelled job's worker group still runs";
-  EXPECT_TRUE(poll_until([&] { return a1.log().find("was cancelled; stopping its worker") != std::string::npos; }, 10s))
+  EXPECT_NE(a1.log().find("job " + std::to_string(hung->job_id) + " was cancelled; stopping its worker"), std::string::npos)
       << a1.log_tail();
 
-  // Nothing was reported for it, the run stays cancelled, and no scratch is left behind.
-  EXPECT_TRUE(results_of(coord, run).empty());
-  EXPECT_EQ(a1.log().find("job " + std::to_string(hung->job_id) + " ->"), std::string::npos) << a1.log_tail();
-  EXPECT_TRUE(a1.spool_entries().empty());
-  EXPECT_EQ(run_of(coord, run).value("state", ""), "cancelled");
-  EXPECT_FALSE(hanging_worker(a1)) << "the cancelled job's scratch directory was left in " << a1.state_dir();
-
-  // The agent serves on.
+  // The agent serves on: its one slot takes the next job once done with the cancelled one.
   const json next = coord.submit(cpu_matrix({kMobilenet}, {1}, {"eager"}));
   ASSERT_TRUE(wait_run_state(coord, next, "done")) << run_of(coord, next).dump(1);
   const auto ok = results_of(coord, next);
   ASSERT_EQ(ok.size(), 1u);
   EXPECT_EQ(ok[0]["result"].value("status", ""), "ok") << ok[0].dump(1);
   EXPECT_EQ(ok[0].value("agent", ""), "a1");
+
+  // Nothing was produced or reported for the cancelled job, and no scratch was left behind.
   EXPECT_TRUE(results_of(coord, run).empty());
+  EXPECT_EQ(a1.log().find("job " + std::to_string(hung->job_id) + " ->"), std::string::npos) << a1.log_tail();
+  EXPECT_TRUE(poll_until([&] { return a1.spool_entries().empty(); }, 10s));
+  EXPECT_EQ(run_of(coord, run).value("state", ""), "cancelled");
+  EXPECT_FALSE(hanging_worker(a1)) << "the cancelled job's scratch directory was left in " << a1.state_dir();
+}
+
+TEST(AgentFaults, SecondSigtermAbortsKillingTheWorkerGroup) {
+  CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
+  AgentProcess a1(agent_options(coord, "a1", write_fault_config(coord)));
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"}));
+  const json run = coord.submit(cpu_matrix({kMobilenet}, {5}, {"eager"}, "faulty", 600));
+  std::optional<HangingWorker> hung;
+  ASSERT_TRUE(poll_until([&] { return (hung = hanging_worker(a1)).has_value(); }, 90s, 100ms))
+      << "the hanging fault worker never started";
+
+  // The first SIGTERM drains: the (hanging) job would be waited for. Signals of one kind do not
+  // queue, so the second is sent once the first was taken.
+  a1.sigterm();
+  ASSERT_TRUE(poll_until([&] { return a1.log().find("drain: ") != std::string::npos; }, 10s)) << a1.log_tail();
+  EXPECT_TRUE(process_group_alive(hung->pid));
+  a1.sigterm();
+  const auto status = a1.wait_exit(30s);
+  ASSERT_TRUE(status) << "the agent did not exit after a second SIGTERM";
+  EXPECT_EQ(describe_wait_status(*status), "exit code 0");
+  EXPECT_FALSE(process_group_alive(hung->pid)) << "the aborted job's worker group outlived the agent";
+  EXPECT_FALSE(process_alive(hung->helper));
+  // Nothing was reported; the job goes back to the queue (its lease expires) for another try.
+  EXPECT_TRUE(results_of(coord, run).empty());
+  EXPECT_TRUE(a1.spool_entries().empty());
+  EXPECT_TRUE(poll_until([&] { return run_of(coord, run)["jobs"]["queued"] == 1; }, 30s)) << run_of(coord, run).dump(1);
 }
 
 }  // namespace

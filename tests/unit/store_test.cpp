@@ -327,5 +327,17 @@ TEST_F(StoreTest, DrainingAgentsGetNoWork) {
   EXPECT_EQ(store_->set_draining(999, true).error().code, ErrorCode::kNotFound);
 }
 
+TEST_F(StoreTest, AnAgentsOwnDrainIsApartFromTheOperators) {
+  const auto a = enroll("a");
+  submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  ASSERT_TRUE(store_->set_self_draining(a, true).ok());
+  EXPECT_TRUE(store_->lease(a, "gpu0").value().draining);
+  ASSERT_TRUE(store_->set_draining(a, true).ok());
+  ASSERT_TRUE(store_->set_self_draining(a, false).ok());  // the agent restarted
+  EXPECT_TRUE(store_->lease(a, "gpu0").value().draining) << "the operator's drain still holds";
+  ASSERT_TRUE(store_->set_draining(a, false).ok());
+  EXPECT_TRUE(store_->lease(a, "gpu0").value().grant.has_value());
+}
+
 }  // namespace
 }  // namespace benchfleet::store
