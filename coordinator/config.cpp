@@ -2,11 +2,6 @@
 
 #include "common/config_options.h"
 
-#include <fstream>
-#include <functional>
-#include <iostream>
-#include <map>
-#include <sstream>
 
 namespace benchfleet {
 namespace {

@@ -156,7 +156,6 @@ struct Daemon::State {
     env.exporter = Exporter{"", config.exporter, config.catalog, config.export_timeout_s};
     env.work_dir = config.work_dir + "/" + slot.descriptor.id;
     env.kill_grace_s = config.kill_grace_s;
-    env.renew_every_s = 1;  // the tick; renewals themselves are spaced below
     while (!draining()) {
       const Intervals iv = current_intervals();
       auto answer = client.lease(slot.descriptor.id, iv.long_poll_timeout_s);

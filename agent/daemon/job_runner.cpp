@@ -68,7 +68,7 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   auto child = Child::spawn(o);
   if (!child.ok()) return verdict(ResultStatus::kError, "cannot start the worker: " + child.error().message);
   const ExitInfo exit = supervise(*child, std::chrono::seconds(job.timeout_s), std::chrono::seconds(env.kill_grace_s),
-                                  std::chrono::seconds(env.renew_every_s), keep_going);
+                                  std::chrono::seconds(env.tick_every_s), keep_going);
   if (exit.aborted) {
     fs::remove_all(dir, ec);  // stopped: nothing to report, and no scratch to keep
     return std::nullopt;

@@ -29,7 +29,7 @@ struct JobEnvironment {
   Exporter exporter;          // python filled from the build
   std::string work_dir;       // per-slot scratch directory
   int kill_grace_s = 10;      // SIGTERM -> SIGKILL grace for a worker past its timeout
-  int renew_every_s = 10;     // progress renewal period while the worker runs
+  int tick_every_s = 1;       // how often keep_going is asked while the worker runs
 };
 
 // Called while the worker runs; false means stop (lease lost, run cancelled, agent aborting).

@@ -259,8 +259,8 @@ Result<std::vector<report::CellResult>> Store::report_cells(std::int64_t run_id)
       } else if (auto msg = s->opt_text(21)) {
         c.detail = *msg;
       }
-      if (auto sig = s->opt_int64(24)) c.detail += (c.detail.empty() ? "signal " : " (signal ") +
-                                                    std::to_string(*sig) + (c.detail.empty() ? "" : ")");
+      // A crash's message already names its signal; say it only when there is no message.
+      if (auto sig = s->opt_int64(24); sig && c.detail.empty()) c.detail = "signal " + std::to_string(*sig);
     }
     cells.push_back(std::move(c));
   }
