@@ -19,9 +19,9 @@ std::string env_of(const std::string& key) {
   return env;
 }
 
-std::string config_path(int argc, char** argv) {
+std::string config_path(int argc, char** argv, const char* env_var) {
   std::string path;
-  if (const char* env = std::getenv("BENCHFLEET_CONFIG")) path = env;
+  if (const char* env = std::getenv(env_var)) path = env;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if ((a == "--config" || a == "-c") && i + 1 < argc) path = argv[i + 1];

@@ -47,8 +47,8 @@ Option option(std::string key, T& field, std::string help) {
 std::string flag_of(const std::string& key);  // "lease_ttl_s" -> "--lease-ttl-s"
 std::string env_of(const std::string& key);   // "lease_ttl_s" -> "BENCHFLEET_LEASE_TTL_S"
 
-// The --config/-c path from argv, else from $BENCHFLEET_CONFIG; empty when neither.
-std::string config_path(int argc, char** argv);
+// The --config/-c path from argv, else from the variable `env_var`; empty when neither.
+std::string config_path(int argc, char** argv, const char* env_var = "BENCHFLEET_CONFIG");
 
 // Parses YAML text that must be a mapping (or empty).
 Result<YAML::Node> parse_yaml_mapping(std::string_view text, std::string_view origin);

@@ -2,16 +2,27 @@
 # The main job on a fresh Debian 12 machine: installs dependencies, builds, starts a
 # coordinator on the embedded SQLite default (state in .state/) and one local agent (GPU slots
 # if nvidia-smi finds GPUs, else the CPU slot) with the local torch build, submits the default
-# matrix (examples/cpu-demo.json), shows progress, prints the comparison table and the URLs,
-# then keeps both services up until Ctrl-C.
+# matrix with the CLI (examples/cpu-demo.yaml without a GPU, examples/gpu-demo.yaml on the
+# local GPU classes with one), shows progress, prints the comparison table and the URLs, then
+# keeps both services up until Ctrl-C.
 #   scripts/quickstart.sh            # run in the foreground; Ctrl-C stops it
 #   scripts/quickstart.sh --detach   # leave it running; stop later with:
 #   scripts/quickstart.sh stop
-# Re-running is safe: finished set-up is skipped and a running coordinator is reused.
+# Re-running is safe: installed packages and an up-to-date build are skipped, and a running
+# coordinator and agent are reused; each run submits the matrix again (exports are cached).
+#
+# Environment (all optional):
+#   BENCHFLEET_PORT                    coordinator port on 127.0.0.1 (default 8080; 0: a free one)
+#   BENCHFLEET_QUICKSTART_STATE        database, tokens, logs, agent state (default .state)
+#   BENCHFLEET_QUICKSTART_MATRIX       matrix file to submit instead of the default
+#   BENCHFLEET_QUICKSTART_BUILD        build tree (default build/default, CMake preset "default")
+#   BENCHFLEET_QUICKSTART_SKIP_SETUP   1: skip installing and building (the binaries must exist)
+#   BENCHFLEET_QUICKSTART_TIMEOUT_S    give up waiting for the run after this long (default 3600)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-state="$PWD/.state"
-port="${BENCHFLEET_PORT:-8080}"
+root="$PWD"
+state="${BENCHFLEET_QUICKSTART_STATE:-$root/.state}"
+build="${BENCHFLEET_QUICKSTART_BUILD:-$root/build/default}"
 pidfile="$state/coordinator.pid"
 agent_pidfile="$state/agent.pid"
 
@@ -23,6 +34,7 @@ stop_one() {  # pidfile, name
     kill -TERM "$(cat "$1")"
     for _ in $(seq 100); do alive "$1" || break; sleep 0.1; done
     alive "$1" && kill -TERM "$(cat "$1")"  # a second SIGTERM aborts a draining agent
+    for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
     echo "quickstart: $2 stopped"
   fi
   rm -f "$1"
@@ -41,57 +53,92 @@ esac
 detach="${1:-}"
 
 t0=$(date +%s)
-scripts/install-deps.sh
+if [ "${BENCHFLEET_QUICKSTART_SKIP_SETUP:-0}" != 1 ]; then
+  scripts/install-deps.sh
+fi
 t1=$(date +%s)
-cmake --preset default >/dev/null
-cmake --build --preset default --target benchfleet-coordinator benchfleet-agent benchfleet-worker
+if [ "${BENCHFLEET_QUICKSTART_SKIP_SETUP:-0}" != 1 ]; then
+  cmake --preset default >/dev/null
+  cmake --build --preset default --target benchfleet benchfleet-coordinator benchfleet-agent benchfleet-worker
+fi
 t2=$(date +%s)
 
+cli="$build/cli/benchfleet"
 mkdir -p "$state"
 if ! running; then
-  build/default/coordinator/benchfleet-coordinator --listen "127.0.0.1:$port" --db "$state/benchfleet.db" \
-    --port-file "$state/port" >>"$state/coordinator.log" 2>&1 &
+  rm -f "$state/port"
+  "$build/coordinator/benchfleet-coordinator" --listen "127.0.0.1:${BENCHFLEET_PORT:-8080}" \
+    --db "$state/benchfleet.db" --port-file "$state/port" >>"$state/coordinator.log" 2>&1 &
   echo $! >"$pidfile"
   for _ in $(seq 100); do
-    curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
-    running || { echo "quickstart: the coordinator did not start; see $state/coordinator.log" >&2; tail -5 "$state/coordinator.log" >&2; exit 1; }
+    [ -s "$state/port" ] && break
+    running || { echo "quickstart: the coordinator did not start; see $state/coordinator.log" >&2
+                 tail -n 5 "$state/coordinator.log" >&2; exit 1; }
     sleep 0.1
   done
+  [ -s "$state/port" ] || { echo "quickstart: the coordinator did not listen; see $state/coordinator.log" >&2; exit 1; }
 fi
-base="http://127.0.0.1:$port"
-token=$(cat "$state/benchfleet.db.operator-token")
+base="http://127.0.0.1:$(cat "$state/port")"
+# The CLI reads these (flags and a config file work too: benchfleet --help).
+export BENCHFLEET_URL="$base"
+export BENCHFLEET_OPERATOR_TOKEN_FILE="$state/benchfleet.db.operator-token"
+
 if ! alive "$agent_pidfile"; then
   BENCHFLEET_ENROLLMENT_TOKEN=$(cat "$state/benchfleet.db.enrollment-token") \
-    build/default/agent/daemon/benchfleet-agent --coordinator "$base" --state-dir "$state/agent" --name local \
+    "$build/agent/daemon/benchfleet-agent" --coordinator "$base" --state-dir "$state/agent" --name local \
     >>"$state/agent.log" 2>&1 &
   echo $! >"$agent_pidfile"
 fi
 
-run=$(curl -fsS -X POST "$base/api/v1/runs" -H "Authorization: Bearer $token" \
-        -H 'Content-Type: application/json' --data @examples/cpu-demo.json)
-run_id=$(printf '%s' "$run" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
-echo "quickstart: submitted run $run_id ($(printf '%s' "$run" | sed -n 's/.*"job_count":\([0-9]*\).*/\1/p') jobs); the agent log is $state/agent.log"
-
-# Progress until the run is done (plain lines: the CLI with a progress bar comes with issue 5).
-deadline=$(( $(date +%s) + ${BENCHFLEET_QUICKSTART_TIMEOUT_S:-1800} ))
-while :; do
-  status=$(curl -fsS "$base/api/v1/runs/$run_id")
-  state_now=$(printf '%s' "$status" | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p')
-  finished=$(printf '%s' "$status" | sed -n 's/.*"finished_jobs":\([0-9]*\).*/\1/p')
-  total=$(printf '%s' "$status" | sed -n 's/.*"job_count":\([0-9]*\).*/\1/p')
-  echo "quickstart: run $run_id $state_now: $finished/$total jobs finished"
-  case "$state_now" in done|cancelled) break ;; esac
-  alive "$agent_pidfile" || { echo "quickstart: the agent exited; see $state/agent.log" >&2; tail -5 "$state/agent.log" >&2; exit 1; }
-  [ "$(date +%s)" -lt "$deadline" ] || { echo "quickstart: gave up waiting for run $run_id" >&2; exit 1; }
-  sleep 3
+# The local agent's GPU classes, once it has enrolled ("" when it only has the CPU slot).
+gpu_classes=""
+for _ in $(seq 100); do
+  agents=$("$cli" agents --json 2>/dev/null || true)
+  classes=$(printf '%s' "$agents" | /usr/bin/python3 -c '
+import json, sys
+try:
+    agents = json.load(sys.stdin)["agents"]
+except Exception:
+    sys.exit(1)
+local = [a for a in agents if a["name"] == "local" and a["online"]]
+if not local:
+    sys.exit(1)
+print(",".join(sorted({s["gpu_class"] for s in local[0]["slots"] if s["gpu_class"] != "cpu"})))
+') && { gpu_classes="$classes"; break; }
+  alive "$agent_pidfile" || { echo "quickstart: the agent exited; see $state/agent.log" >&2
+                              tail -n 5 "$state/agent.log" >&2; exit 1; }
+  sleep 0.2
 done
+
+submit_args=()
+if [ -n "${BENCHFLEET_QUICKSTART_MATRIX:-}" ]; then
+  matrix="$BENCHFLEET_QUICKSTART_MATRIX"
+elif [ -n "$gpu_classes" ]; then
+  matrix=examples/gpu-demo.yaml
+  submit_args=(--gpus "$gpu_classes")
+else
+  matrix=examples/cpu-demo.yaml
+fi
+echo "quickstart: submitting $matrix ${submit_args[*]:-} (the agent log is $state/agent.log)"
+run_status=0
+run_id=$(timeout "${BENCHFLEET_QUICKSTART_TIMEOUT_S:-3600}" \
+           "$cli" submit "$matrix" "${submit_args[@]}" --wait --print-id) || run_status=$?
+[ -n "$run_id" ] || { echo "quickstart: the matrix was not submitted" >&2; exit 1; }
+case "$run_status" in
+  0) ;;
+  3) echo "quickstart: run $run_id finished with failed cells (shown in the table)" >&2 ;;
+  *) echo "quickstart: waiting for run $run_id ended with exit code $run_status" >&2; exit 1 ;;
+esac
+t3=$(date +%s)
+
 echo
-curl -fsS "$base/api/v1/runs/$run_id/report?format=md"
+"$cli" report "$run_id"
 echo
-echo "Report (JSON): $base/api/v1/runs/$run_id/report   CSV: $base/api/v1/runs/$run_id/report?format=csv"
+echo "Dashboard: $base/ (lands with issue 6)   Report: $base/api/v1/runs/$run_id/report (?format=md|csv)"
 echo "API: $base/api/v1/runs   OpenAPI: $base/api/v1/openapi.json   Metrics: $base/metrics"
-echo "Dashboard: $base/ (lands with issue 6)   Operator token: $state/benchfleet.db.operator-token"
-echo "Timings: dependencies $((t1 - t0)) s, build $((t2 - t1)) s, run $(( $(date +%s) - t2 )) s"
+echo "CLI: export BENCHFLEET_URL=$base BENCHFLEET_OPERATOR_TOKEN_FILE=$BENCHFLEET_OPERATOR_TOKEN_FILE"
+echo "     $cli runs | run $run_id | report $run_id --format csv | agents | watch ID | --help"
+echo "Timings: dependencies $((t1 - t0)) s, build $((t2 - t1)) s, run $((t3 - t2)) s"
 
 if [ "$detach" = "--detach" ]; then
   echo "quickstart: coordinator and agent left running; stop them with: scripts/quickstart.sh stop"

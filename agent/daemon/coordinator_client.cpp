@@ -8,28 +8,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The problem's detail, else the body, for error messages.
-std::string detail_of(const http::ClientResponse& r) {
-  auto j = nlohmann::json::parse(r.body, nullptr, false);
-  if (j.is_object() && j.contains("detail") && j["detail"].is_string()) return j["detail"].get<std::string>();
-  return r.body.substr(0, 300);
-}
-
-Error error_for(const http::ClientResponse& r, std::string_view what) {
-  std::string message(what);
-  message += ": HTTP ";
-  message += std::to_string(r.status);
-  message += ": ";
-  message += detail_of(r);
-  const ErrorCode code = r.status == 401   ? ErrorCode::kUnauthenticated
-                         : r.status == 403 ? ErrorCode::kPermissionDenied
-                         : r.status == 404 ? ErrorCode::kNotFound
-                         : r.status == 409 ? ErrorCode::kConflict
-                         : r.status >= 500 ? ErrorCode::kUnavailable
-                                           : ErrorCode::kInvalidArgument;
-  return Error{code, std::move(message), {}};
-}
-
 Intervals intervals_of(const nlohmann::json& j) {
   Intervals i;
   if (j.contains("heartbeat_interval_s")) i.heartbeat_interval_s = j["heartbeat_interval_s"].get<int>();
@@ -75,7 +53,7 @@ Result<http::ClientResponse> CoordinatorClient::post(const std::string& target, 
 
 Result<Enrollment> CoordinatorClient::enroll(const AgentDescriptor& d, const std::string& enrollment_token) {
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/agents/enroll", d, enrollment_token, 30s));
-  if (r.status != 201) return error_for(r, "enrolment");
+  if (r.status != 201) return http::error_for_response(r, "enrolment");
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   if (!j.is_object() || !j.contains("agent_id") || !j.contains("agent_token")) {
     return Error::internal("enrolment: unexpected answer " + r.body.substr(0, 200));
@@ -90,7 +68,7 @@ Result<LeaseAnswer> CoordinatorClient::lease(const std::string& slot, int wait_s
   // The client waits longer than the server's long poll, so a quiet queue is not an error.
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/agents/" + std::to_string(id) + "/lease", {{"slot", slot}, {"wait_s", wait_s}},
                                    token, std::chrono::seconds(wait_s + 30)));
-  if (r.status != 200) return error_for(r, "lease");
+  if (r.status != 200) return http::error_for_response(r, "lease");
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   LeaseAnswer answer;
   answer.intervals = intervals_of(j);
@@ -118,7 +96,7 @@ Result<Renewal> CoordinatorClient::progress(std::int64_t job_id, const std::stri
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/jobs/" + std::to_string(job_id) + "/progress",
                                    {{"lease_id", lease_id}, {"phase", phase}}, token, 30s));
   if (r.status == 200 || r.status == 409) return renewal_of(r);
-  return error_for(r, "progress");
+  return http::error_for_response(r, "progress");
 }
 
 Result<std::pair<std::vector<Renewal>, bool>> CoordinatorClient::heartbeat(const std::vector<HeartbeatLease>& leases,
@@ -128,7 +106,7 @@ Result<std::pair<std::vector<Renewal>, bool>> CoordinatorClient::heartbeat(const
   for (const auto& l : leases) list.push_back({{"job_id", l.job_id}, {"lease_id", l.lease_id}});
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/agents/" + std::to_string(id) + "/heartbeat",
                                    {{"leases", list}, {"draining", draining}}, token, 30s));
-  if (r.status != 200) return error_for(r, "heartbeat");
+  if (r.status != 200) return http::error_for_response(r, "heartbeat");
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   std::vector<Renewal> states;
   for (const auto& l : j.value("leases", nlohmann::json::array())) {
@@ -145,7 +123,7 @@ Result<Upload> CoordinatorClient::upload(const SpoolEntry& e) {
                                    60s));
   if (r.status == 200 || r.status == 201) return Upload::kAcknowledged;
   if (r.status == 409 || r.status == 404) return Upload::kRefused;
-  return error_for(r, "result upload");
+  return http::error_for_response(r, "result upload");
 }
 
 Status CoordinatorClient::release(std::int64_t job_id, const std::string& lease_id) {
@@ -153,7 +131,7 @@ Status CoordinatorClient::release(std::int64_t job_id, const std::string& lease_
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/jobs/" + std::to_string(job_id) + "/release", {{"lease_id", lease_id}},
                                    token, 10s));
   if (r.status == 200 || r.status == 409) return Status::Ok();  // 409: nothing left to release
-  return error_for(r, "release");
+  return http::error_for_response(r, "release");
 }
 
 }  // namespace benchfleet::agent

@@ -61,6 +61,31 @@ Result<nlohmann::json> ClientResponse::json() const {
   return Error{ErrorCode::kUnavailable, std::move(message), {}};
 }
 
+std::string ClientResponse::problem_detail() const {
+  auto parsed = parse_json(body);
+  if (parsed.ok() && parsed->is_object()) {
+    if (auto it = parsed->find("detail"); it != parsed->end() && it->is_string()) return it->get<std::string>();
+  }
+  return body.substr(0, 300);
+}
+
+Error error_for_response(const ClientResponse& response, std::string_view what) {
+  std::string message(what);
+  message += ": HTTP ";
+  message += std::to_string(response.status);
+  message += ": ";
+  message += response.problem_detail();
+  const unsigned s = response.status;
+  const ErrorCode code = s == 401   ? ErrorCode::kUnauthenticated
+                         : s == 403 ? ErrorCode::kPermissionDenied
+                         : s == 404 ? ErrorCode::kNotFound
+                         : s == 409 ? ErrorCode::kConflict
+                         : s == 413 ? ErrorCode::kPayloadTooLarge
+                         : s >= 500 ? ErrorCode::kUnavailable
+                                    : ErrorCode::kInvalidArgument;
+  return Error{code, std::move(message), {}};
+}
+
 struct Client::Impl {
   // The outcome of one write-then-read on the connection.
   struct Attempt {

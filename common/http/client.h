@@ -27,7 +27,15 @@ struct ClientResponse {
 
   // The body parsed as JSON (depth-bounded); an Error naming the status when it is not JSON.
   Result<nlohmann::json> json() const;
+
+  // The problem+json `detail` of an error response, else the start of the body (300 bytes).
+  std::string problem_detail() const;
 };
+
+// The Error for an unexpected response: "<what>: HTTP <status>: <problem detail>", with the
+// code the status stands for (401 unauthenticated, 403 permission denied, 404 not found, 409
+// conflict, 413 payload too large, 5xx unavailable, any other status invalid argument).
+Error error_for_response(const ClientResponse& response, std::string_view what);
 
 // Thread safety: one Client per thread; it is not safe for concurrent use.
 class Client {

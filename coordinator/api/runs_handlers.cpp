@@ -2,7 +2,7 @@
 #include "coordinator/api/handlers.h"
 
 #include "common/codecs.h"
-#include "coordinator/matrix.h"
+#include "common/matrix.h"
 #include "coordinator/report/render.h"
 #include "coordinator/report/report.h"
 

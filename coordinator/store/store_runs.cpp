@@ -1,6 +1,6 @@
 // Store: runs, their jobs, results and report cells.
 #include "common/codecs.h"
-#include "coordinator/matrix.h"
+#include "common/matrix.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/store.h"

@@ -1,4 +1,4 @@
-#include "coordinator/matrix.h"
+#include "common/matrix.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "common/codecs.h"
-#include "coordinator/matrix.h"
+#include "common/matrix.h"
 #include "coordinator/store/migrations.h"
 
 namespace benchfleet::store {

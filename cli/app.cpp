@@ -1,0 +1,309 @@
+#include "cli/app.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/cli_config.h"
+#include "cli/matrix_file.h"
+#include "cli/progress.h"
+#include "cli/views.h"
+
+namespace benchfleet::cli {
+namespace {
+
+constexpr const char* kDescription =
+    "benchfleet: submit benchmark matrices to a benchfleet coordinator, follow their progress and\n"
+    "read the comparison tables.\n"
+    "\n"
+    "The coordinator's URL and the operator token come from flags, the environment\n"
+    "(BENCHFLEET_URL, BENCHFLEET_OPERATOR_TOKEN, BENCHFLEET_OPERATOR_TOKEN_FILE) or a YAML config\n"
+    "file with the same keys (--config, $BENCHFLEET_CLI_CONFIG, else ~/.config/benchfleet/cli.yaml);\n"
+    "flags win over the environment, which wins over the file.\n"
+    "\n"
+    "Exit codes: 0 success; 1 a request failed or a file is invalid (the server's problem detail is\n"
+    "printed); 2 bad command line; 3 the run ended with failed jobs or error, crash, timeout or\n"
+    "invalid verdicts; 4 the run was cancelled; 130 interrupted while waiting (the run goes on).";
+
+// A positive integer id, with a message that says so.
+const CLI::Validator kPositiveId(
+    [](std::string& value) -> std::string {
+      if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoll(value) < 1) {
+        return "must be a positive integer id, got \"" + value + "\"";
+      }
+      return {};
+    },
+    "ID");
+
+struct SubmitArgs {
+  std::string file;
+  bool wait = false;
+  bool dry_run = false;
+  bool print_id = false;
+  std::string name;
+  std::vector<std::string> gpus;
+  std::vector<std::string> builds;
+  double interval_s = 1.0;
+};
+
+struct ReportArgs {
+  std::int64_t id = 0;
+  std::string format = "md";
+  std::string stat = "mean";
+  std::string output;
+};
+
+// Writes `text` to `path` through a temporary file and a rename, so a reader never sees half.
+Status write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out || !out.write(text.data(), static_cast<std::streamsize>(text.size())) || !out.flush()) {
+      std::filesystem::remove(tmp);
+      return Error::invalid("output", "cannot write " + path);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    return Error::invalid("output", "cannot write " + path + ": " + ec.message());
+  }
+  return Status::Ok();
+}
+
+// Prints an error as the CLI does and gives its exit code.
+int fail(Console& console, const Error& error) {
+  console.err << "benchfleet: " << error.message << "\n";
+  return kExitError;
+}
+
+// The matrix to submit: the file, with the command line's overrides, validated again.
+Result<MatrixFile> matrix_for(const SubmitArgs& a) {
+  BF_ASSIGN_OR_RETURN(MatrixFile m, load_matrix_file(a.file));
+  if (a.name.empty() && a.gpus.empty() && a.builds.empty()) return m;
+  nlohmann::json j = m.json;
+  if (!a.name.empty()) j["name"] = a.name;
+  if (!a.gpus.empty()) j["gpus"] = a.gpus;
+  if (!a.builds.empty()) j["torch_builds"] = a.builds;
+  auto again = parse_matrix(j.dump(), a.file + " (with --name/--gpus/--builds)");
+  return again;
+}
+
+int submit(const SubmitArgs& a, FleetClient& client, Console& console) {
+  auto matrix = matrix_for(a);
+  if (!matrix.ok()) return fail(console, matrix.error());
+  if (a.dry_run) {
+    console.out << a.file << ": valid; " << matrix->job_count << " jobs (" << matrix->spec.models.size()
+                << " models x " << matrix->spec.batch_sizes.size() << " batch sizes x " << matrix->spec.modes.size()
+                << " modes x " << matrix->spec.torch_builds.size() << " builds x " << matrix->spec.gpus.size()
+                << " GPU classes x " << matrix->spec.runtimes.size() << " runtimes x " << matrix->spec.repetitions
+                << " repetitions); catalog ids are checked by the coordinator\n";
+    return kExitOk;
+  }
+  auto created = client.submit(matrix->json);
+  if (!created.ok()) {
+    Error e = created.error();
+    // The coordinator names the field (e.g. an unknown catalog id): point at the file's line.
+    if (!e.field.empty()) {
+      std::ifstream in(a.file);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (auto file_doc = yaml_to_json(text); file_doc.ok()) {
+        e.message = a.file + ": line " + std::to_string(file_doc->line_of(e.field)) + ": " + e.message;
+      }
+    }
+    return fail(console, e);
+  }
+  const std::int64_t id = created->value("id", std::int64_t{0});
+  if (a.print_id) {
+    console.out << id << "\n" << std::flush;
+  } else {
+    console.out << "submitted run " << id << " \"" << matrix->spec.name << "\": " << created->value("job_count", 0)
+                << " jobs (" << client.base_url() << "/api/v1/runs/" << id << ")\n"
+                << std::flush;
+  }
+  if (!a.wait) return kExitOk;
+  WatchOptions w;
+  w.interval_s = a.interval_s;
+  return watch_run(client, id, w, console);
+}
+
+int report(const ReportArgs& a, FleetClient& client, Console& console) {
+  auto text = client.report(a.id, a.format, a.stat);
+  if (!text.ok()) return fail(console, text.error());
+  if (!a.output.empty()) {
+    if (auto s = write_file_atomically(a.output, *text); !s.ok()) return fail(console, s.error());
+    console.err << "wrote the " << a.format << " report of run " << a.id << " to " << a.output << "\n";
+    return kExitOk;
+  }
+  console.out << *text;
+  if (!text->empty() && text->back() != '\n') console.out << "\n";
+  return kExitOk;
+}
+
+// AGENT is an id, or a name looked up in the agent list.
+Result<std::int64_t> agent_id_of(const std::string& agent, FleetClient& client) {
+  if (!agent.empty() && agent.find_first_not_of("0123456789") == std::string::npos && agent.size() < 19) {
+    return std::stoll(agent);
+  }
+  BF_ASSIGN_OR_RETURN(auto list, client.agents());
+  for (const auto& a : list.value("agents", nlohmann::json::array())) {
+    if (a.value("name", "") == agent) return a.value("id", std::int64_t{0});
+  }
+  return Error::not_found("no agent is named \"" + agent + "\" (benchfleet agents lists them)");
+}
+
+// Prints JSON (indented) or a view, for the read commands.
+int show(const Result<nlohmann::json>& j, bool as_json, std::string (*view)(const nlohmann::json&),
+         Console& console) {
+  if (!j.ok()) return fail(console, j.error());
+  console.out << (as_json ? j->dump(2) + "\n" : view(*j));
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv, Console& console) {
+  CliConfig config;
+  // The config file is read first so that the environment and flags override it.
+  if (const std::string path = cli_config_path(argc, argv); !path.empty()) {
+    auto root = config::load_yaml_mapping_file(path);
+    if (!root.ok()) return fail(console, root.error());
+    if (auto s = config::apply_yaml(*root, path, cli_options(config)); !s.ok()) return fail(console, s.error());
+  }
+
+  CLI::App app{kDescription, "benchfleet"};
+  app.set_version_flag("--version", std::string("benchfleet ") + BENCHFLEET_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();  // global options may follow the subcommand
+  std::string ignored_config;  // read above
+  app.add_option("-c,--config", ignored_config, "YAML config file (url, operator_token, ...)")
+      ->envname("BENCHFLEET_CLI_CONFIG");
+  for (const auto& o : cli_options(config)) o.add(app, config::flag_of(o.key), config::env_of(o.key), o.help);
+
+  SubmitArgs submit_args;
+  auto* submit_cmd = app.add_subcommand(
+      "submit",
+      "Validate a matrix file (YAML, the API's field names) and submit it. With --wait, show progress\n"
+      "until the run ends (a bar on a terminal, plain lines otherwise); the exit code then says how it\n"
+      "ended (0 clean, 3 failures, 4 cancelled).");
+  submit_cmd->add_option("file", submit_args.file, "matrix file (YAML or JSON)")->required();
+  submit_cmd->add_flag("--wait", submit_args.wait, "follow the run until it ends");
+  submit_cmd->add_flag("--dry-run", submit_args.dry_run, "validate and count the jobs, submit nothing");
+  submit_cmd->add_flag("--print-id", submit_args.print_id, "print only the run id on stdout (for scripts)");
+  submit_cmd->add_option("--name", submit_args.name, "replace the matrix's name");
+  submit_cmd->add_option("--gpus", submit_args.gpus, "replace the matrix's GPU classes (comma-separated)")
+      ->delimiter(',');
+  submit_cmd->add_option("--builds", submit_args.builds, "replace the matrix's torch builds (comma-separated)")
+      ->delimiter(',');
+  submit_cmd->add_option("--interval", submit_args.interval_s, "seconds between progress polls")
+      ->check(CLI::Range(0.05, 60.0))
+      ->capture_default_str();
+
+  int runs_limit = 20;
+  bool runs_json = false;
+  auto* runs_cmd = app.add_subcommand("runs", "List runs, newest first, with progress and verdict counts.");
+  runs_cmd->add_option("--limit", runs_limit, "how many runs")->check(CLI::Range(1, 500))->capture_default_str();
+  runs_cmd->add_flag("--json", runs_json, "print the API's JSON");
+
+  std::int64_t run_id = 0;
+  bool run_json = false;
+  auto* run_cmd = app.add_subcommand("run", "Show one run: state, job and verdict counts, its matrix.");
+  run_cmd->add_option("id", run_id, "run id")->required()->check(kPositiveId);
+  run_cmd->add_flag("--json", run_json, "print the API's JSON");
+
+  ReportArgs report_args;
+  auto* report_cmd = app.add_subcommand(
+      "report",
+      "Print or save a run's comparison tables: per GPU class x batch size, latency per (build, mode)\n"
+      "and speedup against eager, OOM and other verdicts as such (Markdown in the seeds' format).");
+  report_cmd->add_option("id", report_args.id, "run id")->required()->check(kPositiveId);
+  report_cmd->add_option("--format", report_args.format, "md, csv or json")
+      ->check(CLI::IsMember({"md", "csv", "json"}))
+      ->capture_default_str();
+  report_cmd->add_option("--stat", report_args.stat, "statistic per cell: mean (as the seeds) or median")
+      ->check(CLI::IsMember({"mean", "median"}))
+      ->capture_default_str();
+  report_cmd->add_option("-o,--output", report_args.output, "write to this file instead of stdout");
+
+  std::int64_t cancel_id = 0;
+  auto* cancel_cmd = app.add_subcommand("cancel", "Cancel a run: queued jobs never start, running ones are stopped.");
+  cancel_cmd->add_option("id", cancel_id, "run id")->required()->check(kPositiveId);
+
+  bool agents_json = false;
+  auto* agents_cmd = app.add_subcommand("agents", "List agents: slots (GPU, class, memory), builds, last seen, jobs.");
+  agents_cmd->add_flag("--json", agents_json, "print the API's JSON");
+
+  std::string drain_agent;
+  bool drain_resume = false;
+  auto* drain_cmd = app.add_subcommand(
+      "drain", "Drain an agent (it finishes its jobs and takes no new ones), or resume it with --resume.");
+  drain_cmd->add_option("agent", drain_agent, "agent id or name")->required();
+  drain_cmd->add_flag("--resume", drain_resume, "take jobs again");
+
+  std::int64_t watch_id = 0;
+  WatchOptions watch_options;
+  watch_options.show_results = true;
+  bool watch_quiet = false;
+  auto* watch_cmd = app.add_subcommand(
+      "watch", "Follow a run until it ends: a line per result as it arrives, and the progress bar.");
+  watch_cmd->add_option("id", watch_id, "run id")->required()->check(kPositiveId);
+  watch_cmd->add_option("--interval", watch_options.interval_s, "seconds between polls")
+      ->check(CLI::Range(0.05, 60.0))
+      ->capture_default_str();
+  watch_cmd->add_flag("--no-results", watch_quiet, "only the progress, no line per result");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, console.out, console.err);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (auto s = validate(config); !s.ok()) return fail(console, Error::invalid("", s.error().describe()));
+  auto token = resolve_operator_token(config);
+  if (!token.ok()) return fail(console, Error::invalid("", token.error().describe()));
+  FleetClient client(config.url, *token, std::chrono::seconds(config.timeout_s));
+
+  if (submit_cmd->parsed()) return submit(submit_args, client, console);
+  if (runs_cmd->parsed()) return show(client.runs(runs_limit), runs_json, runs_view, console);
+  if (run_cmd->parsed()) return show(client.run(run_id), run_json, run_view, console);
+  if (report_cmd->parsed()) return report(report_args, client, console);
+  if (cancel_cmd->parsed()) {
+    auto r = client.cancel(cancel_id);
+    if (!r.ok()) return fail(console, r.error());
+    if (r->value("already_cancelled", false)) {
+      console.out << "run " << cancel_id << " was already cancelled\n";
+    } else {
+      console.out << "cancelled run " << cancel_id << ": " << r->value("cancelled_jobs", 0) << " jobs stopped\n";
+    }
+    return kExitOk;
+  }
+  if (agents_cmd->parsed()) return show(client.agents(), agents_json, agents_view, console);
+  if (drain_cmd->parsed()) {
+    auto id = agent_id_of(drain_agent, client);
+    if (!id.ok()) return fail(console, id.error());
+    auto r = client.drain(*id, !drain_resume);
+    if (!r.ok()) return fail(console, r.error());
+    console.out << "agent " << *id << " (" << r->value("name", "?") << ") "
+                << (r->value("draining", false) ? "is draining: it finishes its jobs and takes no new ones"
+                                                : "takes jobs again")
+                << "\n";
+    return kExitOk;
+  }
+  if (watch_cmd->parsed()) {
+    watch_options.show_results = !watch_quiet;
+    return watch_run(client, watch_id, watch_options, console);
+  }
+  return kExitUsage;
+}
+
+}  // namespace benchfleet::cli

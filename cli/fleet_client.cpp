@@ -1,0 +1,90 @@
+#include "cli/fleet_client.h"
+
+#include <utility>
+
+namespace benchfleet::cli {
+
+namespace bhttp = boost::beast::http;
+
+FleetClient::FleetClient(std::string base_url, std::string operator_token, std::chrono::milliseconds timeout)
+    : base_url_(std::move(base_url)), token_(std::move(operator_token)), timeout_(timeout), http_(base_url_) {}
+
+Result<http::ClientResponse> FleetClient::send(bhttp::verb verb, const std::string& target, const std::string& what,
+                                               unsigned expected_status, const nlohmann::json* body) {
+  http::Client::Headers headers;
+  if (!token_.empty()) headers.emplace_back("Authorization", "Bearer " + token_);
+  std::string payload;
+  if (body) {
+    headers.emplace_back("Content-Type", "application/json");
+    payload = body->dump();
+  }
+  auto r = http_.request(verb, target, std::move(payload), std::move(headers), timeout_);
+  if (!r.ok()) {
+    return Error{r.error().code, what + ": cannot reach the coordinator at " + base_url_ + " (" + r.error().message +
+                                     "); set --url or BENCHFLEET_URL", {}};
+  }
+  if (r->status == expected_status) return r;
+  Error e = http::error_for_response(*r, what);
+  // A 400 names the offending field of the request (problem extension member "field").
+  if (auto problem = r->json(); problem.ok() && problem->is_object()) {
+    if (auto it = problem->find("field"); it != problem->end() && it->is_string()) e.field = it->get<std::string>();
+  }
+  if (r->status == 401 && token_.empty()) {
+    e.message += " (no operator token: set --operator-token, BENCHFLEET_OPERATOR_TOKEN or operator_token_file)";
+  }
+  return e;
+}
+
+Result<nlohmann::json> FleetClient::send_json(bhttp::verb verb, const std::string& target, const std::string& what,
+                                              unsigned expected_status, const nlohmann::json* body) {
+  BF_ASSIGN_OR_RETURN(auto r, send(verb, target, what, expected_status, body));
+  auto j = r.json();
+  if (!j.ok()) return Error{ErrorCode::kUnavailable, what + ": " + j.error().message, {}};
+  return j;
+}
+
+Result<nlohmann::json> FleetClient::submit(const nlohmann::json& matrix) {
+  return send_json(bhttp::verb::post, "/api/v1/runs", "submit", 201, &matrix);
+}
+
+Result<nlohmann::json> FleetClient::run(std::int64_t id) {
+  return send_json(bhttp::verb::get, "/api/v1/runs/" + std::to_string(id), "run " + std::to_string(id), 200);
+}
+
+Result<nlohmann::json> FleetClient::runs(int limit) {
+  return send_json(bhttp::verb::get, "/api/v1/runs?limit=" + std::to_string(limit), "list runs", 200);
+}
+
+Result<nlohmann::json> FleetClient::results_page(std::int64_t run_id, const std::string& cursor) {
+  std::string target = "/api/v1/runs/" + std::to_string(run_id) + "/results?samples=false&limit=500";
+  if (!cursor.empty()) target += "&cursor=" + cursor;
+  return send_json(bhttp::verb::get, target, "results of run " + std::to_string(run_id), 200);
+}
+
+Result<std::string> FleetClient::report(std::int64_t run_id, const std::string& format, const std::string& stat) {
+  BF_ASSIGN_OR_RETURN(auto r, send(bhttp::verb::get,
+                                   "/api/v1/runs/" + std::to_string(run_id) + "/report?format=" + format + "&stat=" + stat,
+                                   "report of run " + std::to_string(run_id), 200));
+  return std::move(r.body);
+}
+
+Result<nlohmann::json> FleetClient::cancel(std::int64_t run_id) {
+  return send_json(bhttp::verb::post, "/api/v1/runs/" + std::to_string(run_id) + "/cancel",
+                   "cancel run " + std::to_string(run_id), 200);
+}
+
+Result<nlohmann::json> FleetClient::agents() {
+  return send_json(bhttp::verb::get, "/api/v1/agents", "list agents", 200);
+}
+
+Result<nlohmann::json> FleetClient::drain(std::int64_t agent_id, bool draining) {
+  const nlohmann::json body = {{"draining", draining}};
+  return send_json(bhttp::verb::post, "/api/v1/agents/" + std::to_string(agent_id) + "/drain",
+                   (draining ? "drain agent " : "resume agent ") + std::to_string(agent_id), 200, &body);
+}
+
+Result<nlohmann::json> FleetClient::models() {
+  return send_json(bhttp::verb::get, "/api/v1/models", "list models", 200);
+}
+
+}  // namespace benchfleet::cli

@@ -1,0 +1,52 @@
+// The coordinator's REST API as the CLI uses it: one method per endpoint, each returning the
+// decoded JSON (or text) of a success, else an Error whose message is the server's
+// problem+json `detail` ("cancel run 9: HTTP 404: run 9 does not exist"), or says that the
+// coordinator could not be reached and which URL was tried.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/http/client.h"
+#include "common/result.h"
+
+namespace benchfleet::cli {
+
+// Thread safety: none (one HTTP connection).
+class FleetClient {
+ public:
+  FleetClient(std::string base_url, std::string operator_token, std::chrono::milliseconds timeout);
+
+  Result<nlohmann::json> submit(const nlohmann::json& matrix);  // RunCreated
+  Result<nlohmann::json> run(std::int64_t id);                  // Run
+  Result<nlohmann::json> runs(int limit);                       // RunList (newest first)
+  // One page of a run's results (samples omitted), from `cursor` ("" for the first page).
+  Result<nlohmann::json> results_page(std::int64_t run_id, const std::string& cursor);
+  // The report as text: format json, md or csv; stat mean or median.
+  Result<std::string> report(std::int64_t run_id, const std::string& format, const std::string& stat);
+  Result<nlohmann::json> cancel(std::int64_t run_id);           // CancelledRun
+  Result<nlohmann::json> agents();                              // AgentList
+  Result<nlohmann::json> drain(std::int64_t agent_id, bool draining);  // Agent
+  Result<nlohmann::json> models();                              // ModelList
+
+  const std::string& base_url() const { return base_url_; }
+
+ private:
+  Result<http::ClientResponse> send(boost::beast::http::verb verb, const std::string& target,
+                                    const std::string& what, unsigned expected_status,
+                                    const nlohmann::json* body = nullptr);
+  Result<nlohmann::json> send_json(boost::beast::http::verb verb, const std::string& target,
+                                   const std::string& what, unsigned expected_status,
+                                   const nlohmann::json* body = nullptr);
+
+  std::string base_url_;
+  std::string token_;
+  std::chrono::milliseconds timeout_;
+  http::Client http_;
+};
+
+}  // namespace benchfleet::cli

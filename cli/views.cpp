@@ -1,0 +1,202 @@
+#include "cli/views.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+
+namespace benchfleet::cli {
+namespace {
+
+using nlohmann::json;
+
+// Code points, not bytes: names may hold non-ASCII text.
+std::size_t display_width(const std::string& s) {
+  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+std::string text(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return "-";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_boolean()) return it->get<bool>() ? "yes" : "no";
+  if (it->is_number()) return it->dump();
+  return "?";
+}
+
+std::string join(const json& j, const char* key, const char* separator = ",") {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_array()) return "?";
+  std::string out;
+  for (const json& v : *it) {
+    if (!out.empty()) out += separator;
+    out += v.is_string() ? v.get<std::string>() : v.dump();
+  }
+  return out.empty() ? "-" : out;
+}
+
+// "2026-11-21T20:05:00.123Z" -> "2026-11-21 20:05:00"
+std::string timestamp(const json& j, const char* key) {
+  std::string t = text(j, key);
+  if (t.size() >= 19 && t[10] == 'T') {
+    t[10] = ' ';
+    t.resize(19);
+  }
+  return t;
+}
+
+std::string milliseconds(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", ms);
+  return buf;
+}
+
+std::string megabytes(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
+  return buf;
+}
+
+// "ok 10, oom 2" from a counts object, skipping zeros.
+std::string nonzero_counts(const json& counts) {
+  if (!counts.is_object()) return "?";
+  std::string out;
+  for (const auto& [name, n] : counts.items()) {
+    if (!n.is_number_integer() || n.get<std::int64_t>() == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += name + " " + n.dump();
+  }
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+std::string render_text_table(const std::vector<std::string>& headers,
+                              const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths(headers.size(), 0);
+  auto widen = [&](const std::vector<std::string>& cells) {
+    for (std::size_t i = 0; i < cells.size() && i < widths.size(); ++i) {
+      widths[i] = std::max(widths[i], display_width(cells[i]));
+    }
+  };
+  widen(headers);
+  for (const auto& row : rows) widen(row);
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string l;
+    for (std::size_t i = 0; i < widths.size(); ++i) {
+      const std::string cell = i < cells.size() ? cells[i] : "";
+      l += cell;
+      if (i + 1 < widths.size()) l += std::string(widths[i] - display_width(cell) + 2, ' ');
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l + "\n";
+  };
+  line(headers);
+  for (const auto& row : rows) line(row);
+  return out;
+}
+
+std::string runs_view(const json& run_list) {
+  std::vector<std::vector<std::string>> rows;
+  if (auto it = run_list.find("runs"); it != run_list.end() && it->is_array()) {
+    for (const json& r : *it) {
+      rows.push_back({text(r, "id"), text(r, "name"), text(r, "state"),
+                      text(r, "finished_jobs") + "/" + text(r, "job_count"),
+                      nonzero_counts(r.value("results", json())), join(r, "gpus"), join(r, "torch_builds"),
+                      timestamp(r, "created_at")});
+    }
+  }
+  if (rows.empty()) return "no runs yet\n";
+  return render_text_table({"ID", "NAME", "STATE", "PROGRESS", "RESULTS", "GPUS", "BUILDS", "CREATED"}, rows);
+}
+
+std::string run_view(const json& run) {
+  const json matrix = run.value("matrix", json::object());
+  std::vector<std::vector<std::string>> rows = {
+      {"run", text(run, "id")},
+      {"name", text(run, "name")},
+      {"state", text(run, "state")},
+      {"progress", text(run, "finished_jobs") + "/" + text(run, "job_count") + " jobs finished"},
+      {"jobs", nonzero_counts(run.value("jobs", json()))},
+      {"results", nonzero_counts(run.value("results", json()))},
+      {"models", join(matrix, "models", ", ")},
+      {"batch sizes", join(matrix, "batch_sizes", ", ")},
+      {"modes", join(matrix, "modes", ", ")},
+      {"torch builds", join(matrix, "torch_builds", ", ")},
+      {"gpus", join(matrix, "gpus", ", ")},
+      {"runtimes", join(matrix, "runtimes", ", ")},
+      {"repetitions", text(matrix, "repetitions")},
+      {"memory limit", matrix.contains("memory_limit_mb") && matrix["memory_limit_mb"].is_number()
+                           ? matrix["memory_limit_mb"].dump() + " MB"
+                           : "-"},
+      {"created", timestamp(run, "created_at")},
+      {"finished", timestamp(run, "finished_at")},
+      {"cancelled", timestamp(run, "cancelled_at")},
+  };
+  std::string out;
+  for (const auto& row : rows) {
+    out += row[0] + ":" + std::string(14 - row[0].size(), ' ') + row[1] + "\n";
+  }
+  return out;
+}
+
+std::string agents_view(const json& agent_list) {
+  std::vector<std::vector<std::string>> rows;
+  if (auto it = agent_list.find("agents"); it != agent_list.end() && it->is_array()) {
+    for (const json& a : *it) {
+      std::string slots;
+      for (const json& s : a.value("slots", json::array())) {
+        if (!slots.empty()) slots += ", ";
+        slots += s.value("id", "?") + "=" + s.value("gpu_class", "?");
+        if (s.contains("gpu") && s["gpu"].is_object()) {
+          slots += " (" + s["gpu"].value("name", "?") + ", " + std::to_string(s["gpu"].value("memory_mb", 0)) + " MiB)";
+        }
+      }
+      std::string builds;
+      for (const json& b : a.value("torch_builds", json::array())) {
+        if (!builds.empty()) builds += ", ";
+        builds += b.value("name", "?") + " " + b.value("version", "?");
+      }
+      std::string state = a.value("online", false) ? "online" : "offline";
+      if (a.value("draining", false)) state += ", draining";
+      std::string jobs;
+      for (const json& l : a.value("leases", json::array())) {
+        if (!jobs.empty()) jobs += ", ";
+        jobs += l.value("slot", "?") + ": job " + text(l, "job_id") + " (run " + text(l, "run_id") + ")";
+      }
+      rows.push_back({text(a, "id"), text(a, "name"), text(a, "hostname"), slots.empty() ? "-" : slots,
+                      builds.empty() ? "-" : builds, timestamp(a, "last_seen_at"), state,
+                      jobs.empty() ? "-" : jobs});
+    }
+  }
+  if (rows.empty()) return "no agents enrolled\n";
+  return render_text_table({"ID", "NAME", "HOST", "SLOTS", "BUILDS", "LAST SEEN", "STATE", "JOBS"}, rows);
+}
+
+std::string result_line(const json& row) {
+  const json job = row.value("job", json::object());
+  const json result = row.value("result", json::object());
+  const std::string status = result.value("status", "?");
+  std::string detail;
+  if (status == "ok" && result.contains("stats") && result["stats"].is_object()) {
+    detail = "mean " + milliseconds(result["stats"].value("mean_ms", 0.0)) + ", median " +
+             milliseconds(result["stats"].value("median_ms", 0.0));
+  } else if ((status == "oom") && result.contains("oom") && result["oom"].is_object()) {
+    detail = "phase " + result["oom"].value("phase", "?");
+    if (result["oom"].contains("bytes_requested") && result["oom"]["bytes_requested"].is_number()) {
+      detail += ", " + megabytes(result["oom"]["bytes_requested"].get<double>()) + " requested";
+    }
+  } else if (result.contains("error") && result["error"].is_string()) {
+    detail = result["error"].get<std::string>();
+    if (auto nl = detail.find('\n'); nl != std::string::npos) detail.resize(nl);
+    if (display_width(detail) > 100) detail = detail.substr(0, 97) + "...";
+  }
+  std::string line = status;
+  line.resize(std::max<std::size_t>(line.size(), 12), ' ');
+  line += job.value("model", "?") + "  batch " + text(job, "batch") + "  " + job.value("mode", "?") + "  " +
+          job.value("torch_build", "?") + "/" + job.value("gpu", "?") + "/" + job.value("runtime", "?");
+  if (!detail.empty()) line += "  " + detail;
+  return line;
+}
+
+}  // namespace benchfleet::cli
