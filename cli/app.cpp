@@ -177,8 +177,10 @@ int run_cli(int argc, char** argv, Console& console) {
   // The config file is read first so that the environment and flags override it.
   if (const std::string path = cli_config_path(argc, argv); !path.empty()) {
     auto root = config::load_yaml_mapping_file(path);
-    if (!root.ok()) return fail(console, root.error());
-    if (auto s = config::apply_yaml(*root, path, cli_options(config)); !s.ok()) return fail(console, s.error());
+    if (!root.ok()) return fail(console, Error::invalid("", root.error().describe()));
+    if (auto s = config::apply_yaml(*root, path, cli_options(config)); !s.ok()) {
+      return fail(console, Error::invalid("", s.error().describe()));
+    }
   }
 
   CLI::App app{kDescription, "benchfleet"};
