@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # Installs benchfleet's build and test dependencies on Debian 12.
-# Works as root or through sudo; safe to re-run (apt-get skips what is installed).
+# Works as root or through sudo; safe to re-run: installed packages are skipped, and `npm ci` runs
+# only when package-lock.json changed since the last successful one.
+#   scripts/install-deps.sh            # Debian packages + the Node tooling of the tests
+#   scripts/install-deps.sh --no-npm   # Debian packages only (what the quick start needs)
 set -euo pipefail
+with_npm=1
+case "${1:-}" in
+  --no-npm) with_npm=0 ;;
+  "") ;;
+  *) echo "usage: scripts/install-deps.sh [--no-npm]" >&2; exit 2 ;;
+esac
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -35,10 +44,18 @@ fi
 
 # Node tooling for the openapi_validate test (package.json / package-lock.json in the repository
 # root). Optional: without npm, or if npm ci fails, that test is skipped.
-if command -v npm >/dev/null 2>&1; then
+[ "$with_npm" = 1 ] || exit 0
+cd "$(dirname "$0")/.."
+stamp=node_modules/.benchfleet-lock.sha256
+if [ -f "$stamp" ] && [ "$(sha256sum package-lock.json)" = "$(cat "$stamp")" ]; then
+  echo "install-deps: node_modules is up to date"
+elif command -v npm >/dev/null 2>&1; then
   echo "install-deps: npm ci (OpenAPI validator)"
-  (cd "$(dirname "$0")/.." && npm ci --no-audit --no-fund --loglevel=error) ||
+  if npm ci --no-audit --no-fund --loglevel=error; then
+    sha256sum package-lock.json >"$stamp"
+  else
     echo "install-deps: npm ci failed; the openapi_validate test will be skipped" >&2
+  fi
 else
   echo "install-deps: npm not found; the openapi_validate test will be skipped"
 fi

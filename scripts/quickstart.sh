@@ -54,7 +54,7 @@ detach="${1:-}"
 
 t0=$(date +%s)
 if [ "${BENCHFLEET_QUICKSTART_SKIP_SETUP:-0}" != 1 ]; then
-  scripts/install-deps.sh
+  scripts/install-deps.sh --no-npm
 fi
 t1=$(date +%s)
 if [ "${BENCHFLEET_QUICKSTART_SKIP_SETUP:-0}" != 1 ]; then

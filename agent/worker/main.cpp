@@ -9,32 +9,15 @@
 #include <iostream>
 #include <sstream>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include "agent/worker/capabilities.h"
 #include "agent/worker/measure.h"
+#include "agent/worker/result_output.h"
 #include "common/codecs.h"
 #include "common/measurement.h"
 
 namespace {
 
 using namespace benchfleet;
-
-// Writes `text` to `path` durably (temp file, fsync, rename), or to stdout when empty.
-bool emit(const std::string& text, const std::string& path) {
-  if (path.empty()) {
-    std::cout << text << "\n" << std::flush;
-    return static_cast<bool>(std::cout);
-  }
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return false;
-  const std::string line = text + "\n";
-  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  return ok && std::rename(tmp.c_str(), path.c_str()) == 0;
-}
 
 Result<WorkerJob> read_job(const std::string& path) {
   std::stringstream text;
@@ -78,6 +61,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  const worker::ResultOutput output(out_path);
   JobResult result;
   auto job = read_job(job_path);
   if (!job.ok()) {
@@ -87,11 +71,10 @@ int main(int argc, char** argv) {
     result = worker::run_job(*job, caps, [](std::string_view phase, std::size_t n, double s) {
       std::fprintf(stderr, "progress phase=%.*s iterations=%zu seconds=%.2f\n", static_cast<int>(phase.size()),
                    phase.data(), n, s);
-    });
+    }, &output);
   }
-  if (!emit(nlohmann::json(result).dump(), out_path)) {
-    std::fprintf(stderr, "benchfleet-worker: cannot write the result to %s\n",
-                 out_path.empty() ? "stdout" : out_path.c_str());
+  if (!output.write({nlohmann::json(result).dump()})) {
+    std::fprintf(stderr, "benchfleet-worker: cannot write the result to %s\n", output.describe().c_str());
     return 1;
   }
   return exit_code_for(result.status);

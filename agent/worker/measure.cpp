@@ -2,14 +2,18 @@
 
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <chrono>
 #include <new>
+#include <optional>
 
 #include "agent/worker/cuda.h"
 #include "agent/worker/fingerprint.h"
 #include "agent/worker/memory.h"
+#include "agent/worker/native_oom.h"
 #include "agent/worker/oom.h"
 #include "agent/worker/runner.h"
+#include "common/codecs.h"
 #include "common/measurement.h"
 #include "common/stats.h"
 
@@ -33,7 +37,7 @@ void add_telemetry(JobResult& r, std::string_view prefix, const nlohmann::json& 
 }
 
 // The part of run_job that may throw; `phase` tells the caller where it failed.
-JobResult measure(const WorkerJob& job, OomPhase& phase, const ProgressFn& progress) {
+JobResult measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressFn& progress) {
   const bool on_cuda = job.device == "cuda";
   JobResult r;
   phase = OomPhase::kLoad;
@@ -106,6 +110,33 @@ JobResult classify(std::string_view what, OomPhase phase, const WorkerJob& job) 
   return r;
 }
 
+// The artifact's export time, from the exporter's metadata, when it says.
+std::optional<double> export_seconds(const WorkerJob& job) {
+  const auto it = job.artifact_metadata.find("export_s");
+  if (it == job.artifact_metadata.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+// What NativeOomGuard reports when native code ends the process under the CPU cap. Rendered
+// before the cap is applied: with a cap of a few MB, even these strings might not fit under it.
+NativeFailureVerdicts native_failure_verdicts(const nlohmann::json& environment, const WorkerJob& job) {
+  JobResult r = failure(ResultStatus::kOom,
+                        "out of memory: native code could not allocate under the memory cap and ended the process "
+                        "instead of reporting it (a SIGSEGV in oneDNN's JIT, or libgomp unable to start a thread)");
+  r.environment = environment;
+  r.export_s = export_seconds(job);
+  NativeFailureVerdicts verdicts;
+  for (OomPhase phase : {OomPhase::kLoad, OomPhase::kCompile, OomPhase::kWarmup, OomPhase::kMeasure}) {
+    r.oom = OomInfo{phase, std::nullopt};
+    verdicts.oom.at(static_cast<std::size_t>(phase)) = nlohmann::json(r).dump();
+  }
+  r.status = ResultStatus::kError;
+  r.oom.reset();
+  r.error = "native code exited the worker in the middle of the job (its message is on stderr)";
+  verdicts.exited = nlohmann::json(r).dump();
+  return verdicts;
+}
+
 // The first line of a LibTorch message (the rest is a C++ backtrace).
 std::string first_lines(const std::string& message) {
   const auto cut = message.find("\nException raised from");
@@ -114,7 +145,8 @@ std::string first_lines(const std::string& message) {
 
 }  // namespace
 
-JobResult run_job(const WorkerJob& job, const Capabilities& caps, const ProgressFn& progress) {
+JobResult run_job(const WorkerJob& job, const Capabilities& caps, const ProgressFn& progress,
+                  const ResultOutput* native_oom_output) {
   // Taken before any memory cap: hashing the artifact needs memory the job may not leave.
   nlohmann::json environment = fingerprint(job, caps);
   JobResult r;
@@ -123,7 +155,13 @@ JobResult run_job(const WorkerJob& job, const Capabilities& caps, const Progress
   } else if (auto reason = unsupported_reason(job, caps)) {
     r = failure(ResultStatus::kUnsupported, *reason);
   } else {
-    OomPhase phase = OomPhase::kLoad;
+    std::atomic<OomPhase> phase = OomPhase::kLoad;
+    NativeFailureVerdicts native_verdicts;
+    std::optional<NativeOomGuard> native_guard;
+    if (native_oom_output != nullptr && job.memory_limit_mb && job.device == "cpu") {
+      native_verdicts = native_failure_verdicts(environment, job);
+      native_guard.emplace(phase, native_verdicts, *native_oom_output);
+    }
     try {
       r = measure(job, phase, progress);
     } catch (const std::bad_alloc&) {
@@ -133,13 +171,11 @@ JobResult run_job(const WorkerJob& job, const Capabilities& caps, const Progress
     } catch (const std::exception& e) {
       r = classify(first_lines(e.what()), phase, job);
     }
+    native_guard.reset();
     lift_memory_limit();
   }
   r.environment = std::move(environment);
-  if (auto export_s = job.artifact_metadata.find("export_s");
-      export_s != job.artifact_metadata.end() && export_s->is_number()) {
-    r.export_s = export_s->get<double>();
-  }
+  r.export_s = export_seconds(job);
   return r;
 }
 

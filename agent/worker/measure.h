@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "agent/worker/capabilities.h"
+#include "agent/worker/result_output.h"
 #include "common/types.h"
 #include "common/worker_job.h"
 
@@ -14,6 +15,11 @@ namespace benchfleet::worker {
 // Progress callback: phase name, timed iterations so far, seconds in the phase.
 using ProgressFn = std::function<void(std::string_view phase, std::size_t iterations, double seconds)>;
 
-JobResult run_job(const WorkerJob& job, const Capabilities& caps, const ProgressFn& progress);
+// With `native_oom_output` (the worker process passes where its result goes), native code that
+// ends the process under a CPU memory cap instead of reporting an out-of-memory (see
+// native_oom.h) still leaves a verdict there, and the exit code to match. In-process callers
+// leave it null.
+JobResult run_job(const WorkerJob& job, const Capabilities& caps, const ProgressFn& progress,
+                  const ResultOutput* native_oom_output = nullptr);
 
 }  // namespace benchfleet::worker

@@ -1,5 +1,8 @@
 #include "agent/worker/memory.h"
 
+#include <ATen/Functions.h>
+#include <ATen/Parallel.h>
+#include <ATen/TensorIterator.h>  // at::internal::GRAIN_SIZE
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -9,6 +12,18 @@
 #include "agent/worker/cuda.h"
 
 namespace benchfleet::worker {
+namespace {
+
+// Starts LibTorch's intra-op threads (an OpenMP team) if they are not running yet. Their stacks
+// (8 MiB of address space each) are LibTorch's, not the model's; and libgomp, when it cannot
+// create a thread under the cap, exits the process (code 1, no verdict) instead of failing.
+// An op LibTorch runs in parallel (more elements than its grain size) starts the whole team;
+// at::parallel_for here would run serially, as this file is not built with OpenMP.
+void start_intra_op_threads() {
+  if (at::get_num_threads() > 1) (void)at::ones({2 * at::internal::GRAIN_SIZE});
+}
+
+}  // namespace
 
 std::int64_t virtual_size_bytes() {
   std::ifstream in("/proc/self/status");
@@ -27,6 +42,7 @@ std::int64_t virtual_size_bytes() {
 Status apply_memory_limit(const std::string& device, std::int64_t limit_mb) {
   const std::int64_t limit = limit_mb * 1024 * 1024;
   if (device == "cuda") return cuda::set_memory_fraction_for(limit);
+  start_intra_op_threads();
   const std::int64_t base = virtual_size_bytes();
   if (base <= 0) return Error::internal("cannot read VmSize from /proc/self/status to apply the memory limit");
   rlimit rl{};

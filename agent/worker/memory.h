@@ -12,8 +12,9 @@ namespace benchfleet::worker {
 
 // Caps what the job may use, emulating a smaller card.
 //  cpu:  the address space may grow by at most `limit_mb` beyond what it is now (after
-//        LibTorch has loaded and before the model is), via RLIMIT_AS; an allocation past it
-//        fails like a real out-of-memory.
+//        LibTorch has loaded and started its intra-op threads, and before the model is
+//        loaded), via RLIMIT_AS; an allocation past it fails like a real out-of-memory (see
+//        native_oom.h for the code that crashes instead).
 //  cuda: the caching allocator's per-process memory fraction = limit / device total.
 Status apply_memory_limit(const std::string& device, std::int64_t limit_mb);
 

@@ -2,9 +2,10 @@
 // (agent/python/benchfleet_export.py, run with the torch build's own python).
 //
 // The artifacts (resnet18 and mobilenet_v3_small, batch 1 and 4, torchscript and
-// torchscript-frozen) are exported once per test binary, in parallel, into a temporary
-// directory; it is removed at the end unless a test failed. CMake registers the binary as one
-// ctest test, so the exports are not repeated per test case.
+// torchscript-frozen; mobilenet_v3_small torchscript at batch 32 for the memory-cap sweep) are
+// exported once per test binary, in parallel, into a temporary directory; it is removed at the
+// end unless a test failed. CMake registers the binary as one ctest test, so the exports are not
+// repeated per test case.
 //
 // Every worker run is checked for the process contract first: exactly one JSON line on stdout
 // that decodes as a JobResult, and an exit code that mirrors its status.
@@ -30,6 +31,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -54,6 +56,10 @@ constexpr const char* kSourceDir = BENCHFLEET_SOURCE_DIR;
 
 constexpr const char* kResnet = "torchvision/resnet18";
 constexpr const char* kMobilenet = "torchvision/mobilenet_v3_small";
+
+// mobilenet_v3_small at this batch needs ~150-230 MB of address space in its first call, where
+// oneDNN's JIT maps a buffer per kernel (see MemoryLimitSweepGivesOkOrOomNeverACrash).
+constexpr int kCapSweepBatch = 32;
 
 // "torchvision/resnet18" -> "resnet18"
 std::string short_name(const std::string& model) { return fs::path(model).filename().string(); }
@@ -93,15 +99,27 @@ struct ProcessOutput {
   }
 };
 
-// A child started with stdin, stdout and stderr on files. It gets SIGKILL if this process dies
-// (a test killed by the ctest timeout leaves no worker or exporter behind).
+// A child started with stdin, stdout and stderr on files, and this process's environment plus
+// `extra_env` ("NAME=value"). It gets SIGKILL if this process dies (a test killed by the ctest
+// timeout leaves no worker or exporter behind).
 class Child {
  public:
-  Child(const std::vector<std::string>& argv, const fs::path& in, fs::path out, fs::path err)
+  Child(const std::vector<std::string>& argv, const fs::path& in, fs::path out, fs::path err,
+        const std::vector<std::string>& extra_env = {})
       : out_(std::move(out)), err_(std::move(err)) {
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    std::vector<char*> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string_view inherited = *e;
+      const bool replaced = std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& x) {
+        return inherited.substr(0, inherited.find('=') + 1) == x.substr(0, x.find('=') + 1);
+      });
+      if (!replaced) env.push_back(*e);
+    }
+    for (const auto& e : extra_env) env.push_back(const_cast<char*>(e.c_str()));
+    env.push_back(nullptr);
     const std::string in_path = in.string(), out_path = out_.string(), err_path = err_.string();
     const pid_t parent = ::getpid();
     pid_ = ::fork();
@@ -113,7 +131,7 @@ class Child {
       const int fd_err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd_in < 0 || fd_out < 0 || fd_err < 0) ::_exit(126);
       if (::dup2(fd_in, 0) < 0 || ::dup2(fd_out, 1) < 0 || ::dup2(fd_err, 2) < 0) ::_exit(126);
-      ::execv(args[0], args.data());
+      ::execve(args[0], args.data(), env.data());
       ::_exit(127);
     }
     if (pid_ < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
@@ -192,14 +210,17 @@ class Workspace : public ::testing::Environment {
   void export_all() {
     if (exported_) return;
     exported_ = true;
-    std::vector<Artifact> wanted;
+    std::vector<std::tuple<std::string, std::string, int>> keys;
     for (const char* model : {kResnet, kMobilenet}) {
       for (const char* format : {"torchscript", "torchscript-frozen"}) {
-        for (int batch : {1, 4}) {
-          const std::string name = short_name(model) + "-" + format + "-b" + std::to_string(batch);
-          wanted.push_back({model, format, batch, dir() / name / "model.pt", {}});
-        }
+        for (int batch : {1, 4}) keys.emplace_back(model, format, batch);
       }
+    }
+    keys.emplace_back(kMobilenet, "torchscript", kCapSweepBatch);
+    std::vector<Artifact> wanted;
+    for (const auto& [model, format, batch] : keys) {
+      const std::string name = short_name(model) + "-" + format + "-b" + std::to_string(batch);
+      wanted.push_back({model, format, batch, dir() / name / "model.pt", {}});
     }
     const std::size_t parallel = std::max(1u, std::thread::hardware_concurrency());
     for (std::size_t first = 0; first < wanted.size(); first += parallel) {
@@ -266,11 +287,19 @@ struct WorkerRun {
   std::string describe() const { return decode_error + "\n" + process.describe(); }
 };
 
-WorkerRun run_worker_args(const std::vector<std::string>& extra_args, const fs::path& stdin_path = "/dev/null") {
+// Starts the worker with these arguments (and environment additions, "NAME=value").
+std::unique_ptr<Child> start_worker(const std::vector<std::string>& extra_args,
+                                    const fs::path& stdin_path = "/dev/null",
+                                    const std::vector<std::string>& extra_env = {}) {
   Workspace& ws = Workspace::get();
   std::vector<std::string> argv = {kWorkerBin};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  Child child(argv, stdin_path, ws.fresh_path("worker", ".stdout"), ws.fresh_path("worker", ".stderr"));
+  return std::make_unique<Child>(argv, stdin_path, ws.fresh_path("worker", ".stdout"),
+                                 ws.fresh_path("worker", ".stderr"), extra_env);
+}
+
+// Waits for a worker started by start_worker and decodes what it printed.
+WorkerRun finish_worker(Child& child) {
   WorkerRun run;
   run.process = child.wait();
   const std::string& out = run.process.out;
@@ -293,11 +322,34 @@ WorkerRun run_worker_args(const std::vector<std::string>& extra_args, const fs::
   return run;
 }
 
-// Runs the worker on a job given as JSON text (through a file).
-WorkerRun run_worker(const std::string& job_text) {
+WorkerRun run_worker_args(const std::vector<std::string>& extra_args, const fs::path& stdin_path = "/dev/null") {
+  return finish_worker(*start_worker(extra_args, stdin_path));
+}
+
+// Writes a job given as JSON text to a fresh file and returns its path.
+fs::path job_file(const std::string& job_text) {
   const fs::path job_path = Workspace::get().fresh_path("job", ".json");
   write_file(job_path, job_text);
-  return run_worker_args({"--job", job_path.string()});
+  return job_path;
+}
+
+// Runs the worker on a job given as JSON text (through a file).
+WorkerRun run_worker(const std::string& job_text) { return run_worker_args({"--job", job_file(job_text).string()}); }
+
+// Runs the worker on each job, as many at a time as there are CPUs, with environment additions
+// ("NAME=value"); the runs come back in the jobs' order.
+std::vector<WorkerRun> run_workers(const std::vector<std::string>& job_texts,
+                                   const std::vector<std::string>& extra_env = {}) {
+  const std::size_t parallel = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<WorkerRun> runs;
+  for (std::size_t first = 0; first < job_texts.size(); first += parallel) {
+    std::vector<std::unique_ptr<Child>> wave;
+    for (std::size_t i = first; i < std::min(job_texts.size(), first + parallel); ++i) {
+      wave.push_back(start_worker({"--job", job_file(job_texts[i]).string()}, "/dev/null", extra_env));
+    }
+    for (auto& child : wave) runs.push_back(finish_worker(*child));
+  }
+  return runs;
 }
 
 MeasurementSpec small_measurement() {
@@ -549,6 +601,44 @@ TEST_F(WorkerArtifactTest, TinyMemoryLimitIsAnOomNotACrash) {
   ASSERT_NO_FATAL_FAILURE(expect_verdict(run, ResultStatus::kOom));
   ASSERT_TRUE(run.result.oom.has_value()) << run.describe();
   EXPECT_EQ(run.result.oom->phase, OomPhase::kLoad);
+}
+
+// mobilenet_v3_small at batch kCapSweepBatch under each of `caps_mb`, run as eager (the traced
+// graph op by op, through oneDNN's JIT kernels): every run must end in exactly one result, ok or
+// oom with its phase, with the exit code to match; never a signal or a bare exit code.
+void expect_every_cap_gives_ok_or_oom(const std::vector<int>& caps_mb, const std::vector<std::string>& extra_env) {
+  const Artifact& a = Workspace::get().artifact(kMobilenet, "torchscript", kCapSweepBatch);
+  std::vector<std::string> jobs;
+  for (int mb : caps_mb) {
+    WorkerJob job = job_for(a, Mode::kEager);
+    job.memory_limit_mb = mb;
+    jobs.push_back(text_of(job));
+  }
+  const std::vector<WorkerRun> runs = run_workers(jobs, extra_env);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    SCOPED_TRACE("memory_limit_mb " + std::to_string(caps_mb[i]));
+    const WorkerRun& run = runs[i];
+    ASSERT_TRUE(run.decoded) << run.describe();
+    const ResultStatus status = run.result.status;
+    ASSERT_TRUE(status == ResultStatus::kOk || status == ResultStatus::kOom) << run.describe();
+    ASSERT_NO_FATAL_FAILURE(expect_verdict(run, status));
+    EXPECT_EQ(run.result.oom.has_value(), status == ResultStatus::kOom) << run.describe();
+  }
+}
+
+// Caps around what the first call needs, where oneDNN generates its kernels: each gets a 256 KiB
+// mmap, and when that mmap failed under the cap, oneDNN wrote the kernel through the null
+// pointer and the worker died of SIGSEGV (in about half of these runs, 180 MB every time).
+TEST_F(WorkerArtifactTest, MemoryLimitSweepGivesOkOrOomNeverACrash) {
+  std::vector<int> caps_mb;
+  for (int mb = 160; mb <= 210; mb += 10) caps_mb.push_back(mb);
+  expect_every_cap_gives_ok_or_oom(caps_mb, {});
+}
+
+// With more threads, libgomp started its team under the cap and, unable to map a thread's stack,
+// exited the worker (code 1, no result) at these caps every time.
+TEST_F(WorkerArtifactTest, MemoryLimitWithManyThreadsGivesOkOrOomNeverAnExit) {
+  expect_every_cap_gives_ok_or_oom({60, 100}, {"OMP_NUM_THREADS=8"});
 }
 
 TEST_F(WorkerArtifactTest, OutFileHoldsTheResultAndStdoutStaysEmpty) {
