@@ -1,7 +1,9 @@
 #include "coordinator/config.h"
 
-#include "common/config_options.h"
+#include <filesystem>
+#include <system_error>
 
+#include "common/config_options.h"
 
 namespace benchfleet {
 namespace {
@@ -33,10 +35,24 @@ std::vector<Option> options(CoordinatorConfig& c) {
       option("store_threads", c.store_threads, "threads running the handlers that use the database"),
       option("log_level", c.log_level, "trace, debug, info, warn, error"),
       option("port_file", c.port_file, "write the bound port to this file once listening"),
+      option("web_root", c.web_root,
+             "directory of the dashboard's files, served at / (default: <prefix>/share/benchfleet/web when "
+             "installed, else the build tree's web/); empty disables the dashboard"),
   };
 }
 
 }  // namespace
+
+std::string default_web_root() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "benchfleet" / "web";
+    if (fs::is_directory(installed, ec)) return installed.lexically_normal().string();
+  }
+  return BENCHFLEET_WEB_BUILD_DIR;
+}
 
 Status apply_yaml_config(std::string_view yaml_text, std::string_view origin, CoordinatorConfig& config) {
   BF_ASSIGN_OR_RETURN(YAML::Node root, config::parse_yaml_mapping(yaml_text, origin));

@@ -9,6 +9,11 @@
 
 namespace benchfleet {
 
+// Where the dashboard's files are when web_root is not set: <dir of the executable>/../share/
+// benchfleet/web when that directory exists (an installed coordinator), else the build tree's
+// assembled copy (<build dir>/web, made by the benchfleet_web_assets target).
+std::string default_web_root();
+
 struct CoordinatorConfig {
   std::string listen = "127.0.0.1:8080";
   std::string db = "./benchfleet.db";
@@ -32,6 +37,8 @@ struct CoordinatorConfig {
   int store_threads = 4;  // threads running handlers that use the store
   std::string log_level = "info";
   std::string port_file;  // when set, the bound port is written here after listening
+  // The directory served at / (the dashboard); empty disables the dashboard.
+  std::string web_root = default_web_root();
 };
 
 // Parses argv (and $BENCHFLEET_* variables, and the --config file). For --help/--version it

@@ -12,6 +12,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -133,6 +134,15 @@ int run(int argc, char** argv) {
   (*server)->start();
   spdlog::info("listening on {}:{} db={} catalog={} models={}", endpoint->address().to_string(), (*server)->port(),
                config.db, catalog_path, catalog->models().size());
+  if (config.web_root.empty()) {
+    spdlog::info("dashboard disabled (web_root is empty)");
+  } else if (std::error_code ec; !std::filesystem::is_directory(config.web_root, ec)) {
+    spdlog::warn("dashboard: web_root {} is not a directory; / answers 404 (build the benchfleet_web_assets target, "
+                 "or set --web-root)", config.web_root);
+  } else {
+    spdlog::info("dashboard at http://{}:{}/ from {}", endpoint->address().to_string(), (*server)->port(),
+                 config.web_root);
+  }
   if (!config.port_file.empty()) {
     std::ofstream(config.port_file + ".tmp") << (*server)->port() << "\n";
     std::rename((config.port_file + ".tmp").c_str(), config.port_file.c_str());

@@ -2,15 +2,20 @@
 # Installs benchfleet's build and test dependencies on Debian 12.
 # Works as root or through sudo; safe to re-run: installed packages are skipped, and `npm ci` runs
 # only when package-lock.json changed since the last successful one.
-#   scripts/install-deps.sh            # Debian packages + the Node tooling of the tests
-#   scripts/install-deps.sh --no-npm   # Debian packages only (what the quick start needs)
+#   scripts/install-deps.sh                # everything: build, run and test
+#   scripts/install-deps.sh --no-browser   # without chromium, which only the browser tests use
+#                                          # (the quick start)
+#   scripts/install-deps.sh --no-npm      # Debian packages only
 set -euo pipefail
 with_npm=1
-case "${1:-}" in
-  --no-npm) with_npm=0 ;;
-  "") ;;
-  *) echo "usage: scripts/install-deps.sh [--no-npm]" >&2; exit 2 ;;
-esac
+with_browser=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-npm) with_npm=0 ;;
+    --no-browser) with_browser=0 ;;
+    *) echo "usage: scripts/install-deps.sh [--no-browser] [--no-npm]" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -20,6 +25,14 @@ packages=(
   libtorch-dev python3-torch python3-torchvision python3-yaml
   curl ca-certificates
 )
+# Node for chart.js and the tests' tools: Debian's nodejs and npm, unless a node with its npm is
+# already there (e.g. from NodeSource, whose nodejs conflicts with Debian's npm).
+if [ "$with_npm" = 1 ]; then
+  command -v node >/dev/null 2>&1 || packages+=(nodejs)
+  command -v npm >/dev/null 2>&1 || packages+=(npm)
+fi
+# The browser tests drive Debian's chromium (with a font for readable screenshots).
+[ "$with_browser" = 1 ] && packages+=(chromium fonts-dejavu-core)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -42,20 +55,22 @@ else
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Node tooling for the openapi_validate test (package.json / package-lock.json in the repository
-# root). Optional: without npm, or if npm ci fails, that test is skipped.
+# Node packages (package.json / package-lock.json in the repository root): chart.js, which the
+# build copies into the dashboard, and the tests' tools (OpenAPI validator, playwright-core for the
+# browser tests, which drive Debian's chromium). Optional: without them the dashboard says "charts
+# unavailable" and those tests are skipped.
 [ "$with_npm" = 1 ] || exit 0
 cd "$(dirname "$0")/.."
 stamp=node_modules/.benchfleet-lock.sha256
 if [ -f "$stamp" ] && [ "$(sha256sum package-lock.json)" = "$(cat "$stamp")" ]; then
   echo "install-deps: node_modules is up to date"
 elif command -v npm >/dev/null 2>&1; then
-  echo "install-deps: npm ci (OpenAPI validator)"
+  echo "install-deps: npm ci (chart.js, OpenAPI validator, playwright-core)"
   if npm ci --no-audit --no-fund --loglevel=error; then
     sha256sum package-lock.json >"$stamp"
   else
-    echo "install-deps: npm ci failed; the openapi_validate test will be skipped" >&2
+    echo "install-deps: npm ci failed; openapi_validate and the browser tests will be skipped" >&2
   fi
 else
-  echo "install-deps: npm not found; the openapi_validate test will be skipped"
+  echo "install-deps: npm not found; openapi_validate and the browser tests will be skipped"
 fi

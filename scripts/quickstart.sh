@@ -54,7 +54,7 @@ detach="${1:-}"
 
 t0=$(date +%s)
 if [ "${BENCHFLEET_QUICKSTART_SKIP_SETUP:-0}" != 1 ]; then
-  scripts/install-deps.sh --no-npm
+  scripts/install-deps.sh --no-browser
 fi
 t1=$(date +%s)
 if [ "${BENCHFLEET_QUICKSTART_SKIP_SETUP:-0}" != 1 ]; then
@@ -134,7 +134,7 @@ t3=$(date +%s)
 echo
 "$cli" report "$run_id"
 echo
-echo "Dashboard: $base/ (lands with issue 6)   Report: $base/api/v1/runs/$run_id/report (?format=md|csv)"
+echo "Dashboard: $base/#/runs/$run_id   Report: $base/api/v1/runs/$run_id/report (?format=md|csv)"
 echo "API: $base/api/v1/runs   OpenAPI: $base/api/v1/openapi.json   Metrics: $base/metrics"
 echo "CLI: export BENCHFLEET_URL=$base BENCHFLEET_OPERATOR_TOKEN_FILE=$BENCHFLEET_OPERATOR_TOKEN_FILE"
 echo "     $cli runs | run $run_id | report $run_id --format csv | agents | watch ID | --help"

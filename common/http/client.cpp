@@ -159,6 +159,7 @@ struct Client::Impl {
     bhttp::response_parser<bhttp::string_body> parser;
     parser.header_limit(kResponseHeaderLimit);
     parser.body_limit(body_limit);
+    parser.skip(req.method() == bhttp::verb::head);  // a HEAD answer has headers only
     auto [rec, read] = co_await bhttp::async_read(*stream, buffer, parser, kAsTuple);
     if (rec) {
       out.ec = rec;

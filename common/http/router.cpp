@@ -82,11 +82,22 @@ void Router::add(bhttp::verb method, std::string_view pattern, std::string name,
   routes_.push_back(std::move(route));
 }
 
+void Router::set_fallback(std::string name, Handler handler) {
+  if (!handler) throw std::invalid_argument("router fallback: handler is empty");
+  fallback_name_ = std::move(name);
+  fallback_ = std::move(handler);
+}
+
 std::vector<RouteInfo> Router::routes() const {
   std::vector<RouteInfo> out;
   out.reserve(routes_.size());
   for (const Route& r : routes_) out.push_back({r.method, r.pattern, r.name});
   return out;
+}
+
+std::optional<RouteInfo> Router::fallback() const {
+  if (!fallback_) return std::nullopt;
+  return RouteInfo{bhttp::verb::get, std::string(kFallbackPattern), fallback_name_};
 }
 
 bool Router::match_path(const Route& route, const std::vector<std::string>& path,
@@ -116,6 +127,31 @@ boost::asio::awaitable<Response> Router::dispatch(const Request& req) const {
   co_return co_await dispatch(req, route_name);
 }
 
+namespace {
+
+// Runs a handler; its exception stays inside the server: logged, answered with a generic 500.
+boost::asio::awaitable<Response> call_handler(const Handler& handler, std::string_view name, const Request& req,
+                                              const RouteMatch& match) {
+  std::optional<Response> res;
+  std::string failure;
+  try {
+    res = co_await handler(req, match);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  } catch (...) {
+    failure = "unknown exception";
+  }
+  if (!res) {
+    spdlog::error("route {} ({} {}) threw: {}", name, std::string_view(req.method_string()),
+                  std::string_view(req.target()), failure);
+    co_return problem(bhttp::status::internal_server_error, "Internal Server Error",
+                      "the server failed to handle the request; see the server log", req);
+  }
+  co_return std::move(*res);
+}
+
+}  // namespace
+
 boost::asio::awaitable<Response> Router::dispatch(const Request& req,
                                                   std::string& route_name) const {
   route_name = kUnmatchedRoute;
@@ -127,8 +163,12 @@ boost::asio::awaitable<Response> Router::dispatch(const Request& req,
   std::vector<std::string> path;
   for (std::string segment : parsed->segments()) path.push_back(std::move(segment));
 
+  // HEAD falls back to GET unless a HEAD route matches.
+  const bool head = req.method() == bhttp::verb::head;
   const Route* best = nullptr;
+  const Route* best_get = nullptr;
   RouteMatch best_match;
+  RouteMatch best_get_match;
   std::vector<std::string_view> allowed;
   for (const Route& route : routes_) {
     RouteMatch match;
@@ -137,11 +177,38 @@ boost::asio::awaitable<Response> Router::dispatch(const Request& req,
     if (std::find(allowed.begin(), allowed.end(), method) == allowed.end()) {
       allowed.push_back(method);
     }
-    if (route.method != req.method()) continue;
-    if (best == nullptr || more_specific(route, *best)) {
-      best = &route;
-      best_match = std::move(match);
+    if (route.method == req.method()) {
+      if (best == nullptr || more_specific(route, *best)) {
+        best = &route;
+        best_match = std::move(match);
+      }
+    } else if (head && route.method == bhttp::verb::get) {
+      if (best_get == nullptr || more_specific(route, *best_get)) {
+        best_get = &route;
+        best_get_match = std::move(match);
+      }
     }
+  }
+  if (best == nullptr && best_get != nullptr) {
+    best = best_get;
+    best_match = std::move(best_get_match);
+  }
+
+  const auto add_query = [&](RouteMatch& match) {
+    for (const auto& param : parsed->params(boost::urls::encoding_opts(/*space_as_plus=*/true))) {
+      match.query.emplace(param.key, param.has_value ? param.value : std::string());
+    }
+  };
+
+  if (best == nullptr && allowed.empty() && fallback_ &&
+      (req.method() == bhttp::verb::get || head)) {
+    RouteMatch match;
+    match.route_name = fallback_name_;
+    match.pattern = kFallbackPattern;
+    match.segments = std::move(path);
+    add_query(match);
+    route_name = fallback_name_;
+    co_return co_await call_handler(fallback_, fallback_name_, req, match);
   }
 
   if (best == nullptr) {
@@ -151,6 +218,10 @@ boost::asio::awaitable<Response> Router::dispatch(const Request& req,
     detail += parsed->encoded_path();
     if (allowed.empty()) {
       co_return problem(bhttp::status::not_found, "Not Found", detail, req);
+    }
+    if (std::find(allowed.begin(), allowed.end(), bhttp::to_string(bhttp::verb::get)) != allowed.end() &&
+        std::find(allowed.begin(), allowed.end(), bhttp::to_string(bhttp::verb::head)) == allowed.end()) {
+      allowed.push_back(bhttp::to_string(bhttp::verb::head));
     }
     std::string allow;
     for (std::string_view m : allowed) {
@@ -166,28 +237,10 @@ boost::asio::awaitable<Response> Router::dispatch(const Request& req,
 
   best_match.route_name = best->name;
   best_match.pattern = best->pattern;
-  for (const auto& param : parsed->params(boost::urls::encoding_opts(/*space_as_plus=*/true))) {
-    best_match.query.emplace(param.key, param.has_value ? param.value : std::string());
-  }
+  best_match.segments = std::move(path);
+  add_query(best_match);
   route_name = best->name;
-
-  // A handler's exception stays inside the server: log it, answer a generic 500.
-  std::optional<Response> res;
-  std::string failure;
-  try {
-    res = co_await best->handler(req, best_match);
-  } catch (const std::exception& e) {
-    failure = e.what();
-  } catch (...) {
-    failure = "unknown exception";
-  }
-  if (!res) {
-    spdlog::error("route {} ({} {}) threw: {}", best->name, std::string_view(req.method_string()),
-                  std::string_view(req.target()), failure);
-    co_return problem(bhttp::status::internal_server_error, "Internal Server Error",
-                      "the server failed to handle the request; see the server log", req);
-  }
-  co_return std::move(*res);
+  co_return co_await call_handler(best->handler, best->name, req, best_match);
 }
 
 }  // namespace benchfleet::http

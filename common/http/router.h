@@ -1,10 +1,12 @@
 // Route table: maps (method, path pattern) to a coroutine handler, like the Boost.URL router
 // example. Patterns are literal segments and `{name}` segments that capture one decoded path
-// segment: "/api/v1/runs/{id}/report".
+// segment: "/api/v1/runs/{id}/report". A fallback may answer the GETs no pattern matches (the
+// coordinator serves its dashboard's files that way). HEAD is answered by the GET route.
 #pragma once
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,10 +22,16 @@ namespace benchfleet::http {
 // requests the server refused before routing (413, 431, 400). Keeps metric labels bounded.
 inline constexpr std::string_view kUnmatchedRoute = "unmatched";
 
+// How the fallback's paths appear in RouteMatch::pattern and Router::fallback(): any path,
+// one or more segments.
+inline constexpr std::string_view kFallbackPattern = "/{path}";
+
 struct RouteMatch {
   std::string route_name;  // as given to Router::add, e.g. "runs.report"
   std::string pattern;     // e.g. "/api/v1/runs/{id}/report"
   std::map<std::string, std::string, std::less<>> params;  // {name} -> percent-decoded segment
+  // The whole path, one percent-decoded segment each ("/a/b%2Fc" -> {"a", "b/c"}; "/" -> {}).
+  std::vector<std::string> segments;
   // Percent-decoded query parameters ('+' is a space); the first of repeated keys wins and a
   // key without '=' maps to "".
   std::map<std::string, std::string, std::less<>> query;
@@ -53,13 +61,21 @@ class Router {
   void add(boost::beast::http::verb method, std::string_view pattern, std::string name,
            Handler handler);
 
+  // Answers GET and HEAD requests whose path matches no route's pattern (for any method), with
+  // RouteMatch::pattern kFallbackPattern. Replaces an earlier fallback.
+  void set_fallback(std::string name, Handler handler);
+
   // Every route in insertion order, e.g. to check the OpenAPI document covers them all.
   std::vector<RouteInfo> routes() const;
+  // The fallback as {GET, kFallbackPattern, name}; nullopt when none is set.
+  std::optional<RouteInfo> fallback() const;
 
   // Picks the route whose pattern matches the path and method; where several patterns match,
-  // a literal segment beats a parameter at the first segment where they differ.
-  // Unknown path -> 404 problem; known path, other method -> 405 problem with `Allow`;
-  // a target that is not a valid origin-form URL -> 400 problem; a handler that throws -> 500.
+  // a literal segment beats a parameter at the first segment where they differ. HEAD uses the
+  // GET route when no HEAD route matches (the server then sends the headers only).
+  // Unknown path -> the fallback for GET/HEAD if set, else 404 problem; known path, other
+  // method -> 405 problem with `Allow`; a target that is not a valid origin-form URL -> 400
+  // problem; a handler that throws -> 500.
   boost::asio::awaitable<Response> dispatch(const Request& req) const;
 
   // As above, also setting `route_name` to the matched route's name or kUnmatchedRoute.
@@ -84,6 +100,8 @@ class Router {
   static bool more_specific(const Route& a, const Route& b);
 
   std::vector<Route> routes_;
+  std::string fallback_name_;
+  Handler fallback_;
 };
 
 }  // namespace benchfleet::http

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -26,6 +27,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 
 #include "common/http/problem.h"
@@ -208,10 +210,26 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st,
     Response res = co_await st->router.dispatch(req, route_name);
     const bool keep_alive = req.keep_alive() && res.keep_alive() && !st->stopping;
     res.keep_alive(keep_alive);
-    res.prepare_payload();
+    const bool bodyless_status = res.result() == bhttp::status::not_modified ||
+                                 res.result() == bhttp::status::no_content;
+    if (bodyless_status) {
+      // No body and no Content-Length: a 304's would have to be the 200's length (RFC 9110).
+      res.body().clear();
+      res.content_length(boost::none);
+      res.chunked(false);
+    } else {
+      res.prepare_payload();
+    }
 
     stream.expires_after(limits.request_timeout);
-    auto [wec, w] = co_await bhttp::async_write(stream, res, kAsTuple);
+    error_code wec;
+    if (req.method() == bhttp::verb::head) {
+      // The GET answer's headers (Content-Length included), without its body.
+      bhttp::response_serializer<bhttp::string_body> serializer(res);
+      std::tie(wec, std::ignore) = co_await bhttp::async_write_header(stream, serializer, kAsTuple);
+    } else {
+      std::tie(wec, std::ignore) = co_await bhttp::async_write(stream, res, kAsTuple);
+    }
     st->observe(route_name, res.result_int(), started);
     if (wec) break;
     if (!keep_alive) {

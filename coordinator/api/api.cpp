@@ -58,6 +58,7 @@ void register_routes(http::Router& r, ApiContext& ctx) {
   r.add(verb::get, "/api/v1/runs/{id}", "runs.get", offload(ctx, get_run));
   r.add(verb::post, "/api/v1/runs/{id}/cancel", "runs.cancel", offload(ctx, cancel_run));
   r.add(verb::get, "/api/v1/runs/{id}/results", "runs.results", offload(ctx, list_results));
+  r.add(verb::get, "/api/v1/runs/{id}/jobs", "runs.jobs", offload(ctx, list_jobs));
   r.add(verb::get, "/api/v1/runs/{id}/report", "runs.report", offload(ctx, run_report));
   r.add(verb::get, "/api/v1/results/{id}", "results.get", offload(ctx, get_result));
   r.add(verb::get, "/api/v1/models", "models.list", offload(ctx, list_models));
@@ -75,6 +76,9 @@ void register_routes(http::Router& r, ApiContext& ctx) {
   r.add(verb::get, "/healthz", "healthz", inline_handler(ctx, healthz));
   r.add(verb::get, "/metrics", "metrics", offload(ctx, metrics));
   r.add(verb::get, "/api/v1/openapi.json", "openapi", inline_handler(ctx, openapi));
+  // The dashboard: static files, read on the blocking pool.
+  r.add(verb::get, "/", "web.index", offload(ctx, web_asset));
+  r.set_fallback("web.asset", offload(ctx, web_asset));
 }
 
 }  // namespace benchfleet::api

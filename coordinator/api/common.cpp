@@ -192,6 +192,21 @@ nlohmann::json result_json(const store::ResultRow& row, bool include_samples) {
           {"created_at", format_time(row.created_at)}};
 }
 
+nlohmann::json job_json(const store::JobRow& job) {
+  nlohmann::json result = nullptr;
+  if (job.result_id && job.result_status) {
+    result = {{"id", *job.result_id}, {"status", *job.result_status}};
+  }
+  return {{"id", job.id},
+          {"spec", job.spec},
+          {"status", job.status},
+          {"attempt", job.attempt},
+          {"result", result},
+          {"agent", job.agent_name ? nlohmann::json(*job.agent_name) : nlohmann::json(nullptr)},
+          {"slot", job.slot ? nlohmann::json(*job.slot) : nlohmann::json(nullptr)},
+          {"updated_at", format_time(job.updated_at)}};
+}
+
 nlohmann::json model_json(const CatalogModel& m) {
   return {{"id", m.id},
           {"source", m.source},

@@ -43,6 +43,7 @@ nlohmann::json time_or_null(const std::optional<TimestampMs>& ms);
 nlohmann::json run_json(const store::RunInfo& run);
 nlohmann::json agent_json(const store::AgentInfo& agent, TimestampMs now, int heartbeat_interval_s);
 nlohmann::json result_json(const store::ResultRow& row, bool include_samples);
+nlohmann::json job_json(const store::JobRow& job);
 nlohmann::json model_json(const CatalogModel& model);
 
 // Turns an Error into its problem+json response.

@@ -15,6 +15,7 @@ Result<http::Response> list_runs(ApiContext& ctx, const http::Request& req, cons
 Result<http::Response> get_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> cancel_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> list_jobs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> get_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> list_models(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
@@ -34,5 +35,7 @@ Result<http::Response> drain_agent(ApiContext& ctx, const http::Request& req, co
 Result<http::Response> healthz(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> metrics(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> openapi(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+// GET / (the index) and any other path no route matches: a file of config.web_root.
+Result<http::Response> web_asset(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 
 }  // namespace benchfleet::api

@@ -85,6 +85,18 @@ Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, c
   return json_response(bhttp::status::ok, {{"results", rows}, {"next_cursor", next}}, req);
 }
 
+Result<http::Response> list_jobs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  BF_RETURN_IF_ERROR(require_reader(ctx, req));
+  BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
+  BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 10000));
+  BF_ASSIGN_OR_RETURN(const auto cursor, int_query(m, "cursor", 0, INT64_MAX));
+  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.list_jobs(id, cursor, static_cast<int>(limit.value_or(1000))));
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& job : page.rows) rows.push_back(job_json(job));
+  nlohmann::json next = page.next_cursor ? nlohmann::json(std::to_string(*page.next_cursor)) : nlohmann::json();
+  return json_response(bhttp::status::ok, {{"jobs", rows}, {"next_cursor", next}}, req);
+}
+
 Result<http::Response> get_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));

@@ -1,5 +1,6 @@
-// Handlers for health, metrics and the OpenAPI document.
+// Handlers for health, metrics, the OpenAPI document and the dashboard's files.
 #include "coordinator/api/handlers.h"
+#include "coordinator/web_assets.h"
 
 namespace benchfleet::api {
 namespace {
@@ -22,6 +23,20 @@ Result<http::Response> metrics(ApiContext& ctx, const http::Request& req, const 
 
 Result<http::Response> openapi(ApiContext&, const http::Request& req, const http::RouteMatch&) {
   return http::text_response(bhttp::status::ok, openapi_document(), req, "application/json");
+}
+
+Result<http::Response> web_asset(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  // The dashboard is public: its pages load without a token (their API calls may need one).
+  // An unknown API path keeps the router's answer rather than looking for a file.
+  if (!m.segments.empty() && m.segments.front() == "api") {
+    const std::string_view target(req.target().data(), req.target().size());
+    std::string detail = "no route for ";
+    detail += req.method_string();
+    detail += ' ';
+    detail += target.substr(0, target.find('?'));
+    return Error::not_found(std::move(detail));
+  }
+  return web::serve_asset(ctx.config.web_root, req, m.segments);
 }
 
 }  // namespace benchfleet::api

@@ -145,6 +145,28 @@ struct ResultPage {
   std::optional<std::int64_t> next_cursor;  // pass as `after_id` for the next page
 };
 
+// One job of a run as the progress grid shows it.
+struct JobRow {
+  std::int64_t id = 0;
+  JobSpec spec;
+  JobStatus status = JobStatus::kQueued;
+  int attempt = 0;  // attempts started so far (0 before the first lease)
+  // The job's latest result (its highest attempt), if any.
+  std::optional<std::int64_t> result_id;
+  std::optional<ResultStatus> result_status;
+  // Who holds the lease of a leased or running job, posted a done job's verdict, held a failed
+  // job's last attempt or a cancelled job's lease when the run was cancelled. None for queued
+  // jobs and for verdicts the coordinator inferred (oom_implied, unsupported).
+  std::optional<std::string> agent_name;
+  std::optional<std::string> slot;
+  TimestampMs updated_at = 0;
+};
+
+struct JobPage {
+  std::vector<JobRow> rows;
+  std::optional<std::int64_t> next_cursor;  // pass as `after_id` for the next page
+};
+
 struct Gauges {
   std::map<JobStatus, std::int64_t> jobs_by_status;
   std::int64_t active_leases = 0;
@@ -182,6 +204,9 @@ class Store {
   Result<ResultPage> list_results(std::int64_t run_id, const ResultFilter& filter,
                                   std::optional<std::int64_t> after_id, int limit);
   Result<ResultRow> get_result(std::int64_t result_id);
+  // The run's jobs with id > `after_id`, ascending, at most `limit` (one indexed query).
+  // kNotFound when the run does not exist.
+  Result<JobPage> list_jobs(std::int64_t run_id, std::optional<std::int64_t> after_id, int limit);
   // One entry per job of the run, with its result when there is one (for reports).
   Result<std::vector<report::CellResult>> report_cells(std::int64_t run_id);
 

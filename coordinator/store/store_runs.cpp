@@ -203,6 +203,51 @@ Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& 
   return page;
 }
 
+Result<JobPage> Store::list_jobs(std::int64_t run_id, std::optional<std::int64_t> after_id, int limit) {
+  std::lock_guard lock(mu_);
+  // jobs_run (run_id, id) gives the order; the latest result comes from results' (job_id,
+  // attempt) key, the attempt by its primary key.
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      "SELECT j.id, " + job_spec_columns("j") + ", j.status, j.attempt, j.updated_at, r.id, r.status, a.name, t.slot"
+      " FROM jobs j INDEXED BY jobs_run"
+      " LEFT JOIN results r ON r.id = (SELECT id FROM results WHERE job_id = j.id ORDER BY attempt DESC LIMIT 1)"
+      " LEFT JOIN attempts t ON t.job_id = j.id AND t.attempt = j.attempt AND"
+      " (j.status IN ('leased', 'running', 'failed') OR (j.status = 'done' AND t.outcome = 'result')"
+      "  OR (j.status = 'cancelled' AND t.outcome = 'cancelled'))"
+      " LEFT JOIN agents a ON a.id = t.agent_id"
+      " WHERE j.run_id = ?1 AND j.id > ?2 ORDER BY j.id LIMIT ?3"));
+  s->bind(1, run_id).bind(2, after_id.value_or(0)).bind(3, limit + 1);
+  JobPage page;
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, s->step());
+    if (!row) break;
+    JobRow job;
+    job.id = s->int64(0);
+    job.spec = job_spec_at(*s, 1);
+    job.status = job_status_at(*s, 8);
+    job.attempt = static_cast<int>(s->int64(9));
+    job.updated_at = s->int64(10);
+    job.result_id = s->opt_int64(11);
+    if (job.result_id) job.result_status = result_status_at(*s, 12);
+    job.agent_name = s->opt_text(13);
+    if (job.agent_name) job.slot = s->opt_text(14);
+    page.rows.push_back(std::move(job));
+  }
+  s->reset();
+  if (static_cast<int>(page.rows.size()) > limit) {
+    page.rows.pop_back();
+    page.next_cursor = page.rows.back().id;
+  }
+  if (page.rows.empty()) {
+    BF_ASSIGN_OR_RETURN(auto* exists, db_->prepare("SELECT 1 FROM runs WHERE id = ?"));
+    exists->bind(1, run_id);
+    BF_ASSIGN_OR_RETURN(bool found, exists->step());
+    exists->reset();
+    if (!found) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
+  }
+  return page;
+}
+
 Result<ResultRow> Store::get_result(std::int64_t result_id) {
   std::lock_guard lock(mu_);
   BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(

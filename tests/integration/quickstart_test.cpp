@@ -229,7 +229,7 @@ int expect_tables_match_store(const std::string& output, const std::string& base
 
 std::string dashboard_url(const std::string& output) {
   std::smatch m;
-  static const std::regex dashboard(R"(Dashboard: (http://127\.0\.0\.1:\d+)/)");
+  static const std::regex dashboard(R"(Dashboard: (http://127\.0\.0\.1:\d+)/#/runs/\d+)");
   return std::regex_search(output, m, dashboard) ? std::string(m[1]) : std::string();
 }
 

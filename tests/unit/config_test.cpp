@@ -79,5 +79,31 @@ TEST(CoordinatorConfig, UsageErrorsExitNonZeroAndHelpExitsZero) {
   EXPECT_EQ(missing.error().field, "config");
 }
 
+TEST(CoordinatorConfig, WebRootDefaultsToTheAssembledDashboardAndEmptyDisablesIt) {
+  // A build-tree binary (this test) serves the build tree's web/.
+  EXPECT_EQ(CoordinatorConfig{}.web_root, default_web_root());
+  EXPECT_TRUE(default_web_root().ends_with("/web")) << default_web_root();
+  auto defaults = parse({});
+  ASSERT_TRUE(defaults.ok()) << defaults.error().describe();
+  EXPECT_EQ(defaults->config.web_root, default_web_root());
+
+  auto flag = parse({"--web-root", "/srv/dashboard"});
+  ASSERT_TRUE(flag.ok()) << flag.error().describe();
+  EXPECT_EQ(flag->config.web_root, "/srv/dashboard");
+  auto disabled = parse({"--web-root", ""});
+  ASSERT_TRUE(disabled.ok()) << disabled.error().describe();
+  EXPECT_EQ(disabled->config.web_root, "");
+
+  ::setenv("BENCHFLEET_WEB_ROOT", "/srv/from-env", 1);
+  auto env = parse({});
+  ::unsetenv("BENCHFLEET_WEB_ROOT");
+  ASSERT_TRUE(env.ok()) << env.error().describe();
+  EXPECT_EQ(env->config.web_root, "/srv/from-env");
+
+  CoordinatorConfig c;
+  ASSERT_TRUE(apply_yaml_config("web_root: \"\"\n", "c.yaml", c).ok());
+  EXPECT_EQ(c.web_root, "");
+}
+
 }  // namespace
 }  // namespace benchfleet

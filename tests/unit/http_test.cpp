@@ -217,7 +217,79 @@ TEST_F(HttpTest, WrongMethodIs405WithAllow) {
   Client client(base_url());
   auto r = client.request(verb::put, "/api/v1/runs/r-1");
   expect_problem(r, 405);
-  EXPECT_EQ(r->headers["allow"], "GET, DELETE");
+  EXPECT_EQ(r->headers["allow"], "GET, DELETE, HEAD");  // HEAD is answered by the GET route
+}
+
+TEST_F(HttpTest, HeadGetsTheGetRoutesHeadersWithoutTheBody) {
+  start();
+  Client client(base_url());
+  auto head = client.request(verb::head, "/healthz");
+  ASSERT_TRUE(head.ok()) << head.error().describe();
+  EXPECT_EQ(head->status, 200u);
+  EXPECT_TRUE(head->body.empty());
+  EXPECT_EQ(head->headers["content-length"], "3");  // the GET body's length
+  EXPECT_EQ(head->content_type, "text/plain; charset=utf-8");
+  auto get = client.get("/healthz");  // the connection's framing is intact
+  ASSERT_TRUE(get.ok()) << get.error().describe();
+  EXPECT_EQ(get->body, "ok\n");
+  EXPECT_EQ(client.connections_opened(), 1u);
+  auto missing = client.request(verb::head, "/nope");
+  ASSERT_TRUE(missing.ok()) << missing.error().describe();
+  EXPECT_EQ(missing->status, 404u);
+  EXPECT_EQ(missing->content_type, "application/problem+json");
+  EXPECT_TRUE(missing->body.empty());
+
+  // On the wire: headers, then nothing until the server closes.
+  const std::string raw = raw_exchange(server_->port(),
+                                       "HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(raw.find("Content-Length: 3\r\n"), std::string::npos) << raw;
+  EXPECT_TRUE(raw.ends_with("\r\n\r\n")) << raw;
+}
+
+TEST_F(HttpTest, NotModifiedCarriesNoBodyOrContentLength) {
+  router_.add(verb::get, "/cached", "cached", [](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
+    Response res{status::not_modified, req.version()};
+    res.set(boost::beast::http::field::etag, "\"v1\"");
+    co_return res;
+  });
+  start();
+  const std::string raw =
+      raw_exchange(server_->port(), "GET /cached HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(raw.starts_with("HTTP/1.1 304")) << raw;
+  EXPECT_NE(raw.find("ETag: \"v1\""), std::string::npos) << raw;
+  EXPECT_EQ(raw.find("Content-Length"), std::string::npos) << raw;
+  Client client(base_url());
+  for (int i = 0; i < 2; ++i) {  // and a keep-alive client reads it and goes on
+    auto r = client.get("/cached");
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(r->status, 304u);
+  }
+  EXPECT_EQ(client.connections_opened(), 1u);
+}
+
+TEST_F(HttpTest, FallbackAnswersGetsThatMatchNoRoute) {
+  router_.set_fallback("files", [](const Request& req, const RouteMatch& m) -> asio::awaitable<Response> {
+    co_return json_response(status::ok, {{"route", m.route_name}, {"pattern", m.pattern}, {"segments", m.segments}},
+                            req);
+  });
+  ASSERT_TRUE(router_.fallback().has_value());
+  EXPECT_EQ(router_.fallback()->name, "files");
+  EXPECT_EQ(router_.fallback()->pattern, kFallbackPattern);
+  start();
+  Client client(base_url());
+  json j = body_of(client.get("/vendor/chart%2Fx.js?v=1"));
+  EXPECT_EQ(j["route"], "files");
+  EXPECT_EQ(j["pattern"], "/{path}");
+  EXPECT_EQ(j["segments"], json({"vendor", "chart/x.js"}));  // an encoded slash stays in its segment
+  EXPECT_EQ(body_of(client.get("/"))["segments"], json::array());
+  EXPECT_EQ(body_of(client.get("/%2e%2e/x"))["segments"], json({"..", "x"}));
+  EXPECT_EQ(body_of(client.get("/api/v1/runs/r-1"))["route"], "runs.get");  // routes first
+  auto head = client.request(verb::head, "/index.html");
+  ASSERT_TRUE(head.ok());
+  EXPECT_EQ(head->status, 200u);
+  EXPECT_TRUE(head->body.empty());
+  expect_problem(client.request(verb::post, "/index.html"), 404);  // only GET and HEAD
+  expect_problem(client.request(verb::put, "/api/v1/runs/r-1"), 405);  // a known path keeps its 405
 }
 
 TEST_F(HttpTest, MalformedTargetIs400Problem) {

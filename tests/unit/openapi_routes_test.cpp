@@ -9,6 +9,7 @@
 #include <cctype>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <string>
@@ -53,7 +54,11 @@ class OpenApiRoutes : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("bf-openapi-" + std::to_string(::getpid()) + "-" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    fs::create_directories(dir_ / "web" / "vendor");
+    std::ofstream(dir_ / "web" / "index.html") << "<!doctype html><title>benchfleet</title>\n";
+    std::ofstream(dir_ / "web" / "app.js") << "console.log('hi');\n";
+    std::ofstream(dir_ / "web" / "vendor" / "data.json") << "{\"any\": [1, 2]}\n";
+    config_.web_root = (dir_ / "web").string();
     store::StoreOptions options;
     options.path = (dir_ / "bf.db").string();
     auto s = store::Store::open(options, clock_);
@@ -85,15 +90,17 @@ class OpenApiRoutes : public ::testing::Test {
     std::string route;
     std::string content_type;
     std::string body;
+    std::string etag;
     json parsed;  // null unless JSON
   };
 
   // Dispatches through the router and checks the answer against the document: the route's
   // operation documents this status with this media type, and a JSON body matches its schema.
   Call call(bhttp::verb method, const std::string& target, const std::optional<json>& body = std::nullopt,
-            const std::string& token = "") {
+            const std::string& token = "", const std::string& if_none_match = "") {
     http::Request req{method, target, 11};
     if (!token.empty()) req.set(bhttp::field::authorization, "Bearer " + token);
+    if (!if_none_match.empty()) req.set(bhttp::field::if_none_match, if_none_match);
     if (body) {
       req.set(bhttp::field::content_type, "application/json");
       req.body() = body->dump();
@@ -113,6 +120,7 @@ class OpenApiRoutes : public ::testing::Test {
     out.status = res->result_int();
     out.content_type = std::string((*res)[bhttp::field::content_type]);
     out.body = res->body();
+    out.etag = std::string((*res)[bhttp::field::etag]);
     const std::string media = lower(out.content_type.substr(0, out.content_type.find(';')));
     if (media == "application/json" || media == "application/problem+json") out.parsed = json::parse(out.body);
     expect_documented(method, out, media);
@@ -131,6 +139,12 @@ class OpenApiRoutes : public ::testing::Test {
     const std::string status = std::to_string(c.status);
     ASSERT_TRUE((*op)["responses"].contains(status)) << where << ": status not documented; body " << c.body;
     const json& resp = deref((*op)["responses"][status]);
+    if (c.status == 304) {  // Not Modified: no body, so no content is documented
+      EXPECT_FALSE(resp.contains("content")) << where;
+      EXPECT_TRUE(c.body.empty()) << where;
+      exercised_.insert(c.route + " " + status);
+      return;
+    }
     ASSERT_TRUE(resp.contains("content")) << where;
     ASSERT_TRUE(resp["content"].contains(media)) << where << ": media type " << media << " not documented";
     exercised_.insert(c.route + " " + status);
@@ -156,14 +170,17 @@ class OpenApiRoutes : public ::testing::Test {
 TEST_F(OpenApiRoutes, EveryRouteIsDocumentedAndNothingElse) {
   const json& paths = document()["paths"];
   std::set<std::pair<std::string, std::string>> routes;
-  for (const auto& r : router_.routes()) {
+  std::vector<http::RouteInfo> all = router_.routes();
+  ASSERT_TRUE(router_.fallback().has_value());
+  all.push_back(*router_.fallback());  // the dashboard's files: "/{path}"
+  for (const auto& r : all) {
     const std::string method = lower(bhttp::to_string(r.method));
     routes.insert({r.pattern, method});
     ASSERT_TRUE(paths.contains(r.pattern)) << r.pattern << " is not documented";
     ASSERT_TRUE(paths[r.pattern].contains(method)) << method << " " << r.pattern << " is not documented";
     EXPECT_EQ(paths[r.pattern][method]["operationId"], r.name) << method << " " << r.pattern;
   }
-  EXPECT_EQ(routes.size(), 19u);
+  EXPECT_EQ(routes.size(), 22u);
   for (const auto& [path, item] : paths.items()) {
     for (const auto& m : kMethods) {
       if (item.contains(m)) {
@@ -270,6 +287,21 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   EXPECT_EQ(call(verb::get, run + "/results?samples=maybe").status, 400u);
   EXPECT_EQ(call(verb::get, run + "/results?mode=fast").status, 400u);
   EXPECT_EQ(call(verb::get, "/api/v1/runs/999/results").status, 404u);
+  Call jobs = call(verb::get, run + "/jobs?limit=1");
+  EXPECT_EQ(jobs.status, 200u);
+  ASSERT_TRUE(jobs.parsed["next_cursor"].is_string()) << jobs.body;
+  Call rest = call(verb::get, run + "/jobs?cursor=" + jobs.parsed["next_cursor"].get<std::string>());
+  EXPECT_EQ(rest.status, 200u);
+  EXPECT_EQ(rest.parsed["jobs"].size(), 3u) << rest.body;
+  EXPECT_TRUE(rest.parsed["next_cursor"].is_null());
+  int with_result = 0;  // the ok and the oom verdict, as {id, status}, checked against the schema above
+  for (const json* page : {&jobs.parsed, &rest.parsed}) {
+    for (const auto& j : (*page)["jobs"]) with_result += j["result"].is_object() ? 1 : 0;
+  }
+  EXPECT_GE(with_result, 2) << jobs.body << rest.body;
+  EXPECT_EQ(call(verb::get, run + "/jobs?limit=10001").status, 400u);
+  EXPECT_EQ(call(verb::get, run + "/jobs?cursor=x").status, 400u);
+  EXPECT_EQ(call(verb::get, "/api/v1/runs/999/jobs").status, 404u);
   const std::int64_t result_id = results.parsed["results"][0]["id"];
   EXPECT_EQ(call(verb::get, "/api/v1/results/" + std::to_string(result_id)).status, 200u);
   EXPECT_EQ(call(verb::get, "/api/v1/results/999999").status, 404u);
@@ -282,6 +314,20 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   EXPECT_EQ(call(verb::get, "/healthz").status, 200u);
   EXPECT_EQ(call(verb::get, "/metrics").status, 200u);
   EXPECT_EQ(call(verb::get, "/api/v1/openapi.json").status, 200u);
+
+  // The dashboard's files.
+  Call index = call(verb::get, "/");
+  EXPECT_EQ(index.status, 200u);
+  EXPECT_EQ(index.content_type, "text/html; charset=utf-8");
+  EXPECT_EQ(call(verb::get, "/", std::nullopt, "", index.etag).status, 304u);
+  EXPECT_EQ(call(verb::get, "/app.js").status, 200u);
+  EXPECT_EQ(call(verb::get, "/vendor/data.json").status, 200u);
+  EXPECT_EQ(call(verb::get, "/vendor/data.json", std::nullopt, "", "*").status, 304u);
+  EXPECT_EQ(call(verb::get, "/missing.css").status, 404u);
+  EXPECT_EQ(call(verb::get, "/%2e%2e/bf.db").status, 404u);
+  Call unknown_api = call(verb::get, "/api/v1/nope");
+  EXPECT_EQ(unknown_api.status, 404u);
+  EXPECT_EQ(unknown_api.parsed["detail"], "no route for GET /api/v1/nope");
 
   // Drain, resume; then a job whose run gets cancelled under it.
   EXPECT_EQ(call(verb::post, agent + "/drain", std::nullopt).status, 401u);
@@ -340,7 +386,7 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   EXPECT_EQ(call(verb::get, "/api/v1/runs").status, 401u);
   EXPECT_EQ(call(verb::get, "/api/v1/runs", std::nullopt, op).status, 200u);
   for (const std::string& target :
-       std::vector<std::string>{run, run + "/results", run + "/report", "/api/v1/results/1"}) {
+       std::vector<std::string>{run, run + "/results", run + "/jobs", run + "/report", "/api/v1/results/1"}) {
     EXPECT_EQ(call(verb::get, target).status, 401u) << target;
   }
   for (const char* target : {"/api/v1/models", "/api/v1/agents", "/metrics"}) {
@@ -348,9 +394,19 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   }
   EXPECT_EQ(call(verb::get, "/healthz").status, 200u);
   EXPECT_EQ(call(verb::get, "/api/v1/openapi.json").status, 200u);
+  EXPECT_EQ(call(verb::get, "/").status, 200u);  // the pages load; their API calls need the token
+  EXPECT_EQ(call(verb::get, "/app.js").status, 200u);
+
+  // Without a web_root the dashboard is disabled.
+  config_.web_root.clear();
+  Call disabled = call(verb::get, "/");
+  EXPECT_EQ(disabled.status, 404u);
+  EXPECT_NE(disabled.parsed["detail"].get<std::string>().find("disabled"), std::string::npos) << disabled.body;
 
   // Every route answered at least once.
-  for (const auto& r : router_.routes()) {
+  std::vector<http::RouteInfo> all = router_.routes();
+  all.push_back(*router_.fallback());
+  for (const auto& r : all) {
     EXPECT_TRUE(std::any_of(exercised_.begin(), exercised_.end(),
                             [&](const std::string& e) { return e.rfind(r.name + " ", 0) == 0; }))
         << r.name << " was never called";

@@ -143,6 +143,28 @@ TEST(OpenApiSchemas, JsonViewsMatchTheirSchemas) {
         << join(checker.check(r, component_schema("ResultRow")));
   }
 
+  store::JobRow job;
+  job.id = 5;
+  job.spec = row.spec;
+  job.status = JobStatus::kQueued;
+  job.updated_at = 1'700'000'000'000;
+  const json queued = api::job_json(job);
+  EXPECT_TRUE(queued["result"].is_null());
+  EXPECT_TRUE(checker.check(queued, component_schema("JobRow")).empty())
+      << join(checker.check(queued, component_schema("JobRow")));
+  job.status = JobStatus::kDone;
+  job.attempt = 2;
+  job.result_id = 11;
+  job.result_status = ResultStatus::kOom;
+  job.agent_name = "host-1";
+  job.slot = "gpu0";
+  const json done = api::job_json(job);
+  EXPECT_EQ(done["result"], json({{"id", 11}, {"status", "oom"}}));
+  EXPECT_TRUE(checker.check(done, component_schema("JobRow")).empty())
+      << join(checker.check(done, component_schema("JobRow")));
+  const json list = {{"jobs", {queued, done}}, {"next_cursor", "5"}};
+  EXPECT_TRUE(checker.check(list, component_schema("JobList")).empty());
+
   auto catalog = Catalog::load_file(default_catalog_path());
   ASSERT_TRUE(catalog.ok());
   for (const auto& m : catalog->models()) {

@@ -1,0 +1,413 @@
+// report_queries: how long the dashboard's reads of a big run take on a realistic database.
+// Fills a database with about 100,000 results across runs (bench/report_fill.h: the seeds' study
+// shape, one run of ~5,000 results), times the server-side steps in process (store query,
+// report building, rendering), then starts the real benchfleet-coordinator on it and times over
+// loopback GET /runs/{id}/report (json, md, csv; mean and median), the jobs listing and
+// /results?samples=false for the big run: client-side min/median/p90, and the server's own
+// mean from its /metrics histogram. Prints figures; the exit code only says whether every
+// request answered 200 with the expected number of rows.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "bench/report_fill.h"
+#include "common/catalog.h"
+#include "common/http/client.h"
+#include "common/stats.h"
+#include "coordinator/report/render.h"
+#include "coordinator/report/report.h"
+#include "coordinator/store/store.h"
+#include "tests/support/coordinator_child.h"
+
+namespace {
+
+using namespace benchfleet;
+using benchfleet::testing::CoordinatorChild;
+using benchfleet::testing::file_tail;
+using benchfleet::testing::LaunchOptions;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kOperatorToken = "report-bench-operator-token";
+
+struct Options {
+  std::int64_t results = 100'000;
+  int gpus = 6;
+  int repetitions = 3;
+  int requests = 20;
+  int warmup = 2;
+  std::uint64_t seed = 1;
+  std::string dir;  // "": a new directory under /dev/shm (tmpfs: the fill's commits are cheap), else $TMPDIR
+  std::string db;   // an existing database to read (from an earlier --keep-dir run): no fill
+  std::int64_t run_id = 1;  // with --db: the run to read
+  std::string coordinator = testing::coordinator_binary();
+  bool keep_dir = false;
+};
+
+struct Timing {
+  std::string what;
+  std::vector<double> ms;
+  std::size_t bytes = 0;
+  double server_mean_ms = -1;  // from the coordinator's /metrics; < 0 when not known
+};
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return percentile_sorted(v, q);
+}
+
+// Runs `f` `warmup` times untimed, then `n` times timed.
+Timing time_steps(const std::string& what, int warmup, int n, const std::function<std::size_t()>& f) {
+  Timing t{what, {}, 0, -1};
+  for (int i = 0; i < warmup; ++i) f();
+  for (int i = 0; i < n; ++i) {
+    const auto start = Clock::now();
+    t.bytes = f();
+    t.ms.push_back(ms_since(start));
+  }
+  return t;
+}
+
+void print_table(const std::string& title, const std::vector<Timing>& rows, bool server_column) {
+  std::printf("\n%s\n", title.c_str());
+  std::printf("%-58s | %10s | %8s | %9s | %8s | %8s%s\n", "", "bytes", "min ms", "median ms", "p90 ms", "mean ms",
+              server_column ? " | server mean ms" : "");
+  std::printf("%s\n", std::string(server_column ? 130 : 112, '-').c_str());
+  for (const auto& r : rows) {
+    std::printf("%-58s | %10zu | %8.2f | %9.2f | %8.2f | %8.2f", r.what.c_str(), r.bytes,
+                quantile(r.ms, 0), quantile(r.ms, 0.5), quantile(r.ms, 0.9), mean(r.ms));
+    if (server_column) {
+      if (r.server_mean_ms >= 0) {
+        std::printf(" | %15.2f", r.server_mean_ms);
+      } else {
+        std::printf(" | %15s", "-");
+      }
+    }
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+}
+
+// sum and count of the coordinator's latency histogram for `route`, 2xx answers.
+std::pair<double, double> route_totals(http::Client& client, const std::string& route) {
+  auto res = client.get("/metrics", kOperatorToken);
+  if (!res.ok() || res->status != 200) return {0, 0};
+  const std::string labels = "{route=\"" + route + "\",code=\"2xx\"} ";
+  double sum = 0, count = 0;
+  std::istringstream lines(res->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("benchfleet_http_request_duration_seconds_sum" + labels, 0) == 0) {
+      sum = std::stod(line.substr(line.rfind(' ') + 1));
+    } else if (line.rfind("benchfleet_http_request_duration_seconds_count" + labels, 0) == 0) {
+      count = std::stod(line.substr(line.rfind(' ') + 1));
+    }
+  }
+  return {sum, count};
+}
+
+struct Checks {
+  bool failed = false;
+  std::vector<std::string> problems;
+  void fail(std::string what) {
+    failed = true;
+    problems.push_back(std::move(what));
+  }
+};
+
+// GET `target` `warmup` + `n` times; the server's mean comes from /metrics around the timed ones.
+Timing time_requests(http::Client& client, const std::string& label, const std::string& target,
+                     const std::string& route, const Options& o, Checks& checks,
+                     const std::function<std::string(const http::ClientResponse&)>& check = {}) {
+  Timing t{label, {}, 0, -1};
+  for (int i = 0; i < o.warmup; ++i) (void)client.get(target, kOperatorToken);
+  const auto before = route_totals(client, route);
+  for (int i = 0; i < o.requests; ++i) {
+    const auto start = Clock::now();
+    auto res = client.get(target, kOperatorToken, std::chrono::seconds(120));
+    t.ms.push_back(ms_since(start));
+    if (!res.ok() || res->status != 200) {
+      std::string why = target;
+      if (res.ok()) {
+      why += ": HTTP ";
+      why += std::to_string(res->status);
+    } else {
+      why += ": ";
+      why += res.error().describe();
+    }
+      checks.fail(std::move(why));
+      return t;
+    }
+    t.bytes = res->body.size();
+    if (check && i == 0) {
+      if (std::string why = check(*res); !why.empty()) checks.fail(target + ": " + why);
+    }
+  }
+  const auto after = route_totals(client, route);
+  if (after.second - before.second >= o.requests) {
+    t.server_mean_ms = (after.first - before.first) / (after.second - before.second) * 1000;
+  }
+  return t;
+}
+
+std::string make_dir(const Options& o) {
+  if (!o.dir.empty()) {
+    fs::create_directories(o.dir);
+    return o.dir;
+  }
+  std::string base = "/dev/shm";
+  if (::access(base.c_str(), W_OK) != 0) {
+    const char* tmp = std::getenv("TMPDIR");
+    base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  }
+  std::string pattern = base + "/benchfleet-report-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a directory from " + pattern);
+  return pattern;
+}
+
+// The server's steps for the big run, in process on the same database.
+std::vector<Timing> time_in_process(const Options& o, const std::string& db, const Catalog& catalog,
+                                    std::int64_t run_id, Checks& checks) {
+  SystemClock clock;
+  store::StoreOptions so;
+  so.path = db;
+  auto opened = store::Store::open(so, clock);
+  if (!opened.ok()) {
+    checks.fail("open " + db + ": " + opened.error().message);
+    return {};
+  }
+  store::Store& store = **opened;
+  auto run = store.get_run(run_id);
+  if (!run.ok()) {
+    checks.fail(run.error().message);
+    return {};
+  }
+  report::ReportInput input;
+  input.run_id = run->id;
+  input.run_name = run->name;
+  input.matrix = run->spec;
+  for (const auto& model : catalog.models()) input.labels.push_back({model.id, model.display_name()});
+  input.cells = store.report_cells(run_id).value();
+  const report::Report built = report::build_report(input);
+
+  std::vector<Timing> rows;
+  const int n = o.requests;
+  rows.push_back(time_steps("store.report_cells (one row per job, no samples)", o.warmup, n, [&] {
+    return store.report_cells(run_id).value().size();
+  }));
+  for (report::Stat stat : {report::Stat::kMean, report::Stat::kMedian}) {
+    report::ReportInput in = input;
+    in.stat = stat;
+    rows.push_back(time_steps(std::string("report::build_report, stat=") + (stat == report::Stat::kMean ? "mean" : "median"),
+                              o.warmup, n, [&] { return report::build_report(in).tables.size(); }));
+  }
+  rows.push_back(time_steps("report::to_json + dump", o.warmup, n, [&] { return report::to_json(built).dump().size(); }));
+  rows.push_back(time_steps("report::render_markdown", o.warmup, n, [&] { return report::render_markdown(built).size(); }));
+  rows.push_back(time_steps("report::render_csv", o.warmup, n, [&] { return report::render_csv(built).size(); }));
+  rows.push_back(time_steps("store.list_jobs (limit 10000)", o.warmup, n, [&] {
+    return store.list_jobs(run_id, std::nullopt, 10000).value().rows.size();
+  }));
+  rows.push_back(time_steps("store.list_results (limit 1000, first page)", o.warmup, n, [&] {
+    return store.list_results(run_id, {}, std::nullopt, 1000).value().rows.size();
+  }));
+  return rows;
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "report_queries: fills a database with about --results results (one big run of the seeds' study shape),\n"
+      "then times the big run's report (json, md, csv x mean, median), jobs listing and results listing,\n"
+      "in process and through a real benchfleet-coordinator over loopback. Prints figures."};
+  app.add_option("--results", o.results, "results to store across all runs")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--gpus", o.gpus, "GPU classes in each run (1-6)")->capture_default_str()->check(CLI::Range(1, 6));
+  app.add_option("--repetitions", o.repetitions, "repetitions per cell")->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  app.add_option("--requests", o.requests, "timed requests per endpoint")->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  app.add_option("--warmup", o.warmup, "untimed requests before them")->capture_default_str()
+      ->check(CLI::Range(0, 100));
+  app.add_option("--seed", o.seed, "random seed of the synthetic results")->capture_default_str();
+  app.add_option("--dir", o.dir, "work directory (default: a new one under /dev/shm, else $TMPDIR or /tmp)");
+  app.add_option("--db", o.db, "read this existing database (kept from an earlier run) instead of filling one");
+  app.add_option("--run", o.run_id, "with --db: the run to time")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--coordinator", o.coordinator, "benchfleet-coordinator binary")->capture_default_str();
+  app.add_flag("--keep-dir", o.keep_dir, "keep the work directory (database, coordinator log)");
+  CLI11_PARSE(app, argc, argv);
+
+  auto catalog = Catalog::load_file(default_catalog_path());
+  if (!catalog.ok()) {
+    std::cerr << "report_queries: " << catalog.error().describe() << "\n";
+    return 2;
+  }
+  const std::string dir = make_dir(o);
+  std::string db = o.db;
+  std::int64_t run_id = o.run_id;
+  Checks checks;
+
+  if (db.empty()) {
+    db = dir + "/benchfleet.db";
+    bench::FillOptions fo;
+    fo.db = db;
+    fo.total_results = o.results;
+    fo.gpu_classes = o.gpus;
+    fo.repetitions = o.repetitions;
+    fo.seed = o.seed;
+    SystemClock clock;
+    std::cerr << "report_queries: filling " << db << " with about " << o.results << " results...\n";
+    auto filled = bench::fill_database(fo, *catalog, clock, [](std::int64_t n) {
+      std::cerr << "  " << n << " results\n";
+    });
+    if (!filled.ok()) {
+      std::cerr << "report_queries: fill failed: " << filled.error().describe() << "\n";
+      return 1;
+    }
+    const auto& f = *filled;
+    run_id = f.big_run_id;
+    std::printf("filled %s in %.1f s: %lld runs, %lld results (ok %lld, oom %lld, oom_implied %lld, error+timeout"
+                " %lld); big run %lld: %lld jobs\n",
+                db.c_str(), f.seconds, static_cast<long long>(f.runs), static_cast<long long>(f.results),
+                static_cast<long long>(f.ok), static_cast<long long>(f.oom), static_cast<long long>(f.oom_implied),
+                static_cast<long long>(f.errors), static_cast<long long>(f.big_run_id),
+                static_cast<long long>(f.big_run_jobs));
+  }
+  std::error_code ec;
+  std::printf("database %s: %.1f MiB\n", db.c_str(), static_cast<double>(fs::file_size(db, ec)) / (1 << 20));
+
+  std::cerr << "report_queries: timing the server's steps in process...\n";
+  const auto steps = time_in_process(o, db, *catalog, run_id, checks);
+  std::string title = "In process (the coordinator's steps for run ";
+  title += std::to_string(run_id);
+  title += ", no HTTP):";
+  print_table(title, steps, false);
+
+  LaunchOptions launch;
+  launch.binary = o.coordinator;
+  launch.flags = {{"--db", db}, {"--operator-token", kOperatorToken}, {"--enrollment-token", "report-bench-enrol"},
+                  {"--log-level", "warn"}, {"--web-root", ""}};
+  launch.port_file = dir + "/coordinator.port";
+  launch.log_file = dir + "/coordinator.log";
+  launch.clean_environment = true;
+  launch.start_timeout = std::chrono::seconds(60);
+  std::cerr << "report_queries: starting " << o.coordinator << "...\n";
+  auto child = CoordinatorChild::start(launch);
+  if (!child.ok()) {
+    std::cerr << "report_queries: " << child.error().message << "\n";
+    return 1;
+  }
+  http::Client client("http://127.0.0.1:" + std::to_string((*child)->port()));
+  client.set_response_body_limit(std::size_t{512} << 20);
+
+  const std::string run = "/api/v1/runs/" + std::to_string(run_id);
+  std::int64_t job_count = 0;
+  if (auto info = client.get(run, kOperatorToken); info.ok() && info->status == 200) {
+    job_count = info->json().value()["job_count"].get<std::int64_t>();
+  } else {
+    checks.fail("GET " + run + " failed");
+  }
+  const auto expect_rows = [&](const char* key, std::int64_t n) {
+    return [key, n](const http::ClientResponse& res) -> std::string {
+      auto body = res.json();
+      if (!body.ok()) return "not JSON";
+      const auto got = static_cast<std::int64_t>((*body)[key].size());
+      return got == n ? std::string() : std::string(key) + ": " + std::to_string(got) + " rows, expected " +
+                                            std::to_string(n);
+    };
+  };
+  const auto has_tables = [](const http::ClientResponse& res) -> std::string {
+    auto body = res.json();
+    return body.ok() && !(*body)["tables"].empty() ? std::string() : std::string("no tables");
+  };
+
+  std::cerr << "report_queries: timing " << o.requests << " requests per endpoint over loopback...\n";
+  std::vector<Timing> http_rows;
+  for (const char* stat : {"mean", "median"}) {
+    for (const char* format : {"json", "md", "csv"}) {
+      const std::string q = std::string("?format=") + format + "&stat=" + stat;
+      http_rows.push_back(time_requests(client, "GET " + run + "/report" + q, run + "/report" + q, "runs.report", o,
+                                        checks, std::string(format) == "json" ? has_tables
+                                                                              : std::function<std::string(
+                                                                                    const http::ClientResponse&)>{}));
+    }
+  }
+  http_rows.push_back(time_requests(client, "GET " + run + "/jobs?limit=10000", run + "/jobs?limit=10000",
+                                    "runs.jobs", o, checks, expect_rows("jobs", std::min<std::int64_t>(job_count, 10000))));
+  http_rows.push_back(time_requests(client, "GET " + run + "/jobs (first page of 1000)", run + "/jobs", "runs.jobs",
+                                    o, checks, expect_rows("jobs", std::min<std::int64_t>(job_count, 1000))));
+  http_rows.push_back(time_requests(client, "GET " + run + "/results?samples=false&limit=1000",
+                                    run + "/results?samples=false&limit=1000", "runs.results", o, checks,
+                                    expect_rows("results", std::min<std::int64_t>(job_count, 1000))));
+  http_rows.push_back(time_requests(client, "GET " + run + "/results?limit=1000 (with samples)",
+                                    run + "/results?limit=1000", "runs.results", o, checks));
+  http_rows.push_back(time_requests(client, "GET " + run, run, "runs.get", o, checks));
+
+  // The whole result listing without samples, page by page, as one operation.
+  Timing walk{"all of " + run + "/results?samples=false, 1000 per page", {}, 0, -1};
+  for (int i = 0; i < o.requests; ++i) {
+    std::size_t rows = 0, bytes = 0;
+    std::string cursor;
+    const auto start = Clock::now();
+    for (int page = 0; page < 1000; ++page) {
+      auto res = client.get(run + "/results?samples=false&limit=1000" + (cursor.empty() ? "" : "&cursor=" + cursor),
+                            kOperatorToken, std::chrono::seconds(120));
+      if (!res.ok() || res->status != 200) {
+        checks.fail("results walk failed");
+        break;
+      }
+      const auto body = res->json().value();
+      rows += body["results"].size();
+      bytes += res->body.size();
+      if (body["next_cursor"].is_null()) break;
+      cursor = body["next_cursor"].get<std::string>();
+    }
+    walk.ms.push_back(ms_since(start));
+    walk.bytes = bytes;
+    if (static_cast<std::int64_t>(rows) < job_count) checks.fail("the results walk saw fewer rows than jobs");
+  }
+  http_rows.push_back(walk);
+  print_table("Over loopback (client-side per request; server mean from its /metrics histogram):", http_rows, true);
+
+  const int exit_status = testing::exit_code((*child)->stop().status);
+  if (exit_status != 0) {
+    std::string why = "the coordinator exited with ";
+    why += std::to_string(exit_status);
+    why += "; log:\n";
+    why += file_tail(launch.log_file, 2000);
+    checks.fail(std::move(why));
+  }
+  for (const auto& p : checks.problems) std::printf("problem: %s\n", p.c_str());
+  std::printf("status=%s\n", checks.failed ? "FAILED" : "ok");
+  if (o.db.empty() && o.dir.empty() && !o.keep_dir && !checks.failed) {
+    fs::remove_all(dir, ec);
+  } else {
+    std::printf("work dir kept: %s\n", dir.c_str());
+  }
+  return checks.failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "report_queries: fatal: " << e.what() << "\n";
+    return 1;
+  }
+}

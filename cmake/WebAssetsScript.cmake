@@ -1,0 +1,27 @@
+# Script mode (cmake -P), run by benchfleet_web_assets (WebAssets.cmake):
+#   -DSOURCE_DIR=<web sources> -DOUTPUT_DIR=<assembled dashboard> [-DCHART_JS=<chart.umd.js>]
+# Copies what changed, adds Chart.js as vendor/chart.umd.js, removes what is gone.
+cmake_minimum_required(VERSION 3.25)
+file(MAKE_DIRECTORY "${OUTPUT_DIR}")
+set(wanted "")
+if(IS_DIRECTORY "${SOURCE_DIR}")
+  file(GLOB_RECURSE sources LIST_DIRECTORIES false RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/*")
+  foreach(rel IN LISTS sources)
+    get_filename_component(parent "${OUTPUT_DIR}/${rel}" DIRECTORY)
+    file(MAKE_DIRECTORY "${parent}")
+    file(COPY_FILE "${SOURCE_DIR}/${rel}" "${OUTPUT_DIR}/${rel}" ONLY_IF_DIFFERENT)
+    list(APPEND wanted "${rel}")
+  endforeach()
+endif()
+if(CHART_JS AND EXISTS "${CHART_JS}")
+  file(MAKE_DIRECTORY "${OUTPUT_DIR}/vendor")
+  file(COPY_FILE "${CHART_JS}" "${OUTPUT_DIR}/vendor/chart.umd.js" ONLY_IF_DIFFERENT)
+  list(APPEND wanted "vendor/chart.umd.js")
+endif()
+
+file(GLOB_RECURSE present LIST_DIRECTORIES false RELATIVE "${OUTPUT_DIR}" "${OUTPUT_DIR}/*")
+foreach(rel IN LISTS present)
+  if(NOT rel IN_LIST wanted)
+    file(REMOVE "${OUTPUT_DIR}/${rel}")
+  endif()
+endforeach()

@@ -1,0 +1,152 @@
+// The dashboard's pure modules (web/js) in node, without a browser: routes and permalinks,
+// the compare computation (ratio, CI overlap), histogram bins, the reproduce command, status
+// descriptions. Run: node tests/browser/dashboard_logic_test.mjs
+import test from "node:test";
+import assert from "node:assert/strict";
+import { parseRoute, formatRoute, withParams, parseSide, formatSide } from "../../web/js/route.js";
+import { significance, compareTables, compareCells, histogram, improvementPercent } from "../../web/js/analysis.js";
+import { reproduceCommand } from "../../web/js/reproduce.js";
+import { describeDetail, gridState, badgeClass } from "../../web/js/status.js";
+import { fmtBytes, shortLabel, fmtAgo } from "../../web/js/format.js";
+
+test("routes: every view parses and formats back to the same hash", () => {
+  const cases = [
+    "#/runs",
+    "#/runs?before=40",
+    "#/runs/5",
+    "#/runs/5?gpu=a100&batch=4&stat=median&q=vit&status=oom",
+    "#/compare?a=5:stable&b=6:nightly&gpu=t4&batch=all&stat=median",
+    "#/results/12",
+    "#/agents",
+  ];
+  for (const hash of cases) assert.equal(formatRoute(parseRoute(hash)), hash, hash);
+});
+
+test("routes: defaults, unknown paths, empty values", () => {
+  assert.deepEqual(parseRoute(""), { view: "runs", id: null, params: {} });
+  assert.deepEqual(parseRoute("#/"), { view: "runs", id: null, params: {} });
+  assert.equal(parseRoute("#/nope").view, "notfound");
+  assert.deepEqual(parseRoute("#/runs/7?gpu=&stat=median").params, { stat: "median" });
+  assert.equal(parseRoute("#/runs/7").id, 7);
+});
+
+test("routes: params are written in a fixed order and encoded", () => {
+  const route = { view: "run", id: 3, params: { stat: "median", batch: "4", gpu: "a100", q: "image cls/vit" } };
+  assert.equal(formatRoute(route), "#/runs/3?gpu=a100&batch=4&stat=median&q=image%20cls%2Fvit");
+  assert.equal(parseRoute(formatRoute(route)).params.q, "image cls/vit");
+  const changed = withParams(route, { batch: "all", q: undefined, status: "oom" });
+  assert.equal(formatRoute(changed), "#/runs/3?gpu=a100&batch=all&stat=median&status=oom");
+  assert.deepEqual(route.params.q, "image cls/vit", "withParams does not mutate");
+});
+
+test("compare sides", () => {
+  assert.deepEqual(parseSide("5:stable"), { run: 5, build: "stable" });
+  assert.deepEqual(parseSide("5"), { run: 5, build: null });
+  assert.equal(parseSide("x:stable"), null);
+  assert.equal(formatSide({ run: 5, build: "nightly-2.6" }), "5:nightly-2.6");
+});
+
+const cell = (value, lo, hi, status = "ok", text) => ({
+  status, value, value_ms: value, ci_low_ms: lo, ci_high_ms: hi, text: text ?? (value === null ? "OOM" : value.toFixed(3)), result_ids: [1],
+});
+
+test("significance: overlapping CIs are no significant change", () => {
+  assert.equal(significance(cell(10, 9.8, 10.2), cell(10.1, 9.9, 10.3)), "same");
+  assert.equal(significance(cell(10, 9.8, 10.2), cell(8, 7.9, 8.1)), "faster");
+  assert.equal(significance(cell(10, 9.8, 10.2), cell(12, 11.9, 12.1)), "slower");
+  assert.equal(significance(cell(10, 9.8, 10.2), cell(10.2, 10.2, 10.4)), "same", "touching ends overlap");
+  assert.equal(significance(cell(10, null, null), cell(8, 7.9, 8.1)), "unknown");
+});
+
+test("compareCells: ratio is A/B, none without two values", () => {
+  const c = compareCells(cell(10, 9.9, 10.1), cell(8, 7.9, 8.1));
+  assert.equal(c.ratio, 1.25);
+  assert.equal(c.text, "1.25x");
+  assert.equal(c.verdict, "faster");
+  const oom = compareCells(cell(10, 9.9, 10.1), cell(null, null, null, "oom"));
+  assert.equal(oom.ratio, null);
+  assert.equal(oom.text, "-");
+  assert.equal(oom.verdict, "unavailable");
+});
+
+test("compareTables: builds of one table, rows of either side, geomeans with coverage", () => {
+  const col = (build, mode) => ({ key: `latency/${build}/libtorch/${mode}`, kind: "latency_ms", build, runtime: "libtorch", mode, header: `${build} - ${mode}` });
+  const table = {
+    columns: [col("stable", "eager"), col("stable", "default"), col("nightly", "eager"), col("nightly", "default"),
+      { key: "speedup/stable/libtorch/default", kind: "speedup", build: "stable", runtime: "libtorch", mode: "default" }],
+    rows: [
+      { model: "m1", label: "T/M1", cells: [cell(10, 9.9, 10.1), cell(8, 7.9, 8.1), cell(5, 4.9, 5.1), cell(8.05, 7.95, 8.15), cell(1.25, null, null)] },
+      { model: "m2", label: "T/M2", cells: [cell(null, null, null, "oom"), cell(4, 3.9, 4.1), cell(20, 19, 21), cell(2, 1.9, 2.1), cell(null, null, null, "unavailable")] },
+    ],
+  };
+  const cmp = compareTables({ table, build: "stable" }, { table, build: "nightly" });
+  assert.deepEqual(cmp.columns.map((c) => c.mode), ["eager", "default"]);
+  assert.deepEqual(cmp.rows.map((r) => r.cells.map((c) => c.text)), [["2.00x", "0.99x"], ["-", "2.00x"]]);
+  assert.deepEqual(cmp.rows.map((r) => r.cells.map((c) => c.verdict)), [["faster", "same"], ["unavailable", "faster"]]);
+  assert.equal(cmp.geomeans[0].text, "Geomean B vs A eager: 2.00x (1/2)");
+  assert.equal(cmp.geomeans[1].covered, 2);
+});
+
+test("histogram: bins cover every sample", () => {
+  const samples = Array.from({ length: 100 }, (_, i) => 10 + (i % 10) * 0.1);
+  const { edges, counts } = histogram(samples);
+  assert.equal(counts.length, 10);
+  assert.equal(edges.length, 11);
+  assert.equal(counts.reduce((a, b) => a + b, 0), 100);
+  assert.equal(edges[0], 10);
+  assert.ok(Math.abs(edges[10] - 10.9) < 1e-9);
+  assert.deepEqual(histogram([3, 3, 3]), { edges: [3, 3], counts: [3] });
+  assert.deepEqual(histogram([]), { edges: [], counts: [] });
+  assert.equal(histogram(Array.from({ length: 10000 }, (_, i) => i)).counts.length, 40);
+});
+
+test("improvement over eager", () => {
+  assert.ok(Math.abs(improvementPercent(1.25) - 20) < 1e-9);
+  assert.ok(Math.abs(improvementPercent(0.5) + 100) < 1e-9);
+  assert.equal(improvementPercent(null), null);
+});
+
+test("reproduce command: a one-cell matrix the CLI reads", () => {
+  const job = { model: "google/vit-base-patch16-224", batch: 4, mode: "default", torch_build: "stable", gpu: "a100", runtime: "libtorch", repetition: 0 };
+  const matrix = { measurement: { warmup: 10, min_iterations: 300, max_iterations: 300, min_duration_s: 0.5, max_duration_s: 120, target_ci_rel_width: 0.02 }, memory_limit_mb: 450, timeout_s: 600 };
+  const text = reproduceCommand(job, matrix, { url: "http://127.0.0.1:8080", runId: 5, resultId: 12 });
+  assert.equal(text, [
+    "cat > benchfleet-run5-result12.yaml <<'EOF'",
+    'name: "reproduce run 5 result 12"',
+    'models: ["google/vit-base-patch16-224"]',
+    "batch_sizes: [4]",
+    'modes: ["default"]',
+    'torch_builds: ["stable"]',
+    'gpus: ["a100"]',
+    'runtimes: ["libtorch"]',
+    "measurement:",
+    "  warmup: 10",
+    "  min_iterations: 300",
+    "  max_iterations: 300",
+    "  min_duration_s: 0.5",
+    "  max_duration_s: 120",
+    "  target_ci_rel_width: 0.02",
+    "memory_limit_mb: 450",
+    "timeout_s: 600",
+    "EOF",
+    "BENCHFLEET_URL=http://127.0.0.1:8080 benchfleet submit benchfleet-run5-result12.yaml --wait",
+  ].join("\n"));
+});
+
+test("status descriptions: OOM phase and bytes, job states", () => {
+  assert.equal(describeDetail("oom", "phase=warmup bytes=2147483648: CUDA out of memory", fmtBytes),
+    "out of memory in phase warmup, 2147483648 bytes (2.00 GiB) requested: CUDA out of memory");
+  assert.equal(describeDetail("oom", "phase=load", fmtBytes), "out of memory in phase load");
+  assert.equal(describeDetail("error", "boom", fmtBytes), "boom");
+  assert.equal(describeDetail("not_run", "", fmtBytes), "not run (yet)");
+  assert.equal(gridState({ status: "done", result: { id: 1, status: "oom" } }), "oom");
+  assert.equal(gridState({ status: "running", result: null }), "running");
+  assert.equal(badgeClass("oom_implied"), "b-oom_implied");
+});
+
+test("formatting", () => {
+  assert.equal(fmtBytes(1536), "1.50 KiB");
+  assert.equal(fmtBytes(12), "12 B");
+  assert.equal(shortLabel("Image Classification/ViT"), "ViT");
+  assert.equal(fmtAgo(new Date(1000).toISOString(), 66000), "1 min ago");
+});

@@ -1,0 +1,92 @@
+// Pure computations behind the compare view and the charts: side-by-side tables of two
+// (run, build) sides with the ratio per cell and whether the change is significant, the
+// histogram of a result's samples, and the improvement over eager. Tested in node.
+
+// Two cells differ significantly only when their 95% CIs of the median do not overlap.
+// Returns "same" (overlap: no significant change), "faster" / "slower" (B relative to A), or
+// "unknown" (a CI is missing).
+export function significance(a, b) {
+  const ok = (c) => c && Number.isFinite(c.ci_low_ms) && Number.isFinite(c.ci_high_ms);
+  if (!ok(a) || !ok(b)) return "unknown";
+  if (a.ci_low_ms <= b.ci_high_ms && b.ci_low_ms <= a.ci_high_ms) return "same";
+  return b.ci_high_ms < a.ci_low_ms ? "faster" : "slower";
+}
+
+// Latency columns of `table` for one torch build, keyed "runtime/mode".
+function latencyColumns(table, build) {
+  const out = new Map();
+  table.columns.forEach((col, index) => {
+    if (col.kind === "latency_ms" && col.build === build) out.set(`${col.runtime}/${col.mode}`, { col, index });
+  });
+  return out;
+}
+
+// Compares side B against side A for one GPU class x batch table of each.
+// `ratio` is A's latency / B's latency: above 1, B is faster (like the report's speedups).
+//   compareTables({table: tA, build: "stable"}, {table: tB, build: "nightly"})
+//   -> {columns: [{key, runtime, mode}], rows: [{model, label, cells: [{a, b, ratio, text, verdict}]}],
+//       geomeans: [{key, value, covered, total, text}]}
+export function compareTables(sideA, sideB) {
+  const colsA = latencyColumns(sideA.table, sideA.build);
+  const colsB = latencyColumns(sideB.table, sideB.build);
+  const keys = [...colsA.keys()].filter((k) => colsB.has(k));
+  const columns = keys.map((key) => {
+    const { col } = colsA.get(key);
+    return { key, runtime: col.runtime, mode: col.mode };
+  });
+
+  const rowsB = new Map(sideB.table.rows.map((r) => [r.model, r]));
+  const models = sideA.table.rows.map((r) => r.model);
+  for (const r of sideB.table.rows) if (!models.includes(r.model)) models.push(r.model);
+  const rowsA = new Map(sideA.table.rows.map((r) => [r.model, r]));
+
+  const rows = models.map((model) => {
+    const ra = rowsA.get(model);
+    const rb = rowsB.get(model);
+    const cells = keys.map((key) => {
+      const a = ra ? ra.cells[colsA.get(key).index] : null;
+      const b = rb ? rb.cells[colsB.get(key).index] : null;
+      return compareCells(a, b);
+    });
+    return { model, label: (ra || rb).label, cells };
+  });
+
+  const geomeans = keys.map((key, i) => {
+    const ratios = rows.map((r) => r.cells[i].ratio).filter((v) => v !== null);
+    const value = ratios.length ? Math.exp(ratios.reduce((s, v) => s + Math.log(v), 0) / ratios.length) : null;
+    const text = `Geomean B vs A ${columns[i].mode}: ${value === null ? "-" : `${value.toFixed(2)}x`} (${ratios.length}/${rows.length})`;
+    return { key, value, covered: ratios.length, total: rows.length, text };
+  });
+  return { columns, rows, geomeans };
+}
+
+export function compareCells(a, b) {
+  const usable = (c) => c && c.status === "ok" && Number.isFinite(c.value) && c.value > 0;
+  if (!usable(a) || !usable(b)) {
+    return { a, b, ratio: null, text: "-", verdict: "unavailable" };
+  }
+  const ratio = a.value / b.value;
+  return { a, b, ratio, text: `${ratio.toFixed(2)}x`, verdict: significance(a, b) };
+}
+
+// Equal-width histogram of `samples` (ms): k = clamp(ceil(sqrt(n)), 5, 40) bins over [min, max].
+//   -> {edges: [k + 1 numbers], counts: [k numbers]}
+export function histogram(samples, maxBins = 40) {
+  const n = samples.length;
+  if (n === 0) return { edges: [], counts: [] };
+  let min = Infinity;
+  let max = -Infinity;
+  for (const v of samples) { if (v < min) min = v; if (v > max) max = v; }
+  if (min === max) return { edges: [min, max], counts: [n] };
+  const k = Math.max(5, Math.min(maxBins, Math.ceil(Math.sqrt(n))));
+  const width = (max - min) / k;
+  const counts = new Array(k).fill(0);
+  for (const v of samples) counts[Math.min(k - 1, Math.floor((v - min) / width))]++;
+  const edges = Array.from({ length: k + 1 }, (_, i) => min + i * width);
+  return { edges, counts };
+}
+
+// Percentage of eager's time a compiled mode saves: speedup 1.25x -> 20%.
+export function improvementPercent(speedup) {
+  return Number.isFinite(speedup) && speedup > 0 ? (1 - 1 / speedup) * 100 : null;
+}

@@ -1,0 +1,130 @@
+// The coordinator's REST API (coordinator/api/openapi.json), read-only, as the dashboard uses it.
+// Errors are ApiError values carrying the problem detail (RFC 9457) the coordinator sent, e.g.
+// "run 99 does not exist"; a transport failure (coordinator down, proxy 502-504) is an ApiError
+// with `unreachable` set, and the connection listener hears about it so the app can show a banner.
+// A coordinator with private reads (public_reads: false) answers 401 until a token is set
+// (setToken); the unauthorized listener hears about each 401.
+//
+//   const api = new Api(new URL("api/v1/", document.baseURI), { onConnection: (up, why) => ... });
+//   const run = await api.run(5);
+
+const TIMEOUT_MS = 15000;
+
+export class ApiError extends Error {
+  constructor({ status = 0, title = "", detail, unreachable = false, path }) {
+    super(detail);
+    this.status = status;
+    this.title = title;
+    this.detail = detail;
+    this.unreachable = unreachable;
+    this.path = path;
+  }
+}
+
+export class Api {
+  // `base`: URL of /api/v1/ (ends with a slash). `onConnection(up, reason)` is called when the
+  // coordinator goes from answering to not answering and back.
+  constructor(base, { onConnection = () => {}, onUnauthorized = () => {}, token = null } = {}) {
+    this.base = base;
+    this.origin = new URL("../../", base);
+    this.onConnection = onConnection;
+    this.onUnauthorized = onUnauthorized;
+    this.token = token;
+    this.up = true;
+  }
+
+  setToken(token) { this.token = token || null; }
+
+  // URL of an API path ("runs/5/report?format=md"), for links and downloads.
+  url(path) { return new URL(path, this.base).href; }
+
+  async getJson(path) {
+    const res = await this.fetch(path, { headers: { Accept: "application/json" } });
+    return res.json();
+  }
+
+  async fetch(path, init = {}) {
+    const url = this.url(path);
+    let res;
+    const headers = { ...(init.headers || {}) };
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    try {
+      res = await fetch(url, { ...init, headers, cache: "no-store", signal: AbortSignal.timeout(TIMEOUT_MS) });
+    } catch (e) {
+      const why = e && e.name === "TimeoutError" ? "timed out" : "connection failed";
+      throw this.unreachable(path, why);
+    }
+    if (res.status >= 502 && res.status <= 504) throw this.unreachable(path, `HTTP ${res.status}`);
+    this.setUp(true);
+    if (res.ok) return res;
+    let problem = {};
+    try { problem = await res.json(); } catch { /* not problem+json */ }
+    if (res.status === 401) this.onUnauthorized(problem.detail || "a token is needed");
+    throw new ApiError({
+      status: res.status,
+      title: problem.title || res.statusText,
+      detail: problem.detail || `HTTP ${res.status} ${res.statusText}`,
+      path,
+    });
+  }
+
+  // Health probe used while the coordinator is unreachable.
+  async ping() {
+    try {
+      const res = await fetch(new URL("healthz", this.origin), { cache: "no-store", signal: AbortSignal.timeout(5000) });
+      if (res.ok) this.setUp(true);
+      return res.ok;
+    } catch {
+      return false;
+    }
+  }
+
+  unreachable(path, why) {
+    this.setUp(false, why);
+    return new ApiError({ detail: `cannot reach the coordinator (${why})`, unreachable: true, path });
+  }
+
+  setUp(up, why = "") {
+    if (up === this.up) return;
+    this.up = up;
+    this.onConnection(up, why);
+  }
+
+  // ---- endpoints -------------------------------------------------------------------------------
+  runs({ limit = 50, before } = {}) {
+    return this.getJson(`runs?limit=${limit}${before ? `&before=${before}` : ""}`);
+  }
+  run(id) { return this.getJson(`runs/${id}`); }
+  report(id, stat = "mean") { return this.getJson(`runs/${id}/report?format=json&stat=${stat}`); }
+  reportUrl(id, format, stat) { return this.url(`runs/${id}/report?format=${format}&stat=${stat}`); }
+
+  // Saves an API answer as a file. Plain links do that without a token; with one, the body is
+  // fetched with the Authorization header and handed to the browser as a blob.
+  async download(path, filename) {
+    const blob = await (await this.fetch(path)).blob();
+    const href = URL.createObjectURL(blob);
+    const a = document.createElement("a");
+    a.href = href;
+    a.download = filename;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(href), 10000);
+  }
+  result(id) { return this.getJson(`results/${id}`); }
+  agents() { return this.getJson("agents"); }
+  models() { return this.getJson("models"); }
+
+  // Every job of a run, following next_cursor.
+  async jobs(id) {
+    const jobs = [];
+    let cursor = null;
+    for (let pages = 0; pages < 1000; pages++) {
+      const page = await this.getJson(`runs/${id}/jobs?limit=10000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+      jobs.push(...page.jobs);
+      cursor = page.next_cursor;
+      if (!cursor) break;
+    }
+    return jobs;
+  }
+}

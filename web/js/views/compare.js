@@ -1,0 +1,202 @@
+// Compare two sides, each a (run, torch build): two builds of one run (stable vs nightly) or
+// two runs. For every GPU class x batch both sides have, a table per model with A's and B's
+// latency per (runtime, mode) and the ratio A/B (above 1: B is faster), marked "no significant
+// change" when the two cells' 95% CIs of the median overlap.
+//   #/compare?a=5:stable&b=5:nightly&gpu=a100&batch=1&stat=mean&q=vit
+import { h } from "../dom.js";
+import { withParams, parseSide, formatSide } from "../route.js";
+import { compareTables } from "../analysis.js";
+import { badgeClass } from "../status.js";
+import { gridNav } from "../grid_nav.js";
+import { errorState, loadingState, emptyState } from "./states.js";
+import { selectControl, statSwitch, copyButton, focusKey, restoreFocus } from "./controls.js";
+import { cellTooltip } from "./report_table.js";
+
+const VERDICT_TEXT = {
+  same: "≈ no significant change",
+  faster: "▲ faster",
+  slower: "▼ slower",
+  unknown: "",
+  unavailable: "",
+};
+
+export class CompareView {
+  constructor(ctx, root) {
+    this.ctx = ctx;
+    this.root = root;
+    this.cache = new Map();  // "run/stat" -> report, "run" -> run
+    this.seq = 0;
+  }
+
+  mount(route) {
+    this.ctx.setTitle("Compare");
+    this.route = route;
+    this.form = h("div", { class: "compare-form" });
+    this.body = h("div", { class: "compare-body" });
+    this.root.append(h("h1", null, "Compare"), this.form, this.body);
+    this.load();
+  }
+
+  update(route) {
+    this.route = route;
+    this.load();
+  }
+
+  reconnected() { this.cache.clear(); this.load(); }
+
+  destroy() { this.seq = -1; this.destroyed = true; }
+
+  async get(key, fetcher) {
+    if (!this.cache.has(key)) {
+      const p = fetcher();
+      this.cache.set(key, p);
+      p.catch(() => this.cache.delete(key));
+    }
+    return this.cache.get(key);
+  }
+
+  async load() {
+    if (this.destroyed) return;
+    const seq = ++this.seq;
+    const { params } = this.route;
+    // What has keyboard focus now, to give it back after the page is redrawn.
+    const focus = { nav: document.activeElement?.dataset?.nav, control: focusKey(document.activeElement) };
+    const stat = params.stat === "median" ? "median" : "mean";
+    const a = parseSide(params.a);
+    const b = parseSide(params.b);
+    try {
+      const runs = await this.get("runs", () => this.ctx.api.runs({ limit: 100 }));
+      const [runA, runB] = await Promise.all([a && this.get(`run/${a.run}`, () => this.ctx.api.run(a.run)), b && this.get(`run/${b.run}`, () => this.ctx.api.run(b.run))]);
+      if (seq !== this.seq) return;
+      if (a && !a.build && runA) a.build = runA.torch_builds[0];
+      if (b && !b.build && runB) b.build = runB.torch_builds[0];
+      this.renderForm(runs.runs, a, b, runA, runB);
+      if (!a || !b) {
+        this.body.replaceChildren(emptyState("Pick two sides: two torch builds of one run, or two runs."));
+        return;
+      }
+      if (!this.body.querySelector(".compare-table")) this.body.replaceChildren(loadingState("Loading reports…"));
+      const [repA, repB] = await Promise.all([
+        this.get(`report/${a.run}/${stat}`, () => this.ctx.api.report(a.run, stat)),
+        this.get(`report/${b.run}/${stat}`, () => this.ctx.api.report(b.run, stat)),
+      ]);
+      if (seq !== this.seq) return;
+      this.renderBody({ a, b, runA, runB, repA, repB, stat }, focus);
+    } catch (e) {
+      if (seq !== this.seq) return;
+      this.body.replaceChildren(errorState(e));
+    }
+  }
+
+  renderForm(runs, a, b, runA, runB) {
+    const pick = (name, side) => this.ctx.navigate(withParams(this.route, { [name]: side ? formatSide(side) : undefined }));
+    const side = (name, current, run) => {
+      const runSelect = h("select", {
+        name: `${name}-run`, "aria-label": `Side ${name.toUpperCase()} run`,
+        on: { change: (e) => pick(name, e.target.value ? { run: Number(e.target.value), build: null } : null) },
+      },
+      h("option", { value: "" }, "run…"),
+      runs.map((r) => h("option", { value: r.id, selected: current?.run === r.id }, `#${r.id} ${r.name}`)));
+      if (current && !runs.some((r) => r.id === current.run)) {
+        runSelect.append(h("option", { value: current.run, selected: true }, `#${current.run}${run ? ` ${run.name}` : ""}`));
+      }
+      const builds = run?.torch_builds ?? (current?.build ? [current.build] : []);
+      const buildSelect = h("select", {
+        name: `${name}-build`, "aria-label": `Side ${name.toUpperCase()} torch build`, disabled: !current,
+        on: { change: (e) => pick(name, { run: current.run, build: e.target.value }) },
+      }, builds.map((bn) => h("option", { value: bn, selected: current?.build === bn }, bn)));
+      return h("fieldset", { class: "side" }, h("legend", null, `Side ${name.toUpperCase()}`), runSelect, buildSelect);
+    };
+    const focused = focusKey(document.activeElement);
+    this.form.replaceChildren(h("div", { class: "toolbar" }, side("a", a, runA), side("b", b, runB),
+      a && b ? h("a", { class: "btn", href: this.ctx.href(withParams(this.route, { a: formatSide(b), b: formatSide(a) })) }, "Swap A and B") : null));
+    restoreFocus(this.form, focused);
+  }
+
+  renderBody({ a, b, runA, runB, repA, repB, stat }, focus) {
+    const { params } = this.route;
+    const both = repA.tables.filter((t) => repB.tables.some((u) => u.gpu === t.gpu && u.batch === t.batch));
+    const nameA = `A: run ${a.run} · ${a.build}`;
+    const nameB = `B: run ${b.run} · ${b.build}`;
+    this.ctx.setTitle(`Compare ${formatSide(a)} vs ${formatSide(b)}`);
+    const intro = h("p", { class: "meta" },
+      h("a", { href: `#/runs/${a.run}` }, `A = run ${a.run} “${runA.name}”`), `, build ${a.build}; `,
+      h("a", { href: `#/runs/${b.run}` }, `B = run ${b.run} “${runB.name}”`), `, build ${b.build}. `,
+      "Ratio = A latency / B latency: above 1.00x B is faster. Cells whose 95% CIs of the median overlap are marked “no significant change”.");
+    if (!both.length) {
+      this.body.replaceChildren(intro, emptyState(`Runs ${a.run} and ${b.run} have no GPU class × batch size in common.`));
+      return;
+    }
+    const gpus = [...new Set(both.map((t) => t.gpu))];
+    const gpu = gpus.includes(params.gpu) ? params.gpu : gpus[0];
+    const ofGpu = both.filter((t) => t.gpu === gpu);
+    const batches = ofGpu.map((t) => t.batch);
+    const batch = params.batch === "all" ? "all" : batches.includes(Number(params.batch)) ? Number(params.batch) : batches[0];
+    const go = (changes) => this.ctx.navigate(withParams(this.route, changes));
+    const toolbar = h("div", { class: "toolbar", role: "toolbar", "aria-label": "Compare options" },
+      selectControl("GPU class", "gpu", gpus.map((g) => [g, both.find((t) => t.gpu === g).gpu_label]), gpu, (v) => go({ gpu: v, batch: undefined })),
+      selectControl("Batch", "batch", [...batches.map((x) => [String(x), String(x)]), ["all", "all"]], String(batch), (v) => go({ batch: v })),
+      statSwitch(stat, (v) => go({ stat: v === "mean" ? undefined : v })),
+      copyButton("Copy link", () => location.href));
+    const tables = (batch === "all" ? ofGpu : ofGpu.filter((t) => t.batch === batch)).map((tA) => {
+      const tB = repB.tables.find((u) => u.gpu === tA.gpu && u.batch === tA.batch);
+      return this.table(tA, tB, a, b, nameA, nameB, stat);
+    });
+    this.body.replaceChildren(intro, toolbar, ...tables);
+    if (focus.nav) this.body.querySelector(`[data-nav="${focus.nav}"]`)?.focus();
+    restoreFocus(this.body, focus.control);
+  }
+
+  table(tA, tB, a, b, nameA, nameB, stat) {
+    const cmp = compareTables({ table: tA, build: a.build }, { table: tB, build: b.build });
+    const title = tA.title;
+    if (!cmp.columns.length) {
+      return h("article", { class: "compare-table" }, h("h3", null, title),
+        emptyState(`No (runtime, mode) measured by both ${a.build} and ${b.build} here.`));
+    }
+    const runtimes = new Set(cmp.columns.map((c) => c.runtime));
+    const colName = (c) => (runtimes.size > 1 ? `${c.runtime} - ${c.mode}` : c.mode);
+    const latencyCol = { kind: "latency_ms" };
+    const side = (cell, key) => {
+      if (!cell) return h("td", { class: "status", dataset: { nav: key, status: "missing" } }, h("span", { class: "badge b-not_run" }, "-"));
+      if (cell.status === "ok") {
+        const id = cell.result_ids[0];
+        return h("td", { class: "num", title: cellTooltip(cell, latencyCol, stat), dataset: { nav: key, status: "ok" } },
+          id ? h("a", { href: `#/results/${id}`, tabindex: -1 }, cell.text) : cell.text);
+      }
+      return h("td", { class: "status", title: cellTooltip(cell, latencyCol, stat), dataset: { nav: key, status: cell.status } },
+        h("span", { class: `badge ${badgeClass(cell.status)}` }, cell.text));
+    };
+    const table = h("table", { class: "report compare", "aria-label": `${title}: ${nameA} vs ${nameB}` },
+      h("thead", null,
+        h("tr", null, h("th", { scope: "col", rowspan: 2, class: "model-col" }, "Task/Model"),
+          cmp.columns.map((c) => h("th", { scope: "colgroup", colspan: 3, class: "gstart" }, colName(c)))),
+        h("tr", null, cmp.columns.map(() => [
+          h("th", { scope: "col", class: "gstart" }, `${nameA} (ms)`),
+          h("th", { scope: "col" }, `${nameB} (ms)`),
+          h("th", { scope: "col" }, "A/B")]))),
+      h("tbody", null, cmp.rows.map((row, r) => h("tr", { dataset: { model: row.model } },
+        h("th", { scope: "row", dataset: { nav: `${tA.gpu}/${tA.batch}/${r}/h` } }, row.label),
+        row.cells.map((c, i) => {
+          const key = `${tA.gpu}/${tA.batch}/${r}/${i}`;
+          const ratioTitle = c.ratio === null ? "no ratio: a side has no value"
+            : `A ${c.a.text} ms / B ${c.b.text} ms = ${c.ratio.toFixed(4)}; CIs A [${fmtCi(c.a)}] B [${fmtCi(c.b)}]`;
+          return [
+            side(c.a, `${key}/a`),
+            side(c.b, `${key}/b`),
+            h("td", { class: `ratio v-${c.verdict}`, title: ratioTitle, dataset: { nav: `${key}/r`, verdict: c.verdict } },
+              h("span", { class: "ratio-value" }, c.text),
+              VERDICT_TEXT[c.verdict] ? h("span", { class: `marker m-${c.verdict}` }, VERDICT_TEXT[c.verdict]) : null),
+          ];
+        })))));
+    gridNav(table);
+    return h("article", { class: "compare-table", dataset: { gpu: tA.gpu, batch: tA.batch } },
+      h("h3", null, title),
+      h("div", { class: "table-scroll" }, table),
+      h("ul", { class: "geomeans" }, cmp.geomeans.map((g) => h("li", null, g.text))));
+  }
+}
+
+function fmtCi(cell) {
+  return cell.ci_low_ms === null || cell.ci_low_ms === undefined ? "-" : `${cell.ci_low_ms.toFixed(3)}, ${cell.ci_high_ms.toFixed(3)}`;
+}

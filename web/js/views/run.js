@@ -1,0 +1,268 @@
+// One run: header with progress, the progress grid of all jobs, and the comparison tables
+// (GPU class and batch selectors, mean/median, model filter, exports, compare links).
+// While the run is active it polls every 2 s and updates in place: what the user selected,
+// focused or scrolled stays as it was.
+import { h, fill, patch } from "../dom.js";
+import { withParams, formatSide } from "../route.js";
+import { fmtTime, percent } from "../format.js";
+import { badgeClass } from "../status.js";
+import { ProgressGrid } from "./progress_grid.js";
+import { ReportTableView } from "./report_table.js";
+import { errorState, loadingState, emptyState } from "./states.js";
+import { selectControl, statSwitch, copyButton, focusKey, restoreFocus } from "./controls.js";
+
+const POLL_MS = 2000;
+const ACTIVE = new Set(["queued", "running"]);
+
+export class RunView {
+  constructor(ctx, root) {
+    this.ctx = ctx;
+    this.root = root;
+    this.data = null;    // {run, jobs, jobsError, report, labels}
+    this.timer = null;
+    this.seq = 0;
+    this.tableViews = new Map();  // "gpu/batch" -> ReportTableView
+    this.destroyed = false;
+  }
+
+  mount(route) {
+    this.route = route;
+    this.id = route.id;
+    this.ctx.setTitle(`Run ${this.id}`);
+    this.root.append(loadingState(`Loading run ${this.id}…`));
+    this.load();
+  }
+
+  update(route) {
+    const statChanged = this.stat(route) !== this.stat(this.route);
+    this.route = route;
+    if (!this.data) return;
+    if (statChanged) this.load(); else this.render();
+  }
+
+  reconnected() { this.load(); }
+
+  destroy() {
+    this.destroyed = true;
+    clearTimeout(this.timer);
+    for (const v of this.tableViews.values()) v.destroy();
+  }
+
+  stat(route = this.route) { return route.params.stat === "median" ? "median" : "mean"; }
+
+  async load() {
+    clearTimeout(this.timer);
+    const seq = ++this.seq;
+    const stat = this.stat();
+    const started = performance.now();
+    try {
+      const [run, report, jobs, labels] = await Promise.all([
+        this.ctx.api.run(this.id),
+        this.ctx.api.report(this.id, stat),
+        this.ctx.api.jobs(this.id).then((j) => ({ jobs: j }), (e) => ({ error: e })),
+        this.ctx.models().catch(() => new Map()),
+      ]);
+      if (this.destroyed || seq !== this.seq) return;
+      if (jobs.error?.unreachable) throw jobs.error;
+      this.data = { run, report, jobs: jobs.jobs ?? null, jobsError: jobs.error ?? null, labels };
+      const first = !this.skeleton;
+      if (first) performance.mark("bf:run-data");
+      this.render();
+      if (first) {
+        // First render = the frame that paints the header, grid and tables (charts follow).
+        requestAnimationFrame(() => setTimeout(() => {
+          performance.mark("bf:run-rendered");
+          window.__benchfleet = { ...(window.__benchfleet || {}), runRenderMs: performance.now() - started, runRenderedAt: performance.now() };
+        }, 0));
+      }
+      if (ACTIVE.has(run.state)) this.schedule();
+    } catch (e) {
+      if (this.destroyed || seq !== this.seq) return;
+      if (!this.data) {
+        this.root.replaceChildren(errorState(e, h("p", null, h("a", { href: "#/runs" }, "Back to the runs"))));
+        this.ctx.setTitle(e.status === 404 ? "Not found" : `Run ${this.id}`);
+      }
+      // Live runs keep polling through errors; the banner tells about an unreachable coordinator.
+      if (!this.data || ACTIVE.has(this.data.run.state) || e.unreachable) this.schedule();
+    }
+  }
+
+  schedule() {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.load(), POLL_MS);
+  }
+
+  // ---- rendering ------------------------------------------------------------------------------
+
+  render() {
+    if (!this.skeleton) this.buildSkeleton();
+    const { run } = this.data;
+    this.ctx.setTitle(`Run ${run.id}: ${run.name}`);
+    this.renderHeader(run);
+    this.renderGrid();
+    if (!this.gridMarked) {
+      performance.mark("bf:run-grid");  // first render only: the render-time test reads it
+      this.gridMarked = true;
+    }
+    this.renderTables();
+  }
+
+  buildSkeleton() {
+    const s = {};
+    s.title = h("h1", { class: "run-title" });
+    s.state = h("span", { class: "badge" });
+    s.meta = h("p", { class: "meta" });
+    s.bar = h("div", { class: "bar", role: "progressbar", "aria-valuemin": 0, "aria-valuemax": 100, "aria-label": "Finished jobs" }, h("span"));
+    s.counts = h("p", { class: "counts" });
+    s.gridBody = h("div");
+    s.toolbar = h("div", { class: "toolbar", role: "toolbar", "aria-label": "Table options" });
+    s.tables = h("div", { class: "tables" });
+    this.grid = new ProgressGrid({
+      onToggleStatus: (status) => this.ctx.navigate(withParams(this.route, { status })),
+      resultHref: (id) => `#/results/${id}`,
+    });
+    this.root.replaceChildren(
+      h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("a", { href: "#/runs" }, "Runs"), " › ", `Run ${this.id}`),
+      h("header", { class: "run-head" }, h("div", { class: "title-row" }, s.title, s.state), s.meta, s.bar, s.counts),
+      h("section", { class: "panel", "aria-labelledby": "grid-heading" },
+        h("h2", { id: "grid-heading" }, "Progress"), s.gridBody),
+      h("section", { class: "panel", "aria-labelledby": "tables-heading" },
+        h("h2", { id: "tables-heading" }, "Comparison tables"), s.toolbar, s.tables));
+    this.skeleton = s;
+  }
+
+  renderHeader(run) {
+    const s = this.skeleton;
+    patch(s.title, { text: run.name });
+    patch(s.state, { text: run.state, className: `badge run-state ${badgeClass(run.state)}` });
+    const runtimes = run.matrix.runtimes?.join(", ") ?? "libtorch";
+    patch(s.meta, {
+      text: `Run ${run.id} · created ${fmtTime(run.created_at)}` +
+        (run.finished_at ? ` · finished ${fmtTime(run.finished_at)}` : "") +
+        ` · GPU classes ${run.gpus.join(", ")} · builds ${run.torch_builds.join(", ")} · ${runtimes}` +
+        ` · ${run.matrix.models.length} models × batch ${run.matrix.batch_sizes.join("/")} × ${run.matrix.modes.join(", ")}`,
+    });
+    const pct = percent(run.finished_jobs, run.job_count);
+    s.bar.setAttribute("aria-valuenow", String(pct));
+    s.bar.firstChild.style.width = `${pct}%`;
+    const jobs = Object.entries(run.jobs).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(", ");
+    const verdicts = Object.entries(run.results).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(", ");
+    patch(s.counts, {
+      text: `${run.finished_jobs}/${run.job_count} jobs finished (${pct}%) · jobs: ${jobs || "none"} · verdicts: ${verdicts || "none yet"}` +
+        (ACTIVE.has(run.state) ? " · live (updates every 2 s)" : ""),
+    });
+  }
+
+  renderGrid() {
+    const { jobs, jobsError, run, labels } = this.data;
+    const body = this.skeleton.gridBody;
+    if (!jobs) {
+      if (!body.querySelector(".state")) {
+        body.replaceChildren(errorState(`The progress grid needs GET /api/v1/runs/${run.id}/jobs: ${jobsError?.detail ?? "unavailable"}`));
+      }
+      return;
+    }
+    if (!body.contains(this.grid.el)) body.replaceChildren(this.grid.el);
+    this.grid.render(jobs, run.matrix, labels, { status: this.route.params.status, q: this.route.params.q });
+  }
+
+  // The tables the selectors pick: one GPU class, one batch or all of them.
+  selection() {
+    const tables = this.data.report.tables;
+    const gpus = [...new Set(tables.map((t) => t.gpu))];
+    const gpu = gpus.includes(this.route.params.gpu) ? this.route.params.gpu : gpus[0];
+    const ofGpu = tables.filter((t) => t.gpu === gpu);
+    const batches = ofGpu.map((t) => t.batch);
+    const wanted = this.route.params.batch;
+    const batch = wanted === "all" ? "all" : batches.includes(Number(wanted)) ? Number(wanted) : batches[0];
+    const shown = batch === "all" ? ofGpu : ofGpu.filter((t) => t.batch === batch);
+    return { gpus, gpu, batches, batch, shown, labelOf: (g) => tables.find((t) => t.gpu === g)?.gpu_label ?? g };
+  }
+
+  renderTables() {
+    const { report, run } = this.data;
+    const s = this.skeleton;
+    if (!report.tables.length) {
+      s.toolbar.replaceChildren();
+      s.tables.replaceChildren(emptyState("This run has no tables."));
+      return;
+    }
+    const sel = this.selection();
+    this.renderToolbar(sel, run);
+    const keep = new Set(sel.shown.map((t) => `${t.gpu}/${t.batch}`));
+    for (const [key, view] of this.tableViews) {
+      if (!keep.has(key)) { view.destroy(); view.el.remove(); this.tableViews.delete(key); }
+    }
+    sel.shown.forEach((table, i) => {
+      const key = `${table.gpu}/${table.batch}`;
+      let view = this.tableViews.get(key);
+      if (!view) {
+        view = new ReportTableView({ resultHref: (id) => `#/results/${id}`, eagerCharts: i === 0 });
+        this.tableViews.set(key, view);
+      }
+      if (s.tables.children[i] !== view.el) s.tables.insertBefore(view.el, s.tables.children[i] ?? null);
+      view.render(table, { q: this.route.params.q ?? "", stat: this.stat() });
+    });
+  }
+
+  renderToolbar(sel, run) {
+    const s = this.skeleton;
+    const stat = this.stat();
+    const key = JSON.stringify([sel.gpus, sel.gpu, sel.batches, sel.batch, stat, run.torch_builds]);
+    if (s.toolbar.dataset.key === key) {
+      const input = s.toolbar.querySelector("input[type=search]");
+      if (input && document.activeElement !== input) input.value = this.route.params.q ?? "";
+      return;
+    }
+    s.toolbar.dataset.key = key;
+    const go = (changes) => this.ctx.navigate(withParams(this.route, changes));
+    const focused = focusKey(document.activeElement);
+    const filter = h("input", {
+      type: "search", name: "q", placeholder: "Filter models", "aria-label": "Filter models",
+      value: this.route.params.q ?? "",
+      on: { input: (e) => this.ctx.navigate(withParams(this.route, { q: e.target.value }), { replace: true }) },
+    });
+    const exports = ["md", "csv", "json"].map((format) => h("a", {
+      class: "btn", href: this.ctx.api.reportUrl(run.id, format, stat), download: `run-${run.id}-${stat}.${format}`,
+      dataset: { export: format },
+      on: {
+        click: (e) => {
+          if (!this.ctx.api.token) return;  // a plain download
+          e.preventDefault();
+          this.ctx.api.download(`runs/${run.id}/report?format=${format}&stat=${stat}`, `run-${run.id}-${stat}.${format}`).catch(() => {});
+        },
+      },
+    }, { md: "Markdown", csv: "CSV", json: "JSON" }[format]));
+    const builds = run.torch_builds;
+    const compareParams = { gpu: sel.gpu, batch: sel.batch === "all" ? undefined : sel.batch, stat: stat === "mean" ? undefined : stat };
+    const compareBuilds = builds.length >= 2
+      ? h("a", {
+        class: "btn", dataset: { compare: "builds" },
+        href: this.ctx.href({ view: "compare", params: { a: formatSide({ run: run.id, build: builds[0] }), b: formatSide({ run: run.id, build: builds[1] }), ...compareParams } }),
+      }, `Compare ${builds[0]} vs ${builds[1]}`)
+      : null;
+    const otherRun = h("input", { type: "number", min: 1, name: "other", "aria-label": "Other run id", placeholder: "run id", class: "narrow" });
+    const compareRuns = h("form", {
+      class: "inline-form",
+      on: {
+        submit: (e) => {
+          e.preventDefault();
+          const other = Number(otherRun.value);
+          if (!other) return;
+          this.ctx.navigate({ view: "compare", params: { a: formatSide({ run: run.id, build: builds[0] }), b: formatSide({ run: other, build: builds[0] }), ...compareParams } });
+        },
+      },
+    }, h("label", null, "Compare with run ", otherRun), h("button", { type: "submit", class: "btn" }, "Go"));
+
+    fill(s.toolbar,
+      selectControl("GPU class", "gpu", sel.gpus.map((g) => [g, sel.labelOf(g)]), sel.gpu, (v) => go({ gpu: v, batch: undefined })),
+      selectControl("Batch", "batch", [...sel.batches.map((b) => [String(b), String(b)]), ["all", "all"]], String(sel.batch), (v) => go({ batch: v })),
+      statSwitch(stat, (v) => go({ stat: v === "mean" ? undefined : v })),
+      filter,
+      h("span", { class: "group", role: "group", "aria-label": "Export" }, h("span", { class: "label" }, "Export"), exports),
+      copyButton("Copy link", () => location.href),
+      compareBuilds,
+      compareRuns);
+    restoreFocus(s.toolbar, focused);
+  }
+}

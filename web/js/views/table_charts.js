@@ -1,0 +1,147 @@
+// The two figures under a comparison table, like the seeds': latency per model for eager and
+// each compiled mode, and the percentage improvement of each compiled mode over eager. Cells
+// without a value (OOM, error, not run...) are marked gaps with their label, never zeros.
+import { h } from "../dom.js";
+import { barChart, loadCharts, seriesColor } from "../charts.js";
+import { improvementPercent } from "../analysis.js";
+import { shortLabel } from "../format.js";
+
+export class TableCharts {
+  // `eager`: draw right after the table paints even when off screen (the first table's figures).
+  constructor({ eager = false } = {}) {
+    this.el = h("div", { class: "figures pending" });
+    this.latency = null;
+    this.improvement = null;
+    this.key = "";
+    this.pending = null;    // the latest {table, rows, stat} not drawn yet
+    this.visible = eager;   // near the viewport: charts are drawn only then, after the tables
+    this.scheduled = false;
+    this.observer = new IntersectionObserver((entries) => {
+      if (!entries.some((e) => e.isIntersecting)) return;
+      this.visible = true;
+      this.observer.disconnect();
+      this.schedule();
+    }, { rootMargin: "600px 0px" });
+    this.observer.observe(this.el);
+  }
+
+  // Charts follow the table: drawn in a later frame (the table paints first) once near the
+  // viewport; charts already drawn are updated in place at once.
+  render(table, rows, stat) {
+    this.pending = { table, rows, stat };
+    if (this.latency && this.key === `${table.gpu}/${table.batch}`) this.flush();
+    else if (this.visible) this.schedule();
+  }
+
+  schedule() {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // Two frames on: the frame that paints the tables goes first.
+    requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(async () => {
+      const available = await loadCharts();
+      this.scheduled = false;
+      if (available) this.flush(); else this.unavailable();
+    }, 0)));
+  }
+
+  unavailable() {
+    if (this.el.querySelector(".charts-unavailable")) return;
+    this.el.classList.remove("pending");
+    this.el.replaceChildren(h("p", { class: "note charts-unavailable" },
+      "Charts unavailable: vendor/chart.umd.js did not load (npm ci, then rebuild to copy chart.js). The table above has every value."));
+  }
+
+  flush() {
+    if (!this.pending || !this.el.isConnected) return;
+    const { table, rows, stat } = this.pending;
+    this.pending = null;
+    const specs = chartSpecs(table, rows, stat);
+    const key = `${table.gpu}/${table.batch}`;
+    if (!this.latency || this.key !== key) {
+      this.destroyCharts();
+      this.el.replaceChildren();
+      this.el.classList.remove("pending");
+      this.key = key;
+      this.latency = this.figure(specs.latency, "latency");
+      this.improvement = specs.improvement ? this.figure(specs.improvement, "improvement") : null;
+      this.el.dataset.drawn = String(performance.now());
+      return;
+    }
+    this.latency.update(specs.latency);
+    if (this.improvement && specs.improvement) this.improvement.update(specs.improvement);
+  }
+
+  figure(spec, kind) {
+    const canvas = h("canvas", { role: "img", "aria-label": spec.title });
+    const wrap = h("div", { class: "chart-wrap" }, canvas);
+    this.el.append(h("figure", { class: `chart-box chart-${kind}` }, wrap, h("figcaption", null, spec.caption)));
+    return barChart(canvas, spec);
+  }
+
+  destroyCharts() {
+    this.latency?.destroy();
+    this.improvement?.destroy();
+    this.latency = this.improvement = null;
+  }
+
+  destroy() {
+    this.observer.disconnect();
+    this.destroyCharts();
+  }
+}
+
+// chart specs for one table: {latency, improvement (null without speedup columns)}.
+export function chartSpecs(table, rows, stat) {
+  const labels = rows.map((r) => shortLabel(r.label));
+  const fullLabels = rows.map((r) => r.label);
+  const idx = new Map(table.columns.map((c, i) => [c.key, i]));
+  const latencyCols = table.columns.filter((c) => c.kind === "latency_ms");
+  const speedupCols = table.columns.filter((c) => c.kind === "speedup");
+
+  const colorOf = new Map(latencyCols.map((c, i) => [`${c.build}/${c.runtime}/${c.mode}`, seriesColor(i, c.mode === "eager")]));
+  const gapLabel = (cell) => (cell.status === "ok" ? null : cell.status === "not_run" ? "not run" : cell.text);
+  const latency = {
+    title: `${table.title}: ${stat} latency (ms)`,
+    caption: `${stat === "median" ? "Median" : "Mean"} latency per model (lower is better). Hatched slots: no value (label says why).`,
+    unit: "ms",
+    yTitle: "ms",
+    labels,
+    fullLabels,
+    datasets: latencyCols.map((col) => ({
+      label: col.header,
+      color: colorOf.get(`${col.build}/${col.runtime}/${col.mode}`),
+      data: rows.map((r) => (r.cells[idx.get(col.key)].status === "ok" ? r.cells[idx.get(col.key)].value : null)),
+      gaps: rows.map((r) => gapLabel(r.cells[idx.get(col.key)])),
+    })),
+  };
+  if (!speedupCols.length) return { latency, improvement: null };
+
+  // Why a speedup is missing: the first side of it without a value.
+  const speedupGap = (row, col) => {
+    const cell = row.cells[idx.get(col.key)];
+    if (cell.status === "ok") return null;
+    for (const side of [`latency/${col.build}/${col.runtime}/eager`, `latency/${col.build}/${col.runtime}/${col.mode}`]) {
+      const c = row.cells[idx.get(side)];
+      if (c && c.status !== "ok") return gapLabel(c);
+    }
+    return "n/a";
+  };
+  const improvement = {
+    title: `${table.title}: improvement over eager (%)`,
+    caption: "Time saved vs eager per model: (1 − 1/speedup) × 100 (higher is better).",
+    unit: "%",
+    yTitle: "% faster than eager",
+    labels,
+    fullLabels,
+    datasets: speedupCols.map((col) => ({
+      label: col.header.replace(/ speedup$/, ""),
+      color: colorOf.get(`${col.build}/${col.runtime}/${col.mode}`) ?? seriesColor(0, false),
+      data: rows.map((r) => {
+        const cell = r.cells[idx.get(col.key)];
+        return cell.status === "ok" ? improvementPercent(cell.value) : null;
+      }),
+      gaps: rows.map((r) => speedupGap(r, col)),
+    })),
+  };
+  return { latency, improvement };
+}
