@@ -24,6 +24,7 @@ packages=(
   libspdlog-dev libcli11-dev libyaml-cpp-dev libssl-dev
   libtorch-dev python3-torch python3-torchvision python3-yaml
   curl ca-certificates
+  ansible ansible-lint
 )
 # Node for chart.js and the tests' tools: Debian's nodejs and npm, unless a node with its npm is
 # already there (e.g. from NodeSource, whose nodejs conflicts with Debian's npm).
