@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tests/support/coordinator_process.h"
+#include "tests/support/problem_assertions.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -16,18 +17,6 @@ using nlohmann::json;
 // A run with 2 x 2 x 2 = 8 jobs.
 json small_matrix() { return matrix({kResnet, kVit}, {1, 4}, {"eager", "default"}); }
 
-// Asserts `res` is a problem+json answer with `status` and, when given, naming `field`.
-void expect_problem(const http::ClientResponse& res, unsigned status, const std::string& field = "") {
-  EXPECT_EQ(res.status, status) << res.body;
-  EXPECT_EQ(res.content_type, "application/problem+json") << res.body;
-  auto body = res.json();
-  ASSERT_TRUE(body.ok()) << res.body;
-  EXPECT_EQ(body->value("status", 0u), status) << res.body;
-  EXPECT_FALSE(body->value("detail", std::string()).empty()) << res.body;
-  if (!field.empty()) {
-    EXPECT_EQ(body->value("field", std::string()), field) << res.body;
-  }
-}
 
 // The run is still there, unchanged: same job count, all queued, and the only run listed.
 void expect_run_intact(CoordinatorProcess& coord, std::int64_t run_id, std::int64_t job_count) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tests/support/coordinator_process.h"
+#include "tests/support/problem_assertions.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -22,17 +23,6 @@ namespace fs = std::filesystem;
 using boost::beast::http::verb;
 using nlohmann::json;
 
-void expect_problem(const http::ClientResponse& res, unsigned status, const std::string& field = "") {
-  EXPECT_EQ(res.status, status) << res.body;
-  EXPECT_EQ(res.content_type, "application/problem+json") << res.body;
-  auto body = res.json();
-  ASSERT_TRUE(body.ok()) << res.body;
-  EXPECT_EQ(body->value("status", 0u), status) << res.body;
-  EXPECT_FALSE(body->value("detail", std::string()).empty()) << res.body;
-  if (!field.empty()) {
-    EXPECT_EQ(body->value("field", std::string()), field) << res.body;
-  }
-}
 
 // GET `target`'s jobs listing as JSON (status 200 asserted by get_json).
 json jobs_of(CoordinatorProcess& coord, const json& run, const std::string& query = "") {
