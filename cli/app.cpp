@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,15 +86,17 @@ int fail(Console& console, const Error& error) {
   return kExitError;
 }
 
-// The matrix to submit: the file, with the command line's overrides, validated again.
+// The matrix to submit: the file, with the command line's overrides, validated again. Field
+// lines stay those of the file.
 Result<MatrixFile> matrix_for(const SubmitArgs& a) {
   BF_ASSIGN_OR_RETURN(MatrixFile m, load_matrix_file(a.file));
   if (a.name.empty() && a.gpus.empty() && a.builds.empty()) return m;
-  nlohmann::json j = m.json;
+  nlohmann::json j = m.document.json;
   if (!a.name.empty()) j["name"] = a.name;
   if (!a.gpus.empty()) j["gpus"] = a.gpus;
   if (!a.builds.empty()) j["torch_builds"] = a.builds;
-  auto again = parse_matrix(j.dump(), a.file + " (with --name/--gpus/--builds)");
+  BF_ASSIGN_OR_RETURN(MatrixFile again, parse_matrix(j.dump(), a.file + " (with --name/--gpus/--builds)"));
+  again.document.lines = std::move(m.document.lines);
   return again;
 }
 
@@ -110,16 +111,12 @@ int submit(const SubmitArgs& a, FleetClient& client, Console& console) {
                 << " repetitions); catalog ids are checked by the coordinator\n";
     return kExitOk;
   }
-  auto created = client.submit(matrix->json);
+  auto created = client.submit(matrix->document.json);
   if (!created.ok()) {
     Error e = created.error();
     // The coordinator names the field (e.g. an unknown catalog id): point at the file's line.
     if (!e.field.empty()) {
-      std::ifstream in(a.file);
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (auto file_doc = yaml_to_json(text); file_doc.ok()) {
-        e.message = a.file + ": line " + std::to_string(file_doc->line_of(e.field)) + ": " + e.message;
-      }
+      e.message = a.file + ": line " + std::to_string(matrix->document.line_of(e.field)) + ": " + e.message;
     }
     return fail(console, e);
   }

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <fstream>
 #include <regex>
-#include <sstream>
 
 #include "common/codecs.h"
 #include "common/json_reader.h"
@@ -136,7 +135,7 @@ Result<MatrixFile> parse_matrix(std::string_view text, std::string_view origin) 
   out.job_count = spec->models.size() * spec->batch_sizes.size() * spec->modes.size() * spec->torch_builds.size() *
                   spec->gpus.size() * spec->runtimes.size() * static_cast<std::size_t>(spec->repetitions);
   out.spec = std::move(spec).value();
-  out.json = std::move(doc->json);
+  out.document = std::move(doc).value();
   return out;
 }
 

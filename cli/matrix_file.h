@@ -32,7 +32,9 @@ Result<JsonDocument> yaml_to_json(std::string_view text);
 
 struct MatrixFile {
   MatrixSpec spec;
-  nlohmann::json json;  // the request body to submit: the file's fields as written
+  // The request body to submit (the file's fields as written) and where each field's line is,
+  // for errors the coordinator reports about a field.
+  JsonDocument document;
   std::size_t job_count = 0;  // cells x repetitions
 };
 

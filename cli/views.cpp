@@ -1,7 +1,6 @@
 #include "cli/views.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 
 namespace benchfleet::cli {

@@ -72,7 +72,7 @@ TEST(ParseMatrix, ValidFileDecodesAsTheApiWould) {
   EXPECT_EQ(m->spec.measurement.warmup, 2);
   EXPECT_EQ(m->spec.measurement.max_iterations, MeasurementSpec{}.max_iterations);
   // The JSON submitted is the file's own fields: the coordinator decodes it the same way.
-  auto again = decode<MatrixSpec>(m->json);
+  auto again = decode<MatrixSpec>(m->document.json);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, m->spec);
 }
