@@ -3,8 +3,11 @@
 # one top-level directory holding what `cmake --install` puts in a prefix (bin/benchfleet-coordinator,
 # bin/benchfleet-agent, bin/benchfleet-worker, bin/benchfleet, share/benchfleet/web) plus what the
 # binaries need at run time and `cmake --install` does not ship: the model catalog
-# (share/benchfleet/catalog/models.yaml) and the exporter (share/benchfleet/benchfleet_export.py
-# and benchfleet_models.py, which the agent finds at <bin>/../share/benchfleet/).
+# (share/benchfleet/catalog/models.yaml), the agent's python modules (share/benchfleet/benchfleet_*.py,
+# the exporter among them, which the agent finds at <bin>/../share/benchfleet/), and the worker's
+# sources (share/benchfleet/src: the top CMakeLists.txt, common/, agent/worker/, with
+# share/benchfleet/build-worker.sh and SOURCE_ID, a digest of those sources) from which the agent
+# role builds one worker per torch build against that build's LibTorch.
 # The build must exist (scripts/test.sh or cmake --build --preset default); nothing is compiled.
 #   ansible/build-release.sh [--build-dir DIR] [--out-dir DIR] [--version V]
 # Prints the archive's path. Re-running with the same inputs gives a byte-identical archive.
@@ -36,9 +39,20 @@ trap 'rm -rf "$staging"' EXIT
 prefix="$staging/$name"
 cmake --install "$build_dir" --prefix "$prefix" >/dev/null
 install -D -m 0644 "$root/common/catalog/models.yaml" "$prefix/share/benchfleet/catalog/models.yaml"
-install -D -m 0644 "$root/agent/python/benchfleet_export.py" "$prefix/share/benchfleet/benchfleet_export.py"
-install -D -m 0644 "$root/agent/python/benchfleet_models.py" "$prefix/share/benchfleet/benchfleet_models.py"
+for module in "$root"/agent/python/benchfleet_*.py; do
+  install -D -m 0644 "$module" "$prefix/share/benchfleet/$(basename "$module")"
+done
 printf '%s\n' "$version" >"$prefix/share/benchfleet/VERSION"
+src="$prefix/share/benchfleet/src"
+mkdir -p "$src/agent"
+install -m 0644 "$root/CMakeLists.txt" "$src/CMakeLists.txt"
+cp -R "$root/common" "$src/common"
+cp -R "$root/agent/worker" "$src/agent/worker"
+install -m 0755 "$root/scripts/build-worker.sh" "$prefix/share/benchfleet/build-worker.sh"
+# SOURCE_ID names the worker sources, not the release: two releases with the same worker sources
+# share the workers built from them.
+(cd "$src" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16) \
+  >"$prefix/share/benchfleet/SOURCE_ID"
 for required in bin/benchfleet-coordinator bin/benchfleet-agent bin/benchfleet-worker bin/benchfleet \
                 share/benchfleet/web/index.html; do
   [ -e "$prefix/$required" ] || { echo "build-release: cmake --install did not produce $required" >&2; exit 1; }
