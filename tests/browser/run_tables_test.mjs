@@ -223,7 +223,10 @@ await browserSuite("browser_run_tables", async (t) => {
     t.equal(await page.locator(".progress-grid td[data-state=failed] .sq.b-failed").count(), 1, "the failed job");
     await page.locator(".legend-item[data-state=oom]").click();
     await t.eventually(() => page.url().includes("status=oom"), "legend filter in the URL");
-    t.equal(await page.locator(".progress-grid td[data-job]:not(.dim)").count(), 4, "only OOM squares stay bright");
+    // The URL changes before the grid is redrawn with the filter: wait for the redraw.
+    const bright = () => page.locator(".progress-grid td[data-job]:not(.dim)").count();
+    await t.eventually(async () => (await bright()) === 4, "only OOM squares stay bright", 5000,
+                       async () => `bright squares: ${await bright()}`);
   });
 
   await t.step("screenshot of the run page (1280 px)", async () => {
