@@ -52,32 +52,61 @@ void to_json(nlohmann::json& j, const TensorSpec& v) {
 
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, WorkerJob& out) {
   JsonReader r(j, path);
+  // The runtime decides which fields are required, so it is read first.
+  r.optional("runtime", out.runtime);
+  const bool libtorch = out.runtime == Runtime::kLibtorch;
   r.optional("model", out.model);
-  r.required("artifact", out.artifact);
-  r.required("format", out.format);
+  if (libtorch) {
+    r.required("artifact", out.artifact);
+    r.required("format", out.format);
+  } else {
+    r.optional("artifact", out.artifact);
+    r.optional("format", out.format);
+  }
   r.required("batch", out.batch);
   r.required("mode", out.mode);
   r.optional("device", out.device);
-  r.required("inputs", out.inputs);
+  std::optional<std::vector<TensorSpec>> inputs;
+  if (libtorch) {
+    r.required("inputs", out.inputs);
+  } else {
+    r.optional("inputs", inputs);  // null or absent: the runner takes the catalog's
+    out.inputs = inputs.value_or(std::vector<TensorSpec>{});
+  }
   r.optional("measurement", out.measurement);
   r.optional("memory_limit_mb", out.memory_limit_mb);
   r.optional("seed", out.seed);
   r.optional("artifact_metadata", out.artifact_metadata);
-  r.check(!out.artifact.empty(), "artifact", "must not be empty");
-  r.check(out.format == "torchscript" || out.format == "torchscript-frozen" || out.format == "aotinductor", "format",
-          "must be torchscript, torchscript-frozen or aotinductor");
+  std::optional<std::string> catalog;
+  r.optional("catalog", catalog);
+  out.catalog = catalog.value_or("");
+  r.optional("weights", out.weights);
+  if (libtorch) {
+    r.check(!out.artifact.empty(), "artifact", "must not be empty");
+    r.check(out.format == "torchscript" || out.format == "torchscript-frozen" || out.format == "aotinductor", "format",
+            "must be torchscript, torchscript-frozen or aotinductor");
+  } else {
+    r.check(!out.model.empty(), "model", "must not be empty (the python runtime builds the model from the catalog)");
+    r.check(out.format.empty() || out.format == "torchscript" || out.format == "torchscript-frozen" ||
+                out.format == "aotinductor",
+            "format", "must be torchscript, torchscript-frozen or aotinductor");
+  }
   r.check(out.batch > 0, "batch", "must be > 0");
   r.check(out.device == "cpu" || out.device == "cuda", "device", "must be cpu or cuda");
-  r.check(!out.inputs.empty() && out.inputs.size() <= 16, "inputs", "must list 1 to 16 tensors");
+  r.check(libtorch ? !out.inputs.empty() && out.inputs.size() <= 16 : out.inputs.size() <= 16, "inputs",
+          "must list 1 to 16 tensors");
   r.check(!out.memory_limit_mb || (*out.memory_limit_mb > 0 && *out.memory_limit_mb <= kMaxMemoryLimitMb),
           "memory_limit_mb", "must be null or between 1 and 16777216 (16 TiB)");
+  r.check(!catalog || !catalog->empty(), "catalog", "must not be empty");
+  r.check(!out.weights || !out.weights->empty(), "weights", "must not be empty");
   if (auto s = r.finish(); !s) return s.error();
   // The measurement block is validated by its own codec when present; defaults are valid.
   return std::nullopt;
 }
 
 void to_json(nlohmann::json& j, const WorkerJob& v) {
-  j = {{"model", v.model},
+  j = {{"runtime", v.runtime},
+       {"model", v.model},
        {"artifact", v.artifact},
        {"format", v.format},
        {"batch", v.batch},
@@ -88,6 +117,8 @@ void to_json(nlohmann::json& j, const WorkerJob& v) {
        {"memory_limit_mb", v.memory_limit_mb ? nlohmann::json(*v.memory_limit_mb) : nlohmann::json()},
        {"seed", v.seed},
        {"artifact_metadata", v.artifact_metadata}};
+  if (!v.catalog.empty()) j["catalog"] = v.catalog;
+  if (v.weights) j["weights"] = *v.weights;
 }
 
 }  // namespace benchfleet

@@ -29,10 +29,16 @@ struct TensorSpec {
 //   torchscript         traced, unoptimised: the worker's `eager` mode runs it op by op
 //   torchscript-frozen  traced, frozen and optimised for inference: the `torchscript` mode
 //   aotinductor         an AOTInductor package for one torch.compile mode
+//
+// Two programs read this job: benchfleet-worker (runtime libtorch: artifact, format and inputs
+// required) and agent/python/benchfleet_runner.py (runtime python: the model is built from the
+// catalog, so model is required and artifact, format and inputs are optional and unused).
+// JSON without `runtime` is a libtorch job, as written before the python runtime existed.
 struct WorkerJob {
-  std::string model;     // catalog id, for messages
-  std::string artifact;  // path of model.pt / model.pt2
-  std::string format;
+  Runtime runtime = Runtime::kLibtorch;
+  std::string model;     // catalog id: for messages (libtorch); what is built (python)
+  std::string artifact;  // path of model.pt / model.pt2 (libtorch)
+  std::string format;    // libtorch; empty or unused for python
   int batch = 1;
   Mode mode = Mode::kEager;
   std::string device = "cpu";  // cpu | cuda (the GPU is chosen by CUDA_VISIBLE_DEVICES)
@@ -42,6 +48,10 @@ struct WorkerJob {
   std::int64_t seed = 0;
   // The exporter's metadata (torch_git, sha256, export_s...), copied into the fingerprint.
   nlohmann::json artifact_metadata = nlohmann::json::object();
+  // Python runtime only: the catalog YAML the runner builds `model` from (empty: the runner's
+  // default), and local weights (absent: random init).
+  std::string catalog;
+  std::optional<std::string> weights;
 
   bool operator==(const WorkerJob&) const = default;
 };

@@ -30,6 +30,8 @@ std::vector<config::Option> options(AgentConfig& c) {
       option("kill_grace_s", c.kill_grace_s, "seconds between SIGTERM and SIGKILL for a worker past its timeout"),
       option("export_timeout_s", c.export_timeout_s, "longest model export"),
       option("exporter", c.exporter, "path of benchfleet_export.py (default: found next to the binary)"),
+      option("runner", c.runner,
+             "path of benchfleet_runner.py, the python runtime's runner (default: beside the exporter)"),
       option("catalog", c.catalog, "model catalog YAML (default: the shipped one)"),
       option("log_level", c.log_level, "trace, debug, info, warn, error"),
   };
@@ -78,6 +80,10 @@ std::string default_exporter_path(const std::string& agent_executable) {
                          fs::path(BENCHFLEET_SOURCE_DIR) / "agent" / "python" / "benchfleet_export.py"});
 }
 
+std::string default_runner_path(const std::string& exporter) {
+  return (fs::path(exporter).parent_path() / "benchfleet_runner.py").string();
+}
+
 Result<AgentConfigParse> parse_agent_config(int argc, char** argv) {
   AgentConfigParse out;
   AgentConfig& c = out.config;
@@ -89,7 +95,8 @@ Result<AgentConfigParse> parse_agent_config(int argc, char** argv) {
   CLI::App app{
       "benchfleet-agent: runs on each GPU host. Enrols with the coordinator, leases jobs for each GPU (or the CPU),\n"
       "exports models with each torch build's python, runs every job in a fresh benchfleet-worker process\n"
-      "bound to its GPU, and uploads the results (spooled to disk first, so none is lost).\n"
+      "bound to its GPU (python-runtime jobs: benchfleet_runner.py in the build's python, no export),\n"
+      "and uploads the results (spooled to disk first, so none is lost).\n"
       "SIGTERM drains (running jobs finish and report, then exit 0); a second SIGTERM aborts.\n"
       "Options also come from the YAML --config file (same names, underscores; torch builds as\n"
       "`builds: [{name, python, worker}]`) and from the environment variables shown."};

@@ -24,6 +24,7 @@ struct AgentConfig {
   int kill_grace_s = 10;
   int export_timeout_s = 3600;
   std::string exporter;  // benchfleet_export.py; default: found next to the binary or in the source tree
+  std::string runner;    // benchfleet_runner.py (python runtime); default: beside the exporter
   std::string catalog;   // default: the shipped catalog
   std::string log_level = "info";
   // Torch builds, from the YAML file only (a list of {name, python, worker}). None: one build
@@ -44,5 +45,7 @@ Result<AgentConfigParse> parse_agent_config(int argc, char** argv);
 // executable path (installed side by side, or the build tree).
 std::string default_worker_path(const std::string& agent_executable);
 std::string default_exporter_path(const std::string& agent_executable);
+// The python runtime's runner: benchfleet_runner.py in the exporter's directory.
+std::string default_runner_path(const std::string& exporter);
 
 }  // namespace benchfleet::agent

@@ -48,6 +48,27 @@ class Backoff {
   std::mt19937_64 rng_{std::random_device{}()};
 };
 
+// Runs `argv` (a worker or runner with --capabilities) and returns the JSON object it printed,
+// or null when it failed, timed out or printed something else. Its stdout is kept in
+// <work_dir>/capabilities-<name>.json.
+nlohmann::json capabilities_of(const std::string& work_dir, const std::string& name, std::vector<std::string> argv,
+                               std::chrono::seconds limit) {
+  SpawnOptions o;
+  o.argv = std::move(argv);
+  o.stdout_path = work_dir + "/capabilities-" + name + ".json";
+  auto child = Child::spawn(o);
+  if (!child.ok() || supervise(*child, limit, 1s, 1h, {}).exit_code != 0) return nullptr;
+  std::ifstream in(o.stdout_path);
+  auto caps = nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
+  return caps.is_object() ? caps : nlohmann::json();
+}
+
+// The modes a --capabilities answer lists for `device` ("cpu" or "cuda"); none when unreadable.
+std::vector<Mode> modes_on(const nlohmann::json& caps, const std::string& device) {
+  auto modes = decode<std::vector<Mode>>(caps.value("modes", nlohmann::json::object()).value(device, nlohmann::json()));
+  return modes.ok() ? *modes : std::vector<Mode>{};
+}
+
 }  // namespace
 
 struct Daemon::State {
@@ -154,6 +175,7 @@ struct Daemon::State {
     env.slot = &slot.descriptor;
     env.cache = cache.get();
     env.exporter = Exporter{"", config.exporter, config.catalog, config.export_timeout_s};
+    env.runner = config.runner;
     env.work_dir = config.work_dir + "/" + slot.descriptor.id;
     env.kill_grace_s = config.kill_grace_s;
     while (!draining()) {
@@ -180,8 +202,9 @@ struct Daemon::State {
         if (auto s = client.release(job.job_id, job.lease_id); !s) spdlog::warn("release failed: {}", s.error().message);
         continue;
       }
-      spdlog::info("slot {}: job {} attempt {} ({} batch {} {} {})", slot.descriptor.id, job.job_id, job.attempt,
-                   job.spec.model, job.spec.batch, to_string(job.spec.mode), job.spec.torch_build);
+      spdlog::info("slot {}: job {} attempt {} ({} batch {} {} {} {})", slot.descriptor.id, job.job_id, job.attempt,
+                   job.spec.model, job.spec.batch, to_string(job.spec.mode), job.spec.torch_build,
+                   to_string(job.spec.runtime));
       auto build = std::find_if(builds.begin(), builds.end(), [&](auto& b) { return b.name == job.spec.torch_build; });
       std::optional<JobResult> result;
       {
@@ -304,26 +327,35 @@ int Daemon::run() {
 
   s.builds = c.builds;
   if (s.builds.empty()) s.builds.push_back({"local", "", "/usr/bin/python3", default_worker_path(s.executable), {}});
+  if (c.runner.empty()) c.runner = default_runner_path(c.exporter);
   for (auto& b : s.builds) {
-    // Ask each build's worker what it can run on this host's device.
-    SpawnOptions o;
-    o.argv = {b.worker, "--capabilities"};
-    o.stdout_path = c.work_dir + "/capabilities-" + b.name + ".json";
-    auto child = Child::spawn(o);
-    nlohmann::json caps;
-    if (child.ok() && supervise(*child, 60s, 1s, 1h, {}).exit_code == 0) {
-      std::ifstream in(o.stdout_path);
-      caps = nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
+    // Ask each build's worker (libtorch) and its python's runner (python runtime) what they can
+    // run on this host's device. A runtime whose answer is missing is not offered: its jobs wait
+    // for an agent that offers it.
+    b.runtimes.clear();
+    const nlohmann::json worker_caps =
+        capabilities_of(c.work_dir, b.name + "-libtorch", {b.worker, "--capabilities"}, 60s);
+    if (worker_caps.is_object()) {
+      b.version = worker_caps.value("torch_version", "");
+      b.runtimes.push_back({Runtime::kLibtorch, modes_on(worker_caps, device)});
+    } else {
+      spdlog::error("torch build {}: {} --capabilities failed; the build is offered without the libtorch runtime",
+                    b.name, b.worker);
     }
-    if (!caps.is_object()) {
-      spdlog::error("torch build {}: {} --capabilities failed; the build is offered with no modes", b.name, b.worker);
-      continue;
+    // Importing torch in a cold python takes a while on a loaded host: a longer bound.
+    const nlohmann::json runner_caps =
+        capabilities_of(c.work_dir, b.name + "-python", {b.python, c.runner, "--capabilities"}, 180s);
+    if (runner_caps.is_object()) {
+      if (b.version.empty()) b.version = runner_caps.value("torch_version", "");
+      b.runtimes.push_back({Runtime::kPython, modes_on(runner_caps, device)});
+    } else {
+      spdlog::error("torch build {}: {} {} --capabilities failed; the build is offered without the python runtime",
+                    b.name, b.python, c.runner);
     }
-    b.version = caps.value("torch_version", "");
-    auto modes = decode<std::vector<Mode>>(caps["modes"][device]);
-    b.runtimes = {RuntimeSupport{Runtime::kLibtorch, modes.ok() ? *modes : std::vector<Mode>{}}};
-    spdlog::info("torch build {}: torch {} worker {}, {} modes on {}", b.name, b.version, b.worker,
-                 b.runtimes[0].modes.size(), device);
+    for (const auto& rt : b.runtimes) {
+      spdlog::info("torch build {}: torch {} {} runtime ({}), {} modes on {}", b.name, b.version, to_string(rt.runtime),
+                   rt.runtime == Runtime::kLibtorch ? b.worker : c.runner, rt.modes.size(), device);
+    }
   }
 
   char host[256] = {};

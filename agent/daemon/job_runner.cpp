@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <variant>
 
 #include "agent/daemon/process.h"
 #include "common/codecs.h"
@@ -20,30 +21,21 @@ JobResult verdict(ResultStatus status, std::string message) {
   return r;
 }
 
-}  // namespace
-
-std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironment& env, const KeepGoing& keep_going) {
+// The libtorch job: the artifact for the job's mode, exported (or found in the cache) first.
+// Returns the verdict of a failed export instead when there is no artifact.
+std::variant<WorkerJob, JobResult> libtorch_job(const LeasedJob& job, const JobEnvironment& env, Prepared& prepared) {
   const SlotDescriptor& slot = *env.slot;
   const bool gpu = slot.gpu.has_value();
-  const std::string device = gpu ? "cuda" : "cpu";
-
   ArtifactKey key{job.spec.model, env.build->name, env.build->version, std::string(format_for(job.spec.mode)),
-                  job.spec.mode,  job.spec.batch,  device,           gpu ? slot.gpu->compute_capability : "cpu"};
+                  job.spec.mode,  job.spec.batch,  gpu ? "cuda" : "cpu", gpu ? slot.gpu->compute_capability : "cpu"};
   Exporter exporter = env.exporter;
   exporter.python = env.build->python;
-  const Prepared prepared = env.cache->prepare(key, exporter);
+  prepared = env.cache->prepare(key, exporter);
   if (!prepared.artifact) return verdict(prepared.failure, prepared.message);
-  if (!keep_going()) return std::nullopt;
 
   WorkerJob w;
-  w.model = job.spec.model;
   w.artifact = prepared.artifact->path;
   w.format = key.format;
-  w.batch = job.spec.batch;
-  w.mode = job.spec.mode;
-  w.device = device;
-  w.measurement = job.measurement;
-  w.memory_limit_mb = job.memory_limit_mb ? job.memory_limit_mb : slot.memory_limit_mb;
   w.artifact_metadata = prepared.artifact->metadata;
   if (auto inputs = decode<std::vector<TensorSpec>>(prepared.artifact->metadata.value("inputs", nlohmann::json()),
                                                     "metadata.inputs");
@@ -52,6 +44,36 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   } else {
     return verdict(ResultStatus::kError, "the exporter's metadata is unusable: " + inputs.error().describe());
   }
+  return w;
+}
+
+}  // namespace
+
+std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironment& env, const KeepGoing& keep_going) {
+  const SlotDescriptor& slot = *env.slot;
+  const bool gpu = slot.gpu.has_value();
+  const bool python = job.spec.runtime == Runtime::kPython;
+  // What runs the job, in messages.
+  const std::string runner_name = python ? "the python runner" : "the worker";
+
+  WorkerJob w;
+  Prepared prepared;
+  if (python) {
+    // torch.compile happens inside the runner: there is no artifact to export or cache.
+    w.runtime = Runtime::kPython;
+    w.catalog = env.exporter.catalog;
+  } else {
+    auto made = libtorch_job(job, env, prepared);
+    if (auto* failed = std::get_if<JobResult>(&made)) return std::move(*failed);
+    w = std::move(std::get<WorkerJob>(made));
+  }
+  if (!keep_going()) return std::nullopt;
+  w.model = job.spec.model;
+  w.batch = job.spec.batch;
+  w.mode = job.spec.mode;
+  w.device = gpu ? "cuda" : "cpu";
+  w.measurement = job.measurement;
+  w.memory_limit_mb = job.memory_limit_mb ? job.memory_limit_mb : slot.memory_limit_mb;
 
   const fs::path dir = fs::path(env.work_dir) / ("job-" + std::to_string(job.job_id) + "-" + std::to_string(job.attempt));
   std::error_code ec;
@@ -60,13 +82,19 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   std::ofstream(dir / "job.json") << nlohmann::json(w).dump();
 
   SpawnOptions o;
-  o.argv = {env.build->worker, "--job", (dir / "job.json").string(), "--out", (dir / "result.json").string()};
+  const std::string job_file = (dir / "job.json").string();
+  const std::string result_file = (dir / "result.json").string();
+  if (python) {
+    o.argv = {env.build->python, env.runner, "--job", job_file, "--out", result_file};
+  } else {
+    o.argv = {env.build->worker, "--job", job_file, "--out", result_file};
+  }
   // The worker sees its slot's GPU only; the CPU slot sees none.
   o.env_set["CUDA_VISIBLE_DEVICES"] = gpu ? slot.gpu->uuid : "";
   o.stdout_path = (dir / "stdout.txt").string();
   o.stderr_path = (dir / "stderr.txt").string();
   auto child = Child::spawn(o);
-  if (!child.ok()) return verdict(ResultStatus::kError, "cannot start the worker: " + child.error().message);
+  if (!child.ok()) return verdict(ResultStatus::kError, "cannot start " + runner_name + ": " + child.error().message);
   const ExitInfo exit = supervise(*child, std::chrono::seconds(job.timeout_s), std::chrono::seconds(env.kill_grace_s),
                                   std::chrono::seconds(env.tick_every_s), keep_going);
   if (exit.aborted) {
@@ -77,29 +105,32 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   const std::string stderr_tail = tail_of_file(o.stderr_path, 20);
   JobResult r;
   if (exit.timed_out) {
-    r = verdict(ResultStatus::kTimeout, "the worker ran past the job's timeout of " + std::to_string(job.timeout_s) +
-                                            " s and was killed; last stderr:\n" + stderr_tail);
+    r = verdict(ResultStatus::kTimeout, runner_name + " ran past the job's timeout of " +
+                                            std::to_string(job.timeout_s) + " s and was killed; last stderr:\n" +
+                                            stderr_tail);
   } else if (exit.signal != 0) {
-    r = verdict(ResultStatus::kCrash, "the worker was killed by signal " + std::to_string(exit.signal) +
+    r = verdict(ResultStatus::kCrash, runner_name + " was killed by signal " + std::to_string(exit.signal) +
                                           "; last stderr:\n" + stderr_tail);
     r.signal = exit.signal;
   } else {
-    std::ifstream in(dir / "result.json");
+    std::ifstream in(result_file);
     std::stringstream text;
     text << in.rdbuf();
     auto decoded = decode<JobResult>(nlohmann::json::parse(text.str(), nullptr, false));
     if (!decoded.ok()) {
-      r = verdict(ResultStatus::kError, "the worker exited with " + std::to_string(exit.exit_code) +
+      r = verdict(ResultStatus::kError, runner_name + " exited with " + std::to_string(exit.exit_code) +
                                             " without a readable result (" + decoded.error().describe() +
                                             "); last stderr:\n" + stderr_tail);
     } else {
       r = std::move(*decoded);
     }
   }
-  if (!r.export_s && prepared.artifact->metadata.contains("export_s")) {
-    r.export_s = prepared.artifact->metadata["export_s"].get<double>();
+  if (prepared.artifact) {
+    if (!r.export_s && prepared.artifact->metadata.contains("export_s")) {
+      r.export_s = prepared.artifact->metadata["export_s"].get<double>();
+    }
+    r.telemetry["artifact_cached"] = prepared.artifact->cached;
   }
-  r.telemetry["artifact_cached"] = prepared.artifact->cached;
   fs::remove_all(dir, ec);  // the result travels in the spool; scratch is not kept
   return r;
 }

@@ -1,6 +1,7 @@
 // Runs one leased job on one slot: prepare the artifact, start the worker in its own process
 // group bound to the slot's GPU, supervise it (timeout, lease renewal) and turn whatever
-// happened into a JobResult.
+// happened into a JobResult. A python-runtime job has no artifact: the build's python runs
+// benchfleet_runner.py (same job JSON in, same result JSON out, same supervision).
 #pragma once
 
 #include <functional>
@@ -19,7 +20,7 @@ struct TorchBuild {
   std::string version;  // filled from the worker's --capabilities at start
   std::string python;
   std::string worker;
-  std::vector<RuntimeSupport> runtimes;  // advertised to the coordinator
+  std::vector<RuntimeSupport> runtimes;  // advertised to the coordinator: the worker's, the runner's
 };
 
 struct JobEnvironment {
@@ -27,6 +28,7 @@ struct JobEnvironment {
   const SlotDescriptor* slot = nullptr;
   ArtifactCache* cache = nullptr;
   Exporter exporter;          // python filled from the build
+  std::string runner;         // benchfleet_runner.py, run with the build's python (python runtime)
   std::string work_dir;       // per-slot scratch directory
   int kill_grace_s = 10;      // SIGTERM -> SIGKILL grace for a worker past its timeout
   int tick_every_s = 1;       // how often keep_going is asked while the worker runs

@@ -5,6 +5,12 @@
 namespace benchfleet::worker {
 
 std::optional<Error> check_job(const WorkerJob& job) {
+  if (job.runtime != Runtime::kLibtorch) {
+    std::string message = "is ";
+    message += to_string(job.runtime);
+    message += ": benchfleet-worker runs libtorch jobs only; python jobs run in agent/python/benchfleet_runner.py";
+    return Error::invalid("runtime", std::move(message));
+  }
   if (job.format != format_for(job.mode)) {
     std::string message = "mode ";
     message += to_string(job.mode);

@@ -20,7 +20,8 @@ struct Capabilities {
 // The build this binary is, probed at run time for CUDA devices.
 Capabilities this_build();
 
-// Contradictions inside the job (e.g. an eager job with an AOTInductor artifact).
+// Contradictions inside the job (e.g. an eager job with an AOTInductor artifact), and jobs of
+// another runtime (python jobs are benchfleet_runner.py's).
 std::optional<Error> check_job(const WorkerJob& job);
 
 // Why this build cannot run the job on its device, or nullopt when it can.

@@ -759,6 +759,17 @@ TEST_F(WorkerJobTest, UnknownFieldIsAnErrorNamingIt) {
   EXPECT_TRUE(contains(run.result.error, "warmup_iterations")) << run.describe();
 }
 
+// A python-runtime job is benchfleet_runner.py's: the worker refuses it rather than measuring
+// something else, naming the field.
+TEST_F(WorkerJobTest, PythonRuntimeJobIsAnErrorNamingRuntime) {
+  WorkerJob job = job_without_export(Mode::kEager, missing_artifact("model.pt"), "torchscript");
+  job.runtime = Runtime::kPython;
+  const WorkerRun run = run_worker(text_of(job));
+  ASSERT_NO_FATAL_FAILURE(expect_verdict(run, ResultStatus::kError));
+  EXPECT_TRUE(contains(run.result.error, "runtime")) << run.describe();
+  EXPECT_TRUE(contains(run.result.error, "benchfleet_runner.py")) << run.describe();
+}
+
 // The same result either way; with --out, stdout stays empty. (An invalid job gives a result
 // without timings, so the two runs can be compared byte for byte.)
 TEST_F(WorkerJobTest, OutFileHoldsWhatStdoutWouldHave) {

@@ -115,6 +115,8 @@ TEST(ParseMatrix, ShippedExamplesAreValid) {
   EXPECT_EQ(seed->job_count, 12u * 3 * 3 * 2 * 3);
   EXPECT_EQ(seed->spec.measurement.min_iterations, 300);
   EXPECT_EQ(seed->spec.measurement.max_iterations, 300);
+  // Measured as the seeds did: torch.compile in python.
+  EXPECT_EQ(seed->spec.runtimes, std::vector<Runtime>{Runtime::kPython});
 }
 
 TEST(LoadMatrixFile, MissingFileIsAnError) {

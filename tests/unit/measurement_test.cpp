@@ -112,5 +112,99 @@ TEST(WorkerJobCodec, RoundTripsAndNamesBadFields) {
   EXPECT_EQ(format_for(Mode::kMaxAutotune), "aotinductor");
 }
 
+TEST(WorkerJobCodec, JobsWithoutARuntimeAreLibtorchJobs) {
+  // Written before the python runtime existed: still a libtorch job, which needs its artifact.
+  auto j = nlohmann::json::parse(R"({"model": "torchvision/resnet18", "artifact": "/tmp/a/model.pt",
+    "format": "torchscript", "batch": 1, "mode": "eager",
+    "inputs": [{"name": "pixel_values", "shape": [1, 3, 224, 224]}]})");
+  auto job = decode<WorkerJob>(j);
+  ASSERT_TRUE(job.ok()) << job.error().describe();
+  EXPECT_EQ(job->runtime, Runtime::kLibtorch);
+  EXPECT_TRUE(job->catalog.empty());
+  EXPECT_FALSE(job->weights.has_value());
+  const nlohmann::json encoded = *job;
+  EXPECT_EQ(encoded.at("runtime"), "libtorch");
+  EXPECT_FALSE(encoded.contains("catalog"));
+  EXPECT_FALSE(encoded.contains("weights"));
+
+  for (const char* field : {"artifact", "format", "inputs"}) {
+    auto bad = j;
+    bad.erase(field);
+    EXPECT_EQ(decode<WorkerJob>(bad).error().describe(), std::string(field) + ": is required");
+    bad = j;
+    bad["runtime"] = "libtorch";
+    bad.erase(field);
+    EXPECT_EQ(decode<WorkerJob>(bad).error().describe(), std::string(field) + ": is required");
+  }
+  auto bad = j;
+  bad["inputs"] = nlohmann::json::array();
+  EXPECT_EQ(decode<WorkerJob>(bad).error().field, "inputs");
+  bad = j;
+  bad["runtime"] = "jax";
+  EXPECT_EQ(decode<WorkerJob>(bad).error().field, "runtime");
+}
+
+TEST(WorkerJobCodec, PythonJobsNeedTheModelButNoArtifact) {
+  // What the agent writes for benchfleet_runner.py: no artifact, format or inputs.
+  auto j = nlohmann::json::parse(R"({"runtime": "python", "model": "torchvision/resnet18", "batch": 2,
+    "mode": "default", "catalog": "/opt/benchfleet/catalog/models.yaml",
+    "measurement": {"warmup": 1, "min_iterations": 3, "max_iterations": 3}})");
+  auto job = decode<WorkerJob>(j);
+  ASSERT_TRUE(job.ok()) << job.error().describe();
+  EXPECT_EQ(job->runtime, Runtime::kPython);
+  EXPECT_EQ(job->model, "torchvision/resnet18");
+  EXPECT_EQ(job->mode, Mode::kDefault);
+  EXPECT_EQ(job->catalog, "/opt/benchfleet/catalog/models.yaml");
+  EXPECT_FALSE(job->weights.has_value());
+  EXPECT_TRUE(job->artifact.empty());
+  EXPECT_TRUE(job->format.empty());
+  EXPECT_TRUE(job->inputs.empty());
+
+  const nlohmann::json encoded = *job;
+  EXPECT_EQ(encoded.at("runtime"), "python");
+  EXPECT_EQ(encoded.at("catalog"), "/opt/benchfleet/catalog/models.yaml");
+  EXPECT_FALSE(encoded.contains("weights"));
+  auto again = decode<WorkerJob>(encoded);
+  ASSERT_TRUE(again.ok()) << again.error().describe();
+  EXPECT_EQ(*job, *again);
+
+  // Weights, null catalog/inputs, and listed inputs all round-trip.
+  auto with = j;
+  with["weights"] = "/data/resnet18.pth";
+  with["catalog"] = nullptr;
+  with["inputs"] = nlohmann::json::parse(R"([{"name": "pixel_values", "shape": [2, 3, 224, 224]}])");
+  with["format"] = "";
+  job = decode<WorkerJob>(with);
+  ASSERT_TRUE(job.ok()) << job.error().describe();
+  EXPECT_EQ(job->weights, "/data/resnet18.pth");
+  EXPECT_TRUE(job->catalog.empty());
+  EXPECT_EQ(job->inputs.size(), 1u);
+  EXPECT_EQ(nlohmann::json(*job).at("weights"), "/data/resnet18.pth");
+  again = decode<WorkerJob>(nlohmann::json(*job));
+  ASSERT_TRUE(again.ok()) << again.error().describe();
+  EXPECT_EQ(*job, *again);
+  with["inputs"] = nullptr;
+  EXPECT_TRUE(decode<WorkerJob>(with).ok());
+
+  auto bad = j;
+  bad.erase("model");
+  EXPECT_EQ(decode<WorkerJob>(bad).error().field, "model");
+  bad = j;
+  bad["model"] = "";
+  EXPECT_EQ(decode<WorkerJob>(bad).error().field, "model");
+  bad = j;
+  bad["catalog"] = "";
+  EXPECT_EQ(decode<WorkerJob>(bad).error().field, "catalog");
+  bad = j;
+  bad["weights"] = "";
+  EXPECT_EQ(decode<WorkerJob>(bad).error().field, "weights");
+  bad = j;
+  bad["format"] = "onnx";
+  EXPECT_EQ(decode<WorkerJob>(bad).error().field, "format");
+  bad = j;
+  bad["surprise"] = 1;
+  EXPECT_EQ(decode<WorkerJob>(bad).error().field, "surprise");
+}
+
 }  // namespace
 }  // namespace benchfleet

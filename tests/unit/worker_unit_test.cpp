@@ -126,6 +126,16 @@ TEST(WorkerCheckJob, EachModeAcceptsOnlyItsFormat) {
   }
 }
 
+TEST(WorkerCheckJob, PythonJobsAreTheRunnersNotTheWorkers) {
+  WorkerJob job = job_for(Mode::kEager, "torchscript");
+  job.runtime = Runtime::kPython;
+  const auto err = check_job(job);
+  ASSERT_TRUE(err.has_value());
+  EXPECT_EQ(err->code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(err->field, "runtime");
+  EXPECT_NE(err->message.find("benchfleet_runner.py"), std::string::npos) << err->message;
+}
+
 Capabilities caps_of(bool aoti, bool cuda_compiled, bool cuda_available) {
   return Capabilities{"9.9.9-test", aoti, cuda_compiled, cuda_available};
 }

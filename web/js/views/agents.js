@@ -71,7 +71,7 @@ export class AgentsView {
     const jobs = a.leases.length
       ? h("ul", { class: "plain" }, a.leases.map((l) => h("li", null, `${l.slot}: `,
         h("a", { href: `#/runs/${l.run_id}?gpu=${encodeURIComponent(l.job.gpu)}&batch=${l.job.batch}` }, `run ${l.run_id} job ${l.job_id}`),
-        ` ${l.job.model} b${l.job.batch} ${l.job.mode} ${l.job.torch_build} (${l.status})`)))
+        ` ${l.job.model} b${l.job.batch} ${l.job.mode} ${l.job.torch_build} ${l.job.runtime} (${l.status})`)))
       : "idle";
     return h("tr", { dataset: { agent: a.name } },
       h("th", { scope: "row" }, a.name, h("br"), h("small", null, `${a.hostname}${a.version ? ` · agent ${a.version}` : ""}`)),

@@ -1,0 +1,391 @@
+"""One job, start to verdict, in this process: the Python runner's counterpart of
+agent/worker/measure.cpp (with runner.cpp, timing.cpp, memory.cpp and oom.cpp).
+
+    result = run_job(job, caps, hooks)   # a JobResult as a dict; never raises
+
+Phases, as the worker's (and the OOM phase each failure is reported in):
+  load     memory cap applied; the catalog model built (benchfleet_models.build_model, as the
+           exporter builds it) and its inputs made (make_inputs, seeded); torch.compile wraps it
+  compile  the first call, timed separately (first_call_ms). For compile modes this is where
+           dynamo and inductor compile, so it is also telemetry.compile_ms.
+  warmup   measurement.warmup untimed calls; at least 2 for modes replaying CUDA graphs (the
+           cudagraph trees warm up on one call and record on the next, replaying after that)
+  measure  timed calls under the stopping rule (benchfleet_stats.StoppingRule): CPU steady clock
+           (perf_counter_ns) per call; CUDA an event pair per call on the current stream, read in
+           batches (one synchronize per batch), host wall time kept apart in telemetry
+All calls run under torch.no_grad() and drop their outputs at once; before each call of a mode
+that replays CUDA graphs torch.compiler.cudagraph_mark_step_begin() (where it exists) says the
+previous outputs are dead, so nothing is held across replays. Python's cyclic garbage collector
+is paused while measuring (reference counting still frees every output).
+
+Telemetry besides the worker's host_wall_ms / host_ms_per_iteration (and before_/after_ GPU
+readings on CUDA): compile modes add compile_ms, graph_breaks (sum of
+torch._dynamo.utils.counters["graph_break"]), graphs (counters["stats"]["unique_graphs"]) and
+recompiles (graphs compiled after the first call); counters are reset before compiling.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import math
+import os
+import re
+import resource
+import sys
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional
+
+import torch
+
+from benchfleet_environment import (Capabilities, builder_fingerprint, fingerprint, gpu_telemetry, unsupported_reason,
+                                    uses_cuda_graph)
+from benchfleet_job import COMPILE_MODES, Hooks, Job, JobError, TensorSpec, failed
+from benchfleet_models import ExportFailure, ModelSpec, build_model, find_model, load_catalog, make_inputs
+from benchfleet_stats import StoppingRule, compute_statistics
+
+_GRAIN_SIZE = 32768  # at::internal::GRAIN_SIZE: ops with more elements run on the intra-op threads
+_MAX_ERROR_CHARS = 4000
+
+
+def default_catalog() -> str:
+    """$BENCHFLEET_CATALOG, else the catalog beside an installed runner (share/benchfleet/catalog/),
+    else the source tree's. The agent names it in the job."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(here, "catalog", "models.yaml")
+    source = os.path.normpath(os.path.join(here, "..", "..", "common", "catalog", "models.yaml"))
+    return os.environ.get("BENCHFLEET_CATALOG") or (installed if os.path.exists(installed) else source)
+
+
+# ---- out of memory (agent/worker/oom.cpp) ------------------------------------------------------
+
+_OOM_NEEDLES = ("can't allocate memory", "out of memory", "OutOfMemoryError", "std::bad_alloc",
+                "Cannot allocate memory")
+_REQUESTED = re.compile(r"tried to allocate ([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?) *(KiB|MiB|GiB|TiB|bytes|B)?",
+                        re.IGNORECASE)
+_UNIT_BYTES = {"kib": 1024, "mib": 1024 ** 2, "gib": 1024 ** 3, "tib": 1024 ** 4, "bytes": 1, "b": 1}
+
+
+def is_oom_message(message: str) -> bool:
+    return any(needle in message for needle in _OOM_NEEDLES)
+
+
+def oom_bytes_requested(message: str) -> Optional[int]:
+    """"you tried to allocate 123 bytes" (CPU) or "Tried to allocate 2.50 GiB" (CUDA)."""
+    match = _REQUESTED.search(message)
+    if match is None or match.group(2) is None:
+        return None
+    return int(math.floor(float(match.group(1)) * _UNIT_BYTES[match.group(2).lower()] + 0.5))
+
+
+def oom_line(message: str) -> str:
+    """The line reporting the failed allocation, or the whole message."""
+    return next((line for line in message.splitlines() if is_oom_message(line)), message)
+
+
+def _describe(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}"
+    cut = text.find("\nException raised from")  # the rest is a C++ backtrace
+    return text if cut < 0 else text[:cut]
+
+
+def classify(error: BaseException, phase: str, device: str) -> Dict[str, Any]:
+    """A failed job's result: oom (with phase and bytes) when the failure is one, else error."""
+    if isinstance(error, ExportFailure):
+        return failed(error.status, error.message)
+    if isinstance(error, MemoryError):
+        text = f"MemoryError: {error}" if str(error) else "MemoryError: Python could not allocate memory"
+    else:
+        text = _describe(error)
+    if not isinstance(error, MemoryError) and not is_oom_message(text):
+        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+        return failed("error", text[:_MAX_ERROR_CHARS])
+    result = failed("oom", oom_line(text)[:_MAX_ERROR_CHARS])
+    bytes_requested = oom_bytes_requested(text)
+    result["oom"] = {"phase": phase}
+    if bytes_requested is not None:
+        result["oom"]["bytes_requested"] = bytes_requested
+    result["memory"] = peak_memory(device)
+    return result
+
+
+# ---- memory caps and peaks (agent/worker/memory.cpp) -------------------------------------------
+
+def virtual_size_bytes() -> int:
+    """VmSize of this process; 0 if unknown."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def apply_memory_limit(device: str, limit_mb: int, hooks: Hooks) -> None:
+    """cuda: the caching allocator's per-process memory fraction = limit / device total.
+    cpu: the address space may grow by at most the limit beyond what it is now (torch imported,
+    its intra-op threads started; the model not yet built), via RLIMIT_AS."""
+    limit = limit_mb * 1024 * 1024
+    if device == "cuda":
+        total = torch.cuda.get_device_properties(0).total_memory
+        if limit < total:  # a cap above the card is no cap
+            torch.cuda.set_per_process_memory_fraction(limit / total, 0)
+        return
+    if torch.get_num_threads() > 1:  # libgomp's thread stacks are torch's, not the model's
+        torch.ones(2 * _GRAIN_SIZE)
+    base = virtual_size_bytes()
+    if base <= 0:
+        raise JobError("", "cannot read VmSize from /proc/self/status to apply the memory limit")
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = base + limit if hard == resource.RLIM_INFINITY else min(base + limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    hooks.memory_cap(soft)
+
+
+def lift_memory_limit() -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+
+def peak_memory(device: str) -> Dict[str, int]:
+    """Peak RSS, and on CUDA the caching allocator's peaks (allocated, reserved) of device 0."""
+    out = {"peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    if device == "cuda" and torch.cuda.is_initialized():
+        out["peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated(0))
+        out["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved(0))
+    return out
+
+
+# ---- timers (agent/worker/timing.cpp, cuda.cpp) ------------------------------------------------
+
+class CpuTimer:
+    """CPU work is synchronous: the steady clock around the call is the iteration's time."""
+
+    def __init__(self) -> None:
+        self._pending: List[float] = []
+
+    def time(self, fn: Callable[[], None]) -> None:
+        start = time.perf_counter_ns()
+        fn()
+        self._pending.append((time.perf_counter_ns() - start) / 1e6)
+
+    def harvest(self, samples_ms: List[float]) -> None:
+        samples_ms.extend(self._pending)
+        self._pending.clear()
+
+
+class CudaEventTimer:
+    """An event pair per call on the current stream; one synchronize per harvest."""
+
+    def __init__(self) -> None:
+        self._pending: List[Any] = []
+
+    def time(self, fn: Callable[[], None]) -> None:
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        self._pending.append((start, stop))
+
+    def harvest(self, samples_ms: List[float]) -> None:
+        if not self._pending:
+            return
+        self._pending[-1][1].synchronize()
+        samples_ms.extend(float(start.elapsed_time(stop)) for start, stop in self._pending)
+        self._pending.clear()
+
+
+# ---- the job -----------------------------------------------------------------------------------
+
+def resolve_model(job: Job) -> ModelSpec:
+    """The job's catalog entry; the job's inputs, when given, must be the catalog's at its batch."""
+    spec = find_model(load_catalog(job.catalog or default_catalog()), job.model)
+    expected = [TensorSpec(i.name, i.concrete_shape(job.batch), i.dtype, list(i.range) if i.range else None)
+                for i in spec.inputs]
+    if job.inputs is not None and [t.to_json() for t in job.inputs] != [t.to_json() for t in expected]:
+        raise JobError("inputs", f"differ from the catalog's inputs of {job.model} at batch {job.batch}: "
+                                 f"{[t.to_json() for t in expected]}")
+    return spec
+
+
+def _dynamo_counters() -> Any:
+    from torch._dynamo.utils import counters  # noqa: PLC0415 (torch >= 2.0 only)
+    return counters
+
+
+def _mark_step() -> Optional[Callable[[], None]]:
+    compiler = getattr(torch, "compiler", None)
+    return getattr(compiler, "cudagraph_mark_step_begin", None)
+
+
+def _seconds_since(start: float) -> float:
+    return time.perf_counter() - start
+
+
+def _measure(job: Job, spec: ModelSpec, hooks: Hooks) -> Dict[str, Any]:
+    """The part of run_job that may raise; hooks.phase says where it failed."""
+    on_cuda = job.device == "cuda"
+    compiled = job.mode in COMPILE_MODES
+    result: Dict[str, Any] = {"status": "ok", "samples_ms": [], "environment": {}, "telemetry": {}}
+    telemetry = result["telemetry"]
+    hooks.phase("load")
+    if on_cuda:
+        telemetry.update({f"before_{k}": v for k, v in gpu_telemetry().items()})
+    if job.memory_limit_mb:
+        apply_memory_limit(job.device, job.memory_limit_mb, hooks)
+    load_start = time.perf_counter()
+    model = build_model(spec, device=job.device, seed=job.seed, weights=job.weights,
+                        log=lambda message: print(f"benchfleet-runner: {message}", file=sys.stderr))
+    inputs = make_inputs(spec, job.batch, job.seed, device=job.device)
+    call: Callable[..., Any] = model
+    if compiled:
+        torch._dynamo.reset()
+        _dynamo_counters().clear()
+        call = torch.compile(model, mode=job.mode)
+    mark_step = _mark_step() if uses_cuda_graph(job) else None
+
+    def step() -> None:
+        if mark_step is not None:
+            mark_step()
+        call(*inputs)  # the output is dropped at once
+
+    def synchronize() -> None:
+        if on_cuda:
+            torch.cuda.synchronize()
+
+    synchronize()
+    result["load_s"] = _seconds_since(load_start)
+    hooks.progress("load", 0, result["load_s"])
+
+    with torch.no_grad():
+        hooks.phase("compile")
+        first = time.perf_counter()
+        step()
+        synchronize()
+        result["first_call_ms"] = _seconds_since(first) * 1000
+        graphs_after_first = _dynamo_counters()["stats"]["unique_graphs"] if compiled else 0
+
+        hooks.phase("warmup")
+        warm = time.perf_counter()
+        warmup = job.measurement["warmup"]
+        for _ in range(max(warmup, 2) if uses_cuda_graph(job) else warmup):
+            step()
+        synchronize()
+        hooks.progress("warmup", 0, _seconds_since(warm))
+
+        hooks.phase("measure")
+        samples = _timed_loop(step, job, on_cuda, hooks, result)
+    if job.memory_limit_mb and not on_cuda:
+        lift_memory_limit()  # the statistics need memory the job may not have left
+    result["samples_ms"] = samples
+    result["stats"] = compute_statistics(samples)
+    result["memory"] = peak_memory(job.device)
+    if compiled:
+        counters = _dynamo_counters()
+        graphs = counters["stats"]["unique_graphs"]
+        telemetry.update({"compile_ms": result["first_call_ms"], "graphs": graphs,
+                          "recompiles": graphs - graphs_after_first,
+                          "graph_breaks": sum(counters["graph_break"].values())})
+    if on_cuda:
+        telemetry.update({f"after_{k}": v for k, v in gpu_telemetry().items()})
+    return result
+
+
+def _timed_loop(step: Callable[[], None], job: Job, on_cuda: bool, hooks: Hooks,
+                result: Dict[str, Any]) -> List[float]:
+    """Timed calls until the stopping rule says stop; records stop_reason and host wall time."""
+    timer = CudaEventTimer() if on_cuda else CpuTimer()
+    rule = StoppingRule(job.measurement)
+    samples: List[float] = []
+    timed = 0
+    gc.collect()
+    gc.disable()
+    try:
+        last_report = start = time.perf_counter()
+        while True:
+            timer.time(step)
+            timed += 1
+            # On CUDA harvesting synchronizes: in batches, not per iteration (as the worker).
+            if not on_cuda or timed % 16 == 0 or _seconds_since(last_report) > 0.25:
+                timer.harvest(samples)
+            if len(samples) == timed:
+                reason = rule.check(samples, _seconds_since(start))
+                if reason is not None:
+                    result["stop_reason"] = reason
+                    break
+            if _seconds_since(last_report) >= 1.0:
+                hooks.progress("measure", timed, _seconds_since(start))
+                last_report = time.perf_counter()
+        host_ms = _seconds_since(start) * 1000
+    finally:
+        gc.enable()
+    result["telemetry"]["host_wall_ms"] = host_ms
+    result["telemetry"]["host_ms_per_iteration"] = host_ms / len(samples)
+    return samples
+
+
+class _PhaseTracker(Hooks):
+    """Passes everything on to `hooks` and remembers the current phase."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self.current = "load"
+        self._hooks = hooks
+
+    def progress(self, phase: str, iterations: int, seconds: float) -> None:
+        self._hooks.progress(phase, iterations, seconds)
+
+    def phase(self, name: str) -> None:
+        self.current = name
+        self._hooks.phase(name)
+
+    def environment(self, env: Dict[str, Any]) -> None:
+        self._hooks.environment(env)
+
+    def memory_cap(self, rlimit_as_bytes: int) -> None:
+        self._hooks.memory_cap(rlimit_as_bytes)
+
+
+def run_job(job: Job, caps: Capabilities, hooks: Hooks) -> Dict[str, Any]:
+    """The job's verdict as a JobResult dict (common/codecs.cpp field names). Never raises."""
+    # Taken before any memory cap, as the worker does; so are the imports of the builder's
+    # library (builder_fingerprint) and of torch.compile's modules (below).
+    environment = fingerprint(job, caps)
+    try:
+        spec = resolve_model(job)
+    except JobError as e:
+        return _finish(failed("error", f"job: {e}"), environment, job)
+    except ExportFailure as e:
+        return _finish(failed(e.status, e.message), environment, job)
+    environment.update(builder_fingerprint(spec.builder))
+    hooks.environment(environment)
+    reason = unsupported_reason(job, caps)
+    if reason is not None:
+        return _finish(failed("unsupported", reason), environment, job)
+    if job.mode in COMPILE_MODES:
+        importlib.import_module("torch._dynamo")
+        importlib.import_module("torch._inductor")
+
+    tracker = _PhaseTracker(hooks)
+    error: Optional[Exception] = None
+    try:
+        result = _measure(job, spec, tracker)
+    except Exception as e:  # noqa: BLE001 (every failure becomes a verdict; MemoryError too)
+        error = e
+    if job.memory_limit_mb and job.device == "cpu":
+        lift_memory_limit()  # before reporting: that needs memory too
+    if isinstance(error, JobError):
+        result = failed("error", f"memory limit: {error}")
+    elif error is not None:
+        result = classify(error, tracker.current, job.device)
+    return _finish(result, environment, job)
+
+
+def _finish(result: Dict[str, Any], environment: Dict[str, Any], job: Job) -> Dict[str, Any]:
+    result["environment"] = environment
+    seconds = job.export_s()
+    if seconds is not None:
+        result["export_s"] = seconds
+    return result

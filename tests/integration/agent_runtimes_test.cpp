@@ -1,0 +1,110 @@
+// Integration: one benchfleet-agent runs a matrix with both runtimes (issue 8) — libtorch jobs in
+// the real benchfleet-worker on the real exporter's artifacts, python jobs in the real
+// agent/python/benchfleet_runner.py with the build's python (Debian's torch 1.13: eager only) —
+// against the real coordinator, and the report shows both runtimes side by side.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <utility>
+
+#include "tests/integration/agent_test_util.h"
+
+namespace benchfleet::testing {
+namespace {
+
+TEST(AgentRuntimes, LibtorchAndPythonRunSideBySide) {
+  CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
+  AgentProcess a1(agent_options(coord, "a1"));
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"})) << agents_of(coord).dump(1);
+
+  // The agent advertises both runtimes of its build, each with the modes its program can run
+  // here: the worker eager and torchscript, the runner eager (torch.compile needs torch >= 2.0).
+  const json agent = agent_named(coord, "a1");
+  std::map<std::string, json> runtimes;
+  for (const auto& rt : agent["torch_builds"][0]["runtimes"]) runtimes[rt.value("runtime", "")] = rt["modes"];
+  ASSERT_EQ(runtimes.size(), 2u) << agent.dump(1);
+  EXPECT_EQ(runtimes["libtorch"], json({"eager", "torchscript"})) << agent.dump(1);
+  EXPECT_EQ(runtimes["python"], json({"eager"})) << agent.dump(1);
+
+  json matrix = cpu_matrix({kSqueezenet}, {1}, {"eager", "default"});
+  matrix["runtimes"] = {"libtorch", "python"};
+  matrix["measurement"]["max_iterations"] = 3;  // a fixed count of 3
+  const json run = coord.submit(matrix);
+  ASSERT_EQ(run["job_count"], 4);
+  ASSERT_TRUE(wait_run_state(coord, run, "done", 90s)) << run_of(coord, run).dump(1);
+
+  // One result per (runtime, mode): eager measured by each runtime's own program; default is a
+  // mode neither offers on torch 1.13, so the coordinator ends it `unsupported` with the reason.
+  std::map<std::pair<std::string, std::string>, json> by_cell;
+  for (const auto& r : results_of(coord, run)) {
+    const json& spec = r.at("job");
+    EXPECT_TRUE(by_cell.emplace(std::make_pair(spec.value("runtime", ""), spec.value("mode", "")), r).second)
+        << r.dump(1);
+  }
+  ASSERT_EQ(by_cell.size(), 4u) << json(by_cell).dump(1);
+  for (const std::string runtime : {"libtorch", "python"}) {
+    SCOPED_TRACE(runtime);
+    const json& eager = by_cell[{runtime, "eager"}]["result"];
+    EXPECT_EQ(eager.value("status", ""), "ok") << eager.dump(1);
+    EXPECT_EQ(eager["stats"].value("iterations", 0), 3) << eager.dump(1);
+    EXPECT_GT(eager["stats"].value("mean_ms", 0.0), 0.0) << eager.dump(1);
+    const json& compiled = by_cell[{runtime, "default"}]["result"];
+    EXPECT_EQ(compiled.value("status", ""), "unsupported") << compiled.dump(1);
+    EXPECT_NE(compiled.value("error", "").find(runtime + " runtime"), std::string::npos) << compiled.dump(1);
+  }
+  // The python job ran in the runner, from the catalog: no artifact was exported or loaded for it.
+  const json& python = by_cell[{"python", "eager"}]["result"];
+  EXPECT_EQ(python["environment"].value("runtime", ""), "python") << python.dump(1);
+  EXPECT_EQ(python["environment"].value("model", ""), kSqueezenet) << python.dump(1);
+  EXPECT_FALSE(python["environment"].contains("artifact_sha256")) << python.dump(1);
+  EXPECT_FALSE(python["telemetry"].contains("artifact_cached")) << python.dump(1);
+  const json& libtorch = by_cell[{"libtorch", "eager"}]["result"];
+  EXPECT_EQ(libtorch["environment"].value("artifact_sha256", "").size(), 64u) << libtorch.dump(1);
+  EXPECT_TRUE(libtorch["telemetry"].contains("artifact_cached")) << libtorch.dump(1);
+
+  // The report: one table, the runtime in every column, eager of both runtimes side by side.
+  const json report = coord.get_json(run_url(run) + "/report?format=json");
+  ASSERT_EQ(report["tables"].size(), 1u) << report.dump(1);
+  const json& table = report["tables"][0];
+  ASSERT_EQ(table["rows"].size(), 1u) << table.dump(1);
+  std::map<std::string, std::pair<json, json>> columns;  // header -> (column, cell)
+  for (std::size_t c = 0; c < table["columns"].size(); ++c) {
+    columns[table["columns"][c].value("header", "")] = {table["columns"][c], table["rows"][0]["cells"][c]};
+  }
+  const std::map<std::string, std::pair<std::string, std::string>> expected = {
+      {"local - libtorch - eager", {"libtorch", "ok"}},
+      {"local - libtorch - default", {"libtorch", "unsupported"}},
+      {"local - python - eager", {"python", "ok"}},
+      {"local - python - default", {"python", "unsupported"}},
+      {"local - libtorch - default speedup", {"libtorch", "unavailable"}},
+      {"local - python - default speedup", {"python", "unavailable"}},
+  };
+  ASSERT_EQ(columns.size(), expected.size()) << table.dump(1);
+  for (const auto& [header, want] : expected) {
+    SCOPED_TRACE(header);
+    ASSERT_TRUE(columns.contains(header)) << table.dump(1);
+    const auto& [column, cell] = columns[header];
+    EXPECT_EQ(column.value("runtime", ""), want.first) << column.dump();
+    EXPECT_EQ(cell.value("status", ""), want.second) << cell.dump();
+  }
+  const json& python_cell = columns["local - python - eager"].second;
+  EXPECT_EQ(python_cell["result_ids"], json({by_cell[{"python", "eager"}]["id"]})) << python_cell.dump();
+  EXPECT_DOUBLE_EQ(python_cell.value("value", 0.0), python["stats"].value("mean_ms", -1.0));
+
+  // The Markdown table (the seeds' format) names the runtime in each header, with its own cells.
+  const auto md = coord.get(run_url(run) + "/report?format=md");
+  ASSERT_EQ(md.status, 200u) << md.body;
+  EXPECT_NE(md.body.find("| **Task/Model** | **local - libtorch - eager** | **local - libtorch - default** |"
+                         " **local - python - eager** | **local - python - default** |"),
+            std::string::npos)
+      << md.body;
+  EXPECT_NE(md.body.find(columns["local - python - eager"].second.value("text", "?") + " | unsupported |"),
+            std::string::npos)
+      << md.body;
+  EXPECT_TRUE(poll_until([&] { return a1.spool_entries().empty(); }, 10s));
+}
+
+}  // namespace
+}  // namespace benchfleet::testing
