@@ -51,8 +51,6 @@ if [ -z "$systemd_reason" ] && [ "${BENCHFLEET_DEPLOY_IN_NAMESPACE:-}" != 1 ]; t
 fi
 
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/benchfleet-deploy.XXXXXX")"
-chmod 0755 "$scratch"  # the service users read the release archives' unpacked copies only, but
-                        # systemd opens the test's log files for them
 pids=()
 systemd_pid=""
 cleanup() {
