@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Creates or updates a Debian 13 (trixie) root filesystem holding a second torch build (torch 2.6,
+# torchvision 0.21, LibTorch 2.6 with AOTInductor's loader) and a C++ toolchain, for an agent
+# build entry with `root:` (the build's exporter, runner and worker then run inside it through
+# bubblewrap). Everything comes from Debian's archive, through debootstrap.
+#   scripts/torch-root.sh [--root DIR] [--mirror URL] [--print-build] [--check]
+# --root     where the root lives (default $BENCHFLEET_TORCH_ROOT, else
+#            ~/.cache/benchfleet/torch-roots/trixie); it is outside the clone so re-runs and CI
+#            reuse it.
+# --mirror   the Debian archive (default: the one apt uses here, else http://deb.debian.org/debian)
+# --check    only say whether the root is present and current (exit 0) or not (exit 1)
+# --print-build  print only the agent `builds:` entry (YAML) for an existing root
+# Idempotent: a root whose package set matches is left alone; a changed package set is installed
+# into it with apt; a missing or half-made root is made anew (built beside, then renamed, so an
+# interrupted run never leaves a root that looks finished). Needs root (debootstrap, chroot).
+set -euo pipefail
+
+suite=trixie
+# torch 2.6 with its C++ side (AOTInductor's model_package_loader.h), torchvision, the compiler
+# Inductor's CPU backend runs (g++, python3-dev for its python-binding kernels), and what
+# scripts/build-worker.sh needs to compile benchfleet-worker against this LibTorch.
+packages=(
+  python3 python3-torch python3-torchvision python3-numpy python3-yaml python3-dev
+  libtorch-dev g++ make cmake ninja-build ccache
+  nlohmann-json3-dev libcli11-dev libssl-dev
+)
+root="${BENCHFLEET_TORCH_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots/$suite}"
+mirror=""
+mode=make
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --root) root="$2"; shift 2 ;;
+    --mirror) mirror="$2"; shift 2 ;;
+    --check) mode=check; shift ;;
+    --print-build) mode=print; shift ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "torch-root: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+say() { echo "torch-root: $*"; }
+die() { echo "torch-root: $*" >&2; exit 1; }
+
+marker="$root/etc/benchfleet-root.json"
+wanted_hash="$(printf '%s\n' "$suite" "${packages[@]}" | sha256sum | cut -c1-16)"
+
+# The root's identity: a hash of every installed package and version, so two roots with the
+# same packages have the same id and any change (an upgrade, a removal) gives a new one.
+root_id() {
+  chroot "$1" dpkg-query -W -f='${Package}=${Version}\n' | LC_ALL=C sort | sha256sum | cut -c1-16
+}
+
+print_build() {
+  local torch_version
+  torch_version="$(sed -n 's/.*"torch_version": *"\([^"]*\)".*/\1/p' "$marker")"
+  cat <<EOF
+# agent config, under builds: (torch $torch_version in a Debian $suite root)
+- name: torch${torch_version%.*}
+  python: /usr/bin/python3
+  root: $root
+EOF
+}
+
+current() {
+  [ -f "$marker" ] && grep -q "\"packages_hash\": *\"$wanted_hash\"" "$marker"
+}
+
+case "$mode" in
+  check)
+    if current; then say "current: $root"; exit 0; fi
+    say "missing or out of date: $root"; exit 1 ;;
+  print)
+    current || die "no current root at $root (run scripts/torch-root.sh first)"
+    print_build; exit 0 ;;
+esac
+
+if current; then
+  say "root is current: $root ($(sed -n 's/.*"root_id": *"\([^"]*\)".*/\1/p' "$marker"))"
+  print_build
+  exit 0
+fi
+
+[ "$(id -u)" -eq 0 ] || die "creating a root needs root (debootstrap and chroot); run it as root or with sudo"
+for tool in debootstrap chroot; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (apt-get install debootstrap)"
+done
+
+if [ -z "$mirror" ]; then
+  mirror="$(grep -rhoE '^URIs: *https?://[^ ]+/debian/?$|^deb +https?://[^ ]+/debian/? ' \
+              /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null |
+            sed -E 's/^URIs: *//; s/^deb +//; s/ +$//' | head -n1 || true)"
+  mirror="${mirror:-http://deb.debian.org/debian}"
+fi
+
+# Say clearly when the archive cannot be reached, before debootstrap's own less direct message.
+if command -v curl >/dev/null 2>&1; then
+  curl -fsS --max-time 30 -o /dev/null "$mirror/dists/$suite/InRelease" ||
+    die "cannot reach Debian's archive at $mirror/dists/$suite/ (network or mirror down; --mirror URL picks another)"
+fi
+
+parent="$(dirname "$root")"
+mkdir -p "$parent"
+need_kb=$((4 * 1024 * 1024))
+free_kb="$(df -Pk "$parent" | awk 'NR==2 {print $4}')"
+[ "$free_kb" -ge "$need_kb" ] ||
+  die "not enough disk space under $parent: $((free_kb / 1024)) MiB free, about 4096 MiB needed"
+
+with_proc() {  # runs a command in the root with /proc, /dev and /sys mounted, unmounting after
+  local dir="$1"; shift
+  mount -t proc proc "$dir/proc"
+  mount --rbind /dev "$dir/dev"; mount --make-rslave "$dir/dev"
+  mount -t sysfs sysfs "$dir/sys"
+  local rc=0
+  chroot "$dir" "$@" || rc=$?
+  umount "$dir/sys"; umount -R "$dir/dev"; umount "$dir/proc"
+  return $rc
+}
+
+# debootstrap's own lines, thinned to a readable progress: phases, errors, every 100th package.
+progress_lines() {
+  local t0="$1" n=0 line
+  while IFS= read -r line; do
+    case "$line" in
+      "I: Retrieving "*|"I: Validating "*|"I: Extracting "*|"I: Unpacking "*|"I: Configuring "*)
+        n=$((n + 1)); [ $((n % 100)) -eq 1 ] || continue ;;
+      "I: "*|"E: "*|"W: "*) ;;
+      *) continue ;;
+    esac
+    printf 'torch-root: [%4ds] %s\n' "$((SECONDS - t0))" "$line"
+  done
+}
+
+started=$SECONDS
+if [ -f "$root/etc/debian_version" ] && [ -f "$marker" ]; then
+  # A finished root whose package set changed: install the new set into it.
+  say "updating $root (package set changed)"
+  with_proc "$root" env DEBIAN_FRONTEND=noninteractive apt-get update -qq ||
+    die "apt-get update in the root failed (is $mirror reachable?)"
+  with_proc "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}" ||
+    die "installing the packages in the root failed"
+else
+  work="$root.partial"
+  [ -e "$work" ] && { say "removing a half-made root from an interrupted run: $work"; rm -rf --one-file-system "$work"; }
+  [ -e "$root" ] && { say "removing an unfinished root: $root"; rm -rf --one-file-system "$root"; }
+  say "creating a Debian $suite root at $root from $mirror (about 2.2 GB; several minutes)"
+  log="$parent/debootstrap-$suite.log"
+  include="$(IFS=,; echo "${packages[*]}")"
+  set +e
+  debootstrap --variant=minbase --components=main --include="$include" "$suite" "$work" "$mirror" 2>&1 |
+    tee "$log" | progress_lines "$started"
+  rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" -ne 0 ]; then
+    free_kb="$(df -Pk "$parent" | awk 'NR==2 {print $4}')"
+    [ "$free_kb" -lt 204800 ] && die "debootstrap failed: the disk under $parent is full ($((free_kb / 1024)) MiB left); the log is $log"
+    grep -qE 'Failed getting release file|Couldn.t download|Temporary failure|Could not resolve' "$log" &&
+      die "debootstrap failed: Debian's archive at $mirror could not be reached; the log is $log"
+    die "debootstrap failed (exit $rc); the last lines of $log:
+$(tail -n 15 "$log")"
+  fi
+  rm -rf "$work/var/cache/apt/archives/"*.deb
+  mv "$work" "$root"
+fi
+
+say "checking torch in the root"
+torch_version="$(with_proc "$root" python3 -c 'import torch, torchvision; print(torch.__version__)')" ||
+  die "the root's python cannot import torch and torchvision"
+[ -f "$root/usr/include/torch/csrc/inductor/aoti_package/model_package_loader.h" ] ||
+  die "the root's LibTorch has no AOTInductor package loader header"
+id="$(root_id "$root")"
+cat >"$marker" <<EOF
+{"suite": "$suite", "torch_version": "$torch_version", "root_id": "$id", "packages_hash": "$wanted_hash", "created": "$(date -u +%Y-%m-%dT%H:%M:%SZ)"}
+EOF
+say "root ready in $((SECONDS - started)) s: $root (torch $torch_version, id $id)"
+print_build
