@@ -33,12 +33,14 @@ std::vector<config::Option> options(AgentConfig& c) {
       option("runner", c.runner,
              "path of benchfleet_runner.py, the python runtime's runner (default: beside the exporter)"),
       option("catalog", c.catalog, "model catalog YAML (default: the shipped one)"),
+      option("in_root", c.in_root,
+             "path of in-root.sh, which runs the programs of a build that has a root (default: beside the exporter)"),
       option("log_level", c.log_level, "trace, debug, info, warn, error"),
   };
 }
 
 Status read_builds(const YAML::Node& node, const std::string& origin, std::vector<TorchBuild>& out) {
-  if (!node.IsSequence()) return Error::invalid("builds", origin + ": must be a list of {name, python, worker}");
+  if (!node.IsSequence()) return Error::invalid("builds", origin + ": must be a list of {name, python, worker, root}");
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::string path = "builds[" + std::to_string(i) + "]";
     const YAML::Node& b = node[i];
@@ -49,11 +51,18 @@ Status read_builds(const YAML::Node& node, const std::string& origin, std::vecto
       if (key == "name") build.name = kv.second.as<std::string>();
       else if (key == "python") build.python = kv.second.as<std::string>();
       else if (key == "worker") build.worker = kv.second.as<std::string>();
-      else return Error::invalid(path + "." + key, origin + ": unknown key (allowed: name, python, worker)");
+      else if (key == "root") build.root = kv.second.as<std::string>();
+      else return Error::invalid(path + "." + key, origin + ": unknown key (allowed: name, python, worker, root)");
     }
     if (!is_valid_identifier(build.name)) return Error::invalid(path + ".name", origin + ": not a valid build name");
     if (build.python.empty() || build.worker.empty()) {
       return Error::invalid(path, origin + ": python and worker are required");
+    }
+    for (std::size_t j = 0; j < out.size(); ++j) {
+      if (out[j].name == build.name) {
+        return Error::invalid(path + ".name", origin + ": build " + build.name + " is already builds[" +
+                                                  std::to_string(j) + "]");
+      }
     }
     out.push_back(std::move(build));
   }
@@ -84,6 +93,12 @@ std::string default_runner_path(const std::string& exporter) {
   return (fs::path(exporter).parent_path() / "benchfleet_runner.py").string();
 }
 
+std::string default_in_root_path(const std::string& exporter) {
+  const fs::path dir = fs::path(exporter).parent_path();
+  // A release keeps it beside the exporter (share/benchfleet/); the source tree in scripts/.
+  return first_existing({dir / "in-root.sh", dir / ".." / ".." / "scripts" / "in-root.sh"});
+}
+
 Result<AgentConfigParse> parse_agent_config(int argc, char** argv) {
   AgentConfigParse out;
   AgentConfig& c = out.config;
@@ -99,7 +114,8 @@ Result<AgentConfigParse> parse_agent_config(int argc, char** argv) {
       "and uploads the results (spooled to disk first, so none is lost).\n"
       "SIGTERM drains (running jobs finish and report, then exit 0); a second SIGTERM aborts.\n"
       "Options also come from the YAML --config file (same names, underscores; torch builds as\n"
-      "`builds: [{name, python, worker}]`) and from the environment variables shown."};
+      "`builds: [{name, python, worker, root}]`; a build with a root runs its programs inside that root\n"
+      "filesystem, see scripts/torch-root.sh) and from the environment variables shown."};
   app.set_version_flag("--version", std::string("benchfleet-agent ") + BENCHFLEET_VERSION);
   std::string ignored_config;
   auto opts = options(c);

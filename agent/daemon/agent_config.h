@@ -26,9 +26,11 @@ struct AgentConfig {
   std::string exporter;  // benchfleet_export.py; default: found next to the binary or in the source tree
   std::string runner;    // benchfleet_runner.py (python runtime); default: beside the exporter
   std::string catalog;   // default: the shipped catalog
+  std::string in_root;   // scripts/in-root.sh (builds with a root); default: beside the exporter
   std::string log_level = "info";
-  // Torch builds, from the YAML file only (a list of {name, python, worker}). None: one build
-  // `local` = /usr/bin/python3 + the benchfleet-worker next to this binary.
+  // Torch builds, from the YAML file only (a list of {name, python, worker, root}). None: one
+  // build `local` = /usr/bin/python3 + the benchfleet-worker next to this binary. A build with a
+  // root runs its python and worker inside that root filesystem (scripts/torch-root.sh).
   std::vector<TorchBuild> builds;
 };
 
@@ -47,5 +49,7 @@ std::string default_worker_path(const std::string& agent_executable);
 std::string default_exporter_path(const std::string& agent_executable);
 // The python runtime's runner: benchfleet_runner.py in the exporter's directory.
 std::string default_runner_path(const std::string& exporter);
+// in-root.sh: beside the exporter (a release), else the source tree's scripts/.
+std::string default_in_root_path(const std::string& exporter);
 
 }  // namespace benchfleet::agent

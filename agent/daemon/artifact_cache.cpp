@@ -44,6 +44,10 @@ std::optional<nlohmann::json> read_json(const fs::path& path) {
   return j;
 }
 
+std::string describe_exit(const ExitInfo& exit) {
+  return exit.signal != 0 ? "killed by signal " + std::to_string(exit.signal) : "exit " + std::to_string(exit.exit_code);
+}
+
 std::string sanitize(std::string_view s) {
   std::string out;
   for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
@@ -55,7 +59,7 @@ std::string sanitize(std::string_view s) {
 ArtifactCache::ArtifactCache(std::string dir) : dir_(std::move(dir)) {}
 
 std::string ArtifactCache::dir_name(const ArtifactKey& k) {
-  const std::string full = k.model + "|" + k.build + "|" + k.build_version + "|" + k.format + "|" +
+  const std::string full = k.model + "|" + k.build + "|" + k.build_version + "|" + k.build_root_id + "|" + k.format + "|" +
                            std::string(to_string(k.mode)) + "|" + std::to_string(k.batch) + "|" + k.device + "|" +
                            k.device_arch;
   std::ostringstream hash;
@@ -91,6 +95,7 @@ Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter
   }
   o.stdout_path = (fs::path(dir_) / (dir_name(key) + ".export.out")).string();
   o.stderr_path = (fs::path(dir_) / (dir_name(key) + ".export.err")).string();
+  if (exporter.launch) o = exporter.launch(std::move(o));
   auto child = Child::spawn(o);
   if (!child.ok()) {
     out.message = "cannot start the exporter: " + child.error().message;
@@ -109,7 +114,7 @@ Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter
     out.failure = answer && answer->value("status", "") == "unsupported" ? ResultStatus::kUnsupported
                                                                          : ResultStatus::kError;
     out.message = answer && answer->contains("message") ? "export: " + answer->value("message", "")
-                                                        : "export failed (exit " + std::to_string(exit.exit_code) +
+                                                        : "export failed (" + describe_exit(exit) +
                                                               "): " + tail_of_file(o.stderr_path, 5);
     return out;
   }

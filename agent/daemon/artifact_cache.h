@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "agent/daemon/process.h"
 #include "common/types.h"
 
 namespace benchfleet::agent {
@@ -17,6 +19,7 @@ struct ArtifactKey {
   std::string model;
   std::string build;          // torch build name
   std::string build_version;  // its exact version, so an upgraded build re-exports
+  std::string build_root_id;  // its root's identity ("" on the host), so a changed root re-exports
   std::string format;         // torchscript, torchscript-frozen, aotinductor
   Mode mode = Mode::kEager;
   int batch = 1;
@@ -29,6 +32,8 @@ struct Exporter {
   std::string script;   // agent/python/benchfleet_export.py
   std::string catalog;  // the model catalog
   int timeout_s = 3600;
+  // Makes the exporter's process run for the build (BuildLauncher::wrap); none: as given.
+  std::function<SpawnOptions(SpawnOptions)> launch;
 };
 
 struct Artifact {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "agent/daemon/artifact_cache.h"
+#include "agent/daemon/build_launcher.h"
 #include "agent/daemon/coordinator_client.h"
 #include "agent/daemon/gpu_discovery.h"
 #include "agent/daemon/process.h"
@@ -51,15 +52,32 @@ class Backoff {
 // Runs `argv` (a worker or runner with --capabilities) and returns the JSON object it printed,
 // or null when it failed, timed out or printed something else. Its stdout is kept in
 // <work_dir>/capabilities-<name>.json.
-nlohmann::json capabilities_of(const std::string& work_dir, const std::string& name, std::vector<std::string> argv,
-                               std::chrono::seconds limit) {
+// `why_not` gets the reason when there is no answer (exit status and the end of stderr, kept in
+// <work_dir>/capabilities-<name>.err).
+nlohmann::json capabilities_of(const BuildLauncher& launcher, const TorchBuild& build, const std::string& work_dir,
+                               const std::string& name, std::vector<std::string> argv, std::chrono::seconds limit,
+                               std::string& why_not) {
   SpawnOptions o;
   o.argv = std::move(argv);
   o.stdout_path = work_dir + "/capabilities-" + name + ".json";
+  o.stderr_path = work_dir + "/capabilities-" + name + ".err";
+  o = launcher.wrap(build, std::move(o));
   auto child = Child::spawn(o);
-  if (!child.ok() || supervise(*child, limit, 1s, 1h, {}).exit_code != 0) return nullptr;
+  if (!child.ok()) {
+    why_not = child.error().message;
+    return nullptr;
+  }
+  const ExitInfo exit = supervise(*child, limit, 1s, 1h, {});
+  if (exit.exit_code != 0) {
+    why_not = (exit.timed_out ? "no answer within " + std::to_string(limit.count()) + " s"
+               : exit.signal  ? "killed by signal " + std::to_string(exit.signal)
+                              : "exit " + std::to_string(exit.exit_code)) +
+              ": " + tail_of_file(o.stderr_path, 3);
+    return nullptr;
+  }
   std::ifstream in(o.stdout_path);
   auto caps = nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
+  if (!caps.is_object()) why_not = "its --capabilities answer is not a JSON object";
   return caps.is_object() ? caps : nlohmann::json();
 }
 
@@ -67,6 +85,57 @@ nlohmann::json capabilities_of(const std::string& work_dir, const std::string& n
 std::vector<Mode> modes_on(const nlohmann::json& caps, const std::string& device) {
   auto modes = decode<std::vector<Mode>>(caps.value("modes", nlohmann::json::object()).value(device, nlohmann::json()));
   return modes.ok() ? *modes : std::vector<Mode>{};
+}
+
+// Finds out what `build` can run here: its root (when it has one), then its worker's
+// (libtorch) and its python runner's (python runtime) --capabilities on this host's device.
+// A build that cannot run at all (a missing or broken root, neither program answering) is
+// still offered with both runtimes and every mode, and `broken` says why: its jobs then end
+// with an `error` verdict naming the cause instead of waiting forever for an agent.
+void probe_build(const AgentConfig& c, const BuildLauncher& launcher, const std::string& device, TorchBuild& b) {
+  b.runtimes.clear();
+  b.broken.clear();
+  auto offer_everything = [&](std::string why) {
+    b.broken = std::move(why);
+    b.runtimes = {{Runtime::kLibtorch, all_modes()}, {Runtime::kPython, all_modes()}};
+    spdlog::error("torch build {}: {}; its jobs will end as errors", b.name, b.broken);
+  };
+  if (!b.root.empty()) {
+    auto info = read_root_info(b.root);
+    if (!info.ok()) return offer_everything(info.error().message);
+    b.root_info = *info;
+  }
+  std::string worker_failure;
+  const nlohmann::json worker_caps = capabilities_of(launcher, b, c.work_dir, b.name + "-libtorch",
+                                                     {b.worker, "--capabilities"}, 60s, worker_failure);
+  if (worker_caps.is_object()) {
+    b.version = worker_caps.value("torch_version", "");
+    b.runtimes.push_back({Runtime::kLibtorch, modes_on(worker_caps, device)});
+  } else {
+    spdlog::error("torch build {}: {} --capabilities failed ({}); the build is offered without the libtorch runtime",
+                  b.name, b.worker, worker_failure);
+  }
+  // Importing torch in a cold python takes a while on a loaded host: a longer bound.
+  std::string runner_failure;
+  const nlohmann::json runner_caps = capabilities_of(launcher, b, c.work_dir, b.name + "-python",
+                                                     {b.python, c.runner, "--capabilities"}, 180s, runner_failure);
+  if (runner_caps.is_object()) {
+    if (b.version.empty()) b.version = runner_caps.value("torch_version", "");
+    b.torch_git = runner_caps.value("torch_git", "");
+    b.runtimes.push_back({Runtime::kPython, modes_on(runner_caps, device)});
+  } else {
+    spdlog::error("torch build {}: {} {} --capabilities failed ({}); the build is offered without the python runtime",
+                  b.name, b.python, c.runner, runner_failure);
+  }
+  if (b.runtimes.empty()) {
+    return offer_everything("neither its worker nor its python runner answers --capabilities (worker: " +
+                            worker_failure + "; runner: " + runner_failure + ")");
+  }
+  for (const auto& rt : b.runtimes) {
+    spdlog::info("torch build {}: torch {} {} runtime ({}), {} modes on {}{}", b.name, b.version, to_string(rt.runtime),
+                 rt.runtime == Runtime::kLibtorch ? b.worker : c.runner, rt.modes.size(), device,
+                 b.root.empty() ? "" : " in root " + b.root + " (" + b.root_info.id + ")");
+  }
 }
 
 }  // namespace
@@ -83,6 +152,7 @@ struct Daemon::State {
   std::mutex intervals_mu;
   std::unique_ptr<Spool> spool;
   std::unique_ptr<ArtifactCache> cache;
+  std::unique_ptr<BuildLauncher> launcher;
   std::atomic<int> stop_requests{0};
   std::mutex sleep_mu;
   std::condition_variable wake;
@@ -174,7 +244,8 @@ struct Daemon::State {
     JobEnvironment env;
     env.slot = &slot.descriptor;
     env.cache = cache.get();
-    env.exporter = Exporter{"", config.exporter, config.catalog, config.export_timeout_s};
+    env.launcher = launcher.get();
+    env.exporter = Exporter{"", config.exporter, config.catalog, config.export_timeout_s, {}};
     env.runner = config.runner;
     env.work_dir = config.work_dir + "/" + slot.descriptor.id;
     env.kill_grace_s = config.kill_grace_s;
@@ -216,6 +287,11 @@ struct Daemon::State {
         JobResult r;
         r.status = ResultStatus::kUnsupported;
         r.error = "this agent has no torch build named " + job.spec.torch_build;
+        result = r;
+      } else if (!build->broken.empty()) {
+        JobResult r;
+        r.status = ResultStatus::kError;
+        r.error = "torch build " + build->name + " cannot run jobs on this agent: " + build->broken;
         result = r;
       } else {
         env.build = &*build;
@@ -326,37 +402,21 @@ int Daemon::run() {
   const std::string device = found.gpus.empty() ? "cpu" : "cuda";
 
   s.builds = c.builds;
-  if (s.builds.empty()) s.builds.push_back({"local", "", "/usr/bin/python3", default_worker_path(s.executable), {}});
-  if (c.runner.empty()) c.runner = default_runner_path(c.exporter);
-  for (auto& b : s.builds) {
-    // Ask each build's worker (libtorch) and its python's runner (python runtime) what they can
-    // run on this host's device. A runtime whose answer is missing is not offered: its jobs wait
-    // for an agent that offers it.
-    b.runtimes.clear();
-    const nlohmann::json worker_caps =
-        capabilities_of(c.work_dir, b.name + "-libtorch", {b.worker, "--capabilities"}, 60s);
-    if (worker_caps.is_object()) {
-      b.version = worker_caps.value("torch_version", "");
-      b.runtimes.push_back({Runtime::kLibtorch, modes_on(worker_caps, device)});
-    } else {
-      spdlog::error("torch build {}: {} --capabilities failed; the build is offered without the libtorch runtime",
-                    b.name, b.worker);
-    }
-    // Importing torch in a cold python takes a while on a loaded host: a longer bound.
-    const nlohmann::json runner_caps =
-        capabilities_of(c.work_dir, b.name + "-python", {b.python, c.runner, "--capabilities"}, 180s);
-    if (runner_caps.is_object()) {
-      if (b.version.empty()) b.version = runner_caps.value("torch_version", "");
-      b.runtimes.push_back({Runtime::kPython, modes_on(runner_caps, device)});
-    } else {
-      spdlog::error("torch build {}: {} {} --capabilities failed; the build is offered without the python runtime",
-                    b.name, b.python, c.runner);
-    }
-    for (const auto& rt : b.runtimes) {
-      spdlog::info("torch build {}: torch {} {} runtime ({}), {} modes on {}", b.name, b.version, to_string(rt.runtime),
-                   rt.runtime == Runtime::kLibtorch ? b.worker : c.runner, rt.modes.size(), device);
-    }
+  if (s.builds.empty()) {
+    TorchBuild local;
+    local.name = "local";
+    local.python = "/usr/bin/python3";
+    local.worker = default_worker_path(s.executable);
+    s.builds.push_back(std::move(local));
   }
+  if (c.runner.empty()) c.runner = default_runner_path(c.exporter);
+  if (c.in_root.empty()) c.in_root = default_in_root_path(c.exporter);
+  s.launcher = std::make_unique<BuildLauncher>(
+      c.in_root, std::vector<std::string>{c.work_dir, c.artifact_dir},
+      std::vector<std::string>{fs::path(c.exporter).parent_path().string(), fs::path(c.runner).parent_path().string(),
+                               fs::path(c.catalog).parent_path().string()},
+      c.artifact_dir + "/inductor");
+  for (auto& b : s.builds) probe_build(c, *s.launcher, device, b);
 
   char host[256] = {};
   gethostname(host, sizeof host - 1);

@@ -26,10 +26,18 @@ JobResult verdict(ResultStatus status, std::string message) {
 std::variant<WorkerJob, JobResult> libtorch_job(const LeasedJob& job, const JobEnvironment& env, Prepared& prepared) {
   const SlotDescriptor& slot = *env.slot;
   const bool gpu = slot.gpu.has_value();
-  ArtifactKey key{job.spec.model, env.build->name, env.build->version, std::string(format_for(job.spec.mode)),
-                  job.spec.mode,  job.spec.batch,  gpu ? "cuda" : "cpu", gpu ? slot.gpu->compute_capability : "cpu"};
+  ArtifactKey key{job.spec.model,
+                  env.build->name,
+                  env.build->version,
+                  env.build->root_info.id,
+                  std::string(format_for(job.spec.mode)),
+                  job.spec.mode,
+                  job.spec.batch,
+                  gpu ? "cuda" : "cpu",
+                  gpu ? slot.gpu->compute_capability : "cpu"};
   Exporter exporter = env.exporter;
   exporter.python = env.build->python;
+  exporter.launch = [&env](SpawnOptions o) { return env.launcher->wrap(*env.build, std::move(o)); };
   prepared = env.cache->prepare(key, exporter);
   if (!prepared.artifact) return verdict(prepared.failure, prepared.message);
 
@@ -45,6 +53,18 @@ std::variant<WorkerJob, JobResult> libtorch_job(const LeasedJob& job, const JobE
     return verdict(ResultStatus::kError, "the exporter's metadata is unusable: " + inputs.error().describe());
   }
   return w;
+}
+
+// The fingerprint says which of this host's builds ran the job, and in which root.
+void add_build_identity(const TorchBuild& build, JobResult& r) {
+  if (!r.environment.is_object()) r.environment = nlohmann::json::object();
+  r.environment["build"] = build.name;
+  if (!build.torch_git.empty() && !r.environment.contains("torch_git")) r.environment["torch_git"] = build.torch_git;
+  if (!build.root.empty()) {
+    r.environment["build_root"] = build.root;
+    r.environment["build_root_id"] = build.root_info.id;
+    r.environment["build_root_suite"] = build.root_info.suite;
+  }
 }
 
 }  // namespace
@@ -93,6 +113,7 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   o.env_set["CUDA_VISIBLE_DEVICES"] = gpu ? slot.gpu->uuid : "";
   o.stdout_path = (dir / "stdout.txt").string();
   o.stderr_path = (dir / "stderr.txt").string();
+  o = env.launcher->wrap(*env.build, std::move(o));
   auto child = Child::spawn(o);
   if (!child.ok()) return verdict(ResultStatus::kError, "cannot start " + runner_name + ": " + child.error().message);
   const ExitInfo exit = supervise(*child, std::chrono::seconds(job.timeout_s), std::chrono::seconds(env.kill_grace_s),
@@ -130,7 +151,11 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
       r.export_s = prepared.artifact->metadata["export_s"].get<double>();
     }
     r.telemetry["artifact_cached"] = prepared.artifact->cached;
+    if (prepared.artifact->metadata.contains("inductor_cache")) {
+      r.telemetry["export_inductor_cache"] = prepared.artifact->metadata["inductor_cache"];
+    }
   }
+  add_build_identity(*env.build, r);
   fs::remove_all(dir, ec);  // the result travels in the spool; scratch is not kept
   return r;
 }

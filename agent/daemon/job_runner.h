@@ -9,25 +9,18 @@
 #include <string>
 
 #include "agent/daemon/artifact_cache.h"
+#include "agent/daemon/build_launcher.h"
 #include "agent/daemon/coordinator_client.h"
 #include "common/types.h"
 
 namespace benchfleet::agent {
 
-// A torch build on this host: what it is called, its interpreter and its worker binary.
-struct TorchBuild {
-  std::string name;
-  std::string version;  // filled from the worker's --capabilities at start
-  std::string python;
-  std::string worker;
-  std::vector<RuntimeSupport> runtimes;  // advertised to the coordinator: the worker's, the runner's
-};
-
 struct JobEnvironment {
   const TorchBuild* build = nullptr;
   const SlotDescriptor* slot = nullptr;
   ArtifactCache* cache = nullptr;
-  Exporter exporter;          // python filled from the build
+  const BuildLauncher* launcher = nullptr;  // starts the build's programs (in its root, if any)
+  Exporter exporter;          // python and launch filled from the build
   std::string runner;         // benchfleet_runner.py, run with the build's python (python runtime)
   std::string work_dir;       // per-slot scratch directory
   int kill_grace_s = 10;      // SIGTERM -> SIGKILL grace for a worker past its timeout

@@ -71,10 +71,13 @@ Result<Child> Child::spawn(const SpawnOptions& o) {
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return Error::internal("cannot start " + o.argv[0] + ": " + std::strerror(rc));
-  return Child(pid);
+  return Child(pid, o.signal_as_exit_status);
 }
 
-Child::Child(Child&& other) noexcept : pid_(other.pid_), started_(other.started_) { other.pid_ = -1; }
+Child::Child(Child&& other) noexcept
+    : pid_(other.pid_), signal_as_exit_status_(other.signal_as_exit_status_), started_(other.started_) {
+  other.pid_ = -1;
+}
 
 Child::~Child() {
   if (pid_ > 0) kill_group(std::chrono::milliseconds(0));
@@ -84,6 +87,10 @@ ExitInfo Child::finish(int status) {
   ExitInfo info;
   if (WIFEXITED(status)) info.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) info.signal = WTERMSIG(status);
+  if (signal_as_exit_status_ && info.exit_code > 128 && info.exit_code < 128 + NSIG) {
+    info.signal = info.exit_code - 128;
+    info.exit_code = -1;
+  }
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   pid_ = -1;
   return info;

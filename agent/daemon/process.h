@@ -21,6 +21,9 @@ struct SpawnOptions {
   std::vector<std::string> env_unset;
   std::string stdout_path;  // created/truncated; empty: /dev/null
   std::string stderr_path;
+  // The program is a launcher that reports its own child killed by signal N as exit status
+  // 128+N (bubblewrap, for builds in their own root): ExitInfo then says `signal = N`.
+  bool signal_as_exit_status = false;
 };
 
 struct ExitInfo {
@@ -48,10 +51,12 @@ class Child {
   ExitInfo kill_group(std::chrono::milliseconds grace);
 
  private:
-  explicit Child(pid_t pid) : pid_(pid), started_(std::chrono::steady_clock::now()) {}
+  Child(pid_t pid, bool signal_as_exit_status)
+      : pid_(pid), signal_as_exit_status_(signal_as_exit_status), started_(std::chrono::steady_clock::now()) {}
   ExitInfo finish(int status);
 
   pid_t pid_ = -1;
+  bool signal_as_exit_status_ = false;
   std::chrono::steady_clock::time_point started_;
 };
 

@@ -59,6 +59,30 @@ TEST_F(ProcessTest, ASignalIsReported) {
   EXPECT_EQ(info.signal, SIGSEGV);
 }
 
+TEST_F(ProcessTest, ALauncherReportingSignalsAsExitStatusGivesTheSignal) {
+  // bubblewrap (a build in its own root) exits 128+N when its command dies of signal N.
+  auto o = sh("exit 139");
+  o.signal_as_exit_status = true;
+  auto child = Child::spawn(o);
+  ASSERT_TRUE(child.ok());
+  auto info = supervise(*child, 10s, 1s, 1s, {});
+  EXPECT_EQ(info.signal, SIGSEGV);
+  EXPECT_EQ(info.exit_code, -1);
+
+  auto plain = sh("exit 139");  // any other program: an exit status is an exit status
+  auto other = Child::spawn(plain);
+  ASSERT_TRUE(other.ok());
+  info = supervise(*other, 10s, 1s, 1s, {});
+  EXPECT_EQ(info.exit_code, 139);
+  EXPECT_EQ(info.signal, 0);
+
+  auto ordinary = sh("exit 3");
+  ordinary.signal_as_exit_status = true;
+  auto third = Child::spawn(ordinary);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(supervise(*third, 10s, 1s, 1s, {}).exit_code, 3);
+}
+
 TEST_F(ProcessTest, TimeoutKillsTheWholeGroup) {
   // The grandchild would outlive a kill of the shell alone.
   auto child = Child::spawn(sh("sleep 60 & echo $! > " + (dir_ / "grandchild").string() + "; wait"));
