@@ -49,6 +49,9 @@ install -m 0644 "$root/CMakeLists.txt" "$src/CMakeLists.txt"
 cp -R "$root/common" "$src/common"
 cp -R "$root/agent/worker" "$src/agent/worker"
 install -m 0755 "$root/scripts/build-worker.sh" "$prefix/share/benchfleet/build-worker.sh"
+# in-root.sh runs the programs of a build that lives in its own root (the agent and
+# build-worker.sh --root find it beside them).
+install -m 0755 "$root/scripts/in-root.sh" "$prefix/share/benchfleet/in-root.sh"
 # SOURCE_ID names the worker sources, not the release: two releases with the same worker sources
 # share the workers built from them.
 (cd "$src" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16) \

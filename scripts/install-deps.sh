@@ -25,6 +25,7 @@ packages=(
   libtorch-dev python3-torch python3-torchvision python3-yaml
   curl ca-certificates
   ansible ansible-lint
+  debootstrap bubblewrap
 )
 # Node for chart.js and the tests' tools: Debian's nodejs and npm, unless a node with its npm is
 # already there (e.g. from NodeSource, whose nodejs conflicts with Debian's npm).

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The main job on a fresh Debian 12 machine: installs dependencies, builds, starts a
-# coordinator on the embedded SQLite default (state in .state/) and one local agent (GPU slots
-# if nvidia-smi finds GPUs, else the CPU slot) with the local torch build, submits the default
-# matrix with the CLI (examples/cpu-demo.yaml without a GPU, examples/gpu-demo.yaml on the
-# local GPU classes with one), shows progress, prints the comparison table and the URLs, then
-# keeps both services up until Ctrl-C.
+# The main job on a fresh Debian 12 machine: installs dependencies, makes (or reuses) a Debian 13
+# root with torch 2.6 while it builds, builds the worker inside that root, starts a coordinator on
+# the embedded SQLite default (state in .state/) and one local agent (GPU slots if nvidia-smi
+# finds GPUs, else the CPU slot) with two torch builds — `debian12` (this host's torch 1.13) and
+# `debian13` (torch 2.6 in its root) — submits the default matrix with the CLI
+# (examples/cpu-compile-demo.yaml without a GPU: eager vs torch.compile on both builds, with an
+# OOM cell; examples/gpu-demo.yaml on the local GPU classes with one), shows progress, prints the
+# comparison table and the URLs, then keeps both services up until Ctrl-C.
 #   scripts/quickstart.sh            # run in the foreground; Ctrl-C stops it
 #   scripts/quickstart.sh --detach   # leave it running; stop later with:
 #   scripts/quickstart.sh stop
@@ -18,6 +20,9 @@
 #   BENCHFLEET_QUICKSTART_BUILD        build tree (default build/default, CMake preset "default")
 #   BENCHFLEET_QUICKSTART_SKIP_SETUP   1: skip installing and building (the binaries must exist)
 #   BENCHFLEET_QUICKSTART_TIMEOUT_S    give up waiting for the run after this long (default 3600)
+#   BENCHFLEET_TORCH_ROOT              the torch 2.6 root (default ~/.cache/benchfleet/torch-roots/trixie);
+#                                      none: the fast path, the host's torch 1.13 alone and
+#                                      examples/cpu-demo.yaml (eager vs TorchScript), no root to make
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -52,19 +57,63 @@ case "${1:-}" in
 esac
 detach="${1:-}"
 
+torch_root="${BENCHFLEET_TORCH_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots/trixie}"
+root_worker="$build/torch-root-worker/bin/benchfleet-worker"
+setup=1
+[ "${BENCHFLEET_QUICKSTART_SKIP_SETUP:-0}" = 1 ] && setup=0
+mkdir -p "$state"
+
 t0=$(date +%s)
-if [ "${BENCHFLEET_QUICKSTART_SKIP_SETUP:-0}" != 1 ]; then
-  scripts/install-deps.sh --no-browser
-fi
+[ "$setup" = 1 ] && scripts/install-deps.sh --no-browser
 t1=$(date +%s)
-if [ "${BENCHFLEET_QUICKSTART_SKIP_SETUP:-0}" != 1 ]; then
+root_pid=""
+if [ "$setup" = 1 ] && [ "$torch_root" != none ]; then
+  # Made beside the C++ build (minutes the first time, seconds after); its lines go to a log.
+  echo "quickstart: making the torch 2.6 root in the background: $torch_root (log: $state/torch-root.log)"
+  scripts/torch-root.sh --root "$torch_root" >"$state/torch-root.log" 2>&1 &
+  root_pid=$!
+fi
+if [ "$setup" = 1 ]; then
   cmake --preset default >/dev/null
   cmake --build --preset default --target benchfleet benchfleet-coordinator benchfleet-agent benchfleet-worker
 fi
 t2=$(date +%s)
+if [ -n "$root_pid" ]; then
+  if wait "$root_pid"; then
+    echo "quickstart: $(grep -E '^torch-root: root (ready|is current)' "$state/torch-root.log" | tail -n 1 | sed 's/^torch-root: //')"
+    echo "quickstart: building benchfleet-worker inside the root against its LibTorch 2.6"
+    scripts/build-worker.sh --root "$torch_root" --out "$build/torch-root-worker" >/dev/null ||
+      { echo "quickstart: the worker did not build in the root; going on with the host's torch only" >&2; torch_root=none; }
+  else
+    tail -n 5 "$state/torch-root.log" >&2
+    echo "quickstart: the torch 2.6 root could not be made (see $state/torch-root.log); going on with the host's torch only" >&2
+    torch_root=none
+  fi
+fi
+t2b=$(date +%s)
+
+# The agent's torch builds: this host's (Debian 12, torch 1.13) and, where its root and the worker
+# built in it exist, Debian 13's torch 2.6 in its root.
+with_root=0
+if [ "$torch_root" != none ] && [ -f "$torch_root/etc/benchfleet-root.json" ] && [ -x "$root_worker" ]; then
+  with_root=1
+fi
+{
+  echo "# written by scripts/quickstart.sh"
+  echo "builds:"
+  echo "  - {name: debian12, python: /usr/bin/python3, worker: $build/agent/worker/benchfleet-worker}"
+  if [ "$with_root" = 1 ]; then
+    echo "  - {name: debian13, python: /usr/bin/python3, worker: $root_worker, root: $torch_root}"
+  fi
+} >"$state/agent.yaml.new"
+if ! cmp -s "$state/agent.yaml.new" "$state/agent.yaml" 2>/dev/null; then
+  mv "$state/agent.yaml.new" "$state/agent.yaml"
+  stop_one "$agent_pidfile" "agent (its builds changed)"
+else
+  rm -f "$state/agent.yaml.new"
+fi
 
 cli="$build/cli/benchfleet"
-mkdir -p "$state"
 if ! running; then
   rm -f "$state/port"
   "$build/coordinator/benchfleet-coordinator" --listen "127.0.0.1:${BENCHFLEET_PORT:-8080}" \
@@ -85,7 +134,8 @@ export BENCHFLEET_OPERATOR_TOKEN_FILE="$state/benchfleet.db.operator-token"
 
 if ! alive "$agent_pidfile"; then
   BENCHFLEET_ENROLLMENT_TOKEN=$(cat "$state/benchfleet.db.enrollment-token") \
-    "$build/agent/daemon/benchfleet-agent" --coordinator "$base" --state-dir "$state/agent" --name local \
+    "$build/agent/daemon/benchfleet-agent" --config "$state/agent.yaml" --coordinator "$base" \
+    --state-dir "$state/agent" --name local \
     >>"$state/agent.log" 2>&1 &
   echo $! >"$agent_pidfile"
 fi
@@ -116,6 +166,8 @@ if [ -n "${BENCHFLEET_QUICKSTART_MATRIX:-}" ]; then
 elif [ -n "$gpu_classes" ]; then
   matrix=examples/gpu-demo.yaml
   submit_args=(--gpus "$gpu_classes")
+elif [ "$with_root" = 1 ]; then
+  matrix=examples/cpu-compile-demo.yaml
 else
   matrix=examples/cpu-demo.yaml
 fi
@@ -138,7 +190,7 @@ echo "Dashboard: $base/#/runs/$run_id   Report: $base/api/v1/runs/$run_id/report
 echo "API: $base/api/v1/runs   OpenAPI: $base/api/v1/openapi.json   Metrics: $base/metrics"
 echo "CLI: export BENCHFLEET_URL=$base BENCHFLEET_OPERATOR_TOKEN_FILE=$BENCHFLEET_OPERATOR_TOKEN_FILE"
 echo "     $cli runs | run $run_id | report $run_id --format csv | agents | watch ID | --help"
-echo "Timings: dependencies $((t1 - t0)) s, build $((t2 - t1)) s, run $((t3 - t2)) s"
+echo "Timings: dependencies $((t1 - t0)) s, build $((t2 - t1)) s, torch root and its worker $((t2b - t2)) s, run $((t3 - t2b)) s"
 
 if [ "$detach" = "--detach" ]; then
   echo "quickstart: coordinator and agent left running; stop them with: scripts/quickstart.sh stop"

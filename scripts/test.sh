@@ -1,14 +1,41 @@
 #!/usr/bin/env bash
-# Runs the whole benchfleet test suite from a fresh checkout:
-# installs dependencies, configures, builds and runs every test through CTest.
-#   scripts/test.sh            # Release build (preset "default")
-#   PRESET=asan scripts/test.sh  # same suite under ASan+UBSan
+# Runs the whole benchfleet test suite from a fresh checkout: installs dependencies, makes (or
+# reuses) the torch 2.6 root in parallel with the C++ build, builds the worker inside that root,
+# and runs every test through CTest.
+#   scripts/test.sh                      # Release build (preset "default")
+#   PRESET=asan scripts/test.sh          # same suite under ASan+UBSan
+#   BENCHFLEET_TORCH_ROOT=DIR scripts/test.sh   # the root elsewhere (default
+#                                        # ~/.cache/benchfleet/torch-roots/trixie)
+#   BENCHFLEET_TORCH_ROOT=none scripts/test.sh  # without the torch 2.6 build: its tests skip
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${PRESET:-default}"
 jobs="${JOBS:-$(nproc)}"
+root="${BENCHFLEET_TORCH_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots/trixie}"
 
 scripts/install-deps.sh
-cmake --preset "$preset"
+
+# The root takes minutes to make the first time (downloads, dpkg) and is reused afterwards;
+# making it beside the compile saves that time on a fresh machine.
+root_pid=""
+if [ "$root" != none ]; then
+  mkdir -p build
+  scripts/torch-root.sh --root "$root" >build/torch-root.log 2>&1 &
+  root_pid=$!
+fi
+
+cmake --preset "$preset" ${root:+-DBENCHFLEET_TORCH_ROOT="$root"}
 cmake --build --preset "$preset" -j "$jobs"
+
+if [ -n "$root_pid" ]; then
+  if ! wait "$root_pid"; then
+    cat build/torch-root.log >&2
+    echo "test: the torch 2.6 root could not be made (BENCHFLEET_TORCH_ROOT=none runs the suite without it)" >&2
+    exit 1
+  fi
+  grep -E '^torch-root: (root|creating|updating)' build/torch-root.log || true
+  echo "test: building benchfleet-worker inside the root against its LibTorch"
+  scripts/build-worker.sh --root "$root" --out "build/$preset/torch-root-worker" --jobs "$jobs"
+  export BENCHFLEET_REQUIRE_TORCH_ROOT=1
+fi
 ctest --preset "$preset" -j "$jobs" --timeout 300

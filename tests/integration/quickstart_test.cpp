@@ -254,8 +254,8 @@ TEST(QuickStart, TwoRunsPrintTheStoredResultsWithARealOomCell) {
   const json oom_rows = json::parse(oom->body)["results"];
   ASSERT_EQ(oom_rows.size(), 1u) << oom->body;
   EXPECT_GT(oom_rows[0]["result"]["oom"]["bytes_requested"].get<std::int64_t>(), 0);
-  // The closing line with the three timings (their values depend on the machine's load).
-  EXPECT_TRUE(std::regex_search(first.output, std::regex(R"(\nTimings: dependencies \d+ s, build \d+ s, run \d+ s\n)")))
+  // The closing line with the four timings (their values depend on the machine's load).
+  EXPECT_TRUE(std::regex_search(first.output, std::regex(R"(\nTimings: dependencies \d+ s, build \d+ s, torch root and its worker \d+ s, run \d+ s\n)")))
       << first.output;
 
   // The same command again: the running coordinator and agent are reused; a new run is measured.
