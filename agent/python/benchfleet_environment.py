@@ -9,14 +9,20 @@ build_info.cpp, fingerprint.cpp, cuda.cpp (fingerprint) and nvml.cpp.
 
 Modes of the python runtime:
   eager                        the nn.Module, called under torch.no_grad()
-  default, max-autotune-no-cudagraphs, max-autotune
+  default, max-autotune-no-cudagraphs
                                torch.compile(model, mode=...), on CPU and CUDA; needs
-                               torch.compile (torch >= 2.0) and a Python dynamo supports
-  reduce-overhead              torch.compile with CUDA graphs: CUDA only. On CPU inductor skips
-                               the graphs and runs `default`, so the cell would be a relabelled
-                               `default`; it is `unsupported`, as in the C++ worker.
+                               torch.compile (torch >= 2.0), a Python dynamo supports and, on
+                               the CPU, a C++ compiler for inductor's kernels (g++, or $CXX)
+  reduce-overhead, max-autotune
+                               torch.compile with CUDA graphs (max-autotune is
+                               max-autotune-no-cudagraphs plus CUDA graphs): CUDA only. On CPU
+                               inductor skips the graphs, so the cell would be a relabelled
+                               `default` or `max-autotune-no-cudagraphs`; it is `unsupported`.
   torchscript                  not in this runtime: benchfleet-worker (libtorch) runs it.
-max-autotune on CUDA replays CUDA graphs as well (uses_cuda_graph).
+
+The fingerprint also records the build's root filesystem when the agent runs the runner inside
+one (scripts/in-root.sh): BENCHFLEET_BUILD_ROOT and BENCHFLEET_BUILD_ROOT_ID in the environment
+become build_root and build_root_id.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import os
 import socket
 import sys
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import torch
 
@@ -43,6 +49,7 @@ class Capabilities:
     cuda_available: bool
     torch_compile: bool  # torch.compile exists and dynamo supports this Python
     compile_missing: str  # why torch.compile cannot run here, when it cannot
+    cpu_compiler_missing: str = ""  # why inductor cannot build CPU kernels here, when it cannot
 
 
 def _compile_missing_reason() -> str:
@@ -59,11 +66,30 @@ def _compile_missing_reason() -> str:
     return ""
 
 
+def _cpu_compiler_missing_reason() -> str:
+    """Inductor writes C++ kernels for the CPU and builds them with the compiler it searches for
+    (torch._inductor.config.cpp.cxx: $CXX, g++). Without one every CPU compile fails late, with
+    a long traceback; say so up front."""
+    try:
+        find_compiler = importlib.import_module("torch._inductor.cpp_builder").get_cpp_compiler
+    except (ImportError, AttributeError):
+        return ""  # an older inductor: it reports a missing compiler itself when compiling
+    try:
+        find_compiler()
+    except Exception as e:  # noqa: BLE001 (InvalidCxxCompiler, or the search itself failing)
+        return (f"inductor builds C++ kernels on the CPU and finds no C++ compiler ({type(e).__name__}); "
+                "install g++ or set CXX")
+    return ""
+
+
 def this_build(probe_compile: bool = True) -> Capabilities:
     """This interpreter's torch. With probe_compile=False torch._dynamo is not imported (it takes
-    seconds) and torch.compile counts as present when the attribute exists."""
+    seconds), torch.compile counts as present when the attribute exists and inductor's C++
+    compiler is not looked for."""
+    cpu_compiler_missing = ""
     if probe_compile:
         missing = _compile_missing_reason()
+        cpu_compiler_missing = "" if missing else _cpu_compiler_missing_reason()
     else:
         missing = "" if hasattr(torch, "compile") else _compile_missing_reason()
     cuda_compiled = torch.version.cuda is not None
@@ -74,12 +100,17 @@ def this_build(probe_compile: bool = True) -> Capabilities:
         cuda_available=cuda_compiled and torch.cuda.is_available() and torch.cuda.device_count() > 0,
         torch_compile=not missing,
         compile_missing=missing,
+        cpu_compiler_missing=cpu_compiler_missing,
     )
+
+
+# torch.compile modes that capture and replay CUDA graphs where the device has them.
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 
 
 def uses_cuda_graph(job: Job) -> bool:
     """Modes whose torch.compile replays CUDA graphs: reduce-overhead, and max-autotune on CUDA."""
-    return job.device == "cuda" and job.mode in ("reduce-overhead", "max-autotune")
+    return job.device == "cuda" and job.mode in CUDA_GRAPH_MODES
 
 
 def unsupported_reason(job: Job, caps: Capabilities) -> Optional[str]:
@@ -93,8 +124,12 @@ def unsupported_reason(job: Job, caps: Capabilities) -> Optional[str]:
                 "runtime (benchfleet-worker)")
     if job.mode in COMPILE_MODES and not caps.torch_compile:
         return f"{job.mode} runs torch.compile: {caps.compile_missing}"
-    if job.mode == "reduce-overhead" and job.device != "cuda":
-        return f"reduce-overhead replays CUDA graphs and needs a CUDA device; this job runs on {job.device}"
+    if job.mode in CUDA_GRAPH_MODES and job.device != "cuda":
+        instead = "default" if job.mode == "reduce-overhead" else "max-autotune-no-cudagraphs"
+        return (f"{job.mode} replays CUDA graphs and needs a CUDA device; this job runs on {job.device}, where "
+                f"inductor would skip the graphs and run {instead} under another name")
+    if job.mode in COMPILE_MODES and job.device == "cpu" and caps.cpu_compiler_missing:
+        return f"{job.mode} runs torch.compile: {caps.cpu_compiler_missing}"
     return None
 
 
@@ -151,11 +186,18 @@ def builder_fingerprint(builder: str) -> Dict[str, Any]:
     return {"builder": builder, f"{builder}_version": version}
 
 
-def fingerprint(job: Job, caps: Capabilities) -> Dict[str, Any]:
+# Set by the agent for a build that runs inside a root filesystem (agent/daemon/build_launcher.cpp).
+BUILD_ROOT_VARIABLES = {"build_root": "BENCHFLEET_BUILD_ROOT", "build_root_id": "BENCHFLEET_BUILD_ROOT_ID"}
+
+
+def fingerprint(job: Job, caps: Capabilities, environ: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """The worker's keys where they apply (torch_version, worker_version, host, cpu_model,
     cpu_threads, device, exporter_* from the job's artifact_metadata, GPU keys on CUDA), plus
-    runtime, python, torch_git, model and weights (+ weights_sha256). No artifact_sha256 or
-    format: the runner loads no artifact."""
+    runtime, python, torch_git (torch.version.git_version as the build says it: Debian's is
+    "Unknown"), model and weights (+ weights_sha256), and build_root / build_root_id where
+    `environ` (default os.environ) sets BENCHFLEET_BUILD_ROOT / BENCHFLEET_BUILD_ROOT_ID. No
+    artifact_sha256 or format: the runner loads no artifact."""
+    environ = os.environ if environ is None else environ
     env: Dict[str, Any] = {
         "runtime": "python",
         "torch_version": caps.torch_version,
@@ -171,6 +213,9 @@ def fingerprint(job: Job, caps: Capabilities) -> Dict[str, Any]:
     }
     if job.weights and os.path.isfile(job.weights):
         env["weights_sha256"] = file_sha256(job.weights)
+    for key, variable in BUILD_ROOT_VARIABLES.items():
+        if environ.get(variable):
+            env[key] = environ[variable]
     for key in ("torch_git", "torch_version", "python", "sha256"):
         value = job.artifact_metadata.get(key, [])  # [] stands for "absent": not a scalar
         if value is None or isinstance(value, (str, int, float, bool)):

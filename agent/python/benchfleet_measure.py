@@ -20,8 +20,14 @@ is paused while measuring (reference counting still frees every output).
 
 Telemetry besides the worker's host_wall_ms / host_ms_per_iteration (and before_/after_ GPU
 readings on CUDA): compile modes add compile_ms, graph_breaks (sum of
-torch._dynamo.utils.counters["graph_break"]), graphs (counters["stats"]["unique_graphs"]) and
-recompiles (graphs compiled after the first call); counters are reset before compiling.
+torch._dynamo.utils.counters["graph_break"]), graphs (counters["stats"]["unique_graphs"]),
+recompiles (graphs compiled after the first call), and whether inductor's on-disk FX graph cache
+served the compile, so a re-run from a warm cache never passes for a cold compile:
+fxgraph_cache_hit / _miss / _bypass (counters["inductor"]), inductor_cache (inductor_cache_state:
+cold, warm, mixed, bypass or none) and inductor_cache_dir ($TORCHINDUCTOR_CACHE_DIR, else torch's
+default under the temporary directory). Counters are reset before compiling. "cold" is about the
+whole graph: its C++ kernels may still come from the same directory (cached by their source), so
+a cold compile of a second mode of the same model is quicker than the first.
 """
 
 from __future__ import annotations
@@ -216,6 +222,44 @@ def _dynamo_counters() -> Any:
     return counters
 
 
+FXGRAPH_CACHE_COUNTERS = ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass")
+
+
+def inductor_cache_state(hits: int, misses: int, bypasses: int) -> str:
+    """What inductor's FX graph cache did for one compile, from its lookups: "warm" (every graph
+    came from the cache), "cold" (none did: compiled, and written to the cache), "mixed" (some
+    did), "bypass" (graphs compiled without the cache: not cacheable) or "none" (no lookup: the
+    cache is off, or nothing reached inductor)."""
+    if hits and (misses or bypasses):
+        return "mixed"
+    if hits:
+        return "warm"
+    if misses:
+        return "cold"
+    return "bypass" if bypasses else "none"
+
+
+def inductor_cache_dir() -> str:
+    """The directory inductor caches in: $TORCHINDUCTOR_CACHE_DIR, else torch's default
+    (/tmp/torchinductor_<user>, under the temporary directory)."""
+    for module in ("torch._inductor.runtime.cache_dir_utils", "torch._inductor.utils"):
+        try:
+            return str(importlib.import_module(module).cache_dir())
+        except (ImportError, AttributeError, OSError):
+            continue
+    return os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")
+
+
+def compile_telemetry(counters: Any, first_call_ms: float, graphs_after_first: int) -> Dict[str, Any]:
+    """The telemetry of a torch.compile run, from torch._dynamo.utils.counters at its end."""
+    graphs = counters["stats"]["unique_graphs"]
+    cache = {name: int(counters["inductor"][name]) for name in FXGRAPH_CACHE_COUNTERS}
+    return {"compile_ms": first_call_ms, "graphs": graphs, "recompiles": graphs - graphs_after_first,
+            "graph_breaks": sum(counters["graph_break"].values()), **cache,
+            "inductor_cache": inductor_cache_state(*(cache[name] for name in FXGRAPH_CACHE_COUNTERS)),
+            "inductor_cache_dir": inductor_cache_dir()}
+
+
 def _mark_step() -> Optional[Callable[[], None]]:
     compiler = getattr(torch, "compiler", None)
     return getattr(compiler, "cudagraph_mark_step_begin", None)
@@ -284,11 +328,7 @@ def _measure(job: Job, spec: ModelSpec, hooks: Hooks) -> Dict[str, Any]:
     result["stats"] = compute_statistics(samples)
     result["memory"] = peak_memory(job.device)
     if compiled:
-        counters = _dynamo_counters()
-        graphs = counters["stats"]["unique_graphs"]
-        telemetry.update({"compile_ms": result["first_call_ms"], "graphs": graphs,
-                          "recompiles": graphs - graphs_after_first,
-                          "graph_breaks": sum(counters["graph_break"].values())})
+        telemetry.update(compile_telemetry(_dynamo_counters(), result["first_call_ms"], graphs_after_first))
     if on_cuda:
         telemetry.update({f"after_{k}": v for k, v in gpu_telemetry().items()})
     return result

@@ -21,6 +21,11 @@ Output: exactly one JSON line, a JobResult as common/codecs.cpp decodes it; prog
 native code, go to stderr. The exit code mirrors the status: 0 ok, 1 error, 3 oom,
 4 unsupported, 5 invalid, 7 crash (2: usage error).
 
+Environment read: TORCHINDUCTOR_CACHE_DIR (inductor's on-disk cache; the agent gives each build
+its own, so a compile may come from a previous job's: telemetry.inductor_cache says cold or
+warm), BENCHFLEET_BUILD_ROOT and BENCHFLEET_BUILD_ROOT_ID (the build's root filesystem when the
+agent runs the runner inside one: fingerprint keys build_root, build_root_id), BENCHFLEET_CATALOG.
+
 A job with a CPU memory cap runs in a forked child process, so that native code ending the
 process under the cap still gets a verdict (benchfleet_native_oom.py).
 """

@@ -6,9 +6,14 @@ need neither torch nor numpy; the runner tests need torch, torchvision and PyYAM
 without them. The runner is run as a subprocess, the way the agent runs it, and judged by its
 exit code, its one stdout line and what that line decodes to.
 
-Where a built C++ worker is found ($BENCHFLEET_WORKER_BIN, else build*/agent/worker/
-benchfleet-worker under the source tree), the same job goes to both and their results are
-compared; the known answers below were computed with common/stats.cpp and common/measurement.cpp.
+Where a built C++ worker is found ($BENCHFLEET_WORKER_BIN when set, an empty value meaning none;
+else build*/agent/worker/benchfleet-worker under the source tree) and runs here, the same job goes
+to both and their results are compared; the known answers below were computed with
+common/stats.cpp and common/measurement.cpp.
+
+The torch.compile modes run for real only with torch >= 2.6 (CompileModesTest): ctest's
+python_agent_torch_root runs these files inside the Debian 13 root (scripts/in-root.sh) for that;
+with Debian 12's torch 1.13 they skip and the compiled modes are checked to be unsupported.
 """
 
 from __future__ import annotations
@@ -54,6 +59,13 @@ RESULT_KEYS = {"status", "stats", "samples_ms", "first_call_ms", "stop_reason", 
 STATS_KEYS = {"mean_ms", "median_ms", "p90_ms", "p99_ms", "min_ms", "max_ms", "stddev_ms", "cv", "ci_low_ms",
               "ci_high_ms", "iterations"}
 STATUSES = set(bs.EXIT_CODES)
+# Fingerprint keys of the python runtime that the C++ worker has no counterpart for (plus
+# "<builder>_version", e.g. torchvision_version).
+PYTHON_ONLY_ENVIRONMENT = {"runtime", "python", "torch_git", "model", "weights", "weights_sha256", "builder",
+                           "build_root", "build_root_id"}
+# Telemetry of the torch.compile modes (benchfleet_measure.compile_telemetry).
+COMPILE_TELEMETRY = {"compile_ms", "graphs", "graph_breaks", "recompiles", "fxgraph_cache_hit",
+                     "fxgraph_cache_miss", "fxgraph_cache_bypass", "inductor_cache", "inductor_cache_dir"}
 
 
 def assert_job_result(test: unittest.TestCase, r: Dict[str, Any]) -> None:
@@ -106,15 +118,16 @@ class Run:
         return f"exit {self.code}\n--- stdout ---\n{self.stdout}\n--- stderr ---\n{self.stderr[-3000:]}"
 
 
-def _env() -> Dict[str, str]:
-    return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+def _env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(extra or {})}
 
 
-def start(argv: Sequence[str], job: Optional[Any] = None) -> Tuple[subprocess.Popen, Optional[str]]:
-    """Starts a process with `job` (a dict, or text) as its stdin."""
+def start(argv: Sequence[str], job: Optional[Any] = None,
+          env: Optional[Dict[str, str]] = None) -> Tuple[subprocess.Popen, Optional[str]]:
+    """Starts a process with `job` (a dict, or text) as its stdin and `env` added to ours."""
     text = job if isinstance(job, str) or job is None else json.dumps(job)
     proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_env())
+                            text=True, env=_env(env))
     return proc, text
 
 
@@ -124,8 +137,8 @@ def finish(started: Tuple[subprocess.Popen, Optional[str]], timeout: float = 300
     return Run(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
 
 
-def run_runner(job: Any, *args: str) -> Run:
-    return finish(start([sys.executable, RUNNER, "--job", "-", *args], job))
+def run_runner(job: Any, *args: str, env: Optional[Dict[str, str]] = None) -> Run:
+    return finish(start([sys.executable, RUNNER, "--job", "-", *args], job, env))
 
 
 def run_in_process(job: Dict[str, Any]) -> Dict[str, Any]:
@@ -142,17 +155,36 @@ def job_for(mode: str = "eager", **fields: Any) -> Dict[str, Any]:
 
 
 def find_worker() -> Optional[str]:
-    """A built C++ worker that runs here, or None."""
-    candidates = [os.environ.get("BENCHFLEET_WORKER_BIN", "")]
-    candidates += [os.path.join(SOURCE_DIR, "build", "agent", "worker", "benchfleet-worker")]
-    candidates += sorted(glob.glob(os.path.join(SOURCE_DIR, "build*", "**", "agent", "worker", "benchfleet-worker"),
-                                   recursive=True), key=os.path.getmtime, reverse=True)
+    """A built C++ worker that runs here, or None. $BENCHFLEET_WORKER_BIN, when set, is the only
+    candidate (empty: none; inside a torch root the host's worker cannot run), else the build
+    trees under the source tree. A worker that does not answer --capabilities (built against
+    another system's LibTorch) does not count."""
+    if "BENCHFLEET_WORKER_BIN" in os.environ:
+        candidates = [os.environ["BENCHFLEET_WORKER_BIN"]]
+    else:
+        candidates = [os.path.join(SOURCE_DIR, "build", "agent", "worker", "benchfleet-worker")]
+        candidates += sorted(glob.glob(os.path.join(SOURCE_DIR, "build*", "**", "agent", "worker",
+                                                    "benchfleet-worker"), recursive=True),
+                             key=os.path.getmtime, reverse=True)
     for path in candidates:
         if path and os.access(path, os.X_OK):
-            probe = subprocess.run([path, "--capabilities"], capture_output=True, text=True, timeout=60)
+            try:
+                probe = subprocess.run([path, "--capabilities"], capture_output=True, text=True, timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                continue
             if probe.returncode == 0:
                 return path
     return None
+
+
+def torch_version() -> Tuple[int, int]:
+    """(major, minor) of this python's torch; (0, 0) without torch."""
+    if not HAVE_TORCH:
+        return (0, 0)
+    import torch  # noqa: PLC0415
+
+    match = re.match(r"([0-9]+)\.([0-9]+)", torch.__version__)
+    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
 
 
 def replay_stopping_rule(samples: Sequence[float], measurement: Dict[str, Any]) -> Tuple[int, Optional[str]]:
@@ -528,15 +560,21 @@ class RunnerMeasureTest(unittest.TestCase):
 
     def test_same_fields_as_the_worker(self) -> None:
         if self.worker_run is None:
-            self.skipTest("no built benchfleet-worker (set BENCHFLEET_WORKER_BIN, or build it under build/)")
+            self.skipTest("BENCHFLEET_WORKER_BIN is empty: no worker runs with this torch here"
+                          if os.environ.get("BENCHFLEET_WORKER_BIN", None) == ""
+                          else "no built benchfleet-worker that runs here (set BENCHFLEET_WORKER_BIN, or build it "
+                               "under build/)")
         self.check_consistent(self.worker_run)  # and so the Python statistics equal the C++ ones
         python, worker = self.python_run.result, self.worker_run.result
         self.assertEqual(set(python), set(worker))
         self.assertEqual(set(python["stats"]), set(worker["stats"]))
         self.assertEqual(set(python["memory"]), set(worker["memory"]))
         self.assertEqual(set(python["telemetry"]), set(worker["telemetry"]))
-        # The runner loads no artifact, so it has no hash or format of one.
+        # The runner loads no artifact, so it has no hash or format of one; what it has besides
+        # the worker's keys is listed (PYTHON_ONLY_ENVIRONMENT).
+        python_only = PYTHON_ONLY_ENVIRONMENT | {f"{python['environment']['builder']}_version"}
         self.assertLessEqual(set(worker["environment"]) - {"artifact_sha256", "format"}, set(python["environment"]))
+        self.assertLessEqual(set(python["environment"]) - set(worker["environment"]), python_only)
 
 
 @unittest.skipUnless(HAVE_TORCH, "needs torch, torchvision and PyYAML")
@@ -550,14 +588,17 @@ class RunnerVerdictTest(unittest.TestCase):
         self.assertEqual(caps["runtime"], "python")
         self.assertEqual(caps["torch_version"], torch.__version__)
         self.assertEqual(caps["cuda_compiled"], torch.version.cuda is not None)
+        self.assertEqual(caps["torch_git"], str(getattr(torch.version, "git_version", "unknown")))
         if not hasattr(torch, "compile"):
             self.assertFalse(caps["torch_compile"])
+        if torch_version() >= (2, 6):
+            self.assertTrue(caps["torch_compile"], caps)
         cpu = caps["modes"]["cpu"]
         self.assertEqual(cpu[0], "eager")
         self.assertNotIn("torchscript", cpu)
         self.assertNotIn("reduce-overhead", cpu)  # CUDA graphs
-        expected_cpu = ["eager", "default", "max-autotune", "max-autotune-no-cudagraphs"] if caps["torch_compile"] \
-            else ["eager"]
+        self.assertNotIn("max-autotune", cpu)  # CUDA graphs too
+        expected_cpu = ["eager", "default", "max-autotune-no-cudagraphs"] if caps["torch_compile"] else ["eager"]
         self.assertEqual(cpu, expected_cpu)
         if not caps["cuda_available"]:
             self.assertEqual(caps["modes"]["cuda"], [])
@@ -617,6 +658,150 @@ class RunnerVerdictTest(unittest.TestCase):
         result = run_in_process(job_for(inputs=[{"name": "pixel_values", "shape": [1, 3, 32, 32]}]))
         self.assertEqual(result["status"], "error", result)
         self.assertTrue(result["error"].startswith("job: inputs: differ from the catalog's inputs"), result)
+
+
+# ---- torch.compile: which modes, the fingerprint, the compile telemetry -----------------------------
+
+@unittest.skipUnless(HAVE_TORCH, "needs torch, torchvision and PyYAML")
+class CompileRulesTest(unittest.TestCase):
+    """What decides and records a compile, on made-up builds and counters (any torch)."""
+
+    @staticmethod
+    def caps(**fields: Any) -> Any:
+        from benchfleet_environment import Capabilities  # noqa: PLC0415 (imports torch)
+
+        base = {"torch_version": "2.6.0", "torch_git": "Unknown", "cuda_compiled": True, "cuda_available": True,
+                "torch_compile": True, "compile_missing": ""}
+        return Capabilities(**{**base, **fields})
+
+    def test_cuda_graph_modes_need_cuda(self) -> None:
+        from benchfleet_environment import runnable_modes, unsupported_reason  # noqa: PLC0415
+
+        caps = self.caps()
+        self.assertEqual(runnable_modes(caps, "cpu"), ["eager", "default", "max-autotune-no-cudagraphs"])
+        self.assertEqual(runnable_modes(caps, "cuda"), ["eager", "default", "reduce-overhead", "max-autotune",
+                                                        "max-autotune-no-cudagraphs"])
+        for mode, instead in (("reduce-overhead", "default"), ("max-autotune", "max-autotune-no-cudagraphs")):
+            reason = unsupported_reason(bj.Job(model=MODEL, batch=1, mode=mode, device="cpu"), caps)
+            self.assertIn("CUDA graphs", reason)
+            self.assertIn(instead, reason)
+
+    def test_no_cpu_compiler_no_cpu_compile(self) -> None:
+        from benchfleet_environment import runnable_modes, unsupported_reason  # noqa: PLC0415
+
+        caps = self.caps(cpu_compiler_missing="no C++ compiler")
+        self.assertEqual(runnable_modes(caps, "cpu"), ["eager"])
+        self.assertIn("max-autotune-no-cudagraphs", runnable_modes(caps, "cuda"))
+        reason = unsupported_reason(bj.Job(model=MODEL, batch=1, mode="default", device="cpu"), caps)
+        self.assertEqual(reason, "default runs torch.compile: no C++ compiler")
+
+    def test_fingerprint_records_the_build_root(self) -> None:
+        import torch  # noqa: PLC0415
+        from benchfleet_environment import fingerprint, this_build  # noqa: PLC0415
+
+        job = bj.Job(model=MODEL, batch=1, mode="eager")
+        caps = this_build(probe_compile=False)
+        rooted = fingerprint(job, caps, {"BENCHFLEET_BUILD_ROOT": "/roots/trixie", "BENCHFLEET_BUILD_ROOT_ID": "2af2"})
+        self.assertEqual((rooted["build_root"], rooted["build_root_id"]), ("/roots/trixie", "2af2"))
+        self.assertEqual((rooted["torch_version"], rooted["torch_git"]),
+                         (torch.__version__, str(getattr(torch.version, "git_version", "unknown"))))
+        on_host = fingerprint(job, caps, {"BENCHFLEET_BUILD_ROOT_ID": ""})
+        self.assertFalse({"build_root", "build_root_id"} & set(on_host), on_host)
+
+    def test_inductor_cache_state(self) -> None:
+        from benchfleet_measure import inductor_cache_state  # noqa: PLC0415
+
+        cases = {(0, 1, 0): "cold", (0, 3, 1): "cold", (2, 0, 0): "warm", (1, 1, 0): "mixed", (1, 0, 1): "mixed",
+                 (0, 0, 2): "bypass", (0, 0, 0): "none"}
+        for (hits, misses, bypasses), state in cases.items():
+            self.assertEqual(inductor_cache_state(hits, misses, bypasses), state, (hits, misses, bypasses))
+
+    def test_compile_telemetry_from_counters(self) -> None:
+        import collections  # noqa: PLC0415
+        from benchfleet_measure import compile_telemetry  # noqa: PLC0415
+
+        counters: Any = collections.defaultdict(collections.Counter)
+        counters["stats"]["unique_graphs"] = 3
+        counters["graph_break"].update({"a": 1, "b": 1})
+        counters["inductor"].update({"fxgraph_cache_hit": 2, "fxgraph_cache_miss": 1})
+        with tempfile.TemporaryDirectory() as cache, mock.patch.dict(os.environ, {"TORCHINDUCTOR_CACHE_DIR": cache}):
+            t = compile_telemetry(counters, 1234.5, 2)
+            self.assertEqual(set(t), COMPILE_TELEMETRY)
+            self.assertEqual({k: t[k] for k in COMPILE_TELEMETRY - {"inductor_cache_dir"}},
+                             {"compile_ms": 1234.5, "graphs": 3, "recompiles": 1, "graph_breaks": 2,
+                              "fxgraph_cache_hit": 2, "fxgraph_cache_miss": 1, "fxgraph_cache_bypass": 0,
+                              "inductor_cache": "mixed"})
+            if torch_version() >= (2, 0):  # torch 1.13 has no inductor: the variable is all there is
+                self.assertEqual(t["inductor_cache_dir"], cache)
+
+
+@unittest.skipUnless(torch_version() >= (2, 6), "torch.compile runs for real with torch >= 2.6 (Debian 13's root: "
+                     "ctest -R python_agent_torch_root); this python has "
+                     + (f"torch {'.'.join(map(str, torch_version()))}" if HAVE_TORCH else "no torch"))
+class CompileModesTest(unittest.TestCase):
+    """torch.compile on the CPU for real: a small model compiled cold into an empty Inductor cache,
+    again from that cache (warm), and with max-autotune-no-cudagraphs; the CUDA-graph modes
+    unsupported. Runners as the agent runs them, one at a time (2 cores compile slowly)."""
+
+    cache: tempfile.TemporaryDirectory
+    runs: Dict[str, Run] = {}
+    ROOT_ENV = {"BENCHFLEET_BUILD_ROOT": "/roots/test-root", "BENCHFLEET_BUILD_ROOT_ID": "0123456789abcdef"}
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.cache = tempfile.TemporaryDirectory()
+        env = {"TORCHINDUCTOR_CACHE_DIR": cls.cache.name, **cls.ROOT_ENV}
+        cls.runs = {}
+        for name, mode in (("cold", "default"), ("warm", "default"), ("autotune", "max-autotune-no-cudagraphs")):
+            cls.runs[name] = run_runner(job_for(mode), env=env)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.cache.cleanup()
+
+    def check_compiled(self, name: str) -> Dict[str, Any]:
+        run = self.runs[name]
+        self.assertTrue(run.one_line, run.describe())
+        r = run.result
+        assert_job_result(self, r)
+        self.assertEqual((r["status"], run.code), ("ok", 0), run.describe())
+        self.assertEqual(r["stats"], bs.compute_statistics(r["samples_ms"]))
+        t = r["telemetry"]
+        self.assertLessEqual(COMPILE_TELEMETRY, set(t), t)
+        self.assertEqual(t["compile_ms"], r["first_call_ms"])
+        self.assertGreater(t["compile_ms"], 0)
+        self.assertEqual((t["graphs"], t["graph_breaks"], t["recompiles"]), (1, 0, 0), t)  # one graph, no breaks
+        self.assertEqual(t["inductor_cache_dir"], self.cache.name)
+        env = r["environment"]
+        self.assertEqual((env["build_root"], env["build_root_id"]),
+                         (self.ROOT_ENV["BENCHFLEET_BUILD_ROOT"], self.ROOT_ENV["BENCHFLEET_BUILD_ROOT_ID"]))
+        self.assertTrue(env["torch_version"].startswith("2.") and env["torch_git"], env)
+        return t
+
+    def test_default_cold_then_warm(self) -> None:
+        cold, warm = self.check_compiled("cold"), self.check_compiled("warm")
+        self.assertEqual((cold["inductor_cache"], cold["fxgraph_cache_hit"]), ("cold", 0), cold)
+        self.assertGreaterEqual(cold["fxgraph_cache_miss"], 1, cold)
+        self.assertEqual((warm["inductor_cache"], warm["fxgraph_cache_miss"]), ("warm", 0), warm)
+        self.assertGreaterEqual(warm["fxgraph_cache_hit"], 1, warm)
+        self.assertLess(warm["compile_ms"], cold["compile_ms"])
+
+    def test_max_autotune_no_cudagraphs(self) -> None:
+        t = self.check_compiled("autotune")
+        # Other inductor settings, another FX graph: not served by default's cache entry.
+        self.assertEqual(t["inductor_cache"], "cold", t)
+
+    def test_cuda_graph_modes_are_unsupported_on_the_cpu(self) -> None:
+        results = {"reduce-overhead": run_in_process(job_for("reduce-overhead"))}
+        run = run_runner(job_for("max-autotune"))  # as the agent runs it, for the exit code
+        self.assertEqual(run.code, 4, run.describe())
+        results["max-autotune"] = run.result
+        for mode, result in results.items():
+            with self.subTest(mode=mode):
+                assert_job_result(self, result)
+                self.assertEqual(result["status"], "unsupported", result)
+                self.assertIn("CUDA graphs", result["error"])
+                self.assertNotIn("stats", result)
 
 
 if __name__ == "__main__":
