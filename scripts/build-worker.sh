@@ -2,29 +2,62 @@
 # Builds benchfleet-worker alone against the LibTorch of one torch build (a python that imports
 # torch), so each build an agent advertises runs jobs with a worker matching its torch and CUDA.
 #   scripts/build-worker.sh --python PY --out DIR [--src DIR] [--jobs N]
+#   scripts/build-worker.sh --root ROOT [--python PY] --out DIR [--src DIR] [--jobs N]
 # --src is the source tree (default: this repository, or the release's share/benchfleet/src when
 # run from a release). The worker is installed as DIR/bin/benchfleet-worker with an RPATH to
 # torch's libraries; the build tree is DIR/build (kept, so a rebuild is incremental). Needs cmake,
 # ninja or make, a C++20 compiler, nlohmann-json, CLI11 and OpenSSL headers (Debian:
-# nlohmann-json3-dev libcli11-dev libssl-dev). Prints the worker's path.
+# nlohmann-json3-dev libcli11-dev libssl-dev); ccache is used where CMake finds it.
+# --root: the torch build lives in its own root filesystem (scripts/torch-root.sh): the whole
+# configure/build/install/--capabilities check runs inside it through in-root.sh (beside this
+# script), with its compiler, CMake and LibTorch; --python then defaults to the root's
+# /usr/bin/python3. Inside, the sources are bound read-only, DIR read-write, and the ccache
+# directory ($CCACHE_DIR, default $HOME/.cache/ccache, created if missing) read-write, so a rebuild
+# (also from a fresh clone elsewhere) hits the cache. Run the worker the same way:
+# in-root.sh ROOT ... -- DIR/bin/benchfleet-worker.
+# The worker is compiled with -Wall -Wextra -Wpedantic; warnings are counted on stderr (the build
+# log is DIR/build.log). Prints the worker's path.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$here/.."
 [ -d "$here/src" ] && src="$here/src"  # inside a release: share/benchfleet/{build-worker.sh,src}
+usage="usage: build-worker.sh [--root ROOT] --python PY --out DIR [--src DIR] [--jobs N] (--python defaults to /usr/bin/python3 with --root)"
 python=""
 out=""
 jobs=""
+root=""
 while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
   case "$1" in
     --python) python="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --src) src="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
-    *) echo "usage: build-worker.sh --python PY --out DIR [--src DIR] [--jobs N]" >&2; exit 2 ;;
+    --root) root="$2"; shift 2 ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
 done
-[ -n "$python" ] && [ -n "$out" ] || { echo "build-worker: --python and --out are required" >&2; exit 2; }
+[ -n "$root" ] && [ -z "$python" ] && python=/usr/bin/python3
+[ -n "$python" ] && [ -n "$out" ] || { echo "build-worker: --python (or --root) and --out are required" >&2; exit 2; }
 [ -f "$src/agent/worker/CMakeLists.txt" ] || { echo "build-worker: $src is not a benchfleet source tree" >&2; exit 1; }
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+src="$(cd "$src" && pwd)"
+
+if [ -n "$root" ]; then
+  in_root="$here/in-root.sh"
+  [ -x "$in_root" ] || { echo "build-worker: $in_root is missing (it comes with this script)" >&2; exit 1; }
+  ccache_dir="${CCACHE_DIR:-$HOME/.cache/ccache}"
+  mkdir -p "$ccache_dir"
+  ccache_dir="$(cd "$ccache_dir" && pwd)"
+  binds=(--ro-bind "$src")
+  case "$here/" in "$src"/*) ;; *) binds+=(--ro-bind "$here") ;; esac  # a release keeps it beside src/
+  # Bound after the sources: DIR may lie inside the source tree (build/...), and stays writable.
+  binds+=(--bind "$out" --bind "$ccache_dir")
+  exec "$in_root" "$root" "${binds[@]}" --setenv CCACHE_DIR "$ccache_dir" \
+    ${CCACHE_BASEDIR:+--setenv CCACHE_BASEDIR "$CCACHE_BASEDIR"} -- \
+    bash "$here/build-worker.sh" --python "$python" --out "$out" --src "$src" ${jobs:+--jobs "$jobs"}
+fi
 
 # torch.utils.cmake_prefix_path is where pip's torch keeps TorchConfig.cmake; Debian's python3-torch
 # names a directory that does not exist and its TorchConfig.cmake is on CMake's default path.
@@ -32,18 +65,18 @@ prefix_path="$("$python" -c 'import torch.utils; print(torch.utils.cmake_prefix_
   { echo "build-worker: $python cannot import torch" >&2; exit 1; }
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-mkdir -p "$out"
-out="$(cd "$out" && pwd)"
-src="$(cd "$src" && pwd)"
 # Paths below the sources' and the output's common directory are hashed relative to the build
 # directory, so ccache hits when the same sources are built under another install directory.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$("$python" -c 'import os, sys; print(os.path.commonpath(sys.argv[1:]))' "$src" "$out")}"
 cmake -S "$src" -B "$out/build" "${generator[@]}" \
   -DBENCHFLEET_WORKER_ONLY=ON -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CXX_FLAGS="-Wall -Wextra -Wpedantic" \
   -DCMAKE_PREFIX_PATH="$prefix_path" -DCMAKE_INSTALL_RPATH_USE_LINK_PATH=ON >"$out/configure.log" 2>&1 ||
   { cat "$out/configure.log" >&2; echo "build-worker: configuring failed" >&2; exit 1; }
 cmake --build "$out/build" ${jobs:+--parallel "$jobs"} >"$out/build.log" 2>&1 ||
   { tail -n 60 "$out/build.log" >&2; echo "build-worker: the build failed" >&2; exit 1; }
+warnings="$(grep -c 'warning:' "$out/build.log" || true)"
+[ "$warnings" = 0 ] || echo "build-worker: $warnings compiler warnings (see $out/build.log)" >&2
 cmake --install "$out/build" --prefix "$out" >/dev/null
 "$out/bin/benchfleet-worker" --capabilities >/dev/null ||
   { echo "build-worker: the built worker does not run" >&2; exit 1; }

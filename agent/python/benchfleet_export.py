@@ -15,13 +15,26 @@ Formats (one artifact per model, batch, format, mode and device):
                       ops and cannot be saved (torch.jit.load fails: "required keyword attribute
                       'value' is undefined"; pytorch issues 69608, 81085)
   aotinductor         torch.export.export + torch._inductor.aoti_compile_and_package with the
-                      inductor options of torch.compile(mode=MODE) (torch >= 2.6)
+                      inductor options of torch.compile(mode=MODE) (torch >= 2.6). The modes that
+                      replay CUDA graphs (reduce-overhead, max-autotune) are CUDA only, as in the
+                      worker: on --device cpu they are `unsupported`.
 
 Writes DIR/model.pt (or DIR/model.pt2) and DIR/metadata.json, and prints that JSON as the only
 line on stdout; progress goes to stderr. The artifact's forward takes the metadata's `inputs`
 positionally and returns a tensor or a tuple of tensors. Before writing the metadata the
 exporter loads the artifact back, runs it on seeded example inputs and compares it with the
 eager model (`max_abs_diff`).
+
+For aotinductor the metadata also says how the compile went: `compile_s` (the AOT compile alone;
+`export_s` is torch.export plus that compile), `inductor_cache` with `inductor_cache_counts`
+(Inductor's FX graph cache under TORCHINDUCTOR_CACHE_DIR, from torch._dynamo's counters: "warm"
+when every lookup hit, "mixed" when some did, "cold" when none did; torch 2.6 never consults it
+for an AOT compile, so its counts stay 0 and every export is cold), and on the CPU
+`inductor_vec_isa`, the vector ISA Inductor's kernels use ("none": scalar code, e.g. because its
+check build cannot find sleef.h). `inductor_configs` are the options the package was compiled with:
+the mode's, except that on the CPU max-autotune leaves out Inductor's C++ GEMM template (GEMMs
+from ATen only) when there is no vector ISA, or when the compile with it failed
+(`inductor_fallback` then says why).
 
 On failure it prints {"status": "error"|"unsupported", "model", "format", "message"} and exits
 1 (error) or 4 (unsupported); it never ends in a bare traceback.
@@ -31,9 +44,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -48,6 +63,8 @@ _WORKER_MODE = {"torchscript": "eager", "torchscript-frozen": "torchscript"}
 # outputs near zero do not fail on relative error).
 _ATOL, _RTOL = 1e-3, 2e-2
 _AOTI_MIN_TORCH = (2, 6)
+# Modes whose packages the worker replays as CUDA graphs (as agent/worker/capabilities.cpp says).
+_CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 
 
 class _UsageError(Exception):
@@ -189,13 +206,104 @@ def _run_torchscript(path: str, inputs: Sequence[Any], device: str, frozen: bool
         return module(*inputs)
 
 
-def _export_aotinductor(model: Any, inputs: Sequence[Any], path: str, configs: Dict[str, Any]) -> None:
+_CACHE_COUNTERS = ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass")
+
+
+def _inductor_cache_counts() -> Dict[str, int]:
+    """Inductor's FX graph cache lookups so far in this process (torch._dynamo's counters)."""
+    from torch._dynamo.utils import counters  # noqa: PLC0415
+
+    return {name: int(counters["inductor"][name]) for name in _CACHE_COUNTERS}
+
+
+def inductor_cache_outcome(hits: int, misses: int, bypasses: int) -> str:
+    """cold: nothing came from the cache (also when it was not consulted); warm: every lookup hit."""
+    if hits == 0:
+        return "cold"
+    return "warm" if misses == 0 and bypasses == 0 else "mixed"
+
+
+def _export_aotinductor(model: Any, inputs: Sequence[Any], path: str, configs: Dict[str, Any],
+                        fallback: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Exports and compiles the package; returns what the metadata says about the compile:
+    compile_s, the Inductor cache's part, and the configs used. When the compile with `configs`
+    fails and there is a `fallback` (configs without what failed), it compiles with that instead
+    and says why (`inductor_fallback`)."""
     import torch  # noqa: PLC0415
     import torch._inductor  # noqa: PLC0415
 
+    report: Dict[str, Any] = {"inductor_configs": configs}
+    before = _inductor_cache_counts()
     with torch.no_grad():
         program = torch.export.export(model, tuple(inputs))
-        torch._inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=configs)
+        started = time.monotonic()
+        try:
+            # A copy: aoti_compile_and_package adds its own keys to the dict it is given.
+            torch._inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=dict(configs))
+        except Exception as e:  # noqa: BLE001 (Inductor's failures have no common type)
+            if fallback is None:
+                raise
+            why = _last_lines(e, keep=1).splitlines()[0][:500]
+            _log(f"the compile with {configs} failed ({why}); compiling with {fallback}")
+            started = time.monotonic()
+            torch._inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=dict(fallback))
+            report.update(inductor_configs=fallback,
+                          inductor_fallback=f"the compile with {configs} failed ({why}); compiled with {fallback}")
+        compile_s = time.monotonic() - started
+    after = _inductor_cache_counts()
+    hits, misses, bypasses = (after[k] - before[k] for k in _CACHE_COUNTERS)
+    report.update({
+        "compile_s": round(compile_s, 3),
+        "inductor_cache": inductor_cache_outcome(hits, misses, bypasses),
+        "inductor_cache_counts": {"hit": hits, "miss": misses, "bypass": bypasses},
+    })
+    return report
+
+
+def _cpu_gemm_without_template(configs: Dict[str, Any]) -> Dict[str, Any]:
+    """max-autotune's GEMM choices on the CPU without Inductor's C++ GEMM template (ATen's only)."""
+    return {**configs, "max_autotune_gemm_backends": "ATEN"}
+
+
+@dataclasses.dataclass
+class _AotiPlan:
+    """How an AOTInductor package is compiled: with `configs`, else (if set) with `fallback`."""
+
+    configs: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    fallback: Optional[Dict[str, Any]] = None
+    note: str = ""  # why `configs` differ from the mode's, when they do
+    vec_isa: str = ""  # on the CPU: the vector ISA of Inductor's kernels, or "none"
+
+
+def _aoti_plan(mode_configs: Dict[str, Any], device: str) -> _AotiPlan:
+    # An AOTInductor package has no CUDA graphs; the worker captures them itself.
+    plan = _AotiPlan(configs={k: v for k, v in mode_configs.items() if "cudagraph" not in k})
+    if device != "cpu":
+        return plan
+    plan.vec_isa = _inductor_vec_isa()
+    # max-autotune on the CPU tries Inductor's C++ GEMM template besides ATen. In torch 2.6 the
+    # template fails for some models (mobilenet_v3_small: a LoweringException), and without a
+    # vector ISA it is reference code that does not even compile: then it is left out from the
+    # start, else only when the compile with it fails.
+    if plan.configs.get("max_autotune") and "max_autotune_gemm_backends" not in plan.configs:
+        if plan.vec_isa == "none":
+            plan.configs = _cpu_gemm_without_template(plan.configs)
+            plan.note = ("compiled without the C++ GEMM template: with no vector ISA it would be reference code "
+                         "(which torch 2.6 does not compile)")
+        else:
+            plan.fallback = _cpu_gemm_without_template(plan.configs)
+    return plan
+
+
+def _inductor_vec_isa() -> str:
+    """The vector ISA Inductor's CPU kernels are built for, or "none" (scalar code)."""
+    try:
+        from torch._inductor import cpu_vec_isa  # noqa: PLC0415 (torch >= 2.5)
+
+        isa = cpu_vec_isa.pick_vec_isa()
+    except (ImportError, AttributeError):
+        return "unknown"
+    return str(isa) if isa else "none"
 
 
 def _run_aotinductor(path: str, inputs: Sequence[Any]) -> Any:
@@ -239,13 +347,16 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
         raise ExportFailure("unsupported", f"the catalog lists {args.model} as exportable to "
                                            f"{', '.join(spec.formats)}, not {args.format}")
 
-    configs: Dict[str, Any] = {}
+    plan = _AotiPlan()
     if args.format == "aotinductor":
         reason = _aoti_unsupported_reason(torch)
         if reason:
             raise ExportFailure("unsupported", reason)
-        # An AOTInductor package has no CUDA graphs; the worker captures them itself.
-        configs = {k: v for k, v in inductor_configs_for_mode(args.mode).items() if "cudagraph" not in k}
+        if args.mode in _CUDA_GRAPH_MODES and args.device != "cuda":
+            instead = "default" if args.mode == "reduce-overhead" else "max-autotune-no-cudagraphs"
+            raise ExportFailure("unsupported", f"{args.mode} replays CUDA graphs and needs a CUDA device; on "
+                                               f"{args.device} its package would be {instead}'s")
+        plan = _aoti_plan(inductor_configs_for_mode(args.mode), args.device)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ExportFailure("error", f"--device cuda, but this torch ({torch.__version__}) sees no CUDA device")
 
@@ -264,9 +375,10 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
 
     _log(f"exporting {args.format} at batch {args.batch}")
     started = time.monotonic()
+    compile_report: Dict[str, Any] = {}
     try:
         if args.format == "aotinductor":
-            _export_aotinductor(model, inputs, artifact_path, configs)
+            compile_report = _export_aotinductor(model, inputs, artifact_path, plan.configs, plan.fallback)
         else:
             _export_torchscript(model, inputs, artifact_path, frozen=args.format == "torchscript-frozen")
     except ExportFailure:
@@ -315,11 +427,22 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
         "weights": "random" if not args.weights else os.path.abspath(args.weights),
     }
     if args.format == "aotinductor":
-        metadata["inductor_configs"] = configs
+        metadata.update(compile_report)
+        if plan.note:
+            metadata["inductor_fallback"] = plan.note
+        if args.device == "cpu":
+            metadata["inductor_vec_isa"] = plan.vec_isa
+            if plan.vec_isa == "none":
+                _log("warning: Inductor found no usable vector ISA, so its CPU kernels are scalar code (its check "
+                     "build failed: it needs sleef.h (libsleef-dev) and, where libtorch_cpu links libsleef "
+                     "dynamically as Debian's does, the Sleef symbols at load time)")
     if args.format == "torchscript-frozen":
         metadata["optimize_for_inference_on_load"] = True
     _write_json_atomically(metadata_path, metadata)
     return metadata
+
+
+_ERROR_LINE = re.compile(r"^\s*[A-Za-z_][\w.]*(Error|Exception)\b[^:]*:")
 
 
 def _last_lines(error: BaseException, keep: int = 3) -> str:
@@ -328,7 +451,14 @@ def _last_lines(error: BaseException, keep: int = 3) -> str:
     tail = [line.strip() for line in traceback.format_tb(error.__traceback__)[-keep:]]
     where = " <- ".join(reversed([t.splitlines()[0] for t in tail if t]))
     message = f"{text} (at {where})" if where else text
-    return message if len(message) <= 2000 else message[:1997] + "..."
+    if len(message) <= 2000:
+        return message
+    # A long message (a TorchScript interpreter traceback, a dispatcher dump) says what went wrong
+    # in its last "...Error: ..." line: that comes first, so the cut does not lose it.
+    causes = [line.strip() for line in text.splitlines()[1:] if _ERROR_LINE.match(line)]
+    if causes:
+        message = f"{causes[-1][:800]} (in: {message})"
+    return message[:1997] + "..."
 
 
 def _peek(argv: Sequence[str], flag: str) -> Optional[str]:

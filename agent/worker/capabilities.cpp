@@ -28,13 +28,19 @@ std::optional<std::string> unsupported_reason(const WorkerJob& job, const Capabi
     return "this worker is built against a LibTorch without CUDA (" + caps.torch_version + ")";
   }
   if (job.device == "cuda" && !caps.cuda_available) return std::string("no CUDA device is visible to the worker");
-  if (job.mode == Mode::kReduceOverhead && job.device != "cuda") {
-    return std::string("reduce-overhead replays CUDA graphs and needs a CUDA device; this job runs on ") + job.device;
-  }
+  // Without CUDA graphs these modes would be others under their names: reduce-overhead is default
+  // plus graphs (so CUDA only in any build), max-autotune is max-autotune-no-cudagraphs plus graphs
+  // (on a build without AOTInductor the missing loader is the first reason).
+  const auto graphs_need_cuda = [&](const char* instead) {
+    return std::string(to_string(job.mode)) + " replays CUDA graphs and needs a CUDA device; this job runs on " +
+           job.device + ", where it would run " + instead + " under another name";
+  };
+  if (job.mode == Mode::kReduceOverhead && job.device != "cuda") return graphs_need_cuda("default");
   if (job.format == "aotinductor" && !caps.aoti) {
     return std::string(to_string(job.mode)) + " runs an AOTInductor package, which needs LibTorch >= 2.6; this worker " +
            "is built against LibTorch " + caps.torch_version;
   }
+  if (job.mode == Mode::kMaxAutotune && job.device != "cuda") return graphs_need_cuda("max-autotune-no-cudagraphs");
   return std::nullopt;
 }
 

@@ -24,7 +24,9 @@ Capabilities this_build();
 // another runtime (python jobs are benchfleet_runner.py's).
 std::optional<Error> check_job(const WorkerJob& job);
 
-// Why this build cannot run the job on its device, or nullopt when it can.
+// Why this build cannot run the job on its device, or nullopt when it can. The modes that replay
+// CUDA graphs (reduce-overhead, max-autotune) need a CUDA device: on the CPU they would be
+// default and max-autotune-no-cudagraphs relabelled.
 std::optional<std::string> unsupported_reason(const WorkerJob& job, const Capabilities& caps);
 
 // Modes that replay a CUDA graph: reduce-overhead, and max-autotune on CUDA.

@@ -51,7 +51,8 @@ std::string file_sha256(const std::string& path) {
 nlohmann::json fingerprint(const WorkerJob& job, const Capabilities& caps) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  nlohmann::json env = {{"torch_version", caps.torch_version},
+  nlohmann::json env = {{"runtime", "libtorch"},
+                        {"torch_version", caps.torch_version},
                         {"worker_version", BENCHFLEET_VERSION},
                         {"host", host},
                         {"cpu_model", cpu_model()},

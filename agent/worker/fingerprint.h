@@ -8,8 +8,10 @@
 
 namespace benchfleet::worker {
 
-// Flat map: torch version (+ git from the exporter), worker version, host, CPU model and
-// threads, device (+ GPU name/UUID/SM, CUDA/cuDNN, driver on CUDA), artifact sha256 and format.
+// Flat map: runtime ("libtorch"), torch_version (the LibTorch this worker was compiled against:
+// TORCH_VERSION), the exporter's torch version, git, python and sha256 (exporter_*), worker
+// version, host, CPU model and threads, device (+ GPU name/UUID/SM, CUDA/cuDNN, driver on CUDA),
+// artifact sha256 and format. How long the artifact took to load is the result's load_s.
 nlohmann::json fingerprint(const WorkerJob& job, const Capabilities& caps);
 
 // Lower-case hex SHA-256 of a file; empty if unreadable.

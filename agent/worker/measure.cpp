@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <exception>
+#include <iostream>
 #include <new>
 #include <optional>
 
@@ -12,7 +14,9 @@
 #include "agent/worker/memory.h"
 #include "agent/worker/native_oom.h"
 #include "agent/worker/oom.h"
+#include "agent/worker/output_check.h"
 #include "agent/worker/runner.h"
+#include "agent/worker/stream_tail.h"
 #include "common/codecs.h"
 #include "common/measurement.h"
 #include "common/stats.h"
@@ -36,28 +40,39 @@ void add_telemetry(JobResult& r, std::string_view prefix, const nlohmann::json& 
   for (const auto& [k, v] : t.items()) r.telemetry[std::string(prefix) + k] = v;
 }
 
-// The part of run_job that may throw; `phase` tells the caller where it failed.
-JobResult measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressFn& progress) {
+// The part of run_job that may throw; `phase` tells the caller where it failed, and `r` keeps
+// the timings of the phases done before (load_s, first_call_ms).
+void measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressFn& progress, JobResult& r) {
   const bool on_cuda = job.device == "cuda";
-  JobResult r;
   phase = OomPhase::kLoad;
   if (on_cuda) add_telemetry(r, "before_", cuda::telemetry());
   if (job.memory_limit_mb) {
     if (auto s = apply_memory_limit(job.device, *job.memory_limit_mb); !s) {
-      return failure(ResultStatus::kError, "memory limit: " + s.error().message);
+      r = failure(ResultStatus::kError, "memory limit: " + s.error().message);
+      return;
     }
   }
+  auto inputs = make_inputs(job.inputs, job.seed, job.device);  // not part of loading the artifact
+  if (on_cuda) cuda::synchronize();
   const auto load_start = Clock::now();
-  auto runner = load_runner(job, make_inputs(job.inputs, job.seed, job.device));
+  auto runner = load_runner(job, std::move(inputs));
   if (on_cuda) cuda::synchronize();
   r.load_s = seconds_since(load_start);
   progress("load", 0, *r.load_s);
 
   phase = OomPhase::kCompile;  // the first call: profiling executor, lazy init, autotuning
   const auto first = Clock::now();
-  runner->step();
+  std::vector<at::Tensor> outputs = runner->forward();
   if (on_cuda) cuda::synchronize();
   r.first_call_ms = seconds_since(first) * 1000;
+  const auto mismatch =
+      output_mismatch(describe_outputs(outputs), job.artifact_metadata.value("outputs", nlohmann::json()));
+  outputs.clear();
+  if (mismatch) {
+    r.status = ResultStatus::kError;
+    r.error = "the artifact does not compute what the exporter exported: " + *mismatch;
+    return;
+  }
 
   phase = OomPhase::kWarmup;
   const auto warm = Clock::now();
@@ -97,17 +112,68 @@ JobResult measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const Prog
   r.memory = peak_memory(job.device);
   if (on_cuda) add_telemetry(r, "after_", cuda::telemetry());
   r.status = ResultStatus::kOk;
-  return r;
 }
 
 JobResult classify(std::string_view what, OomPhase phase, const WorkerJob& job) {
-  if (!is_oom_message(what)) return failure(ResultStatus::kError, std::string(what.substr(0, 4000)));
+  const bool under_cpu_cap = job.memory_limit_mb && job.device == "cpu";
+  if (!is_oom_message(what) && !(under_cpu_cap && is_mapping_failure(what))) {
+    return failure(ResultStatus::kError, std::string(what.substr(0, 4000)));
+  }
   JobResult r;
   r.status = ResultStatus::kOom;
   r.oom = OomInfo{phase, oom_bytes_requested(what)};
   r.error = std::string(oom_line(what));
   r.memory = peak_memory(job.device);
   return r;
+}
+
+// The first line of a LibTorch message (the rest is a C++ backtrace).
+std::string first_lines(const std::string& message) {
+  const auto cut = message.find("\nException raised from");
+  return cut == std::string::npos ? message : message.substr(0, cut);
+}
+
+// The lines of what was written to std::cerr that say why the AOTInductor runtime failed (it
+// prints the exception it turned into an error code, then throws only "... API call failed").
+std::string aoti_cause(const std::string& cerr_tail) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < cerr_tail.size()) {
+    std::size_t end = cerr_tail.find('\n', start);
+    if (end == std::string::npos) end = cerr_tail.size();
+    std::string_view line(cerr_tail.data() + start, end - start);
+    if (line.find("Exception in aoti_torch:") != std::string_view::npos || line.rfind("Error: ", 0) == 0 ||
+        is_oom_message(line)) {
+      // c10's log prefix: "[E1124 16:40:37.027367701 shim_common.cpp:396] "
+      if (const auto prefix_end = line.find("] "); line.rfind("[E", 0) == 0 && prefix_end != std::string_view::npos) {
+        line.remove_prefix(prefix_end + 2);
+      }
+      out.append(line).append("\n");
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+// The verdict for what measure() threw in `phase`. `cerr_tail`: what LibTorch wrote to std::cerr.
+JobResult classify_exception(const std::exception_ptr& thrown, OomPhase phase, const WorkerJob& job,
+                             const std::string& cerr_tail) {
+  std::string what;
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const std::bad_alloc&) {
+    what = "std::bad_alloc";
+  } catch (const c10::Error& e) {
+    what = first_lines(e.what());
+  } catch (const std::exception& e) {
+    what = first_lines(e.what());
+  } catch (...) {
+    what = "an unknown exception";
+  }
+  if (what.find("API call failed") != std::string::npos) {
+    if (const std::string cause = aoti_cause(cerr_tail); !cause.empty()) what = cause + what;
+  }
+  return classify(what, phase, job);
 }
 
 // The artifact's export time, from the exporter's metadata, when it says.
@@ -137,12 +203,6 @@ NativeFailureVerdicts native_failure_verdicts(const nlohmann::json& environment,
   return verdicts;
 }
 
-// The first line of a LibTorch message (the rest is a C++ backtrace).
-std::string first_lines(const std::string& message) {
-  const auto cut = message.find("\nException raised from");
-  return cut == std::string::npos ? message : message.substr(0, cut);
-}
-
 }  // namespace
 
 JobResult run_job(const WorkerJob& job, const Capabilities& caps, const ProgressFn& progress,
@@ -162,17 +222,22 @@ JobResult run_job(const WorkerJob& job, const Capabilities& caps, const Progress
       native_verdicts = native_failure_verdicts(environment, job);
       native_guard.emplace(phase, native_verdicts, *native_oom_output);
     }
+    // Made before the cap: the tail's storage must not be what runs out.
+    const StreamTail cerr_tail(std::cerr, 64 * 1024);
+    std::exception_ptr thrown;
     try {
-      r = measure(job, phase, progress);
-    } catch (const std::bad_alloc&) {
-      r = classify("std::bad_alloc", phase, job);
-    } catch (const c10::Error& e) {
-      r = classify(first_lines(e.what()), phase, job);
-    } catch (const std::exception& e) {
-      r = classify(first_lines(e.what()), phase, job);
+      measure(job, phase, progress, r);
+    } catch (...) {
+      thrown = std::current_exception();  // judged below, once the cap is lifted
     }
     native_guard.reset();
     lift_memory_limit();
+    if (thrown) {
+      JobResult failed = classify_exception(thrown, phase, job, cerr_tail.text());
+      failed.load_s = r.load_s;  // the phases done before the failure keep their timings
+      failed.first_call_ms = r.first_call_ms;
+      r = std::move(failed);
+    }
   }
   r.environment = std::move(environment);
   r.export_s = export_seconds(job);

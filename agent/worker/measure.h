@@ -1,5 +1,12 @@
 // One job, start to verdict: load, first call, warm-up, measurement under the stopping rule,
 // with every failure turned into a result (never an exception out of run_job).
+//  load_s         loading the artifact (TorchScript: torch::jit::load; AOTInductor: extracting
+//                 the package and loading its shared library), inputs not included
+//  first_call_ms  the first forward pass, whose outputs are checked against the exporter's
+//                 metadata (count, shapes, dtypes; a mismatch is an `error`)
+// Both are kept in a verdict of a later phase (oom, error). An out-of-memory is recognised also
+// where AOTInductor's runtime reports only "API call failed" (its cause is on std::cerr) and,
+// under a CPU cap, where its model library cannot be mapped.
 #pragma once
 
 #include <functional>

@@ -15,6 +15,10 @@ bool is_oom_message(std::string_view m) {
   return false;
 }
 
+bool is_mapping_failure(std::string_view m) {
+  return m.find("failed to map segment from shared object") != std::string_view::npos;
+}
+
 std::optional<std::int64_t> oom_bytes_requested(std::string_view m) {
   // CPU: "you tried to allocate 1234567 bytes."
   // CPU says "you tried to allocate", CUDA "Tried to allocate": compare case-insensitively.

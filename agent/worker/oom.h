@@ -12,6 +12,12 @@ namespace benchfleet::worker {
 // c10::OutOfMemoryError on torch >= 2), and std::bad_alloc ("std::bad_alloc").
 bool is_oom_message(std::string_view message);
 
+// True for a shared library that could not be mapped ("failed to map segment from shared
+// object", from dlopen: an AOTInductor package's model .so). Under a CPU memory cap that is the
+// address space running out; without one it may be something else (a noexec mount), so callers
+// count it as out-of-memory only under a cap.
+bool is_mapping_failure(std::string_view message);
+
 // The bytes the failed allocation asked for, when the message says: "you tried to allocate
 // 123 bytes" (CPU) or "Tried to allocate 2.50 GiB" (CUDA).
 std::optional<std::int64_t> oom_bytes_requested(std::string_view message);

@@ -3,6 +3,7 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #if BENCHFLEET_HAVE_AOTI
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
@@ -16,6 +17,19 @@
 namespace benchfleet::worker {
 namespace {
 
+// The tensors of a TorchScript result, in order.
+void flatten(const c10::IValue& value, std::vector<at::Tensor>& out) {
+  if (value.isTensor()) {
+    out.push_back(value.toTensor());
+  } else if (value.isTuple()) {
+    for (const auto& element : value.toTupleRef().elements()) flatten(element, out);
+  } else if (value.isList()) {
+    for (const auto& element : value.toListRef()) flatten(element, out);
+  } else if (value.isGenericDict()) {
+    for (const auto& entry : value.toGenericDict()) flatten(entry.value(), out);
+  }
+}
+
 class TorchScriptRunner final : public ModelRunner {
  public:
   TorchScriptRunner(const WorkerJob& job, std::vector<at::Tensor> inputs)
@@ -28,6 +42,12 @@ class TorchScriptRunner final : public ModelRunner {
     if (job.mode == Mode::kTorchscript) module_ = torch::jit::optimize_for_inference(module_);
     for (auto& t : inputs) inputs_.emplace_back(std::move(t));
   }
+  std::vector<at::Tensor> forward() override {
+    torch::NoGradGuard no_grad;
+    std::vector<at::Tensor> outputs;
+    flatten(module_.forward(inputs_), outputs);
+    return outputs;
+  }
   void step() override {
     torch::NoGradGuard no_grad;
     (void)module_.forward(inputs_);
@@ -39,14 +59,28 @@ class TorchScriptRunner final : public ModelRunner {
 };
 
 #if BENCHFLEET_HAVE_AOTI
+// LibTorch 2.7 added the single-threaded runner a CUDA graph capture needs (the pooled runner
+// synchronizes on CUDA events, which a capture forbids); 2.6 has only the pooled one.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 7)
+#define BENCHFLEET_AOTI_SINGLE_THREADED 1
+#else
+#define BENCHFLEET_AOTI_SINGLE_THREADED 0
+#endif
+
 class AotiRunner final : public ModelRunner {
  public:
   AotiRunner(const WorkerJob& job, std::vector<at::Tensor> inputs)
-      // A CUDA graph capture needs the single-threaded runner.
-      : loader_(job.artifact, "model", /*run_single_threaded=*/uses_cuda_graph(job)), inputs_(std::move(inputs)) {}
-  void step() override {
+#if BENCHFLEET_AOTI_SINGLE_THREADED
+      : loader_(job.artifact, "model", /*run_single_threaded=*/uses_cuda_graph(job)),
+#else
+      : loader_(job.artifact, "model"),
+#endif
+        inputs_(std::move(inputs)) {
+  }
+  // The package's outputs come back flattened already (its call spec unflattens them in python).
+  std::vector<at::Tensor> forward() override {
     torch::NoGradGuard no_grad;
-    (void)loader_.run(inputs_);
+    return loader_.run(inputs_);
   }
 
  private:
@@ -59,12 +93,32 @@ class GraphRunner final : public ModelRunner {
  public:
   GraphRunner(std::unique_ptr<ModelRunner> inner, std::unique_ptr<cuda::Graph> graph)
       : inner_(std::move(inner)), graph_(std::move(graph)) {}
-  void step() override { graph_->replay(); }
+  std::vector<at::Tensor> forward() override {
+    graph_->replay();
+    return {};
+  }
 
  private:
   std::unique_ptr<ModelRunner> inner_;  // owns the module and the static inputs the graph reads
   std::unique_ptr<cuda::Graph> graph_;
 };
+
+// The exporter's dtype names (str(torch.dtype) without "torch.").
+std::string dtype_name(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kShort: return "int16";
+    case at::kChar: return "int8";
+    case at::kByte: return "uint8";
+    case at::kBool: return "bool";
+    default: return c10::toString(type);
+  }
+}
 
 at::ScalarType scalar_type(const std::string& dtype) {
   if (dtype == "float16") return at::kHalf;
@@ -112,6 +166,12 @@ std::vector<at::Tensor> make_inputs(const std::vector<TensorSpec>& specs, std::i
     }
     out.push_back(std::move(t));
   }
+  return out;
+}
+
+std::vector<OutputDescription> describe_outputs(const std::vector<at::Tensor>& outputs) {
+  std::vector<OutputDescription> out;
+  for (const auto& t : outputs) out.push_back({t.sizes().vec(), dtype_name(t.scalar_type())});
   return out;
 }
 
