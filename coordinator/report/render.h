@@ -15,13 +15,14 @@ std::string render_markdown(const Report& report);
 
 // One line per (gpu, batch, model, column), header
 //   gpu,batch,task_model,model_id,column,build,runtime,mode,kind,value,status,text
+// column is Column::header (with the build's torch version, "stable (torch 2.6.0) - eager");
 // kind is latency_ms|speedup; value is the unrounded number (empty when none).
 // RFC 4180: CRLF line ends, fields with , " CR or LF are quoted with quotes doubled.
 std::string render_csv(const Report& report);
 
 // Self-describing form the dashboard renders from:
 // {"run_id", "run_name", "stat", "tables": [{"gpu", "gpu_label", "batch", "title",
-//   "columns": [{"key", "header", "kind", "build", "runtime", "mode"}],
+//   "columns": [{"key", "header", "kind", "build", "runtime", "mode", "torch_versions"}],
 //   "rows": [{"model", "label", "cells": [{"text", "status", "value", "value_ms",
 //     "ci_low_ms", "ci_high_ms", "detail", "result_ids", "n",
 //     "repetitions": [{"repetition", "status", "value_ms", "detail", "result_id"}]}]}],

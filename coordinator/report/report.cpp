@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstddef>
 #include <map>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
 
 #include "coordinator/report/format.h"
+#include "coordinator/report/torch_version.h"
 
 namespace benchfleet::report {
 namespace {
@@ -70,10 +72,10 @@ CellIndex index_cells(const std::vector<CellResult>& cells) {
   return index;
 }
 
-// A column plus, for speedup columns, where its two latency sides sit in the row.
+// A column plus, for speedup columns, where its two latency sides sit in the row. The plan is
+// the same for every table; headers and torch versions are filled per table.
 struct ColumnPlan {
   Column column;
-  std::string label;  // header without " speedup": what geomean lines name
   std::size_t eager_index = 0;
   std::size_t mode_index = 0;
 };
@@ -82,17 +84,6 @@ std::vector<ColumnPlan> plan_columns(const MatrixSpec& m) {
   const auto builds = unique_in_order(m.torch_builds);
   const auto runtimes = unique_in_order(m.runtimes);
   const auto modes = unique_in_order(m.modes);
-  const bool several_runtimes = runtimes.size() > 1;
-  auto label_of = [&](const std::string& build, Runtime runtime, Mode mode) {
-    std::string s = build;
-    s += " - ";
-    if (several_runtimes) {
-      s += to_string(runtime);
-      s += " - ";
-    }
-    s += to_string(mode);
-    return s;
-  };
   auto key_of = [](std::string_view kind, const std::string& build, Runtime runtime, Mode mode) {
     std::string s(kind);
     s += '/';
@@ -111,13 +102,7 @@ std::vector<ColumnPlan> plan_columns(const MatrixSpec& m) {
       for (Mode mode : modes) {
         latency_index[{build, runtime, mode}] = plan.size();
         ColumnPlan p;
-        p.label = label_of(build, runtime, mode);
-        p.column = {key_of("latency", build, runtime, mode),
-                    p.label,
-                    ColumnKind::kLatency,
-                    build,
-                    runtime,
-                    mode};
+        p.column = {key_of("latency", build, runtime, mode), "", ColumnKind::kLatency, build, runtime, mode, {}};
         plan.push_back(std::move(p));
       }
     }
@@ -128,15 +113,7 @@ std::vector<ColumnPlan> plan_columns(const MatrixSpec& m) {
       for (Mode mode : modes) {
         if (mode == Mode::kEager) continue;
         ColumnPlan p;
-        p.label = label_of(build, runtime, mode);
-        std::string header = p.label;
-        header += " speedup";
-        p.column = {key_of("speedup", build, runtime, mode),
-                    std::move(header),
-                    ColumnKind::kSpeedup,
-                    build,
-                    runtime,
-                    mode};
+        p.column = {key_of("speedup", build, runtime, mode), "", ColumnKind::kSpeedup, build, runtime, mode, {}};
         p.eager_index = latency_index.at({build, runtime, Mode::kEager});
         p.mode_index = latency_index.at({build, runtime, mode});
         plan.push_back(std::move(p));
@@ -144,6 +121,64 @@ std::vector<ColumnPlan> plan_columns(const MatrixSpec& m) {
     }
   }
   return plan;
+}
+
+// (gpu, batch, build, runtime) -> the distinct torch versions its results recorded, in version
+// order. Only models of the matrix count: other jobs have no place in the tables.
+using TorchVersionKey = std::tuple<std::string, int, std::string, Runtime>;
+using TorchVersions = std::map<TorchVersionKey, std::vector<std::string>>;
+
+struct VersionLess {
+  bool operator()(const std::string& a, const std::string& b) const { return version_less(a, b); }
+};
+
+// Whether two index keys fall in the same (gpu, batch, build, runtime).
+bool same_torch_version_key(const CellKey& a, const CellKey& b) {
+  return std::get<0>(a) == std::get<0>(b) && std::get<1>(a) == std::get<1>(b) && std::get<2>(a) == std::get<2>(b) &&
+         std::get<3>(a) == std::get<3>(b);
+}
+
+TorchVersions recorded_torch_versions(const CellIndex& index, const MatrixSpec& m) {
+  const std::set<std::string> models(m.models.begin(), m.models.end());
+  std::map<TorchVersionKey, std::set<std::string, VersionLess>> seen;
+  // The index is sorted by (gpu, batch, build, runtime, ...), so consecutive cells share a set,
+  // and nearly every result repeats the version before it: a report of 5,184 jobs stays cheap.
+  const CellKey* group = nullptr;
+  std::set<std::string, VersionLess>* versions = nullptr;
+  const std::string* last_version = nullptr;
+  for (const auto& [key, results] : index) {
+    if (!models.contains(std::get<5>(key))) continue;
+    for (const CellResult* r : results) {
+      if (r->torch_version.empty()) continue;
+      if (!group || !same_torch_version_key(*group, key)) {
+        group = &key;
+        versions = &seen[{std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key)}];
+        last_version = nullptr;
+      }
+      if (last_version && *last_version == r->torch_version) continue;
+      last_version = &*versions->insert(r->torch_version).first;
+    }
+  }
+  TorchVersions out;
+  for (auto& [key, versions] : seen) out[key].assign(versions.begin(), versions.end());
+  return out;
+}
+
+// "stable (torch 2.6.0) - python - default": a column's header without " speedup".
+std::string column_label(const Column& c, bool several_runtimes) {
+  std::string s = c.build;
+  if (!c.torch_versions.empty()) {
+    s += " (";
+    s += torch_versions_label(c.torch_versions);
+    s += ')';
+  }
+  s += " - ";
+  if (several_runtimes) {
+    s += to_string(c.runtime);
+    s += " - ";
+  }
+  s += to_string(c.mode);
+  return s;
 }
 
 RepetitionOutcome outcome_of(const CellResult& r, Stat stat) {
@@ -328,6 +363,8 @@ Report build_report(const ReportInput& in) {
 
   const CellIndex index = index_cells(in.cells);
   const std::vector<ColumnPlan> plan = plan_columns(in.matrix);
+  const TorchVersions versions = recorded_torch_versions(index, in.matrix);
+  const bool several_runtimes = unique_in_order(in.matrix.runtimes).size() > 1;
   const auto models = ordered_models(in);
 
   for (const std::string& gpu : unique_in_order(in.matrix.gpus)) {
@@ -340,7 +377,17 @@ Report build_report(const ReportInput& in) {
       table.title += " (batch size: ";
       table.title += std::to_string(batch);
       table.title += ')';
-      for (const ColumnPlan& p : plan) table.columns.push_back(p.column);
+      std::vector<std::string> labels;  // headers without " speedup": what geomean lines name
+      for (const ColumnPlan& p : plan) {
+        Column c = p.column;
+        if (auto it = versions.find({gpu, batch, c.build, c.runtime}); it != versions.end()) {
+          c.torch_versions = it->second;
+        }
+        labels.push_back(column_label(c, several_runtimes));
+        c.header = labels.back();
+        if (c.kind == ColumnKind::kSpeedup) c.header += " speedup";
+        table.columns.push_back(std::move(c));
+      }
 
       for (const auto& [model, label] : models) {
         Row row{model, label, {}};
@@ -359,7 +406,7 @@ Report build_report(const ReportInput& in) {
 
       for (std::size_t i = 0; i < plan.size(); ++i) {
         if (plan[i].column.kind == ColumnKind::kSpeedup) {
-          table.geomeans.push_back(geomean_of(table, i, plan[i].label));
+          table.geomeans.push_back(geomean_of(table, i, labels[i]));
         }
       }
       report.tables.push_back(std::move(table));

@@ -35,6 +35,10 @@ struct CellResult {
   std::optional<Statistics> stats;            // present when result_status is ok
   std::string detail;          // tooltip text: error message, "phase=warmup bytes=123", ...
   std::int64_t result_id = 0;  // 0 when there is no result row
+  // The torch version the result's environment fingerprint recorded ("torch_version": the
+  // worker's LibTorch, or torch.__version__ of the python runner), exactly as recorded.
+  // Empty when there is no result or it recorded none (verdicts given before torch ran).
+  std::string torch_version;
 };
 
 struct ReportInput {
@@ -53,13 +57,24 @@ struct Column {
   // Stable across runs and renders (dashboard permalinks, geomean references):
   // "latency/<build>/<runtime>/<mode>" or "speedup/<build>/<runtime>/<mode>".
   std::string key;
-  // "stable - eager"; "stable - python - eager" when the matrix has several runtimes;
-  // speedup columns append " speedup".
+  // "<build> - <mode>", "<build> - <runtime> - <mode>" when the matrix has several runtimes;
+  // speedup columns append " speedup". The build names the torch its results in this table
+  // recorded (torch_versions), without a local suffix ("2.6.0+debian" -> "2.6.0") unless that
+  // is what tells two recorded versions apart:
+  //   "stable (torch 2.6.0) - eager"                            one version
+  //   "stable (torch 2.5.1, 2.6.0) - python - default speedup"  several (upgraded mid-run)
+  //   "stable - eager"                                          none recorded (yet)
+  // Unlike `key`, it changes as results arrive.
   std::string header;
   ColumnKind kind = ColumnKind::kLatency;
   std::string build;
   Runtime runtime = Runtime::kLibtorch;
   Mode mode = Mode::kEager;  // for speedup columns: the mode compared against eager
+  // Every distinct CellResult::torch_version recorded by this table's results (its GPU class
+  // and batch) of this build and runtime, any mode, exactly as recorded and in version order
+  // ("2.5.1" < "2.6.0" < "2.10.0"). Shared by the table's columns of that build and runtime, so
+  // eager and its compiled modes name the same torch. Empty when none recorded one.
+  std::vector<std::string> torch_versions;
 };
 
 // One repetition behind a latency cell, kept so disagreeing repetitions stay visible.

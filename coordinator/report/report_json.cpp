@@ -39,7 +39,8 @@ json table_json(const Table& table) {
                        {"kind", to_string(c.kind)},
                        {"build", c.build},
                        {"runtime", to_string(c.runtime)},
-                       {"mode", to_string(c.mode)}});
+                       {"mode", to_string(c.mode)},
+                       {"torch_versions", c.torch_versions}});
   }
   json rows = json::array();
   for (const Row& row : table.rows) {

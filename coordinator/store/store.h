@@ -207,7 +207,8 @@ class Store {
   // The run's jobs with id > `after_id`, ascending, at most `limit` (one indexed query).
   // kNotFound when the run does not exist.
   Result<JobPage> list_jobs(std::int64_t run_id, std::optional<std::int64_t> after_id, int limit);
-  // One entry per job of the run, with its result when there is one (for reports).
+  // One entry per job of the run, with its result when there is one (for reports), including
+  // the torch version the result recorded (results.torch_version, from its fingerprint).
   Result<std::vector<report::CellResult>> report_cells(std::int64_t run_id);
 
   // ---- agents ------------------------------------------------------------------------------

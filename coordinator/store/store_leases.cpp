@@ -1,5 +1,7 @@
 // Store: leases (grant, renew, heartbeat, expiry) and results.
+#include <optional>
 #include <set>
+#include <string>
 
 #include "common/codecs.h"
 #include "coordinator/auth.h"
@@ -28,6 +30,16 @@ std::string capability_set(const std::vector<TorchBuildDescriptor>& builds) {
     }
   }
   return combos.dump();
+}
+
+// The fingerprint's torch version (reports name it in their headers); nullopt when the result
+// recorded none, as verdicts given before torch ran do.
+std::optional<std::string> recorded_torch_version(const JobResult& result) {
+  auto it = result.environment.find("torch_version");
+  if (it == result.environment.end() || !it->is_string()) return std::nullopt;
+  std::string version = it->get<std::string>();
+  if (version.empty()) return std::nullopt;
+  return version;
 }
 
 }  // namespace
@@ -350,9 +362,9 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
   BF_ASSIGN_OR_RETURN(auto* ins, db_->prepare(
       "INSERT INTO results (job_id, run_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms, min_ms, max_ms,"
       " stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, first_call_ms, stop_reason, export_s, oom_phase, oom_bytes,"
-      " error, signal, body, body_sha256, agent_id, slot, created_at)"
+      " error, signal, body, body_sha256, agent_id, slot, created_at, torch_version)"
       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22,"
-      " ?23, ?24, ?25, ?26, ?27)"));
+      " ?23, ?24, ?25, ?26, ?27, ?28)"));
   ins->bind(1, lease.job_id).bind(2, run_id).bind(3, attempt).bind(4, to_string(result.status));
   if (result.stats) {
     const auto& st = *result.stats;
@@ -367,7 +379,7 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
     ins->bind(19, to_string(result.oom->phase)).bind(20, result.oom->bytes_requested);
   }
   ins->bind(21, result.error).bind(22, result.signal).bind(23, body).bind(24, digest).bind(25, agent_id);
-  ins->bind(26, slot).bind(27, now);
+  ins->bind(26, slot).bind(27, now).bind(28, recorded_torch_version(result));
   BF_RETURN_IF_ERROR(ins->run());
   RecordOutcome out{RecordKind::kStored, db_->last_insert_rowid(), 0};
 

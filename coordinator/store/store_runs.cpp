@@ -270,7 +270,8 @@ Result<std::vector<report::CellResult>> Store::report_cells(std::int64_t run_id)
   BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
       "SELECT " + job_spec_columns("j") + ", j.status, r.id, r.status, r.mean_ms, r.median_ms, r.p90_ms, r.p99_ms,"
       " r.min_ms, r.max_ms, r.stddev_ms, r.cv, r.ci_low_ms, r.ci_high_ms, r.iterations, r.error, r.oom_phase,"
-      " r.oom_bytes, r.signal FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.run_id = ? ORDER BY j.id"));
+      " r.oom_bytes, r.signal, r.torch_version"
+      " FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.run_id = ? ORDER BY j.id"));
   s->bind(1, run_id);
   std::vector<report::CellResult> cells;
   while (true) {
@@ -306,6 +307,7 @@ Result<std::vector<report::CellResult>> Store::report_cells(std::int64_t run_id)
       }
       // A crash's message already names its signal; say it only when there is no message.
       if (auto sig = s->opt_int64(24); sig && c.detail.empty()) c.detail = "signal " + std::to_string(*sig);
+      if (auto version = s->opt_text(25)) c.torch_version = std::move(*version);
     }
     cells.push_back(std::move(c));
   }

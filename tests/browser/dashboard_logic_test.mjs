@@ -4,7 +4,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { parseRoute, formatRoute, withParams, parseSide, formatSide } from "../../web/js/route.js";
-import { significance, compareTables, compareCells, histogram, improvementPercent } from "../../web/js/analysis.js";
+import { significance, compareTables, compareCells, histogram, improvementPercent, buildTorchVersions } from "../../web/js/analysis.js";
 import { reproduceCommand } from "../../web/js/reproduce.js";
 import { describeDetail, gridState, badgeClass } from "../../web/js/status.js";
 import { fmtBytes, shortLabel, fmtAgo } from "../../web/js/format.js";
@@ -85,6 +85,19 @@ test("compareTables: builds of one table, rows of either side, geomeans with cov
   assert.deepEqual(cmp.rows.map((r) => r.cells.map((c) => c.verdict)), [["faster", "same"], ["unavailable", "faster"]]);
   assert.equal(cmp.geomeans[0].text, "Geomean B vs A eager: 2.00x (1/2)");
   assert.equal(cmp.geomeans[1].covered, 2);
+});
+
+test("buildTorchVersions: a build's recorded versions over runtimes and tables, in version order", () => {
+  const col = (build, runtime, versions) => ({ key: `latency/${build}/${runtime}/eager`, kind: "latency_ms", build, runtime, mode: "eager", torch_versions: versions });
+  const report = {
+    tables: [
+      { columns: [col("stable", "libtorch", ["2.10.0"]), col("stable", "python", ["2.9.1+debian", "2.10.0"]), col("nightly", "libtorch", [])] },
+      { columns: [col("stable", "libtorch", ["2.10.0"]), { key: "latency/old/libtorch/eager", kind: "latency_ms", build: "old", runtime: "libtorch", mode: "eager" }] },
+    ],
+  };
+  assert.deepEqual(buildTorchVersions(report, "stable"), ["2.9.1+debian", "2.10.0"]);
+  assert.deepEqual(buildTorchVersions(report, "nightly"), []);
+  assert.deepEqual(buildTorchVersions(report, "old"), [], "a report from before torch_versions");
 });
 
 test("histogram: bins cover every sample", () => {

@@ -12,8 +12,17 @@ const MODELS = ["google/vit-base-patch16-224", "nvidia/segformer-b0-finetuned-ad
 const BASE = { "google/vit-base-patch16-224": 9.325, "nvidia/segformer-b0-finetuned-ade-512-512": 11.759, "facebook/detr-resnet-50": 34.619, "microsoft/resnet-50": 6.531 };
 const FACTOR = { eager: 1, default: 0.8, "reduce-overhead": 0.6 };
 
+// The torch each build's worker records in its results' fingerprints (report headers name it).
+const TORCH = { stable: "2.5.1+cu124", nightly: "2.6.0.dev20250301+cu126" };
+
 // What the fake agent answers for each job: every verdict the tables distinguish.
 function answer(s) {
+  const r = verdict(s);
+  if (r?.environment?.torch_version) r.environment.torch_version = TORCH[s.torch_build];
+  return r;
+}
+
+function verdict(s) {
   const is = (model, mode, batch, build) => s.model.startsWith(model) && s.mode === mode && s.batch === batch && s.torch_build === build;
   if (s.model.startsWith("facebook/detr") && s.batch === 4 && s.mode !== "reduce-overhead") return oomResult("measure", 3221225472);
   if (is("google/vit", "default", 1, "stable")) return failureResult("error", "RuntimeError: inductor codegen failed: boom");
@@ -71,6 +80,12 @@ await browserSuite("browser_run_tables", async (t) => {
       }));
       t.equal(got.geomeans, table.geomeans.map((g) => g.text), `${table.title} geomeans`);
     });
+    // Headers name the torch each build's results in the table recorded; keys stay put.
+    const column = (gpu, key) => mean.tables.find((x) => x.gpu === gpu && x.batch === 1).columns.find((c) => c.key === key);
+    t.equal(column("a100", "latency/stable/libtorch/eager").header, "stable (torch 2.5.1) - eager", "stable's torch in its header");
+    t.equal(column("a100", "speedup/nightly/libtorch/default").header, "nightly (torch 2.6.0.dev20250301) - default speedup", "nightly's torch in its header");
+    t.equal(column("a100", "latency/nightly/libtorch/eager").torch_versions, [TORCH.nightly], "the exact version in the JSON");
+    t.equal(column("t4", "latency/stable/libtorch/eager").header, "stable - eager", "no T4 result: no version");
   });
 
   await t.step("OOM badges where the store has oom, tooltip with phase and bytes", async () => {
@@ -192,7 +207,7 @@ await browserSuite("browser_run_tables", async (t) => {
     await page.keyboard.press("ArrowDown");
     const focused = await page.evaluate(() => ({ col: document.activeElement.dataset.col, row: document.activeElement.parentElement.dataset.model, text: document.activeElement.textContent }));
     t.equal([focused.col, focused.row], ["latency/stable/libtorch/eager", "nvidia/segformer-b0-finetuned-ade-512-512"], "arrows moved right and down");
-    t.ok((await page.locator(".report-table .cell-detail").textContent()).includes("Image Segmentation/Segformer · stable - eager"), "the detail line follows focus");
+    t.ok((await page.locator(".report-table .cell-detail").textContent()).includes("Image Segmentation/Segformer · stable (torch 2.5.1) - eager"), "the detail line follows focus");
     await page.keyboard.press("End");
     const last = mean.tables.find((x) => x.batch === 4).columns.at(-1).key;
     t.equal(await page.evaluate(() => document.activeElement.dataset.col), last, "End goes to the last column");

@@ -21,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -184,14 +185,24 @@ int expect_tables_match_store(const std::string& output, const std::string& base
 
   int oom_cells = 0;
   std::map<std::tuple<std::string, int, std::string>, json> by_cell;
+  std::string build;                              // the matrix's one torch build
+  std::map<int, std::set<std::string>> torch_of;  // batch -> torch versions its results recorded
   for (const json& row : stored) {
     const std::string model = row["job"]["model"];
     EXPECT_TRUE(label_of.contains(model)) << model;
     by_cell[{label_of[model], row["job"]["batch"].get<int>(), row["job"]["mode"].get<std::string>()}] = row["result"];
+    build = row["job"].value("torch_build", "");
+    const std::string version = row["result"]["environment"].value("torch_version", "");
+    // Headers show a version without its local suffix ("2.6.0+debian" as "2.6.0").
+    if (!version.empty()) torch_of[row["job"]["batch"].get<int>()].insert(version.substr(0, version.find('+')));
   }
   for (const PrintedTable& t : tables) {
-    EXPECT_EQ(t.headers, (std::vector<std::string>{"local - eager", "local - torchscript",
-                                                   "local - torchscript speedup"}));
+    // The build as the headers name it: with the torch its results in this table recorded.
+    std::string named = build;
+    EXPECT_EQ(torch_of[t.batch].size(), 1u) << "one worker measured batch " << t.batch;
+    if (!torch_of[t.batch].empty()) named += " (torch " + *torch_of[t.batch].begin() + ")";
+    EXPECT_EQ(t.headers, (std::vector<std::string>{named + " - eager", named + " - torchscript",
+                                                   named + " - torchscript speedup"}));
     EXPECT_EQ(t.rows.size(), 2u);
     for (const auto& [label, cells] : t.rows) {
       SCOPED_TRACE(label + " batch " + std::to_string(t.batch));

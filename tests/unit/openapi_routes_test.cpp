@@ -308,6 +308,13 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   for (const char* q : {"", "?format=json&stat=median", "?format=md", "?format=csv"}) {
     EXPECT_EQ(call(verb::get, run + "/report" + q).status, 200u) << q;
   }
+  // The report names the torch version the ok result's fingerprint recorded (checked against
+  // the schema like every response here).
+  const Call report = call(verb::get, run + "/report");
+  ASSERT_EQ(report.status, 200u) << report.body;
+  EXPECT_EQ(report.parsed["tables"][0]["columns"][0]["torch_versions"], json::array({"2.11.0+cu130"}))
+      << report.body;
+  EXPECT_EQ(report.parsed["tables"][0]["columns"][0]["header"], "stable (torch 2.11.0) - eager") << report.body;
   EXPECT_EQ(call(verb::get, run + "/report?format=pdf").status, 400u);
   EXPECT_EQ(call(verb::get, "/api/v1/runs/999/report").status, 404u);
   EXPECT_EQ(call(verb::get, "/api/v1/agents").status, 200u);

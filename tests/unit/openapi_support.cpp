@@ -227,7 +227,7 @@ JobResult full_result(ResultStatus status) {
   r.error = "message";
   r.signal = 11;
   r.memory = MemoryInfo{1, 2, 3};
-  r.environment = {{"torch", "2.11.0"}, {"cuda", 13.0}};
+  r.environment = {{"torch_version", "2.11.0+cu130"}, {"cuda", 13.0}};
   r.telemetry = {{"sm_clock_mhz", 1410}, {"throttled", false}};
   return r;
 }

@@ -32,16 +32,20 @@ JobSpec job(const std::string& model, int batch, Mode mode, const std::string& g
   return {model, batch, mode, build, gpu, runtime, repetition};
 }
 
-CellResult ok(JobSpec j, double mean, double median, std::int64_t result_id = 0) {
-  return {std::move(j), JobStatus::kDone, ResultStatus::kOk, stats(mean, median), "", result_id};
+CellResult ok(JobSpec j, double mean, double median, std::int64_t result_id = 0,
+              std::string torch_version = "") {
+  return {std::move(j), JobStatus::kDone, ResultStatus::kOk, stats(mean, median), "", result_id,
+          std::move(torch_version)};
 }
 
-CellResult verdict(JobSpec j, ResultStatus status, std::string detail, std::int64_t result_id = 0) {
-  return {std::move(j), JobStatus::kDone, status, std::nullopt, std::move(detail), result_id};
+CellResult verdict(JobSpec j, ResultStatus status, std::string detail, std::int64_t result_id = 0,
+                   std::string torch_version = "") {
+  return {std::move(j),       JobStatus::kDone, status, std::nullopt, std::move(detail),
+          result_id, std::move(torch_version)};
 }
 
 CellResult pending(JobSpec j, JobStatus status) {
-  return {std::move(j), status, std::nullopt, std::nullopt, "", 0};
+  return {std::move(j), status, std::nullopt, std::nullopt, "", 0, ""};
 }
 
 // The seeds' A100 study cut down: ViT and DETR, batch 1 and 16, eager vs default.
@@ -182,7 +186,7 @@ TEST(Report, PendingAndFailedJobs) {
       pending(job(kVit, 1, Mode::kDefault), JobStatus::kRunning),
       pending(job(kDetr, 1, Mode::kEager), JobStatus::kFailed),
       {job(kDetr, 1, Mode::kDefault), JobStatus::kFailed, ResultStatus::kError, std::nullopt,
-       "segfault in aten", 9},
+       "segfault in aten", 9, ""},
       pending(job(kVit, 16, Mode::kEager), JobStatus::kCancelled),
       verdict(job(kVit, 16, Mode::kDefault), ResultStatus::kUnsupported, "no AOTInductor"),
       // DETR batch 16 has no jobs at all.
@@ -405,7 +409,8 @@ TEST(Json, SelfDescribingShape) {
                                    {"kind", "latency_ms"},
                                    {"build", "stable"},
                                    {"runtime", "libtorch"},
-                                   {"mode", "eager"}}));
+                                   {"mode", "eager"},
+                                   {"torch_versions", json::array()}}));
   EXPECT_EQ(t["columns"][2]["kind"], "speedup");
   EXPECT_EQ(t["columns"][2]["mode"], "default");
 
@@ -447,6 +452,158 @@ TEST(Json, SelfDescribingShape) {
   EXPECT_EQ(t["geomeans"][0]["total"], 2);
   EXPECT_EQ(t["geomeans"][0]["text"], "Geomean speedup stable - default: 1.23x (1/2)");
   EXPECT_NEAR(t["geomeans"][0]["value"].get<double>(), 9.325 / 7.584, 1e-12);
+}
+
+// ---- torch versions in headers ------------------------------------------------------------------
+
+// The version every result of `build` recorded, as the worker and the python runner would
+// (implied OOMs are the coordinator's verdicts: no torch ran).
+ReportInput with_versions(ReportInput in, const std::string& build, const std::string& version) {
+  for (CellResult& c : in.cells) {
+    if (c.job.torch_build == build && c.result_status && c.result_status != ResultStatus::kOomImplied) {
+      c.torch_version = version;
+    }
+  }
+  return in;
+}
+
+TEST(ReportTorchVersions, OneVersionIsNamedInEveryHeaderOfItsBuild) {
+  const Report r = build_report(with_versions(seeds_like(), "stable", "2.6.0+debian"));
+  for (const Table& t : r.tables) {
+    EXPECT_EQ(headers(t), (std::vector<std::string>{"stable (torch 2.6.0) - eager",
+                                                    "stable (torch 2.6.0) - default",
+                                                    "stable (torch 2.6.0) - default speedup"}));
+    for (const Column& c : t.columns) {
+      EXPECT_EQ(c.torch_versions, (std::vector<std::string>{"2.6.0+debian"})) << c.key;
+    }
+    // Keys do not move: permalinks and the compare view hold on to them.
+    EXPECT_EQ(t.columns[0].key, "latency/stable/libtorch/eager");
+    EXPECT_EQ(t.columns[2].key, "speedup/stable/libtorch/default");
+  }
+  EXPECT_EQ(r.tables[0].geomeans[0].header, "stable (torch 2.6.0) - default speedup");
+  EXPECT_EQ(r.tables[0].geomeans[0].text, "Geomean speedup stable (torch 2.6.0) - default: 1.50x (2/2)");
+}
+
+TEST(ReportTorchVersions, TwoBuildsSideBySideReadLikeTheSeedsStudy) {
+  ReportInput in = seeds_like();
+  in.matrix.batch_sizes = {1};
+  in.matrix.torch_builds = {"bookworm", "trixie"};
+  in.cells = {
+      ok(job(kVit, 1, Mode::kEager, "a100", "bookworm"), 12.0, 12.0, 1, "1.13.0"),
+      verdict(job(kVit, 1, Mode::kDefault, "a100", "bookworm"), ResultStatus::kUnsupported,
+              "torch.compile needs torch >= 2.0", 2, "1.13.0"),
+      ok(job(kVit, 1, Mode::kEager, "a100", "trixie"), 10.0, 10.0, 3, "2.6.0+debian"),
+      ok(job(kVit, 1, Mode::kDefault, "a100", "trixie"), 8.0, 8.0, 4, "2.6.0+debian"),
+  };
+  const Report r = build_report(in);
+  EXPECT_EQ(headers(r.tables[0]),
+            (std::vector<std::string>{
+                "bookworm (torch 1.13.0) - eager", "bookworm (torch 1.13.0) - default",
+                "trixie (torch 2.6.0) - eager", "trixie (torch 2.6.0) - default",
+                "bookworm (torch 1.13.0) - default speedup", "trixie (torch 2.6.0) - default speedup"}));
+  EXPECT_EQ(r.tables[0].columns[2].key, "latency/trixie/libtorch/eager");
+  EXPECT_EQ(r.tables[0].columns[0].torch_versions, (std::vector<std::string>{"1.13.0"}));
+  EXPECT_EQ(r.tables[0].columns[3].torch_versions, (std::vector<std::string>{"2.6.0+debian"}));
+
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("| **Task/Model** | **bookworm (torch 1.13.0) - eager** |"
+                    " **bookworm (torch 1.13.0) - default** | **trixie (torch 2.6.0) - eager** |"
+                    " **trixie (torch 2.6.0) - default** |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- Geomean speedup trixie (torch 2.6.0) - default: 1.25x (1/2)"), std::string::npos)
+      << md;
+  const std::string csv = render_csv(r);
+  EXPECT_NE(csv.find(",google/vit-base-patch16-224,trixie (torch 2.6.0) - eager,trixie,libtorch,eager,"
+                     "latency_ms,10,ok,10.000\r\n"),
+            std::string::npos)
+      << csv;
+  const json j = to_json(r);
+  EXPECT_EQ(j["tables"][0]["columns"][3]["torch_versions"], json({"2.6.0+debian"}));
+  EXPECT_EQ(j["tables"][0]["columns"][3]["header"], "trixie (torch 2.6.0) - default");
+}
+
+TEST(ReportTorchVersions, ABuildUpgradedMidRunNamesEveryVersionInVersionOrder) {
+  ReportInput in = seeds_like();
+  // Recorded out of order, and 2.10 after 2.9 (numbers, not text).
+  const std::vector<std::string> recorded = {"2.10.0", "2.5.1", "2.9.1", "2.5.1", "2.10.0",
+                                             "2.5.1",  "",      ""};
+  for (std::size_t i = 0; i < in.cells.size(); ++i) in.cells[i].torch_version = recorded[i];
+  const Report r = build_report(in);
+  EXPECT_EQ(r.tables[0].columns[0].header, "stable (torch 2.5.1, 2.9.1, 2.10.0) - eager");
+  EXPECT_EQ(r.tables[0].columns[1].torch_versions,
+            (std::vector<std::string>{"2.5.1", "2.9.1", "2.10.0"}));
+  // Each table names what its own results recorded: batch 16 never ran on 2.9.1.
+  EXPECT_EQ(r.tables[1].columns[2].header, "stable (torch 2.5.1, 2.10.0) - default speedup");
+}
+
+TEST(ReportTorchVersions, EachTableNamesWhatItsOwnResultsRecorded) {
+  ReportInput in = with_versions(seeds_like(), "stable", "2.6.0");
+  in.matrix.gpus = {"a100", "t4", "v100"};
+  in.matrix.batch_sizes = {1};
+  in.cells.push_back(ok(job(kVit, 1, Mode::kEager, "t4"), 20.0, 20.0, 30, "2.5.1"));
+  const Report r = build_report(in);
+  ASSERT_EQ(r.tables.size(), 3u);
+  EXPECT_EQ(r.tables[0].columns[0].header, "stable (torch 2.6.0) - eager");
+  EXPECT_EQ(r.tables[1].columns[0].header, "stable (torch 2.5.1) - eager");
+  EXPECT_EQ(r.tables[1].columns[2].header, "stable (torch 2.5.1) - default speedup");
+  EXPECT_EQ(r.tables[2].columns[0].header, "stable - eager") << "nothing ran on a V100";
+  EXPECT_EQ(r.tables[2].columns[0].key, r.tables[0].columns[0].key);
+}
+
+TEST(ReportTorchVersions, LocalSuffixesStayWhenTheyAreTheDifference) {
+  ReportInput in = seeds_like();
+  in.cells[0].torch_version = "2.6.0+cu126";
+  in.cells[1].torch_version = "2.6.0+cu124";
+  EXPECT_EQ(build_report(in).tables[0].columns[0].header,
+            "stable (torch 2.6.0+cu124, 2.6.0+cu126) - eager");
+  in.cells[1].torch_version = "2.7.0.dev20250301+cu126";
+  EXPECT_EQ(build_report(in).tables[0].columns[0].header,
+            "stable (torch 2.6.0, 2.7.0.dev20250301) - eager");
+}
+
+TEST(ReportTorchVersions, ABuildWithoutRecordedVersionsKeepsThePlainHeader) {
+  ReportInput in = seeds_like();
+  in.matrix.torch_builds = {"stable", "nightly"};
+  in = with_versions(in, "stable", "2.5.1+cu124");
+  // nightly: one verdict given before torch ran (no fingerprint), the rest not run yet.
+  in.cells.push_back(verdict(job(kVit, 1, Mode::kEager, "a100", "nightly"), ResultStatus::kUnsupported,
+                             "no agent offers this build", 9));
+  in.cells.push_back(pending(job(kVit, 1, Mode::kDefault, "a100", "nightly"), JobStatus::kLeased));
+  const Report r = build_report(in);
+  EXPECT_EQ(headers(r.tables[0]),
+            (std::vector<std::string>{"stable (torch 2.5.1) - eager", "stable (torch 2.5.1) - default",
+                                      "nightly - eager", "nightly - default",
+                                      "stable (torch 2.5.1) - default speedup",
+                                      "nightly - default speedup"}));
+  EXPECT_TRUE(r.tables[0].columns[2].torch_versions.empty());
+
+  in.cells.clear();  // nothing ran yet
+  EXPECT_EQ(headers(build_report(in).tables[0])[0], "stable - eager");
+}
+
+TEST(ReportTorchVersions, EachRuntimeNamesTheTorchItsOwnResultsRecorded) {
+  ReportInput in = seeds_like();
+  in.matrix.batch_sizes = {1};
+  in.matrix.modes = {Mode::kEager};
+  in.matrix.torch_builds = {"bookworm"};
+  in.matrix.runtimes = {Runtime::kLibtorch, Runtime::kPython};
+  // Debian 12's LibTorch says 1.13.0, its python torch.__version__ 1.13.0a0.
+  in.cells = {
+      ok(job(kVit, 1, Mode::kEager, "a100", "bookworm", Runtime::kLibtorch), 9.0, 9.0, 1, "1.13.0"),
+      ok(job(kVit, 1, Mode::kEager, "a100", "bookworm", Runtime::kPython), 9.5, 9.5, 2, "1.13.0a0"),
+  };
+  EXPECT_EQ(headers(build_report(in).tables[0]),
+            (std::vector<std::string>{"bookworm (torch 1.13.0) - libtorch - eager",
+                                      "bookworm (torch 1.13.0a0) - python - eager"}));
+}
+
+TEST(ReportTorchVersions, OnlyResultsWithAPlaceInTheTablesCount) {
+  ReportInput in = with_versions(seeds_like(), "stable", "2.6.0");
+  in.cells.push_back(ok(job(kVit, 1, Mode::kEager, "v100"), 1.0, 1.0, 20, "2.4.0"));
+  in.cells.push_back(ok(job("resnet18", 1, Mode::kEager), 1.0, 1.0, 21, "2.4.0"));
+  in.cells.push_back(ok(job(kVit, 4, Mode::kEager), 1.0, 1.0, 22, "2.4.0"));
+  EXPECT_EQ(build_report(in).tables[0].columns[0].header, "stable (torch 2.6.0) - eager");
 }
 
 }  // namespace

@@ -281,6 +281,63 @@ TEST_F(StoreTest, OomPrunesLargerBatchesOfTheSameCellIncludingRequeuedOnes) {
   EXPECT_EQ(store_->get_run(run).value().state, "done");
 }
 
+TEST_F(StoreTest, ReportCellsCarryTheTorchVersionEachResultRecorded) {
+  const auto a = enroll("a", "a100", {Mode::kEager});
+  const auto run = submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager, Mode::kDefault});
+  JobResult with_version = ok_result(2);
+  with_version.environment = {{"torch_version", "2.6.0+debian"}, {"host", "h1"}};
+  const auto g1 = lease(a);
+  ASSERT_TRUE(store_->record_result(a, {g1.job_id, g1.lease_id}, 1, with_version).ok());
+  JobResult numeric = ok_result(3);  // a fingerprint is a flat map; only a text version counts
+  numeric.environment = {{"torch_version", 2.6}};
+  const auto g2 = lease(a);
+  ASSERT_TRUE(store_->record_result(a, {g2.job_id, g2.lease_id}, 1, numeric).ok());
+
+  const auto cells = store_->report_cells(run).value();
+  ASSERT_EQ(cells.size(), 4u);
+  for (const auto& c : cells) {
+    SCOPED_TRACE(std::string(to_string(c.job.mode)) + " batch " + std::to_string(c.job.batch));
+    ASSERT_TRUE(c.result_status.has_value());
+    if (c.job.mode == Mode::kDefault) {
+      // The agent offers no default: the scheduler's verdict, given before any torch ran.
+      EXPECT_EQ(c.result_status, ResultStatus::kUnsupported);
+      EXPECT_EQ(c.torch_version, "");
+    } else {
+      EXPECT_EQ(c.torch_version, c.job.batch == g1.spec.batch ? "2.6.0+debian" : "");
+    }
+  }
+}
+
+TEST_F(StoreTest, MigrationFillsTheTorchVersionOfResultsStoredBefore) {
+  const auto a = enroll("a", "a100", {Mode::kEager});
+  const auto run = submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager});
+  JobResult r = ok_result(2);
+  r.environment = {{"torch_version", "1.13.0"}};
+  const auto g1 = lease(a);
+  ASSERT_TRUE(store_->record_result(a, {g1.job_id, g1.lease_id}, 1, r).ok());
+  const auto g2 = lease(a);
+  ASSERT_TRUE(store_->record_result(a, {g2.job_id, g2.lease_id}, 1, ok_result(3)).ok());
+  // Back to schema 3 (results without torch_version), as a coordinator before it left it.
+  store_.reset();
+  {
+    auto db = Database::open(options_.path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->exec(
+        "DROP INDEX results_cells; ALTER TABLE results DROP COLUMN torch_version;"
+        " CREATE INDEX results_cells ON results (job_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms,"
+        " min_ms, max_ms, stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, oom_phase, oom_bytes, signal, error);"
+        " PRAGMA user_version = 3;")
+                    .ok());
+  }
+  reopen();
+  const auto cells = store_->report_cells(run).value();
+  ASSERT_EQ(cells.size(), 2u);
+  ASSERT_EQ(cells[0].job.batch, g1.spec.batch);  // the result that recorded 1.13.0
+  EXPECT_EQ(cells[0].torch_version, "1.13.0");
+  EXPECT_EQ(cells[1].torch_version, "");
+  EXPECT_EQ(cells[1].result_status, ResultStatus::kOk);
+}
+
 TEST_F(StoreTest, CancelStopsQueuedJobsAndTellsLeaseHolders) {
   const auto a = enroll("a");
   const auto run = submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager});

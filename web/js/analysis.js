@@ -12,6 +12,16 @@ export function significance(a, b) {
   return b.ci_high_ms < a.ci_low_ms ? "faster" : "slower";
 }
 
+// Every torch version the results of `build` recorded in a report (its columns'
+// torch_versions, over runtimes and tables), exact and in version order: ["2.5.1", "2.6.0+debian"].
+export function buildTorchVersions(report, build) {
+  const seen = new Set();
+  for (const table of report.tables) {
+    for (const col of table.columns) if (col.build === build) for (const v of col.torch_versions ?? []) seen.add(v);
+  }
+  return [...seen].sort((x, y) => x.localeCompare(y, "en", { numeric: true }));
+}
+
 // Latency columns of `table` for one torch build, keyed "runtime/mode".
 function latencyColumns(table, build) {
   const out = new Map();

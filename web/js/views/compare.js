@@ -5,7 +5,7 @@
 //   #/compare?a=5:stable&b=5:nightly&gpu=a100&batch=1&stat=mean&q=vit
 import { h } from "../dom.js";
 import { withParams, parseSide, formatSide } from "../route.js";
-import { compareTables } from "../analysis.js";
+import { compareTables, buildTorchVersions } from "../analysis.js";
 import { badgeClass } from "../status.js";
 import { gridNav } from "../grid_nav.js";
 import { errorState, loadingState, emptyState } from "./states.js";
@@ -119,9 +119,14 @@ export class CompareView {
     const nameA = `A: run ${a.run} · ${a.build}`;
     const nameB = `B: run ${b.run} · ${b.build}`;
     this.ctx.setTitle(`Compare ${formatSide(a)} vs ${formatSide(b)}`);
+    // The torch each side's results recorded, as the report's columns carry it.
+    const torchOf = (rep, build) => {
+      const versions = buildTorchVersions(rep, build);
+      return versions.length ? ` (torch ${versions.join(", ")})` : "";
+    };
     const intro = h("p", { class: "meta" },
-      h("a", { href: `#/runs/${a.run}` }, `A = run ${a.run} “${runA.name}”`), `, build ${a.build}; `,
-      h("a", { href: `#/runs/${b.run}` }, `B = run ${b.run} “${runB.name}”`), `, build ${b.build}. `,
+      h("a", { href: `#/runs/${a.run}` }, `A = run ${a.run} “${runA.name}”`), `, build ${a.build}${torchOf(repA, a.build)}; `,
+      h("a", { href: `#/runs/${b.run}` }, `B = run ${b.run} “${runB.name}”`), `, build ${b.build}${torchOf(repB, b.build)}. `,
       "Ratio = A latency / B latency: above 1.00x B is faster. Cells whose 95% CIs of the median overlap are marked “no significant change”.");
     if (!both.length) {
       this.body.replaceChildren(intro, emptyState(`Runs ${a.run} and ${b.run} have no GPU class × batch size in common.`));
