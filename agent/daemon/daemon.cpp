@@ -87,6 +87,15 @@ std::vector<Mode> modes_on(const nlohmann::json& caps, const std::string& device
   return modes.ok() ? *modes : std::vector<Mode>{};
 }
 
+// `p` absolute, with symlinks resolved as far as it exists.
+std::string resolved_path(const std::string& p) {
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(p, ec);
+  if (ec) return p;
+  const fs::path resolved = fs::weakly_canonical(absolute, ec);
+  return ec ? absolute.lexically_normal().string() : resolved.string();
+}
+
 // Finds out what `build` can run here: its root (when it has one), then its worker's
 // (libtorch) and its python runner's (python runtime) --capabilities on this host's device.
 // A build that cannot run at all (a missing or broken root, neither program answering) is
@@ -411,6 +420,12 @@ int Daemon::run() {
   }
   if (c.runner.empty()) c.runner = default_runner_path(c.exporter);
   if (c.in_root.empty()) c.in_root = default_in_root_path(c.exporter);
+  // Paths resolved once: a build in its own root sees the host directories it needs bound at
+  // these paths, so the paths its programs are given must not go through symlinks.
+  for (std::string* p : {&c.exporter, &c.runner, &c.catalog, &c.in_root, &c.work_dir, &c.artifact_dir}) {
+    *p = resolved_path(*p);
+  }
+  for (auto& b : s.builds) b.worker = resolved_path(b.worker);
   s.launcher = std::make_unique<BuildLauncher>(
       c.in_root, std::vector<std::string>{c.work_dir, c.artifact_dir},
       std::vector<std::string>{fs::path(c.exporter).parent_path().string(), fs::path(c.runner).parent_path().string(),

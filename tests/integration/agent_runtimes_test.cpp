@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <tuple>
 #include <string>
 #include <utility>
 
@@ -69,38 +70,42 @@ TEST(AgentRuntimes, LibtorchAndPythonRunSideBySide) {
   ASSERT_EQ(report["tables"].size(), 1u) << report.dump(1);
   const json& table = report["tables"][0];
   ASSERT_EQ(table["rows"].size(), 1u) << table.dump(1);
-  std::map<std::string, std::pair<json, json>> columns;  // header -> (column, cell)
+  std::map<std::string, std::pair<json, json>> columns;  // key -> (column, cell)
   for (std::size_t c = 0; c < table["columns"].size(); ++c) {
-    columns[table["columns"][c].value("header", "")] = {table["columns"][c], table["rows"][0]["cells"][c]};
+    columns[table["columns"][c].value("key", "")] = {table["columns"][c], table["rows"][0]["cells"][c]};
   }
-  const std::map<std::string, std::pair<std::string, std::string>> expected = {
-      {"local - libtorch - eager", {"libtorch", "ok"}},
-      {"local - libtorch - default", {"libtorch", "unsupported"}},
-      {"local - python - eager", {"python", "ok"}},
-      {"local - python - default", {"python", "unsupported"}},
-      {"local - libtorch - default speedup", {"libtorch", "unavailable"}},
-      {"local - python - default speedup", {"python", "unavailable"}},
+  // Headers name the runtime and the torch version that runtime's results recorded (the python
+  // side of Debian's build says 1.13.0a0), its unsupported columns included.
+  const std::map<std::string, std::tuple<std::string, std::string, std::string>> expected = {
+      {"latency/local/libtorch/eager", {"libtorch", "ok", "local (torch 1.13.0) - libtorch - eager"}},
+      {"latency/local/libtorch/default", {"libtorch", "unsupported", "local (torch 1.13.0) - libtorch - default"}},
+      {"latency/local/python/eager", {"python", "ok", "local (torch 1.13.0a0) - python - eager"}},
+      {"latency/local/python/default", {"python", "unsupported", "local (torch 1.13.0a0) - python - default"}},
+      {"speedup/local/libtorch/default", {"libtorch", "unavailable", "local (torch 1.13.0) - libtorch - default speedup"}},
+      {"speedup/local/python/default", {"python", "unavailable", "local (torch 1.13.0a0) - python - default speedup"}},
   };
   ASSERT_EQ(columns.size(), expected.size()) << table.dump(1);
-  for (const auto& [header, want] : expected) {
-    SCOPED_TRACE(header);
-    ASSERT_TRUE(columns.contains(header)) << table.dump(1);
-    const auto& [column, cell] = columns[header];
-    EXPECT_EQ(column.value("runtime", ""), want.first) << column.dump();
-    EXPECT_EQ(cell.value("status", ""), want.second) << cell.dump();
+  for (const auto& [key, want] : expected) {
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(columns.contains(key)) << table.dump(1);
+    const auto& [column, cell] = columns[key];
+    EXPECT_EQ(column.value("runtime", ""), std::get<0>(want)) << column.dump();
+    EXPECT_EQ(cell.value("status", ""), std::get<1>(want)) << cell.dump();
+    EXPECT_EQ(column.value("header", ""), std::get<2>(want)) << column.dump();
   }
-  const json& python_cell = columns["local - python - eager"].second;
+  const json& python_cell = columns["latency/local/python/eager"].second;
   EXPECT_EQ(python_cell["result_ids"], json({by_cell[{"python", "eager"}]["id"]})) << python_cell.dump();
   EXPECT_DOUBLE_EQ(python_cell.value("value", 0.0), python["stats"].value("mean_ms", -1.0));
 
   // The Markdown table (the seeds' format) names the runtime in each header, with its own cells.
   const auto md = coord.get(run_url(run) + "/report?format=md");
   ASSERT_EQ(md.status, 200u) << md.body;
-  EXPECT_NE(md.body.find("| **Task/Model** | **local - libtorch - eager** | **local - libtorch - default** |"
-                         " **local - python - eager** | **local - python - default** |"),
+  EXPECT_NE(md.body.find("| **Task/Model** | **local (torch 1.13.0) - libtorch - eager** |"
+                         " **local (torch 1.13.0) - libtorch - default** | **local (torch 1.13.0a0) - python - eager** |"
+                         " **local (torch 1.13.0a0) - python - default** |"),
             std::string::npos)
       << md.body;
-  EXPECT_NE(md.body.find(columns["local - python - eager"].second.value("text", "?") + " | unsupported |"),
+  EXPECT_NE(md.body.find(columns["latency/local/python/eager"].second.value("text", "?") + " | unsupported |"),
             std::string::npos)
       << md.body;
   EXPECT_TRUE(poll_until([&] { return a1.spool_entries().empty(); }, 10s));

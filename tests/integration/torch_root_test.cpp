@@ -109,7 +109,8 @@ TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
   // The agent advertises both builds with the torch each really has, and on the CPU torch 2.6
   // offers the compiled modes that need no CUDA graphs, in both runtimes.
   std::map<std::string, json> builds;
-  for (const auto& b : agent_named(coord, "two-builds")["torch_builds"]) builds[b.value("name", "")] = b;
+  const json listed = agent_named(coord, "two-builds");  // iterating a member of a temporary would dangle
+  for (const auto& b : listed["torch_builds"]) builds[b.value("name", "")] = b;
   ASSERT_EQ(builds.size(), 2u) << agent_named(coord, "two-builds").dump(1);
   EXPECT_EQ(builds[kOld].value("version", "").rfind("1.13", 0), 0u) << builds[kOld].dump();
   EXPECT_EQ(builds[kNew].value("version", "").rfind("2.6", 0), 0u) << builds[kNew].dump();
