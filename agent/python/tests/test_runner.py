@@ -97,8 +97,10 @@ def assert_job_result(test: unittest.TestCase, r: Dict[str, Any]) -> None:
     test.assertLessEqual(len(r.get("error", "")), 16384)
     for flat in ("environment", "telemetry"):
         test.assertIsInstance(r.get(flat, {}), dict)
+        test.assertLessEqual(len(r.get(flat, {})), 256)
         for key, value in r.get(flat, {}).items():
             test.assertTrue(value is None or isinstance(value, (str, int, float, bool)), f"{flat}.{key}: {value!r}")
+            test.assertLessEqual(len(value) if isinstance(value, str) else 0, 4096, f"{flat}.{key}")
 
 
 # ---- processes ---------------------------------------------------------------------------------
