@@ -6,12 +6,15 @@
 
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "agent/worker/capabilities.h"
 #include "agent/worker/oom.h"
+#include "agent/worker/output_check.h"
 #include "agent/worker/runner.h"
+#include "agent/worker/stream_tail.h"
 #include "common/worker_job.h"
 
 namespace benchfleet::worker {
@@ -87,6 +90,58 @@ TEST(WorkerOom, OomLineIsTheWholeMessageWhenNoLineSaysOom) {
   EXPECT_EQ(oom_line(kCudaOom), kCudaOom);  // one line: itself
 }
 
+// A model library dlopen could not map: under a CPU cap, the address space ran out.
+TEST(WorkerOom, MappingFailureOfAModelLibrary) {
+  EXPECT_TRUE(is_mapping_failure(
+      "Error in dlopen: /tmp/Uq58d1/data/aotinductor/model/c2x.so: failed to map segment from shared object"));
+  EXPECT_FALSE(is_mapping_failure("Error in dlopen: /tmp/a.so: cannot open shared object file"));
+  EXPECT_FALSE(is_oom_message("failed to map segment from shared object"));  // only under a cap
+}
+
+// ---- stream_tail.cpp ------------------------------------------------------------------------
+
+TEST(WorkerStreamTail, KeepsTheLastBytesAndPassesEverythingOn) {
+  std::ostringstream sink;
+  {
+    const StreamTail tail(sink, 16);
+    sink << "Exception in aoti_torch: " << 42 << '\n';
+    EXPECT_EQ(tail.text(), " aoti_torch: 42\n");
+    sink << "x";
+    EXPECT_EQ(tail.text(), "aoti_torch: 42\nx");
+  }
+  EXPECT_EQ(sink.str(), "Exception in aoti_torch: 42\nx");
+  sink << "after";  // the stream's own buffer is back
+  EXPECT_EQ(sink.str(), "Exception in aoti_torch: 42\nxafter");
+}
+
+// ---- output_check.cpp -----------------------------------------------------------------------
+
+const nlohmann::json kRecorded = nlohmann::json::parse(
+    R"([{"name": "logits", "shape": [2, 5], "dtype": "float32"}, {"name": "pred_boxes", "shape": [2, 4], "dtype": "float32"}])");
+
+TEST(WorkerOutputCheck, AgreeingOutputs) {
+  EXPECT_EQ(output_mismatch({{{2, 5}, "float32"}, {{2, 4}, "float32"}}, kRecorded), std::nullopt);
+  EXPECT_EQ(output_mismatch({{{9}, "int64"}}, nlohmann::json()), std::nullopt);  // nothing recorded
+}
+
+TEST(WorkerOutputCheck, CountShapeAndDtypeDifferencesAreNamed) {
+  const auto count = output_mismatch({{{2, 5}, "float32"}}, kRecorded);
+  ASSERT_TRUE(count.has_value());
+  EXPECT_NE(count->find("1 output"), std::string::npos) << *count;
+  const auto shape = output_mismatch({{{2, 5}, "float32"}, {{1, 4}, "float32"}}, kRecorded);
+  ASSERT_TRUE(shape.has_value());
+  EXPECT_NE(shape->find("pred_boxes"), std::string::npos) << *shape;
+  EXPECT_NE(shape->find("[1,4]"), std::string::npos) << *shape;
+  const auto dtype = output_mismatch({{{2, 5}, "float16"}, {{2, 4}, "float32"}}, kRecorded);
+  ASSERT_TRUE(dtype.has_value());
+  EXPECT_NE(dtype->find("float16"), std::string::npos) << *dtype;
+}
+
+TEST(WorkerOutputCheck, DescribesTensorsAsTheExporterNamesThem) {
+  const std::vector<at::Tensor> outputs = {at::zeros({2, 5}), at::zeros({3}, at::kLong), at::zeros({1}, at::kBFloat16)};
+  EXPECT_EQ(describe_outputs(outputs), (std::vector<OutputDescription>{{{2, 5}, "float32"}, {{3}, "int64"}, {{1}, "bfloat16"}}));
+}
+
 // ---- capabilities.cpp -----------------------------------------------------------------------
 
 constexpr const char* kFormats[] = {"torchscript", "torchscript-frozen", "aotinductor"};
@@ -141,10 +196,10 @@ Capabilities caps_of(bool aoti, bool cuda_compiled, bool cuda_available) {
 }
 
 // The rules spelled out independently of capabilities.cpp: CUDA jobs need a CUDA build and a
-// device, reduce-overhead needs CUDA (graphs), AOTInductor formats need the loader.
+// device, reduce-overhead and max-autotune need CUDA (graphs), AOTInductor formats need the loader.
 bool expected_runnable(Mode mode, const std::string& device, const Capabilities& caps) {
   if (device == "cuda" && !(caps.cuda_compiled && caps.cuda_available)) return false;
-  if (mode == Mode::kReduceOverhead && device != "cuda") return false;
+  if ((mode == Mode::kReduceOverhead || mode == Mode::kMaxAutotune) && device != "cuda") return false;
   if (format_for(mode) == "aotinductor" && !caps.aoti) return false;
   return true;
 }
@@ -170,8 +225,8 @@ TEST(WorkerCapabilities, UnsupportedReasonForEveryModeDeviceAndBuild) {
               EXPECT_NE(reason->find(caps.torch_version), std::string::npos) << *reason;
             } else if (device == "cuda" && !available) {
               EXPECT_NE(reason->find("CUDA"), std::string::npos) << *reason;
-            } else if (mode == Mode::kReduceOverhead && device == "cpu") {
-              EXPECT_NE(reason->find("CUDA"), std::string::npos) << *reason;
+            } else if (device == "cpu" && (mode == Mode::kReduceOverhead || (mode == Mode::kMaxAutotune && aoti))) {
+              EXPECT_NE(reason->find("CUDA graphs"), std::string::npos) << *reason;
             } else {
               EXPECT_NE(reason->find("AOTInductor"), std::string::npos) << *reason;
               EXPECT_NE(reason->find(caps.torch_version), std::string::npos) << *reason;
@@ -192,15 +247,15 @@ TEST(WorkerCapabilities, RunnableModesOfACpuOnlyLibTorch113) {
 TEST(WorkerCapabilities, RunnableModesOfACudaBuildWithoutDevice) {
   const Capabilities caps = caps_of(true, true, false);
   EXPECT_EQ(runnable_modes(caps, "cuda"), std::vector<Mode>{});
-  EXPECT_EQ(runnable_modes(caps, "cpu"), (std::vector<Mode>{Mode::kEager, Mode::kTorchscript, Mode::kDefault,
-                                                            Mode::kMaxAutotune, Mode::kMaxAutotuneNoCudagraphs}));
+  EXPECT_EQ(runnable_modes(caps, "cpu"),
+            (std::vector<Mode>{Mode::kEager, Mode::kTorchscript, Mode::kDefault, Mode::kMaxAutotuneNoCudagraphs}));
 }
 
 TEST(WorkerCapabilities, RunnableModesOfACudaBuildWithAotInductor) {
   const Capabilities caps = caps_of(true, true, true);
   EXPECT_EQ(runnable_modes(caps, "cuda"), all_modes());
-  EXPECT_EQ(runnable_modes(caps, "cpu"), (std::vector<Mode>{Mode::kEager, Mode::kTorchscript, Mode::kDefault,
-                                                            Mode::kMaxAutotune, Mode::kMaxAutotuneNoCudagraphs}));
+  EXPECT_EQ(runnable_modes(caps, "cpu"),
+            (std::vector<Mode>{Mode::kEager, Mode::kTorchscript, Mode::kDefault, Mode::kMaxAutotuneNoCudagraphs}));
 }
 
 TEST(WorkerCapabilities, RunnableModesOfACudaBuildWithoutAotInductor) {
