@@ -1,6 +1,7 @@
 #include "agent/daemon/build_launcher.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -58,6 +59,14 @@ SpawnOptions BuildLauncher::wrap(const TorchBuild& build, SpawnOptions o) const 
   o.env_set["TORCHINDUCTOR_CACHE_DIR"] = cache;
   o.env_set["TRITON_CACHE_DIR"] = cache + "/triton";
   o.env_set["BENCHFLEET_BUILD"] = build.name;
+  if (!build.library_dirs.empty()) {
+    std::string path;
+    for (const auto& dir : build.library_dirs) path += (path.empty() ? "" : ":") + dir;
+    if (const char* inherited = std::getenv("LD_LIBRARY_PATH"); inherited != nullptr && *inherited != '\0') {
+      path += std::string(":") + inherited;
+    }
+    o.env_set["LD_LIBRARY_PATH"] = path;
+  }
   if (build.root.empty()) {
     o.env_unset.push_back("BENCHFLEET_BUILD_ROOT");
     o.env_unset.push_back("BENCHFLEET_BUILD_ROOT_ID");

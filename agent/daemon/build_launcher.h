@@ -37,6 +37,10 @@ struct TorchBuild {
   std::string root;     // root filesystem, or "" (runs on the host)
   RootInfo root_info;   // read at start when `root` is set
   std::string torch_git;                 // torch.version.git_version, from the runner
+  // Folders of native libraries the build loads lazily (pip's nvidia/*/lib, e.g. NVRTC's
+  // builtins for the TorchScript fuser), from the runner's --capabilities: its programs get
+  // them first on LD_LIBRARY_PATH, so a C++ worker finds what the build's python finds.
+  std::vector<std::string> library_dirs;
   std::string broken;                    // why the build cannot run anything ("" = it can)
   std::vector<RuntimeSupport> runtimes;  // advertised to the coordinator: the worker's, the runner's
 };
@@ -49,9 +53,9 @@ class BuildLauncher {
   BuildLauncher(std::string in_root, std::vector<std::string> writable, std::vector<std::string> readable,
                 std::string inductor_cache_dir);
 
-  // `o` made to run for `build`: its Inductor cache (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR)
-  // and identity (BENCHFLEET_BUILD, BENCHFLEET_BUILD_ROOT, BENCHFLEET_BUILD_ROOT_ID) in the
-  // environment, and for a rooted build argv wrapped by in-root.sh (the build's worker
+  // `o` made to run for `build`: its Inductor cache (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR),
+  // identity (BENCHFLEET_BUILD, BENCHFLEET_BUILD_ROOT, BENCHFLEET_BUILD_ROOT_ID) and library
+  // folders (LD_LIBRARY_PATH: library_dirs before the agent's own) in the environment, and for a rooted build argv wrapped by in-root.sh (the build's worker
   // directory bound too) with `signal_as_exit_status` set.
   SpawnOptions wrap(const TorchBuild& build, SpawnOptions o) const;
 

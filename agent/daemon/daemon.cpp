@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -114,6 +115,26 @@ void probe_build(const AgentConfig& c, const BuildLauncher& launcher, const std:
     if (!info.ok()) return offer_everything(info.error().message);
     b.root_info = *info;
   }
+  // The runner first: it names the build's native library folders (pip's nvidia/*/lib), which
+  // the worker, its --capabilities included, then finds on its library path.
+  // Importing torch in a cold python takes a while on a loaded host: a longer bound.
+  std::string runner_failure;
+  const nlohmann::json runner_caps = capabilities_of(launcher, b, c.work_dir, b.name + "-python",
+                                                     {b.python, c.runner, "--capabilities"}, 180s, runner_failure);
+  std::optional<RuntimeSupport> python_runtime;
+  if (runner_caps.is_object()) {
+    b.torch_git = runner_caps.value("torch_git", "");
+    b.library_dirs.clear();
+    for (const auto& dir : runner_caps.value("library_dirs", nlohmann::json::array())) {
+      if (dir.is_string() && !dir.get<std::string>().empty() && dir.get<std::string>().front() == '/') {
+        b.library_dirs.push_back(dir.get<std::string>());
+      }
+    }
+    python_runtime = RuntimeSupport{Runtime::kPython, modes_on(runner_caps, device)};
+  } else {
+    spdlog::error("torch build {}: {} {} --capabilities failed ({}); the build is offered without the python runtime",
+                  b.name, b.python, c.runner, runner_failure);
+  }
   std::string worker_failure;
   const nlohmann::json worker_caps = capabilities_of(launcher, b, c.work_dir, b.name + "-libtorch",
                                                      {b.worker, "--capabilities"}, 60s, worker_failure);
@@ -124,17 +145,13 @@ void probe_build(const AgentConfig& c, const BuildLauncher& launcher, const std:
     spdlog::error("torch build {}: {} --capabilities failed ({}); the build is offered without the libtorch runtime",
                   b.name, b.worker, worker_failure);
   }
-  // Importing torch in a cold python takes a while on a loaded host: a longer bound.
-  std::string runner_failure;
-  const nlohmann::json runner_caps = capabilities_of(launcher, b, c.work_dir, b.name + "-python",
-                                                     {b.python, c.runner, "--capabilities"}, 180s, runner_failure);
-  if (runner_caps.is_object()) {
+  if (python_runtime) {
     if (b.version.empty()) b.version = runner_caps.value("torch_version", "");
-    b.torch_git = runner_caps.value("torch_git", "");
-    b.runtimes.push_back({Runtime::kPython, modes_on(runner_caps, device)});
-  } else {
-    spdlog::error("torch build {}: {} {} --capabilities failed ({}); the build is offered without the python runtime",
-                  b.name, b.python, c.runner, runner_failure);
+    b.runtimes.push_back(std::move(*python_runtime));
+  }
+  if (!b.library_dirs.empty()) {
+    spdlog::info("torch build {}: {} native library folders on its programs' library path", b.name,
+                 b.library_dirs.size());
   }
   if (b.runtimes.empty()) {
     return offer_everything("neither its worker nor its python runner answers --capabilities (worker: " +

@@ -137,8 +137,31 @@ def runnable_modes(caps: Capabilities, device: str) -> List[str]:
     return [m for m in MODES if unsupported_reason(Job(model="probe", batch=1, mode=m, device=device), caps) is None]
 
 
+def native_library_dirs() -> List[str]:
+    """The folders of the native libraries this build loads only when it needs them: pip's CUDA
+    wheels (nvidia/*/lib: NVRTC and its builtins, cuDNN, cuBLAS, ...). Python finds them through
+    torch's import; a C++ process linked against the same LibTorch (the worker) only on its
+    library path, which the agent sets from this list. Empty for builds without them (Debian's)."""
+    try:
+        import nvidia  # noqa: PLC0415  (the namespace package of pip's nvidia-* wheels)
+    except ImportError:
+        return []
+    dirs: List[str] = []
+    for base in getattr(nvidia, "__path__", []):
+        try:
+            entries = sorted(os.listdir(base))
+        except OSError:
+            continue
+        for entry in entries:
+            lib = os.path.join(os.path.abspath(base), entry, "lib")
+            if os.path.isdir(lib) and lib not in dirs:
+                dirs.append(lib)
+    return dirs
+
+
 def capabilities_json(caps: Capabilities) -> Dict[str, Any]:
-    """--capabilities: the worker's keys (torch_version, cuda_*, modes) plus the runtime's own."""
+    """--capabilities: the worker's keys (torch_version, cuda_*, modes) plus the runtime's own,
+    and library_dirs (native_library_dirs)."""
     return {
         "runtime": "python",
         "torch_version": caps.torch_version,
@@ -148,6 +171,7 @@ def capabilities_json(caps: Capabilities) -> Dict[str, Any]:
         "cuda_compiled": caps.cuda_compiled,
         "cuda_available": caps.cuda_available,
         "modes": {"cpu": runnable_modes(caps, "cpu"), "cuda": runnable_modes(caps, "cuda")},
+        "library_dirs": native_library_dirs(),
     }
 
 

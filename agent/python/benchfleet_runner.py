@@ -14,7 +14,9 @@ process interface of benchfleet-worker, so the agent treats both runtimes alike.
 --out FILE    write the result there (temp file beside it, fsync, rename) instead of stdout.
 --capabilities  print {"runtime": "python", "torch_version", "torch_git", "python",
               "torch_compile", "cuda_compiled", "cuda_available", "modes": {"cpu": [...],
-              "cuda": [...]}} (benchfleet_environment.py says which modes and why) and exit 0.
+              "cuda": [...]}, "library_dirs": [...]} (benchfleet_environment.py says which modes
+              and why; library_dirs: pip's nvidia/*/lib folders, which the agent puts on the
+              worker's library path) and exit 0.
 
 Output: exactly one JSON line, a JobResult as common/codecs.cpp decodes it; progress lines
 ("progress phase=... iterations=... seconds=...") and everything else printed, by Python or

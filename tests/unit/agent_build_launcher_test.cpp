@@ -2,6 +2,7 @@
 // the build's root through in-root.sh; and reading the root's identity.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -49,6 +50,27 @@ TEST_F(BuildLauncherTest, HostBuildRunsAsGivenWithItsOwnInductorCache) {
   EXPECT_NE(launcher.wrap(other, runner_call()).env_set.at("TORCHINDUCTOR_CACHE_DIR"),
             o.env_set.at("TORCHINDUCTOR_CACHE_DIR"))
       << "two builds never share an Inductor cache";
+}
+
+TEST_F(BuildLauncherTest, LibraryFoldersOfTheBuildComeFirstOnTheLibraryPath) {
+  const BuildLauncher launcher("/x/in-root.sh", {path("work")}, {path("py")}, path("artifacts/inductor"));
+  TorchBuild b;
+  b.name = "stable";
+  b.worker = "/opt/w/bin/benchfleet-worker";
+  EXPECT_EQ(launcher.wrap(b, runner_call()).env_set.count("LD_LIBRARY_PATH"), 0u)
+      << "a build without library folders leaves the inherited library path alone";
+
+  b.library_dirs = {"/venv/lib/python3.12/site-packages/nvidia/cu13/lib",
+                    "/venv/lib/python3.12/site-packages/nvidia/cudnn/lib"};
+  const char* saved = std::getenv("LD_LIBRARY_PATH");
+  const std::string restore = saved ? saved : "";
+  ::setenv("LD_LIBRARY_PATH", "/agent/own/lib", 1);
+  const SpawnOptions o = launcher.wrap(b, runner_call());
+  if (saved) ::setenv("LD_LIBRARY_PATH", restore.c_str(), 1);
+  else ::unsetenv("LD_LIBRARY_PATH");
+  EXPECT_EQ(o.env_set.at("LD_LIBRARY_PATH"),
+            "/venv/lib/python3.12/site-packages/nvidia/cu13/lib:/venv/lib/python3.12/site-packages/nvidia/cudnn/lib:"
+            "/agent/own/lib");
 }
 
 TEST_F(BuildLauncherTest, RootedBuildRunsInsideItsRootSeeingTheAgentsDirectories) {
