@@ -10,6 +10,7 @@ Capabilities this_build() {
   Capabilities c;
   c.torch_version = TORCH_VERSION;
   c.aoti = BENCHFLEET_HAVE_AOTI != 0;
+  c.aoti_cuda_graphs = c.aoti && BENCHFLEET_AOTI_SINGLE_THREADED != 0;
   c.cuda_compiled = cuda::compiled();
   c.cuda_available = c.cuda_compiled && cuda::available();
   return c;

@@ -13,6 +13,9 @@ namespace benchfleet::worker {
 struct Capabilities {
   std::string torch_version;  // of the LibTorch this worker is built against
   bool aoti = false;          // AOTInductor package loader compiled in (LibTorch >= 2.6)
+  // The loader can run a package single-threaded (LibTorch >= 2.7), which capturing its calls
+  // into a CUDA graph needs: 2.6's pooled runner synchronizes on CUDA events, which a capture forbids.
+  bool aoti_cuda_graphs = false;
   bool cuda_compiled = false;
   bool cuda_available = false;  // a device is visible now
 };

@@ -19,13 +19,20 @@ namespace benchfleet::worker::cuda {
 bool compiled();
 // True when a CUDA device is usable (compiled() and a visible device).
 bool available();
-// Caps the caching allocator of device 0 at `bytes` (per-process memory fraction).
+// Caps the caching allocator of device 0 at `bytes` (per-process memory fraction). Initialises
+// CUDA and the allocator first (recent LibTorch refuses a fraction before that).
 Status set_memory_fraction_for(std::int64_t bytes);
 // Allocator peaks (allocated, reserved) of device 0.
 void fill_peak_memory(MemoryInfo& m);
 void reset_peak_memory();
-// Event pairs recorded on the current stream; one synchronize per harvest().
-std::unique_ptr<IterationTimer> make_event_timer();
+// How many allocations the caching allocator of device 0 has refused so far (its num_ooms
+// counter; 0 without CUDA). An out-of-memory is recognised by this counter growing, also where
+// a runtime (AOTInductor) reports only a generic failure.
+std::int64_t oom_count();
+// Event pairs recorded on the current stream; one synchronize per harvest(). The events of
+// `batch` iterations are created up front, outside any timed window (more are created at a
+// harvest if a batch runs longer).
+std::unique_ptr<IterationTimer> make_event_timer(std::size_t batch);
 // Waits for all work on the device.
 void synchronize();
 // Device name, UUID, compute capability, CUDA/cuDNN versions (flat map for the fingerprint).

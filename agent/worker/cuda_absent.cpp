@@ -11,7 +11,8 @@ Status set_memory_fraction_for(std::int64_t) {
 }
 void fill_peak_memory(MemoryInfo&) {}
 void reset_peak_memory() {}
-std::unique_ptr<IterationTimer> make_event_timer() { return make_cpu_timer(); }
+std::int64_t oom_count() { return 0; }
+std::unique_ptr<IterationTimer> make_event_timer(std::size_t) { return make_cpu_timer(); }
 void synchronize() {}
 nlohmann::json fingerprint() { return nlohmann::json::object(); }
 nlohmann::json telemetry() { return nlohmann::json::object(); }

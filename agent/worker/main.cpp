@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   if (capabilities) {
     nlohmann::json out = {{"torch_version", caps.torch_version},
                           {"aoti", caps.aoti},
+                          {"aoti_cuda_graphs", caps.aoti_cuda_graphs},
                           {"cuda_compiled", caps.cuda_compiled},
                           {"cuda_available", caps.cuda_available},
                           {"modes", {{"cpu", worker::runnable_modes(caps, "cpu")},

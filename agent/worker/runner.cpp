@@ -59,14 +59,9 @@ class TorchScriptRunner final : public ModelRunner {
 };
 
 #if BENCHFLEET_HAVE_AOTI
-// LibTorch 2.7 added the single-threaded runner a CUDA graph capture needs (the pooled runner
-// synchronizes on CUDA events, which a capture forbids); 2.6 has only the pooled one.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 7)
-#define BENCHFLEET_AOTI_SINGLE_THREADED 1
-#else
-#define BENCHFLEET_AOTI_SINGLE_THREADED 0
-#endif
-
+// BENCHFLEET_AOTI_SINGLE_THREADED (probed at configure time, cmake/TorchApi.cmake): the loader
+// takes run_single_threaded (LibTorch 2.7+), the runner a CUDA graph capture needs (the pooled
+// runner synchronizes on CUDA events, which a capture forbids); 2.6 has only the pooled one.
 class AotiRunner final : public ModelRunner {
  public:
   AotiRunner(const WorkerJob& job, std::vector<at::Tensor> inputs)
