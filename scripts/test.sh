@@ -7,6 +7,8 @@
 #   BENCHFLEET_TORCH_ROOT=DIR scripts/test.sh   # the root elsewhere (default
 #                                        # ~/.cache/benchfleet/torch-roots/trixie)
 #   BENCHFLEET_TORCH_ROOT=none scripts/test.sh  # without the torch 2.6 build: its tests skip
+#   BENCHFLEET_CUDA_HEADERS=none scripts/test.sh  # without the CUDA compile check
+#                                        # (ctest worker_cuda_compile; headers from scripts/cuda-headers.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${PRESET:-default}"
@@ -24,7 +26,15 @@ if [ "$root" != none ]; then
   root_pid=$!
 fi
 
-cmake --preset "$preset" ${root:+-DBENCHFLEET_TORCH_ROOT="$root"}
+# The CUDA compile check (ctest worker_cuda_compile) compiles the worker's CUDA code against a
+# CUDA LibTorch's headers (2.4 MB, unpacked once into ~/.cache) and /usr/local/cuda's.
+cuda_headers=""
+if [ "${BENCHFLEET_CUDA_HEADERS:-}" != none ]; then
+  cuda_headers="$(scripts/cuda-headers.sh)" ||
+    { echo "test: the CUDA LibTorch headers could not be fetched (BENCHFLEET_CUDA_HEADERS=none runs the suite without the CUDA compile check)" >&2; exit 1; }
+fi
+
+cmake --preset "$preset" ${root:+-DBENCHFLEET_TORCH_ROOT="$root"} -DBENCHFLEET_CUDA_TORCH_HEADERS="$cuda_headers"
 cmake --build --preset "$preset" -j "$jobs"
 
 if [ -n "$root_pid" ]; then
