@@ -28,6 +28,12 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// On CUDA a harvest synchronizes with the device: once per this many timed iterations, or once
+// per interval when iterations are slower (HarvestSchedule). The event timer is made with the
+// events of one batch. On CPU every iteration is harvested (nothing to wait for).
+constexpr std::size_t kCudaHarvestBatch = 16;
+constexpr std::chrono::milliseconds kHarvestInterval{250};
+
 JobResult failure(ResultStatus status, std::string message) {
   JobResult r;
   r.status = status;
@@ -82,17 +88,20 @@ void measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressF
   progress("warmup", 0, seconds_since(warm));
 
   phase = OomPhase::kMeasure;
-  auto timer = on_cuda ? cuda::make_event_timer() : make_cpu_timer();
+  auto timer = on_cuda ? cuda::make_event_timer(kCudaHarvestBatch) : make_cpu_timer();
   StoppingRule rule(job.measurement);
+  const auto max_iterations = static_cast<std::size_t>(job.measurement.max_iterations);
   std::vector<double> samples;
   std::size_t timed = 0;
   auto last_report = Clock::now();
   const auto start = Clock::now();
+  HarvestSchedule schedule(on_cuda ? kCudaHarvestBatch : 1, kHarvestInterval);
   while (true) {
     timer->time([&] { runner->step(); });
     ++timed;
-    // On CUDA harvesting synchronizes; do it in batches, not per iteration.
-    if (!on_cuda || timed % 16 == 0 || seconds_since(last_report) > 0.25) timer->harvest(samples);
+    // The stopping rule sees only harvested samples; at max_iterations a harvest is due anyway,
+    // so a fixed count stops at that count, not at the next batch.
+    if (schedule.iteration_timed() || timed == max_iterations) timer->harvest(samples);
     if (samples.size() == timed) {
       if (auto reason = rule.check(samples, seconds_since(start))) {
         r.stop_reason = reason;
@@ -114,15 +123,19 @@ void measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressF
   r.status = ResultStatus::kOk;
 }
 
-JobResult classify(std::string_view what, OomPhase phase, const WorkerJob& job) {
+// `allocator_counted_oom`: the CUDA caching allocator's out-of-memory counter grew during the job.
+JobResult classify(std::string_view what, OomPhase phase, const WorkerJob& job, bool allocator_counted_oom) {
   const bool under_cpu_cap = job.memory_limit_mb && job.device == "cpu";
-  if (!is_oom_message(what) && !(under_cpu_cap && is_mapping_failure(what))) {
+  if (!is_oom_failure(what, allocator_counted_oom, under_cpu_cap)) {
     return failure(ResultStatus::kError, std::string(what.substr(0, 4000)));
   }
   JobResult r;
   r.status = ResultStatus::kOom;
   r.oom = OomInfo{phase, oom_bytes_requested(what)};
   r.error = std::string(oom_line(what));
+  if (allocator_counted_oom && !is_oom_message(what)) {  // say why a generic failure is an oom
+    r.error = "out of memory (counted by the CUDA caching allocator): " + std::string(what.substr(0, 4000));
+  }
   r.memory = peak_memory(job.device);
   return r;
 }
@@ -155,9 +168,10 @@ std::string aoti_cause(const std::string& cerr_tail) {
   return out;
 }
 
-// The verdict for what measure() threw in `phase`. `cerr_tail`: what LibTorch wrote to std::cerr.
+// The verdict for what measure() threw in `phase`. `cerr_tail`: what LibTorch wrote to std::cerr;
+// `allocator_counted_oom`: the CUDA caching allocator counted an out-of-memory during the job.
 JobResult classify_exception(const std::exception_ptr& thrown, OomPhase phase, const WorkerJob& job,
-                             const std::string& cerr_tail) {
+                             const std::string& cerr_tail, bool allocator_counted_oom) {
   std::string what;
   try {
     std::rethrow_exception(thrown);
@@ -173,7 +187,7 @@ JobResult classify_exception(const std::exception_ptr& thrown, OomPhase phase, c
   if (what.find("API call failed") != std::string::npos) {
     if (const std::string cause = aoti_cause(cerr_tail); !cause.empty()) what = cause + what;
   }
-  return classify(what, phase, job);
+  return classify(what, phase, job, allocator_counted_oom);
 }
 
 // The artifact's export time, from the exporter's metadata, when it says.
@@ -224,6 +238,9 @@ JobResult run_job(const WorkerJob& job, const Capabilities& caps, const Progress
     }
     // Made before the cap: the tail's storage must not be what runs out.
     const StreamTail cerr_tail(std::cerr, 64 * 1024);
+    // Only a CUDA job reads the counter (reading it initialises CUDA).
+    const bool on_cuda = job.device == "cuda";
+    const std::int64_t ooms_before = on_cuda ? cuda::oom_count() : 0;
     std::exception_ptr thrown;
     try {
       measure(job, phase, progress, r);
@@ -233,7 +250,8 @@ JobResult run_job(const WorkerJob& job, const Capabilities& caps, const Progress
     native_guard.reset();
     lift_memory_limit();
     if (thrown) {
-      JobResult failed = classify_exception(thrown, phase, job, cerr_tail.text());
+      const bool allocator_counted_oom = on_cuda && cuda::oom_count() > ooms_before;
+      JobResult failed = classify_exception(thrown, phase, job, cerr_tail.text(), allocator_counted_oom);
       failed.load_s = r.load_s;  // the phases done before the failure keep their timings
       failed.first_call_ms = r.first_call_ms;
       r = std::move(failed);

@@ -4,9 +4,12 @@
 //                 the package and loading its shared library), inputs not included
 //  first_call_ms  the first forward pass, whose outputs are checked against the exporter's
 //                 metadata (count, shapes, dtypes; a mismatch is an `error`)
-// Both are kept in a verdict of a later phase (oom, error). An out-of-memory is recognised also
-// where AOTInductor's runtime reports only "API call failed" (its cause is on std::cerr) and,
-// under a CPU cap, where its model library cannot be mapped.
+// Both are kept in a verdict of a later phase (oom, error). Timed iterations are harvested on
+// a HarvestSchedule (timing.h): on CUDA one synchronize per 16 iterations, or per 0.25 s since
+// the last harvest when iterations are slower. An out-of-memory is recognised also where
+// AOTInductor's runtime reports only "API call failed" (its cause is on std::cerr; on CUDA the
+// caching allocator's out-of-memory counter grew during the job) and, under a CPU cap, where
+// its model library cannot be mapped.
 #pragma once
 
 #include <functional>

@@ -19,6 +19,10 @@ bool is_mapping_failure(std::string_view m) {
   return m.find("failed to map segment from shared object") != std::string_view::npos;
 }
 
+bool is_oom_failure(std::string_view message, bool allocator_counted_oom, bool under_cpu_cap) {
+  return allocator_counted_oom || is_oom_message(message) || (under_cpu_cap && is_mapping_failure(message));
+}
+
 std::optional<std::int64_t> oom_bytes_requested(std::string_view m) {
   // CPU: "you tried to allocate 1234567 bytes."
   // CPU says "you tried to allocate", CUDA "Tried to allocate": compare case-insensitively.

@@ -18,6 +18,13 @@ bool is_oom_message(std::string_view message);
 // count it as out-of-memory only under a cap.
 bool is_mapping_failure(std::string_view message);
 
+// Whether a failure is an out-of-memory: its `message` says so (is_oom_message); or the CUDA
+// caching allocator counted a new out-of-memory while the job ran (`allocator_counted_oom`: its
+// num_ooms grew), whatever the message, since a runtime may turn the allocator's error into a
+// generic one (AOTInductor: "run_func_(...) API call failed"); or, only `under_cpu_cap`, a
+// model library could not be mapped (is_mapping_failure).
+bool is_oom_failure(std::string_view message, bool allocator_counted_oom, bool under_cpu_cap);
+
 // The bytes the failed allocation asked for, when the message says: "you tried to allocate
 // 123 bytes" (CPU) or "Tried to allocate 2.50 GiB" (CUDA).
 std::optional<std::int64_t> oom_bytes_requested(std::string_view message);

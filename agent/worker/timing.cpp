@@ -1,6 +1,6 @@
 #include "agent/worker/timing.h"
 
-#include <chrono>
+#include <utility>
 
 namespace benchfleet::worker {
 namespace {
@@ -24,5 +24,18 @@ class CpuTimer final : public IterationTimer {
 }  // namespace
 
 std::unique_ptr<IterationTimer> make_cpu_timer() { return std::make_unique<CpuTimer>(); }
+
+HarvestSchedule::HarvestSchedule(std::size_t batch, Clock::duration interval, Now now)
+    : batch_(batch == 0 ? 1 : batch), interval_(interval), now_(std::move(now)), last_harvest_(now_()) {}
+
+bool HarvestSchedule::iteration_timed() {
+  if (batch_ == 1) return true;  // every iteration: no need for the clock
+  ++pending_;
+  const Clock::time_point now = now_();
+  if (pending_ < batch_ && now - last_harvest_ < interval_) return false;
+  pending_ = 0;
+  last_harvest_ = now;
+  return true;
+}
 
 }  // namespace benchfleet::worker

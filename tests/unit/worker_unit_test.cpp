@@ -1,9 +1,12 @@
-// The worker's pure rules, without a model: recognising out-of-memory messages (oom.cpp), what a
-// build can run (capabilities.cpp), and the random inputs a job is measured on (make_inputs).
+// The worker's pure rules, without a model: recognising out-of-memory failures (oom.cpp), when the
+// measurement loop harvests its timer (timing.cpp), what a build can run (capabilities.cpp), and
+// the random inputs a job is measured on (make_inputs).
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <sstream>
@@ -15,6 +18,7 @@
 #include "agent/worker/output_check.h"
 #include "agent/worker/runner.h"
 #include "agent/worker/stream_tail.h"
+#include "agent/worker/timing.h"
 #include "common/worker_job.h"
 
 namespace benchfleet::worker {
@@ -96,6 +100,142 @@ TEST(WorkerOom, MappingFailureOfAModelLibrary) {
       "Error in dlopen: /tmp/Uq58d1/data/aotinductor/model/c2x.so: failed to map segment from shared object"));
   EXPECT_FALSE(is_mapping_failure("Error in dlopen: /tmp/a.so: cannot open shared object file"));
   EXPECT_FALSE(is_oom_message("failed to map segment from shared object"));  // only under a cap
+}
+
+// What AOTInductor's runtime throws for any failure of the model, a CUDA out-of-memory included
+// (torch/csrc/inductor/aoti_runner/model_container_runner.cpp, torch 2.6).
+constexpr const char* kAotiGeneric =
+    "run_func_( container_handle_, input_handles.data(), input_handles.size(), output_handles.data(), "
+    "output_handles.size(), reinterpret_cast<AOTInductorStreamHandle>(stream_handle), proxy_executor_handle_) "
+    "API call failed at /build/torch/csrc/inductor/aoti_runner/model_container_runner.cpp, line 107";
+constexpr const char* kMappingFailure =
+    "Error in dlopen: /tmp/Uq58d1/data/aotinductor/model/c2x.so: failed to map segment from shared object";
+
+TEST(WorkerOomFailure, GenericAotiFailureIsOomWhenTheAllocatorCountedOne) {
+  EXPECT_TRUE(is_oom_failure(kAotiGeneric, /*allocator_counted_oom=*/true, /*under_cpu_cap=*/false));
+}
+
+TEST(WorkerOomFailure, GenericAotiFailureIsAnErrorWhenTheCounterDidNotGrow) {
+  EXPECT_FALSE(is_oom_failure(kAotiGeneric, /*allocator_counted_oom=*/false, /*under_cpu_cap=*/false));
+  EXPECT_FALSE(is_oom_failure(kAotiGeneric, /*allocator_counted_oom=*/false, /*under_cpu_cap=*/true));
+}
+
+TEST(WorkerOomFailure, OomMessagesAreOomWithoutTheCounter) {
+  for (const char* message : {kCpuOom, kCudaOom, kCudaOomMiB, "std::bad_alloc"}) {
+    EXPECT_TRUE(is_oom_failure(message, false, false)) << message;
+    EXPECT_TRUE(is_oom_failure(message, false, true)) << message;
+    EXPECT_TRUE(is_oom_failure(message, true, false)) << message;
+  }
+  EXPECT_FALSE(is_oom_failure("Expected all tensors to be on the same device", false, false));
+}
+
+TEST(WorkerOomFailure, MappingFailureIsOomOnlyUnderACpuCap) {
+  EXPECT_TRUE(is_oom_failure(kMappingFailure, false, /*under_cpu_cap=*/true));
+  EXPECT_FALSE(is_oom_failure(kMappingFailure, false, /*under_cpu_cap=*/false));
+}
+
+// ---- timing.cpp: HarvestSchedule ------------------------------------------------------------
+
+using std::chrono::milliseconds;
+
+// A clock the test moves by hand; counts how often the schedule reads it.
+struct FakeClock {
+  HarvestSchedule::Clock::time_point now{};
+  int reads = 0;
+  HarvestSchedule::Now fn() {
+    return [this] {
+      ++reads;
+      return now;
+    };
+  }
+};
+
+// Times `n` iterations of `each` on `clock`; the 1-based iterations after which a harvest was due.
+std::vector<std::size_t> harvests_over(HarvestSchedule& schedule, FakeClock& clock, std::size_t n,
+                                       milliseconds each) {
+  std::vector<std::size_t> due;
+  for (std::size_t i = 1; i <= n; ++i) {
+    clock.now += each;
+    if (schedule.iteration_timed()) due.push_back(i);
+  }
+  return due;
+}
+
+TEST(WorkerHarvestSchedule, HarvestsWhenABatchIsPending) {
+  FakeClock clock;
+  HarvestSchedule schedule(16, milliseconds(250), clock.fn());
+  EXPECT_EQ(harvests_over(schedule, clock, 40, milliseconds(1)), (std::vector<std::size_t>{16, 32}));
+  EXPECT_EQ(schedule.pending(), 8u);
+}
+
+TEST(WorkerHarvestSchedule, HarvestsWhenTheIntervalHasPassedSinceTheLastHarvest) {
+  FakeClock clock;
+  HarvestSchedule schedule(16, milliseconds(250), clock.fn());
+  // 20 ms iterations: 250 ms pass before 16 are pending, after the 13th (260 ms). The next is
+  // due 250 ms after that harvest, after the 26th, not at once after the 14th (the old rule
+  // measured from the last progress report, only reset each second, and so harvested every
+  // iteration from there on).
+  EXPECT_EQ(harvests_over(schedule, clock, 40, milliseconds(20)), (std::vector<std::size_t>{13, 26, 39}));
+}
+
+TEST(WorkerHarvestSchedule, ABatchHarvestRestartsTheInterval) {
+  FakeClock clock;
+  HarvestSchedule schedule(4, milliseconds(250), clock.fn());
+  EXPECT_EQ(harvests_over(schedule, clock, 4, milliseconds(60)), (std::vector<std::size_t>{4}));  // 240 ms
+  // 20 ms later 260 ms have passed since the start but only 20 since the harvest.
+  EXPECT_EQ(harvests_over(schedule, clock, 3, milliseconds(20)), (std::vector<std::size_t>{}));
+  EXPECT_EQ(harvests_over(schedule, clock, 1, milliseconds(200)), (std::vector<std::size_t>{1}));  // 260 ms
+}
+
+TEST(WorkerHarvestSchedule, ASlowIterationIsHarvestedAtOnce) {
+  FakeClock clock;
+  HarvestSchedule schedule(16, milliseconds(250), clock.fn());
+  EXPECT_EQ(harvests_over(schedule, clock, 3, milliseconds(1)), (std::vector<std::size_t>{}));
+  EXPECT_EQ(harvests_over(schedule, clock, 1, milliseconds(1000)), (std::vector<std::size_t>{1}));
+  EXPECT_EQ(schedule.pending(), 0u);
+  // Fast again: back to whole batches.
+  EXPECT_EQ(harvests_over(schedule, clock, 20, milliseconds(1)), (std::vector<std::size_t>{16}));
+}
+
+TEST(WorkerHarvestSchedule, KnownHarvestCountsOverASimulatedRun) {
+  struct Case {
+    milliseconds each;
+    std::size_t harvests;
+  };
+  // 1000 iterations each: 1 ms -> whole batches (1000 / 16); 100 ms -> every third (300 ms);
+  // 300 ms -> every iteration.
+  for (const auto& [each, expected] : {Case{milliseconds(1), 62}, Case{milliseconds(100), 333},
+                                       Case{milliseconds(300), 1000}}) {
+    FakeClock clock;
+    HarvestSchedule schedule(16, milliseconds(250), clock.fn());
+    EXPECT_EQ(harvests_over(schedule, clock, 1000, each).size(), expected) << each.count() << " ms";
+  }
+}
+
+TEST(WorkerHarvestSchedule, NeverMoreHarvestsThanBatchesPlusIntervals) {
+  // Each harvest either completes a batch or ends an interval of its own, so over n iterations
+  // lasting t there are at most n / batch + t / interval.
+  const std::size_t batch = 16;
+  const milliseconds interval(250);
+  for (int each_ms : {1, 7, 15, 16, 17, 20, 63, 100, 249, 251, 1000}) {
+    FakeClock clock;
+    HarvestSchedule schedule(batch, interval, clock.fn());
+    const std::size_t n = 2000;
+    const std::size_t harvests = harvests_over(schedule, clock, n, milliseconds(each_ms)).size();
+    const auto total = milliseconds(each_ms) * static_cast<int>(n);
+    EXPECT_LE(harvests, n / batch + static_cast<std::size_t>(total / interval)) << each_ms << " ms";
+    EXPECT_GE(harvests, n / batch) << each_ms << " ms";  // never fewer than one per batch
+  }
+}
+
+TEST(WorkerHarvestSchedule, BatchOfOneHarvestsEveryIterationWithoutReadingTheClock) {
+  FakeClock clock;
+  HarvestSchedule schedule(1, milliseconds(250), clock.fn());
+  const int reads_at_start = clock.reads;
+  EXPECT_EQ(harvests_over(schedule, clock, 5, milliseconds(1)), (std::vector<std::size_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(clock.reads, reads_at_start);
+  HarvestSchedule zero(0, milliseconds(250), clock.fn());  // taken as 1
+  EXPECT_EQ(zero.batch(), 1u);
 }
 
 // ---- stream_tail.cpp ------------------------------------------------------------------------
