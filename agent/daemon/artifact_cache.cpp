@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <functional>
 #include <sstream>
 
+#include "agent/daemon/file_digest.h"
 #include "agent/daemon/process.h"
 
 namespace benchfleet::agent {
@@ -42,6 +44,56 @@ std::optional<nlohmann::json> read_json(const fs::path& path) {
   auto j = nlohmann::json::parse(s.str(), nullptr, false);
   if (j.is_discarded()) return std::nullopt;
   return j;
+}
+
+// What identifies one version of a file without reading it: device, inode, size, modification
+// and status-change times. Replacing the file or writing to it changes at least one of them
+// (short of a same-size rewrite within one tick of the file system's clock).
+std::optional<nlohmann::json> file_identity(const fs::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  const auto ns = [](const timespec& t) { return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec; };
+  return nlohmann::json{{"device", static_cast<std::uint64_t>(st.st_dev)},
+                        {"inode", static_cast<std::uint64_t>(st.st_ino)},
+                        {"size", static_cast<std::int64_t>(st.st_size)},
+                        {"mtime_ns", ns(st.st_mtim)},
+                        {"ctime_ns", ns(st.st_ctim)}};
+}
+
+// The artifact's SHA-256 from its record (sha256.json beside it) when the record describes the
+// file as it is now; otherwise hashed and recorded again. REQUIRES: the key's lock is held.
+Result<std::string> artifact_sha256(const fs::path& file) {
+  const fs::path record = file.parent_path() / "sha256.json";
+  auto identity = file_identity(file);
+  if (!identity) return Error::internal("the artifact " + file.string() + " is missing or not a file");
+  if (auto known = read_json(record);
+      known && known->is_object() && known->value("file", "") == file.filename().string() &&
+      known->value("identity", nlohmann::json()) == *identity && known->value("sha256", "").size() == 64) {
+    return known->value("sha256", "");
+  }
+  // A file that changed while it was read is read again, so the record never pairs a hash with
+  // an identity the hashed bytes did not have.
+  std::string sha256;
+  for (int attempt = 0;; ++attempt) {
+    BF_ASSIGN_OR_RETURN(sha256, file_sha256(file.string()));
+    auto after = file_identity(file);
+    if (after && *after == *identity) break;
+    if (!after || attempt == 2) {
+      return Error::internal("the artifact " + file.string() + " kept changing while it was hashed");
+    }
+    identity = std::move(after);
+  }
+  // Written beside and renamed: a reader never sees half a record. A record that cannot be
+  // written only costs a hash at the next use.
+  const fs::path partial = record.string() + ".partial";
+  {
+    std::ofstream out(partial, std::ios::trunc);
+    out << nlohmann::json{{"file", file.filename().string()}, {"identity", *identity}, {"sha256", sha256}}.dump()
+        << '\n';
+  }
+  std::error_code ec;
+  fs::rename(partial, record, ec);
+  return sha256;
 }
 
 std::string describe_exit(const ExitInfo& exit) {
@@ -77,8 +129,16 @@ Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter
     out.message = "cannot lock the artifact cache in " + dir_;
     return out;
   }
-  if (auto meta = read_json(dir / "metadata.json"); meta && meta->value("status", "") == "ok") {
-    out.artifact = Artifact{(dir / meta->value("artifact", "model.pt")).string(), *meta, true, 0};
+  // A finished export whose file is gone (removed by hand) is exported again.
+  if (auto meta = read_json(dir / "metadata.json");
+      meta && meta->value("status", "") == "ok" && fs::exists(dir / meta->value("artifact", "model.pt"))) {
+    const fs::path file = dir / meta->value("artifact", "model.pt");
+    auto sha256 = artifact_sha256(file);
+    if (!sha256.ok()) {
+      out.message = "the cached artifact cannot be hashed: " + sha256.error().message;
+      return out;
+    }
+    out.artifact = Artifact{file.string(), std::move(*sha256), *meta, true, 0};
     return out;
   }
 
@@ -118,13 +178,20 @@ Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter
                                                               "): " + tail_of_file(o.stderr_path, 5);
     return out;
   }
+  // Hashed in the staging directory, so the artifact enters the cache with its record.
+  const std::string file_name = answer->value("artifact", "model.pt");
+  auto sha256 = artifact_sha256(staging / file_name);
+  if (!sha256.ok()) {
+    out.message = "the exported artifact cannot be hashed: " + sha256.error().message;
+    return out;
+  }
   fs::remove_all(dir, ec);
   fs::rename(staging, dir, ec);
   if (ec) {
     out.message = "cannot move the export into the cache: " + ec.message();
     return out;
   }
-  out.artifact = Artifact{(dir / answer->value("artifact", "model.pt")).string(), *answer, false, wall};
+  out.artifact = Artifact{(dir / file_name).string(), std::move(*sha256), *answer, false, wall};
   return out;
 }
 

@@ -1,6 +1,9 @@
 // Exported model artifacts, cached by (model, torch build, format, mode, batch, device arch).
 // An export runs at most once per key at a time (a lock file per key), so two slots asking
 // for the same artifact wait for one export instead of racing. Failed exports are not cached.
+// Each artifact's SHA-256 is computed once, at export (or at the first use of an artifact cached
+// before the agent hashed them), and kept beside it with the file's identity; a file changed or
+// replaced since is hashed again, so a result never names an old artifact's hash.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +41,7 @@ struct Exporter {
 
 struct Artifact {
   std::string path;           // the model file
+  std::string sha256;         // lower-case hex SHA-256 of that file, computed by the agent
   nlohmann::json metadata;    // the exporter's metadata.json
   bool cached = false;        // reused from an earlier export
   double export_wall_s = 0;   // wall time of this call's export (0 when cached)

@@ -146,7 +146,10 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
       r = std::move(*decoded);
     }
   }
+  add_build_identity(*env.build, r);
   if (prepared.artifact) {
+    // Which artifact the worker ran, hashed by the agent (the worker links no crypto library).
+    r.environment["artifact_sha256"] = prepared.artifact->sha256;
     if (!r.export_s && prepared.artifact->metadata.contains("export_s")) {
       r.export_s = prepared.artifact->metadata["export_s"].get<double>();
     }
@@ -155,7 +158,6 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
       r.telemetry["export_inductor_cache"] = prepared.artifact->metadata["inductor_cache"];
     }
   }
-  add_build_identity(*env.build, r);
   fs::remove_all(dir, ec);  // the result travels in the spool; scratch is not kept
   return r;
 }

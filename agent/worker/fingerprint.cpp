@@ -1,11 +1,9 @@
 #include "agent/worker/fingerprint.h"
 
 #include <ATen/Parallel.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <fstream>
-#include <memory>
 
 #include "agent/worker/cuda.h"
 
@@ -26,28 +24,6 @@ std::string cpu_model() {
 
 }  // namespace
 
-std::string file_sha256(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) return "";
-  std::vector<char> buffer(1 << 20);
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<std::size_t>(in.gcount()));
-  }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), digest, &length) != 1) return "";
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < length; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 0xf];
-  }
-  return out;
-}
-
 nlohmann::json fingerprint(const WorkerJob& job, const Capabilities& caps) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -58,8 +34,7 @@ nlohmann::json fingerprint(const WorkerJob& job, const Capabilities& caps) {
                         {"cpu_model", cpu_model()},
                         {"cpu_threads", at::get_num_threads()},
                         {"device", job.device},
-                        {"format", job.format},
-                        {"artifact_sha256", file_sha256(job.artifact)}};
+                        {"format", job.format}};
   for (const char* key : {"torch_git", "torch_version", "python", "sha256"}) {
     auto it = job.artifact_metadata.find(key);
     if (it != job.artifact_metadata.end() && it->is_primitive()) env[std::string("exporter_") + key] = *it;

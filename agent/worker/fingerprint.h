@@ -10,11 +10,10 @@ namespace benchfleet::worker {
 
 // Flat map: runtime ("libtorch"), torch_version (the LibTorch this worker was compiled against:
 // TORCH_VERSION), the exporter's torch version, git, python and sha256 (exporter_*), worker
-// version, host, CPU model and threads, device (+ GPU name/UUID/SM, CUDA/cuDNN, driver on CUDA),
-// artifact sha256 and format. How long the artifact took to load is the result's load_s.
+// version, host, CPU model and threads, device (+ GPU name/UUID/SM, CUDA/cuDNN, driver on CUDA)
+// and the artifact's format. The artifact itself is not hashed here: the agent adds
+// artifact_sha256 (its own hash of the file it gave the worker, agent/daemon/artifact_cache.h), so
+// the worker needs no crypto library. How long the artifact took to load is the result's load_s.
 nlohmann::json fingerprint(const WorkerJob& job, const Capabilities& caps);
-
-// Lower-case hex SHA-256 of a file; empty if unreadable.
-std::string file_sha256(const std::string& path);
 
 }  // namespace benchfleet::worker

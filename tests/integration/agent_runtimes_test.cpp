@@ -62,7 +62,11 @@ TEST(AgentRuntimes, LibtorchAndPythonRunSideBySide) {
   EXPECT_FALSE(python["environment"].contains("artifact_sha256")) << python.dump(1);
   EXPECT_FALSE(python["telemetry"].contains("artifact_cached")) << python.dump(1);
   const json& libtorch = by_cell[{"libtorch", "eager"}]["result"];
-  EXPECT_EQ(libtorch["environment"].value("artifact_sha256", "").size(), 64u) << libtorch.dump(1);
+  // The agent hashed the artifact the worker ran: the very file the exporter made and hashed.
+  const std::string artifact_sha256 = libtorch["environment"].value("artifact_sha256", "");
+  EXPECT_EQ(artifact_sha256.size(), 64u) << libtorch.dump(1);
+  EXPECT_EQ(artifact_sha256.find_first_not_of("0123456789abcdef"), std::string::npos) << libtorch.dump(1);
+  EXPECT_EQ(artifact_sha256, libtorch["environment"].value("exporter_sha256", "")) << libtorch.dump(1);
   EXPECT_TRUE(libtorch["telemetry"].contains("artifact_cached")) << libtorch.dump(1);
 
   // The report: one table, the runtime in every column, eager of both runtimes side by side.

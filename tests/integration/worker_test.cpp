@@ -509,8 +509,9 @@ TEST_P(WorkerMeasureTest, ReportsAConsistentResult) {
   const json& env = r.environment;
   EXPECT_EQ(env.value("torch_version", ""), capabilities().at("torch_version").get<std::string>()) << env.dump();
   EXPECT_FALSE(env.value("torch_version", "").empty()) << env.dump();
-  EXPECT_EQ(env.value("artifact_sha256", ""), a.metadata.at("sha256").get<std::string>()) << env.dump();
+  // The worker copies the exporter's hash; its own hash of the file is the agent's to add.
   EXPECT_EQ(env.value("exporter_sha256", ""), a.metadata.at("sha256").get<std::string>()) << env.dump();
+  EXPECT_FALSE(env.contains("artifact_sha256")) << env.dump();
   EXPECT_FALSE(env.value("host", "").empty()) << env.dump();
   EXPECT_EQ(env.value("device", ""), "cpu") << env.dump();
   EXPECT_EQ(env.value("format", ""), a.format) << env.dump();
@@ -588,8 +589,10 @@ TEST_F(WorkerArtifactTest, MemoryLimitTooSmallIsAnOom) {
     ASSERT_TRUE(run.result.oom->bytes_requested.has_value()) << run.describe();
     EXPECT_GT(*run.result.oom->bytes_requested, 0);
   }
-  EXPECT_EQ(run.result.environment.value("artifact_sha256", ""),
-            artifact(kResnet, Mode::kEager, 4).metadata.at("sha256").get<std::string>());
+  // An OOM result still carries the fingerprint, with the exporter's hash of the artifact.
+  EXPECT_EQ(run.result.environment.value("exporter_sha256", ""),
+            artifact(kResnet, Mode::kEager, 4).metadata.at("sha256").get<std::string>())
+      << run.result.environment.dump();
 }
 
 // memory_limit_mb 1 is a valid job: the inputs cannot even be allocated (phase load). The worker
@@ -710,7 +713,10 @@ TEST_F(WorkerJobTest, CorruptArtifactIsAnError) {
   const WorkerRun run = run_worker(text_of(job_without_export(Mode::kEager, dir / "model.pt", "torchscript")));
   ASSERT_NO_FATAL_FAILURE(expect_verdict(run, ResultStatus::kError));
   EXPECT_FALSE(run.result.oom.has_value());
-  EXPECT_EQ(run.result.environment.value("artifact_sha256", "").size(), 64u) << run.result.environment.dump();
+  // The fingerprint is still there (the artifact's format, no exporter's metadata to copy).
+  EXPECT_EQ(run.result.environment.value("format", ""), "torchscript") << run.result.environment.dump();
+  EXPECT_FALSE(run.result.environment.contains("exporter_sha256")) << run.result.environment.dump();
+  EXPECT_FALSE(run.result.environment.contains("artifact_sha256")) << run.result.environment.dump();
 }
 
 TEST_F(WorkerJobTest, MissingArtifactIsAnErrorNamingIt) {
