@@ -174,6 +174,9 @@ nlohmann::json telemetry() {
 Result<std::unique_ptr<Graph>> capture(const std::function<void()>& step) {
   auto graph = std::make_unique<CapturedGraph>();
   auto side = at::cuda::getStreamFromPool();
+  // The warm-up ran on the current stream: it must be done before the side stream reads the
+  // same inputs and the allocator hands its freed blocks to the side stream.
+  synchronize();
   {
     c10::cuda::CUDAStreamGuard guard(side);
     step();  // one more warm-up on the capture stream
