@@ -11,8 +11,10 @@ Phases, as the worker's (and the OOM phase each failure is reported in):
   warmup   measurement.warmup untimed calls; at least 2 for modes replaying CUDA graphs (the
            cudagraph trees warm up on one call and record on the next, replaying after that)
   measure  timed calls under the stopping rule (benchfleet_stats.StoppingRule): CPU steady clock
-           (perf_counter_ns) per call; CUDA an event pair per call on the current stream, read in
-           batches (one synchronize per batch), host wall time kept apart in telemetry
+           (perf_counter_ns) per call; CUDA an event pair per call on the current stream (the
+           pairs of a batch created before the timed loop), read with one synchronize per 16 calls
+           or once 0.25 s have passed since the last read (HarvestSchedule), host wall time kept
+           apart in telemetry
 All calls run under torch.no_grad() and drop their outputs at once; before each call of a mode
 that replays CUDA graphs torch.compiler.cudagraph_mark_step_begin() (where it exists) says the
 previous outputs are dead, so nothing is held across replays. Python's cyclic garbage collector
@@ -96,18 +98,37 @@ def _describe(error: BaseException) -> str:
     return text if cut < 0 else text[:cut]
 
 
-def classify(error: BaseException, phase: str, device: str) -> Dict[str, Any]:
-    """A failed job's result: oom (with phase and bytes) when the failure is one, else error."""
+def is_oom_failure(message: str, allocator_counted_oom: bool) -> bool:
+    """agent/worker/oom.h is_oom_failure: the message says out-of-memory, or the CUDA caching
+    allocator counted a new one while the job ran (its num_ooms grew), whatever the message, since
+    a runtime may report it as a generic failure."""
+    return allocator_counted_oom or is_oom_message(message)
+
+
+def cuda_oom_count() -> int:
+    """How many allocations the CUDA caching allocator of device 0 has refused so far (its
+    num_ooms); 0 before CUDA is initialised (memory_stats does not initialise it) or without it."""
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return 0
+    return int(torch.cuda.memory_stats(0).get("num_ooms", 0))
+
+
+def classify(error: BaseException, phase: str, device: str, allocator_counted_oom: bool = False) -> Dict[str, Any]:
+    """A failed job's result: oom (with phase and bytes) when the failure is one, else error.
+    allocator_counted_oom: the CUDA caching allocator's num_ooms grew during the job."""
     if isinstance(error, ExportFailure):
         return failed(error.status, error.message)
     if isinstance(error, MemoryError):
         text = f"MemoryError: {error}" if str(error) else "MemoryError: Python could not allocate memory"
     else:
         text = _describe(error)
-    if not isinstance(error, MemoryError) and not is_oom_message(text):
+    says_oom = isinstance(error, MemoryError) or is_oom_message(text)
+    if not says_oom:  # where it failed: an error, or an oom only the allocator's counter saw
         traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+    if not says_oom and not is_oom_failure(text, allocator_counted_oom):
         return failed("error", text[:_MAX_ERROR_CHARS])
-    result = failed("oom", oom_line(text)[:_MAX_ERROR_CHARS])
+    message = oom_line(text) if says_oom else f"out of memory (counted by the CUDA caching allocator): {text}"
+    result = failed("oom", message[:_MAX_ERROR_CHARS])
     bytes_requested = oom_bytes_requested(text)
     result["oom"] = {"phase": phase}
     if bytes_requested is not None:
@@ -183,25 +204,78 @@ class CpuTimer:
         self._pending.clear()
 
 
-class CudaEventTimer:
-    """An event pair per call on the current stream; one synchronize per harvest."""
+def _timing_event() -> Any:
+    return torch.cuda.Event(enable_timing=True)
 
-    def __init__(self) -> None:
-        self._pending: List[Any] = []
+
+class CudaEventTimer:
+    """An event pair per call on the current stream; one synchronize per harvest. The pairs of
+    `batch` calls are made up front and reused after each harvest (more are made, before the
+    timed window, if a batch runs longer). torch.cuda.Event creates its CUDA event at its first
+    record, so each new event is recorded once when made, not first inside a timed call.
+    make_event: for tests (default: a timing torch.cuda.Event)."""
+
+    def __init__(self, batch: int, make_event: Optional[Callable[[], Any]] = None) -> None:
+        self._make_event = make_event or _timing_event
+        self._pool: List[Any] = []
+        self._used = 0  # pairs recorded since the last harvest
+        self._grow(max(1, batch))
+
+    def _grow(self, more: int) -> None:
+        for _ in range(more):
+            start, stop = self._make_event(), self._make_event()
+            start.record()
+            stop.record()
+            self._pool.append((start, stop))
 
     def time(self, fn: Callable[[], None]) -> None:
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if self._used == len(self._pool):
+            self._grow(len(self._pool))
+        start, stop = self._pool[self._used]
+        self._used += 1
         start.record()
         fn()
         stop.record()
-        self._pending.append((start, stop))
 
     def harvest(self, samples_ms: List[float]) -> None:
-        if not self._pending:
+        if not self._used:
             return
-        self._pending[-1][1].synchronize()
-        samples_ms.extend(float(start.elapsed_time(stop)) for start, stop in self._pending)
-        self._pending.clear()
+        self._pool[self._used - 1][1].synchronize()  # one wait for the whole batch
+        samples_ms.extend(float(start.elapsed_time(stop)) for start, stop in self._pool[:self._used])
+        self._used = 0
+
+
+# On CUDA a harvest synchronizes with the device: once per this many timed calls, or once per
+# interval when calls are slower (agent/worker/measure.cpp's constants).
+CUDA_HARVEST_BATCH = 16
+HARVEST_INTERVAL_S = 0.25
+
+
+class HarvestSchedule:
+    """agent/worker/timing.h HarvestSchedule: when a measurement loop harvests its timer. Due once
+    `batch` calls are pending, or once `interval_s` has passed since the last harvest, on the
+    schedule's own clock (nothing else, a progress report say, restarts it). With batch 1 every
+    call is harvested without reading the clock. now: for tests."""
+
+    def __init__(self, batch: int, interval_s: float, now: Callable[[], float] = time.perf_counter) -> None:
+        self.batch = max(1, batch)
+        self.pending = 0
+        self._interval_s = interval_s
+        self._now = now
+        self._last_harvest = now()
+
+    def iteration_timed(self) -> bool:
+        """Counts one more timed call; True when the caller must harvest now, which counts as that
+        harvest (nothing pending, the interval starts again)."""
+        if self.batch == 1:
+            return True
+        self.pending += 1
+        now = self._now()
+        if self.pending < self.batch and now - self._last_harvest < self._interval_s:
+            return False
+        self.pending = 0
+        self._last_harvest = now
+        return True
 
 
 # ---- the job -----------------------------------------------------------------------------------
@@ -337,19 +411,22 @@ def _measure(job: Job, spec: ModelSpec, hooks: Hooks) -> Dict[str, Any]:
 def _timed_loop(step: Callable[[], None], job: Job, on_cuda: bool, hooks: Hooks,
                 result: Dict[str, Any]) -> List[float]:
     """Timed calls until the stopping rule says stop; records stop_reason and host wall time."""
-    timer = CudaEventTimer() if on_cuda else CpuTimer()
+    timer = CudaEventTimer(CUDA_HARVEST_BATCH) if on_cuda else CpuTimer()
     rule = StoppingRule(job.measurement)
+    max_iterations = int(job.measurement["max_iterations"])
     samples: List[float] = []
     timed = 0
     gc.collect()
     gc.disable()
     try:
         last_report = start = time.perf_counter()
+        schedule = HarvestSchedule(CUDA_HARVEST_BATCH if on_cuda else 1, HARVEST_INTERVAL_S)
         while True:
             timer.time(step)
             timed += 1
-            # On CUDA harvesting synchronizes: in batches, not per iteration (as the worker).
-            if not on_cuda or timed % 16 == 0 or _seconds_since(last_report) > 0.25:
+            # The stopping rule sees only harvested samples; at max_iterations a harvest is due
+            # anyway, so a fixed count stops at that count (as the worker).
+            if schedule.iteration_timed() or timed == max_iterations:
                 timer.harvest(samples)
             if len(samples) == timed:
                 reason = rule.check(samples, _seconds_since(start))
@@ -409,6 +486,7 @@ def run_job(job: Job, caps: Capabilities, hooks: Hooks) -> Dict[str, Any]:
         importlib.import_module("torch._inductor")
 
     tracker = _PhaseTracker(hooks)
+    ooms_before = cuda_oom_count() if job.device == "cuda" else 0
     error: Optional[Exception] = None
     try:
         result = _measure(job, spec, tracker)
@@ -419,7 +497,8 @@ def run_job(job: Job, caps: Capabilities, hooks: Hooks) -> Dict[str, Any]:
     if isinstance(error, JobError):
         result = failed("error", f"memory limit: {error}")
     elif error is not None:
-        result = classify(error, tracker.current, job.device)
+        allocator_counted_oom = job.device == "cuda" and cuda_oom_count() > ooms_before
+        result = classify(error, tracker.current, job.device, allocator_counted_oom)
     return _finish(result, environment, job)
 
 

@@ -1,0 +1,245 @@
+"""Tests of the python runner's measurement rules (agent/python/benchfleet_measure.py) that need no
+GPU: when the timed loop harvests its timer (HarvestSchedule, as agent/worker/timing.h), the CUDA
+event timer's pre-made event pairs (with stand-in events), and when a failure is an out-of-memory
+(is_oom_failure and classify, as agent/worker/oom.h).
+
+Run with the system python that has Debian's torch:  /usr/bin/python3 -m unittest discover -s
+agent/python/tests -v. benchfleet_measure imports torch; without it these tests skip.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import types
+import unittest
+from typing import Any, Dict, List, Optional
+from unittest import mock
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.environ.get("BENCHFLEET_SOURCE_DIR") or os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+PYTHON_DIR = os.path.join(SOURCE_DIR, "agent", "python")
+
+sys.dont_write_bytecode = True  # no __pycache__ next to the sources
+sys.path.insert(0, PYTHON_DIR)
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+if HAVE_TORCH:
+    import benchfleet_job as bj  # noqa: E402
+    import benchfleet_measure as bm  # noqa: E402
+
+# What AOTInductor's runtime throws for any failure of the model, a CUDA out-of-memory included.
+AOTI_GENERIC = ("run_func_( container_handle_, input_handles.data(), input_handles.size(), output_handles.data(), "
+                "output_handles.size(), reinterpret_cast<AOTInductorStreamHandle>(stream_handle), "
+                "proxy_executor_handle_) API call failed at /build/torch/csrc/inductor/aoti_runner/"
+                "model_container_runner.cpp, line 107")
+CUDA_OOM = ("CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; 13.12 GiB already "
+            "allocated; 1.06 GiB free; 13.50 GiB reserved in total by PyTorch)")
+CPU_OOM = ("[enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
+           "allocate 205520896 bytes. Error code 12 (Cannot allocate memory)")
+
+
+class FakeClock:
+    """A clock the test moves by hand (seconds); counts how often it is read."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return self.now
+
+
+def harvests_over(schedule: Any, clock: FakeClock, n: int, each_s: float) -> List[int]:
+    """Times `n` calls of `each_s` on `clock`; the 1-based calls after which a harvest was due."""
+    due = []
+    for i in range(1, n + 1):
+        clock.now += each_s
+        if schedule.iteration_timed():
+            due.append(i)
+    return due
+
+
+@unittest.skipUnless(HAVE_TORCH, "benchfleet_measure needs torch")
+class HarvestScheduleTest(unittest.TestCase):
+    def schedule(self, batch: int = 16, interval_s: float = 0.25) -> Any:
+        self.clock = FakeClock()
+        return bm.HarvestSchedule(batch, interval_s, now=self.clock)
+
+    def test_harvests_when_a_batch_is_pending(self) -> None:
+        s = self.schedule()
+        self.assertEqual(harvests_over(s, self.clock, 40, 0.001), [16, 32])
+        self.assertEqual(s.pending, 8)
+
+    def test_the_interval_runs_from_the_last_harvest(self) -> None:
+        # 20 ms calls: 0.25 s pass before 16 are pending, after the 13th; the next harvest is due
+        # 0.25 s after that one (the 26th), not at once (the old rule's clock was the progress
+        # report's, reset once a second, so every call from the 14th on synchronized).
+        s = self.schedule()
+        self.assertEqual(harvests_over(s, self.clock, 40, 0.020), [13, 26, 39])
+
+    def test_a_batch_harvest_restarts_the_interval(self) -> None:
+        s = self.schedule(batch=4)
+        self.assertEqual(harvests_over(s, self.clock, 4, 0.060), [4])
+        self.assertEqual(harvests_over(s, self.clock, 3, 0.020), [])
+        self.assertEqual(harvests_over(s, self.clock, 1, 0.200), [1])
+
+    def test_a_slow_call_is_harvested_at_once(self) -> None:
+        s = self.schedule()
+        self.assertEqual(harvests_over(s, self.clock, 3, 0.001), [])
+        self.assertEqual(harvests_over(s, self.clock, 1, 1.0), [1])
+        self.assertEqual(s.pending, 0)
+        self.assertEqual(harvests_over(s, self.clock, 20, 0.001), [16])
+
+    def test_known_counts_and_the_bound_over_a_simulated_run(self) -> None:
+        for each_s, expected in ((0.001, 62), (0.100, 333), (0.300, 1000)):
+            s = self.schedule()
+            self.assertEqual(len(harvests_over(s, self.clock, 1000, each_s)), expected, each_s)
+        for each_ms in (1, 7, 15, 16, 17, 20, 63, 100, 249, 251, 1000):
+            s = self.schedule()
+            n = 2000
+            harvests = len(harvests_over(s, self.clock, n, each_ms / 1000))
+            self.assertLessEqual(harvests, n // 16 + (n * each_ms) // 250, each_ms)
+            self.assertGreaterEqual(harvests, n // 16, each_ms)
+
+    def test_batch_of_one_harvests_every_call_without_the_clock(self) -> None:
+        s = self.schedule(batch=1)
+        reads = self.clock.reads
+        self.assertEqual(harvests_over(s, self.clock, 5, 0.001), [1, 2, 3, 4, 5])
+        self.assertEqual(self.clock.reads, reads)
+        self.assertEqual(bm.HarvestSchedule(0, 0.25).batch, 1)
+
+
+class FakeEvent:
+    """Stands in for torch.cuda.Event(enable_timing=True); elapsed_time is the stop's serial minus
+    the start's, so the test knows which pair was read."""
+
+    made: List["FakeEvent"] = []
+    serial = 0
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.synchronized = 0
+        self.stamp = 0
+        FakeEvent.made.append(self)
+
+    def record(self) -> None:
+        FakeEvent.serial += 1
+        self.records += 1
+        self.stamp = FakeEvent.serial
+
+    def synchronize(self) -> None:
+        self.synchronized += 1
+
+    def elapsed_time(self, stop: "FakeEvent") -> float:
+        return float(stop.stamp - self.stamp)
+
+
+@unittest.skipUnless(HAVE_TORCH, "benchfleet_measure needs torch")
+class CudaEventTimerTest(unittest.TestCase):
+    def setUp(self) -> None:
+        FakeEvent.made = []
+        FakeEvent.serial = 0
+
+    def test_the_events_of_a_batch_are_made_and_recorded_before_any_call(self) -> None:
+        timer = bm.CudaEventTimer(4, make_event=FakeEvent)
+        self.assertEqual(len(FakeEvent.made), 8)
+        self.assertTrue(all(e.records == 1 for e in FakeEvent.made))  # the CUDA event exists now
+        calls: List[int] = []
+        for i in range(4):
+            timer.time(lambda i=i: calls.append(i))
+        self.assertEqual(calls, [0, 1, 2, 3])
+        self.assertEqual(len(FakeEvent.made), 8)  # none made inside the timed calls
+
+        samples: List[float] = []
+        timer.harvest(samples)
+        self.assertEqual(samples, [1.0, 1.0, 1.0, 1.0])  # each call between its own pair
+        self.assertEqual([e.synchronized for e in FakeEvent.made], [0] * 7 + [1])  # one wait: the last stop
+        timer.harvest(samples)  # nothing pending: nothing added, no wait
+        self.assertEqual(len(samples), 4)
+        self.assertEqual(FakeEvent.made[-1].synchronized, 1)
+
+        timer.time(lambda: None)  # the same pairs again after a harvest
+        self.assertEqual(len(FakeEvent.made), 8)
+        self.assertEqual(FakeEvent.made[0].records, 3)
+
+    def test_a_longer_batch_makes_more_pairs_outside_the_calls(self) -> None:
+        timer = bm.CudaEventTimer(2, make_event=FakeEvent)
+        for _ in range(3):
+            timer.time(lambda: None)
+        self.assertEqual(len(FakeEvent.made), 8)  # the pool doubled before the third call
+        samples: List[float] = []
+        timer.harvest(samples)
+        self.assertEqual(samples, [1.0, 1.0, 1.0])
+
+
+def fixed_count_job(count: int) -> Any:
+    return types.SimpleNamespace(measurement={"warmup": 0, "min_iterations": count, "max_iterations": count,
+                                              "min_duration_s": 0, "max_duration_s": 60,
+                                              "target_ci_rel_width": 0.05})
+
+
+@unittest.skipUnless(HAVE_TORCH, "benchfleet_measure needs torch")
+class TimedLoopTest(unittest.TestCase):
+    def test_cuda_loop_harvests_in_batches_and_stops_at_a_fixed_count(self) -> None:
+        FakeEvent.made = []
+        with mock.patch.object(bm, "_timing_event", FakeEvent):
+            result: Dict[str, Any] = {"telemetry": {}}
+            samples = bm._timed_loop(lambda: None, fixed_count_job(40), True, bj.Hooks(), result)
+        self.assertEqual(len(samples), 40)  # not 48, the next whole batch
+        self.assertEqual(result["stop_reason"], "fixed_count")
+        self.assertEqual(len(FakeEvent.made), 2 * bm.CUDA_HARVEST_BATCH)
+        waits = sum(e.synchronized for e in FakeEvent.made)
+        # After the 16th, the 32nd and the 40th; more only if a 0.25 s interval ran out first.
+        late = int(result["telemetry"]["host_wall_ms"] / (bm.HARVEST_INTERVAL_S * 1000))
+        self.assertGreaterEqual(waits, 3)
+        self.assertLessEqual(waits, 3 + late)
+
+    def test_cpu_loop_checks_the_rule_after_every_call(self) -> None:
+        result: Dict[str, Any] = {"telemetry": {}}
+        samples = bm._timed_loop(lambda: None, fixed_count_job(7), False, bj.Hooks(), result)
+        self.assertEqual(len(samples), 7)
+        self.assertEqual(result["stop_reason"], "fixed_count")
+
+
+@unittest.skipUnless(HAVE_TORCH, "benchfleet_measure needs torch")
+class OomFailureTest(unittest.TestCase):
+    def test_a_generic_failure_is_oom_only_when_the_allocator_counted_one(self) -> None:
+        self.assertTrue(bm.is_oom_failure(AOTI_GENERIC, allocator_counted_oom=True))
+        self.assertFalse(bm.is_oom_failure(AOTI_GENERIC, allocator_counted_oom=False))
+
+    def test_oom_messages_are_oom_without_the_counter(self) -> None:
+        for message in (CUDA_OOM, CPU_OOM, "std::bad_alloc", "torch.OutOfMemoryError: CUDA error"):
+            self.assertTrue(bm.is_oom_failure(message, allocator_counted_oom=False), message)
+        self.assertFalse(bm.is_oom_failure("Expected all tensors to be on the same device", False))
+
+    def test_classify_with_the_counter(self) -> None:
+        with mock.patch("sys.stderr"):  # classify prints the traceback of what it calls an error
+            counted = bm.classify(RuntimeError(AOTI_GENERIC), "measure", "cpu", allocator_counted_oom=True)
+            not_counted = bm.classify(RuntimeError(AOTI_GENERIC), "measure", "cpu", allocator_counted_oom=False)
+        self.assertEqual(counted["status"], "oom")
+        self.assertEqual(counted["oom"], {"phase": "measure"})
+        self.assertTrue(counted["error"].startswith("out of memory (counted by the CUDA caching allocator): "
+                                                    "RuntimeError: run_func_("), counted["error"])
+        self.assertEqual(not_counted["status"], "error")
+        self.assertNotIn("oom", not_counted)
+
+    def test_classify_keeps_phase_and_bytes_of_an_oom_message(self) -> None:
+        result = bm.classify(RuntimeError(CUDA_OOM), "warmup", "cpu", allocator_counted_oom=False)
+        self.assertEqual(result["status"], "oom")
+        self.assertEqual(result["oom"], {"phase": "warmup", "bytes_requested": 20 * 1024 * 1024})
+        counted = bm.classify(RuntimeError(CUDA_OOM), "warmup", "cpu", allocator_counted_oom=True)
+        self.assertEqual(counted["error"], result["error"])  # the allocator's own words, no prefix
+
+    def test_no_cuda_no_count(self) -> None:
+        import torch  # noqa: PLC0415
+
+        if torch.cuda.is_available():
+            self.skipTest("a CUDA device is visible")
+        self.assertEqual(bm.cuda_oom_count(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
