@@ -331,47 +331,73 @@ TEST(WorkerCheckJob, PythonJobsAreTheRunnersNotTheWorkers) {
   EXPECT_NE(err->message.find("benchfleet_runner.py"), std::string::npos) << err->message;
 }
 
-Capabilities caps_of(bool aoti, bool cuda_compiled, bool cuda_available) {
-  return Capabilities{"9.9.9-test", aoti, cuda_compiled, cuda_available};
+// `aoti_cuda_graphs` defaults to what LibTorch >= 2.7 has whenever the loader is there.
+Capabilities caps_of(bool aoti, bool cuda_compiled, bool cuda_available, std::optional<bool> aoti_cuda_graphs = {}) {
+  Capabilities c;
+  c.torch_version = "9.9.9-test";
+  c.aoti = aoti;
+  c.aoti_cuda_graphs = aoti_cuda_graphs.value_or(aoti);
+  c.cuda_compiled = cuda_compiled;
+  c.cuda_available = cuda_available;
+  return c;
 }
 
 // The rules spelled out independently of capabilities.cpp: CUDA jobs need a CUDA build and a
-// device, reduce-overhead and max-autotune need CUDA (graphs), AOTInductor formats need the loader.
+// device, reduce-overhead and max-autotune need CUDA (graphs), AOTInductor formats need the
+// loader, and capturing an AOTInductor package into a CUDA graph its single-threaded runner.
 bool expected_runnable(Mode mode, const std::string& device, const Capabilities& caps) {
+  const bool graphs = mode == Mode::kReduceOverhead || mode == Mode::kMaxAutotune;
   if (device == "cuda" && !(caps.cuda_compiled && caps.cuda_available)) return false;
-  if ((mode == Mode::kReduceOverhead || mode == Mode::kMaxAutotune) && device != "cuda") return false;
+  if (graphs && device != "cuda") return false;
   if (format_for(mode) == "aotinductor" && !caps.aoti) return false;
+  if (format_for(mode) == "aotinductor" && graphs && !caps.aoti_cuda_graphs) return false;
   return true;
 }
 
 TEST(WorkerCapabilities, UnsupportedReasonForEveryModeDeviceAndBuild) {
+  struct Build {
+    bool aoti, compiled, available, graphs;
+  };
+  std::vector<Build> builds;
   for (bool aoti : {false, true}) {
     for (bool compiled : {false, true}) {
       for (bool available : {false, true}) {
-        if (available && !compiled) continue;  // a device is usable only from a CUDA build
-        const Capabilities caps = caps_of(aoti, compiled, available);
-        for (const std::string device : {"cpu", "cuda"}) {
-          for (Mode mode : all_modes()) {
-            SCOPED_TRACE(std::string(to_string(mode)) + " on " + device + " aoti=" + std::to_string(aoti) +
-                         " cuda_compiled=" + std::to_string(compiled) + " cuda_available=" + std::to_string(available));
-            const WorkerJob job = job_for(mode, std::string(format_for(mode)), device);
-            const auto reason = unsupported_reason(job, caps);
-            ASSERT_EQ(!reason.has_value(), expected_runnable(mode, device, caps)) << reason.value_or("(runnable)");
-            if (!reason) continue;
-            EXPECT_FALSE(reason->empty());
-            // The reason names what is missing.
-            if (device == "cuda" && !compiled) {
-              EXPECT_NE(reason->find("CUDA"), std::string::npos) << *reason;
-              EXPECT_NE(reason->find(caps.torch_version), std::string::npos) << *reason;
-            } else if (device == "cuda" && !available) {
-              EXPECT_NE(reason->find("CUDA"), std::string::npos) << *reason;
-            } else if (device == "cpu" && (mode == Mode::kReduceOverhead || (mode == Mode::kMaxAutotune && aoti))) {
-              EXPECT_NE(reason->find("CUDA graphs"), std::string::npos) << *reason;
-            } else {
-              EXPECT_NE(reason->find("AOTInductor"), std::string::npos) << *reason;
-              EXPECT_NE(reason->find(caps.torch_version), std::string::npos) << *reason;
-            }
-          }
+        for (bool graphs : {false, true}) {
+          // A device is usable only from a CUDA build; graph capture is a property of the loader.
+          if ((available && !compiled) || (graphs && !aoti)) continue;
+          builds.push_back({aoti, compiled, available, graphs});
+        }
+      }
+    }
+  }
+  ASSERT_EQ(builds.size(), 9u);
+  for (const Build& b : builds) {
+    const Capabilities caps = caps_of(b.aoti, b.compiled, b.available, b.graphs);
+    for (const std::string device : {"cpu", "cuda"}) {
+      for (Mode mode : all_modes()) {
+        SCOPED_TRACE(std::string(to_string(mode)) + " on " + device + " aoti=" + std::to_string(b.aoti) +
+                     " cuda_compiled=" + std::to_string(b.compiled) + " cuda_available=" + std::to_string(b.available) +
+                     " aoti_cuda_graphs=" + std::to_string(b.graphs));
+        const WorkerJob job = job_for(mode, std::string(format_for(mode)), device);
+        const auto reason = unsupported_reason(job, caps);
+        ASSERT_EQ(!reason.has_value(), expected_runnable(mode, device, caps)) << reason.value_or("(runnable)");
+        if (!reason) continue;
+        EXPECT_FALSE(reason->empty());
+        // The reason names what is missing.
+        if (device == "cuda" && !b.compiled) {
+          EXPECT_NE(reason->find("CUDA"), std::string::npos) << *reason;
+          EXPECT_NE(reason->find(caps.torch_version), std::string::npos) << *reason;
+        } else if (device == "cuda" && !b.available) {
+          EXPECT_NE(reason->find("CUDA"), std::string::npos) << *reason;
+        } else if (device == "cpu" && (mode == Mode::kReduceOverhead || (mode == Mode::kMaxAutotune && b.aoti))) {
+          EXPECT_NE(reason->find("CUDA graphs"), std::string::npos) << *reason;
+        } else if (b.aoti) {  // on CUDA, a graph mode without the single-threaded runner
+          EXPECT_NE(reason->find("CUDA graph"), std::string::npos) << *reason;
+          EXPECT_NE(reason->find("single-threaded"), std::string::npos) << *reason;
+          EXPECT_NE(reason->find(caps.torch_version), std::string::npos) << *reason;
+        } else {
+          EXPECT_NE(reason->find("AOTInductor"), std::string::npos) << *reason;
+          EXPECT_NE(reason->find(caps.torch_version), std::string::npos) << *reason;
         }
       }
     }
@@ -398,6 +424,12 @@ TEST(WorkerCapabilities, RunnableModesOfACudaBuildWithAotInductor) {
             (std::vector<Mode>{Mode::kEager, Mode::kTorchscript, Mode::kDefault, Mode::kMaxAutotuneNoCudagraphs}));
 }
 
+TEST(WorkerCapabilities, RunnableModesOfACudaLibTorch26WithoutTheSingleThreadedAotiRunner) {
+  const Capabilities caps = caps_of(true, true, true, /*aoti_cuda_graphs=*/false);
+  EXPECT_EQ(runnable_modes(caps, "cuda"),
+            (std::vector<Mode>{Mode::kEager, Mode::kTorchscript, Mode::kDefault, Mode::kMaxAutotuneNoCudagraphs}));
+}
+
 TEST(WorkerCapabilities, RunnableModesOfACudaBuildWithoutAotInductor) {
   const Capabilities caps = caps_of(false, true, true);
   EXPECT_EQ(runnable_modes(caps, "cuda"), (std::vector<Mode>{Mode::kEager, Mode::kTorchscript}));
@@ -407,7 +439,7 @@ TEST(WorkerCapabilities, RunnableModesOfACudaBuildWithoutAotInductor) {
 TEST(WorkerCapabilities, RunnableModesAgreeWithUnsupportedReason) {
   for (bool aoti : {false, true}) {
     for (bool cuda : {false, true}) {
-      const Capabilities caps = caps_of(aoti, cuda, cuda);
+      const Capabilities caps = caps_of(aoti, cuda, cuda, aoti && cuda);
       for (const std::string device : {"cpu", "cuda"}) {
         std::vector<Mode> expected;
         for (Mode m : all_modes()) {
