@@ -83,8 +83,9 @@ parent="$(dirname "$out")"
 staging="$(mktemp -d "$parent/.worker-deps.XXXXXX")"
 : >"$staging/MANIFEST"
 for package in "${packages[@]}"; do
-  deb="$(ls "$work/debs/${package}"_*.deb 2>/dev/null | head -n1 || true)"
-  [ -n "$deb" ] || die "apt-get download left no .deb for $package"
+  debs=("$work/debs/${package}"_*.deb)
+  deb="${debs[0]}"
+  [ -f "$deb" ] || die "apt-get download left no .deb for $package"
   dpkg-deb -x "$deb" "$staging" || die "dpkg-deb -x $deb failed"
   echo "$package=$(dpkg-deb --field "$deb" Version)" >>"$staging/MANIFEST"
 done
