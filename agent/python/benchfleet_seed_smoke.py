@@ -1,0 +1,359 @@
+#!/usr/bin/env python3
+"""Smoke test of catalog models in one torch build's python: build, forward, trace, export.
+
+    python3 agent/python/benchfleet_seed_smoke.py --device cuda --out seeds.json \\
+        [--catalog PATH] [--models ID,ID...] [--jobs N] [--model-timeout S] [--deadline-s S]
+
+Without --models it takes the catalog's first 12 entries, the seeds' models. Each model runs in
+a child process of its own (this script with --one ID), at most --jobs at a time, killed after
+--model-timeout seconds; models not started within --deadline-s are `skipped`. A child reports
+each step as one JSON line when it ends, so a child killed mid-way keeps the steps it finished.
+
+Steps, as the exporter does them (benchfleet_models.py builds the model from its config with
+random weights, no download):
+  build    build_model(spec, device, seed 0)
+  forward  the model on make_inputs(batch 1), under no_grad
+  trace    torch.jit.trace(check_trace=False) and one call of the traced module (catalog format
+           torchscript)
+  export   torch.export.export and one call of the exported program's module (catalog format
+           aotinductor; AOTInductor compiles that program, which this smoke test does not do)
+Each step is ok, unsupported (the build lacks what it needs: torch.export, a Python package such
+as transformers, a format the catalog does not list), error (with the reason) or skipped (an
+earlier step did not pass). A model's status is error if any step is, else unsupported if any
+step is, else ok. `max_abs_diff` compares a traced/exported output with the eager one (recorded,
+not judged: random weights).
+
+Writes --out (JSON: torch/transformers versions, device, per model its steps, counts per step)
+and prints one line per model on stderr. Exit code 0 when no model is `error`, 1 otherwise,
+2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+STEPS = ("build", "forward", "trace", "export")
+SEED_COUNT = 12  # the catalog's first entries are the seeds' models (see its header)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _default_catalog() -> str:
+    return os.environ.get("BENCHFLEET_CATALOG") or os.path.normpath(
+        os.path.join(_HERE, "..", "..", "common", "catalog", "models.yaml"))
+
+
+def _short(error: BaseException, limit: int = 600) -> str:
+    lines = [line.strip() for line in traceback.format_exception_only(type(error), error) if line.strip()]
+    text = " ".join(lines) or type(error).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _emit(step: str, status: str, seconds: float, reason: str = "", **extra: Any) -> None:
+    line = {"step": step, "status": status, "seconds": round(seconds, 3), "reason": reason, **extra}
+    print(json.dumps(line), flush=True)
+
+
+def _missing_package(spec: Any) -> Optional[str]:
+    """The Python package a model's builder needs and this python lacks, if any."""
+    package = "transformers" if spec.builder == "transformers" else "torchvision"
+    return None if importlib.util.find_spec(package) else package
+
+
+def _sync(device: str) -> None:
+    import torch  # noqa: PLC0415
+
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _max_abs_diff(reference: Any, other: Any) -> Tuple[Optional[float], str]:
+    """(max |other - reference|, "") or (None, why the outputs do not match in structure)."""
+    from benchfleet_models import flatten_tensors  # noqa: PLC0415
+
+    ref, out = flatten_tensors(reference), flatten_tensors(other)
+    if len(ref) != len(out):
+        return None, f"returns {len(out)} tensors, the eager model {len(ref)}"
+    worst = 0.0
+    for i, (a, b) in enumerate(zip(ref, out)):
+        if tuple(a.shape) != tuple(b.shape):
+            return None, f"output {i} has shape {tuple(b.shape)}, the eager model's {tuple(a.shape)}"
+        if a.numel():
+            worst = max(worst, float((a.detach().double() - b.detach().double()).abs().max()))
+    return worst, ""
+
+
+def run_one(catalog_path: str, model_id: str, device: str, threads: int) -> int:
+    """The child: runs the steps for one model, printing one JSON line per step."""
+    sys.path.insert(0, _HERE)
+    started = time.monotonic()
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError as e:
+        _emit("build", "error", 0.0, f"{sys.executable} cannot import torch: {e}")
+        return 1
+    from benchfleet_models import ExportFailure, build_model, find_model, load_catalog, make_inputs  # noqa: PLC0415
+
+    if threads > 0:
+        torch.set_num_threads(threads)
+    try:
+        spec = find_model(load_catalog(catalog_path), model_id)
+    except ExportFailure as e:
+        _emit("build", "error", time.monotonic() - started, e.message)
+        return 1
+    missing = _missing_package(spec)
+    if missing:
+        _emit("build", "unsupported", time.monotonic() - started,
+              f"needs the Python package '{missing}', which {sys.executable} does not have")
+        return 0
+    if device == "cuda" and not torch.cuda.is_available():
+        _emit("build", "error", 0.0, f"torch {torch.__version__} sees no CUDA device")
+        return 1
+
+    def log(message: str) -> None:
+        print(f"seed-smoke {model_id}: {message}", file=sys.stderr, flush=True)
+
+    t = time.monotonic()
+    try:
+        model = build_model(spec, device=device, seed=0, log=log)
+        _sync(device)
+    except ExportFailure as e:
+        _emit("build", e.status, time.monotonic() - t, e.message)
+        return 0 if e.status == "unsupported" else 1
+    except Exception as e:  # noqa: BLE001 (the reason goes into the report)
+        _emit("build", "error", time.monotonic() - t, _short(e))
+        return 1
+    parameters = sum(p.numel() for p in model.parameters())
+    _emit("build", "ok", time.monotonic() - t, parameters=parameters)
+
+    inputs = make_inputs(spec, batch=1, seed=0, device=device)
+    t = time.monotonic()
+    try:
+        with torch.no_grad():
+            reference = model(*inputs)
+        _sync(device)
+    except Exception as e:  # noqa: BLE001
+        _emit("forward", "error", time.monotonic() - t, _short(e))
+        return 1
+    from benchfleet_models import flatten_tensors  # noqa: PLC0415
+    _emit("forward", "ok", time.monotonic() - t,
+          outputs=[list(x.shape) for x in flatten_tensors(reference)])
+
+    failed = False
+    for step, fmt in (("trace", "torchscript"), ("export", "aotinductor")):
+        t = time.monotonic()
+        if spec.formats and fmt not in spec.formats:
+            _emit(step, "unsupported", 0.0, f"the catalog lists no {fmt} format for {model_id}")
+            continue
+        if step == "export" and not hasattr(getattr(torch, "export", None), "export"):
+            _emit(step, "unsupported", 0.0, f"torch {torch.__version__} has no torch.export.export")
+            continue
+        try:
+            with torch.no_grad():
+                if step == "trace":
+                    module = torch.jit.trace(model, tuple(inputs), check_trace=False)
+                else:
+                    module = torch.export.export(model, tuple(inputs)).module()
+                out = module(*inputs)
+            _sync(device)
+        except Exception as e:  # noqa: BLE001
+            _emit(step, "error", time.monotonic() - t, _short(e))
+            failed = True
+            continue
+        diff, mismatch = _max_abs_diff(reference, out)
+        if mismatch:
+            _emit(step, "error", time.monotonic() - t, f"the {step}d module {mismatch}")
+            failed = True
+        else:
+            _emit(step, "ok", time.monotonic() - t, max_abs_diff=diff)
+    return 1 if failed else 0
+
+
+def _model_status(steps: Dict[str, Dict[str, Any]]) -> str:
+    statuses = [s["status"] for s in steps.values()]
+    if "error" in statuses:
+        return "error"
+    if "unsupported" in statuses:
+        return "unsupported"
+    return "ok" if statuses and all(s == "ok" for s in statuses) else "error"
+
+
+def _finish(model_id: str, lines: str, rc: Optional[int], seconds: float, timeout_s: float) -> Dict[str, Any]:
+    """A model's record from its child's output lines; a step it never reached is skipped."""
+    steps: Dict[str, Dict[str, Any]] = {}
+    for line in lines.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and item.get("step") in STEPS:
+            steps[item.pop("step")] = item
+    pending = [s for s in STEPS if s not in steps]
+    blocked = next((s for s in STEPS if s in steps and steps[s]["status"] != "ok" and s in ("build", "forward")), None)
+    for index, step in enumerate(pending):
+        if blocked:
+            steps[step] = {"status": "skipped", "seconds": 0.0, "reason": f"{blocked} did not pass"}
+        elif rc is None and index == 0:
+            steps[step] = {"status": "error", "seconds": 0.0, "reason": f"timed out after {timeout_s:.0f} s"}
+        elif rc is None:
+            steps[step] = {"status": "skipped", "seconds": 0.0, "reason": "the model timed out before this step"}
+        elif index == 0:
+            why = f"killed by signal {-rc}" if rc < 0 else f"exited {rc}"
+            steps[step] = {"status": "error", "seconds": 0.0, "reason": f"the child {why} during this step"}
+        else:
+            steps[step] = {"status": "skipped", "seconds": 0.0, "reason": "an earlier step ended the child"}
+    ordered = {s: steps[s] for s in STEPS}
+    return {"model": model_id, "status": _model_status(ordered), "seconds": round(seconds, 3), "steps": ordered}
+
+
+def _versions() -> Dict[str, str]:
+    import importlib.metadata as metadata  # noqa: PLC0415
+
+    out = {"python": sys.version.split()[0]}
+    for name in ("torch", "transformers", "torchvision", "timm"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    try:
+        import torch  # noqa: PLC0415
+        out["torch"] = torch.__version__  # Debian's torch has no dist-info of that name
+    except ImportError:
+        pass
+    return out
+
+
+def run_all(args: argparse.Namespace) -> int:
+    sys.path.insert(0, _HERE)
+    from benchfleet_models import ExportFailure, load_catalog  # noqa: PLC0415
+
+    try:
+        catalog = load_catalog(args.catalog)
+    except ExportFailure as e:
+        print(f"seed-smoke: {e.message}", file=sys.stderr)
+        return 2
+    models = [m for m in args.models.split(",") if m] if args.models else list(catalog)[:SEED_COUNT]
+    unknown = [m for m in models if m not in catalog]
+    if unknown:
+        print(f"seed-smoke: not in the catalog: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    jobs = max(1, args.jobs)
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    deadline = time.monotonic() + args.deadline_s if args.deadline_s > 0 else float("inf")
+    queue = list(models)
+    running: List[Tuple[str, subprocess.Popen, Any, Any, float, float]] = []
+    records: Dict[str, Dict[str, Any]] = {}
+    scratch = tempfile.mkdtemp(prefix="seed-smoke.")
+
+    def stop(signum: int, _frame: Any) -> None:  # children run in sessions of their own: end them too
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+    def start(model_id: str) -> None:
+        timeout_s = min(args.model_timeout, deadline - time.monotonic())
+        out = tempfile.TemporaryFile(mode="w+", dir=scratch)
+        err = tempfile.TemporaryFile(mode="w+", dir=scratch)
+        cmd = [sys.executable, os.path.abspath(__file__), "--one", model_id, "--device", args.device,
+               "--catalog", args.catalog, "--threads", str(threads)]
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+        running.append((model_id, proc, out, err, time.monotonic(), timeout_s))
+        print(f"seed-smoke: {model_id}: started (at most {timeout_s:.0f} s)", file=sys.stderr, flush=True)
+
+    def reap(entry: Tuple[str, subprocess.Popen, Any, Any, float, float], timed_out: bool) -> None:
+        model_id, proc, out, err, began, timeout_s = entry
+        if timed_out:
+            try:
+                os.killpg(proc.pid, 9)  # the child and whatever it started (compile workers)
+            except ProcessLookupError:
+                pass
+        rc = proc.wait()
+        out.seek(0)
+        err.seek(0)
+        record = _finish(model_id, out.read(), None if timed_out else rc, time.monotonic() - began, timeout_s)
+        records[model_id] = record
+        detail = "; ".join(f"{s} {v['status']}" + (f" ({v['reason'][:160]})" if v.get("reason") else "")
+                           for s, v in record["steps"].items())
+        tail = err.read().strip().splitlines()[-15:]
+        if record["status"] == "error" and tail:
+            print("\n".join(f"  | {line}" for line in tail), file=sys.stderr)
+        print(f"seed-smoke: {model_id}: {record['status']} in {record['seconds']:.1f} s: {detail}",
+              file=sys.stderr, flush=True)
+        out.close()
+        err.close()
+
+    try:
+        while queue or running:
+            while queue and len(running) < jobs:
+                if deadline - time.monotonic() < 5:
+                    for model_id in queue:
+                        records[model_id] = {"model": model_id, "status": "skipped", "seconds": 0.0,
+                                             "reason": "not started: the time for the seed smoke test ran out",
+                                             "steps": {s: {"status": "skipped", "seconds": 0.0,
+                                                           "reason": "not started"} for s in STEPS}}
+                    queue.clear()
+                    break
+                start(queue.pop(0))
+            time.sleep(0.2)
+            for entry in list(running):
+                _, proc, _, _, began, timeout_s = entry
+                timed_out = proc.poll() is None and time.monotonic() - began > timeout_s
+                if proc.poll() is not None or timed_out:
+                    running.remove(entry)
+                    reap(entry, timed_out)
+    finally:
+        for entry in running:
+            reap(entry, True)
+        try:
+            os.rmdir(scratch)
+        except OSError:
+            pass
+
+    ordered = [records[m] for m in models]
+    counts: Dict[str, Dict[str, int]] = {}
+    for step in STEPS + ("model",):
+        tally: Dict[str, int] = {}
+        for record in ordered:
+            status = record["status"] if step == "model" else record["steps"][step]["status"]
+            tally[status] = tally.get(status, 0) + 1
+        counts[step] = tally
+    document = {"device": args.device, "versions": _versions(), "catalog": os.path.abspath(args.catalog),
+                "models": ordered, "counts": counts}
+    directory = os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(directory, exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(document, f, indent=2)
+        f.write("\n")
+    return 1 if counts["model"].get("error") else 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="benchfleet_seed_smoke.py", description=__doc__.split("\n")[0])
+    p.add_argument("--catalog", default=_default_catalog())
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--models", default="", help="comma-separated catalog ids (default: the first 12, the seeds')")
+    p.add_argument("--jobs", type=int, default=1, help="models at a time (default: %(default)s)")
+    p.add_argument("--model-timeout", type=float, default=180.0, help="seconds per model (default: %(default)s)")
+    p.add_argument("--deadline-s", type=float, default=0.0, help="start no model after this many seconds (0: no limit)")
+    p.add_argument("--out", help="the JSON report (required unless --one)")
+    p.add_argument("--one", help=argparse.SUPPRESS)
+    p.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.one:
+        return run_one(args.catalog, args.one, args.device, args.threads)
+    if not args.out:
+        p.error("--out is required")
+    return run_all(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
