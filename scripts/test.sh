@@ -48,4 +48,7 @@ if [ -n "$root_pid" ]; then
   scripts/build-worker.sh --root "$root" --out "build/$preset/torch-root-worker" --jobs "$jobs"
   export BENCHFLEET_REQUIRE_TORCH_ROOT=1
 fi
+# install-deps.sh installed bubblewrap and the archive was reachable: the worker's build from
+# extracted -dev packages (ctest worker_deps) must run, not skip.
+export BENCHFLEET_REQUIRE_WORKER_DEPS=1
 ctest --preset "$preset" -j "$jobs" --timeout 300
