@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The JSON side of scripts/gpu-validate.sh: jobs in, verdicts out, the summary. Standard library
-only, so any python3 runs it (the torch build's own python is not needed for this part).
+only, so any python3 runs it; `probe` alone imports torch, run by the torch build's own python.
 
     gpu_validate.py libtorch-job --metadata M --mode MODE --device D --out JOB [--memory-limit-mb N]
     gpu_validate.py python-job --model ID --mode MODE --device D --out JOB [--memory-limit-mb N]
@@ -14,6 +14,7 @@ only, so any python3 runs it (the torch build's own python is not needed for thi
     gpu_validate.py finish --state DIR --stage S --rc RC --seconds T --limit L
     gpu_validate.py summary --state DIR --stages a,b --json FILE --table FILE [--meta K=V]...
     gpu_validate.py field --file JSON --key KEY        (prints a top-level string; "" if absent)
+    <torch python> gpu_validate.py probe --state DIR --device D --figures FILE
 
 State, under DIR (the script's work folder): <stage>.cases.jsonl holds one case per line as the
 stage goes (so a stage killed at its time limit keeps the cases it finished), <stage>.verdict.json
@@ -127,7 +128,8 @@ def cmd_export_case(a: argparse.Namespace) -> int:
     elif status == "unsupported":
         _append_case(a.cases, a.name, _unsupported(a.unsupported), f"export unsupported: {out.get('message', '')}")
     else:
-        _append_case(a.cases, a.name, "FAIL", f"export {status} (exit {a.rc}): {out.get('message', 'no JSON on stdout')}")
+        message = out.get("message", "no JSON on stdout")
+        _append_case(a.cases, a.name, "FAIL", f"export {status} (exit {a.rc}): {message}")
     return 1
 
 
@@ -250,7 +252,8 @@ def seeds_verdict(document: Dict[str, Any]) -> Dict[str, Any]:
         worst = failed[0]
         step, info = next((s, v) for s, v in worst["steps"].items() if v["status"] == "error")
         status = "FAIL"
-        reason = f"{len(failed)} of {len(models)} models error (first: {worst['model']} {step}: {info['reason']}); {head}"
+        reason = (f"{len(failed)} of {len(models)} models error "
+                  f"(first: {worst['model']} {step}: {info['reason']}); {head}")
     elif skipped:
         status, reason = "FAIL", f"{len(skipped)} of {len(models)} models not started in time; {head}"
     elif built == 0:
@@ -258,7 +261,8 @@ def seeds_verdict(document: Dict[str, Any]) -> Dict[str, Any]:
     else:
         status, reason = "PASS", head
     return {"status": status, "reason": reason,
-            "figures": {"models": per_model, "steps": {s: counts.get(s, {}) for s in ("build", "forward", "trace", "export")},
+            "figures": {"models": per_model,
+                        "steps": {s: counts.get(s, {}) for s in ("build", "forward", "trace", "export")},
                         "versions": versions}}
 
 
@@ -325,6 +329,77 @@ def cmd_finish(a: argparse.Namespace) -> int:
     _write_json(os.path.join(a.state, f"{a.stage}.json"), record)
     print(f"gpu-validate: {a.stage}: {record['status']} in {record['seconds']} s: {record['reason']}", flush=True)
     return 0
+
+
+# ---- probe -------------------------------------------------------------------------------------
+
+def probe_figures(device: str, tools: Dict[str, str]) -> Dict[str, Any]:
+    """Versions and the GPU as this python (the torch build's) sees them; `ok` and `why` say
+    whether torch works there (on cuda: a matrix product on the GPU gives finite values)."""
+    import importlib.metadata as metadata  # noqa: PLC0415
+
+    fig: Dict[str, Any] = {"python": sys.version.split()[0], "python_path": sys.executable, **tools}
+    for name in ("transformers", "timm", "torchvision", "triton", "numpy"):
+        try:
+            fig[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            fig[name] = "absent"
+    ok, why = True, ""
+    try:
+        import torch  # noqa: PLC0415
+        import torch.utils  # noqa: PLC0415
+
+        fig.update(torch=torch.__version__, torch_cuda=str(torch.version.cuda),
+                   torch_git=getattr(torch.version, "git_version", "?"),
+                   cmake_prefix_path=getattr(torch.utils, "cmake_prefix_path", ""),
+                   cudnn=str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else "absent",
+                   cuda_available=torch.cuda.is_available())
+        if torch.cuda.is_available():
+            p = torch.cuda.get_device_properties(0)
+            fig.update(gpu=p.name, gpu_memory_mb=p.total_memory // 2**20, gpu_capability=f"{p.major}.{p.minor}",
+                       gpu_count=torch.cuda.device_count())
+            a = torch.randn(4096, 4096, device="cuda")
+            torch.cuda.synchronize()
+            started = time.perf_counter()
+            for _ in range(10):
+                b = a @ a
+            torch.cuda.synchronize()
+            fig["matmul_4096_fp32_ms"] = round((time.perf_counter() - started) * 100, 3)
+            ok = bool(torch.isfinite(b).all())
+            why = "" if ok else "a matrix product on the GPU gave non-finite values"
+        elif device == "cuda":
+            ok, why = False, f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device"
+    except Exception as e:  # noqa: BLE001 (the probe reports, it does not crash)
+        ok, why = False, f"{sys.executable} cannot use torch: {type(e).__name__}: {e}"
+    fig["ok"], fig["why"] = ok, why
+    return fig
+
+
+def probe_summary(fig: Dict[str, Any]) -> str:
+    parts = [f"python {fig.get('python')}", f"torch {fig.get('torch', '-')}", f"CUDA {fig.get('torch_cuda', '-')}",
+             f"cuDNN {fig.get('cudnn', '-')}"]
+    if fig.get("gpu"):
+        parts.append(f"{fig['gpu']} ({fig['gpu_memory_mb']} MiB, sm {fig['gpu_capability']}, "
+                     f"4096^2 fp32 matmul {fig.get('matmul_4096_fp32_ms')} ms)")
+    parts += [f"{name} {fig.get(name)}" for name in ("transformers", "timm", "torchvision")]
+    # The tools' version lines, by their last word ("Cuda compilation tools, release 13.0, V13.0.88").
+    parts += [f"{name} {str(fig[name]).split()[-1] if fig[name] else '?'}" for name in ("nvcc", "cmake", "gcc")
+              if name in fig]
+    return ("" if fig.get("ok") else f"{fig.get('why', '')}; ") + ", ".join(parts)
+
+
+def cmd_probe(a: argparse.Namespace) -> int:
+    tools = dict(line.partition("=")[::2] for line in os.environ.get("GV_TOOLS", "").splitlines() if "=" in line)
+    if os.environ.get("GV_SMI"):
+        tools["nvidia_smi"] = os.environ["GV_SMI"]
+    fig = probe_figures(a.device, tools)
+    _write_json(a.figures, fig)
+    print(json.dumps(fig, indent=2))
+    status = "PASS" if fig["ok"] else "FAIL"
+    _write_json(os.path.join(a.state, "probe.verdict.json"),
+                {"status": status, "reason": _one_line(probe_summary(fig), 600), "figures": fig})
+    print(f"gpu-validate: probe: {status}: {probe_summary(fig)}", flush=True)
+    return 0 if fig["ok"] else 1
 
 
 # ---- summary -----------------------------------------------------------------------------------
@@ -444,6 +519,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--table", required=True)
     s.add_argument("--meta", action="append")
     s.set_defaults(run=cmd_summary)
+
+    s = sub.add_parser("probe")
+    s.add_argument("--state", required=True)
+    s.add_argument("--device", choices=("cpu", "cuda"), required=True)
+    s.add_argument("--figures", required=True)
+    s.set_defaults(run=cmd_probe)
 
     s = sub.add_parser("field")
     s.add_argument("--file", required=True)
