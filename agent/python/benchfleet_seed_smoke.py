@@ -3,11 +3,14 @@
 
     python3 agent/python/benchfleet_seed_smoke.py --device cuda --out seeds.json \\
         [--catalog PATH] [--models ID,ID...] [--jobs N] [--model-timeout S] [--deadline-s S]
+        [--min-model-s S]
 
 Without --models it takes the catalog's first 12 entries, the seeds' models. Each model runs in
 a child process of its own (this script with --one ID), at most --jobs at a time, killed after
---model-timeout seconds; models not started within --deadline-s are `skipped`. A child reports
-each step as one JSON line when it ends, so a child killed mid-way keeps the steps it finished.
+--model-timeout seconds or at --deadline-s (everything ends by then: a model starts only while
+--min-model-s remain, the others are `skipped`). A child reports each step as one JSON line when
+it ends, so a child killed mid-way keeps the steps it finished. A SIGTERM ends the children and
+still writes the report.
 
 Steps, as the exporter does them (benchfleet_models.py builds the model from its config with
 random weights, no download):
@@ -187,8 +190,9 @@ def _model_status(steps: Dict[str, Dict[str, Any]]) -> str:
     return "ok" if statuses and all(s == "ok" for s in statuses) else "error"
 
 
-def _finish(model_id: str, lines: str, rc: Optional[int], seconds: float, timeout_s: float) -> Dict[str, Any]:
-    """A model's record from its child's output lines; a step it never reached is skipped."""
+def _finish(model_id: str, lines: str, rc: Optional[int], seconds: float, killed_why: str) -> Dict[str, Any]:
+    """A model's record from its child's output lines (rc None: killed, for `killed_why`); a step
+    it never reached is skipped."""
     steps: Dict[str, Dict[str, Any]] = {}
     for line in lines.splitlines():
         try:
@@ -203,9 +207,9 @@ def _finish(model_id: str, lines: str, rc: Optional[int], seconds: float, timeou
         if blocked:
             steps[step] = {"status": "skipped", "seconds": 0.0, "reason": f"{blocked} did not pass"}
         elif rc is None and index == 0:
-            steps[step] = {"status": "error", "seconds": 0.0, "reason": f"timed out after {timeout_s:.0f} s"}
+            steps[step] = {"status": "error", "seconds": 0.0, "reason": killed_why}
         elif rc is None:
-            steps[step] = {"status": "skipped", "seconds": 0.0, "reason": "the model timed out before this step"}
+            steps[step] = {"status": "skipped", "seconds": 0.0, "reason": f"not reached ({killed_why})"}
         elif index == 0:
             why = f"killed by signal {-rc}" if rc < 0 else f"exited {rc}"
             steps[step] = {"status": "error", "seconds": 0.0, "reason": f"the child {why} during this step"}
@@ -269,9 +273,9 @@ def run_all(args: argparse.Namespace) -> int:
         running.append((model_id, proc, out, err, time.monotonic(), timeout_s))
         print(f"seed-smoke: {model_id}: started (at most {timeout_s:.0f} s)", file=sys.stderr, flush=True)
 
-    def reap(entry: Tuple[str, subprocess.Popen, Any, Any, float, float], timed_out: bool) -> None:
+    def reap(entry: Tuple[str, subprocess.Popen, Any, Any, float, float], killed_why: str = "") -> None:
         model_id, proc, out, err, began, timeout_s = entry
-        if timed_out:
+        if killed_why:
             try:
                 os.killpg(proc.pid, 9)  # the child and whatever it started (compile workers)
             except ProcessLookupError:
@@ -279,7 +283,7 @@ def run_all(args: argparse.Namespace) -> int:
         rc = proc.wait()
         out.seek(0)
         err.seek(0)
-        record = _finish(model_id, out.read(), None if timed_out else rc, time.monotonic() - began, timeout_s)
+        record = _finish(model_id, out.read(), None if killed_why else rc, time.monotonic() - began, killed_why)
         records[model_id] = record
         detail = "; ".join(f"{s} {v['status']}" + (f" ({v['reason'][:160]})" if v.get("reason") else "")
                            for s, v in record["steps"].items())
@@ -291,16 +295,18 @@ def run_all(args: argparse.Namespace) -> int:
         out.close()
         err.close()
 
+    def not_started(why: str) -> None:
+        for model_id in queue:
+            records[model_id] = {"model": model_id, "status": "skipped", "seconds": 0.0, "reason": why,
+                                 "steps": {s: {"status": "skipped", "seconds": 0.0, "reason": why} for s in STEPS}}
+        queue.clear()
+
+    stopped = False
     try:
         while queue or running:
             while queue and len(running) < jobs:
-                if deadline - time.monotonic() < 5:
-                    for model_id in queue:
-                        records[model_id] = {"model": model_id, "status": "skipped", "seconds": 0.0,
-                                             "reason": "not started: the time for the seed smoke test ran out",
-                                             "steps": {s: {"status": "skipped", "seconds": 0.0,
-                                                           "reason": "not started"} for s in STEPS}}
-                    queue.clear()
+                if deadline - time.monotonic() < args.min_model_s:
+                    not_started("not started: the time for the seed smoke test ran out")
                     break
                 start(queue.pop(0))
             time.sleep(0.2)
@@ -309,10 +315,14 @@ def run_all(args: argparse.Namespace) -> int:
                 timed_out = proc.poll() is None and time.monotonic() - began > timeout_s
                 if proc.poll() is not None or timed_out:
                     running.remove(entry)
-                    reap(entry, timed_out)
+                    reap(entry, f"timed out after {timeout_s:.0f} s" if timed_out else "")
+    except SystemExit:  # SIGTERM: the report still says what was done
+        stopped = True
+        not_started("not started: the smoke test was stopped")
     finally:
         for entry in running:
-            reap(entry, True)
+            reap(entry, "stopped with the smoke test")
+        running.clear()
         try:
             os.rmdir(scratch)
         except OSError:
@@ -333,7 +343,7 @@ def run_all(args: argparse.Namespace) -> int:
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(document, f, indent=2)
         f.write("\n")
-    return 1 if counts["model"].get("error") else 0
+    return 1 if stopped or counts["model"].get("error") else 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -343,7 +353,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--models", default="", help="comma-separated catalog ids (default: the first 12, the seeds')")
     p.add_argument("--jobs", type=int, default=1, help="models at a time (default: %(default)s)")
     p.add_argument("--model-timeout", type=float, default=180.0, help="seconds per model (default: %(default)s)")
-    p.add_argument("--deadline-s", type=float, default=0.0, help="start no model after this many seconds (0: no limit)")
+    p.add_argument("--deadline-s", type=float, default=0.0,
+                   help="every model ends within this many seconds (0: no limit)")
+    p.add_argument("--min-model-s", type=float, default=20.0,
+                   help="start a model only while this many seconds are left (default: %(default)s)")
     p.add_argument("--out", help="the JSON report (required unless --one)")
     p.add_argument("--one", help=argparse.SUPPRESS)
     p.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
