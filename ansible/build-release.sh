@@ -5,7 +5,7 @@
 # binaries need at run time and `cmake --install` does not ship: the model catalog
 # (share/benchfleet/catalog/models.yaml), the agent's python modules (share/benchfleet/benchfleet_*.py,
 # the exporter among them, which the agent finds at <bin>/../share/benchfleet/), and the worker's
-# sources (share/benchfleet/src: the top CMakeLists.txt, common/, agent/worker/, with
+# sources (share/benchfleet/src: the top CMakeLists.txt, cmake/TorchApi.cmake, common/, agent/worker/, with
 # share/benchfleet/build-worker.sh and SOURCE_ID, a digest of those sources) from which the agent
 # role builds one worker per torch build against that build's LibTorch.
 # The build must exist (scripts/test.sh or cmake --build --preset default); nothing is compiled.
@@ -46,6 +46,7 @@ printf '%s\n' "$version" >"$prefix/share/benchfleet/VERSION"
 src="$prefix/share/benchfleet/src"
 mkdir -p "$src/agent"
 install -m 0644 "$root/CMakeLists.txt" "$src/CMakeLists.txt"
+install -D -m 0644 "$root/cmake/TorchApi.cmake" "$src/cmake/TorchApi.cmake"  # the worker's LibTorch API probes
 cp -R "$root/common" "$src/common"
 cp -R "$root/agent/worker" "$src/agent/worker"
 install -m 0755 "$root/scripts/build-worker.sh" "$prefix/share/benchfleet/build-worker.sh"
