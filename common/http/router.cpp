@@ -35,12 +35,13 @@ std::invalid_argument bad_pattern(std::string_view pattern, std::string_view why
 
 }  // namespace
 
-void Router::add(bhttp::verb method, std::string_view pattern, std::string name, Handler handler) {
+void Router::add(bhttp::verb method, std::string_view pattern, std::string name, Handler handler,
+                 RouteOptions options) {
   if (method == bhttp::verb::unknown) throw bad_pattern(pattern, "method is unknown");
   if (!handler) throw bad_pattern(pattern, "handler is empty");
   if (pattern.empty() || pattern.front() != '/') throw bad_pattern(pattern, "must start with '/'");
 
-  Route route{method, std::string(pattern), std::move(name), {}, std::move(handler)};
+  Route route{method, std::string(pattern), std::move(name), {}, std::move(handler), std::move(options)};
   if (pattern != "/") {
     std::string_view rest = pattern.substr(1);
     while (true) {
@@ -82,10 +83,11 @@ void Router::add(bhttp::verb method, std::string_view pattern, std::string name,
   routes_.push_back(std::move(route));
 }
 
-void Router::set_fallback(std::string name, Handler handler) {
+void Router::set_fallback(std::string name, Handler handler, RouteOptions options) {
   if (!handler) throw std::invalid_argument("router fallback: handler is empty");
   fallback_name_ = std::move(name);
   fallback_ = std::move(handler);
+  fallback_options_ = std::move(options);
 }
 
 std::vector<RouteInfo> Router::routes() const {
@@ -150,15 +152,51 @@ boost::asio::awaitable<Response> call_handler(const Handler& handler, std::strin
   co_return std::move(*res);
 }
 
+// Runs a guard; an exception is answered like a handler's (logged, generic 500).
+boost::asio::awaitable<std::optional<Response>> call_guard(const Guard& guard, std::string_view name,
+                                                           const Request& head, const RouteMatch& match) {
+  std::string failure;
+  try {
+    co_return co_await guard(head, match);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  } catch (...) {
+    failure = "unknown exception";
+  }
+  spdlog::error("route {} ({} {}) guard threw: {}", name, std::string_view(head.method_string()),
+                std::string_view(head.target()), failure);
+  co_return problem(bhttp::status::internal_server_error, "Internal Server Error",
+                    "the server failed to handle the request; see the server log", head);
+}
+
 }  // namespace
 
 boost::asio::awaitable<Response> Router::dispatch(const Request& req,
                                                   std::string& route_name) const {
-  route_name = kUnmatchedRoute;
+  RouteDecision decision = co_await admit(req);
+  route_name = decision.route_name();
+  if (decision.refusal()) co_return std::move(*decision.refusal());
+  co_return co_await handle(decision, req);
+}
+
+boost::asio::awaitable<Response> Router::handle(RouteDecision& decision, const Request& req) const {
+  co_return co_await call_handler(*decision.handler_, decision.route_name_, req, decision.match_);
+}
+
+boost::asio::awaitable<Response> Router::handle(RouteDecision& decision, const Request& req,
+                                                std::shared_ptr<Exchange> exchange) const {
+  decision.match_.exchange = std::move(exchange);
+  co_return co_await call_handler(*decision.handler_, decision.route_name_, req, decision.match_);
+}
+
+boost::asio::awaitable<RouteDecision> Router::admit(const Request& req) const {
+  RouteDecision decision;
+  decision.route_name_ = kUnmatchedRoute;
   const auto parsed = boost::urls::parse_origin_form(req.target());
   if (!parsed) {
-    co_return problem(bhttp::status::bad_request, "Bad Request",
-                      "the request target is not a valid origin-form URL", req);
+    decision.refusal_ = problem(bhttp::status::bad_request, "Bad Request",
+                                "the request target is not a valid origin-form URL", req);
+    co_return decision;
   }
   std::vector<std::string> path;
   for (std::string segment : parsed->segments()) path.push_back(std::move(segment));
@@ -200,24 +238,23 @@ boost::asio::awaitable<Response> Router::dispatch(const Request& req,
     }
   };
 
+  const Handler* handler = nullptr;
+  const RouteOptions* options = nullptr;
   if (best == nullptr && allowed.empty() && fallback_ &&
       (req.method() == bhttp::verb::get || head)) {
-    RouteMatch match;
-    match.route_name = fallback_name_;
-    match.pattern = kFallbackPattern;
-    match.segments = std::move(path);
-    add_query(match);
-    route_name = fallback_name_;
-    co_return co_await call_handler(fallback_, fallback_name_, req, match);
-  }
-
-  if (best == nullptr) {
+    decision.match_.route_name = fallback_name_;
+    decision.match_.pattern = kFallbackPattern;
+    decision.route_name_ = fallback_name_;
+    handler = &fallback_;
+    options = &fallback_options_;
+  } else if (best == nullptr) {
     std::string detail = "no route for ";
     detail += req.method_string();
     detail += ' ';
     detail += parsed->encoded_path();
     if (allowed.empty()) {
-      co_return problem(bhttp::status::not_found, "Not Found", detail, req);
+      decision.refusal_ = problem(bhttp::status::not_found, "Not Found", detail, req);
+      co_return decision;
     }
     if (std::find(allowed.begin(), allowed.end(), bhttp::to_string(bhttp::verb::get)) != allowed.end() &&
         std::find(allowed.begin(), allowed.end(), bhttp::to_string(bhttp::verb::head)) == allowed.end()) {
@@ -232,15 +269,24 @@ boost::asio::awaitable<Response> Router::dispatch(const Request& req,
     detail += allow;
     Response res = problem(bhttp::status::method_not_allowed, "Method Not Allowed", detail, req);
     res.set(bhttp::field::allow, allow);
-    co_return res;
+    decision.refusal_ = std::move(res);
+    co_return decision;
+  } else {
+    decision.match_ = std::move(best_match);
+    decision.match_.route_name = best->name;
+    decision.match_.pattern = best->pattern;
+    decision.route_name_ = best->name;
+    handler = &best->handler;
+    options = &best->options;
   }
-
-  best_match.route_name = best->name;
-  best_match.pattern = best->pattern;
-  best_match.segments = std::move(path);
-  add_query(best_match);
-  route_name = best->name;
-  co_return co_await call_handler(best->handler, best->name, req, best_match);
+  decision.match_.segments = std::move(path);
+  add_query(decision.match_);
+  decision.handler_ = handler;
+  decision.body_limit_ = options->body_limit;
+  if (options->guard) {
+    decision.refusal_ = co_await call_guard(options->guard, decision.route_name_, req, decision.match_);
+  }
+  co_return decision;
 }
 
 }  // namespace benchfleet::http

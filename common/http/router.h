@@ -4,8 +4,10 @@
 // coordinator serves its dashboard's files that way). HEAD is answered by the GET route.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +16,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/verb.hpp>
 
+#include "common/http/exchange.h"
 #include "common/http/types.h"
 
 namespace benchfleet::http {
@@ -35,12 +38,50 @@ struct RouteMatch {
   // Percent-decoded query parameters ('+' is a space); the first of repeated keys wins and a
   // key without '=' maps to "".
   std::map<std::string, std::string, std::less<>> query;
+  // The server's view of the connection while the handler runs (client gone, response
+  // written); null when dispatch() was called without one (tests).
+  std::shared_ptr<Exchange> exchange;
 };
 
 // `req` and `match` stay valid until the returned awaitable completes. A handler may throw:
 // the router answers 500 and logs the exception.
 using Handler =
     std::function<boost::asio::awaitable<Response>(const Request& req, const RouteMatch& match)>;
+
+// Decides from a request's headers alone (the server has not read its body yet, so `head`'s body
+// is empty) whether the route's handler may run: nullopt admits, a response (401, 403...) refuses.
+// It runs before the body is read so that a client the route will refuse cannot make the server
+// buffer its body. May throw like a Handler (500). `head` and `match` outlive the awaitable.
+using Guard = std::function<boost::asio::awaitable<std::optional<Response>>(const Request& head,
+                                                                            const RouteMatch& match)>;
+
+struct RouteOptions {
+  Guard guard;  // empty: every request is admitted
+  // The largest body this route accepts (413 beyond, unread); nullopt: the server's body_limit.
+  // The server never applies more than its own body_limit.
+  std::optional<std::size_t> body_limit;
+};
+
+class Router;
+
+// What a request's headers select (Router::admit): the route and its match, or the answer that
+// ends the request without its handler (400 malformed target, 404, 405, or the guard's refusal).
+class RouteDecision {
+ public:
+  // The route's name, or kUnmatchedRoute when routing itself answered.
+  const std::string& route_name() const { return route_name_; }
+  // Set: answer this; the handler does not run and the body need not be read.
+  std::optional<Response>& refusal() { return refusal_; }
+  const std::optional<std::size_t>& body_limit() const { return body_limit_; }
+
+ private:
+  friend class Router;
+  std::string route_name_;
+  std::optional<Response> refusal_;
+  std::optional<std::size_t> body_limit_;
+  const Handler* handler_ = nullptr;
+  RouteMatch match_;
+};
 
 struct RouteInfo {
   boost::beast::http::verb method;
@@ -59,11 +100,11 @@ class Router {
   // Throws std::invalid_argument for a malformed pattern (not starting with '/', a '{' that does
   // not span a whole segment, a repeated parameter name) or a (method, pattern) already added.
   void add(boost::beast::http::verb method, std::string_view pattern, std::string name,
-           Handler handler);
+           Handler handler, RouteOptions options = {});
 
   // Answers GET and HEAD requests whose path matches no route's pattern (for any method), with
   // RouteMatch::pattern kFallbackPattern. Replaces an earlier fallback.
-  void set_fallback(std::string name, Handler handler);
+  void set_fallback(std::string name, Handler handler, RouteOptions options = {});
 
   // Every route in insertion order, e.g. to check the OpenAPI document covers them all.
   std::vector<RouteInfo> routes() const;
@@ -82,6 +123,16 @@ class Router {
   // REQUIRES: `route_name` outlives the returned awaitable.
   boost::asio::awaitable<Response> dispatch(const Request& req, std::string& route_name) const;
 
+  // dispatch() in two steps, so a server can refuse a request before reading its body:
+  // admit() routes `head` (the request line and headers) as dispatch() does and runs the
+  // route's guard; handle() then runs the handler on the whole request.
+  // REQUIRES (handle): !decision.refusal(); `decision` and `req` outlive the awaitable.
+  boost::asio::awaitable<RouteDecision> admit(const Request& head) const;
+  boost::asio::awaitable<Response> handle(RouteDecision& decision, const Request& req) const;
+  // As handle(), handing `exchange` to the handler (RouteMatch::exchange).
+  boost::asio::awaitable<Response> handle(RouteDecision& decision, const Request& req,
+                                          std::shared_ptr<Exchange> exchange) const;
+
  private:
   struct Segment {
     std::string text;  // literal text, or the parameter name
@@ -93,6 +144,7 @@ class Router {
     std::string name;
     std::vector<Segment> segments;
     Handler handler;
+    RouteOptions options;
   };
 
   static bool match_path(const Route& route, const std::vector<std::string>& path,
@@ -102,6 +154,7 @@ class Router {
   std::vector<Route> routes_;
   std::string fallback_name_;
   Handler fallback_;
+  RouteOptions fallback_options_;
 };
 
 }  // namespace benchfleet::http

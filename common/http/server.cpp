@@ -30,6 +30,7 @@
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "common/http/client_watch.h"
 #include "common/http/problem.h"
 
 namespace benchfleet::http {
@@ -60,12 +61,16 @@ struct Refusal {
   std::string detail;
 };
 
-std::optional<Refusal> refusal_for(const error_code& ec, const ServerLimits& limits) {
+std::string body_too_large(std::size_t limit) {
+  std::string detail = "the request body is larger than ";
+  detail += std::to_string(limit);
+  detail += " bytes";
+  return detail;
+}
+
+std::optional<Refusal> refusal_for(const error_code& ec, const ServerLimits& limits, std::size_t body_limit) {
   if (ec == bhttp::error::body_limit) {
-    std::string detail = "the request body is larger than ";
-    detail += std::to_string(limits.body_limit);
-    detail += " bytes";
-    return Refusal{bhttp::status::payload_too_large, std::move(detail)};
+    return Refusal{bhttp::status::payload_too_large, body_too_large(body_limit)};
   }
   if (ec == bhttp::error::header_limit) {
     std::string detail = "the request line and headers are larger than ";
@@ -82,18 +87,37 @@ std::optional<Refusal> refusal_for(const error_code& ec, const ServerLimits& lim
   return {};  // timeout, reset, cancelled: nobody to answer
 }
 
-// Reads one request; answers "Expect: 100-continue" before reading the body.
-asio::awaitable<error_code> read_request(beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                                         bhttp::request_parser<bhttp::string_body>& parser) {
-  auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, kAsTuple);
-  if (ec || parser.is_done()) co_return ec;
-  if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
-    bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, parser.get().version()};
-    auto [wec, w] = co_await bhttp::async_write(stream, go_on, kAsTuple);
-    if (wec) co_return wec;
+// Why a request's Host headers are unacceptable (RFC 9112 section 3.2), or nullopt.
+std::optional<std::string> host_problem(const Request& head) {
+  const std::size_t hosts = head.count(bhttp::field::host);
+  if (hosts > 1) return "the request has more than one Host header";
+  if (hosts == 0 && head.version() >= 11) {
+    return "an HTTP/1.1 request needs a Host header (RFC 9112, section 3.2)";
   }
-  auto [bec, b] = co_await bhttp::async_read(stream, buffer, parser, kAsTuple);
-  co_return bec;
+  return std::nullopt;
+}
+
+// Writes `res` (its headers only for a HEAD request); sets its payload headers first.
+asio::awaitable<error_code> write_response(beast::tcp_stream& stream, Response& res, bool head_only) {
+  const bool bodyless_status =
+      res.result() == bhttp::status::not_modified || res.result() == bhttp::status::no_content;
+  if (bodyless_status) {
+    // No body and no Content-Length: a 304's would have to be the 200's length (RFC 9110).
+    res.body().clear();
+    res.content_length(boost::none);
+    res.chunked(false);
+  } else {
+    res.prepare_payload();
+  }
+  error_code ec;
+  if (head_only) {
+    // The GET answer's headers (Content-Length included), without its body.
+    bhttp::response_serializer<bhttp::string_body> serializer(res);
+    std::tie(ec, std::ignore) = co_await bhttp::async_write_header(stream, serializer, kAsTuple);
+  } else {
+    std::tie(ec, std::ignore) = co_await bhttp::async_write(stream, res, kAsTuple);
+  }
+  co_return ec;
 }
 
 asio::awaitable<void> linger_close(beast::tcp_stream& stream, std::chrono::milliseconds limit) {
@@ -140,6 +164,22 @@ struct ServerState {
   std::uint64_t next_id = 0;
   std::unordered_map<std::uint64_t, std::weak_ptr<Connection>> connections;
 
+  std::atomic<std::size_t> refused_connections{0};  // being answered 503 beyond max_connections
+  std::atomic<std::size_t> inflight_body_bytes{0};  // reserved by requests whose body is admitted
+
+  // Reserves `bytes` of body under max_inflight_body_bytes; false when they do not fit.
+  bool reserve_body(std::size_t bytes) {
+    if (limits.max_inflight_body_bytes == 0) return true;
+    std::size_t held = inflight_body_bytes.load();
+    do {
+      if (held != 0 && held + bytes > limits.max_inflight_body_bytes) return false;
+    } while (!inflight_body_bytes.compare_exchange_weak(held, held + bytes));
+    return true;
+  }
+  void release_body(std::size_t bytes) {
+    if (limits.max_inflight_body_bytes != 0) inflight_body_bytes.fetch_sub(bytes);
+  }
+
   void observe(std::string_view route, unsigned status,
                std::chrono::steady_clock::time_point since) const {
     if (!observer) return;
@@ -165,6 +205,53 @@ struct Registration {
   }
 };
 
+// Body bytes held under ServerLimits::max_inflight_body_bytes until the request is answered.
+struct BodyReservation {
+  detail::ServerState* state;
+  std::size_t bytes;
+  ~BodyReservation() {
+    if (bytes != 0) state->release_body(bytes);
+  }
+};
+
+// Answers a request that could not be read (413 chunked body over the limit, 431, 400 malformed)
+// and lingers before the caller closes; a timeout or reset is not answered.
+asio::awaitable<void> answer_unreadable(detail::ServerState& st, beast::tcp_stream& stream, error_code ec,
+                                        std::size_t body_limit, std::chrono::steady_clock::time_point started) {
+  const std::optional<Refusal> refusal = refusal_for(ec, st.limits, body_limit);
+  if (!refusal) co_return;
+  Request unread;
+  unread.version(11);
+  unread.keep_alive(false);
+  Response res = problem(refusal->status, bhttp::obsolete_reason(refusal->status), refusal->detail, unread);
+  stream.expires_after(st.limits.request_timeout);
+  auto [wec, w] = co_await bhttp::async_write(stream, res, kAsTuple);
+  st.observe(kUnmatchedRoute, static_cast<unsigned>(refusal->status), started);
+  if (!wec) co_await linger_close(stream, st.limits.request_timeout);
+}
+
+// A connection beyond max_connections: 503 before its request is read, then closed.
+asio::awaitable<void> refuse_connection(std::shared_ptr<detail::ServerState> st, tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  Request unread;
+  unread.version(11);
+  unread.keep_alive(false);
+  std::string detail = "the server is serving its limit of ";
+  detail += std::to_string(st->limits.max_connections);
+  detail += " connections; retry later";
+  Response res = problem(bhttp::status::service_unavailable, "Service Unavailable", detail, unread);
+  res.set(bhttp::field::retry_after, "1");
+  res.prepare_payload();
+  constexpr std::chrono::milliseconds kRefusalTime{1000};
+  stream.expires_after(kRefusalTime);
+  auto [wec, w] = co_await bhttp::async_write(stream, res, kAsTuple);
+  st->observe(kUnmatchedRoute, res.result_int(), std::chrono::steady_clock::now());
+  if (!wec) co_await linger_close(stream, kRefusalTime);
+  error_code ignored;
+  stream.socket().close(ignored);
+  st->refused_connections.fetch_sub(1);
+}
+
 // The connection's I/O loop; runs on the connection's strand.
 asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st,
                                        std::shared_ptr<Connection> conn, std::uint64_t id) {
@@ -188,49 +275,87 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st,
     bhttp::request_parser<bhttp::string_body> parser;
     parser.header_limit(
         static_cast<std::uint32_t>(std::min<std::size_t>(limits.header_limit, UINT32_MAX)));
-    parser.body_limit(limits.body_limit);
-    if (const error_code ec = co_await read_request(stream, buffer, parser)) {
-      const std::optional<Refusal> refusal = refusal_for(ec, limits);
-      if (!refusal) break;
-      Request unread;
-      unread.version(11);
-      unread.keep_alive(false);
-      Response res = problem(refusal->status, bhttp::obsolete_reason(refusal->status),
-                             refusal->detail, unread);
-      stream.expires_after(limits.request_timeout);
-      auto [wec, w] = co_await bhttp::async_write(stream, res, kAsTuple);
-      st->observe(kUnmatchedRoute, static_cast<unsigned>(refusal->status), started);
-      if (!wec) co_await linger_close(stream, limits.request_timeout);
+    parser.body_limit(boost::none);  // the route's limit is set once the headers are admitted
+    if (auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, kAsTuple); ec) {
+      co_await answer_unreadable(*st, stream, ec, limits.body_limit, started);
       break;
+    }
+
+    // Admission, on the headers alone: nothing below reads the body of a refused request.
+    const Request& head = parser.get();
+    const bool head_only = head.method() == bhttp::verb::head;
+    const bool body_pending = !parser.is_done();
+    std::optional<Response> refusal;
+    RouteDecision decision;
+    if (auto why = host_problem(head)) {
+      refusal = problem(bhttp::status::bad_request, "Bad Request", *why, head);
+    } else {
+      decision = co_await st->router.admit(head);
+      if (decision.refusal()) refusal = std::move(decision.refusal());
+    }
+    const std::string_view route_name =
+        decision.route_name().empty() ? kUnmatchedRoute : std::string_view(decision.route_name());
+    BodyReservation reservation{st.get(), 0};
+    std::size_t body_limit = limits.body_limit;
+    if (!refusal && body_pending) {
+      const std::size_t limit = std::min(limits.body_limit, decision.body_limit().value_or(limits.body_limit));
+      body_limit = limit;
+      const boost::optional<std::uint64_t> length = parser.content_length();
+      if (length && *length > limit) {
+        refusal = problem(bhttp::status::payload_too_large, "Payload Too Large", body_too_large(limit), head);
+      } else if (const std::size_t bytes = length ? static_cast<std::size_t>(*length) : limit;
+                 !st->reserve_body(bytes)) {
+        refusal = problem(bhttp::status::service_unavailable, "Service Unavailable",
+                          "the server is receiving too many request bodies at once; retry later", head);
+        refusal->set(bhttp::field::retry_after, "1");
+      } else {
+        reservation.bytes = bytes;
+        parser.body_limit(limit);
+      }
+    }
+    if (refusal) {
+      // Without a body the connection stays usable; with one left unread it does not.
+      const bool keep_alive = !body_pending && head.keep_alive() && !st->stopping;
+      refusal->keep_alive(keep_alive);
+      stream.expires_after(limits.request_timeout);
+      const error_code wec = co_await write_response(stream, *refusal, head_only);
+      st->observe(route_name.empty() ? kUnmatchedRoute : route_name, refusal->result_int(), started);
+      if (wec) break;
+      if (body_pending) {
+        co_await linger_close(stream, limits.request_timeout);
+        break;
+      }
+      if (!keep_alive) {
+        error_code ignored;
+        stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        break;
+      }
+      continue;
+    }
+
+    if (body_pending) {
+      if (beast::iequals(head[bhttp::field::expect], "100-continue")) {
+        bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, head.version()};
+        if (auto [wec, w] = co_await bhttp::async_write(stream, go_on, kAsTuple); wec) break;
+      }
+      if (auto [ec, n] = co_await bhttp::async_read(stream, buffer, parser, kAsTuple); ec) {
+        co_await answer_unreadable(*st, stream, ec, body_limit, started);
+        break;
+      }
     }
 
     const Request req = parser.release();
     stream.expires_never();  // the handler may wait (long-poll); it bounds its own waits
-    std::string route_name;
-    Response res = co_await st->router.dispatch(req, route_name);
+    // The handler learns through `exchange` whether its client left while it waited.
+    const auto exchange = std::make_shared<Exchange>();
+    Response res = co_await handle_watching_client(stream, buffer, *exchange,
+                                                   st->router.handle(decision, req, exchange));
     const bool keep_alive = req.keep_alive() && res.keep_alive() && !st->stopping;
     res.keep_alive(keep_alive);
-    const bool bodyless_status = res.result() == bhttp::status::not_modified ||
-                                 res.result() == bhttp::status::no_content;
-    if (bodyless_status) {
-      // No body and no Content-Length: a 304's would have to be the 200's length (RFC 9110).
-      res.body().clear();
-      res.content_length(boost::none);
-      res.chunked(false);
-    } else {
-      res.prepare_payload();
-    }
-
     stream.expires_after(limits.request_timeout);
-    error_code wec;
-    if (req.method() == bhttp::verb::head) {
-      // The GET answer's headers (Content-Length included), without its body.
-      bhttp::response_serializer<bhttp::string_body> serializer(res);
-      std::tie(wec, std::ignore) = co_await bhttp::async_write_header(stream, serializer, kAsTuple);
-    } else {
-      std::tie(wec, std::ignore) = co_await bhttp::async_write(stream, res, kAsTuple);
-    }
-    st->observe(route_name, res.result_int(), started);
+    const error_code wec = co_await write_response(stream, res, head_only);
+    exchange->response_written(!wec);
+    st->observe(decision.route_name(), res.result_int(), started);
     if (wec) break;
     if (!keep_alive) {
       error_code ignored;
@@ -252,6 +377,23 @@ asio::awaitable<void> accept_connections(std::shared_ptr<detail::ServerState> st
       spdlog::warn("http accept failed: {}", ec.message());
       asio::steady_timer pause(co_await asio::this_coro::executor, std::chrono::milliseconds(100));
       co_await pause.async_wait(kAsTuple);
+      continue;
+    }
+    std::size_t open = 0;
+    {
+      std::lock_guard lock(st->mutex);
+      open = st->connections.size();
+    }
+    if (const std::size_t bound = st->limits.max_connections; bound != 0 && open >= bound) {
+      if (st->refused_connections.fetch_add(1) >= bound) {
+        st->refused_connections.fetch_sub(1);
+        error_code ignored;
+        socket.close(ignored);  // far beyond the bound: not even an answer
+        continue;
+      }
+      auto executor = socket.get_executor();
+      asio::co_spawn(executor, refuse_connection(st, std::move(socket)),
+                     [](std::exception_ptr e) { log_exception(e, "connection refusal"); });
       continue;
     }
     auto conn = std::make_shared<Connection>(std::move(socket));

@@ -1,6 +1,12 @@
 // HTTP/1.1 server: one coroutine per connection doing I/O only; the Router turns each request
 // into a response. Every read and write is bounded; handlers may wait as long as they need
 // (long-poll) without holding up other connections.
+//
+// A request's body is read only once its headers were admitted: a valid Host (400 without one
+// on HTTP/1.1), a route (404/405), the route's guard (e.g. 401/403), the route's body limit
+// (413) and room under max_inflight_body_bytes (503). A request refused before its body was read
+// is answered and its connection closed (the unread body makes it unusable); one without a body
+// keeps its connection.
 #pragma once
 
 #include <chrono>
@@ -18,13 +24,23 @@
 namespace benchfleet::http {
 
 struct ServerLimits {
-  std::size_t body_limit = 1 << 20;      // larger body -> 413
+  // Larger body -> 413. A route's RouteOptions::body_limit may lower it, never raise it.
+  std::size_t body_limit = 1 << 20;
   std::size_t header_limit = 16 * 1024;  // larger request line + headers -> 431
   // Bounds reading one request (from its first byte) and, separately, writing its response;
   // reset per request. The handler's own wait is not bounded here (long-poll).
   std::chrono::milliseconds request_timeout{30000};
   // How long a keep-alive connection may wait for the first byte of its next request.
   std::chrono::milliseconds idle_timeout{60000};
+  // Connections served at once (long-polls included); 0: unbounded. A connection beyond the
+  // bound is answered at once with 503 problem+json, "Retry-After: 1" and "Connection: close",
+  // without its request being read; beyond twice the bound it is closed at accept unanswered.
+  std::size_t max_connections = 512;
+  // Request bodies held at once across connections (being read or handled), each counted by its
+  // Content-Length (a chunked one by its route's limit); 0: unbounded. A request that would go
+  // beyond is answered 503 with "Retry-After: 1" without its body being read. One body is always
+  // admitted when none is held, so a body_limit above this bound still gets through alone.
+  std::size_t max_inflight_body_bytes = std::size_t{64} << 20;
 };
 
 // Called after each response is written (or failed to be written), with the route name
