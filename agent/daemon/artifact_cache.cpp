@@ -19,6 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The exporter prints one small JSON object; anything larger is not an answer.
+constexpr std::size_t kMaxExporterAnswerBytes = 1 << 20;
+
 // Holds an exclusive flock on a file for its lifetime.
 class FileLock {
  public:
@@ -129,17 +132,20 @@ Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter
     out.message = "cannot lock the artifact cache in " + dir_;
     return out;
   }
-  // A finished export whose file is gone (removed by hand) is exported again.
-  if (auto meta = read_json(dir / "metadata.json");
-      meta && meta->value("status", "") == "ok" && fs::exists(dir / meta->value("artifact", "model.pt"))) {
-    const fs::path file = dir / meta->value("artifact", "model.pt");
-    auto sha256 = artifact_sha256(file);
-    if (!sha256.ok()) {
-      out.message = "the cached artifact cannot be hashed: " + sha256.error().message;
+  // A finished export whose file is gone (removed by hand) is exported again, and so is one
+  // whose metadata cannot be read (it is replaced below).
+  if (auto meta = read_json(dir / "metadata.json")) {
+    auto cached = decode_exporter_metadata(*meta);
+    if (cached.ok() && cached->status == "ok" && fs::exists(dir / cached->artifact)) {
+      const fs::path file = dir / cached->artifact;
+      auto sha256 = artifact_sha256(file);
+      if (!sha256.ok()) {
+        out.message = "the cached artifact cannot be hashed: " + sha256.error().message;
+        return out;
+      }
+      out.artifact = Artifact{file.string(), std::move(*sha256), std::move(*cached), true, 0};
       return out;
     }
-    out.artifact = Artifact{file.string(), std::move(*sha256), *meta, true, 0};
-    return out;
   }
 
   const fs::path staging = fs::path(dir_) / (dir_name(key) + ".partial");
@@ -165,21 +171,25 @@ Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter
   const ExitInfo exit = supervise(*child, std::chrono::seconds(exporter.timeout_s), std::chrono::seconds(5),
                                   std::chrono::hours(1), {});
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  auto answer = read_json(o.stdout_path);
   if (exit.timed_out) {
     out.message = "the export timed out after " + std::to_string(exporter.timeout_s) + " s";
     return out;
   }
-  if (!answer || answer->value("status", "") != "ok") {
-    out.failure = answer && answer->value("status", "") == "unsupported" ? ResultStatus::kUnsupported
-                                                                         : ResultStatus::kError;
-    out.message = answer && answer->contains("message") ? "export: " + answer->value("message", "")
-                                                        : "export failed (" + describe_exit(exit) +
-                                                              "): " + tail_of_file(o.stderr_path, 5);
+  auto text = read_file_bounded(o.stdout_path, kMaxExporterAnswerBytes);
+  auto answer = text.ok() ? decode_exporter_answer(*text) : Result<ExporterAnswer>(text.error());
+  if (!answer.ok() || answer->status != "ok") {
+    out.failure = answer.ok() && answer->status == "unsupported" ? ResultStatus::kUnsupported : ResultStatus::kError;
+    if (answer.ok() && !answer->message.empty()) {
+      out.message = "export: " + answer->message;
+    } else if (exit.exit_code == 0 && exit.signal == 0 && !answer.ok()) {
+      out.message = "the exporter's answer is unusable: " + answer.error().describe();
+    } else {
+      out.message = "export failed (" + describe_exit(exit) + "): " + tail_of_file(o.stderr_path, 5);
+    }
     return out;
   }
   // Hashed in the staging directory, so the artifact enters the cache with its record.
-  const std::string file_name = answer->value("artifact", "model.pt");
+  const std::string file_name = answer->artifact;
   auto sha256 = artifact_sha256(staging / file_name);
   if (!sha256.ok()) {
     out.message = "the exported artifact cannot be hashed: " + sha256.error().message;
@@ -191,7 +201,7 @@ Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter
     out.message = "cannot move the export into the cache: " + ec.message();
     return out;
   }
-  out.artifact = Artifact{(dir / file_name).string(), std::move(*sha256), *answer, false, wall};
+  out.artifact = Artifact{(dir / file_name).string(), std::move(*sha256), std::move(*answer), false, wall};
   return out;
 }
 

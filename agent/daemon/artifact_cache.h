@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/daemon/agent_codecs.h"
 #include "agent/daemon/process.h"
 #include "common/types.h"
 
@@ -42,7 +43,7 @@ struct Exporter {
 struct Artifact {
   std::string path;           // the model file
   std::string sha256;         // lower-case hex SHA-256 of that file, computed by the agent
-  nlohmann::json metadata;    // the exporter's metadata.json
+  ExporterAnswer exported;    // the exporter's metadata.json, decoded (exported.metadata: as written)
   bool cached = false;        // reused from an earlier export
   double export_wall_s = 0;   // wall time of this call's export (0 when cached)
 };

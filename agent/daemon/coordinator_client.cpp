@@ -1,5 +1,6 @@
 #include "agent/daemon/coordinator_client.h"
 
+#include "agent/daemon/agent_codecs.h"
 #include "common/codecs.h"
 #include "common/json_reader.h"
 
@@ -8,22 +9,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-Intervals intervals_of(const nlohmann::json& j) {
-  Intervals i;
-  if (j.contains("heartbeat_interval_s")) i.heartbeat_interval_s = j["heartbeat_interval_s"].get<int>();
-  if (j.contains("lease_ttl_s")) i.lease_ttl_s = j["lease_ttl_s"].get<int>();
-  if (j.contains("long_poll_timeout_s")) i.long_poll_timeout_s = j["long_poll_timeout_s"].get<int>();
-  return i;
+// Answers are decoded by agent_codecs.h: a malformed body is an error (retried with backoff
+// by the caller), never an exception.
+Renewal renewal_of(const http::ClientResponse& r) {
+  return r.status == 409 ? decode_conflict(r.body) : Renewal::kActive;
 }
 
-Renewal renewal_of(const http::ClientResponse& r) {
-  if (r.status == 409) {
-    auto j = nlohmann::json::parse(r.body, nullptr, false);
-    if (j.is_object() && j.value("reason", "") == "cancelled") return Renewal::kCancelled;
-    return Renewal::kLost;
-  }
-  return Renewal::kActive;
-}
+// An answer the agent cannot read: retried like an unreachable coordinator.
+Error unreadable(const Error& e) { return Error{ErrorCode::kUnavailable, "unreadable answer: " + e.describe(), {}}; }
 
 }  // namespace
 
@@ -54,12 +47,9 @@ Result<http::ClientResponse> CoordinatorClient::post(const std::string& target, 
 Result<Enrollment> CoordinatorClient::enroll(const AgentDescriptor& d, const std::string& enrollment_token) {
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/agents/enroll", d, enrollment_token, 30s));
   if (r.status != 201) return http::error_for_response(r, "enrolment");
-  auto j = nlohmann::json::parse(r.body, nullptr, false);
-  if (!j.is_object() || !j.contains("agent_id") || !j.contains("agent_token")) {
-    return Error::internal("enrolment: unexpected answer " + r.body.substr(0, 200));
-  }
-  Enrollment e{j["agent_id"].get<std::int64_t>(), j["agent_token"].get<std::string>(), intervals_of(j)};
-  credentials_.set(e.agent_id, e.token);
+  auto e = decode_enrollment_answer(r.body);
+  if (!e.ok()) return unreadable(e.error());
+  credentials_.set(e->agent_id, e->token);
   return e;
 }
 
@@ -69,25 +59,8 @@ Result<LeaseAnswer> CoordinatorClient::lease(const std::string& slot, int wait_s
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/agents/" + std::to_string(id) + "/lease", {{"slot", slot}, {"wait_s", wait_s}},
                                    token, std::chrono::seconds(wait_s + 30)));
   if (r.status != 200) return http::error_for_response(r, "lease");
-  auto j = nlohmann::json::parse(r.body, nullptr, false);
-  LeaseAnswer answer;
-  answer.intervals = intervals_of(j);
-  answer.draining = j.value("draining", false);
-  if (j.contains("job") && j["job"].is_object()) {
-    const auto& job = j["job"];
-    LeasedJob l;
-    l.job_id = job.at("id").get<std::int64_t>();
-    l.run_id = job.at("run_id").get<std::int64_t>();
-    l.attempt = job.at("attempt").get<int>();
-    l.lease_id = job.at("lease_id").get<std::string>();
-    BF_ASSIGN_OR_RETURN(l.spec, decode<JobSpec>(job.at("spec"), "job.spec"));
-    BF_ASSIGN_OR_RETURN(l.measurement, decode<MeasurementSpec>(job.at("measurement"), "job.measurement"));
-    if (job.contains("memory_limit_mb") && job["memory_limit_mb"].is_number_integer()) {
-      l.memory_limit_mb = job["memory_limit_mb"].get<std::int64_t>();
-    }
-    l.timeout_s = job.value("timeout_s", 1800);
-    answer.job = std::move(l);
-  }
+  auto answer = decode_lease_answer(r.body);
+  if (!answer.ok()) return unreadable(answer.error());
   return answer;
 }
 
@@ -107,13 +80,9 @@ Result<std::pair<std::vector<Renewal>, bool>> CoordinatorClient::heartbeat(const
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/agents/" + std::to_string(id) + "/heartbeat",
                                    {{"leases", list}, {"draining", draining}}, token, 30s));
   if (r.status != 200) return http::error_for_response(r, "heartbeat");
-  auto j = nlohmann::json::parse(r.body, nullptr, false);
-  std::vector<Renewal> states;
-  for (const auto& l : j.value("leases", nlohmann::json::array())) {
-    const std::string state = l.value("state", "lost");
-    states.push_back(state == "active" ? Renewal::kActive : state == "cancelled" ? Renewal::kCancelled : Renewal::kLost);
-  }
-  return std::make_pair(std::move(states), j.value("drain", false));
+  auto answer = decode_heartbeat_answer(r.body, leases.size());
+  if (!answer.ok()) return unreadable(answer.error());
+  return std::make_pair(std::move(answer->leases), answer->drain);
 }
 
 Result<Upload> CoordinatorClient::upload(const SpoolEntry& e) {

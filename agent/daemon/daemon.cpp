@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/daemon/agent_codecs.h"
 #include "agent/daemon/artifact_cache.h"
 #include "agent/daemon/build_launcher.h"
 #include "agent/daemon/coordinator_client.h"
@@ -50,23 +51,25 @@ class Backoff {
   std::mt19937_64 rng_{std::random_device{}()};
 };
 
-// Runs `argv` (a worker or runner with --capabilities) and returns the JSON object it printed,
-// or null when it failed, timed out or printed something else. Its stdout is kept in
+// Runs `argv` (a worker or runner with --capabilities) and returns its decoded answer, or
+// nullopt when it failed, timed out or printed something unreadable. Its stdout is kept in
 // <work_dir>/capabilities-<name>.json.
 // `why_not` gets the reason when there is no answer (exit status and the end of stderr, kept in
-// <work_dir>/capabilities-<name>.err).
-nlohmann::json capabilities_of(const BuildLauncher& launcher, const TorchBuild& build, const std::string& work_dir,
-                               const std::string& name, std::vector<std::string> argv, std::chrono::seconds limit,
-                               std::string& why_not) {
+// <work_dir>/capabilities-<name>.err, or what is wrong with the answer).
+std::optional<Capabilities> capabilities_of(const BuildLauncher& launcher, const TorchBuild& build,
+                                            const std::string& work_dir, const std::string& record_dir,
+                                            const std::string& name, std::vector<std::string> argv,
+                                            std::chrono::seconds limit, std::string& why_not) {
   SpawnOptions o;
   o.argv = std::move(argv);
   o.stdout_path = work_dir + "/capabilities-" + name + ".json";
   o.stderr_path = work_dir + "/capabilities-" + name + ".err";
   o = launcher.wrap(build, std::move(o));
+  o.record_dir = record_dir;
   auto child = Child::spawn(o);
   if (!child.ok()) {
     why_not = child.error().message;
-    return nullptr;
+    return std::nullopt;
   }
   const ExitInfo exit = supervise(*child, limit, 1s, 1h, {});
   if (exit.exit_code != 0) {
@@ -74,18 +77,21 @@ nlohmann::json capabilities_of(const BuildLauncher& launcher, const TorchBuild& 
                : exit.signal  ? "killed by signal " + std::to_string(exit.signal)
                               : "exit " + std::to_string(exit.exit_code)) +
               ": " + tail_of_file(o.stderr_path, 3);
-    return nullptr;
+    return std::nullopt;
   }
-  std::ifstream in(o.stdout_path);
-  auto caps = nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
-  if (!caps.is_object()) why_not = "its --capabilities answer is not a JSON object";
-  return caps.is_object() ? caps : nlohmann::json();
+  auto text = read_file_bounded(o.stdout_path, 1 << 20);
+  auto caps = text.ok() ? decode_capabilities(*text) : Result<Capabilities>(text.error());
+  if (!caps.ok()) {
+    why_not = "its --capabilities answer is unusable: " + caps.error().describe();
+    return std::nullopt;
+  }
+  return std::move(*caps);
 }
 
-// The modes a --capabilities answer lists for `device` ("cpu" or "cuda"); none when unreadable.
-std::vector<Mode> modes_on(const nlohmann::json& caps, const std::string& device) {
-  auto modes = decode<std::vector<Mode>>(caps.value("modes", nlohmann::json::object()).value(device, nlohmann::json()));
-  return modes.ok() ? *modes : std::vector<Mode>{};
+// The modes a --capabilities answer lists for `device` ("cpu" or "cuda").
+std::vector<Mode> modes_on(const Capabilities& caps, const std::string& device) {
+  auto it = caps.modes.find(device);
+  return it == caps.modes.end() ? std::vector<Mode>{} : it->second;
 }
 
 // `p` absolute, with symlinks resolved as far as it exists.
@@ -102,7 +108,8 @@ std::string resolved_path(const std::string& p) {
 // A build that cannot run at all (a missing or broken root, neither program answering) is
 // still offered with both runtimes and every mode, and `broken` says why: its jobs then end
 // with an `error` verdict naming the cause instead of waiting forever for an agent.
-void probe_build(const AgentConfig& c, const BuildLauncher& launcher, const std::string& device, TorchBuild& b) {
+void probe_build(const AgentConfig& c, const BuildLauncher& launcher, const std::string& records,
+                 const std::string& device, TorchBuild& b) {
   b.runtimes.clear();
   b.broken.clear();
   auto offer_everything = [&](std::string why) {
@@ -119,34 +126,29 @@ void probe_build(const AgentConfig& c, const BuildLauncher& launcher, const std:
   // the worker, its --capabilities included, then finds on its library path.
   // Importing torch in a cold python takes a while on a loaded host: a longer bound.
   std::string runner_failure;
-  const nlohmann::json runner_caps = capabilities_of(launcher, b, c.work_dir, b.name + "-python",
-                                                     {b.python, c.runner, "--capabilities"}, 180s, runner_failure);
+  const auto runner_caps = capabilities_of(launcher, b, c.work_dir, records, b.name + "-python",
+                                          {b.python, c.runner, "--capabilities"}, 180s, runner_failure);
   std::optional<RuntimeSupport> python_runtime;
-  if (runner_caps.is_object()) {
-    b.torch_git = runner_caps.value("torch_git", "");
-    b.library_dirs.clear();
-    for (const auto& dir : runner_caps.value("library_dirs", nlohmann::json::array())) {
-      if (dir.is_string() && !dir.get<std::string>().empty() && dir.get<std::string>().front() == '/') {
-        b.library_dirs.push_back(dir.get<std::string>());
-      }
-    }
-    python_runtime = RuntimeSupport{Runtime::kPython, modes_on(runner_caps, device)};
+  if (runner_caps) {
+    b.torch_git = runner_caps->torch_git;
+    b.library_dirs = runner_caps->library_dirs;
+    python_runtime = RuntimeSupport{Runtime::kPython, modes_on(*runner_caps, device)};
   } else {
     spdlog::error("torch build {}: {} {} --capabilities failed ({}); the build is offered without the python runtime",
                   b.name, b.python, c.runner, runner_failure);
   }
   std::string worker_failure;
-  const nlohmann::json worker_caps = capabilities_of(launcher, b, c.work_dir, b.name + "-libtorch",
-                                                     {b.worker, "--capabilities"}, 60s, worker_failure);
-  if (worker_caps.is_object()) {
-    b.version = worker_caps.value("torch_version", "");
-    b.runtimes.push_back({Runtime::kLibtorch, modes_on(worker_caps, device)});
+  const auto worker_caps = capabilities_of(launcher, b, c.work_dir, records, b.name + "-libtorch",
+                                          {b.worker, "--capabilities"}, 60s, worker_failure);
+  if (worker_caps) {
+    b.version = worker_caps->torch_version;
+    b.runtimes.push_back({Runtime::kLibtorch, modes_on(*worker_caps, device)});
   } else {
     spdlog::error("torch build {}: {} --capabilities failed ({}); the build is offered without the libtorch runtime",
                   b.name, b.worker, worker_failure);
   }
   if (python_runtime) {
-    if (b.version.empty()) b.version = runner_caps.value("torch_version", "");
+    if (b.version.empty()) b.version = runner_caps->torch_version;
     b.runtimes.push_back(std::move(*python_runtime));
   }
   if (!b.library_dirs.empty()) {
@@ -186,6 +188,8 @@ struct Daemon::State {
   bool draining() const { return stop_requests.load() >= 1; }
   bool aborting() const { return stop_requests.load() >= 2; }
   std::string token_file() const { return config.state_dir + "/agent-token.json"; }
+  // Records of the running exporters and workers (SpawnOptions::record_dir).
+  std::string record_dir() const { return config.work_dir + "/children"; }
 
   // Sleeps up to `d`, waking early on drain/abort.
   void sleep_for(std::chrono::milliseconds d) {
@@ -274,6 +278,7 @@ struct Daemon::State {
     env.exporter = Exporter{"", config.exporter, config.catalog, config.export_timeout_s, {}};
     env.runner = config.runner;
     env.work_dir = config.work_dir + "/" + slot.descriptor.id;
+    env.record_dir = record_dir();
     env.kill_grace_s = config.kill_grace_s;
     while (!draining()) {
       const Intervals iv = current_intervals();
@@ -353,6 +358,83 @@ struct Daemon::State {
     }
   }
 
+  // The slot thread's body: slot_loop under a guard. An exception (a bug, std::bad_alloc) must
+  // not reach std::terminate, which would skip every destructor: the worker's group is killed
+  // by its Child's destructor while the exception unwinds, the lease is given back here, and
+  // the slot serves on after a pause (unless the agent is stopping).
+  void guarded_slot_loop(Slot& slot) {
+    while (true) {
+      try {
+        slot_loop(slot);
+        return;
+      } catch (const std::exception& e) {
+        spdlog::error("slot {}: unexpected exception: {}; its job is given back, the slot serves on", slot.descriptor.id,
+                      e.what());
+      } catch (...) {
+        spdlog::error("slot {}: unexpected exception; its job is given back, the slot serves on", slot.descriptor.id);
+      }
+      give_back_current(slot);
+      if (draining()) return;
+      sleep_for(5s);
+    }
+  }
+
+  // Releases the lease `slot` was working on, if any (best effort, never throws).
+  void give_back_current(Slot& slot) noexcept {
+    try {
+      std::optional<HeartbeatLease> lease;
+      {
+        std::lock_guard lock(slot.mu);
+        lease.swap(slot.current);
+      }
+      if (!lease) return;
+      CoordinatorClient client(config.coordinator, credentials);
+      if (auto s = client.release(lease->job_id, lease->lease_id); !s) {
+        spdlog::warn("job {}: release failed ({}); its lease will expire", lease->job_id, s.error().message);
+      }
+    } catch (...) {
+      spdlog::error("slot {}: cannot give its job back; its lease will expire", slot.descriptor.id);
+    }
+  }
+
+  // The heartbeat thread's body under a guard: logged and started again after a pause.
+  void guarded_heartbeat_loop() {
+    while (true) {
+      try {
+        heartbeat_loop();
+        return;
+      } catch (const std::exception& e) {
+        spdlog::error("heartbeat: unexpected exception: {}; heartbeats go on", e.what());
+      } catch (...) {
+        spdlog::error("heartbeat: unexpected exception; heartbeats go on");
+      }
+      if (aborting()) return;
+      sleep_for(1s);
+    }
+  }
+
+  // The spool replayer's body: results from before a restart. An entry whose upload throws
+  // stays in the spool for the next start; the others are still sent.
+  void replay_spool() {
+    std::vector<SpoolEntry> entries;
+    try {
+      std::vector<std::string> skipped;
+      entries = spool->list(&skipped);
+      for (const auto& name : skipped) spdlog::error("unreadable spool entry set aside: {}", name);
+    } catch (const std::exception& e) {
+      spdlog::error("cannot list the spool: {}", e.what());
+      return;
+    }
+    for (const auto& entry : entries) {
+      try {
+        upload(entry);
+      } catch (const std::exception& e) {
+        spdlog::error("job {}: unexpected exception uploading its spooled result ({}); kept for the next start",
+                      entry.job_id, e.what());
+      }
+    }
+  }
+
   void heartbeat_loop() {
     CoordinatorClient client(config.coordinator, credentials);
     std::mt19937_64 rng{std::random_device{}()};
@@ -413,6 +495,17 @@ int Daemon::run() {
       return 1;
     }
   }
+  // Before anything is probed or leased: what a previous life of this agent left running (it
+  // was killed, or died of an exception) still holds the GPU and would skew every timing.
+  const OrphanSweep sweep = kill_orphaned_children(s.record_dir(), 10s);
+  if (sweep.records > 0) {
+    spdlog::warn("killed {} orphaned process(es) of {} exporter/worker record(s) left by an earlier run of this agent",
+                 sweep.killed.size(), sweep.records);
+  }
+  if (!sweep.survivors.empty()) {
+    spdlog::error("{} orphaned process(es) survive SIGKILL; not serving with them on the GPU", sweep.survivors.size());
+    return 1;
+  }
   if (c.exporter.empty()) c.exporter = default_exporter_path(s.executable);
   s.spool = std::make_unique<Spool>(c.spool_dir);
   s.cache = std::make_unique<ArtifactCache>(c.artifact_dir);
@@ -448,7 +541,7 @@ int Daemon::run() {
       std::vector<std::string>{fs::path(c.exporter).parent_path().string(), fs::path(c.runner).parent_path().string(),
                                fs::path(c.catalog).parent_path().string()},
       c.artifact_dir + "/inductor");
-  for (auto& b : s.builds) probe_build(c, *s.launcher, device, b);
+  for (auto& b : s.builds) probe_build(c, *s.launcher, s.record_dir(), device, b);
 
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -474,13 +567,10 @@ int Daemon::run() {
 
   std::vector<std::thread> threads;
   threads.reserve(s.slots.size() + 2);
-  threads.emplace_back([&s] {
-    std::vector<std::string> skipped;
-    for (const auto& entry : s.spool->list(&skipped)) s.upload(entry);  // results from before a restart
-    for (const auto& name : skipped) spdlog::error("unreadable spool entry set aside: {}", name);
-  });
-  threads.emplace_back([&s] { s.heartbeat_loop(); });
-  for (auto& slot : s.slots) threads.emplace_back([&s, &slot] { s.slot_loop(*slot); });
+  // Every thread body is guarded: no exception ends the agent (see guarded_slot_loop).
+  threads.emplace_back([&s] { s.replay_spool(); });
+  threads.emplace_back([&s] { s.guarded_heartbeat_loop(); });
+  for (auto& slot : s.slots) threads.emplace_back([&s, &slot] { s.guarded_slot_loop(*slot); });
   for (auto& t : threads) t.join();
   spdlog::info("stopped");
   return 0;

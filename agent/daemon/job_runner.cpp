@@ -5,6 +5,7 @@
 #include <sstream>
 #include <variant>
 
+#include "agent/daemon/agent_codecs.h"
 #include "agent/daemon/process.h"
 #include "common/codecs.h"
 #include "common/worker_job.h"
@@ -13,6 +14,9 @@ namespace benchfleet::agent {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A result carries every sample; the coordinator bounds them far below this.
+constexpr std::size_t kMaxResultBytes = 256u << 20;
 
 JobResult verdict(ResultStatus status, std::string message) {
   JobResult r;
@@ -37,21 +41,21 @@ std::variant<WorkerJob, JobResult> libtorch_job(const LeasedJob& job, const JobE
                   gpu ? slot.gpu->compute_capability : "cpu"};
   Exporter exporter = env.exporter;
   exporter.python = env.build->python;
-  exporter.launch = [&env](SpawnOptions o) { return env.launcher->wrap(*env.build, std::move(o)); };
+  exporter.launch = [&env](SpawnOptions o) {
+    o.record_dir = env.record_dir;
+    return env.launcher->wrap(*env.build, std::move(o));
+  };
   prepared = env.cache->prepare(key, exporter);
   if (!prepared.artifact) return verdict(prepared.failure, prepared.message);
 
   WorkerJob w;
   w.artifact = prepared.artifact->path;
   w.format = key.format;
-  w.artifact_metadata = prepared.artifact->metadata;
-  if (auto inputs = decode<std::vector<TensorSpec>>(prepared.artifact->metadata.value("inputs", nlohmann::json()),
-                                                    "metadata.inputs");
-      inputs.ok()) {
-    w.inputs = std::move(*inputs);
-  } else {
-    return verdict(ResultStatus::kError, "the exporter's metadata is unusable: " + inputs.error().describe());
+  w.artifact_metadata = prepared.artifact->exported.metadata;
+  if (!prepared.artifact->exported.inputs) {
+    return verdict(ResultStatus::kError, "the exporter's metadata is unusable: metadata.inputs: is required");
   }
+  w.inputs = *prepared.artifact->exported.inputs;
   return w;
 }
 
@@ -113,6 +117,7 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   o.env_set["CUDA_VISIBLE_DEVICES"] = gpu ? slot.gpu->uuid : "";
   o.stdout_path = (dir / "stdout.txt").string();
   o.stderr_path = (dir / "stderr.txt").string();
+  o.record_dir = env.record_dir;
   o = env.launcher->wrap(*env.build, std::move(o));
   auto child = Child::spawn(o);
   if (!child.ok()) return verdict(ResultStatus::kError, "cannot start " + runner_name + ": " + child.error().message);
@@ -134,10 +139,8 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
                                           "; last stderr:\n" + stderr_tail);
     r.signal = exit.signal;
   } else {
-    std::ifstream in(result_file);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto decoded = decode<JobResult>(nlohmann::json::parse(text.str(), nullptr, false));
+    auto text = read_file_bounded(result_file, kMaxResultBytes);
+    auto decoded = text.ok() ? decode_worker_result(*text) : Result<JobResult>(text.error());
     if (!decoded.ok()) {
       r = verdict(ResultStatus::kError, runner_name + " exited with " + std::to_string(exit.exit_code) +
                                             " without a readable result (" + decoded.error().describe() +
@@ -150,13 +153,11 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   if (prepared.artifact) {
     // Which artifact the worker ran, hashed by the agent (the worker links no crypto library).
     r.environment["artifact_sha256"] = prepared.artifact->sha256;
-    if (!r.export_s && prepared.artifact->metadata.contains("export_s")) {
-      r.export_s = prepared.artifact->metadata["export_s"].get<double>();
-    }
+    const ExporterAnswer& exported = prepared.artifact->exported;
+    if (!r.export_s && exported.export_s) r.export_s = *exported.export_s;
+    if (!r.telemetry.is_object()) r.telemetry = nlohmann::json::object();
     r.telemetry["artifact_cached"] = prepared.artifact->cached;
-    if (prepared.artifact->metadata.contains("inductor_cache")) {
-      r.telemetry["export_inductor_cache"] = prepared.artifact->metadata["inductor_cache"];
-    }
+    if (exported.inductor_cache) r.telemetry["export_inductor_cache"] = *exported.inductor_cache;
   }
   fs::remove_all(dir, ec);  // the result travels in the spool; scratch is not kept
   return r;

@@ -39,5 +39,15 @@ int main(int argc, char** argv) {
     }
   });
   signals.detach();  // it waits for signals for the process's lifetime
-  return daemon.run();
+  // Every thread the daemon starts guards its own body; this catches what escapes the start
+  // (probing the builds, enrolment). Children alive then are killed by their owners'
+  // destructors on the way out, and any a crash leaves behind by the next start.
+  try {
+    return daemon.run();
+  } catch (const std::exception& e) {
+    spdlog::critical("unexpected exception: {}; exiting", e.what());
+  } catch (...) {
+    spdlog::critical("unexpected exception; exiting");
+  }
+  return 1;
 }

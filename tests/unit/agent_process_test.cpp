@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <stdexcept>
 #include <fstream>
 #include <thread>
 
@@ -124,6 +127,102 @@ TEST_F(ProcessTest, AMissingProgramIsAnErrorOrExit127) {
   } else {
     EXPECT_NE(child.error().message.find("/nonexistent/benchfleet-worker"), std::string::npos);
   }
+}
+
+// Whether `pid` is alive (a zombie is not).
+bool alive(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+// Issue 16: an exception thrown by the tick unwinds through supervise(); the child's group
+// (the shell and what it started) is killed on the way and its record removed.
+TEST_F(ProcessTest, AnExceptionUnwindingThroughSuperviseKillsTheGroup) {
+  auto o = sh("sleep 60 & echo $! >" + (dir_ / "bg").string() + "; wait");
+  o.record_dir = (dir_ / "records").string();
+  pid_t leader = 0;
+  try {
+    auto child = Child::spawn(o);
+    ASSERT_TRUE(child.ok());
+    leader = child->pid();
+    supervise(*child, 30s, 1s, 50ms, [&] {
+      if (!fs::exists(dir_ / "bg") || fs::file_size(dir_ / "bg") == 0) return true;
+      throw std::runtime_error("tick failed");
+    });
+    FAIL() << "no exception";
+  } catch (const std::runtime_error&) {
+  }
+  pid_t background = 0;
+  std::ifstream(dir_ / "bg") >> background;
+  ASSERT_GT(background, 0);
+  EXPECT_FALSE(alive(leader));
+  for (int i = 0; i < 100 && alive(background); ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(alive(background)) << "the group outlived the exception";
+  EXPECT_TRUE(fs::is_empty(o.record_dir)) << "the record outlived the child";
+}
+
+// A child left running by a dead agent (here: a Child never destroyed) is found through its
+// record and killed with everything it started, also what left its process group.
+TEST_F(ProcessTest, OrphanedChildrenAreFoundByTheirRecordAndKilled) {
+  auto o = sh("setsid sleep 60 & echo $! >" + (dir_ / "bg").string() + "; sleep 60");
+  o.record_dir = (dir_ / "records").string();
+  auto child = Child::spawn(o);
+  ASSERT_TRUE(child.ok());
+  auto* left_behind = new Child(std::move(*child));  // as if the agent had died
+  for (int i = 0; i < 100 && (!fs::exists(dir_ / "bg") || fs::file_size(dir_ / "bg") == 0); ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  pid_t escaped = 0;
+  std::ifstream(dir_ / "bg") >> escaped;
+  ASSERT_GT(escaped, 0);
+  // Until setsid has made it a session of its own (it is the sleep then).
+  auto comm = [&] {
+    std::string name;
+    std::ifstream("/proc/" + std::to_string(escaped) + "/comm") >> name;
+    return name;
+  };
+  for (int i = 0; i < 100 && comm() != "sleep"; ++i) std::this_thread::sleep_for(20ms);
+  const pid_t leader = left_behind->pid();
+
+  const OrphanSweep sweep = kill_orphaned_children(o.record_dir, 10s);
+  EXPECT_EQ(sweep.records, 1);
+  EXPECT_TRUE(sweep.survivors.empty());
+  EXPECT_TRUE(std::find(sweep.killed.begin(), sweep.killed.end(), escaped) != sweep.killed.end())
+      << "escaped " << escaped << ", killed " << ::testing::PrintToString(sweep.killed);
+  EXPECT_FALSE(alive(escaped)) << "a process that left the group but carries the token survived";
+  std::optional<ExitInfo> exit;
+  for (int i = 0; i < 250 && !exit; ++i) {
+    exit = left_behind->poll();
+    if (!exit) std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(exit.has_value()) << "the leader " << leader << " survived";
+  EXPECT_EQ(exit->signal, SIGKILL);
+  delete left_behind;
+  EXPECT_TRUE(fs::is_empty(o.record_dir));
+}
+
+// A record whose pid now names an unrelated process (pid reuse: another start time, no token
+// in its environment) kills nothing.
+TEST_F(ProcessTest, ARecordedPidReusedByAnUnrelatedProcessIsLeftAlone) {
+  auto unrelated = Child::spawn(sh("sleep 60"));
+  ASSERT_TRUE(unrelated.ok());
+  const std::string records = (dir_ / "records").string();
+  fs::create_directories(records);
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  std::ofstream(records + "/0123456789abcdef0123456789abcdef.json")
+      << R"({"token": "0123456789abcdef0123456789abcdef", "pid": )" << unrelated->pid()
+      << R"(, "start_ticks": 1, "boot_id": ")" << boot << R"("})";
+  std::ofstream(records + "/garbage.json") << "{not json";
+
+  const OrphanSweep sweep = kill_orphaned_children(records, 2s);
+  EXPECT_EQ(sweep.records, 2);
+  EXPECT_TRUE(sweep.killed.empty());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(unrelated->poll().has_value()) << "an unrelated process was killed";
+  EXPECT_TRUE(fs::is_empty(records));
 }
 
 }  // namespace
