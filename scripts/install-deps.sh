@@ -6,14 +6,18 @@
 #   scripts/install-deps.sh --no-browser   # without chromium, which only the browser tests use
 #                                          # (the quick start)
 #   scripts/install-deps.sh --no-npm      # Debian packages only
+#   scripts/install-deps.sh --no-fuzz     # without clang and libFuzzer, which only the fuzz
+#                                          # targets use (the quick start)
 set -euo pipefail
 with_npm=1
 with_browser=1
+with_fuzz=1
 for arg in "$@"; do
   case "$arg" in
     --no-npm) with_npm=0 ;;
     --no-browser) with_browser=0 ;;
-    *) echo "usage: scripts/install-deps.sh [--no-browser] [--no-npm]" >&2; exit 2 ;;
+    --no-fuzz) with_fuzz=0 ;;
+    *) echo "usage: scripts/install-deps.sh [--no-browser] [--no-npm] [--no-fuzz]" >&2; exit 2 ;;
   esac
 done
 
@@ -35,6 +39,8 @@ if [ "$with_npm" = 1 ]; then
 fi
 # The browser tests drive Debian's chromium (with a font for readable screenshots).
 [ "$with_browser" = 1 ] && packages+=(chromium fonts-dejavu-core)
+# The fuzz targets (scripts/fuzz.sh) are built with clang and its libFuzzer runtime.
+[ "$with_fuzz" = 1 ] && packages+=(clang-14 libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do

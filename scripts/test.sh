@@ -7,6 +7,7 @@
 #   BENCHFLEET_TORCH_ROOT=DIR scripts/test.sh   # the root elsewhere (default
 #                                        # ~/.cache/benchfleet/torch-roots/trixie)
 #   BENCHFLEET_TORCH_ROOT=none scripts/test.sh  # without the torch 2.6 build: its tests skip
+#   BENCHFLEET_FUZZ=none scripts/test.sh  # without the fuzz targets (ctest fuzz_short)
 #   BENCHFLEET_CUDA_HEADERS=none scripts/test.sh  # without the CUDA compile check
 #                                        # (ctest worker_cuda_compile; headers from scripts/cuda-headers.sh)
 set -euo pipefail
@@ -34,8 +35,18 @@ if [ "${BENCHFLEET_CUDA_HEADERS:-}" != none ]; then
     { echo "test: the CUDA LibTorch headers could not be fetched (BENCHFLEET_CUDA_HEADERS=none runs the suite without the CUDA compile check)" >&2; exit 1; }
 fi
 
-cmake --preset "$preset" ${root:+-DBENCHFLEET_TORCH_ROOT="$root"} -DBENCHFLEET_CUDA_TORCH_HEADERS="$cuda_headers"
+# The libFuzzer targets live in their own tree (clang, ASan + UBSan; scripts/fuzz.sh); ctest
+# fuzz_short runs each for a few seconds.
+fuzz_dir=""
+[ "${BENCHFLEET_FUZZ:-}" != none ] && fuzz_dir="$PWD/build/fuzz"
+
+cmake --preset "$preset" ${root:+-DBENCHFLEET_TORCH_ROOT="$root"} -DBENCHFLEET_CUDA_TORCH_HEADERS="$cuda_headers" \
+  -DBENCHFLEET_FUZZ_DIR="$fuzz_dir"
 cmake --build --preset "$preset" -j "$jobs"
+if [ -n "$fuzz_dir" ]; then
+  echo "test: building the fuzz targets (clang, ASan + UBSan) in $fuzz_dir"
+  scripts/fuzz.sh build --dir "$fuzz_dir"
+fi
 
 if [ -n "$root_pid" ]; then
   if ! wait "$root_pid"; then
