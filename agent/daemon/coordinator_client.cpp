@@ -1,5 +1,8 @@
 #include "agent/daemon/coordinator_client.h"
 
+#include <cstdio>
+#include <random>
+
 #include "agent/daemon/agent_codecs.h"
 #include "common/codecs.h"
 #include "common/json_reader.h"
@@ -55,12 +58,27 @@ Result<Enrollment> CoordinatorClient::enroll(const AgentDescriptor& d, const std
 
 Result<LeaseAnswer> CoordinatorClient::lease(const std::string& slot, int wait_s) {
   const auto [id, token] = credentials_.get();
+  std::string& pending = lease_request_ids_[slot];
+  if (pending.empty()) {
+    std::random_device rd;
+    char text[32];
+    std::snprintf(text, sizeof text, "%08x%08x%08x", rd(), rd(), rd());
+    pending = text;
+  }
+  const std::string request_id = pending;
+  const auto answered = [&] { lease_request_ids_.erase(slot); };
   // The client waits longer than the server's long poll, so a quiet queue is not an error.
-  BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/agents/" + std::to_string(id) + "/lease", {{"slot", slot}, {"wait_s", wait_s}},
-                                   token, std::chrono::seconds(wait_s + 30)));
-  if (r.status != 200) return http::error_for_response(r, "lease");
+  // No answer (transport error): the id stays for the retry.
+  BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/agents/" + std::to_string(id) + "/lease",
+                                   {{"slot", slot}, {"wait_s", wait_s}, {"request_id", request_id}}, token,
+                                   std::chrono::seconds(wait_s + 30)));
+  if (r.status != 200) {
+    answered();
+    return http::error_for_response(r, "lease");
+  }
   auto answer = decode_lease_answer(r.body);
-  if (!answer.ok()) return unreadable(answer.error());
+  if (!answer.ok()) return unreadable(answer.error());  // a retry gets the same lease back
+  answered();
   return answer;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -79,6 +80,9 @@ class CoordinatorClient {
   CoordinatorClient(std::string base_url, AgentCredentials& credentials);
 
   Result<Enrollment> enroll(const AgentDescriptor& descriptor, const std::string& enrollment_token);
+  // Long-polls a job for `slot`. Each poll carries a request id (idempotency key) that is kept
+  // until an answer was read, so a poll retried after a lost connection or an unreadable answer
+  // is the same request to the coordinator: it hands back the same lease, at the same attempt.
   Result<LeaseAnswer> lease(const std::string& slot, int wait_s);
   Result<Renewal> progress(std::int64_t job_id, const std::string& lease_id, std::string_view phase);
   // Renews the listed leases; returns the state of each and whether the coordinator drains us.
@@ -92,6 +96,7 @@ class CoordinatorClient {
                                     const std::string& bearer, std::chrono::milliseconds timeout);
   http::Client http_;
   AgentCredentials& credentials_;
+  std::map<std::string, std::string> lease_request_ids_;  // slot -> id of its unanswered poll
 };
 
 }  // namespace benchfleet::agent

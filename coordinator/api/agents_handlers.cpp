@@ -1,5 +1,10 @@
 // Handlers for the agent protocol (enrol, heartbeat, lease, progress, result) and for
 // operators looking at or draining agents.
+#include <algorithm>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -73,16 +78,48 @@ nlohmann::json lease_json(const ApiContext& ctx, const store::LeaseGrant& g) {
 struct LeaseRequest {
   std::string slot;
   std::optional<int> wait_s;
+  std::optional<std::string> request_id;  // the agent's idempotency key, kept across retries
 };
+
+bool valid_request_id(const std::string& id) {
+  return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+           c == '.' || c == ':';
+  });
+}
 
 Result<LeaseRequest> decode_lease_request(const nlohmann::json& j) {
   LeaseRequest out;
   JsonReader r(j, "");
   r.required("slot", out.slot);
   r.optional("wait_s", out.wait_s);
+  r.optional("request_id", out.request_id);
   r.check(!out.wait_s || *out.wait_s >= 0, "wait_s", "must be >= 0");
+  r.check(!out.request_id || valid_request_id(*out.request_id), "request_id",
+          "must be 1 to 64 characters of A-Z a-z 0-9 - _ . :");
   BF_RETURN_IF_ERROR(r.finish());
   return out;
+}
+
+// The answer to a lease poll: the job granted (or none), whether the agent drains.
+http::Response lease_answer(const ApiContext& ctx, const store::LeaseAnswer& answer, const http::Request& req) {
+  nlohmann::json out = intervals(ctx);
+  out["job"] = answer.grant ? lease_json(ctx, *answer.grant) : nlohmann::json();
+  out["draining"] = answer.draining;
+  return json_response(bhttp::status::ok, out, req);
+}
+
+// Undoes a new grant that did not reach its agent (the job goes back to the queue, no attempt
+// used). A lease handed over again is left alone: an earlier answer may have delivered it.
+void withdraw_undelivered(ApiContext& ctx, std::int64_t agent_id, const store::LeaseGrant& grant) {
+  if (grant.redelivered) return;
+  const store::LeaseRef ref{grant.job_id, grant.lease_id};
+  auto withdrawn = ctx.store.withdraw_lease(agent_id, ref);
+  if (!withdrawn.ok()) {
+    spdlog::warn("withdrawing undelivered lease of job {} failed: {}", ref.job_id, withdrawn.error().message);
+  } else if (*withdrawn) {
+    spdlog::info("lease of job {} for agent {} was not delivered; the job is queued again", ref.job_id, agent_id);
+  }
 }
 
 // The authenticated agent and its decoded lease request.
@@ -176,19 +213,37 @@ asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request
 
   const int wait_s = std::min(lease_req.wait_s.value_or(ctx.config.long_poll_timeout_s), ctx.config.long_poll_timeout_s);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
+  // A lease goes only to a client still there: one that left (closed its connection) while
+  // waiting gets nothing, and a new grant that does not reach it is withdrawn.
+  const std::shared_ptr<http::Exchange> exchange = m.exchange;
+  const auto client_gone = [&exchange] { return exchange && exchange->client_gone(); };
   asio::steady_timer timer(co_await asio::this_coro::executor);
   while (true) {
+    if (client_gone()) co_return lease_answer(ctx, store::LeaseAnswer{}, req);  // nobody reads it
     const auto generation = ctx.work.generation();
-    auto answer = co_await run_blocking(ctx.blocking, [&] { return ctx.store.lease(agent_id, lease_req.slot); });
+    auto answer = co_await run_blocking(ctx.blocking, [&] {
+      return ctx.store.lease(agent_id, lease_req.slot, lease_req.request_id);
+    });
     if (!answer.ok()) co_return error_response(answer.error(), req);
-    if (answer->grant || answer->draining || ctx.stopping.load() || std::chrono::steady_clock::now() >= deadline) {
-      nlohmann::json out = intervals(ctx);
-      out["job"] = answer->grant ? lease_json(ctx, *answer->grant) : nlohmann::json();
-      out["draining"] = answer->draining;
-      co_return json_response(bhttp::status::ok, out, req);
+    if (answer->grant && client_gone()) {
+      co_await run_blocking(ctx.blocking, [&] {
+        withdraw_undelivered(ctx, agent_id, *answer->grant);
+        return 0;
+      });
+      co_return lease_answer(ctx, store::LeaseAnswer{}, req);
     }
-    // Sleep until work may have appeared (generation moved), the deadline, or shutdown.
-    while (ctx.work.generation() == generation && !ctx.stopping.load() &&
+    if (answer->grant || answer->draining || ctx.stopping.load() || std::chrono::steady_clock::now() >= deadline) {
+      if (answer->grant && !answer->grant->redelivered && exchange) {
+        exchange->on_response_written([&ctx, agent_id, grant = *answer->grant](bool delivered) {
+          if (delivered) return;
+          asio::post(ctx.blocking, [&ctx, agent_id, grant] { withdraw_undelivered(ctx, agent_id, grant); });
+        });
+      }
+      co_return lease_answer(ctx, *answer, req);
+    }
+    // Sleep until work may have appeared (generation moved), the deadline, shutdown, or the
+    // client leaving.
+    while (ctx.work.generation() == generation && !ctx.stopping.load() && !client_gone() &&
            std::chrono::steady_clock::now() < deadline) {
       timer.expires_after(std::min<std::chrono::steady_clock::duration>(
           kPollStep, deadline - std::chrono::steady_clock::now()));

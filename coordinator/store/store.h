@@ -84,6 +84,9 @@ struct LeaseGrant {
   MeasurementSpec measurement;
   std::optional<std::int64_t> memory_limit_mb;
   int timeout_s = 0;
+  // The slot's unacknowledged lease handed over again (a retried or concurrent poll), not a
+  // new grant: withdrawing it is not this answer's to do.
+  bool redelivered = false;
 };
 
 struct LeaseAnswer {
@@ -226,11 +229,24 @@ class Store {
 
   // ---- leases ------------------------------------------------------------------------------
   // Grants `slot` of `agent_id` its next job; no grant when nothing fits or the agent drains.
-  // A lease the slot still holds is released first: a slot runs one job at a time.
-  Result<LeaseAnswer> lease(std::int64_t agent_id, const std::string& slot);
-  // Extends a lease (progress); marks the job running.
+  // A slot runs one job at a time, so what the slot already holds decides first:
+  // - a lease not yet acknowledged (no renewal or heartbeat has named it), or one granted to
+  //   the same `request_id`, is handed over again: same lease id, same attempt, its expiry
+  //   renewed (LeaseGrant::redelivered). A retried or concurrent poll so never burns an attempt.
+  //   While the agent drains, an unacknowledged lease is withdrawn instead (see withdraw_lease);
+  // - an expired lease is expired (requeued at attempt + 1, or failed after max attempts);
+  // - an acknowledged lease is released the same way: the slot has given up on it (restart).
+  // `request_id` is the poll's agent-chosen id (idempotency key), kept with the lease it gets.
+  Result<LeaseAnswer> lease(std::int64_t agent_id, const std::string& slot,
+                            const std::optional<std::string>& request_id = std::nullopt);
+  // Undoes a grant whose response never reached its agent: while the lease is current and not
+  // yet acknowledged, the job goes back to the queue at the attempt it had before the grant (the
+  // attempt's row is removed) and waiting polls are woken. Returns whether it was withdrawn;
+  // false when the lease was acknowledged, ended, or its run cancelled (nothing to undo).
+  Result<bool> withdraw_lease(std::int64_t agent_id, const LeaseRef& lease);
+  // Extends a lease (progress) and acknowledges it; marks the job running.
   Result<Renewal> renew(std::int64_t agent_id, const LeaseRef& lease);
-  // Heartbeat: records the agent as seen and renews each listed lease.
+  // Heartbeat: records the agent as seen and renews (and acknowledges) each listed lease.
   Result<std::vector<Renewal>> heartbeat(std::int64_t agent_id, const std::vector<LeaseRef>& leases);
   // Stores the verdict of an attempt. `body` is the result's canonical JSON text.
   Result<RecordOutcome> record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
@@ -262,6 +278,12 @@ class Store {
   Status end_attempt(std::int64_t job_id, int attempt, std::string_view outcome);
   Status update_run_finished(std::int64_t run_id);
   Result<Renewal> renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running);
+  // The current lease on `job_id` handed over again, its expiry renewed (Store::lease).
+  Result<LeaseGrant> redeliver_locked(std::int64_t job_id);
+  // withdraw_lease inside a caller's transaction.
+  Result<bool> withdraw_locked(std::int64_t agent_id, const LeaseRef& lease);
+  // Fills a grant's run-level parts (measurement, memory limit, timeout) from its run.
+  Status complete_grant_locked(LeaseGrant& grant);
   Result<std::map<JobStatus, std::int64_t>> job_counts_locked(std::int64_t run_id);
   Result<RunInfo> run_info_locked(std::int64_t run_id);
   Result<AgentInfo> agent_info_locked(std::int64_t agent_id);

@@ -67,7 +67,7 @@ Status Store::requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts
   const bool fail = scheduler::on_lease_expired(attempt, max_attempts) == scheduler::ExpiryAction::kFail;
   BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
       "UPDATE jobs SET status = ?, finished_at = ?, updated_at = ?, lease_id = NULL, lease_agent_id = NULL,"
-      " lease_slot = NULL, lease_expires_at = NULL WHERE id = ?"));
+      " lease_slot = NULL, lease_expires_at = NULL, lease_request_id = NULL WHERE id = ?"));
   s->bind(1, fail ? "failed" : "queued");
   if (fail) {
     s->bind(2, now);
@@ -129,7 +129,65 @@ Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
   return Status::Ok();
 }
 
-Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot) {
+Result<LeaseGrant> Store::redeliver_locked(std::int64_t job_id) {
+  LeaseGrant grant;
+  grant.expires_at = scheduler::lease_expiry(clock_.now_ms(), options_.lease_ttl_ms);
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      "UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND lease_id IS NOT NULL"
+      " RETURNING id, run_id, attempt, lease_id, " + job_spec_columns("jobs")));
+  s->bind(1, grant.expires_at).bind(2, clock_.now_ms()).bind(3, job_id);
+  BF_ASSIGN_OR_RETURN(bool found, s->step());
+  if (!found) {
+    s->reset();
+    return Error::internal("job " + std::to_string(job_id) + " has no lease to hand over again");
+  }
+  grant.job_id = s->int64(0);
+  grant.run_id = s->int64(1);
+  grant.attempt = static_cast<int>(s->int64(2));
+  grant.lease_id = s->text(3);
+  grant.spec = job_spec_at(*s, 4);
+  grant.redelivered = true;
+  BF_ASSIGN_OR_RETURN(bool more, s->step());  // completes the UPDATE
+  (void)more;
+  s->reset();
+  BF_RETURN_IF_ERROR(complete_grant_locked(grant));
+  return grant;
+}
+
+Status Store::complete_grant_locked(LeaseGrant& grant) {
+  BF_ASSIGN_OR_RETURN(MatrixSpec spec, run_spec_locked(grant.run_id));
+  grant.measurement = spec.measurement;
+  grant.memory_limit_mb = spec.memory_limit_mb;
+  grant.timeout_s = spec.timeout_s;
+  return Status::Ok();
+}
+
+Result<bool> Store::withdraw_lease(std::int64_t agent_id, const LeaseRef& lease) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  BF_RETURN_IF_ERROR(tx.begin_status());
+  BF_ASSIGN_OR_RETURN(const bool withdrawn, withdraw_locked(agent_id, lease));
+  BF_RETURN_IF_ERROR(commit_and_notify(tx));
+  return withdrawn;
+}
+
+Result<bool> Store::withdraw_locked(std::int64_t agent_id, const LeaseRef& lease) {
+  // Expressions on the right see the row before the update: `attempt` is the withdrawn one.
+  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+      "UPDATE jobs SET status = 'queued', attempt = attempt - 1, lease_id = NULL, lease_agent_id = NULL,"
+      " lease_slot = NULL, lease_expires_at = NULL, lease_request_id = NULL, lease_acked = 1,"
+      " started_at = CASE WHEN attempt <= 1 THEN NULL ELSE started_at END, updated_at = ?"
+      " WHERE id = ? AND lease_id = ? AND lease_agent_id = ? AND status = 'leased' AND lease_acked = 0"));
+  BF_RETURN_IF_ERROR(s->bind(1, clock_.now_ms()).bind(2, lease.job_id).bind(3, lease.lease_id).bind(4, agent_id).run());
+  if (db_->changes() == 0) return false;
+  BF_ASSIGN_OR_RETURN(auto* gone, db_->prepare("DELETE FROM attempts WHERE job_id = ? AND lease_id = ?"));
+  BF_RETURN_IF_ERROR(gone->bind(1, lease.job_id).bind(2, lease.lease_id).run());
+  work_appeared_ = true;
+  return true;
+}
+
+Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot,
+                                 const std::optional<std::string>& request_id) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   BF_RETURN_IF_ERROR(tx.begin_status());
@@ -150,16 +208,40 @@ Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot)
   BF_ASSIGN_OR_RETURN(auto* seen, db_->prepare("UPDATE agents SET last_seen_at = ? WHERE id = ?"));
   BF_RETURN_IF_ERROR(seen->bind(1, now).bind(2, agent_id).run());
 
-  // One job per slot: a slot asking again has given up on what it held (e.g. agent restart).
+  // One job per slot. What the slot holds and has not acknowledged may never have reached it
+  // (a dropped connection, a retried or concurrent poll): it gets the same lease again. What
+  // it acknowledged it has given up on (e.g. agent restart), unless this is a retry of the very
+  // poll that got it.
   for (const auto& held : agent.leases) {
     if (held.slot != slot) continue;
-    BF_ASSIGN_OR_RETURN(auto* h, db_->prepare("SELECT attempt, max_attempts FROM jobs WHERE id = ?"));
+    BF_ASSIGN_OR_RETURN(auto* h, db_->prepare(
+        "SELECT attempt, max_attempts, lease_expires_at, lease_acked, lease_request_id, lease_id FROM jobs"
+        " WHERE id = ?"));
     h->bind(1, held.job_id);
     BF_ASSIGN_OR_RETURN(bool found, h->step());
-    const int attempt = found ? static_cast<int>(h->int64(0)) : 0;
-    const int max_attempts = found ? static_cast<int>(h->int64(1)) : 0;
+    if (!found) {
+      h->reset();
+      continue;
+    }
+    const int attempt = static_cast<int>(h->int64(0));
+    const int max_attempts = static_cast<int>(h->int64(1));
+    const bool expired = h->opt_int64(2).value_or(0) <= now;
+    const bool acked = h->int64(3) != 0;
+    const bool same_request = request_id && h->opt_text(4) == *request_id;
+    const std::string lease_id = h->text(5);
     h->reset();
-    if (found) BF_RETURN_IF_ERROR(requeue_or_fail(held.job_id, attempt, max_attempts, held.run_id, "released"));
+    if (expired) {
+      BF_RETURN_IF_ERROR(requeue_or_fail(held.job_id, attempt, max_attempts, held.run_id, "expired"));
+    } else if (agent.draining && !acked) {
+      BF_ASSIGN_OR_RETURN(const bool withdrawn, withdraw_locked(agent_id, LeaseRef{held.job_id, lease_id}));
+      (void)withdrawn;
+    } else if (!acked || same_request) {
+      BF_ASSIGN_OR_RETURN(LeaseGrant again, redeliver_locked(held.job_id));
+      BF_RETURN_IF_ERROR(commit_and_notify(tx));
+      return LeaseAnswer{std::move(again), agent.draining};
+    } else {
+      BF_RETURN_IF_ERROR(requeue_or_fail(held.job_id, attempt, max_attempts, held.run_id, "released"));
+    }
   }
 
   BF_RETURN_IF_ERROR(mark_unsupported(offer));
@@ -211,10 +293,11 @@ Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot)
   grant.expires_at = scheduler::lease_expiry(now, options_.lease_ttl_ms);
   BF_ASSIGN_OR_RETURN(auto* take, db_->prepare(
       "UPDATE jobs SET status = 'leased', attempt = attempt + 1, lease_id = ?, lease_agent_id = ?, lease_slot = ?,"
-      " lease_expires_at = ?, started_at = COALESCE(started_at, ?), updated_at = ? WHERE id = ? AND status = 'queued'"
+      " lease_expires_at = ?, started_at = COALESCE(started_at, ?), updated_at = ?, lease_acked = 0,"
+      " lease_request_id = ? WHERE id = ? AND status = 'queued'"
       " RETURNING attempt, run_id, group_key, " + job_spec_columns("jobs")));
   take->bind(1, grant.lease_id).bind(2, agent_id).bind(3, slot).bind(4, grant.expires_at).bind(5, now);
-  take->bind(6, now).bind(7, grant.job_id);
+  take->bind(6, now).bind(7, request_id).bind(8, grant.job_id);
   BF_ASSIGN_OR_RETURN(bool taken, take->step());
   if (!taken) {
     take->reset();
@@ -238,10 +321,7 @@ Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot)
       " WHERE group_key = ? AND owner_agent_id IS NULL"));
   BF_RETURN_IF_ERROR(owner->bind(1, agent_id).bind(2, slot).bind(3, group).run());
 
-  BF_ASSIGN_OR_RETURN(MatrixSpec spec, run_spec_locked(grant.run_id));
-  grant.measurement = spec.measurement;
-  grant.memory_limit_mb = spec.memory_limit_mb;
-  grant.timeout_s = spec.timeout_s;
+  BF_RETURN_IF_ERROR(complete_grant_locked(grant));
   BF_RETURN_IF_ERROR(commit_and_notify(tx));
   return LeaseAnswer{std::move(grant), false};
 }
@@ -274,8 +354,8 @@ Result<Renewal> Store::renew_locked(std::int64_t agent_id, const LeaseRef& lease
   }
   const TimestampMs expires = scheduler::lease_expiry(now, options_.lease_ttl_ms);
   BF_ASSIGN_OR_RETURN(auto* u, db_->prepare(
-      "UPDATE jobs SET lease_expires_at = ?, updated_at = ?, status = CASE WHEN ? THEN 'running' ELSE status END"
-      " WHERE id = ?"));
+      "UPDATE jobs SET lease_expires_at = ?, updated_at = ?, lease_acked = 1,"
+      " status = CASE WHEN ? THEN 'running' ELSE status END WHERE id = ?"));
   BF_RETURN_IF_ERROR(u->bind(1, expires).bind(2, now).bind(3, mark_running ? 1 : 0).bind(4, lease.job_id).run());
   return Renewal{LeaseState::kActive, expires};
 }

@@ -5,8 +5,11 @@
 #include <future>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/support/coordinator_process.h"
+#include "tests/support/raw_connection.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -289,6 +292,122 @@ TEST(CoordinatorLease, WaitingLeaseIsWokenBySubmission) {
   ASSERT_TRUE(body["job"].is_object()) << body.dump();
   EXPECT_EQ(body["job"]["run_id"], run["id"]);
   EXPECT_EQ(body["job"]["spec"]["batch"], 16);
+}
+
+// ---- issue 16: a lease goes only to a live poll, and a retried poll does not burn attempts ----
+
+unsigned short port_of(const CoordinatorProcess& coord) {
+  const std::string url = coord.base_url();
+  return static_cast<unsigned short>(std::stoi(url.substr(url.rfind(':') + 1)));
+}
+
+// A lease request written by hand on a raw socket, so the test can hang up mid-wait.
+std::string raw_lease_request(const FakeAgent& agent, const std::string& slot, int wait_s) {
+  const std::string body = json{{"slot", slot}, {"wait_s", wait_s}}.dump();
+  return "POST /api/v1/agents/" + std::to_string(agent.id()) + "/lease HTTP/1.1\r\n"
+         "Host: 127.0.0.1\r\nAuthorization: Bearer " + agent.token() +
+         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+         body;
+}
+
+TEST(CoordinatorLease, LongPollWhoseClientHungUpIsNeverGranted) {
+  CoordinatorProcess coord({{"--long-poll-timeout-s", "60"}});
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  {
+    RawConnection gone(port_of(coord));
+    gone.send(raw_lease_request(agent, "gpu0", 20));
+    std::this_thread::sleep_for(500ms);
+  }  // closes the socket while the poll waits
+  std::this_thread::sleep_for(300ms);
+  const json run = coord.submit(matrix({kResnet}, {1}, {"eager"}));
+  // Had the hung-up poll been granted, the job would be leased now; give it time to happen.
+  std::this_thread::sleep_for(1500ms);
+  json state = coord.get_json(run_url(run));
+  EXPECT_EQ(state["jobs"]["queued"], 1) << state.dump();
+  EXPECT_EQ(state["jobs"].value("leased", 0), 0) << state.dump();
+
+  // The next live poll gets it, at attempt 1, and it finishes.
+  auto lease = agent.lease_job("gpu0", 5);
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ(lease->attempt, 1);
+  auto posted = agent.post_result(*lease, ok_result(7.0));
+  EXPECT_EQ(posted.status, 201u) << posted.body;
+  state = coord.get_json(run_url(run));
+  EXPECT_EQ(state["results"]["ok"], 1) << state.dump();
+  EXPECT_EQ(state["state"], "done") << state.dump();
+}
+
+TEST(CoordinatorLease, ConcurrentPollsOfOneSlotShareOneLeaseAndAttempt) {
+  CoordinatorProcess coord({{"--long-poll-timeout-s", "60"}});
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  const std::string target = "/api/v1/agents/" + std::to_string(agent.id()) + "/lease";
+  std::vector<std::future<http::ClientResponse>> polls;
+  for (int i = 0; i < 4; ++i) {
+    polls.push_back(std::async(std::launch::async, [&coord, &agent, &target] {
+      auto client = coord.make_client();
+      auto res = client->post_json(target, json{{"slot", "gpu0"}, {"wait_s", 20}}, agent.token(), 40s);
+      if (!res.ok()) throw std::runtime_error(res.error().message);
+      return *res;
+    }));
+  }
+  std::this_thread::sleep_for(500ms);  // all four parked
+  const json run = coord.submit(matrix({kResnet}, {1}, {"eager"}));
+
+  std::set<std::string> lease_ids;
+  std::set<int> attempts;
+  std::optional<Lease> lease;
+  for (auto& poll : polls) {
+    ASSERT_EQ(poll.wait_for(30s), std::future_status::ready);
+    const http::ClientResponse res = poll.get();
+    ASSERT_EQ(res.status, 200u) << res.body;
+    const json body = *res.json();
+    ASSERT_TRUE(body["job"].is_object()) << body.dump();  // every live poll is answered the lease
+    lease_ids.insert(body["job"]["lease_id"].get<std::string>());
+    attempts.insert(body["job"]["attempt"].get<int>());
+    lease = Lease{body["job"]["id"].get<std::int64_t>(), body["job"]["lease_id"].get<std::string>(),
+                  body["job"]["attempt"].get<int>(), body["job"]["lease_expires_at"].get<std::string>(), body["job"]};
+  }
+  EXPECT_EQ(lease_ids.size(), 1u);
+  EXPECT_EQ(attempts, std::set<int>{1});
+  ASSERT_TRUE(lease.has_value());
+  auto posted = agent.post_result(*lease, ok_result(7.0));
+  EXPECT_EQ(posted.status, 201u) << posted.body;
+  const json state = coord.get_json(run_url(run));
+  EXPECT_EQ(state["results"]["ok"], 1) << state.dump();
+  EXPECT_EQ(state["jobs"].value("failed", 0), 0) << state.dump();
+  EXPECT_EQ(state["state"], "done") << state.dump();
+}
+
+TEST(CoordinatorLease, RetriedPollGetsTheSameLeaseUntilAcknowledged) {
+  CoordinatorProcess coord;
+  const json run = coord.submit(matrix({kResnet}, {1, 4}, {"eager"}));
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  const std::string target = "/api/v1/agents/" + std::to_string(agent.id()) + "/lease";
+  const json poll = {{"slot", "gpu0"}, {"wait_s", 0}, {"request_id", "r-1"}};
+  const json first = *agent.post(target, poll).json();
+  ASSERT_TRUE(first["job"].is_object()) << first.dump();
+  // The answer was lost; the agent retries: same lease, same attempt (with or without the id).
+  const json retried = *agent.post(target, poll).json();
+  ASSERT_TRUE(retried["job"].is_object()) << retried.dump();
+  EXPECT_EQ(retried["job"]["lease_id"], first["job"]["lease_id"]);
+  EXPECT_EQ(retried["job"]["attempt"], 1);
+  auto plain = agent.lease_job("gpu0");
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->lease_id, first["job"]["lease_id"]);
+  EXPECT_EQ(plain->attempt, 1);
+  // A retry of the same request still gets it once the agent has acknowledged it (heartbeat).
+  ASSERT_EQ(agent.heartbeat({*plain}).status, 200u);
+  const json after_ack = *agent.post(target, poll).json();
+  EXPECT_EQ(after_ack["job"]["lease_id"], first["job"]["lease_id"]);
+  // A new poll (another request id) after the acknowledgement: the slot gave the job up, as
+  // before (an agent restart): it is released at attempt 1 and the slot gets the next job.
+  const json fresh = *agent.post(target, json{{"slot", "gpu0"}, {"wait_s", 0}, {"request_id", "r-2"}}).json();
+  ASSERT_TRUE(fresh["job"].is_object()) << fresh.dump();
+  EXPECT_NE(fresh["job"]["lease_id"], first["job"]["lease_id"]);
+  expect_conflict(agent.progress(*plain), "lease_lost");
+  // A malformed request id is refused.
+  EXPECT_EQ(agent.post(target, json{{"slot", "gpu0"}, {"request_id", "a b"}}).status, 400u);
+  (void)run;
 }
 
 }  // namespace
