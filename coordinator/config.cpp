@@ -27,7 +27,12 @@ std::vector<Option> options(CoordinatorConfig& c) {
       option("max_attempts", c.max_attempts, "leases a job gets before it fails"),
       option("restart_grace_s", c.restart_grace_s, "after a restart, live leases get at least this long to renew"),
       option("max_cells", c.max_cells, "most jobs one run may expand to"),
-      option("max_body_bytes", c.max_body_bytes, "largest request body"),
+      option("max_body_bytes", c.max_body_bytes,
+             "largest request body (a result); submit and enrol take at most 1 MiB, other writes 64 KiB, GETs none"),
+      option("max_connections", c.max_connections,
+             "connections served at once, long-polls included; one more is answered 503 with Retry-After"),
+      option("max_inflight_body_bytes", c.max_inflight_body_bytes,
+             "request bodies held at once across connections; a request beyond is answered 503 with Retry-After"),
       option("max_header_bytes", c.max_header_bytes, "largest request line plus headers"),
       option("max_json_depth", c.max_json_depth, "deepest JSON nesting accepted"),
       option("request_timeout_s", c.request_timeout_s, "bound on reading a request and on writing its response"),
@@ -71,6 +76,8 @@ Status validate(const CoordinatorConfig& c) {
   if (c.restart_grace_s < 0) return Error::invalid("restart_grace_s", "must be >= 0");
   if (c.max_cells < 1) return Error::invalid("max_cells", "must be >= 1");
   if (c.max_body_bytes < 1024) return Error::invalid("max_body_bytes", "must be >= 1024");
+  if (c.max_connections < 1) return Error::invalid("max_connections", "must be >= 1");
+  if (c.max_inflight_body_bytes < 1024) return Error::invalid("max_inflight_body_bytes", "must be >= 1024");
   if (c.max_header_bytes < 1024) return Error::invalid("max_header_bytes", "must be >= 1024");
   if (c.max_json_depth < 4 || c.max_json_depth > 256) return Error::invalid("max_json_depth", "must be 4..256");
   if (c.request_timeout_s < 1) return Error::invalid("request_timeout_s", "must be >= 1");

@@ -123,6 +123,8 @@ int run(int argc, char** argv) {
   limits.body_limit = static_cast<std::size_t>(config.max_body_bytes);
   limits.header_limit = static_cast<std::size_t>(config.max_header_bytes);
   limits.request_timeout = std::chrono::seconds(config.request_timeout_s);
+  limits.max_connections = static_cast<std::size_t>(config.max_connections);
+  limits.max_inflight_body_bytes = static_cast<std::size_t>(config.max_inflight_body_bytes);
   auto server = http::Server::listen(ioc, *endpoint, router, limits,
                                      [&metrics](std::string_view route, unsigned status, double seconds) {
                                        metrics.observe_request(route, status, seconds);

@@ -1,5 +1,7 @@
 #include "coordinator/api/api.h"
 
+#include <cstddef>
+#include <optional>
 #include <utility>
 
 #include "common/embedded_file.h"
@@ -38,6 +40,43 @@ http::Handler inline_handler(ApiContext& ctx, SyncHandler f) {
   };
 }
 
+// ---- Admission: checked on a request's headers, before the server reads its body ------------
+// The handlers check the same again (they also run without the server, in tests); the guards
+// exist so that a client the handler would refuse cannot make the coordinator buffer its body.
+
+http::Guard guard_with(ApiContext& ctx, Status (*check)(const ApiContext&, const http::Request&)) {
+  return [&ctx, check](const http::Request& head,
+                       const http::RouteMatch&) -> boost::asio::awaitable<std::optional<http::Response>> {
+    const Status s = check(ctx, head);
+    if (s.ok()) co_return std::nullopt;
+    co_return error_response(s.error(), head);
+  };
+}
+
+// The agent token; with `own_path`, of the agent named by the path's {id} (403 otherwise).
+// Reads the store, so it runs on the blocking executor.
+http::Guard agent_guard(ApiContext& ctx, bool own_path) {
+  return [&ctx, own_path](const http::Request& head,
+                          const http::RouteMatch& m) -> boost::asio::awaitable<std::optional<http::Response>> {
+    const Result<std::int64_t> agent = co_await run_blocking(
+        ctx.blocking, [&] { return own_path ? authenticate_agent_path(ctx, head, m) : authenticate_agent(ctx, head); });
+    if (agent.ok()) co_return std::nullopt;
+    co_return error_response(agent.error(), head);
+  };
+}
+
+// Body limits per route; the server caps each at max_body_bytes (what results may use).
+constexpr std::size_t kNoBody = 0;                // GETs
+constexpr std::size_t kControlBody = 64 << 10;    // a lease, heartbeat, progress, release, cancel, drain
+constexpr std::size_t kDocumentBody = 1 << 20;    // a matrix (submit), a descriptor (enrol)
+
+http::RouteOptions admit(http::Guard guard, std::optional<std::size_t> body_limit) {
+  http::RouteOptions options;
+  options.guard = std::move(guard);
+  options.body_limit = body_limit;
+  return options;
+}
+
 }  // namespace
 
 const std::string& openapi_document() {
@@ -52,33 +91,44 @@ const std::string& openapi_document() {
 
 void register_routes(http::Router& r, ApiContext& ctx) {
   using bhttp::verb;
+  const http::Guard op = guard_with(ctx, require_operator);
+  const http::Guard reader = guard_with(ctx, require_reader);
+  const http::Guard enrolling = guard_with(ctx, require_enrollment);
+  const http::Guard own_agent = agent_guard(ctx, /*own_path=*/true);
+  const http::Guard any_agent = agent_guard(ctx, /*own_path=*/false);
   // Operators and dashboards.
-  r.add(verb::post, "/api/v1/runs", "runs.submit", offload(ctx, submit_run));
-  r.add(verb::get, "/api/v1/runs", "runs.list", offload(ctx, list_runs));
-  r.add(verb::get, "/api/v1/runs/{id}", "runs.get", offload(ctx, get_run));
-  r.add(verb::post, "/api/v1/runs/{id}/cancel", "runs.cancel", offload(ctx, cancel_run));
-  r.add(verb::get, "/api/v1/runs/{id}/results", "runs.results", offload(ctx, list_results));
-  r.add(verb::get, "/api/v1/runs/{id}/jobs", "runs.jobs", offload(ctx, list_jobs));
-  r.add(verb::get, "/api/v1/runs/{id}/report", "runs.report", offload(ctx, run_report));
-  r.add(verb::get, "/api/v1/results/{id}", "results.get", offload(ctx, get_result));
-  r.add(verb::get, "/api/v1/models", "models.list", offload(ctx, list_models));
-  r.add(verb::get, "/api/v1/agents", "agents.list", offload(ctx, list_agents));
-  r.add(verb::post, "/api/v1/agents/{id}/drain", "agents.drain", offload(ctx, drain_agent));
+  r.add(verb::post, "/api/v1/runs", "runs.submit", offload(ctx, submit_run), admit(op, kDocumentBody));
+  r.add(verb::get, "/api/v1/runs", "runs.list", offload(ctx, list_runs), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/runs/{id}", "runs.get", offload(ctx, get_run), admit(reader, kNoBody));
+  r.add(verb::post, "/api/v1/runs/{id}/cancel", "runs.cancel", offload(ctx, cancel_run), admit(op, kControlBody));
+  r.add(verb::get, "/api/v1/runs/{id}/results", "runs.results", offload(ctx, list_results), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/runs/{id}/jobs", "runs.jobs", offload(ctx, list_jobs), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/runs/{id}/report", "runs.report", offload(ctx, run_report), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/results/{id}", "results.get", offload(ctx, get_result), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/models", "models.list", offload(ctx, list_models), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/agents", "agents.list", offload(ctx, list_agents), admit(reader, kNoBody));
+  r.add(verb::post, "/api/v1/agents/{id}/drain", "agents.drain", offload(ctx, drain_agent), admit(op, kControlBody));
   // Agents.
-  r.add(verb::post, "/api/v1/agents/enroll", "agents.enroll", offload(ctx, enroll_agent));
-  r.add(verb::post, "/api/v1/agents/{id}/heartbeat", "agents.heartbeat", offload(ctx, agent_heartbeat));
+  r.add(verb::post, "/api/v1/agents/enroll", "agents.enroll", offload(ctx, enroll_agent),
+        admit(enrolling, kDocumentBody));
+  r.add(verb::post, "/api/v1/agents/{id}/heartbeat", "agents.heartbeat", offload(ctx, agent_heartbeat),
+        admit(own_agent, kControlBody));
   r.add(verb::post, "/api/v1/agents/{id}/lease", "agents.lease",
-        [&ctx](const http::Request& req, const http::RouteMatch& m) { return agent_lease(ctx, req, m); });
-  r.add(verb::post, "/api/v1/jobs/{id}/progress", "jobs.progress", offload(ctx, job_progress));
-  r.add(verb::post, "/api/v1/jobs/{id}/result", "jobs.result", offload(ctx, job_result));
-  r.add(verb::post, "/api/v1/jobs/{id}/release", "jobs.release", offload(ctx, job_release));
+        [&ctx](const http::Request& req, const http::RouteMatch& m) { return agent_lease(ctx, req, m); },
+        admit(own_agent, kControlBody));
+  r.add(verb::post, "/api/v1/jobs/{id}/progress", "jobs.progress", offload(ctx, job_progress),
+        admit(any_agent, kControlBody));
+  r.add(verb::post, "/api/v1/jobs/{id}/result", "jobs.result", offload(ctx, job_result),
+        admit(any_agent, std::nullopt));
+  r.add(verb::post, "/api/v1/jobs/{id}/release", "jobs.release", offload(ctx, job_release),
+        admit(any_agent, kControlBody));
   // Service.
-  r.add(verb::get, "/healthz", "healthz", inline_handler(ctx, healthz));
-  r.add(verb::get, "/metrics", "metrics", offload(ctx, metrics));
-  r.add(verb::get, "/api/v1/openapi.json", "openapi", inline_handler(ctx, openapi));
-  // The dashboard: static files, read on the blocking pool.
-  r.add(verb::get, "/", "web.index", offload(ctx, web_asset));
-  r.set_fallback("web.asset", offload(ctx, web_asset));
+  r.add(verb::get, "/healthz", "healthz", inline_handler(ctx, healthz), admit({}, kNoBody));
+  r.add(verb::get, "/metrics", "metrics", offload(ctx, metrics), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/openapi.json", "openapi", inline_handler(ctx, openapi), admit({}, kNoBody));
+  // The dashboard: static files, read on the blocking pool; public (its API calls may need a token).
+  r.add(verb::get, "/", "web.index", offload(ctx, web_asset), admit({}, kNoBody));
+  r.set_fallback("web.asset", offload(ctx, web_asset), admit({}, kNoBody));
 }
 
 }  // namespace benchfleet::api

@@ -42,6 +42,10 @@ Status require_operator(const ApiContext& ctx, const http::Request& req) {
   return check_token(req, ctx.operator_token, "operator");
 }
 
+Status require_enrollment(const ApiContext& ctx, const http::Request& req) {
+  return check_token(req, ctx.enrollment_token, "enrollment");
+}
+
 Status require_reader(const ApiContext& ctx, const http::Request& req) {
   if (ctx.config.public_reads) return Status::Ok();
   return check_token(req, ctx.operator_token, "operator");

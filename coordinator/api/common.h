@@ -16,6 +16,8 @@ namespace benchfleet::api {
 
 // Operator token required (writes). Error is kUnauthenticated / kPermissionDenied.
 Status require_operator(const ApiContext& ctx, const http::Request& req);
+// The enrollment token required (enrolment). Error is kUnauthenticated.
+Status require_enrollment(const ApiContext& ctx, const http::Request& req);
 // Reads: public unless config.public_reads is false, then the operator token.
 Status require_reader(const ApiContext& ctx, const http::Request& req);
 // The agent id a valid agent token ("bfa_<id>_<secret>") belongs to.

@@ -79,6 +79,23 @@ TEST(CoordinatorConfig, UsageErrorsExitNonZeroAndHelpExitsZero) {
   EXPECT_EQ(missing.error().field, "config");
 }
 
+TEST(CoordinatorConfig, ConnectionAndInFlightBodyBoundsAreOptions) {
+  auto defaults = parse({});
+  ASSERT_TRUE(defaults.ok()) << defaults.error().describe();
+  EXPECT_EQ(defaults->config.max_connections, 512);
+  EXPECT_EQ(defaults->config.max_inflight_body_bytes, std::int64_t{64} << 20);
+  auto set = parse({"--max-connections", "3", "--max-inflight-body-bytes", "4096"});
+  ASSERT_TRUE(set.ok()) << set.error().describe();
+  EXPECT_EQ(set->config.max_connections, 3);
+  EXPECT_EQ(set->config.max_inflight_body_bytes, 4096);
+  auto no_connections = parse({"--max-connections", "0"});
+  ASSERT_FALSE(no_connections.ok());
+  EXPECT_EQ(no_connections.error().field, "max_connections");
+  auto tiny = parse({"--max-inflight-body-bytes", "10"});
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_EQ(tiny.error().field, "max_inflight_body_bytes");
+}
+
 TEST(CoordinatorConfig, WebRootDefaultsToTheAssembledDashboardAndEmptyDisablesIt) {
   // A build-tree binary (this test) serves the build tree's web/.
   EXPECT_EQ(CoordinatorConfig{}.web_root, default_web_root());

@@ -1,9 +1,6 @@
 // The server's admission of requests, tested with raw sockets against a real Server on
 // 127.0.0.1:0: a request is judged on its headers (Host, route, guard, body limit, room for its
 // body) before its body is read, and connections beyond the bound are answered 503.
-#include <sys/socket.h>
-#include <sys/time.h>
-
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -13,16 +10,13 @@
 #include <utility>
 #include <vector>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/read_until.hpp>
-#include <boost/asio/write.hpp>
 #include <gtest/gtest.h>
 
 #include "common/http/client.h"
 #include "common/http/problem.h"
 #include "common/http/router.h"
 #include "common/http/server.h"
+#include "tests/support/raw_connection.h"
 
 namespace benchfleet::http {
 namespace {
@@ -35,51 +29,7 @@ using namespace std::chrono_literals;
 
 constexpr std::string_view kToken = "Bearer let-me-in";
 
-// A blocking loopback socket whose reads give up after 10 s, so a server that waits for a body
-// it should not read fails the test instead of hanging it.
-class RawConnection {
- public:
-  explicit RawConnection(unsigned short port) : socket_(io_) {
-    socket_.connect({asio::ip::make_address("127.0.0.1"), port});
-    timeval timeout{10, 0};
-    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  }
-  void send(const std::string& bytes) { asio::write(socket_, asio::buffer(bytes)); }
-  // One response's status line and headers (and whatever followed them in the same reads).
-  std::string read_head() {
-    boost::system::error_code ec;
-    const std::size_t n = asio::read_until(socket_, asio::dynamic_buffer(pending_), "\r\n\r\n", ec);
-    if (ec) return std::exchange(pending_, {});
-    std::string head = pending_.substr(0, n);
-    pending_.erase(0, n);
-    return head;
-  }
-  // One whole response: its head and its Content-Length bytes of body.
-  std::string read_response() {
-    std::string head = read_head();
-    const auto at = head.find("Content-Length: ");
-    if (at == std::string::npos) return head;
-    const std::size_t length = std::stoul(head.substr(at + 16));
-    boost::system::error_code ec;
-    if (pending_.size() < length) {
-      asio::read(socket_, asio::dynamic_buffer(pending_), asio::transfer_exactly(length - pending_.size()), ec);
-    }
-    head += pending_.substr(0, length);
-    pending_.erase(0, std::min(length, pending_.size()));
-    return head;
-  }
-  // Everything until the server closes the connection (or 10 s pass).
-  std::string read_to_end() {
-    boost::system::error_code ec;
-    asio::read(socket_, asio::dynamic_buffer(pending_), ec);
-    return std::exchange(pending_, {});
-  }
-
- private:
-  asio::io_context io_;
-  asio::ip::tcp::socket socket_;
-  std::string pending_;
-};
+using benchfleet::testing::RawConnection;
 
 class HttpAdmissionTest : public ::testing::Test {
  protected:
