@@ -1,6 +1,7 @@
 #include "common/codecs.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 namespace benchfleet {
@@ -12,6 +13,7 @@ constexpr std::size_t kMaxNameBytes = 200;
 constexpr std::size_t kMaxAxisValues = 1000;
 constexpr std::size_t kMaxSamples = 1'000'000;
 constexpr std::size_t kMaxMessageBytes = 16 * 1024;
+constexpr std::size_t kMaxAgentBuilds = 64;
 
 template <class E>
 std::string allowed_names(const std::vector<E>& values) {
@@ -62,6 +64,19 @@ void check_axis(JsonReader& r, std::string_view key, const std::vector<T>& value
   }
 }
 
+// A list of distinct values, at most `max` long: "modes[2]: duplicate value \"eager\"".
+template <class T, class Name>
+void check_distinct(JsonReader& r, std::string_view key, const std::vector<T>& values, std::size_t max,
+                    Name name_of) {
+  r.check(values.size() <= max, key, "must list at most " + std::to_string(max));
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < values.size() && !r.failed(); ++i) {
+    const std::string name = name_of(values[i]);
+    r.check(seen.insert(name).second, std::string(key) + "[" + std::to_string(i) + "]",
+            "duplicate value \"" + name + "\"");
+  }
+}
+
 void check_identifiers(JsonReader& r, std::string_view key, const std::vector<std::string>& values) {
   for (std::size_t i = 0; i < values.size(); ++i) {
     r.check(is_valid_identifier(values[i]), std::string(key) + "[" + std::to_string(i) + "]",
@@ -74,7 +89,67 @@ void put_optional(json& j, const char* key, const std::optional<T>& v) {
   if (v) j[key] = *v;
 }
 
+// Decodes one UTF-8 code point at s[i], advancing i; nullopt for malformed or overlong input.
+std::optional<char32_t> next_code_point(std::string_view s, std::size_t& i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char b0 = byte(i);
+  int extra = 0;
+  char32_t cp = 0;
+  if (b0 < 0x80) {
+    ++i;
+    return b0;
+  } else if ((b0 & 0xE0) == 0xC0) {
+    extra = 1, cp = b0 & 0x1F;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    extra = 2, cp = b0 & 0x0F;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    extra = 3, cp = b0 & 0x07;
+  } else {
+    return std::nullopt;
+  }
+  if (i + static_cast<std::size_t>(extra) >= s.size()) return std::nullopt;
+  for (int k = 1; k <= extra; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return std::nullopt;
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  static constexpr char32_t kMinForLength[] = {0, 0x80, 0x800, 0x10000};
+  if (cp < kMinForLength[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return std::nullopt;
+  i += static_cast<std::size_t>(extra) + 1;
+  return cp;
+}
+
+// Controls (C0, DEL, C1), line/paragraph separators, zero-width and bidirectional formatting
+// characters: they hide or reorder what a reader sees (U+202E shows "exe.txt" as "txt.exe").
+bool is_invisible_or_control(char32_t c) {
+  return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x061C || (c >= 0x200B && c <= 0x200F) ||
+         (c >= 0x2028 && c <= 0x202E) || (c >= 0x2060 && c <= 0x2069) || c == 0xFEFF;
+}
+
+bool is_blank(char32_t c) {
+  return c == ' ' || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
+}
+
 }  // namespace
+
+std::optional<std::string> display_name_problem(std::string_view s, std::size_t max_bytes) {
+  if (s.empty() || s.size() > max_bytes) return "must be 1 to " + std::to_string(max_bytes) + " bytes long";
+  bool blank = true;
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t at = i;
+    const auto cp = next_code_point(s, i);
+    if (!cp) return "is not valid UTF-8 (byte " + std::to_string(at) + ")";
+    if (is_invisible_or_control(*cp)) {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "U+%04X", static_cast<unsigned>(*cp));
+      return std::string("must not contain control, invisible or bidirectional characters (") + hex + " at byte " +
+             std::to_string(at) + ")";
+    }
+    blank = blank && is_blank(*cp);
+  }
+  if (blank) return "must not be blank";
+  return std::nullopt;
+}
 
 bool is_valid_identifier(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;
@@ -159,7 +234,8 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Matrix
   r.optional("timeout_s", out.timeout_s);
   r.optional("priority", out.priority);
 
-  r.check(!out.name.empty() && out.name.size() <= kMaxNameBytes, "name", "must be 1 to 200 characters");
+  const auto name_problem = display_name_problem(out.name, kMaxNameBytes);
+  r.check(!name_problem, "name", name_problem.value_or(""));
   check_axis(r, "models", out.models);
   check_axis(r, "batch_sizes", out.batch_sizes);
   for (std::size_t i = 0; i < out.batch_sizes.size(); ++i) {
@@ -230,6 +306,8 @@ std::optional<Error> decode_value(const json& j, const std::string& path, GpuInf
   r.check(!out.uuid.empty() && out.uuid.size() <= 128, "uuid", "must be 1 to 128 characters");
   r.check(out.name.size() <= kMaxNameBytes, "name", "must be at most 200 characters");
   r.check(out.memory_mb >= 0, "memory_mb", "must be >= 0");
+  r.check(out.compute_capability.size() <= 32, "compute_capability", "must be at most 32 characters");
+  r.check(out.driver.size() <= kMaxNameBytes, "driver", "must be at most 200 characters");
   if (auto s = r.finish(); !s) return s.error();
   return std::nullopt;
 }
@@ -265,6 +343,7 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Runtim
   JsonReader r(j, path);
   r.required("runtime", out.runtime);
   r.required("modes", out.modes);
+  check_distinct(r, "modes", out.modes, all_modes().size(), [](Mode m) { return std::string(to_string(m)); });
   if (auto s = r.finish(); !s) return s.error();
   return std::nullopt;
 }
@@ -278,6 +357,8 @@ std::optional<Error> decode_value(const json& j, const std::string& path, TorchB
   r.required("runtimes", out.runtimes);
   r.check(is_valid_identifier(out.name), "name", "is not a valid build name");
   r.check(out.version.size() <= kMaxNameBytes, "version", "must be at most 200 characters");
+  check_distinct(r, "runtimes", out.runtimes, all_runtimes().size(),
+                 [](const RuntimeSupport& rt) { return std::string(to_string(rt.runtime)); });
   if (auto s = r.finish(); !s) return s.error();
   return std::nullopt;
 }
@@ -295,11 +376,14 @@ std::optional<Error> decode_value(const json& j, const std::string& path, AgentD
   r.required("torch_builds", out.torch_builds);
   r.check(!out.name.empty() && out.name.size() <= kMaxNameBytes, "name", "must be 1 to 200 characters");
   r.check(!out.slots.empty() && out.slots.size() <= 64, "slots", "must list 1 to 64 slots");
-  r.check(out.torch_builds.size() <= 64, "torch_builds", "must list at most 64 builds");
+  r.check(out.hostname.size() <= kMaxNameBytes, "hostname", "must be at most 200 characters");
+  r.check(out.version.size() <= kMaxNameBytes, "version", "must be at most 200 characters");
   std::set<std::string> ids;
   for (std::size_t i = 0; i < out.slots.size(); ++i) {
     r.check(ids.insert(out.slots[i].id).second, "slots[" + std::to_string(i) + "].id", "duplicate slot id");
   }
+  check_distinct(r, "torch_builds", out.torch_builds, kMaxAgentBuilds,
+                 [](const TorchBuildDescriptor& b) { return b.name; });
   if (auto s = r.finish(); !s) return s.error();
   return std::nullopt;
 }
@@ -390,7 +474,11 @@ void check_flat_object(JsonReader& r, std::string_view key, const json& obj) {
 
 }  // namespace
 
-std::optional<Error> decode_value(const json& j, const std::string& path, JobResult& out) {
+namespace {
+
+// `with_samples` false: samples_ms was left out on purpose (a listing), so the rules that tie
+// it to status and stats are not checked.
+std::optional<Error> decode_job_result(const json& j, const std::string& path, JobResult& out, bool with_samples) {
   JsonReader r(j, path);
   r.required("status", out.status);
   r.optional("stats", out.stats);
@@ -408,19 +496,31 @@ std::optional<Error> decode_value(const json& j, const std::string& path, JobRes
 
   const bool ok = out.status == ResultStatus::kOk;
   r.check(!ok || out.stats.has_value(), "stats", "is required when status is ok");
-  r.check(!ok || !out.samples_ms.empty(), "samples_ms", "is required when status is ok");
+  r.check(!with_samples || !ok || !out.samples_ms.empty(), "samples_ms", "is required when status is ok");
   r.check(out.samples_ms.size() <= kMaxSamples, "samples_ms", "has more than 1000000 samples");
   for (std::size_t i = 0; i < out.samples_ms.size() && !r.failed(); ++i) {
     r.check(out.samples_ms[i] >= 0, "samples_ms[" + std::to_string(i) + "]", "must be >= 0");
   }
-  r.check(!out.stats || out.stats->iterations == static_cast<int>(out.samples_ms.size()), "stats.iterations",
-          "must equal the number of samples_ms");
+  r.check(!with_samples || !out.stats || out.stats->iterations == static_cast<int>(out.samples_ms.size()),
+          "stats.iterations", "must equal the number of samples_ms");
   r.check(out.status != ResultStatus::kOom || out.oom.has_value(), "oom", "is required when status is oom");
   r.check(!out.error || out.error->size() <= kMaxMessageBytes, "error", "is longer than 16384 characters");
   check_flat_object(r, "environment", out.environment);
   check_flat_object(r, "telemetry", out.telemetry);
   if (auto s = r.finish(); !s) return s.error();
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Error> decode_value(const json& j, const std::string& path, JobResult& out) {
+  return decode_job_result(j, path, out, /*with_samples=*/true);
+}
+
+Result<JobResult> decode_result_without_samples(const json& j) {
+  JobResult out;
+  if (auto err = decode_job_result(j, "", out, /*with_samples=*/false)) return *err;
+  return out;
 }
 
 void to_json(json& j, const JobResult& v) {

@@ -14,6 +14,11 @@
 
 namespace benchfleet {
 
+// Why `s` cannot be a name people read (a run's name): empty, longer than `max_bytes`, not
+// UTF-8, blank (only spaces), or holding a control, invisible or bidirectional formatting
+// character (NUL, newline, U+200B, U+202E...). nullopt when it is fine.
+std::optional<std::string> display_name_problem(std::string_view s, std::size_t max_bytes = 200);
+
 // Identifier rule for build names, GPU classes and slot ids: [a-z0-9][a-z0-9._-]{0,63}.
 bool is_valid_identifier(std::string_view s);
 
@@ -42,6 +47,10 @@ Result<T> decode(const nlohmann::json& j, const std::string& path = "") {
   if (auto err = decode_value(j, path, out)) return *err;
   return out;
 }
+
+// A JobResult whose samples_ms was left out (result listings): as decode<JobResult>, except
+// that an ok result needs no samples and stats.iterations is not compared with them.
+Result<JobResult> decode_result_without_samples(const nlohmann::json& j);
 
 void to_json(nlohmann::json& j, JobStatus v);
 void to_json(nlohmann::json& j, ResultStatus v);

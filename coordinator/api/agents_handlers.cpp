@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "common/codecs.h"
+#include "common/result_checks.h"
 #include "common/http/problem.h"
 #include "coordinator/api/blocking.h"
 #include "coordinator/api/handlers.h"
@@ -294,6 +295,7 @@ Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, con
   r.required("result", result);
   r.check(attempt >= 1, "attempt", "must be >= 1");
   BF_RETURN_IF_ERROR(r.finish());
+  if (auto err = check_posted_result(result, "result")) return *err;
 
   BF_ASSIGN_OR_RETURN(const auto outcome, ctx.store.record_result(report.agent_id, ref, attempt, result));
   const std::string job = std::to_string(report.job_id);

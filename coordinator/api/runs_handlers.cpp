@@ -12,6 +12,9 @@ namespace {
 namespace bhttp = boost::beast::http;
 using http::json_response;
 
+// Most results in one page of GET /runs/{id}/results?samples=true.
+constexpr int kMaxResultsWithSamples = 10;
+
 }  // namespace
 
 Result<http::Response> submit_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
@@ -78,9 +81,14 @@ Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, c
   if (samples && *samples != "true" && *samples != "false") {
     return Error::invalid("query.samples", "must be true or false");
   }
-  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.list_results(id, f, cursor, static_cast<int>(limit.value_or(100))));
+  // Samples only when asked for, and then a short page (each result may hold 10^6 samples;
+  // next_cursor continues): a listing of 1000 results stays small and quick.
+  const bool with_samples = samples.value_or("false") == "true";
+  int n = static_cast<int>(limit.value_or(100));
+  if (with_samples) n = std::min(n, kMaxResultsWithSamples);
+  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.list_results(id, f, cursor, n, with_samples));
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : page.rows) rows.push_back(result_json(r, samples.value_or("true") == "true"));
+  for (const auto& r : page.rows) rows.push_back(result_json(r, with_samples));
   nlohmann::json next = page.next_cursor ? nlohmann::json(std::to_string(*page.next_cursor)) : nlohmann::json();
   return json_response(bhttp::status::ok, {{"results", rows}, {"next_cursor", next}}, req);
 }

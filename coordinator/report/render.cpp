@@ -9,15 +9,19 @@
 namespace benchfleet::report {
 namespace {
 
-// '|' would end a table cell and a newline the whole row.
+// Text placed in Markdown verbatim: '|' would end a table cell, a newline the row, '*', '_',
+// '`', '[', '<'... would format or link what is data (run names, error messages). Those get a
+// backslash; control characters become spaces.
 std::string markdown_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '\n' || c == '\r') {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) {
       out += ' ';
+    } else if (std::string_view("\\|`*_[]<>~").find(c) != std::string_view::npos) {
+      out += '\\';
+      out += c;
     } else {
       out += c;
     }

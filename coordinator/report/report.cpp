@@ -262,7 +262,8 @@ Cell speedup_cell(const Cell& eager, const Cell& compiled, Mode mode) {
   cell.result_ids.insert(cell.result_ids.end(), compiled.result_ids.begin(),
                          compiled.result_ids.end());
   const bool ok = eager.status == kOk && compiled.status == kOk && *eager.value > 0 &&
-                  *compiled.value > 0;  // a ratio of a zero latency means nothing
+                  *compiled.value > 0 &&  // a ratio of a zero latency means nothing
+                  std::isfinite(*eager.value / *compiled.value);  // nor one that overflows ("infx")
   if (ok) {
     cell.status = kOk;
     cell.value = *eager.value / *compiled.value;

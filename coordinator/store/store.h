@@ -204,8 +204,11 @@ class Store {
   Result<std::vector<RunInfo>> list_runs(int limit, std::optional<std::int64_t> before_id);
   // Queued and leased jobs become cancelled; lease holders learn it at their next renewal.
   Result<CancelOutcome> cancel_run(std::int64_t run_id);
+  // Results without their samples unless `with_samples` (each may hold 10^6: ask for a few).
+  // Bodies are parsed after the store lock is released, so a big read never stalls agents.
   Result<ResultPage> list_results(std::int64_t run_id, const ResultFilter& filter,
-                                  std::optional<std::int64_t> after_id, int limit);
+                                  std::optional<std::int64_t> after_id, int limit, bool with_samples = false);
+  // One result with its samples.
   Result<ResultRow> get_result(std::int64_t result_id);
   // The run's jobs with id > `after_id`, ascending, at most `limit` (one indexed query).
   // kNotFound when the run does not exist.

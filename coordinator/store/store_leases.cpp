@@ -389,8 +389,13 @@ Result<std::vector<Renewal>> Store::heartbeat(std::int64_t agent_id, const std::
 
 Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
                                            const JobResult& result) {
-  const std::string body = nlohmann::json(result).dump();
-  const std::string digest = auth::sha256_hex(body);
+  // The digest covers the whole result; the row's body leaves the samples out: they go to
+  // result_samples, which listings never read (migration 005).
+  nlohmann::json body_json = result;
+  const std::string digest = auth::sha256_hex(body_json.dump());
+  const std::string samples = body_json["samples_ms"].dump();
+  body_json.erase("samples_ms");
+  const std::string body = body_json.dump();
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   BF_RETURN_IF_ERROR(tx.begin_status());
@@ -462,6 +467,11 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
   ins->bind(26, slot).bind(27, now).bind(28, recorded_torch_version(result));
   BF_RETURN_IF_ERROR(ins->run());
   RecordOutcome out{RecordKind::kStored, db_->last_insert_rowid(), 0};
+  if (!result.samples_ms.empty()) {
+    BF_ASSIGN_OR_RETURN(auto* ins_samples,
+                        db_->prepare("INSERT INTO result_samples (result_id, samples_ms) VALUES (?, ?)"));
+    BF_RETURN_IF_ERROR(ins_samples->bind(1, out.result_id).bind(2, samples).run());
+  }
 
   BF_ASSIGN_OR_RETURN(auto* done, db_->prepare(
       "UPDATE jobs SET status = 'done', finished_at = ?, updated_at = ?, lease_id = NULL, lease_expires_at = NULL"

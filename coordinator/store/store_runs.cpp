@@ -70,7 +70,13 @@ Result<RunInfo> Store::run_info_locked(std::int64_t run_id) {
   info.id = s->int64(0);
   info.name = s->text(1);
   auto spec_json = nlohmann::json::parse(s->text(2), nullptr, false);
-  if (auto spec = decode<MatrixSpec>(spec_json); spec.ok()) info.spec = std::move(*spec);
+  // The name is the column's: a run stored before names were restricted (issue 16) keeps its
+  // matrix readable.
+  if (spec_json.is_object()) spec_json["name"] = "run";
+  if (auto spec = decode<MatrixSpec>(spec_json); spec.ok()) {
+    info.spec = std::move(*spec);
+    info.spec.name = info.name;
+  }
   info.job_count = s->int64(3);
   info.created_at = s->int64(4);
   info.cancelled_at = s->opt_int64(5);
@@ -144,62 +150,99 @@ Result<CancelOutcome> Store::cancel_run(std::int64_t run_id) {
 
 namespace {
 
+// The samples column (result_samples.samples_ms, or NULL when not asked for) follows the job
+// spec's 7 columns.
 constexpr const char* kResultColumns =
     "r.id, r.job_id, r.run_id, r.attempt, r.body, a.name, r.slot, r.created_at, ";
+constexpr int kSamplesColumn = 8 + 7;
 
-ResultRow result_row_at(const Statement& s) {
+std::string result_select(bool with_samples) {
+  return std::string("SELECT ") + kResultColumns + job_spec_columns("j") +
+         (with_samples ? ", rs.samples_ms" : ", NULL") +
+         " FROM results r JOIN jobs j ON j.id = r.job_id LEFT JOIN agents a ON a.id = r.agent_id" +
+         (with_samples ? " LEFT JOIN result_samples rs ON rs.result_id = r.id" : "");
+}
+
+// A result row as read under the store lock: its JSON still text, copied, not parsed. Parsing
+// (up to 10^6 samples) waits until the lock is released, so a big read never stalls agents.
+struct RawResultRow {
   ResultRow row;
-  row.id = s.int64(0);
-  row.job_id = s.int64(1);
-  row.run_id = s.int64(2);
-  row.attempt = static_cast<int>(s.int64(3));
-  if (auto parsed = decode<JobResult>(nlohmann::json::parse(s.text(4), nullptr, false)); parsed.ok()) {
+  std::string body;
+  std::optional<std::string> samples;
+};
+
+RawResultRow raw_result_at(const Statement& s) {
+  RawResultRow raw;
+  raw.row.id = s.int64(0);
+  raw.row.job_id = s.int64(1);
+  raw.row.run_id = s.int64(2);
+  raw.row.attempt = static_cast<int>(s.int64(3));
+  raw.body = s.text(4);
+  raw.row.agent_name = s.opt_text(5);
+  raw.row.slot = s.opt_text(6);
+  raw.row.created_at = s.int64(7);
+  raw.row.spec = job_spec_at(s, 8);
+  raw.samples = s.opt_text(kSamplesColumn);
+  return raw;
+}
+
+// REQUIRES: the store lock is not held (this is the expensive part of a read).
+ResultRow decode_result_row(RawResultRow raw) {
+  ResultRow row = std::move(raw.row);
+  auto body = nlohmann::json::parse(raw.body, nullptr, false);
+  if (raw.samples && body.is_object()) body["samples_ms"] = nlohmann::json::parse(*raw.samples, nullptr, false);
+  auto parsed = raw.samples ? decode<JobResult>(body) : decode_result_without_samples(body);
+  if (parsed.ok()) {
     row.result = std::move(*parsed);
   } else {
     row.result.status = ResultStatus::kInvalid;
     row.result.error = "stored result could not be decoded: " + parsed.error().describe();
   }
-  row.agent_name = s.opt_text(5);
-  row.slot = s.opt_text(6);
-  row.created_at = s.int64(7);
-  row.spec = job_spec_at(s, 8);
   return row;
 }
 
 }  // namespace
 
 Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& f,
-                                       std::optional<std::int64_t> after_id, int limit) {
-  std::lock_guard lock(mu_);
-  BF_ASSIGN_OR_RETURN(auto* exists, db_->prepare("SELECT 1 FROM runs WHERE id = ?"));
-  exists->bind(1, run_id);
-  BF_ASSIGN_OR_RETURN(bool found, exists->step());
-  exists->reset();
-  if (!found) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
+                                       std::optional<std::int64_t> after_id, int limit, bool with_samples) {
+  std::vector<RawResultRow> raw;
+  {
+    std::lock_guard lock(mu_);
+    BF_ASSIGN_OR_RETURN(auto* exists, db_->prepare("SELECT 1 FROM runs WHERE id = ?"));
+    exists->bind(1, run_id);
+    BF_ASSIGN_OR_RETURN(bool found, exists->step());
+    exists->reset();
+    if (!found) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
 
-  // A NULL parameter means "no filter" on that column.
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-      std::string("SELECT ") + kResultColumns + job_spec_columns("j") +
-      " FROM results r JOIN jobs j ON j.id = r.job_id LEFT JOIN agents a ON a.id = r.agent_id"
-      " WHERE r.run_id = ? AND r.id > ?"
-      " AND (?3 IS NULL OR j.model = ?3) AND (?4 IS NULL OR j.mode = ?4) AND (?5 IS NULL OR j.torch_build = ?5)"
-      " AND (?6 IS NULL OR j.gpu_class = ?6) AND (?7 IS NULL OR j.runtime = ?7) AND (?8 IS NULL OR r.status = ?8)"
-      " AND (?9 IS NULL OR j.batch = ?9)"
-      " ORDER BY r.id LIMIT ?10"));
-  s->bind(1, run_id).bind(2, after_id.value_or(0));
-  s->bind(3, f.model).bind(4, f.mode).bind(5, f.torch_build).bind(6, f.gpu).bind(7, f.runtime).bind(8, f.status);
-  s->bind(9, f.batch).bind(10, limit + 1);
+    // A NULL parameter means "no filter" on that column.
+    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+        result_select(with_samples) +
+        " WHERE r.run_id = ? AND r.id > ?"
+        " AND (?3 IS NULL OR j.model = ?3) AND (?4 IS NULL OR j.mode = ?4) AND (?5 IS NULL OR j.torch_build = ?5)"
+        " AND (?6 IS NULL OR j.gpu_class = ?6) AND (?7 IS NULL OR j.runtime = ?7) AND (?8 IS NULL OR r.status = ?8)"
+        " AND (?9 IS NULL OR j.batch = ?9)"
+        " ORDER BY r.id LIMIT ?10"));
+    s->bind(1, run_id).bind(2, after_id.value_or(0));
+    s->bind(3, f.model).bind(4, f.mode).bind(5, f.torch_build).bind(6, f.gpu).bind(7, f.runtime).bind(8, f.status);
+    s->bind(9, f.batch).bind(10, limit + 1);
+    while (true) {
+      auto row = s->step();
+      if (!row.ok()) {
+        s->reset();
+        return row.error();
+      }
+      if (!*row) break;
+      raw.push_back(raw_result_at(*s));
+    }
+    s->reset();
+  }
   ResultPage page;
-  while (true) {
-    BF_ASSIGN_OR_RETURN(bool row, s->step());
-    if (!row) break;
-    page.rows.push_back(result_row_at(*s));
+  if (static_cast<int>(raw.size()) > limit) {
+    raw.pop_back();
+    page.next_cursor = raw.back().row.id;
   }
-  s->reset();
-  if (static_cast<int>(page.rows.size()) > limit) {
-    page.rows.pop_back();
-    page.next_cursor = page.rows.back().id;
-  }
+  page.rows.reserve(raw.size());
+  for (auto& r : raw) page.rows.push_back(decode_result_row(std::move(r)));
   return page;
 }
 
@@ -249,19 +292,20 @@ Result<JobPage> Store::list_jobs(std::int64_t run_id, std::optional<std::int64_t
 }
 
 Result<ResultRow> Store::get_result(std::int64_t result_id) {
-  std::lock_guard lock(mu_);
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-      std::string("SELECT ") + kResultColumns + job_spec_columns("j") +
-      " FROM results r JOIN jobs j ON j.id = r.job_id LEFT JOIN agents a ON a.id = r.agent_id WHERE r.id = ?"));
-  s->bind(1, result_id);
-  BF_ASSIGN_OR_RETURN(bool found, s->step());
-  if (!found) {
+  RawResultRow raw;
+  {
+    std::lock_guard lock(mu_);
+    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(result_select(/*with_samples=*/true) + " WHERE r.id = ?"));
+    s->bind(1, result_id);
+    BF_ASSIGN_OR_RETURN(bool found, s->step());
+    if (!found) {
+      s->reset();
+      return Error::not_found("result " + std::to_string(result_id) + " does not exist");
+    }
+    raw = raw_result_at(*s);
     s->reset();
-    return Error::not_found("result " + std::to_string(result_id) + " does not exist");
   }
-  ResultRow row = result_row_at(*s);
-  s->reset();
-  return row;
+  return decode_result_row(std::move(raw));
 }
 
 Result<std::vector<report::CellResult>> Store::report_cells(std::int64_t run_id) {

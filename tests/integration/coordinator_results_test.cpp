@@ -286,5 +286,43 @@ TEST(CoordinatorResults, ExpiredLeaseIsRefusedEvenBeforeTheExpirySweep) {
   }
 }
 
+// Issue 16, item 4: results that contradict themselves are refused with a problem naming the
+// field, the lease stays the agent's, and a consistent result is stored afterwards.
+TEST(CoordinatorResults, NonsenseResultsAreRefusedNamingTheField) {
+  CoordinatorProcess coord;
+  const json run = coord.submit(matrix({kResnet}, {1}, {"eager"}));
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  auto lease = agent.lease_job("gpu0");
+  ASSERT_TRUE(lease.has_value());
+
+  const auto refused = [&](const json& result, const std::string& field) {
+    auto res = agent.post_result(*lease, result);
+    EXPECT_EQ(res.status, 400u) << field << ": " << res.body;
+    EXPECT_NE(res.body.find("\"" + field), std::string::npos) << res.body;
+  };
+  json huge = ok_result(7.0);
+  huge["samples_ms"] = json::array({1.7e308, 1.7e308, 1.7e308, 1.7e308, 1.7e308});
+  refused(huge, "result.samples_ms[0]");
+  json lying = ok_result(1.0, 1.0, 3);
+  lying["samples_ms"] = json::array({1.0, 1.0, 1.0});
+  lying["stats"]["mean_ms"] = 5e8;
+  lying["stats"]["max_ms"] = 5e8;
+  refused(lying, "result.stats.mean_ms");
+  json swapped = ok_result(7.0);
+  swapped["stats"]["p99_ms"] = swapped["stats"]["p90_ms"].get<double>() - 1;
+  refused(swapped, "result.stats.p99_ms");
+  json negative = ok_result(7.0);
+  negative["first_call_ms"] = -1.0;
+  refused(negative, "result.first_call_ms");
+  refused(json{{"status", "oom_implied"}}, "result.status");
+  json error_with_stats = ok_result(7.0);
+  error_with_stats["status"] = "error";
+  refused(error_with_stats, "result.stats");
+
+  EXPECT_EQ(coord.get_json(run_url(run) + "/results")["results"].size(), 0u);
+  auto posted = agent.post_result(*lease, ok_result(7.0));
+  EXPECT_EQ(posted.status, 201u) << posted.body;
+}
+
 }  // namespace
 }  // namespace benchfleet::testing

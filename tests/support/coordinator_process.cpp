@@ -9,6 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include "common/codecs.h"
+#include "common/stats.h"
+
 namespace benchfleet::testing {
 namespace {
 
@@ -236,24 +239,17 @@ http::ClientResponse FakeAgent::post_result(const Lease& lease, const nlohmann::
 // ---- bodies ------------------------------------------------------------------------------------
 
 nlohmann::json ok_result(double mean_ms, std::optional<double> median_ms, int n) {
+  // Samples whose median and mean are the ones asked for, and statistics computed from them:
+  // the coordinator refuses statistics the samples do not give (check_posted_result).
   const double median = median_ms.value_or(mean_ms);
   std::vector<double> samples;
   for (int i = 0; i < n; ++i) samples.push_back(median * (0.9 + 0.2 * i / std::max(1, n - 1)));
-  double lo = std::min({samples.front(), mean_ms, median});
-  double hi = std::max({samples.back(), mean_ms, median});
+  if (n == 1) samples[0] = mean_ms;
+  const double shift = n * (mean_ms - median);  // moves the mean, not the median
+  if (n > 1 && shift >= 0) samples.back() += shift;
+  if (n > 1 && shift < 0) samples.front() = std::max(0.0, samples.front() + shift);
   return {{"status", "ok"},
-          {"stats",
-           {{"mean_ms", mean_ms},
-            {"median_ms", median},
-            {"p90_ms", hi},
-            {"p99_ms", hi},
-            {"min_ms", lo},
-            {"max_ms", hi},
-            {"stddev_ms", 0.5},
-            {"cv", 0.5 / mean_ms},
-            {"ci_low_ms", lo},
-            {"ci_high_ms", hi},
-            {"iterations", n}}},
+          {"stats", compute_statistics(samples)},
           {"samples_ms", samples},
           {"first_call_ms", 250.5},
           {"stop_reason", "fixed_count"},

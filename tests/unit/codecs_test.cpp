@@ -174,3 +174,83 @@ TEST(Enums, WireNamesRoundTrip) {
 
 }  // namespace
 }  // namespace benchfleet
+
+// Issue 16, item 5: an agent enrolled with 1.5 M copies of a mode (13.5 MB) and every lease of
+// it took seconds. Descriptor lists are bounded and hold distinct values.
+namespace benchfleet {
+namespace {
+
+nlohmann::json descriptor_with_modes(nlohmann::json modes) {
+  return {{"name", "host1"},
+          {"slots", {{{"id", "gpu0"}, {"gpu_class", "a100"}}}},
+          {"torch_builds", {{{"name", "stable"}, {"runtimes", {{{"runtime", "libtorch"}, {"modes", modes}}}}}}}};
+}
+
+TEST(AgentCodec, BoundsAndDeduplicatesDescriptorLists) {
+  EXPECT_TRUE(decode<AgentDescriptor>(descriptor_with_modes({"eager", "default"})).ok());
+
+  nlohmann::json many = nlohmann::json::array();
+  for (int i = 0; i < 100000; ++i) many.push_back("eager");
+  auto r = decode<AgentDescriptor>(descriptor_with_modes(many));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().field, "torch_builds[0].runtimes[0].modes");
+
+  r = decode<AgentDescriptor>(descriptor_with_modes({"eager", "default", "eager"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().describe(), "torch_builds[0].runtimes[0].modes[2]: duplicate value \"eager\"");
+
+  auto j = descriptor_with_modes({"eager"});
+  j["torch_builds"][0]["runtimes"].push_back(j["torch_builds"][0]["runtimes"][0]);
+  EXPECT_EQ(decode<AgentDescriptor>(j).error().field, "torch_builds[0].runtimes[1]");
+
+  j = descriptor_with_modes({"eager"});
+  j["torch_builds"].push_back(j["torch_builds"][0]);
+  EXPECT_EQ(decode<AgentDescriptor>(j).error().field, "torch_builds[1]");
+
+  j = descriptor_with_modes({"eager"});
+  for (int i = 0; i < 65; ++i) {
+    std::string name = "b";
+    name += std::to_string(i);
+    j["torch_builds"].push_back({{"name", name}, {"runtimes", nlohmann::json::array()}});
+  }
+  EXPECT_EQ(decode<AgentDescriptor>(j).error().field, "torch_builds");
+
+  j = descriptor_with_modes({"eager"});
+  j["hostname"] = std::string(201, 'h');
+  EXPECT_EQ(decode<AgentDescriptor>(j).error().field, "hostname");
+}
+
+}  // namespace
+}  // namespace benchfleet
+
+// Issue 16, item 7: run names are for people; NUL, U+202E (right-to-left override) and blank
+// names were accepted and went verbatim into reports.
+namespace benchfleet {
+namespace {
+
+std::string name_error(const std::string& name) {
+  nlohmann::json j = valid_matrix();
+  j["name"] = name;
+  auto r = decode<MatrixSpec>(j);
+  return r.ok() ? "(accepted)" : r.error().describe();
+}
+
+TEST(MatrixCodec, RestrictsRunNames) {
+  EXPECT_EQ(name_error("seeds: A100 | T4, torch 2.0.1 vs nightly"), "(accepted)");
+  EXPECT_EQ(name_error("Bénchmark 日本 ✓"), "(accepted)");
+  EXPECT_EQ(name_error(std::string("a\0b", 3)),
+            "name: must not contain control, invisible or bidirectional characters (U+0000 at byte 1)");
+  EXPECT_EQ(name_error("evil\u202Etxt.exe"),
+            "name: must not contain control, invisible or bidirectional characters (U+202E at byte 4)");
+  EXPECT_EQ(name_error("two\nlines"),
+            "name: must not contain control, invisible or bidirectional characters (U+000A at byte 3)");
+  EXPECT_EQ(name_error("zero\u200Bwidth").rfind("name: must not contain", 0), 0u);
+  EXPECT_EQ(name_error("   \u3000 "), "name: must not be blank");
+  EXPECT_EQ(name_error(""), "name: must be 1 to 200 bytes long");
+  EXPECT_EQ(name_error(std::string(201, 'n')), "name: must be 1 to 200 bytes long");
+  EXPECT_EQ(name_error("bad \xC3"), "name: is not valid UTF-8 (byte 4)");
+  EXPECT_EQ(name_error("overlong \xC0\xAF"), "name: is not valid UTF-8 (byte 9)");
+}
+
+}  // namespace
+}  // namespace benchfleet

@@ -365,6 +365,28 @@ TEST(Markdown, EscapesPipesAndNewlines) {
   EXPECT_NE(md.find("| Image\\|Classification ViT | 9.325 |"), std::string::npos);
 }
 
+// Issue 16, item 7: data in a cell cannot format, link or split the table.
+TEST(Markdown, EscapesMarkupAndControlCharacters) {
+  ReportInput in = small_case();
+  in.run_name = "a\\|b *c* _d_ `e` [f](g) <h>";
+  in.labels[0].display_name = std::string("x\0y\ty", 5);
+  const std::string md = render_markdown(build_report(in));
+  EXPECT_NE(md.find("# a\\\\\\|b \\*c\\* \\_d\\_ \\`e\\` \\[f\\](g) \\<h\\> (run 7"), std::string::npos) << md;
+  EXPECT_NE(md.find("| x y y | 9.325 |"), std::string::npos) << md;
+}
+
+// Issue 16, item 4: a ratio that overflows is no speedup ("infx"), and the geomean does not
+// count it.
+TEST(Report, AnOverflowingSpeedupIsUnavailable) {
+  ReportInput in = seeds_like();
+  in.matrix.batch_sizes = {1};
+  in.cells = {ok(job(kVit, 1, Mode::kEager), 1.7e308, 1.7e308), ok(job(kVit, 1, Mode::kDefault), 1e-3, 1e-3)};
+  const Report r = build_report(in);
+  const std::string md = render_markdown(r);
+  EXPECT_EQ(md.find("infx"), std::string::npos) << md;
+  EXPECT_NE(md.find("(0/"), std::string::npos) << md;
+}
+
 TEST(Csv, HeaderRowsAndQuoting) {
   ReportInput in = small_case();
   in.labels[0].display_name = "Classification, \"fast\"";

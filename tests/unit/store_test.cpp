@@ -249,10 +249,32 @@ TEST_F(StoreTest, ResultsAreIdempotentPerAttempt) {
   EXPECT_EQ(again.value().kind, RecordKind::kDuplicate);
   EXPECT_EQ(again->result_id, first->result_id);
   EXPECT_EQ(store_->record_result(a, {g.job_id, g.lease_id}, 1, ok_result(4)).value().kind, RecordKind::kMismatch);
-  auto page = store_->list_results(run, {}, std::nullopt, 10);
+  auto page = store_->list_results(run, {}, std::nullopt, 10, /*with_samples=*/true);
   ASSERT_TRUE(page.ok());
   ASSERT_EQ(page->rows.size(), 1u);
   EXPECT_EQ(page->rows[0].result, ok_result(3));
+}
+
+// Issue 16, item 3: samples live apart from the result row; a listing reads them only when
+// asked, the single result always has them, and the result is otherwise the same.
+TEST_F(StoreTest, ListingsLeaveSamplesOutUnlessAsked) {
+  const auto a = enroll("a");
+  const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  const auto g = lease(a);
+  const JobResult posted = ok_result(3);
+  ASSERT_FALSE(posted.samples_ms.empty());
+  const auto stored = store_->record_result(a, {g.job_id, g.lease_id}, 1, posted).value();
+  ASSERT_EQ(stored.kind, RecordKind::kStored);
+
+  auto page = store_->list_results(run, {}, std::nullopt, 10);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->rows.size(), 1u);
+  JobResult without = posted;
+  without.samples_ms.clear();
+  EXPECT_EQ(page->rows[0].result, without);
+  EXPECT_EQ(store_->get_result(stored.result_id).value().result, posted);
+  // A retry is still recognised as the same result (the digest covers the samples).
+  EXPECT_EQ(store_->record_result(a, {g.job_id, g.lease_id}, 1, posted).value().kind, RecordKind::kDuplicate);
 }
 
 TEST_F(StoreTest, OomPrunesLargerBatchesOfTheSameCellIncludingRequeuedOnes) {
@@ -308,6 +330,19 @@ TEST_F(StoreTest, ReportCellsCarryTheTorchVersionEachResultRecorded) {
   }
 }
 
+// Tests that take a database back to an older schema undo the later migrations they do not
+// exercise, so reopening re-applies them cleanly: 006 (lease hand-over columns), when present.
+void undo_lease_handover(Database& db) {
+  auto q = db.prepare("SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'lease_acked'");
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE((*q)->step().ok());
+  const bool present = (*q)->int64(0) > 0;
+  (*q)->reset();
+  if (present) {
+    ASSERT_TRUE(db.exec("ALTER TABLE jobs DROP COLUMN lease_acked; ALTER TABLE jobs DROP COLUMN lease_request_id;").ok());
+  }
+}
+
 TEST_F(StoreTest, MigrationFillsTheTorchVersionOfResultsStoredBefore) {
   const auto a = enroll("a", "a100", {Mode::kEager});
   const auto run = submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager});
@@ -322,11 +357,12 @@ TEST_F(StoreTest, MigrationFillsTheTorchVersionOfResultsStoredBefore) {
   {
     auto db = Database::open(options_.path);
     ASSERT_TRUE(db.ok());
+    undo_lease_handover(**db);
     ASSERT_TRUE((*db)->exec(
         "DROP INDEX results_cells; ALTER TABLE results DROP COLUMN torch_version;"
         " CREATE INDEX results_cells ON results (job_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms,"
         " min_ms, max_ms, stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, oom_phase, oom_bytes, signal, error);"
-        " PRAGMA user_version = 3;")
+        " DROP TABLE result_samples; PRAGMA user_version = 3;")
                     .ok());
   }
   reopen();
@@ -336,6 +372,33 @@ TEST_F(StoreTest, MigrationFillsTheTorchVersionOfResultsStoredBefore) {
   EXPECT_EQ(cells[0].torch_version, "1.13.0");
   EXPECT_EQ(cells[1].torch_version, "");
   EXPECT_EQ(cells[1].result_status, ResultStatus::kOk);
+}
+
+// Migration 005 moves the samples of results stored before it out of their rows, losing none.
+TEST_F(StoreTest, MigrationMovesSamplesOutOfStoredResults) {
+  const auto a = enroll("a", "a100", {Mode::kEager});
+  const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  const JobResult posted = ok_result(2);
+  const auto g = lease(a);
+  const auto stored = store_->record_result(a, {g.job_id, g.lease_id}, 1, posted).value();
+  // Back to schema 4: the samples inside the row's body.
+  store_.reset();
+  {
+    auto db = Database::open(options_.path);
+    ASSERT_TRUE(db.ok());
+    undo_lease_handover(**db);
+    ASSERT_TRUE((*db)->exec(
+        "UPDATE results SET body = json_set(body, '$.samples_ms',"
+        " json((SELECT samples_ms FROM result_samples WHERE result_id = results.id)));"
+        " DROP TABLE result_samples; PRAGMA user_version = 4;")
+                    .ok());
+  }
+  reopen();
+  EXPECT_EQ(store_->get_result(stored.result_id).value().result, posted);
+  const auto page = store_->list_results(run, {}, std::nullopt, 10).value();
+  ASSERT_EQ(page.rows.size(), 1u);
+  EXPECT_TRUE(page.rows[0].result.samples_ms.empty());
+  EXPECT_EQ(page.rows[0].result.stats, posted.stats);
 }
 
 TEST_F(StoreTest, CancelStopsQueuedJobsAndTellsLeaseHolders) {

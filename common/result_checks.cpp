@@ -1,0 +1,112 @@
+#include "common/result_checks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "common/json_reader.h"
+#include "common/stats.h"
+
+namespace benchfleet {
+namespace {
+
+bool close_enough(double posted, double computed) {
+  return std::fabs(posted - computed) <= 1e-9 * std::max(std::fabs(posted), std::fabs(computed)) + 1e-12;
+}
+
+std::string number(double v) {
+  nlohmann::json j = v;
+  return j.dump();
+}
+
+bool has_measurements(ResultStatus s) { return s == ResultStatus::kOk || s == ResultStatus::kInvalid; }
+
+std::optional<Error> check_duration(const std::string& path, const std::optional<double>& v, double max) {
+  if (v && !(std::isfinite(*v) && *v >= 0 && *v <= max)) {
+    return Error::invalid(path, "must be between 0 and " + number(max) + ", got " + number(*v));
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> check_stats(const Statistics& st, const std::vector<double>& samples, const std::string& path) {
+  const Statistics want = compute_statistics(samples, /*seed=*/42, /*resamples=*/0);
+  if (st.iterations != want.iterations) {
+    return Error::invalid(join_path(path, "iterations"), "must equal the number of samples_ms (" +
+                                                             std::to_string(want.iterations) + ")");
+  }
+  const struct {
+    const char* name;
+    double posted, computed;
+  } fields[] = {{"mean_ms", st.mean_ms, want.mean_ms},  {"median_ms", st.median_ms, want.median_ms},
+                {"p90_ms", st.p90_ms, want.p90_ms},     {"p99_ms", st.p99_ms, want.p99_ms},
+                {"min_ms", st.min_ms, want.min_ms},     {"max_ms", st.max_ms, want.max_ms},
+                {"stddev_ms", st.stddev_ms, want.stddev_ms}, {"cv", st.cv, want.cv}};
+  for (const auto& f : fields) {
+    if (!close_enough(f.posted, f.computed)) {
+      return Error::invalid(join_path(path, f.name), "is " + number(f.posted) + " but samples_ms give " +
+                                                         number(f.computed) + " (statistics must match the samples)");
+    }
+  }
+  if (!(st.ci_low_ms >= st.min_ms && st.ci_low_ms <= st.median_ms)) {
+    return Error::invalid(join_path(path, "ci_low_ms"), "must lie between min_ms and median_ms");
+  }
+  if (!(st.ci_high_ms >= st.median_ms && st.ci_high_ms <= st.max_ms)) {
+    return Error::invalid(join_path(path, "ci_high_ms"), "must lie between median_ms and max_ms");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Error> check_posted_result(const JobResult& r, const std::string& path) {
+  const auto at = [&](std::string_view key) { return join_path(path, key); };
+  if (r.status == ResultStatus::kOomImplied) {
+    return Error::invalid(at("status"), "oom_implied is the coordinator's verdict; an agent cannot post it");
+  }
+  if (!has_measurements(r.status)) {
+    const std::string why = std::string("must be absent when status is ") + std::string(to_string(r.status));
+    if (r.stats) return Error::invalid(at("stats"), why);
+    if (!r.samples_ms.empty()) return Error::invalid(at("samples_ms"), why);
+    if (r.stop_reason) return Error::invalid(at("stop_reason"), why);
+  }
+  if (r.status == ResultStatus::kOk && (!r.stats || r.samples_ms.empty())) {
+    return Error::invalid(at(r.stats ? "samples_ms" : "stats"), "is required when status is ok");
+  }
+  if (r.stats && r.samples_ms.empty()) return Error::invalid(at("samples_ms"), "is required with stats");
+  if (r.samples_ms.size() > kMaxResultSamples) {
+    return Error::invalid(at("samples_ms"), "has more than " + std::to_string(kMaxResultSamples) + " samples");
+  }
+  for (std::size_t i = 0; i < r.samples_ms.size(); ++i) {
+    const double v = r.samples_ms[i];
+    if (!(std::isfinite(v) && v >= 0 && v <= kMaxResultMs)) {
+      return Error::invalid(at("samples_ms[" + std::to_string(i) + "]"),
+                            "must be between 0 and " + number(kMaxResultMs) + " ms, got " + number(v));
+    }
+  }
+  if (r.stats) {
+    if (auto err = check_stats(*r.stats, r.samples_ms, at("stats"))) return err;
+  }
+  if (auto err = check_duration(at("first_call_ms"), r.first_call_ms, kMaxResultMs)) return err;
+  if (auto err = check_duration(at("export_s"), r.export_s, kMaxResultMs / 1000)) return err;
+  if (auto err = check_duration(at("load_s"), r.load_s, kMaxResultMs / 1000)) return err;
+  if (r.oom && r.status != ResultStatus::kOom) return Error::invalid(at("oom"), "is only allowed when status is oom");
+  if (r.status == ResultStatus::kOom && !r.oom) return Error::invalid(at("oom"), "is required when status is oom");
+  if (r.signal) {
+    if (r.status != ResultStatus::kCrash) return Error::invalid(at("signal"), "is only allowed when status is crash");
+    if (*r.signal < 1 || *r.signal > 128) return Error::invalid(at("signal"), "must be between 1 and 128");
+  }
+  if (r.memory) {
+    const struct {
+      const char* name;
+      const std::optional<std::int64_t>& v;
+    } fields[] = {{"peak_allocated_bytes", r.memory->peak_allocated_bytes},
+                  {"peak_reserved_bytes", r.memory->peak_reserved_bytes},
+                  {"peak_rss_bytes", r.memory->peak_rss_bytes}};
+    for (const auto& f : fields) {
+      if (f.v && *f.v < 0) return Error::invalid(at("memory." + std::string(f.name)), "must be >= 0");
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace benchfleet

@@ -1,0 +1,126 @@
+// check_posted_result: the nonsense agents could store (issue 16, item 4) is refused with the
+// field named; what a real worker produces passes.
+#include "common/result_checks.h"
+
+#include <gtest/gtest.h>
+
+#include "common/codecs.h"
+#include "common/stats.h"
+
+namespace benchfleet {
+namespace {
+
+using nlohmann::json;
+
+JobResult ok_result(std::vector<double> samples = {1.0, 2.0, 3.0, 4.0, 10.0}) {
+  JobResult r;
+  r.status = ResultStatus::kOk;
+  r.samples_ms = std::move(samples);
+  r.stats = compute_statistics(r.samples_ms);
+  r.first_call_ms = 120.0;
+  r.stop_reason = StopReason::kFixedCount;
+  return r;
+}
+
+std::string field_of(const JobResult& r) {
+  auto err = check_posted_result(r, "result");
+  return err ? err->field : "(accepted)";
+}
+
+TEST(CheckPostedResult, AcceptsWhatAWorkerComputes) {
+  EXPECT_EQ(field_of(ok_result()), "(accepted)");
+  // Through JSON and back (the agent's route) the statistics still match.
+  auto decoded = decode<JobResult>(json(ok_result({0.125, 0.3, 7.77, 1e-3})));
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(field_of(*decoded), "(accepted)");
+
+  JobResult oom;
+  oom.status = ResultStatus::kOom;
+  oom.oom = OomInfo{OomPhase::kWarmup, 1 << 20};
+  oom.memory = MemoryInfo{1, 2, 3};
+  EXPECT_EQ(field_of(oom), "(accepted)");
+  JobResult crash;
+  crash.status = ResultStatus::kCrash;
+  crash.signal = 9;
+  EXPECT_EQ(field_of(crash), "(accepted)");
+}
+
+TEST(CheckPostedResult, RefusesStatisticsTheSamplesDoNotGive) {
+  // Issue 16: mean 5e8 with samples [1, 1, 1].
+  JobResult r = ok_result({1, 1, 1});
+  r.stats->mean_ms = 5e8;
+  r.stats->max_ms = 5e8;
+  auto err = check_posted_result(r, "result");
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->field, "result.stats.mean_ms");
+  EXPECT_NE(err->message.find("samples_ms give 1"), std::string::npos) << err->message;
+
+  // p99 < p90, negative p90 / cv.
+  r = ok_result();
+  std::swap(r.stats->p90_ms, r.stats->p99_ms);
+  EXPECT_EQ(field_of(r), "result.stats.p90_ms");
+  r = ok_result();
+  r.stats->cv = -0.5;
+  EXPECT_EQ(field_of(r), "result.stats.cv");
+  r = ok_result();
+  r.stats->ci_low_ms = -1;
+  EXPECT_EQ(field_of(r), "result.stats.ci_low_ms");
+  r = ok_result();
+  r.stats->iterations = 4;
+  EXPECT_EQ(field_of(r), "result.stats.iterations");
+}
+
+TEST(CheckPostedResult, RefusesHugeOrNegativeFigures) {
+  // Issue 16: mean 1.7e308 (finite, so the decoder let it through).
+  JobResult r = ok_result({1.7e308, 1.7e308});
+  EXPECT_EQ(field_of(r), "result.samples_ms[0]");
+  r = ok_result();
+  r.first_call_ms = -3;
+  EXPECT_EQ(field_of(r), "result.first_call_ms");
+  r = ok_result();
+  r.load_s = 1e12;
+  EXPECT_EQ(field_of(r), "result.load_s");
+  r = ok_result();
+  r.memory = MemoryInfo{-1, std::nullopt, std::nullopt};
+  EXPECT_EQ(field_of(r), "result.memory.peak_allocated_bytes");
+  r = ok_result();
+  r.samples_ms.assign(kMaxResultSamples + 1, 1.0);
+  EXPECT_EQ(field_of(r), "result.samples_ms");
+}
+
+TEST(CheckPostedResult, AllowsOnlyVerdictsAWorkerCanReach) {
+  JobResult r;
+  r.status = ResultStatus::kOomImplied;
+  auto err = check_posted_result(r, "result");
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->field, "result.status");
+  EXPECT_NE(err->message.find("oom_implied"), std::string::npos);
+}
+
+TEST(CheckPostedResult, RefusesMeasurementsOnVerdictsWithout) {
+  for (ResultStatus s : {ResultStatus::kError, ResultStatus::kOom, ResultStatus::kTimeout, ResultStatus::kCrash,
+                         ResultStatus::kUnsupported}) {
+    JobResult r = ok_result();
+    r.status = s;
+    r.oom = s == ResultStatus::kOom ? std::optional<OomInfo>(OomInfo{}) : std::nullopt;
+    EXPECT_EQ(field_of(r), "result.stats") << to_string(s);
+    r.stats.reset();
+    EXPECT_EQ(field_of(r), "result.samples_ms") << to_string(s);
+    r.samples_ms.clear();
+    EXPECT_EQ(field_of(r), "result.stop_reason") << to_string(s);
+  }
+  // invalid ("statistics criteria not met") may carry consistent measurements.
+  JobResult invalid = ok_result();
+  invalid.status = ResultStatus::kInvalid;
+  EXPECT_EQ(field_of(invalid), "(accepted)");
+  JobResult error;
+  error.status = ResultStatus::kError;
+  error.oom = OomInfo{};
+  EXPECT_EQ(field_of(error), "result.oom");
+  error.oom.reset();
+  error.signal = 9;
+  EXPECT_EQ(field_of(error), "result.signal");
+}
+
+}  // namespace
+}  // namespace benchfleet
