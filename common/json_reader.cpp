@@ -6,6 +6,7 @@ namespace benchfleet {
 namespace {
 
 constexpr std::size_t kMaxStringBytes = 64 * 1024;
+constexpr std::size_t kMaxErrorBytes = 400;  // of a parser's message quoted in an Error
 
 std::string type_name(const nlohmann::json& j) { return j.type_name(); }
 
@@ -40,7 +41,15 @@ Result<nlohmann::json> parse_json(std::string_view text, int max_depth) {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    return Error::invalid("", std::string("malformed JSON: ") + e.what());
+    // nlohmann quotes the token it failed in ("last read: '...'"), which may be most of the
+    // text: an unterminated string of a 16 MiB body would come back whole in the answer.
+    std::string what = e.what();
+    if (what.size() > kMaxErrorBytes) {
+      const std::size_t elided = what.size() - kMaxErrorBytes;
+      what = what.substr(0, kMaxErrorBytes - 100) + "[... " + std::to_string(elided) + " bytes elided ...]" +
+             what.substr(what.size() - 100);
+    }
+    return Error::invalid("", "malformed JSON: " + what);
   }
 }
 

@@ -110,6 +110,14 @@ TEST(ParseJson, RefusesDeepNestingAndMalformedText) {
   auto bad = parse_json("{\"a\": ", 32);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("malformed JSON"), std::string::npos);
+
+  // Issue 16: the parser's message quoted the failing token whole, so a 1 MiB unterminated
+  // string came back in the 400's detail.
+  auto unterminated = parse_json("{\"name\": \"" + std::string(1 << 20, 'a'), 32);
+  ASSERT_FALSE(unterminated.ok());
+  EXPECT_LT(unterminated.error().message.size(), 1000u);
+  EXPECT_NE(unterminated.error().message.find("missing closing quote"), std::string::npos)
+      << unterminated.error().message;
 }
 
 json ok_result() {
