@@ -100,13 +100,13 @@ Result<Enrollment> decode_enrollment_answer(std::string_view body) {
 Result<LeaseAnswer> decode_lease_answer(std::string_view body) {
   BF_ASSIGN_OR_RETURN(const nlohmann::json j, parse_object(body, "lease answer"));
   const nlohmann::json known =
-      known_members(j, {"job", "draining", "heartbeat_interval_s", "lease_ttl_s", "long_poll_timeout_s"});
+      known_members(j, {"draining", "heartbeat_interval_s", "lease_ttl_s", "long_poll_timeout_s"});
   LeaseAnswer answer;
   JsonReader r(known, "lease answer");
   read_intervals(r, answer.intervals);
   r.optional("draining", answer.draining);
   BF_RETURN_IF_ERROR(r.finish());
-  if (auto job = known.find("job"); job != known.end() && !job->is_null()) {
+  if (auto job = j.find("job"); job != j.end() && !job->is_null()) {
     BF_ASSIGN_OR_RETURN(answer.job, decode_leased_job(*job, "lease answer.job"));
   }
   return answer;

@@ -4,7 +4,12 @@
 // Real coordinator, agent and workers on loopback.
 #include <gtest/gtest.h>
 
+#include <spawn.h>
+#include <sys/wait.h>
+
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/integration/agent_test_util.h"
@@ -216,6 +221,112 @@ TEST(AgentFaults, SecondSigtermAbortsKillingTheWorkerGroup) {
   EXPECT_TRUE(results_of(coord, run).empty());
   EXPECT_TRUE(a1.spool_entries().empty());
   EXPECT_TRUE(poll_until([&] { return run_of(coord, run)["jobs"]["queued"] == 1; }, 30s)) << run_of(coord, run).dump(1);
+}
+
+// Issue 16, item 6: an agent killed mid-job (kill -9) leaves its worker group running; the
+// agent that starts next kills it (found through its record in <work>/children) before it
+// leases anything, and leaves alone an unrelated process whose pid a record names.
+TEST(AgentFaults, AKilledAgentsOrphanedWorkersAreKilledBeforeTheNextLease) {
+  CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
+  AgentProcess a1(agent_options(coord, "a1", write_fault_config(coord)));
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"}));
+
+  // Batch 7: the fault worker and its helper hang and outlive their agent.
+  const json run = coord.submit(cpu_matrix({kMobilenet}, {7}, {"eager"}, "faulty", 600));
+  std::optional<HangingWorker> orphan;
+  ASSERT_TRUE(poll_until([&] { return (orphan = hanging_worker(a1)).has_value(); }, 120s));
+  a1.kill9();
+  ASSERT_TRUE(process_alive(orphan->pid));
+  ASSERT_TRUE(process_alive(orphan->helper));
+
+  // An unrelated process, and a record naming its pid as a worker's (another start time, no
+  // token in its environment): what a pid reused since looks like.
+  pid_t unrelated = 0;
+  {
+    const char* argv[] = {"/bin/sleep", "120", nullptr};
+    char* envp[] = {nullptr};
+    ASSERT_EQ(::posix_spawn(&unrelated, argv[0], nullptr, nullptr, const_cast<char**>(argv), envp), 0);
+  }
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  std::ofstream(a1.state_dir() + "/work/children/00000000000000000000000000000001.json")
+      << R"({"token": "00000000000000000000000000000001", "pid": )" << unrelated
+      << R"(, "start_ticks": 1, "boot_id": ")" << boot << R"("})";
+
+  const std::size_t log_before = a1.log().size();
+  a1.start();
+  EXPECT_TRUE(poll_until([&] { return !process_alive(orphan->pid) && !process_alive(orphan->helper); }, 30s))
+      << "the orphaned worker group outlived the restart";
+  ASSERT_TRUE(wait_online(coord, {"a1"}));
+  const std::string log = a1.log().substr(log_before);
+  const std::size_t swept = log.find("orphaned process(es)");
+  ASSERT_NE(swept, std::string::npos) << log;
+  const std::size_t leased = log.find("slot cpu: job ");
+  EXPECT_TRUE(leased == std::string::npos || swept < leased) << "leased before the orphans were killed:\n" << log;
+  EXPECT_TRUE(process_alive(unrelated)) << "an unrelated process named by a record was killed";
+  ::kill(unrelated, SIGKILL);
+  ::waitpid(unrelated, nullptr, 0);
+  (void)coord.post(run_url(run) + "/cancel", json::object());
+}
+
+// Issue 16, item 6: what other programs answer is decoded, never trusted. Malformed worker
+// results, exporter metadata and --capabilities answers become error verdicts or a broken
+// build; the agent neither crashes nor stops serving.
+TEST(AgentFaults, MalformedResultsMetadataAndCapabilitiesAreErrorsAndTheAgentServesOn) {
+  CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
+  // badcaps: both programs answer --capabilities with wrong types. badexport: the real
+  // python's --capabilities, and an "exporter" printing malformed metadata by batch.
+  const std::string badcaps = coord.dir() + "/badcaps.sh";
+  std::ofstream(badcaps) << "#!/bin/sh\n"
+                         << R"(echo '{"torch_version": 5, "torch_git": [], "modes": {"cpu": "eager"}, "library_dirs": [1]}')"
+                         << "\n";
+  const std::string badexport = coord.dir() + "/badexport.sh";
+  std::ofstream(badexport)
+      << "#!/bin/sh\n"
+      << "for a in \"$@\"; do [ \"$a\" = --capabilities ] && exec " << BENCHFLEET_TORCH_PYTHON << " \"$@\"; done\n"
+      << "while [ $# -gt 0 ]; do case \"$1\" in --out) out=\"$2\";; --batch) batch=\"$2\";; esac; shift; done\n"
+      << "printf x >\"$out/model.pt\"\n"
+      << "case \"$batch\" in\n"
+      << R"(  1) echo '{"status": "ok", "artifact": "model.pt", "inputs": [], "export_s": "slow"}';;)" << "\n"
+      << R"(  2) echo '{"status": "ok", "artifact": "../../escape", "inputs": []}';;)" << "\n"
+      << R"(  3) echo '{"status": 5, "message": 7}';;)" << "\n"
+      << R"(  *) echo 'not json';;)" << "\n"
+      << "esac\n";
+  std::filesystem::permissions(badcaps, std::filesystem::perms::owner_all);
+  std::filesystem::permissions(badexport, std::filesystem::perms::owner_all);
+  const std::string config = write_fault_config(coord);
+  std::ofstream(config, std::ios::app) << "  - {name: badcaps, python: " << badcaps << ", worker: " << badcaps << "}\n"
+                                       << "  - {name: badexport, python: " << badexport
+                                       << ", worker: " << BENCHFLEET_WORKER_BIN << "}\n";
+  AgentProcess a1(agent_options(coord, "a1", config));
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"})) << a1.log_tail();
+
+  const json bad_result = coord.submit(cpu_matrix({kMobilenet}, {9}, {"eager"}, "faulty"));
+  const json bad_export = coord.submit(cpu_matrix({kMobilenet}, {1, 2, 3, 4}, {"eager"}, "badexport"));
+  const json bad_caps = coord.submit(cpu_matrix({kMobilenet}, {1}, {"eager"}, "badcaps"));
+  for (const json* run : {&bad_result, &bad_export, &bad_caps}) {
+    ASSERT_TRUE(wait_run_state(coord, *run, "done")) << run_of(coord, *run).dump(1) << a1.log_tail();
+    for (const auto& r : results_of(coord, *run)) {
+      EXPECT_EQ(r["result"].value("status", ""), "error") << r.dump(1);
+    }
+  }
+  const auto result_error = results_of(coord, bad_result).at(0)["result"].value("error", "");
+  EXPECT_NE(result_error.find("without a readable result"), std::string::npos) << result_error;
+  for (const auto& r : results_of(coord, bad_export)) {
+    EXPECT_NE(r["result"].value("error", "").find("exporter's answer is unusable"), std::string::npos) << r.dump(1);
+  }
+  const auto caps_error = results_of(coord, bad_caps).at(0)["result"].value("error", "");
+  EXPECT_NE(caps_error.find("--capabilities answer is unusable"), std::string::npos) << caps_error;
+
+  // Still serving: a good job is measured.
+  const json good = coord.submit(cpu_matrix({kMobilenet}, {1}, {"eager"}));
+  ASSERT_TRUE(wait_run_state(coord, good, "done")) << run_of(coord, good).dump(1);
+  // Measured by the real worker: ok, or invalid when this loaded box misses the CI target.
+  const std::string good_status = results_of(coord, good).at(0)["result"].value("status", "");
+  EXPECT_TRUE(good_status == "ok" || good_status == "invalid") << good_status;
+  EXPECT_TRUE(a1.running());
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 //            helper into its own process group, and both sleep ignoring SIGTERM, so only a
 //            SIGKILL of the group ends them (each also leaves by itself once orphaned, or after
 //            10 minutes, so a killed test leaves nothing behind);
+//   batch 7: hangs like batch 5 but outlives its agent (a kill -9 of the agent leaves it, as an
+//            orphan on the GPU, for the next agent to find), for at most 2 minutes;
+//   batch 9: writes a malformed result file (wrong types) and exits 0;
 //   anything else (and --capabilities, and an unreadable job): execs the real worker
 //            (BENCHFLEET_REAL_WORKER_BIN) with the same arguments.
 #include <signal.h>
@@ -28,6 +31,9 @@ namespace {
 
 constexpr int kCrashBatch = 3;
 constexpr int kHangBatch = 5;
+constexpr int kOrphanBatch = 7;
+constexpr int kMalformedResultBatch = 9;
+constexpr auto kOrphanLimit = std::chrono::minutes(2);
 constexpr auto kHangLimit = std::chrono::minutes(10);
 
 [[noreturn]] void exec_real_worker(int argc, char** argv) {
@@ -73,12 +79,27 @@ int main(int argc, char** argv) {
     ::raise(SIGSEGV);
     return 1;  // not reached
   }
-  if (batch == kHangBatch) {
+  if (batch == kMalformedResultBatch) {
+    std::string out_path;
+    for (int i = 1; i + 1 < argc; ++i) {
+      if (std::strcmp(argv[i], "--out") == 0) out_path = argv[i + 1];
+    }
+    std::ofstream(out_path) << R"({"status": "ok", "stats": {"mean_ms": "fast"}, "samples_ms": "many"})";
+    return 0;
+  }
+  if (batch == kHangBatch || batch == kOrphanBatch) {
+    const bool outlive = batch == kOrphanBatch;
     ::signal(SIGTERM, SIG_IGN);  // inherited by the helper
     const pid_t self = ::getpid();
-    const pid_t parent = ::getppid();
+    const pid_t parent = outlive ? 0 : ::getppid();
     const pid_t helper = ::fork();
-    if (helper == 0) hang(self);
+    if (helper == 0) {
+      if (outlive) {
+        std::this_thread::sleep_for(kOrphanLimit);
+        ::_exit(7);
+      }
+      hang(self);
+    }
     const std::string pid_file = (std::filesystem::path(job_path).parent_path() / "fault-worker.pid").string();
     {
       std::ofstream(pid_file + ".tmp") << self << " " << helper << "\n";
@@ -87,6 +108,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "benchfleet-fault-worker: %s batch %d: hanging on purpose (pid %d, helper %d)\n",
                  model.c_str(), batch, static_cast<int>(self), static_cast<int>(helper));
     std::fflush(stderr);
+    if (outlive) {
+      std::this_thread::sleep_for(kOrphanLimit);
+      ::_exit(7);
+    }
     hang(parent);
   }
   exec_real_worker(argc, argv);
