@@ -278,7 +278,7 @@ fi
   fail "the coordinator's state directory is not owned by $coordinator_user"
 [ "$(in_ns stat -c %U "$prefix/var/lib/benchfleet-agent")" = "$agent_user" ] ||
   fail "the agent's state directory is not owned by $agent_user"
-grep -q '^KillMode=process$' "$units/benchfleet-agent.service" || fail "the agent unit lacks KillMode=process"
+grep -q '^KillMode=mixed$' "$units/benchfleet-agent.service" || fail "the agent unit lacks KillMode=mixed"
 for unit in benchfleet-coordinator benchfleet-agent; do
   for key in NoNewPrivileges=true ProtectSystem=strict PrivateTmp=true ProtectHome=true Restart=on-failure; do
     grep -qx "$key" "$units/$unit.service" || fail "$unit.service lacks $key"
