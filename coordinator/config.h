@@ -31,7 +31,7 @@ struct CoordinatorConfig {
   std::int64_t max_cells = 100'000;
   std::int64_t max_body_bytes = 16 << 20;  // results; other routes are held lower (api.cpp)
   // Connections served at once (agents' long-polls included); beyond: 503 with Retry-After.
-  int max_connections = 512;
+  int max_connections = 2048;
   // Request bodies held at once across connections; a request that would go beyond gets 503.
   std::int64_t max_inflight_body_bytes = std::int64_t{64} << 20;
   std::int64_t max_header_bytes = 16 << 10;

@@ -1,4 +1,5 @@
 // benchfleet-coordinator: a thin main over the coordinator library (see --help).
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -100,6 +101,21 @@ int run(int argc, char** argv) {
   if (!store.ok()) {
     spdlog::error("cannot open the store: {}", store.error().message);
     return 1;
+  }
+
+  // max_connections bounds the sockets, not the soft open-file limit (often 1024): raise it to
+  // the hard limit, and say so when the bound still cannot be reached.
+  if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    if (files.rlim_cur < files.rlim_max) {
+      files.rlim_cur = files.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &files);
+      ::getrlimit(RLIMIT_NOFILE, &files);
+    }
+    if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < static_cast<rlim_t>(config.max_connections) + 64) {
+      spdlog::warn("the open-file limit ({}) is below max_connections ({}) + 64: connections beyond it wait in the "
+                   "listen backlog instead of getting 503",
+                   static_cast<unsigned long long>(files.rlim_cur), config.max_connections);
+    }
   }
 
   auto endpoint = http::parse_listen_address(config.listen);

@@ -35,7 +35,7 @@ struct ServerLimits {
   // Connections served at once (long-polls included); 0: unbounded. A connection beyond the
   // bound is answered at once with 503 problem+json, "Retry-After: 1" and "Connection: close",
   // without its request being read; beyond twice the bound it is closed at accept unanswered.
-  std::size_t max_connections = 512;
+  std::size_t max_connections = 2048;
   // Request bodies held at once across connections (being read or handled), each counted by its
   // Content-Length (a chunked one by its route's limit); 0: unbounded. A request that would go
   // beyond is answered 503 with "Retry-After: 1" without its body being read. One body is always

@@ -82,7 +82,7 @@ TEST(CoordinatorConfig, UsageErrorsExitNonZeroAndHelpExitsZero) {
 TEST(CoordinatorConfig, ConnectionAndInFlightBodyBoundsAreOptions) {
   auto defaults = parse({});
   ASSERT_TRUE(defaults.ok()) << defaults.error().describe();
-  EXPECT_EQ(defaults->config.max_connections, 512);
+  EXPECT_EQ(defaults->config.max_connections, 2048);
   EXPECT_EQ(defaults->config.max_inflight_body_bytes, std::int64_t{64} << 20);
   auto set = parse({"--max-connections", "3", "--max-inflight-body-bytes", "4096"});
   ASSERT_TRUE(set.ok()) << set.error().describe();
