@@ -174,7 +174,7 @@ TEST(CoordinatorLease, DuplicateResultIsAcknowledgedAndDifferentOneRefused) {
 
   expect_conflict(agent.post_result(*lease, ok_result(99.0)), "result_mismatch");
 
-  const json results = coord.get_json(run_url(run) + "/results");
+  const json results = coord.get_json(run_url(run) + "/results?samples=true");
   ASSERT_EQ(results["results"].size(), 1u) << results.dump();
   EXPECT_EQ(results["results"][0]["id"], stored_body["result_id"]);
   EXPECT_EQ(results["results"][0]["result"], result);

@@ -72,12 +72,17 @@ std::string write_two_builds_config(const CoordinatorProcess& coord, const std::
 // (build, runtime, mode, model) -> the result row of each job of the run.
 using CellKey = std::tuple<std::string, std::string, std::string, std::string>;
 std::map<CellKey, json> results_by_cell(CoordinatorProcess& coord, const json& run) {
-  const json page = coord.get_json(run_url(run) + "/results?limit=1000");  // with samples
+  // With samples a page holds at most 10 results: follow the cursor.
   std::map<CellKey, json> out;
-  for (const auto& r : page.at("results")) {
-    const json& s = r.at("job");
-    out[{s.value("torch_build", ""), s.value("runtime", ""), s.value("mode", ""), s.value("model", "")}] = r;
-  }
+  std::string cursor;
+  do {
+    const json page = coord.get_json(run_url(run) + "/results?samples=true" + (cursor.empty() ? "" : "&cursor=" + cursor));
+    for (const auto& r : page.at("results")) {
+      const json& s = r.at("job");
+      out[{s.value("torch_build", ""), s.value("runtime", ""), s.value("mode", ""), s.value("model", "")}] = r;
+    }
+    cursor = page.value("next_cursor", json()).is_string() ? page["next_cursor"].get<std::string>() : "";
+  } while (!cursor.empty());
   return out;
 }
 

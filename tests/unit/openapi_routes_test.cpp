@@ -251,7 +251,7 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   beat["leases"] = json::array({held});
   beat["draining"] = false;
   EXPECT_EQ(call(verb::post, agent + "/heartbeat", beat, token).status, 200u);
-  json result = {{"lease_id", lease_id}, {"attempt", job["attempt"]}, {"result", full_result(ResultStatus::kOk)}};
+  json result = {{"lease_id", lease_id}, {"attempt", job["attempt"]}, {"result", posted_result(ResultStatus::kOk)}};
   EXPECT_EQ(call(verb::post, job_url + "/result", json{{"lease_id", lease_id}}, token).status, 400u);
   EXPECT_EQ(call(verb::post, job_url + "/result", result, token).status, 201u);
   EXPECT_EQ(call(verb::post, job_url + "/result", result, token).status, 200u);
@@ -271,7 +271,7 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   const json job2 = leased2.parsed["job"];
   EXPECT_EQ(
       call(verb::post, "/api/v1/jobs/" + std::to_string(job2["id"].get<std::int64_t>()) + "/result",
-           json{{"lease_id", job2["lease_id"]}, {"attempt", 1}, {"result", full_result(ResultStatus::kOom)}}, token)
+           json{{"lease_id", job2["lease_id"]}, {"attempt", 1}, {"result", posted_result(ResultStatus::kOom)}}, token)
           .status,
       201u);
 

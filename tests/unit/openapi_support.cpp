@@ -1,5 +1,7 @@
 #include "tests/unit/openapi_support.h"
 
+#include "common/stats.h"
+
 #include <algorithm>
 #include <regex>
 
@@ -229,6 +231,21 @@ JobResult full_result(ResultStatus status) {
   r.memory = MemoryInfo{1, 2, 3};
   r.environment = {{"torch_version", "2.11.0+cu130"}, {"cuda", 13.0}};
   r.telemetry = {{"sm_clock_mhz", 1410}, {"throttled", false}};
+  return r;
+}
+
+JobResult posted_result(ResultStatus status) {
+  JobResult r = full_result(status);
+  if (status != ResultStatus::kOk) {
+    r.stats.reset();
+    r.samples_ms.clear();
+    r.stop_reason.reset();
+  } else {
+    r.stats = compute_statistics(r.samples_ms);
+    r.error.reset();
+  }
+  if (status != ResultStatus::kOom) r.oom.reset();
+  if (status != ResultStatus::kCrash) r.signal.reset();
   return r;
 }
 

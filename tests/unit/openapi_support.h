@@ -62,5 +62,9 @@ TorchBuildDescriptor full_build();
 AgentDescriptor full_agent();
 MatrixSpec full_matrix();
 JobResult full_result(ResultStatus status);
+// A result an agent may post with `status`: the fields a worker reaches for it (statistics
+// recomputed from the samples for ok, the OOM info for oom, ...), as the coordinator's ingest
+// checks require (common/result_checks.h).
+JobResult posted_result(ResultStatus status);
 
 }  // namespace benchfleet::testing

@@ -429,13 +429,28 @@ TEST_F(StoreTest, ReleaseRequeuesAtOnceAndOnlyForTheHolder) {
   EXPECT_EQ(again.attempt, 2);
 }
 
-TEST_F(StoreTest, ASlotAskingAgainReleasesWhatItHeld) {
+TEST_F(StoreTest, ASlotAskingAgainGetsItsUnacknowledgedLeaseAgain) {
   const auto a = enroll("a");
   submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
-  const auto g1 = lease(a);  // e.g. the agent restarted and lost its worker
+  const auto g1 = lease(a);  // the answer may never have reached the agent: it polls again
   const auto g2 = lease(a);
   EXPECT_EQ(g2.job_id, g1.job_id);
+  EXPECT_EQ(g2.lease_id, g1.lease_id) << "the same lease, handed over again";
+  EXPECT_EQ(g2.attempt, 1) << "a retried poll burns no attempt";
+  EXPECT_TRUE(g2.redelivered);
+  EXPECT_EQ(store_->renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kActive);
+}
+
+TEST_F(StoreTest, ASlotAskingAgainReleasesWhatItAcknowledged) {
+  const auto a = enroll("a");
+  submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  const auto g1 = lease(a);
+  ASSERT_EQ(store_->renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kActive);  // acknowledged
+  const auto g2 = lease(a);  // e.g. the agent restarted and lost its worker
+  EXPECT_EQ(g2.job_id, g1.job_id);
+  EXPECT_NE(g2.lease_id, g1.lease_id);
   EXPECT_EQ(g2.attempt, 2);
+  EXPECT_FALSE(g2.redelivered);
   EXPECT_EQ(store_->renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kLost);
 }
 

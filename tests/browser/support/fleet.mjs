@@ -151,13 +151,21 @@ export function okResult(meanMs, { medianMs = meanMs, n = 9, ciHalf, env = {} } 
   const h = ciHalf ?? medianMs * 0.02;
   const ciLow = Math.max(min, Math.min(medianMs, medianMs - h));
   const ciHigh = Math.min(Math.max(max, medianMs), medianMs + h);
+  // Percentiles as common/stats.cpp computes them (linear between the two nearest ranks): the
+  // coordinator recomputes a posted result's statistics from its samples and refuses a mismatch.
+  const percentile = (q) => {
+    const h = (samples.length - 1) * q;
+    const lo = Math.floor(h);
+    const hi = Math.min(lo + 1, samples.length - 1);
+    return samples[lo] + (h - lo) * (samples[hi] - samples[lo]);
+  };
   const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
   const stddev = Math.sqrt(samples.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, samples.length - 1));
   return {
     status: "ok",
     stats: {
-      mean_ms: meanMs, median_ms: medianMs, p90_ms: samples[Math.floor(0.9 * (n - 1))],
-      p99_ms: samples[n - 1], min_ms: min, max_ms: max, stddev_ms: stddev, cv: stddev / meanMs,
+      mean_ms: meanMs, median_ms: medianMs, p90_ms: percentile(0.9),
+      p99_ms: percentile(0.99), min_ms: min, max_ms: max, stddev_ms: stddev, cv: stddev / meanMs,
       ci_low_ms: ciLow, ci_high_ms: ciHigh, iterations: n,
     },
     samples_ms: samples,
