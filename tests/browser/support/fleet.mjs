@@ -58,7 +58,8 @@ export class Api {
     let cursor = null;
     do {
       const q = cursor ? `&cursor=${cursor}` : "";
-      const page = await this.getJson(`/api/v1/runs/${id}/results?limit=1000${q}`);
+      // Samples are listed only when asked for, at most 10 results a page then.
+      const page = await this.getJson(`/api/v1/runs/${id}/results?samples=true${q}`);
       all.push(...page.results);
       cursor = page.next_cursor;
     } while (cursor);
@@ -120,15 +121,27 @@ export class Agent {
       { lease_id: lease.lease_id, attempt: lease.attempt, result }, this.token);
   }
 
+  // Renews (and so acknowledges) the given leases, as an agent's heartbeat does.
+  async heartbeat(leases) {
+    return this.api.postJson(`/api/v1/agents/${this.id}/heartbeat`,
+      { leases: leases.map((l) => ({ job_id: l.id, lease_id: l.lease_id })), draining: false }, this.token);
+  }
+
   // Leases jobs for `slot` until there is none or `limit` were answered; `answer(spec, lease)`
-  // gives the result body (or null to leave the job leased). Returns the leases answered.
+  // gives the result body (or null to abandon the job: it is acknowledged by a heartbeat, so
+  // the slot's next poll gives it up, as a restarted agent's would, instead of getting it
+  // again). Returns the leases answered.
   async finish(slot, answer, limit = Infinity) {
     const done = [];
     while (done.length < limit) {
       const lease = await this.lease(slot);
       if (!lease) break;
       const result = answer(lease.spec, lease);
-      if (result === null) { done.push({ lease, result: null }); continue; }
+      if (result === null) {
+        await this.heartbeat([lease]);
+        done.push({ lease, result: null });
+        continue;
+      }
       const stored = await this.post(lease, result);
       done.push({ lease, result, stored });
     }
