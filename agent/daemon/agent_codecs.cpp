@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -17,6 +18,7 @@ constexpr int kMaxIntervalS = 3600;
 constexpr int kMaxLongPollS = 300;
 constexpr int kMaxJobTimeoutS = 7 * 24 * 3600;
 constexpr std::size_t kMaxLeaseIdBytes = 256;
+constexpr std::size_t kMaxTokenBytes = 1024;
 constexpr std::size_t kMaxMessageBytes = 4096;
 
 Result<nlohmann::json> parse_object(std::string_view text, const std::string& what) {
@@ -24,6 +26,14 @@ Result<nlohmann::json> parse_object(std::string_view text, const std::string& wh
   if (!j.ok()) return Error::invalid(what, j.error().message);
   if (!j->is_object()) return Error::invalid(what, std::string("must be a JSON object, got ") + j->type_name());
   return j;
+}
+
+// The agent token goes into every request's Authorization header: visible ASCII only, so a
+// hostile answer cannot end the header and add others ("\r\n"), and short enough for the
+// coordinator's header limit.
+bool is_header_token(const std::string& token) {
+  if (token.empty() || token.size() > kMaxTokenBytes) return false;
+  return std::all_of(token.begin(), token.end(), [](char c) { return c > ' ' && c < 0x7f; });
 }
 
 // The intervals members of an answer (each optional: the defaults stand when missing).
@@ -92,7 +102,8 @@ Result<Enrollment> decode_enrollment_answer(std::string_view body) {
   r.required("agent_token", e.token);
   read_intervals(r, e.intervals);
   r.check(e.agent_id > 0, "agent_id", "must be > 0");
-  r.check(!e.token.empty(), "agent_token", "must not be empty");
+  r.check(is_header_token(e.token), "agent_token",
+          "must be 1 to " + std::to_string(kMaxTokenBytes) + " visible ASCII characters");
   BF_RETURN_IF_ERROR(r.finish());
   return e;
 }
@@ -100,13 +111,17 @@ Result<Enrollment> decode_enrollment_answer(std::string_view body) {
 Result<LeaseAnswer> decode_lease_answer(std::string_view body) {
   BF_ASSIGN_OR_RETURN(const nlohmann::json j, parse_object(body, "lease answer"));
   const nlohmann::json known =
-      known_members(j, {"draining", "heartbeat_interval_s", "lease_ttl_s", "long_poll_timeout_s"});
+      known_members(j, {"job", "draining", "heartbeat_interval_s", "lease_ttl_s", "long_poll_timeout_s"});
   LeaseAnswer answer;
   JsonReader r(known, "lease answer");
+  // `job` (null when there is no work) and `draining` are always sent: an object without them
+  // (a problem document sent with 200, a proxy's page) is not "no work".
+  std::optional<nlohmann::json> job;  // an object, or null
+  r.required("job", job);
+  r.required("draining", answer.draining);
   read_intervals(r, answer.intervals);
-  r.optional("draining", answer.draining);
   BF_RETURN_IF_ERROR(r.finish());
-  if (auto job = j.find("job"); job != j.end() && !job->is_null()) {
+  if (job) {
     BF_ASSIGN_OR_RETURN(answer.job, decode_leased_job(*job, "lease answer.job"));
   }
   return answer;
@@ -118,8 +133,8 @@ Result<HeartbeatAnswer> decode_heartbeat_answer(std::string_view body, std::size
   HeartbeatAnswer out;
   JsonReader r(known, "heartbeat answer");
   std::vector<nlohmann::json> leases;  // objects: decode_value(json&) accepts objects only
-  r.optional("leases", leases);
-  r.optional("drain", out.drain);
+  r.required("leases", leases);
+  r.required("drain", out.drain);
   r.check(leases.size() == sent, "leases", "must list the " + std::to_string(sent) + " lease(s) sent");
   BF_RETURN_IF_ERROR(r.finish());
   for (std::size_t i = 0; i < leases.size(); ++i) {
@@ -127,6 +142,9 @@ Result<HeartbeatAnswer> decode_heartbeat_answer(std::string_view body, std::size
     const nlohmann::json lease = known_members(leases[i], {"state"});
     JsonReader lr(lease, "heartbeat answer.leases[" + std::to_string(i) + "]");
     lr.required("state", state);
+    // An unknown state is an unreadable answer, not a lost lease: it must not stop a job.
+    lr.check(state == "active" || state == "lost" || state == "cancelled", "state",
+             "must be active, lost or cancelled");
     BF_RETURN_IF_ERROR(lr.finish());
     out.leases.push_back(state == "active" ? Renewal::kActive
                          : state == "cancelled" ? Renewal::kCancelled
@@ -147,7 +165,12 @@ Renewal decode_conflict(std::string_view body) {
 Result<ExporterAnswer> decode_exporter_metadata(const nlohmann::json& j) {
   const std::string what = "exporter answer";
   if (!j.is_object()) return Error::invalid(what, std::string("must be a JSON object, got ") + j.type_name());
-  const nlohmann::json known = known_members(j, {"status", "artifact", "inputs", "export_s", "inductor_cache"});
+  // A failure's other members are not read: only its message explains it (an export_s of a
+  // failed export is no reason to lose that message as "not a known field").
+  const auto status = j.find("status");
+  const bool ok = status != j.end() && *status == "ok";
+  const nlohmann::json known = ok ? known_members(j, {"status", "artifact", "inputs", "export_s", "inductor_cache"})
+                                  : known_members(j, {"status"});
   ExporterAnswer out;
   JsonReader r(known, what);
   r.required("status", out.status);

@@ -30,18 +30,20 @@ namespace benchfleet::agent {
 // object, so the reader reports the wrong type).
 nlohmann::json known_members(const nlohmann::json& j, std::initializer_list<std::string_view> known);
 
-// POST /agents/enroll 201 body: agent_id > 0, a non-empty agent_token, the intervals.
+// POST /agents/enroll 201 body: agent_id > 0, an agent_token of 1 to 1024 visible ASCII
+// characters (it goes into a header), the intervals (each optional, within bounds).
 Result<Enrollment> decode_enrollment_answer(std::string_view body);
 
-// POST /agents/{id}/lease 200 body: the intervals, draining, and job (null or a whole lease).
+// POST /agents/{id}/lease 200 body: job (required: null or a whole lease), draining (required),
+// the intervals (optional).
 Result<LeaseAnswer> decode_lease_answer(std::string_view body);
 
 struct HeartbeatAnswer {
   std::vector<Renewal> leases;  // one per lease sent, in order ("active", "cancelled", else lost)
   bool drain = false;           // an operator drains this agent
 };
-// POST /agents/{id}/heartbeat 200 body; `sent` is how many leases the request listed (the
-// answer must list as many).
+// POST /agents/{id}/heartbeat 200 body: leases and drain (both required); `sent` is how many
+// leases the request listed (the answer must list as many, each with a known state).
 Result<HeartbeatAnswer> decode_heartbeat_answer(std::string_view body, std::size_t sent);
 
 // A 409 answer to progress: kCancelled when its problem says reason "cancelled", else kLost.
