@@ -476,6 +476,114 @@ TEST_F(StoreTest, AnAgentsOwnDrainIsApartFromTheOperators) {
   EXPECT_TRUE(store_->lease(a, "gpu0").value().grant.has_value());
 }
 
+// ---- withdraw_lease and drain: a grant that never reached a draining agent -------------------
+
+TEST_F(StoreTest, ALeaseWithdrawnWhileTheAgentDrainsIsQueuedAgainAtTheSameAttempt) {
+  const auto a = enroll("a");
+  const auto b = enroll("b");
+  const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  int woken = 0;
+  store_->on_work_available([&] { ++woken; });
+  const auto g = lease(a);
+  ASSERT_EQ(g.attempt, 1);
+  ASSERT_TRUE(store_->set_self_draining(a, true).ok());  // SIGTERM while the answer was on its way
+  woken = 0;
+  EXPECT_TRUE(store_->withdraw_lease(a, {g.job_id, g.lease_id}).value());
+  EXPECT_EQ(woken, 1) << "waiting polls are woken: the job is queued again";
+  const auto job = store_->list_jobs(run, std::nullopt, 10).value().rows.at(0);
+  EXPECT_EQ(job.status, JobStatus::kQueued);
+  EXPECT_EQ(job.attempt, 0) << "the withdrawn attempt is undone, not counted";
+  EXPECT_FALSE(job.agent_name) << "nobody holds it";
+  // The withdrawn lease is stale; the job goes to the next poll at attempt 1 again.
+  EXPECT_EQ(store_->renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kLost);
+  EXPECT_EQ(store_->record_result(a, {g.job_id, g.lease_id}, 1, ok_result(1)).value().kind, RecordKind::kLost);
+  const auto again = lease(b);
+  EXPECT_EQ(again.job_id, g.job_id);
+  EXPECT_EQ(again.attempt, 1);
+  EXPECT_NE(again.lease_id, g.lease_id);
+  EXPECT_EQ(store_->record_result(b, {again.job_id, again.lease_id}, 1, ok_result(1)).value().kind, RecordKind::kStored);
+}
+
+TEST_F(StoreTest, WithdrawingTheLastAttemptsLeaseUnderDrainDoesNotFailTheJob) {
+  const auto a = enroll("a");
+  const auto b = enroll("b");
+  const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  const auto g1 = lease(a);
+  clock_.advance_ms(options_.lease_ttl_ms);
+  ASSERT_EQ(store_->expire_leases().value(), 1);
+  const auto g2 = lease(b);  // max_attempts is 2: this is the job's last attempt
+  ASSERT_EQ(g2.attempt, 2);
+  ASSERT_TRUE(store_->set_draining(b, true).ok());
+  EXPECT_TRUE(store_->withdraw_lease(b, {g2.job_id, g2.lease_id}).value());
+  EXPECT_EQ(store_->get_run(run).value().jobs_by_status[JobStatus::kQueued], 1) << "not failed";
+  const auto g3 = lease(a);
+  EXPECT_EQ(g3.job_id, g1.job_id);
+  EXPECT_EQ(g3.attempt, 2) << "the withdrawn attempt was not burned";
+}
+
+TEST_F(StoreTest, ADrainingAgentsPollWithdrawsItsUnacknowledgedLeaseAndGetsNothingNew) {
+  const auto a = enroll("a");
+  const auto b = enroll("b");
+  const auto run = submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager});
+  const auto g = store_->lease(a, "gpu0", std::string("poll-1")).value().grant.value();
+  ASSERT_TRUE(store_->set_self_draining(a, true).ok());
+  // Even the retry of the very poll that got it: a draining agent would only give it back.
+  for (const auto& request_id : {std::optional<std::string>("poll-1"), std::optional<std::string>()}) {
+    auto answer = store_->lease(a, "gpu0", request_id).value();
+    EXPECT_FALSE(answer.grant) << "a draining agent is granted nothing";
+    EXPECT_TRUE(answer.draining);
+  }
+  auto info = store_->get_run(run).value();
+  EXPECT_EQ(info.jobs_by_status[JobStatus::kQueued], 2) << "its lease was withdrawn, the other job left alone";
+  EXPECT_FALSE(store_->withdraw_lease(a, {g.job_id, g.lease_id}).value()) << "already withdrawn";
+  EXPECT_TRUE(store_->get_agent(a).value().leases.empty());
+  const auto next = lease(b);
+  EXPECT_EQ(next.attempt, 1);
+  ASSERT_TRUE(store_->set_self_draining(a, false).ok());  // restarted: serves again
+  EXPECT_EQ(lease(a).attempt, 1);
+}
+
+TEST_F(StoreTest, WithdrawingAnAcknowledgedOrForeignLeaseDoesNothing) {
+  const auto a = enroll("a");
+  const auto b = enroll("b");
+  const auto run = submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager});
+  const auto renewed = lease(a);
+  const auto beaten = lease(b);
+  ASSERT_EQ(store_->renew(a, {renewed.job_id, renewed.lease_id}).value().state, LeaseState::kActive);
+  ASSERT_EQ(store_->heartbeat(b, {{beaten.job_id, beaten.lease_id}}).value().at(0).state, LeaseState::kActive);
+  ASSERT_TRUE(store_->set_draining(a, true).ok());
+  ASSERT_TRUE(store_->set_self_draining(b, true).ok());
+  int woken = 0;
+  store_->on_work_available([&] { ++woken; });
+  for (const auto& [agent, g] : {std::pair{a, renewed}, std::pair{b, beaten}}) {
+    EXPECT_FALSE(store_->withdraw_lease(agent, {g.job_id, g.lease_id}).value()) << "acknowledged: it reached its agent";
+    EXPECT_EQ(store_->renew(agent, {g.job_id, g.lease_id}).value().state, LeaseState::kActive) << "still held";
+  }
+  EXPECT_FALSE(store_->withdraw_lease(b, {renewed.job_id, renewed.lease_id}).value()) << "not b's lease";
+  EXPECT_FALSE(store_->withdraw_lease(a, {renewed.job_id, "other"}).value());
+  EXPECT_FALSE(store_->withdraw_lease(a, {999, renewed.lease_id}).value());
+  EXPECT_EQ(woken, 0);
+  const auto info = store_->get_run(run).value();
+  EXPECT_EQ(info.jobs_by_status.at(JobStatus::kRunning), 2) << "both still running";
+  // The draining agents finish their jobs: each result is stored at attempt 1.
+  EXPECT_EQ(store_->record_result(a, {renewed.job_id, renewed.lease_id}, 1, ok_result(1)).value().kind,
+            RecordKind::kStored);
+  EXPECT_EQ(store_->record_result(b, {beaten.job_id, beaten.lease_id}, 1, ok_result(2)).value().kind,
+            RecordKind::kStored);
+  EXPECT_FALSE(store_->withdraw_lease(a, {renewed.job_id, renewed.lease_id}).value()) << "ended";
+  EXPECT_EQ(store_->get_run(run).value().state, "done");
+}
+
+TEST_F(StoreTest, WithdrawingALeaseOfACancelledRunDoesNothing) {
+  const auto a = enroll("a");
+  const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  const auto g = lease(a);
+  ASSERT_TRUE(store_->set_self_draining(a, true).ok());
+  ASSERT_EQ(store_->cancel_run(run).value().cancelled_jobs, 1);
+  EXPECT_FALSE(store_->withdraw_lease(a, {g.job_id, g.lease_id}).value());
+  EXPECT_EQ(store_->get_run(run).value().jobs_by_status.at(JobStatus::kCancelled), 1) << "not queued again";
+}
+
 // ---- list_jobs: the dashboard's progress grid -----------------------------------------------
 
 TEST_F(StoreTest, ListJobsFollowsLeasesAndVerdicts) {
