@@ -103,13 +103,14 @@ Result<std::pair<std::vector<Renewal>, bool>> CoordinatorClient::heartbeat(const
   return std::make_pair(std::move(answer->leases), answer->drain);
 }
 
-Result<Upload> CoordinatorClient::upload(const SpoolEntry& e) {
+Result<UploadAnswer> CoordinatorClient::upload(const SpoolEntry& e) {
   const auto [id, token] = credentials_.get();
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/jobs/" + std::to_string(e.job_id) + "/result",
                                    {{"lease_id", e.lease_id}, {"attempt", e.attempt}, {"result", e.result}}, token,
                                    60s));
-  if (r.status == 200 || r.status == 201) return Upload::kAcknowledged;
-  if (r.status == 409 || r.status == 404) return Upload::kRefused;
+  if (r.status == 200 || r.status == 201) return UploadAnswer{Upload::kAcknowledged, ""};
+  if (r.status == 409 || r.status == 404) return UploadAnswer{Upload::kRefused, r.problem_detail()};
+  if (r.status == 400 || r.status == 413) return UploadAnswer{Upload::kInvalid, r.problem_detail()};
   return http::error_for_response(r, "result upload");
 }
 

@@ -66,6 +66,13 @@ enum class Renewal { kActive, kLost, kCancelled };
 enum class Upload {
   kAcknowledged,  // stored, or an identical copy was: remove it from the spool
   kRefused,       // 409 (stale lease, cancelled run, different result) or 404: retrying cannot help
+  kInvalid,       // 400 or 413: the coordinator will never accept this body (its checks refuse the
+                  // result, or it is over max_body_bytes); post an error verdict in its place
+};
+
+struct UploadAnswer {
+  Upload outcome = Upload::kAcknowledged;
+  std::string detail;  // the coordinator's problem detail for kRefused and kInvalid
 };
 
 struct HeartbeatLease {
@@ -87,7 +94,7 @@ class CoordinatorClient {
   Result<Renewal> progress(std::int64_t job_id, const std::string& lease_id, std::string_view phase);
   // Renews the listed leases; returns the state of each and whether the coordinator drains us.
   Result<std::pair<std::vector<Renewal>, bool>> heartbeat(const std::vector<HeartbeatLease>& leases, bool draining);
-  Result<Upload> upload(const SpoolEntry& entry);
+  Result<UploadAnswer> upload(const SpoolEntry& entry);
   // Gives a lease back unfinished (abort): the coordinator requeues the job at once.
   Status release(std::int64_t job_id, const std::string& lease_id);
 

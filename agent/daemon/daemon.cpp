@@ -248,14 +248,32 @@ struct Daemon::State {
     return credentials.valid();
   }
 
-  // Uploads one spooled result until acknowledged or refused (then removes it), or abort.
-  void upload(const SpoolEntry& entry) {
+  // Uploads one spooled result until acknowledged or refused (then removes it), or abort. A
+  // result the coordinator will never accept (400: its checks refuse it; 413: too big) is replaced,
+  // in the spool too, by an error verdict saying why, so the job ends visibly instead of the
+  // upload being retried forever; if even that is refused, the entry is dropped.
+  void upload(SpoolEntry entry) {
     CoordinatorClient client(config.coordinator, credentials);
     Backoff backoff;
+    bool replaced = false;
     while (!aborting()) {
       auto r = client.upload(entry);
+      if (r.ok() && r->outcome == Upload::kInvalid && !replaced) {
+        spdlog::error("job {}: the coordinator refused the worker's result as invalid: {}; posting an error verdict "
+                      "instead", entry.job_id, r->detail);
+        entry.result = refused_result_verdict(entry.result, r->detail);
+        replaced = true;
+        if (auto put = spool->put(entry); !put.ok()) spdlog::warn("job {}: spool: {}", entry.job_id, put.error().message);
+        continue;
+      }
       if (r.ok()) {
-        if (*r == Upload::kRefused) spdlog::warn("job {}: the coordinator refused the result (stale lease or cancelled)", entry.job_id);
+        if (r->outcome == Upload::kRefused) {
+          spdlog::warn("job {}: the coordinator refused the result (stale lease or cancelled): {}", entry.job_id,
+                       r->detail);
+        } else if (r->outcome == Upload::kInvalid) {
+          spdlog::error("job {}: the coordinator refused the error verdict too, dropping it: {}", entry.job_id,
+                        r->detail);
+        }
         (void)spool->remove(entry.job_id, entry.attempt);
         return;
       }
@@ -460,6 +478,9 @@ struct Daemon::State {
         }
       } else if (answer.error().code == ErrorCode::kUnauthenticated) {
         ensure_enrolled(credentials.get().second);
+      } else {
+        // Unreachable, or an unreadable answer: the leases stand until a heartbeat is read.
+        spdlog::warn("heartbeat failed: {}", answer.error().message);
       }
       const auto base = std::chrono::milliseconds(current_intervals().heartbeat_interval_s * 1000);
       std::uniform_int_distribution<std::int64_t> jitter(-base.count() / 10, base.count() / 10);

@@ -8,6 +8,7 @@
 #include "agent/daemon/agent_codecs.h"
 #include "agent/daemon/process.h"
 #include "common/codecs.h"
+#include "common/result_checks.h"
 #include "common/worker_job.h"
 
 namespace benchfleet::agent {
@@ -145,6 +146,10 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
       r = verdict(ResultStatus::kError, runner_name + " exited with " + std::to_string(exit.exit_code) +
                                             " without a readable result (" + decoded.error().describe() +
                                             "); last stderr:\n" + stderr_tail);
+    } else if (auto refused = check_posted_result(*decoded, "result")) {
+      // The coordinator would refuse it (400) on the same rules: say why here, as the verdict.
+      r = verdict(ResultStatus::kError, runner_name + " wrote a result that fails the coordinator's checks (" +
+                                            refused->describe() + "); last stderr:\n" + stderr_tail);
     } else {
       r = std::move(*decoded);
     }
@@ -161,6 +166,15 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   }
   fs::remove_all(dir, ec);  // the result travels in the spool; scratch is not kept
   return r;
+}
+
+JobResult refused_result_verdict(const JobResult& refused, const std::string& detail) {
+  JobResult verdict;
+  verdict.status = ResultStatus::kError;
+  verdict.error = "the coordinator refused the worker's " + std::string(to_string(refused.status)) + " result (" +
+                  std::to_string(refused.samples_ms.size()) + " samples): " + detail;
+  verdict.environment = refused.environment;  // the fingerprint: which host and build refused
+  return verdict;
 }
 
 }  // namespace benchfleet::agent

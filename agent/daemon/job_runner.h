@@ -34,4 +34,10 @@ using KeepGoing = std::function<bool()>;
 // The job's verdict, or nullopt when it was stopped by `keep_going` (nothing to report).
 std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironment& env, const KeepGoing& keep_going);
 
+// The error verdict posted in place of a result the coordinator refused as invalid (400: its
+// consistency checks; 413: over its max_body_bytes): status error, the refusal's `detail` in the
+// message, and only the environment fingerprint kept from `refused` (whatever else it carries may
+// be what was refused), so the job ends visibly instead of the upload being retried forever.
+JobResult refused_result_verdict(const JobResult& refused, const std::string& detail);
+
 }  // namespace benchfleet::agent

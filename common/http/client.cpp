@@ -37,6 +37,10 @@ constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::uint32_t kResponseHeaderLimit = 64 * 1024;
 
 // Errors meaning the server had already closed a kept-alive connection.
+// How long a request whose send failed waits for an answer the server may have sent before
+// closing (one refused on its headers).
+constexpr std::chrono::milliseconds kEarlyAnswerWait{2000};
+
 bool closed_by_peer(const error_code& ec) {
   return ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
          ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
@@ -148,7 +152,23 @@ struct Client::Impl {
     }
 
     auto [wec, written] = co_await bhttp::async_write(*stream, req, kAsTuple);
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.header_limit(kResponseHeaderLimit);
+    parser.body_limit(body_limit);
+    parser.skip(req.method() == bhttp::verb::head);  // a HEAD answer has headers only
     if (wec) {
+      // A server that refuses a request on its headers (413 for a body over its limit, 401, 503)
+      // answers and closes without reading the whole body, so the send fails; its answer is
+      // still in the receive buffer (a reset purges only the send side): read it if it is there.
+      if (closed_by_peer(wec)) {
+        stream->expires_after(std::min(timeout, kEarlyAnswerWait));
+        auto [rec, read] = co_await bhttp::async_read(*stream, buffer, parser, kAsTuple);
+        if (!rec) {
+          take_response(parser.get(), out);
+          close();
+          co_return;
+        }
+      }
       out.ec = wec;
       out.stage = "send";
       out.stale = reused && closed_by_peer(wec);
@@ -156,10 +176,6 @@ struct Client::Impl {
       co_return;
     }
 
-    bhttp::response_parser<bhttp::string_body> parser;
-    parser.header_limit(kResponseHeaderLimit);
-    parser.body_limit(body_limit);
-    parser.skip(req.method() == bhttp::verb::head);  // a HEAD answer has headers only
     auto [rec, read] = co_await bhttp::async_read(*stream, buffer, parser, kAsTuple);
     if (rec) {
       out.ec = rec;
@@ -169,8 +185,11 @@ struct Client::Impl {
       co_return;
     }
     stream->expires_never();
+    if (!take_response(parser.get(), out)) close();
+  }
 
-    auto& msg = parser.get();
+  // Moves the parsed response into `out`; whether the connection may be kept.
+  static bool take_response(bhttp::response<bhttp::string_body>& msg, Attempt& out) {
     out.response.status = msg.result_int();
     for (const auto& field : msg) {
       auto [it, inserted] =
@@ -185,7 +204,7 @@ struct Client::Impl {
     }
     const bool keep_alive = msg.keep_alive();
     out.response.body = std::move(msg.body());
-    if (!keep_alive) close();
+    return keep_alive;
   }
 
   Attempt attempt(const Request& req, std::chrono::milliseconds timeout) {

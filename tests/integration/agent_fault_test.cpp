@@ -329,5 +329,35 @@ TEST(AgentFaults, MalformedResultsMetadataAndCapabilitiesAreErrorsAndTheAgentSer
   EXPECT_TRUE(a1.running());
 }
 
+// A result the coordinator will never accept is not retried forever. One whose statistics the
+// samples do not give is caught by the agent itself (the coordinator's checks, before spooling);
+// one over the coordinator's max_body_bytes is refused 413, and the agent posts an error verdict
+// in its place. Either way the job ends as an error saying why, and the spool empties.
+TEST(AgentFaults, AResultTheCoordinatorRefusesEndsAsAnErrorVerdictNotARetryLoop) {
+  CoordinatorProcess coord({BENCHFLEET_FAST_LEASES, {"--max-body-bytes", "65536"}});
+  AgentProcess a1(agent_options(coord, "a1", write_fault_config(coord)));
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"})) << a1.log_tail();
+
+  const json inconsistent = coord.submit(cpu_matrix({kMobilenet}, {11}, {"eager"}, "faulty"));
+  ASSERT_TRUE(wait_run_state(coord, inconsistent, "done")) << run_of(coord, inconsistent).dump(1) << a1.log_tail();
+  const auto checked = results_of(coord, inconsistent).at(0)["result"];
+  EXPECT_EQ(checked.value("status", ""), "error") << checked.dump(1);
+  EXPECT_NE(checked.value("error", "").find("fails the coordinator's checks"), std::string::npos) << checked.dump(1);
+  EXPECT_NE(checked.value("error", "").find("stats.mean_ms"), std::string::npos) << checked.dump(1);
+
+  const json big = coord.submit(cpu_matrix({kMobilenet}, {13}, {"eager"}, "faulty"));
+  ASSERT_TRUE(wait_run_state(coord, big, "done")) << run_of(coord, big).dump(1) << a1.log_tail();
+  const auto refused = results_of(coord, big);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0]["result"].value("status", ""), "error") << refused[0].dump(1);
+  const std::string why = refused[0]["result"].value("error", "");
+  EXPECT_NE(why.find("refused the worker's ok result (200000 samples)"), std::string::npos) << why;
+  EXPECT_NE(why.find("larger than 65536 bytes"), std::string::npos) << why;
+  EXPECT_TRUE(eventually([&] { return a1.spool_entries().empty(); })) << a1.log_tail();
+  EXPECT_NE(a1.log().find("posting an error verdict instead"), std::string::npos) << a1.log_tail();
+  EXPECT_TRUE(a1.running());
+}
+
 }  // namespace
 }  // namespace benchfleet::testing

@@ -9,6 +9,10 @@
 //   batch 7: hangs like batch 5 but outlives its agent (a kill -9 of the agent leaves it, as an
 //            orphan on the GPU, for the next agent to find), for at most 2 minutes;
 //   batch 9: writes a malformed result file (wrong types) and exits 0;
+//   batch 11: writes a well-formed "ok" result whose statistics the samples do not give (a mean
+//            of 2.5 for samples whose mean is 2), which the coordinator's checks refuse, and exits 0;
+//   batch 13: writes a consistent "ok" result of 200,000 samples (each 2.0 ms; ~800 kB), for a
+//            coordinator whose max_body_bytes is smaller, and exits 0;
 //   anything else (and --capabilities, and an unreadable job): execs the real worker
 //            (BENCHFLEET_REAL_WORKER_BIN) with the same arguments.
 #include <signal.h>
@@ -33,6 +37,8 @@ constexpr int kCrashBatch = 3;
 constexpr int kHangBatch = 5;
 constexpr int kOrphanBatch = 7;
 constexpr int kMalformedResultBatch = 9;
+constexpr int kInconsistentResultBatch = 11;
+constexpr int kBigResultBatch = 13;
 constexpr auto kOrphanLimit = std::chrono::minutes(2);
 constexpr auto kHangLimit = std::chrono::minutes(10);
 
@@ -79,12 +85,32 @@ int main(int argc, char** argv) {
     ::raise(SIGSEGV);
     return 1;  // not reached
   }
-  if (batch == kMalformedResultBatch) {
+  if (batch == kMalformedResultBatch || batch == kInconsistentResultBatch || batch == kBigResultBatch) {
     std::string out_path;
     for (int i = 1; i + 1 < argc; ++i) {
       if (std::strcmp(argv[i], "--out") == 0) out_path = argv[i + 1];
     }
-    std::ofstream(out_path) << R"({"status": "ok", "stats": {"mean_ms": "fast"}, "samples_ms": "many"})";
+    if (batch == kMalformedResultBatch) {
+      std::ofstream(out_path) << R"({"status": "ok", "stats": {"mean_ms": "fast"}, "samples_ms": "many"})";
+    } else if (batch == kBigResultBatch) {
+      constexpr int kSamples = 200'000;
+      nlohmann::json result = {
+          {"status", "ok"},
+          {"samples_ms", std::vector<double>(kSamples, 2.0)},
+          {"stop_reason", "fixed_count"},
+          {"stats",
+           {{"mean_ms", 2.0}, {"median_ms", 2.0}, {"p90_ms", 2.0}, {"p99_ms", 2.0}, {"min_ms", 2.0}, {"max_ms", 2.0},
+            {"stddev_ms", 0.0}, {"cv", 0.0}, {"ci_low_ms", 2.0}, {"ci_high_ms", 2.0}, {"iterations", kSamples}}},
+          {"environment", nlohmann::json::object()},
+          {"telemetry", nlohmann::json::object()}};
+      std::ofstream(out_path) << result.dump();
+    } else {
+      // Samples 1, 2, 3 ms: mean 2; the stats claim 2.5. Everything else is what they give.
+      std::ofstream(out_path) << R"({"status": "ok", "samples_ms": [1.0, 2.0, 3.0], "stop_reason": "fixed_count",)"
+                              << R"( "stats": {"mean_ms": 2.5, "median_ms": 2.0, "p90_ms": 2.8, "p99_ms": 2.98,)"
+                              << R"( "min_ms": 1.0, "max_ms": 3.0, "stddev_ms": 1.0, "cv": 0.5, "ci_low_ms": 1.0,)"
+                              << R"( "ci_high_ms": 3.0, "iterations": 3}, "environment": {}, "telemetry": {}})";
+    }
     return 0;
   }
   if (batch == kHangBatch || batch == kOrphanBatch) {

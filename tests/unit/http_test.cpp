@@ -308,6 +308,17 @@ TEST_F(HttpTest, BodyOverLimitIs413AndClientRecovers) {
       1000);
 }
 
+// A body far over the limit (more than the server drains before closing: 1 MiB) makes the
+// client's send fail once the server has answered and closed; the client still reads the 413
+// it was sent, instead of reporting a send failure the caller would retry forever.
+TEST_F(HttpTest, BodyFarOverLimitIsStill413ToTheClientNotASendFailure) {
+  start();
+  Client client(base_url());
+  auto r = client.request(verb::post, "/api/v1/runs", std::string(32 << 20, 'x'));
+  expect_problem(r, 413);
+  EXPECT_EQ(body_of(client.request(verb::post, "/api/v1/runs", std::string(10, 'x')))["body_size"], 10);
+}
+
 TEST_F(HttpTest, HugeHeaderIs431) {
   start();
   Client client(base_url());
