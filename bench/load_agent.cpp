@@ -11,117 +11,33 @@
 #include <stdexcept>
 #include <thread>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
+#include <boost/beast/http/verb.hpp>
 #include <nlohmann/json.hpp>
 
 #include "common/codecs.h"
 #include "common/stats.h"
+#include "tests/support/sim_http.h"
 
 namespace benchfleet::bench {
 namespace {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace bhttp = beast::http;
-using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using Strand = asio::strand<asio::io_context::executor_type>;
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+using Conn = testing::SimConnection;
+using Reply = testing::SimReply;
+using testing::close;
+using testing::pause;
+constexpr auto kPost = boost::beast::http::verb::post;
 constexpr std::int64_t kMaxJobsPerRun = 90'000;  // below the coordinator's default --max-cells
 constexpr std::size_t kMaxErrorSamples = 5;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-asio::awaitable<void> pause(std::chrono::milliseconds d) {
-  asio::steady_timer timer(co_await asio::this_coro::executor, d);
-  co_await timer.async_wait(kTuple);
-}
-
-// One keep-alive HTTP/1.1 connection, used by one coroutine at a time on its strand.
-struct Conn {
-  explicit Conn(const asio::any_io_executor& ex) : stream(ex) {}
-  beast::tcp_stream stream;
-  beast::flat_buffer buffer;
-  bool open = false;
-};
-
-struct Reply {
-  unsigned status = 0;  // 0: transport error, see `error`
-  std::string body;
-  std::string error;
-
-  std::string describe() const {
-    if (status == 0) return error;
-    return "HTTP " + std::to_string(status) + " " + body.substr(0, 300);
-  }
-};
-
-void close(Conn& c) {
-  beast::error_code ignored;
-  c.stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-  c.stream.close();
-  c.buffer.clear();
-  c.open = false;
-}
-
-// Sends one request on `c` (connecting first when needed) and reads the whole response. Never
-// retries: a repeated lease request would release the lease the first one may have granted.
-asio::awaitable<Reply> exchange(Conn& c, const tcp::endpoint& ep, std::string target, std::string body,
-                                std::string_view token) {
-  Reply out;
-  if (!c.open) {
-    c.stream.expires_after(std::chrono::seconds(10));
-    auto [ec] = co_await c.stream.async_connect(ep, kTuple);
-    if (ec) {
-      out.error = "connect: " + ec.message();
-      co_return out;
-    }
-    c.stream.socket().set_option(tcp::no_delay(true));
-    c.open = true;
-  }
-  bhttp::request<bhttp::string_body> req{bhttp::verb::post, target, 11};
-  req.set(bhttp::field::host, ep.address().to_string() + ":" + std::to_string(ep.port()));
-  req.set(bhttp::field::content_type, "application/json");
-  if (!token.empty()) req.set(bhttp::field::authorization, "Bearer " + std::string(token));
-  req.keep_alive(true);
-  req.body() = std::move(body);
-  req.prepare_payload();
-
-  c.stream.expires_after(std::chrono::seconds(60));
-  auto [wec, written] = co_await bhttp::async_write(c.stream, req, kTuple);
-  if (wec) {
-    close(c);
-    out.error = "write " + target + ": " + wec.message();
-    co_return out;
-  }
-  bhttp::response_parser<bhttp::string_body> parser;
-  parser.body_limit(16 << 20);
-  auto [rec, read] = co_await bhttp::async_read(c.stream, c.buffer, parser, kTuple);
-  if (rec) {
-    close(c);
-    out.error = "read " + target + ": " + rec.message();
-    co_return out;
-  }
-  c.stream.expires_never();
-  auto res = parser.release();
-  out.status = res.result_int();
-  out.body = std::move(res.body());
-  if (!res.keep_alive()) close(c);
-  co_return out;
 }
 
 // A plausible result: 30 synthetic latencies around 12 ms and statistics computed from them,
@@ -191,7 +107,8 @@ asio::awaitable<std::int64_t> submit_run(Conn& op, const Shared& sh, std::int64_
   const std::int64_t per_batch = per_rep_and_batch * spec.repetitions;
   const auto batches = static_cast<int>(std::max<std::int64_t>(1, (want + per_batch - 1) / per_batch));
   for (int b = 1; b <= batches; ++b) spec.batch_sizes.push_back(b);
-  Reply r = co_await exchange(op, sh.cfg.endpoint, "/api/v1/runs", nlohmann::json(spec).dump(), sh.cfg.operator_token);
+  Reply r = co_await testing::exchange(op, sh.cfg.endpoint, kPost, "/api/v1/runs", nlohmann::json(spec).dump(),
+                                       sh.cfg.operator_token);
   if (r.status != 201) throw std::runtime_error("submitting run " + spec.name + " failed: " + r.describe());
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   if (j.is_discarded() || !j.contains("job_count")) throw std::runtime_error("odd run answer: " + r.body);
@@ -199,8 +116,8 @@ asio::awaitable<std::int64_t> submit_run(Conn& op, const Shared& sh, std::int64_
 }
 
 asio::awaitable<void> enrol(Agent& a, Shared& sh) {
-  Reply r = co_await exchange(a.conn, sh.cfg.endpoint, "/api/v1/agents/enroll", enrol_body(sh, a.index),
-                              sh.cfg.enrollment_token);
+  Reply r = co_await testing::exchange(a.conn, sh.cfg.endpoint, kPost, "/api/v1/agents/enroll",
+                                       enrol_body(sh, a.index), sh.cfg.enrollment_token);
   if (r.status != 201) throw std::runtime_error("enrolling agent " + std::to_string(a.index) + ": " + r.describe());
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   if (j.is_discarded() || !j.contains("agent_id") || !j.contains("agent_token")) {
@@ -217,7 +134,7 @@ asio::awaitable<void> agent_loop(Agent& a, Shared& sh) {
   const std::string lease_body = R"({"slot":"gpu0","wait_s":0})";
   while (Clock::now() < sh.end) {
     const auto t0 = Clock::now();
-    Reply lease = co_await exchange(a.conn, sh.cfg.endpoint, lease_target, lease_body, a.token);
+    Reply lease = co_await testing::exchange(a.conn, sh.cfg.endpoint, kPost, lease_target, lease_body, a.token);
     const auto t1 = Clock::now();
     if (lease.status != 200) {
       sh.error("lease: " + lease.describe());
@@ -250,8 +167,8 @@ asio::awaitable<void> agent_loop(Agent& a, Shared& sh) {
     const std::string job_id = std::to_string(job["id"].get<std::int64_t>());
     std::string body = R"({"lease_id":)" + job["lease_id"].dump() + R"(,"attempt":)" + job["attempt"].dump() +
                        R"(,"result":)" + sh.result_json + "}";
-    Reply result = co_await exchange(a.conn, sh.cfg.endpoint, "/api/v1/jobs/" + job_id + "/result", std::move(body),
-                                     a.token);
+    Reply result = co_await testing::exchange(a.conn, sh.cfg.endpoint, kPost, "/api/v1/jobs/" + job_id + "/result",
+                                              std::move(body), a.token);
     const auto t2 = Clock::now();
     if (result.status != 201) {
       sh.error("result of job " + job_id + ": " + result.describe());
