@@ -82,6 +82,11 @@ Result<LeaseAnswer> CoordinatorClient::lease(const std::string& slot, int wait_s
   return answer;
 }
 
+bool CoordinatorClient::has_unanswered_poll(const std::string& slot) const {
+  auto it = lease_request_ids_.find(slot);
+  return it != lease_request_ids_.end() && !it->second.empty();
+}
+
 Result<Renewal> CoordinatorClient::progress(std::int64_t job_id, const std::string& lease_id, std::string_view phase) {
   const auto [id, token] = credentials_.get();
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/jobs/" + std::to_string(job_id) + "/progress",

@@ -91,6 +91,9 @@ class CoordinatorClient {
   // until an answer was read, so a poll retried after a lost connection or an unreadable answer
   // is the same request to the coordinator: it hands back the same lease, at the same attempt.
   Result<LeaseAnswer> lease(const std::string& slot, int wait_s);
+  // Whether the last poll of `slot` got no readable answer (its request id is kept for a retry):
+  // the coordinator may have granted a lease this agent never saw.
+  bool has_unanswered_poll(const std::string& slot) const;
   Result<Renewal> progress(std::int64_t job_id, const std::string& lease_id, std::string_view phase);
   // Renews the listed leases; returns the state of each and whether the coordinator drains us.
   Result<std::pair<std::vector<Renewal>, bool>> heartbeat(const std::vector<HeartbeatLease>& leases, bool draining);

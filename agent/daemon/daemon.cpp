@@ -319,7 +319,7 @@ struct Daemon::State {
       if (draining()) {
         // Granted to a long poll that began before the drain: give it back untouched.
         spdlog::info("slot {}: draining; giving job {} back", slot.descriptor.id, job.job_id);
-        if (auto s = client.release(job.job_id, job.lease_id); !s) spdlog::warn("release failed: {}", s.error().message);
+        give_back_untouched(client, slot, job);
         continue;
       }
       spdlog::info("slot {}: job {} attempt {} ({} batch {} {} {} {})", slot.descriptor.id, job.job_id, job.attempt,
@@ -374,6 +374,28 @@ struct Daemon::State {
       if (auto s = spool->put(entry); !s) spdlog::error("cannot spool job {}: {}", job.job_id, s.error().message);
       upload(entry);
     }
+    // A poll left without a readable answer may hold a grant nobody will ask for again.
+    if (!aborting() && client.has_unanswered_poll(slot.descriptor.id)) give_back_untouched(client, slot, std::nullopt);
+  }
+
+  // While draining, gives back a lease `slot` was granted but never started: `job` when its answer
+  // was read, or whatever an unanswered poll may have been granted. Once the coordinator knows
+  // the agent drains, the slot's next poll has it withdraw that lease (queued again at the same
+  // attempt, Store::lease); a release, the fallback, would use the attempt up.
+  void give_back_untouched(CoordinatorClient& client, Slot& slot, const std::optional<LeasedJob>& job) {
+    auto told = client.heartbeat({}, /*draining=*/true);
+    auto answer = told.ok() ? client.lease(slot.descriptor.id, 0) : Result<LeaseAnswer>(told.error());
+    if (answer.ok() && !answer->job) {
+      spdlog::info("slot {}: draining; the coordinator took back the lease it may have granted", slot.descriptor.id);
+      return;
+    }
+    const std::optional<LeasedJob> held = answer.ok() ? answer->job : job;
+    if (!held) {
+      spdlog::warn("slot {}: draining; a lease granted to its unanswered poll is left to expire: {}", slot.descriptor.id,
+                   answer.error().message);
+      return;
+    }
+    if (auto s = client.release(held->job_id, held->lease_id); !s) spdlog::warn("release failed: {}", s.error().message);
   }
 
   // The slot thread's body: slot_loop under a guard. An exception (a bug, std::bad_alloc) must

@@ -145,5 +145,47 @@ TEST(AgentProtocolFaults, MalformedAnswersAreLoggedDecodeErrorsAndEveryJobRunsEx
   EXPECT_EQ(results_of(coord, run).size(), 3u);
 }
 
+// A grant the agent could not read, then SIGTERM before the retried poll: nothing would poll that
+// slot again, and the lease would wait out its expiry and count an attempt. The draining slot
+// settles its unanswered poll instead (it tells the coordinator it drains, then polls once more),
+// so the coordinator withdraws the lease: the job is queued again at once, no attempt used.
+TEST(AgentProtocolFaults, AGrantUnreadWhenTheAgentDrainsIsWithdrawnNotLeftToExpire) {
+  CoordinatorProcess coord({{"--lease-ttl-s", "60"}, {"--heartbeat-interval-s", "1"}, {"--long-poll-timeout-s", "2"}});
+  FaultyProxy proxy(coord.base_url());
+  proxy.corrupt(ProxyRoute::kLease, std::vector<std::optional<ProxyFault>>(50, F::kHtml), /*only_grants=*/true);
+  AgentOptions options = agent_options(coord, "a1");
+  options.coordinator_url = proxy.base_url();
+  AgentProcess a1(options);
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"})) << a1.log_tail();
+  const json run = coord.submit(cpu_matrix({kMobilenet}, {1}, {"eager"}));
+  ASSERT_TRUE(poll_until([&] { return a1.log().find("lease failed: unreadable answer") != std::string::npos; }, 60s))
+      << a1.log_tail();
+  a1.sigterm();
+  const auto status = a1.wait_exit(60s);
+  ASSERT_TRUE(status) << "the draining agent did not exit\n" << a1.log_tail();
+  EXPECT_EQ(describe_wait_status(*status), "exit code 0");
+  EXPECT_EQ(a1.log().find("slot cpu: job "), std::string::npos) << "a worker ran for an unread grant\n" << a1.log();
+  EXPECT_TRUE(a1.children().empty());
+  EXPECT_NE(a1.log().find("slot cpu: draining; the coordinator took back the lease it may have granted"),
+            std::string::npos)
+      << a1.log_tail();
+
+  // Queued again long before the 60 s lease would have expired, at no attempt.
+  const auto job_of_run = [&] { return coord.get_json(run_url(run) + "/jobs").at("jobs").at(0); };
+  ASSERT_TRUE(poll_until([&] { return job_of_run().value("status", "") == "queued"; }, 10s))
+      << job_of_run().dump(1) << a1.log_tail();
+  EXPECT_EQ(job_of_run()["attempt"], 0) << job_of_run().dump(1);
+
+  // Another agent runs it, at attempt 1.
+  AgentProcess a2(agent_options(coord, "a2"));
+  a2.start();
+  ASSERT_TRUE(wait_run_state(coord, run, "done")) << run_of(coord, run).dump(1) << a2.log_tail();
+  const auto results = results_of(coord, run);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0]["attempt"], 1);
+  EXPECT_EQ(results[0].value("agent", ""), "a2");
+}
+
 }  // namespace
 }  // namespace benchfleet::testing
