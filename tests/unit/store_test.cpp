@@ -490,7 +490,10 @@ TEST_F(StoreTest, ALeaseWithdrawnWhileTheAgentDrainsIsQueuedAgainAtTheSameAttemp
   woken = 0;
   EXPECT_TRUE(store_->withdraw_lease(a, {g.job_id, g.lease_id}).value());
   EXPECT_EQ(woken, 1) << "waiting polls are woken: the job is queued again";
-  const auto job = store_->list_jobs(run, std::nullopt, 10).value().rows.at(0);
+  const auto page = store_->list_jobs(run, std::nullopt, 10);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->rows.size(), 1u);
+  const JobRow job = page->rows[0];
   EXPECT_EQ(job.status, JobStatus::kQueued);
   EXPECT_EQ(job.attempt, 0) << "the withdrawn attempt is undone, not counted";
   EXPECT_FALSE(job.agent_name) << "nobody holds it";
