@@ -184,6 +184,7 @@ struct Daemon::State {
   std::atomic<int> stop_requests{0};
   std::mutex sleep_mu;
   std::condition_variable wake;
+  int interval_changes = 0;  // under sleep_mu: wakes the heartbeat when the coordinator's pace changes
 
   bool draining() const { return stop_requests.load() >= 1; }
   bool aborting() const { return stop_requests.load() >= 2; }
@@ -191,16 +192,41 @@ struct Daemon::State {
   // Records of the running exporters and workers (SpawnOptions::record_dir).
   std::string record_dir() const { return config.work_dir + "/children"; }
 
-  // Sleeps up to `d`, waking early on drain/abort.
-  void sleep_for(std::chrono::milliseconds d) {
+  // Sleeps up to `d`, waking early on drain/abort (and, with `or_new_intervals`, when the
+  // coordinator dictates other intervals: see adopt_intervals).
+  void sleep_for(std::chrono::milliseconds d, bool or_new_intervals = false) {
     std::unique_lock lock(sleep_mu);
     const int seen = stop_requests.load();
-    wake.wait_for(lock, d, [&] { return stop_requests.load() != seen; });
+    const int seen_intervals = interval_changes;
+    wake.wait_for(lock, d, [&] {
+      return stop_requests.load() != seen || (or_new_intervals && interval_changes != seen_intervals);
+    });
   }
 
   Intervals current_intervals() {
     std::lock_guard lock(intervals_mu);
     return intervals;
+  }
+
+  // The coordinator dictates the intervals (DESIGN 7) at enrolment and in every lease answer.
+  // An agent restarted on its saved token does not enrol: until a lease answer came it runs on
+  // the built-in defaults, so a change wakes the heartbeat, which may be asleep for the default
+  // interval while a lease of a shorter TTL needs renewing.
+  void adopt_intervals(const Intervals& dictated) {
+    {
+      std::lock_guard lock(intervals_mu);
+      const Intervals& had = intervals;
+      if (had.heartbeat_interval_s == dictated.heartbeat_interval_s && had.lease_ttl_s == dictated.lease_ttl_s &&
+          had.long_poll_timeout_s == dictated.long_poll_timeout_s) {
+        return;
+      }
+      intervals = dictated;
+    }
+    {
+      std::lock_guard lock(sleep_mu);
+      ++interval_changes;
+    }
+    wake.notify_all();
   }
 
   // Enrols unless the token that failed (`rejected`) was already replaced by another thread.
@@ -209,10 +235,7 @@ struct Daemon::State {
     if (credentials.valid() && credentials.get().second != rejected) return Status::Ok();
     CoordinatorClient client(config.coordinator, credentials);
     BF_ASSIGN_OR_RETURN(Enrollment e, client.enroll(descriptor, config.enrollment_token));
-    {
-      std::lock_guard l(intervals_mu);
-      intervals = e.intervals;
-    }
+    adopt_intervals(e.intervals);
     const nlohmann::json saved = {{"coordinator", config.coordinator}, {"agent_id", e.agent_id}, {"token", e.token},
                                   {"descriptor", descriptor}};
     const std::string tmp = token_file() + ".tmp";
@@ -311,8 +334,9 @@ struct Daemon::State {
         continue;
       }
       backoff.reset();
+      adopt_intervals(answer->intervals);
       if (!answer->job) {
-        if (answer->draining) sleep_for(std::chrono::seconds(iv.heartbeat_interval_s));
+        if (answer->draining) sleep_for(std::chrono::seconds(answer->intervals.heartbeat_interval_s));
         continue;
       }
       const LeasedJob job = *answer->job;
@@ -344,7 +368,8 @@ struct Daemon::State {
         result = r;
       } else {
         env.build = &*build;
-        auto next_renewal = std::chrono::steady_clock::now() + std::chrono::seconds(iv.heartbeat_interval_s);
+        auto next_renewal =
+            std::chrono::steady_clock::now() + std::chrono::seconds(answer->intervals.heartbeat_interval_s);
         auto stop = [&](Renewal why) {
           spdlog::warn("slot {}: job {} {}; stopping its worker", slot.descriptor.id, job.job_id,
                        why == Renewal::kCancelled ? "was cancelled" : "lost its lease");
@@ -506,7 +531,7 @@ struct Daemon::State {
       }
       const auto base = std::chrono::milliseconds(current_intervals().heartbeat_interval_s * 1000);
       std::uniform_int_distribution<std::int64_t> jitter(-base.count() / 10, base.count() / 10);
-      sleep_for(base + std::chrono::milliseconds(jitter(rng)));
+      sleep_for(base + std::chrono::milliseconds(jitter(rng)), /*or_new_intervals=*/true);
     }
   }
 };

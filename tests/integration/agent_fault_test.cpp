@@ -157,6 +157,33 @@ TEST(AgentFaults, AgentRestartedAfterADrainMidJobServesAgain) {
   for (const auto& r : results_of(coord, run)) EXPECT_EQ(r["result"].value("status", ""), "ok") << r.dump(1);
 }
 
+// Issue 16, R1 (tests/fault/fault_agent_kill): an agent restarted on its saved token does not
+// enrol, so the coordinator's intervals reach it only in lease answers. It used to keep its
+// built-in 15 s renewal pace: under a 3 s lease TTL every job it ran after a restart lost its
+// lease mid-measurement, its result was refused and the job failed after max_attempts.
+TEST(AgentFaults, AgentRestartedOnItsSavedTokenRenewsAtTheCoordinatorsPace) {
+  CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
+  AgentProcess a1(agent_options(coord, "a1"));
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"}));
+  a1.kill9();
+  a1.start();
+
+  // Measured for 6 s: the lease (3 s) must be renewed twice or more while the worker runs.
+  json matrix = cpu_matrix({kMobilenet}, {1}, {"eager"});
+  matrix["measurement"]["min_duration_s"] = 6;
+  matrix["measurement"]["max_duration_s"] = 6;
+  matrix["measurement"]["max_iterations"] = 1000000;
+  const json run = coord.submit(matrix);
+  ASSERT_TRUE(wait_run_state(coord, run, "done", 90s)) << run_of(coord, run).dump(1) << a1.log_tail();
+  const auto results = results_of(coord, run);
+  ASSERT_EQ(results.size(), 1u) << json(results).dump(1);
+  EXPECT_EQ(results[0]["result"].value("status", ""), "ok") << results[0].dump(1);
+  EXPECT_EQ(results[0]["attempt"], 1) << "the job lost its lease:\n" << a1.log_tail();
+  EXPECT_EQ(a1.log().find("lost its lease"), std::string::npos) << a1.log_tail();
+  EXPECT_EQ(a1.log().find("enrolled as"), a1.log().rfind("enrolled as")) << "the restart enrolled again";
+}
+
 TEST(AgentFaults, CancelledRunKillsTheWorkerGroupAndReportsNothing) {
   CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
   AgentProcess a1(agent_options(coord, "a1", write_fault_config(coord)));
