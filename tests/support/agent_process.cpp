@@ -108,8 +108,9 @@ AgentProcess::~AgentProcess() {
 void AgentProcess::start() {
   if (process_.running()) throw std::runtime_error("AgentProcess::start: agent " + options_.name + " already runs");
   ChildOptions o;
-  o.argv = {options_.binary, "--coordinator", options_.coordinator_url, "--state-dir", options_.state_dir,
-            "--name", options_.name};
+  o.argv = options_.wrapper;
+  o.argv.insert(o.argv.end(), {options_.binary, "--coordinator", options_.coordinator_url, "--state-dir",
+                               options_.state_dir, "--name", options_.name});
   if (!options_.config_file.empty()) {
     o.argv.push_back("--config");
     o.argv.push_back(options_.config_file);

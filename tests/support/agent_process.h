@@ -37,6 +37,10 @@ struct AgentOptions {
   std::string enrollment_token;  // $BENCHFLEET_ENROLLMENT_TOKEN
   std::string log_file;          // default: <state_dir>.log
   std::vector<std::string> extra_args;
+  // A command the agent runs under, put before it on the command line ({"/usr/sbin/ip", "netns",
+  // "exec", "<ns>"}); wrapper[0] is an absolute path. The wrapper must exec the agent in its own
+  // place (same pid): signals, children() and kill_host() act on that pid.
+  std::vector<std::string> wrapper;
 };
 
 class AgentProcess {

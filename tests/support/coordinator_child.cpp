@@ -58,8 +58,10 @@ int free_loopback_port() {
 Result<std::unique_ptr<CoordinatorChild>> CoordinatorChild::start(const LaunchOptions& options) {
   ::unlink(options.port_file.c_str());
   ChildOptions child_options;
-  child_options.argv = {options.binary, "--listen", "127.0.0.1:" + std::to_string(options.port), "--port-file",
-                        options.port_file};
+  child_options.argv = options.wrapper;
+  child_options.argv.insert(child_options.argv.end(),
+                            {options.binary, "--listen", options.listen_address + ":" + std::to_string(options.port),
+                             "--port-file", options.port_file});
   for (const auto& [flag, value] : options.flags) {
     child_options.argv.push_back(flag);
     child_options.argv.push_back(value);

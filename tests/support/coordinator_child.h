@@ -1,5 +1,6 @@
-// The real benchfleet-coordinator binary as a child process on 127.0.0.1:0 (or a given port), its
-// port read from --port-file; started through ChildProcess (child_process.h). Shared by the
+// The real benchfleet-coordinator binary as a child process on 127.0.0.1:0 (or a given port; or
+// another address under a wrapper such as `ip netns exec`, see LaunchOptions), its port read from
+// --port-file; started through ChildProcess (child_process.h). Shared by the
 // integration tests (CoordinatorProcess in coordinator_process.h adds a temporary directory,
 // clients and gtest reporting on top) and bench/coordinator_load; it does not use gtest.
 //
@@ -15,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/result.h"
 #include "tests/support/child_process.h"
@@ -26,10 +28,17 @@ std::string coordinator_binary();
 
 struct LaunchOptions {
   std::string binary = coordinator_binary();
-  // Command-line flags and their values ("--db" -> path). start() adds --listen 127.0.0.1:<port>
-  // and --port-file `port_file`; REQUIRES: `flags` names neither.
+  // Command-line flags and their values ("--db" -> path). start() adds --listen
+  // <listen_address>:<port> and --port-file `port_file`; REQUIRES: `flags` names neither.
   std::map<std::string, std::string> flags;
   int port = 0;  // 0: any free port (the coordinator picks one and writes it to `port_file`)
+  // The address it binds: loopback unless a test gives it one of its own (e.g. a veth address
+  // in a network namespace, tests/fault/netns.h). Never a host's public interface.
+  std::string listen_address = "127.0.0.1";
+  // A command the binary runs under, put before it on the command line ({"/usr/sbin/ip",
+  // "netns", "exec", "<ns>"}); wrapper[0] is an absolute path. The wrapper must exec the binary
+  // in its own place (same pid), so signals, stop() and PR_SET_PDEATHSIG reach the coordinator.
+  std::vector<std::string> wrapper;
   std::string port_file;
   std::string log_file;  // the child's stdout and stderr
   bool append_log = false;  // keep what an earlier process wrote there (restarts); else truncate
