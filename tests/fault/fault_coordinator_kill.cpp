@@ -46,12 +46,15 @@ struct Options {
   int kills = 20;
   double min_load_s = 2;  // load between two kills, drawn uniformly
   double max_load_s = 6;
-  int work_min_ms = 100;  // a simulated job's duration, drawn uniformly
-  int work_max_ms = 1000;
+  // A simulated job's duration, drawn uniformly: short, so the coordinator is the bottleneck and
+  // every kill cuts requests in flight (lease grants, result commits).
+  int work_min_ms = 20;
+  int work_max_ms = 200;
   double recovery_limit_s = 10;  // "agents back within 10 s"
   double recovery_wait_s = 30;   // how long to wait for the last agent before calling it missing
   double quiet_s = 3;            // load after the last restart, before the drain
   double drain_s = 120;
+  std::int64_t queue = 0;  // at least this many jobs kept queued (0: sized from the agents' pace)
   std::string dir;
   std::string coordinator = coordinator_binary();
   std::string log_level = "info";
@@ -224,6 +227,8 @@ int run(int argc, char** argv) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--drain-s", o.drain_s, "most seconds the agents get to have their last results acknowledged")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--queue", o.queue, "keep at least this many jobs queued (0: what the agents can use up)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--dir", o.dir, "work directory (default: a new one under $TMPDIR or /tmp)");
   app.add_option("--coordinator", o.coordinator, "benchfleet-coordinator binary")->capture_default_str();
   app.add_option("--log-level", o.log_level, "the coordinator's --log-level")->capture_default_str();
@@ -289,17 +294,20 @@ int run(int argc, char** argv) {
 
   // Enough queued jobs that the agents never wait on an empty queue (a long poll would then
   // look like a slow recovery): the most they can finish in a kill interval (or the quiet
-  // period) and a recovery; topped up to twice that before each kill. No more: the
-  // coordinator's lease path slows down with the queue's length.
+  // period) and a recovery, or --queue if more; topped up by that much again before each kill.
+  // --queue measures recovery with a long queue (before migration 007 each lease read every
+  // queued job: 96,000 queued made recoveries 13-27 s).
   const double avg_work_s = std::max(0.02, (o.work_min_ms + o.work_max_ms) / 2000.0);
   const double interval_s = std::max(o.max_load_s, o.quiet_s) + o.recovery_limit_s;
   const auto reserve = static_cast<std::int64_t>(o.agents / avg_work_s * interval_s * 1.2) + 4LL * o.agents;
+  const std::int64_t low_water = std::max<std::int64_t>(reserve, o.queue);
   http::Client client("http://127.0.0.1:" + std::to_string(port));
   int serial = 0;
   std::int64_t queued = 0;
   auto top_up = [&](std::int64_t granted) -> Status {
-    if (queued - granted >= reserve) return Status::Ok();
-    BF_ASSIGN_OR_RETURN(const std::int64_t more, submit_jobs(client, models, reserve * 2 - (queued - granted), serial));
+    if (queued - granted >= low_water) return Status::Ok();
+    BF_ASSIGN_OR_RETURN(const std::int64_t more,
+                        submit_jobs(client, models, low_water + reserve - (queued - granted), serial));
     queued += more;
     std::cerr << "  queued " << more << " more jobs (" << queued << " in all)\n";
     return Status::Ok();

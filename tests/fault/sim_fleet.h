@@ -30,8 +30,8 @@ struct FleetOptions {
   std::string enrollment_token;
   int agents = 100;
   // How long a simulated job runs, drawn uniformly per job.
-  std::chrono::milliseconds work_min{100};
-  std::chrono::milliseconds work_max{1000};
+  std::chrono::milliseconds work_min{20};
+  std::chrono::milliseconds work_max{200};
   std::string tag = "fault";  // agent names are "sim-<tag>-<index>"
 };
 
