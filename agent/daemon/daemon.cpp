@@ -521,7 +521,12 @@ struct Daemon::State {
       auto answer = client.heartbeat(leases, draining());
       if (answer.ok()) {
         for (std::size_t i = 0; i < answer->first.size() && i < owners.size(); ++i) {
-          if (answer->first[i] != Renewal::kActive) owners[i]->stop_job = answer->first[i];
+          if (answer->first[i] == Renewal::kActive) continue;
+          // The answer is about the lease sent; the slot may have finished that job and started
+          // another meanwhile, which a stale "lost" must not stop.
+          Slot& owner = *owners[i];
+          std::lock_guard lock(owner.mu);
+          if (owner.current && owner.current->lease_id == leases[i].lease_id) owner.stop_job = answer->first[i];
         }
       } else if (answer.error().code == ErrorCode::kUnauthenticated) {
         ensure_enrolled(credentials.get().second);

@@ -187,5 +187,44 @@ TEST(AgentProtocolFaults, AGrantUnreadWhenTheAgentDrainsIsWithdrawnNotLeftToExpi
   EXPECT_EQ(results[0].value("agent", ""), "a2");
 }
 
+// A heartbeat answer is about the leases it carried. One that comes back late, after the slot
+// finished that job and started its next, says "lost" of the ended lease: it must not stop the
+// next job's worker (before the fix it did, and the job ran again at attempt 2).
+TEST(AgentProtocolFaults, ALateHeartbeatAnswerForAnEndedLeaseDoesNotStopTheNextJob) {
+  CoordinatorProcess coord({{"--lease-ttl-s", "60"}, {"--heartbeat-interval-s", "1"}, {"--long-poll-timeout-s", "2"}});
+  FaultyProxy proxy(coord.base_url());
+  AgentOptions options = agent_options(coord, "a1");
+  options.coordinator_url = proxy.base_url();
+  AgentProcess a1(options);
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"})) << a1.log_tail();
+  const json run = coord.submit(cpu_matrix({kMobilenet}, {1, 2}, {"eager"}));
+
+  // The first job's worker runs: hold the next heartbeat (it carries that job's lease) until the
+  // slot has finished the job and its second worker runs, then let it reach the coordinator.
+  std::map<pid_t, std::pair<std::int64_t, int>> workers;
+  ASSERT_TRUE(poll_until([&] { sample_workers(a1, workers); return !workers.empty(); }, 180s, 20ms)) << a1.log_tail();
+  const std::int64_t first_job = workers.begin()->second.first;
+  proxy.hold(ProxyRoute::kHeartbeat);
+  ASSERT_TRUE(poll_until([&] { return proxy.held(ProxyRoute::kHeartbeat) == 1; }, 10s, 20ms)) << a1.log_tail();
+  ASSERT_TRUE(poll_until(
+      [&] {
+        sample_workers(a1, workers);
+        for (pid_t w : a1.children_named("benchfleet-work")) {
+          if (auto job = worker_job(w); job && job->first != first_job) return true;
+        }
+        return false;
+      },
+      120s, 20ms))
+      << a1.log_tail();
+  proxy.release(ProxyRoute::kHeartbeat);
+
+  ASSERT_TRUE(wait_run_state(coord, run, "done")) << run_of(coord, run).dump(1) << a1.log_tail();
+  const auto results = results_of(coord, run);
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) EXPECT_EQ(r["attempt"], 1) << r.dump(1) << a1.log_tail();
+  EXPECT_EQ(a1.log().find("lost its lease"), std::string::npos) << a1.log_tail();
+}
+
 }  // namespace
 }  // namespace benchfleet::testing

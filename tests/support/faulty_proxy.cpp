@@ -12,6 +12,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -152,7 +153,20 @@ struct FaultyProxy::State {
     bool only_grants = false;
     std::size_t forwarded = 0;
     std::vector<std::string> corrupted;
+    bool holding = false;
+    std::size_t waiting = 0;
   };
+  bool stopping = false;  // guarded by mu: held requests stop waiting
+
+  // Whether a request on `route` must (still) wait; counts it in or out of the waiting ones.
+  bool must_wait(ProxyRoute route, bool already_waiting) {
+    std::lock_guard lock(mu);
+    Plan& plan = plans[route];
+    const bool wait = plan.holding && !stopping;
+    if (wait && !already_waiting) ++plan.waiting;
+    if (!wait && already_waiting) --plan.waiting;
+    return wait;
+  }
   std::map<ProxyRoute, Plan> plans;
 
   // The fault for this answer (nullopt: forward it as it is); records it.
@@ -185,6 +199,13 @@ struct FaultyProxy::State {
         down.expires_never();
         co_await bhttp::async_read(down, down_buffer, req, asio::use_awaitable);
         const ProxyRoute route = route_of(req.target());
+        if (must_wait(route, false)) {
+          asio::steady_timer pause(co_await asio::this_coro::executor);
+          do {
+            pause.expires_after(std::chrono::milliseconds(10));
+            co_await pause.async_wait(asio::use_awaitable);
+          } while (must_wait(route, true));
+        }
         up.expires_after(std::chrono::seconds(120));  // longer than any long poll
         co_await bhttp::async_write(up, req, asio::use_awaitable);
         bhttp::response_parser<bhttp::string_body> parser;
@@ -225,6 +246,10 @@ struct FaultyProxy::State {
 
   // On the io thread: no new connections, every open one cancelled (its session then ends).
   void close_all() {
+    {
+      std::lock_guard lock(mu);
+      stopping = true;
+    }
     beast::error_code ignored;
     acceptor.close(ignored);
     for (beast::tcp_stream* s : open) s->close();
@@ -285,6 +310,22 @@ std::vector<std::string> FaultyProxy::corrupted(ProxyRoute route) const {
   std::lock_guard lock(state_->mu);
   auto it = state_->plans.find(route);
   return it == state_->plans.end() ? std::vector<std::string>{} : it->second.corrupted;
+}
+
+void FaultyProxy::hold(ProxyRoute route) {
+  std::lock_guard lock(state_->mu);
+  state_->plans[route].holding = true;
+}
+
+void FaultyProxy::release(ProxyRoute route) {
+  std::lock_guard lock(state_->mu);
+  state_->plans[route].holding = false;
+}
+
+std::size_t FaultyProxy::held(ProxyRoute route) const {
+  std::lock_guard lock(state_->mu);
+  auto it = state_->plans.find(route);
+  return it == state_->plans.end() ? 0 : it->second.waiting;
 }
 
 void FaultyProxy::stop() {

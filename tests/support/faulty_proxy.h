@@ -69,6 +69,12 @@ class FaultyProxy {
   // The coordinator's original bodies of the answers changed on `route`, in order.
   std::vector<std::string> corrupted(ProxyRoute route) const;
 
+  // From hold() until release(), requests on `route` wait in the proxy before they reach the
+  // coordinator (a slow network on that route); release() sends the waiting ones on.
+  void hold(ProxyRoute route);
+  void release(ProxyRoute route);
+  // Requests waiting on `route` now.
+  std::size_t held(ProxyRoute route) const;
   // Stops accepting, drops every connection and joins the thread. Idempotent.
   void stop();
 
