@@ -202,8 +202,8 @@ asio::awaitable<void> drive(asio::io_context& ioc, Shared& sh, PhaseResult& out)
   const PhaseConfig& cfg = sh.cfg;
   Conn op(co_await asio::this_coro::executor);  // the operator's connection, on the driver's strand
   auto t = Clock::now();
-  while (out.jobs_submitted < cfg.preload_jobs) {
-    out.jobs_submitted += co_await submit_run(op, sh, cfg.preload_jobs - out.jobs_submitted, ++out.runs_submitted);
+  while (out.jobs_submitted < cfg.queued_jobs) {
+    out.jobs_submitted += co_await submit_run(op, sh, cfg.queued_jobs - out.jobs_submitted, ++out.runs_submitted);
   }
   out.preload_s = std::chrono::duration<double>(Clock::now() - t).count();
   out.preloaded_jobs = out.jobs_submitted;
@@ -216,9 +216,13 @@ asio::awaitable<void> drive(asio::io_context& ioc, Shared& sh, PhaseResult& out)
 
   sh.start = Clock::now();
   sh.end = sh.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg.seconds));
-  // Keep the queue ahead of the agents. A refill inside the window is one large transaction
-  // that disturbs the figures, so the preload is sized to make it rare; it is reported.
-  const std::int64_t low_water = 2LL * cfg.agents + 100;
+  // Keep about `queued_jobs` queued: below 90% of it (or when an agent found the queue empty) a
+  // run brings it back up. A refill is one transaction that holds the store while it inserts,
+  // so it is at most 10% of the depth (plus the jobs taken meanwhile) and reported.
+  const std::int64_t low_water = cfg.queued_jobs - std::max<std::int64_t>(cfg.queued_jobs / 10, 1);
+  std::int64_t depth_samples = 0;
+  double depth_sum = 0;
+  out.queued_min = out.queued_max = cfg.queued_jobs;
   auto loops = [&sh](Agent& a) { return agent_loop(a, sh); };
   auto pending = std::make_shared<std::atomic<std::size_t>>(agents.size());
   for (auto& a : agents) {
@@ -235,13 +239,18 @@ asio::awaitable<void> drive(asio::io_context& ioc, Shared& sh, PhaseResult& out)
   }
   while (pending->load() > 0) {
     co_await pause(std::chrono::milliseconds(10));
-    const bool low = sh.granted.load() + low_water > out.jobs_submitted;
-    if (Clock::now() < sh.end && (sh.starving.exchange(false) || low)) {
-      out.jobs_submitted += co_await submit_run(op, sh, std::max<std::int64_t>(cfg.preload_jobs / 2, 1000),
-                                                ++out.runs_submitted);
+    if (Clock::now() >= sh.end) continue;
+    const std::int64_t depth = out.jobs_submitted - sh.granted.load();
+    out.queued_min = std::min(out.queued_min, depth);
+    out.queued_max = std::max(out.queued_max, depth);
+    depth_sum += static_cast<double>(depth);
+    ++depth_samples;
+    if (sh.starving.exchange(false) || depth < low_water) {
+      out.jobs_submitted += co_await submit_run(op, sh, cfg.queued_jobs - depth, ++out.runs_submitted);
       ++out.refills;
     }
   }
+  out.queued_mean = depth_samples > 0 ? depth_sum / static_cast<double>(depth_samples) : 0;
   out.window_s = std::chrono::duration<double>(sh.end - sh.start).count();
   for (auto& a : agents) {
     out.cycles += a->cycles;

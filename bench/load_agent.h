@@ -1,6 +1,7 @@
 // Simulated agents for the coordinator load benchmark: N agents, each one Boost.Asio C++20
 // coroutine with its own keep-alive connection, enrol with one "a100" slot and then loop
-// lease -> result for a fixed wall-clock window. A few client threads drive them all.
+// lease -> result for a fixed wall-clock window, while the driver keeps about `queued_jobs`
+// jobs queued. A few client threads drive them all.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,9 @@ struct PhaseConfig {
   int agents = 10;
   double seconds = 8;
   int client_threads = 1;
-  std::int64_t preload_jobs = 1000;  // queued before the window opens
+  // Jobs queued before the window opens, and kept queued through it: whenever the queue falls
+  // below 90% of this (or the agents find it empty), a run brings it back up.
+  std::int64_t queued_jobs = 1000;
   std::vector<std::string> models;   // catalog ids used in the submitted matrices
   std::string tag;                   // makes agent and run names unique per phase
 };
@@ -37,11 +40,15 @@ struct PhaseResult {
   std::int64_t jobs_submitted = 0;  // including refills
   int runs_submitted = 0;
   int refills = 0;  // runs submitted inside the window because the queue ran low
+  // Queued jobs (submitted - granted) sampled every 10 ms through the window.
+  std::int64_t queued_min = 0, queued_max = 0;
+  double queued_mean = 0;
   double preload_s = 0;
   double enrol_s = 0;
 };
 
-// Submits `preload_jobs` jobs, enrols the agents, opens the window and measures. Returns an
+// Submits `queued_jobs` jobs (runs of at most 90,000, below the coordinator's default
+// max_cells), enrols the agents, opens the window and measures. Returns an
 // Error only when the phase could not start (submission or enrolment failed); errors inside
 // the window are counted in the result.
 Result<PhaseResult> run_phase(const PhaseConfig& config);
