@@ -129,6 +129,7 @@ Status Database::exec(std::string_view sql) {
 }
 
 Result<Statement*> Database::prepare(const std::string& sql) {
+  if (prepare_observer_) prepare_observer_(sql);
   if (auto it = cache_.find(sql); it != cache_.end()) {
     it->second->reset();
     return it->second.get();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -74,6 +75,12 @@ class Database {
   // A prepared statement cached by its SQL text, reset and ready to bind.
   // The reference stays valid for the Database's lifetime.
   Result<Statement*> prepare(const std::string& sql);
+  // For tests and diagnostics: `observer` is called with the SQL text of every prepare() from
+  // now on, cached or not (so a test can list what a code path runs and check its query plans).
+  // An empty function stops it. exec() is not observed.
+  void set_prepare_observer(std::function<void(const std::string& sql)> observer) {
+    prepare_observer_ = std::move(observer);
+  }
 
   std::int64_t last_insert_rowid() const;
   int changes() const;
@@ -84,6 +91,7 @@ class Database {
 
   sqlite3* db_;
   std::map<std::string, std::unique_ptr<Statement>, std::less<>> cache_;
+  std::function<void(const std::string&)> prepare_observer_;
 };
 
 // BEGIN IMMEDIATE on construction (takes the write lock up front, so no upgrade deadlocks);

@@ -50,6 +50,11 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Cl
   return store;
 }
 
+void Store::observe_statements(std::function<void(const std::string& sql)> observer) {
+  std::lock_guard lock(mu_);
+  db_->set_prepare_observer(std::move(observer));
+}
+
 Result<Gauges> Store::gauges(TimestampMs seen_within_ms) {
   std::lock_guard lock(mu_);
   Gauges g;

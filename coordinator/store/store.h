@@ -263,6 +263,11 @@ class Store {
 
   Result<Gauges> gauges(TimestampMs seen_within_ms);
 
+  // For tests: `observer` sees the SQL text of every statement the store runs from now on, each
+  // time it runs one (see Database::set_prepare_observer); {} stops it. Called with the store's
+  // lock held: it must not call the store.
+  void observe_statements(std::function<void(const std::string& sql)> observer);
+
  private:
   Store(StoreOptions options, const Clock& clock, std::unique_ptr<Database> db);
 
