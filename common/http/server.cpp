@@ -344,7 +344,7 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st,
       }
     }
 
-    const Request req = parser.release();
+    Request req = parser.release();
     stream.expires_never();  // the handler may wait (long-poll); it bounds its own waits
     // The handler learns through `exchange` whether its client left while it waited.
     const auto exchange = std::make_shared<Exchange>();
@@ -352,6 +352,13 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st,
                                                    st->router.handle(decision, req, exchange));
     const bool keep_alive = req.keep_alive() && res.keep_alive() && !st->stopping;
     res.keep_alive(keep_alive);
+    // The body is handled: its bytes are given back before the answer is written, so a client
+    // holding its answer finds them free for its next body.
+    std::string().swap(req.body());
+    if (reservation.bytes != 0) {
+      st->release_body(reservation.bytes);
+      reservation.bytes = 0;
+    }
     stream.expires_after(limits.request_timeout);
     const error_code wec = co_await write_response(stream, res, head_only);
     exchange->response_written(!wec);
