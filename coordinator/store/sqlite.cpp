@@ -142,6 +142,15 @@ Result<Statement*> Database::prepare(const std::string& sql) {
   return it->second.get();
 }
 
+std::map<std::string, StatementWork> Database::statement_work() const {
+  std::map<std::string, StatementWork> out;
+  for (const auto& [sql, stmt] : cache_) {
+    out[sql] = StatementWork{sqlite3_stmt_status(stmt->handle(), SQLITE_STMTSTATUS_RUN, 0),
+                             sqlite3_stmt_status(stmt->handle(), SQLITE_STMTSTATUS_VM_STEP, 0)};
+  }
+  return out;
+}
+
 std::int64_t Database::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
 int Database::changes() const { return sqlite3_changes(db_); }
 

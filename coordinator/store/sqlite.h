@@ -20,6 +20,7 @@ namespace benchfleet::store {
 class Statement {
  public:
   Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  sqlite3_stmt* handle() const { return stmt_; }
   ~Statement();
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
@@ -62,6 +63,13 @@ class Statement {
   sqlite3_stmt* stmt_;
 };
 
+// What a cached statement did since it was prepared: a count of rows visited and compared that,
+// unlike time, does not depend on the machine (sqlite3_stmt_status).
+struct StatementWork {
+  std::int64_t runs = 0;      // times it was run (SQLITE_STMTSTATUS_RUN)
+  std::int64_t vm_steps = 0;  // virtual machine steps, all runs (SQLITE_STMTSTATUS_VM_STEP)
+};
+
 class Database {
  public:
   // Opens (creating if needed) with WAL, foreign keys, synchronous=FULL and a busy timeout.
@@ -81,6 +89,8 @@ class Database {
   void set_prepare_observer(std::function<void(const std::string& sql)> observer) {
     prepare_observer_ = std::move(observer);
   }
+  // For tests: the work of every cached statement, by SQL text.
+  std::map<std::string, StatementWork> statement_work() const;
 
   std::int64_t last_insert_rowid() const;
   int changes() const;

@@ -55,6 +55,11 @@ void Store::observe_statements(std::function<void(const std::string& sql)> obser
   db_->set_prepare_observer(std::move(observer));
 }
 
+std::map<std::string, StatementWork> Store::statement_work() {
+  std::lock_guard lock(mu_);
+  return db_->statement_work();
+}
+
 Result<Gauges> Store::gauges(TimestampMs seen_within_ms) {
   std::lock_guard lock(mu_);
   Gauges g;
@@ -95,12 +100,31 @@ Status Store::update_run_finished(std::int64_t run_id) {
   return s->bind(1, clock_.now_ms()).bind(2, run_id).bind(3, run_id).run();
 }
 
-Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id) {
-  // Load what the pure rule needs: the run's queued jobs and the cells that ran out of memory.
+Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id, std::int64_t job_id) {
+  // Load what the pure rule needs: the cell's queued jobs and its jobs that ran out of memory,
+  // each one seek of jobs_cells (migration 008).
+  BF_ASSIGN_OR_RETURN(auto* cell, db_->prepare(
+      "SELECT model, mode, torch_build, gpu_class, runtime FROM jobs WHERE id = ?"));
+  cell->bind(1, job_id);
+  BF_ASSIGN_OR_RETURN(bool found, cell->step());
+  if (!found) {
+    cell->reset();
+    return std::int64_t{0};
+  }
+  const std::string model = cell->text(0), mode = cell->text(1), build = cell->text(2), gpu = cell->text(3),
+                    runtime = cell->text(4);
+  cell->reset();
+  auto bind_cell = [&](Statement& s) {
+    s.bind(1, run_id).bind(2, model).bind(3, mode).bind(4, build).bind(5, gpu).bind(6, runtime);
+  };
+  const std::string same_cell = " WHERE j.run_id = ?1 AND j.model = ?2 AND j.mode = ?3 AND j.torch_build = ?4"
+                                " AND j.gpu_class = ?5 AND j.runtime = ?6";
+
   std::vector<scheduler::QueuedJob> queued;
   BF_ASSIGN_OR_RETURN(auto* q, db_->prepare("SELECT j.id, " + job_spec_columns("j") +
-                                            " FROM jobs j WHERE j.run_id = ? AND j.status = 'queued'"));
-  q->bind(1, run_id);
+                                            " FROM jobs j INDEXED BY jobs_cells" + same_cell +
+                                            " AND j.status = 'queued'"));
+  bind_cell(*q);
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, q->step());
     if (!row) break;
@@ -111,9 +135,9 @@ Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id) {
 
   std::vector<JobSpec> oomed;
   BF_ASSIGN_OR_RETURN(auto* o, db_->prepare("SELECT " + job_spec_columns("j") +
-                                            " FROM results r JOIN jobs j ON j.id = r.job_id"
-                                            " WHERE r.run_id = ? AND r.status = 'oom'"));
-  o->bind(1, run_id);
+                                            " FROM jobs j INDEXED BY jobs_cells JOIN results r ON r.job_id = j.id" +
+                                            same_cell + " AND r.status = 'oom'"));
+  bind_cell(*o);
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, o->step());
     if (!row) break;

@@ -267,17 +267,25 @@ class Store {
   // time it runs one (see Database::set_prepare_observer); {} stops it. Called with the store's
   // lock held: it must not call the store.
   void observe_statements(std::function<void(const std::string& sql)> observer);
+  // For tests: what each statement the store ran did so far (Database::statement_work).
+  std::map<std::string, StatementWork> statement_work();
 
  private:
   Store(StoreOptions options, const Clock& clock, std::unique_ptr<Database> db);
 
   // Helpers run inside a caller's transaction, with mu_ held.
-  // Marks queued jobs implied by an OOM at a smaller batch; returns how many.
-  Result<std::int64_t> mark_implied_oom(std::int64_t run_id);
+  // Marks the queued jobs of `job_id`'s cell (its run's jobs of the same model, mode, build, GPU
+  // class and runtime) that an OOM at a smaller batch implies; returns how many. Pruning relates
+  // only jobs of one cell, and runs whenever a cell changes (an OOM stored, a job requeued), so
+  // the rest of the run needs no look.
+  Result<std::int64_t> mark_implied_oom(std::int64_t run_id, std::int64_t job_id);
   // Ends a lease that will not produce a result: requeue, or fail after max attempts; then
   // applies OOM pruning and the run's completion. Sets work_appeared_.
   // Queued jobs this slot's builds declare unsupported get that verdict now (scheduler rule).
   Status mark_unsupported(const scheduler::SlotOffer& offer);
+  // The job `offer` should run next (scheduler::pick_job over the best queued job of each cell
+  // the slot can run, tier by tier), or nullopt when none fits.
+  Result<std::optional<std::int64_t>> pick_candidate_locked(const scheduler::SlotOffer& offer);
   Status requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts, std::int64_t run_id,
                          std::string_view outcome);
   // Commits `tx`, then tells the listener if this transaction made work appear.

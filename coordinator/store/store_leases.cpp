@@ -1,9 +1,6 @@
 // Store: leases (grant, renew, heartbeat, expiry) and results.
-#include <map>
 #include <optional>
-#include <set>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "common/codecs.h"
@@ -14,27 +11,6 @@
 
 namespace benchfleet::store {
 namespace {
-
-constexpr int kCandidatesPerTier = 64;
-constexpr std::int64_t kMaxUnsupportedPerLease = 500;  // the rest are marked by the next leases
-
-// "build|runtime|mode" for every combination the agent can run; matched in SQL via json_each.
-std::string capability_set(const std::vector<TorchBuildDescriptor>& builds) {
-  nlohmann::json combos = nlohmann::json::array();
-  for (const auto& b : builds) {
-    for (const auto& rt : b.runtimes) {
-      for (Mode m : rt.modes) {
-        std::string combo = b.name;
-        combo += '|';
-        combo += to_string(rt.runtime);
-        combo += '|';
-        combo += to_string(m);
-        combos.push_back(std::move(combo));
-      }
-    }
-  }
-  return combos.dump();
-}
 
 // The fingerprint's torch version (reports name it in their headers); nullopt when the result
 // recorded none, as verdicts given before torch ran do.
@@ -81,7 +57,8 @@ Status Store::requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts
   BF_RETURN_IF_ERROR(s->bind(3, now).bind(4, job_id).run());
   if (!fail) work_appeared_ = true;
   // A requeued job may be implied by an OOM that arrived meanwhile; a failed one may end the run.
-  BF_RETURN_IF_ERROR(mark_implied_oom(run_id));
+  BF_ASSIGN_OR_RETURN(const std::int64_t implied, mark_implied_oom(run_id, job_id));
+  (void)implied;
   return update_run_finished(run_id);
 }
 
@@ -90,58 +67,6 @@ Status Store::commit_and_notify(Transaction& tx) {
   work_appeared_ = false;
   BF_RETURN_IF_ERROR(tx.commit());
   if (appeared && work_listener_) work_listener_();
-  return Status::Ok();
-}
-
-Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
-  // Candidates: queued jobs of this class and of a build/runtime the slot has, in a mode it lacks.
-  // One seek of jobs_queued_cells (migration 007) per build/runtime: a scan of every queued job
-  // of the class here cost each lease ~100 ms at 96,000 jobs queued, under the store's lock.
-  std::map<std::pair<std::string, Runtime>, std::set<Mode>> offered;
-  for (const auto& b : offer.builds) {
-    for (const auto& rt : b.runtimes) offered[{b.name, rt.runtime}].insert(rt.modes.begin(), rt.modes.end());
-  }
-  BF_ASSIGN_OR_RETURN(auto* q, db_->prepare(
-      "SELECT j.id, j.run_id, " + job_spec_columns("j") + " FROM jobs j INDEXED BY jobs_queued_cells"
-      " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2 AND j.runtime = ?3"
-      " AND j.mode IN (SELECT value FROM json_each(?4)) LIMIT ?5"));
-  std::vector<std::tuple<std::int64_t, std::int64_t, std::string>> verdicts;
-  std::int64_t budget = kMaxUnsupportedPerLease;
-  for (const auto& [build_runtime, modes] : offered) {
-    nlohmann::json missing = nlohmann::json::array();
-    for (Mode m : all_modes()) {
-      if (!modes.contains(m)) missing.push_back(to_string(m));
-    }
-    if (missing.empty() || budget <= 0) continue;
-    q->bind(1, offer.gpu_class).bind(2, build_runtime.first).bind(3, to_string(build_runtime.second));
-    q->bind(4, missing.dump()).bind(5, budget);
-    while (true) {
-      BF_ASSIGN_OR_RETURN(bool row, q->step());
-      if (!row) break;
-      --budget;
-      if (auto reason = scheduler::unsupported_reason(offer, job_spec_at(*q, 2))) {
-        verdicts.emplace_back(q->int64(0), q->int64(1), std::move(*reason));
-      }
-    }
-    q->reset();
-  }
-  const TimestampMs now = clock_.now_ms();
-  std::set<std::int64_t> runs;
-  for (const auto& [job_id, run_id, reason] : verdicts) {
-    BF_ASSIGN_OR_RETURN(auto* job, db_->prepare(
-        "UPDATE jobs SET status = 'done', finished_at = ?, updated_at = ? WHERE id = ? AND status = 'queued'"));
-    BF_RETURN_IF_ERROR(job->bind(1, now).bind(2, now).bind(3, job_id).run());
-    JobResult verdict;
-    verdict.status = ResultStatus::kUnsupported;
-    verdict.error = reason;
-    BF_ASSIGN_OR_RETURN(auto* ins, db_->prepare(
-        "INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at)"
-        " VALUES (?, ?, 0, 'unsupported', ?, ?, 'scheduler', ?)"));
-    BF_RETURN_IF_ERROR(
-        ins->bind(1, job_id).bind(2, run_id).bind(3, reason).bind(4, nlohmann::json(verdict).dump()).bind(5, now).run());
-    runs.insert(run_id);
-  }
-  for (auto run_id : runs) BF_RETURN_IF_ERROR(update_run_finished(run_id));
   return Status::Ok();
 }
 
@@ -263,40 +188,7 @@ Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot,
   BF_RETURN_IF_ERROR(mark_unsupported(offer));
   std::optional<std::int64_t> picked;
   if (!agent.draining) {
-    // Candidates in three small windows, each an ordered scan of its own index (see the
-    // migration); the pure pick_job ranks them: groups this slot owns, groups nobody owns yet,
-    // then anything else this slot can run.
-    const std::string caps = capability_set(offer.builds);
-    const std::string select = "SELECT j.id, j.priority, j.owner_agent_id, j.owner_slot, " + job_spec_columns("j") +
-                               " FROM jobs j WHERE j.status = 'queued' AND j.gpu_class = ?1"
-                               " AND (j.torch_build || '|' || j.runtime || '|' || j.mode) IN"
-                               " (SELECT value FROM json_each(?2))";
-    const std::string order = " ORDER BY j.priority DESC, j.id LIMIT " + std::to_string(kCandidatesPerTier);
-    const std::string queries[] = {
-        select + " AND j.owner_agent_id = ?3 AND j.owner_slot = ?4" + order,
-        select + " AND j.owner_agent_id IS NULL" + order,
-        select + order,
-    };
-    std::vector<scheduler::Candidate> candidates;
-    std::set<std::int64_t> ids;
-    for (const auto& sql : queries) {
-      BF_ASSIGN_OR_RETURN(auto* q, db_->prepare(sql));
-      q->bind(1, offer.gpu_class).bind(2, caps);
-      if (&sql == &queries[0]) q->bind(3, agent_id).bind(4, slot);
-      while (true) {
-        BF_ASSIGN_OR_RETURN(bool row, q->step());
-        if (!row) break;
-        if (!ids.insert(q->int64(0)).second) continue;
-        scheduler::Candidate c;
-        c.job_id = q->int64(0);
-        c.priority = static_cast<int>(q->int64(1));
-        if (!q->is_null(2)) c.group_owner = scheduler::SlotRef{q->int64(2), q->text(3)};
-        c.spec = job_spec_at(*q, 4);
-        candidates.push_back(std::move(c));
-      }
-      q->reset();
-    }
-    picked = scheduler::pick_job(offer, candidates);
+    BF_ASSIGN_OR_RETURN(picked, pick_candidate_locked(offer));
   }
   if (!picked) {
     BF_RETURN_IF_ERROR(commit_and_notify(tx));
@@ -495,7 +387,7 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
   BF_RETURN_IF_ERROR(done->bind(1, now).bind(2, now).bind(3, lease.job_id).run());
   BF_RETURN_IF_ERROR(end_attempt(lease.job_id, attempt, "result"));
   if (result.status == ResultStatus::kOom) {
-    BF_ASSIGN_OR_RETURN(out.implied_oom, mark_implied_oom(run_id));
+    BF_ASSIGN_OR_RETURN(out.implied_oom, mark_implied_oom(run_id, lease.job_id));
   }
   BF_RETURN_IF_ERROR(update_run_finished(run_id));
   BF_RETURN_IF_ERROR(commit_and_notify(tx));
@@ -538,7 +430,7 @@ Result<std::int64_t> Store::expire_leases() {
   };
   std::vector<Expired> expired;
   BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-      "SELECT id, run_id, attempt, max_attempts FROM jobs WHERE lease_id IS NOT NULL"
+      "SELECT id, run_id, attempt, max_attempts FROM jobs INDEXED BY jobs_leases WHERE lease_id IS NOT NULL"
       " AND status IN ('leased','running') AND lease_expires_at <= ?"));
   s->bind(1, clock_.now_ms());
   while (true) {

@@ -11,8 +11,10 @@
 //   - SCAN of json_each (the bound list of what a slot can run) or of a constant row,
 // and a plan fails on any other SCAN (of a table, or of a whole index: "SCAN t USING [COVERING]
 // INDEX i" reads all of i) and on "USE TEMP B-TREE" (a sort reads the whole range before its
-// LIMIT applies). A SEARCH's range can still be long (e.g. a run's queued jobs): a plan alone
-// does not show that.
+// LIMIT applies). A SEARCH's range can still be long (a run's queued jobs, the queue of a GPU
+// class filtered row by row): a plan does not show that, so the second test counts what each
+// statement does (SQLite's virtual machine steps, not time) per run at a short and at a long
+// queue, and fails when it grows with the queue.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -55,12 +57,13 @@ class StoreQueryPlanTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  std::int64_t enroll(const std::string& name, const std::string& gpu_class, std::vector<Mode> modes) {
+  std::int64_t enroll(const std::string& name, const std::string& gpu_class, std::vector<Mode> modes,
+                      bool nightly = true) {
     AgentDescriptor d;
     d.name = name;
     d.slots = {{"gpu0", gpu_class, std::nullopt, std::nullopt}};
-    d.torch_builds = {{"stable", "2.11.0", {{Runtime::kLibtorch, modes}}},
-                      {"nightly", "2.12.0", {{Runtime::kLibtorch, {Mode::kEager}}}}};
+    d.torch_builds = {{"stable", "2.11.0", {{Runtime::kLibtorch, modes}}}};
+    if (nightly) d.torch_builds.push_back({"nightly", "2.12.0", {{Runtime::kLibtorch, {Mode::kEager}}}});
     auto id = store_->enroll_agent(d, {"salt", "hash"});
     EXPECT_TRUE(id.ok()) << id.error().message;
     return id.ok() ? *id : 0;
@@ -76,6 +79,9 @@ class StoreQueryPlanTest : public ::testing::Test {
     spec.torch_builds = {"stable", "nightly"};
     spec.gpus = {"a100", "t4"};
     spec.repetitions = repetitions;
+    return create(spec);
+  }
+  std::int64_t create(const MatrixSpec& spec) {
     auto catalog = Catalog::load_file(default_catalog_path());
     EXPECT_TRUE(catalog.ok());
     auto jobs = expand_matrix(spec, *catalog, {});
@@ -106,11 +112,16 @@ class StoreQueryPlanTest : public ::testing::Test {
     return r;
   }
 
-  // `cycles` lease -> result cycles of `agent`, every 16th an OOM.
-  void complete(std::int64_t agent, int cycles) {
+  // `cycles` lease -> result cycles of `agent`, every 16th an OOM; with `releases`, every 6th
+  // lease is given back instead (requeued).
+  void complete(std::int64_t agent, int cycles, bool releases = false) {
     for (int i = 0; i < cycles; ++i) {
       const auto g = lease(agent);
       clock_.advance_ms(5);
+      if (releases && i % 6 == 5) {
+        ASSERT_TRUE(store_->release(agent, {g.job_id, g.lease_id}).ok());
+        continue;
+      }
       const auto r = (i % 16 == 15) ? oom_result() : ok_result(10 + i % 7);
       auto out = store_->record_result(agent, {g.job_id, g.lease_id}, g.attempt, r);
       ASSERT_TRUE(out.ok()) << out.error().message;
@@ -118,9 +129,14 @@ class StoreQueryPlanTest : public ::testing::Test {
   }
 
   // Every path that runs per lease or per result, once or more, each statement recorded.
-  std::set<std::string> per_lease_and_result_statements(std::int64_t a, std::int64_t lacking) {
+  // `v1` and `v2` are two slots of a GPU class whose only queued group is 2 jobs.
+  std::set<std::string> per_lease_and_result_statements(std::int64_t a, std::int64_t lacking, std::int64_t v1,
+                                                        std::int64_t v2) {
     std::set<std::string> seen;
     store_->observe_statements([&seen](const std::string& sql) { seen.insert(sql); });
+    // The last tier: v2 finds nothing of its own nor unowned, and takes what v1's group left.
+    lease(v1);
+    lease(v2);
     // Grant (the three candidate windows, the take, the attempt, the group's owner), renew,
     // heartbeat, an ok result, a repeated result, an OOM (implied OOMs, run finished).
     auto g = lease(a);
@@ -148,7 +164,7 @@ class StoreQueryPlanTest : public ::testing::Test {
     EXPECT_EQ(store_->renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kLost);
     g = lease(a);
     clock_.advance_ms(options_.lease_ttl_ms + 1);
-    EXPECT_EQ(store_->expire_leases().value(), 1);
+    EXPECT_GE(store_->expire_leases().value(), 1);
     // A result posted after its lease expired, and a withdrawn grant (its answer never sent).
     g = lease(a);
     clock_.advance_ms(options_.lease_ttl_ms + 1);
@@ -207,8 +223,18 @@ TEST_F(StoreQueryPlanTest, EveryStatementPerLeaseAndPerResultIsAnIndexLookup) {
   submit("second", {1, 2, 4, 8}, 10);
   complete(a, 400);
   complete(t4, 400);
+  const auto v1 = enroll("v1", "v100", {Mode::kEager, Mode::kDefault});
+  const auto v2 = enroll("v2", "v100", {Mode::kEager, Mode::kDefault});
+  MatrixSpec group;
+  group.name = "one-group";
+  group.models = {kModels[0]};
+  group.batch_sizes = {1};
+  group.modes = {Mode::kEager, Mode::kDefault};
+  group.torch_builds = {"stable"};
+  group.gpus = {"v100"};
+  create(group);
 
-  const auto statements = per_lease_and_result_statements(a, lacking);
+  const auto statements = per_lease_and_result_statements(a, lacking, v1, v2);
   ASSERT_GT(statements.size(), 20u) << "the observer saw too little";
 
   std::string report;
@@ -228,6 +254,63 @@ TEST_F(StoreQueryPlanTest, EveryStatementPerLeaseAndPerResultIsAnIndexLookup) {
   }
   std::cout << report;
   EXPECT_EQ(failures, 0);
+}
+
+// Per run of each statement, the virtual machine steps `after` adds to `before`.
+std::map<std::string, double> steps_per_run(const std::map<std::string, StatementWork>& before,
+                                            const std::map<std::string, StatementWork>& after) {
+  std::map<std::string, double> out;
+  for (const auto& [sql, w] : after) {
+    StatementWork b;
+    if (auto it = before.find(sql); it != before.end()) b = it->second;
+    if (w.runs > b.runs) out[sql] = static_cast<double>(w.vm_steps - b.vm_steps) / static_cast<double>(w.runs - b.runs);
+  }
+  return out;
+}
+
+// Issue 17: each lease read the queue of its GPU class row by row past jobs the slot cannot
+// run, and each OOM or requeue read every queued job of the run; both plans are index SEARCHes.
+TEST_F(StoreQueryPlanTest, NoStatementPerLeaseOrResultDoesMoreWorkWithALongerQueue) {
+  const auto a = enroll("a", "a100", {Mode::kEager, Mode::kDefault}, /*nightly=*/false);
+  // Ahead of the slot's work (higher priority), jobs of a build it does not have; behind it, the
+  // run it works on, mostly cells of other builds. Every cell: 4 batches x 5 repetitions.
+  auto queue = [&](const std::string& name, int priority, int other_builds, const std::string& first_build,
+                   int repetitions) {
+    MatrixSpec spec;
+    spec.name = name;
+    spec.models = kModels;
+    spec.batch_sizes = {1, 2, 4, 8};
+    spec.modes = {Mode::kEager, Mode::kDefault};
+    spec.torch_builds = {first_build};
+    for (int i = 1; i <= other_builds; ++i) spec.torch_builds.push_back("other" + std::to_string(i));
+    spec.gpus = {"a100"};
+    spec.repetitions = repetitions;
+    spec.priority = priority;
+    return create(spec);
+  };
+  auto phase = [&]() {
+    const auto before = store_->statement_work();
+    complete(a, 48, /*releases=*/true);
+    return steps_per_run(before, store_->statement_work());
+  };
+  // Short: 160 jobs ahead, a run of 160. Long: 22,400 ahead, a run of 19,200.
+  const auto short_ahead = queue("short-ahead", 10, 0, "other1", 5);
+  const auto short_run = queue("short", 0, 0, "stable", 5);
+  complete(a, 8);  // every statement prepared
+  const auto short_queue = phase();
+  ASSERT_TRUE(store_->cancel_run(short_ahead).ok());
+  ASSERT_TRUE(store_->cancel_run(short_run).ok());
+  queue("long-ahead", 10, 6, "other0", 100);
+  queue("long", 0, 119, "stable", 5);
+  const auto long_queue = phase();
+
+  for (const auto& [sql, steps] : long_queue) {
+    auto it = short_queue.find(sql);
+    if (it == short_queue.end()) continue;
+    std::cout << "steps per run " << it->second << " -> " << steps << ": " << sql.substr(0, 160) << "\n";
+    EXPECT_LE(steps, 2 * it->second + 1000) << "virtual machine steps per run: " << it->second << " with 320 jobs queued, "
+                                            << steps << " with 41,600:\n  " << sql;
+  }
 }
 
 }  // namespace

@@ -404,9 +404,11 @@ TEST_F(StoreTest, ReportCellsCarryTheTorchVersionEachResultRecorded) {
 
 // Tests that take a database back to an older schema undo the later migrations they do not
 // exercise, so reopening re-applies them cleanly: 006 (lease hand-over columns), when present,
-// and 007 (the jobs_queued_cells index).
+// 007 (the jobs_queued_cells index) and 008 (the lease's and OOM pruning's cell indexes).
 void undo_later_migrations(Database& db) {
-  ASSERT_TRUE(db.exec("DROP INDEX IF EXISTS jobs_queued_cells;").ok());
+  ASSERT_TRUE(db.exec("DROP INDEX IF EXISTS jobs_queued_cells; DROP INDEX IF EXISTS jobs_queued_unowned_cells;"
+                      " DROP INDEX IF EXISTS jobs_cells;")
+                  .ok());
   auto q = db.prepare("SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'lease_acked'");
   ASSERT_TRUE(q.ok());
   ASSERT_TRUE((*q)->step().ok());

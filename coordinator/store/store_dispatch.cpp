@@ -1,0 +1,149 @@
+// Store: what a slot may run. Queued jobs its builds declare unsupported get that verdict, and
+// the job it runs next is chosen from the best queued job of each cell it can run. Both read
+// only what they act on, whatever the queue's depth (issues 16 and 17).
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "common/codecs.h"
+#include "coordinator/scheduler.h"
+#include "coordinator/store/rows.h"
+#include "coordinator/store/store.h"
+
+namespace benchfleet::store {
+namespace {
+
+constexpr int kOwnedCandidates = 64;
+constexpr std::int64_t kMaxUnsupportedPerLease = 500;  // the rest are marked by the next leases
+
+// "build|runtime|mode" for every combination the agent can run; matched in SQL via json_each.
+std::string capability_set(const std::vector<TorchBuildDescriptor>& builds) {
+  nlohmann::json combos = nlohmann::json::array();
+  for (const auto& b : builds) {
+    for (const auto& rt : b.runtimes) {
+      for (Mode m : rt.modes) {
+        std::string combo = b.name;
+        combo += '|';
+        combo += to_string(rt.runtime);
+        combo += '|';
+        combo += to_string(m);
+        combos.push_back(std::move(combo));
+      }
+    }
+  }
+  return combos.dump();
+}
+
+}  // namespace
+
+Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
+  // Candidates: queued jobs of this class and of a build/runtime the slot has, in a mode it lacks.
+  // One seek of jobs_queued_cells (migrations 007, 008) per build/runtime: a scan of every queued job
+  // of the class here cost each lease ~100 ms at 96,000 jobs queued, under the store's lock.
+  std::map<std::pair<std::string, Runtime>, std::set<Mode>> offered;
+  for (const auto& b : offer.builds) {
+    for (const auto& rt : b.runtimes) offered[{b.name, rt.runtime}].insert(rt.modes.begin(), rt.modes.end());
+  }
+  BF_ASSIGN_OR_RETURN(auto* q, db_->prepare(
+      "SELECT j.id, j.run_id, " + job_spec_columns("j") + " FROM jobs j INDEXED BY jobs_queued_cells"
+      " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2 AND j.runtime = ?3"
+      " AND j.mode IN (SELECT value FROM json_each(?4)) LIMIT ?5"));
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::string>> verdicts;
+  std::int64_t budget = kMaxUnsupportedPerLease;
+  for (const auto& [build_runtime, modes] : offered) {
+    nlohmann::json missing = nlohmann::json::array();
+    for (Mode m : all_modes()) {
+      if (!modes.contains(m)) missing.push_back(to_string(m));
+    }
+    if (missing.empty() || budget <= 0) continue;
+    q->bind(1, offer.gpu_class).bind(2, build_runtime.first).bind(3, to_string(build_runtime.second));
+    q->bind(4, missing.dump()).bind(5, budget);
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, q->step());
+      if (!row) break;
+      --budget;
+      if (auto reason = scheduler::unsupported_reason(offer, job_spec_at(*q, 2))) {
+        verdicts.emplace_back(q->int64(0), q->int64(1), std::move(*reason));
+      }
+    }
+    q->reset();
+  }
+  const TimestampMs now = clock_.now_ms();
+  std::set<std::int64_t> runs;
+  for (const auto& [job_id, run_id, reason] : verdicts) {
+    BF_ASSIGN_OR_RETURN(auto* job, db_->prepare(
+        "UPDATE jobs SET status = 'done', finished_at = ?, updated_at = ? WHERE id = ? AND status = 'queued'"));
+    BF_RETURN_IF_ERROR(job->bind(1, now).bind(2, now).bind(3, job_id).run());
+    JobResult verdict;
+    verdict.status = ResultStatus::kUnsupported;
+    verdict.error = reason;
+    BF_ASSIGN_OR_RETURN(auto* ins, db_->prepare(
+        "INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at)"
+        " VALUES (?, ?, 0, 'unsupported', ?, ?, 'scheduler', ?)"));
+    BF_RETURN_IF_ERROR(
+        ins->bind(1, job_id).bind(2, run_id).bind(3, reason).bind(4, nlohmann::json(verdict).dump()).bind(5, now).run());
+    runs.insert(run_id);
+  }
+  for (auto run_id : runs) BF_RETURN_IF_ERROR(update_run_finished(run_id));
+  return Status::Ok();
+}
+
+Result<std::optional<std::int64_t>> Store::pick_candidate_locked(const scheduler::SlotOffer& offer) {
+  // scheduler::pick_job ranks groups this slot owns, then groups nobody owns, then the rest; each
+  // tier is read only when the ones before it gave nothing. The slot's own groups are few (what
+  // it started and has not finished): one seek of jobs_queued_owned. The other two tiers read one
+  // row per (build, runtime, mode) the slot offers, an ordered seek of jobs_queued_unowned_cells
+  // or jobs_queued_cells (migration 008): the first row of a cell is the best of it, because the
+  // SQL's filter is can_run's. Before, each tier read the class's queue in priority order and
+  // filtered it row by row: every lease read all the queued jobs ahead that the slot cannot run.
+  const std::string columns = "SELECT j.id, j.priority, j.owner_agent_id, j.owner_slot, " + job_spec_columns("j");
+  std::vector<scheduler::Candidate> candidates;
+  auto read = [&](Statement& q) -> Status {
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, q.step());
+      if (!row) break;
+      scheduler::Candidate c;
+      c.job_id = q.int64(0);
+      c.priority = static_cast<int>(q.int64(1));
+      if (!q.is_null(2)) c.group_owner = scheduler::SlotRef{q.int64(2), q.text(3)};
+      c.spec = job_spec_at(q, 4);
+      candidates.push_back(std::move(c));
+    }
+    q.reset();
+    return Status::Ok();
+  };
+
+  BF_ASSIGN_OR_RETURN(auto* owned, db_->prepare(
+      columns + " FROM jobs j INDEXED BY jobs_queued_owned WHERE j.status = 'queued' AND j.owner_agent_id = ?1"
+      " AND j.owner_slot = ?2 AND j.gpu_class = ?3 AND (j.torch_build || '|' || j.runtime || '|' || j.mode) IN"
+      " (SELECT value FROM json_each(?4)) ORDER BY j.priority DESC, j.id LIMIT " + std::to_string(kOwnedCandidates)));
+  owned->bind(1, offer.agent_id).bind(2, offer.slot).bind(3, offer.gpu_class).bind(4, capability_set(offer.builds));
+  BF_RETURN_IF_ERROR(read(*owned));
+  if (auto picked = scheduler::pick_job(offer, candidates)) return picked;
+
+  const std::string per_cell = " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2"
+                               " AND j.runtime = ?3 AND j.mode = ?4";
+  const std::string best = " ORDER BY j.priority DESC, j.id LIMIT 1";
+  const std::string tiers[] = {
+      columns + " FROM jobs j INDEXED BY jobs_queued_unowned_cells" + per_cell + " AND j.owner_agent_id IS NULL" + best,
+      columns + " FROM jobs j INDEXED BY jobs_queued_cells" + per_cell + best,
+  };
+  for (const auto& sql : tiers) {
+    BF_ASSIGN_OR_RETURN(auto* q, db_->prepare(sql));
+    for (const auto& b : offer.builds) {
+      for (const auto& rt : b.runtimes) {
+        for (Mode m : rt.modes) {
+          q->bind(1, offer.gpu_class).bind(2, b.name).bind(3, to_string(rt.runtime)).bind(4, to_string(m));
+          BF_RETURN_IF_ERROR(read(*q));
+        }
+      }
+    }
+    if (auto picked = scheduler::pick_job(offer, candidates)) return picked;
+  }
+  return std::optional<std::int64_t>{};
+}
+
+}  // namespace benchfleet::store
