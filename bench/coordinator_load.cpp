@@ -45,6 +45,7 @@ struct Options {
   double sqlite_seconds = 3;
   int coordinator_threads = 2;
   int client_threads = 1;
+  std::int64_t foreign = 0;  // backlog of a build no agent offers, queued ahead (PhaseConfig)
   std::string dir;        // "": a fresh directory under $TMPDIR or /tmp
   std::string coordinator = coordinator_binary();
   bool keep_dir = false;
@@ -124,6 +125,7 @@ Result<Row> run_one(const Options& o, const std::string& dir, std::int64_t queue
   pc.seconds = o.seconds;
   pc.client_threads = o.client_threads;
   pc.queued_jobs = queued;
+  pc.foreign_jobs = o.foreign;
   pc.models = models;
   pc.tag = "q" + std::to_string(queued) + "-n" + std::to_string(agents);
   std::cerr << "  " << name << ": coordinator pid " << (*child)->pid() << " on port " << (*child)->port()
@@ -154,8 +156,13 @@ void print_report(const Options& o, const std::string& dir, std::vector<Row>& ro
   std::printf("work dir %s (%s): coordinator db and SQLite probe on the same file system\n", dir.c_str(),
               fs_type(dir).c_str());
   std::printf("SQLite probe: fresh db, WAL, synchronous=FULL, one INSERT per transaction, %.1f s, just before\n"
-              "each (Q, N)\n\n",
+              "each (Q, N)\n",
               o.sqlite_seconds);
+  if (o.foreign > 0) {
+    std::printf("ahead of the Q jobs, %lld queued jobs of a build no agent offers (--foreign)\n",
+                static_cast<long long>(o.foreign));
+  }
+  std::printf("\n");
   std::printf("%8s | %8s | %15s | %8s | %8s | %12s | %12s | %13s | %13s | %6s | %9s | %s\n", "Q queued",
               "N agents", "queued min-max", "cycles", "cycles/s", "lease p50 ms", "lease p99 ms", "result p50 ms",
               "result p99 ms", "errors", "commits/s", "cycles/s / commits/s");
@@ -208,6 +215,9 @@ int run(int argc, char** argv) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--seconds", o.seconds, "measurement window per agent count")->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--foreign", o.foreign,
+                 "jobs of a build no agent offers, queued ahead of the others and never run (a backlog)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--sqlite-seconds", o.sqlite_seconds, "duration of the SQLite commit probe")
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--coordinator-threads", o.coordinator_threads, "the coordinator's --threads")

@@ -93,19 +93,21 @@ std::string enrol_body(const Shared& sh, int index) {
   return nlohmann::json(d).dump();
 }
 
-// Submits one run of at least `want` (and at most kMaxJobsPerRun) jobs; returns its job count.
-asio::awaitable<std::int64_t> submit_run(Conn& op, const Shared& sh, std::int64_t want, int serial) {
+// Submits one run of at least `want` (and at most kMaxJobsPerRun) jobs of `build` (the agents'
+// "stable", or one they lack); returns its job count.
+asio::awaitable<std::int64_t> submit_run(Conn& op, const Shared& sh, std::int64_t want, int serial,
+                                         const std::string& build = "stable") {
   const std::int64_t per_rep_and_batch = static_cast<std::int64_t>(sh.cfg.models.size()) * 2;  // two modes
   want = std::clamp<std::int64_t>(want, 1, kMaxJobsPerRun);
   MatrixSpec spec;
   spec.name = "load-" + sh.cfg.tag + "-" + std::to_string(serial);
   spec.models = sh.cfg.models;
   spec.modes = {Mode::kEager, Mode::kDefault};
-  spec.torch_builds = {"stable"};
+  spec.torch_builds = {build};
   spec.gpus = {"a100"};
-  spec.repetitions = static_cast<int>(std::min<std::int64_t>(100, (want + per_rep_and_batch - 1) / per_rep_and_batch));
-  const std::int64_t per_batch = per_rep_and_batch * spec.repetitions;
-  const auto batches = static_cast<int>(std::max<std::int64_t>(1, (want + per_batch - 1) / per_batch));
+  auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+  const auto batches = static_cast<int>(ceil_div(want, per_rep_and_batch * 100));
+  spec.repetitions = static_cast<int>(ceil_div(want, per_rep_and_batch * batches));
   for (int b = 1; b <= batches; ++b) spec.batch_sizes.push_back(b);
   Reply r = co_await testing::exchange(op, sh.cfg.endpoint, kPost, "/api/v1/runs", nlohmann::json(spec).dump(),
                                        sh.cfg.operator_token);
@@ -202,6 +204,10 @@ asio::awaitable<void> drive(asio::io_context& ioc, Shared& sh, PhaseResult& out)
   const PhaseConfig& cfg = sh.cfg;
   Conn op(co_await asio::this_coro::executor);  // the operator's connection, on the driver's strand
   auto t = Clock::now();
+  // The backlog first, so it lies ahead of every job the agents can run.
+  for (std::int64_t backlog = 0; backlog < cfg.foreign_jobs;) {
+    backlog += co_await submit_run(op, sh, cfg.foreign_jobs - backlog, ++out.runs_submitted, "foreign");
+  }
   while (out.jobs_submitted < cfg.queued_jobs) {
     out.jobs_submitted += co_await submit_run(op, sh, cfg.queued_jobs - out.jobs_submitted, ++out.runs_submitted);
   }

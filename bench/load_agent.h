@@ -24,6 +24,9 @@ struct PhaseConfig {
   // Jobs queued before the window opens, and kept queued through it: whenever the queue falls
   // below 90% of this (or the agents find it empty), a run brings it back up.
   std::int64_t queued_jobs = 1000;
+  // Queued before those, never run: jobs of a build no agent offers (a backlog for a build the
+  // fleet does not have now), ahead of the rest in submission order. Not counted in queued_jobs.
+  std::int64_t foreign_jobs = 0;
   std::vector<std::string> models;   // catalog ids used in the submitted matrices
   std::string tag;                   // makes agent and run names unique per phase
 };
