@@ -185,6 +185,7 @@ struct Daemon::State {
   std::mutex sleep_mu;
   std::condition_variable wake;
   int interval_changes = 0;  // under sleep_mu: wakes the heartbeat when the coordinator's pace changes
+  int reachable_again = 0;   // under sleep_mu: wakes uploads waiting out a backoff when it answers again
 
   bool draining() const { return stop_requests.load() >= 1; }
   bool aborting() const { return stop_requests.load() >= 2; }
@@ -194,13 +195,25 @@ struct Daemon::State {
 
   // Sleeps up to `d`, waking early on drain/abort (and, with `or_new_intervals`, when the
   // coordinator dictates other intervals: see adopt_intervals).
-  void sleep_for(std::chrono::milliseconds d, bool or_new_intervals = false) {
+  void sleep_for(std::chrono::milliseconds d, bool or_new_intervals = false, bool or_reachable_again = false) {
     std::unique_lock lock(sleep_mu);
     const int seen = stop_requests.load();
     const int seen_intervals = interval_changes;
+    const int seen_reachable = reachable_again;
     wake.wait_for(lock, d, [&] {
-      return stop_requests.load() != seen || (or_new_intervals && interval_changes != seen_intervals);
+      return stop_requests.load() != seen || (or_new_intervals && interval_changes != seen_intervals) ||
+             (or_reachable_again && reachable_again != seen_reachable);
     });
+  }
+
+  // The coordinator answered a heartbeat after it had failed (a partition healed, a restart):
+  // spooled results waiting out their backoff (up to 30 s) are sent now.
+  void coordinator_reachable_again() {
+    {
+      std::lock_guard lock(sleep_mu);
+      ++reachable_again;
+    }
+    wake.notify_all();
   }
 
   Intervals current_intervals() {
@@ -305,7 +318,7 @@ struct Daemon::State {
         continue;
       }
       spdlog::warn("job {}: result upload failed, will retry: {}", entry.job_id, r.error().message);
-      sleep_for(backoff.next());
+      sleep_for(backoff.next(), /*or_new_intervals=*/false, /*or_reachable_again=*/true);
     }
   }
 
@@ -503,6 +516,7 @@ struct Daemon::State {
   void heartbeat_loop() {
     CoordinatorClient client(config.coordinator, credentials);
     std::mt19937_64 rng{std::random_device{}()};
+    bool failing = false;  // the last heartbeat went unanswered or unread
     while (!aborting()) {
       std::vector<HeartbeatLease> leases;
       std::vector<Slot*> owners;
@@ -519,6 +533,8 @@ struct Daemon::State {
         return;
       }
       auto answer = client.heartbeat(leases, draining());
+      if (answer.ok() && failing) coordinator_reachable_again();
+      failing = !answer.ok();
       if (answer.ok()) {
         for (std::size_t i = 0; i < answer->first.size() && i < owners.size(); ++i) {
           if (answer->first[i] == Renewal::kActive) continue;
