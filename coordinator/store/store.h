@@ -197,7 +197,10 @@ class Store {
   void on_work_available(std::function<void()> listener) { work_listener_ = std::move(listener); }
 
   // ---- runs --------------------------------------------------------------------------------
-  // Stores the run and all its jobs in one transaction.
+  // Stores the run and all its jobs in one transaction. Jobs an enrolled slot of their GPU class
+  // declares unsupported (it has their build and runtime, not their mode) get that verdict in
+  // it; jobs no enrolled slot has the build or runtime of stay queued until an agent that has
+  // them enrols, and are then run or judged.
   Result<RunCreated> create_run(const MatrixSpec& spec, const std::vector<JobSpec>& jobs);
   Result<RunInfo> get_run(std::int64_t run_id);
   // Newest first; `before_id` pages backwards.
@@ -219,7 +222,8 @@ class Store {
 
   // ---- agents ------------------------------------------------------------------------------
   // Creates the agent, or updates the one with the same name (it keeps its id), and replaces
-  // its credentials. Returns the agent id.
+  // its credentials. Queued jobs whose build and runtime one of its slots has but not their mode
+  // become `unsupported` now (scheduler::unsupported_reason). Returns the agent id.
   Result<std::int64_t> enroll_agent(const AgentDescriptor& descriptor, const AgentCredentials& credentials);
   Result<AgentCredentials> agent_credentials(std::int64_t agent_id);
   Result<std::vector<AgentInfo>> list_agents();
@@ -281,8 +285,11 @@ class Store {
   Result<std::int64_t> mark_implied_oom(std::int64_t run_id, std::int64_t job_id);
   // Ends a lease that will not produce a result: requeue, or fail after max attempts; then
   // applies OOM pruning and the run's completion. Sets work_appeared_.
-  // Queued jobs this slot's builds declare unsupported get that verdict now (scheduler rule).
+  // Queued jobs this slot's builds declare unsupported get that verdict now (scheduler rule):
+  // called for each slot class of an agent that enrols (its capabilities may have changed).
   Status mark_unsupported(const scheduler::SlotOffer& offer);
+  // The same for a new run's cells, judged by every enrolled slot.
+  Status mark_unsupported_for_run_locked(const MatrixSpec& spec);
   // The job `offer` should run next (scheduler::pick_job over the best queued job of each cell
   // the slot can run, tier by tier), or nullopt when none fits.
   Result<std::optional<std::int64_t>> pick_candidate_locked(const scheduler::SlotOffer& offer);

@@ -1,4 +1,7 @@
 // Store: agent enrolment, credentials, listing and draining.
+#include <set>
+#include <string>
+
 #include "common/codecs.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/store.h"
@@ -44,6 +47,13 @@ Result<std::int64_t> Store::enroll_agent(const AgentDescriptor& d, const AgentCr
     }
     slot->bind(7, nlohmann::json(s).dump());
     BF_RETURN_IF_ERROR(slot->run());
+  }
+  // What its builds lack, judged now for everything queued, instead of on each of its leases.
+  std::set<std::string> judged;
+  for (const auto& s : d.slots) {
+    if (judged.insert(s.gpu_class).second) {
+      BF_RETURN_IF_ERROR(mark_unsupported(scheduler::SlotOffer{id, s.id, s.gpu_class, d.torch_builds}));
+    }
   }
   BF_RETURN_IF_ERROR(tx.commit());
   return id;

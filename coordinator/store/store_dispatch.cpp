@@ -1,6 +1,7 @@
-// Store: what a slot may run. Queued jobs its builds declare unsupported get that verdict, and
-// the job it runs next is chosen from the best queued job of each cell it can run. Both read
-// only what they act on, whatever the queue's depth (issues 16 and 17).
+// Store: what a slot may run. Queued jobs an enrolled slot's builds declare unsupported get that
+// verdict when it is cheap (a run submitted, an agent enrolled), and the job a slot runs next is
+// chosen from the best queued job of each cell it can run. Both read only what they act on,
+// whatever the queue's depth (issues 16 and 17).
 #include <map>
 #include <optional>
 #include <set>
@@ -17,7 +18,6 @@ namespace benchfleet::store {
 namespace {
 
 constexpr int kOwnedCandidates = 64;
-constexpr std::int64_t kMaxUnsupportedPerLease = 500;  // the rest are marked by the next leases
 
 // "build|runtime|mode" for every combination the agent can run; matched in SQL via json_each.
 std::string capability_set(const std::vector<TorchBuildDescriptor>& builds) {
@@ -41,8 +41,7 @@ std::string capability_set(const std::vector<TorchBuildDescriptor>& builds) {
 
 Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
   // Candidates: queued jobs of this class and of a build/runtime the slot has, in a mode it lacks.
-  // One seek of jobs_queued_cells (migrations 007, 008) per build/runtime: a scan of every queued job
-  // of the class here cost each lease ~100 ms at 96,000 jobs queued, under the store's lock.
+  // One seek of jobs_queued_cells (migrations 007, 008) per build/runtime, each row one verdict.
   std::map<std::pair<std::string, Runtime>, std::set<Mode>> offered;
   for (const auto& b : offer.builds) {
     for (const auto& rt : b.runtimes) offered[{b.name, rt.runtime}].insert(rt.modes.begin(), rt.modes.end());
@@ -50,21 +49,19 @@ Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
   BF_ASSIGN_OR_RETURN(auto* q, db_->prepare(
       "SELECT j.id, j.run_id, " + job_spec_columns("j") + " FROM jobs j INDEXED BY jobs_queued_cells"
       " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2 AND j.runtime = ?3"
-      " AND j.mode IN (SELECT value FROM json_each(?4)) LIMIT ?5"));
+      " AND j.mode IN (SELECT value FROM json_each(?4))"));
   std::vector<std::tuple<std::int64_t, std::int64_t, std::string>> verdicts;
-  std::int64_t budget = kMaxUnsupportedPerLease;
   for (const auto& [build_runtime, modes] : offered) {
     nlohmann::json missing = nlohmann::json::array();
     for (Mode m : all_modes()) {
       if (!modes.contains(m)) missing.push_back(to_string(m));
     }
-    if (missing.empty() || budget <= 0) continue;
+    if (missing.empty()) continue;
     q->bind(1, offer.gpu_class).bind(2, build_runtime.first).bind(3, to_string(build_runtime.second));
-    q->bind(4, missing.dump()).bind(5, budget);
+    q->bind(4, missing.dump());
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, q->step());
       if (!row) break;
-      --budget;
       if (auto reason = scheduler::unsupported_reason(offer, job_spec_at(*q, 2))) {
         verdicts.emplace_back(q->int64(0), q->int64(1), std::move(*reason));
       }
@@ -88,6 +85,44 @@ Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
     runs.insert(run_id);
   }
   for (auto run_id : runs) BF_RETURN_IF_ERROR(update_run_finished(run_id));
+  return Status::Ok();
+}
+
+Status Store::mark_unsupported_for_run_locked(const MatrixSpec& spec) {
+  // Every enrolled slot judges the run's cells; slots alike (GPU class and builds) judge once.
+  // Agents are few next to jobs: one read of their descriptors per submitted run.
+  const std::set<std::string> gpus(spec.gpus.begin(), spec.gpus.end());
+  const std::set<std::string> builds(spec.torch_builds.begin(), spec.torch_builds.end());
+  const std::set<Runtime> runtimes(spec.runtimes.begin(), spec.runtimes.end());
+  std::vector<AgentDescriptor> fleet;
+  BF_ASSIGN_OR_RETURN(auto* agents, db_->prepare("SELECT descriptor FROM agents"));
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, agents->step());
+    if (!row) break;
+    if (auto d = decode<AgentDescriptor>(nlohmann::json::parse(agents->text(0), nullptr, false)); d.ok()) {
+      fleet.push_back(std::move(*d));
+    }
+  }
+  agents->reset();
+  std::set<std::string> judged;
+  for (const auto& agent : fleet) {
+    scheduler::SlotOffer offer;
+    for (const auto& b : agent.torch_builds) {
+      if (!builds.contains(b.name)) continue;
+      TorchBuildDescriptor relevant{b.name, b.version, {}};
+      for (const auto& rt : b.runtimes) {
+        if (runtimes.contains(rt.runtime)) relevant.runtimes.push_back(rt);
+      }
+      if (!relevant.runtimes.empty()) offer.builds.push_back(std::move(relevant));
+    }
+    if (offer.builds.empty()) continue;
+    for (const auto& slot : agent.slots) {
+      if (!gpus.contains(slot.gpu_class)) continue;
+      if (!judged.insert(slot.gpu_class + '\n' + nlohmann::json(offer.builds).dump()).second) continue;
+      offer.gpu_class = slot.gpu_class;
+      BF_RETURN_IF_ERROR(mark_unsupported(offer));
+    }
+  }
   return Status::Ok();
 }
 

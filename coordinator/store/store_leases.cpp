@@ -185,7 +185,7 @@ Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot,
     }
   }
 
-  BF_RETURN_IF_ERROR(mark_unsupported(offer));
+  // Unsupported cells were judged when this agent enrolled and when each run was submitted.
   std::optional<std::int64_t> picked;
   if (!agent.draining) {
     BF_ASSIGN_OR_RETURN(picked, pick_candidate_locked(offer));

@@ -39,6 +39,7 @@ Result<RunCreated> Store::create_run(const MatrixSpec& spec, const std::vector<J
                            .bind(12, now)
                            .run());
   }
+  BF_RETURN_IF_ERROR(mark_unsupported_for_run_locked(spec));
   work_appeared_ = true;
   BF_RETURN_IF_ERROR(commit_and_notify(tx));
   return RunCreated{run_id, static_cast<std::int64_t>(jobs.size())};

@@ -1,4 +1,5 @@
-// Issue 17: the query plans of every statement the store runs per lease and per result.
+// Issue 17: the query plans of every statement the store runs per lease and per result (and at
+// an agent's enrolment, which judges what its builds lack).
 //
 // The statements are the store's own: a test observer (Store::observe_statements) records the
 // SQL text of each statement the lease and result paths prepare, on a migrated database holding
@@ -137,6 +138,8 @@ class StoreQueryPlanTest : public ::testing::Test {
     // The last tier: v2 finds nothing of its own nor unowned, and takes what v1's group left.
     lease(v1);
     lease(v2);
+    // An agent (re-)enrolling judges what its builds lack (mark_unsupported).
+    enroll("late", "a100", {Mode::kEager});
     // Grant (the three candidate windows, the take, the attempt, the group's owner), renew,
     // heartbeat, an ok result, a repeated result, an OOM (implied OOMs, run finished).
     auto g = lease(a);
@@ -148,11 +151,10 @@ class StoreQueryPlanTest : public ::testing::Test {
               RecordKind::kDuplicate);
     g = lease(a);
     EXPECT_TRUE(store_->record_result(a, {g.job_id, g.lease_id}, g.attempt, oom_result()).ok());
-    // A slot lacking modes of the stable build: its lease marks those jobs unsupported.
-    g = lease(lacking);
     // Hand-over: asking again gets the unacknowledged lease; once acknowledged, asking again
     // releases it (requeue_or_fail); an expired lease is requeued by the next poll, by a late
     // renewal and by the sweep.
+    g = lease(lacking);
     g = lease(lacking);
     EXPECT_TRUE(store_->heartbeat(lacking, {{g.job_id, g.lease_id}}).ok());
     g = lease(lacking);

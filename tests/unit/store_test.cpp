@@ -195,6 +195,38 @@ TEST_F(StoreTest, UnsupportedIsJudgedPerBuildTheSlotOffers) {
   EXPECT_EQ(job("other", Mode::kDefault).status, JobStatus::kQueued) << "a build the slot lacks is not its to judge";
 }
 
+// Issue 17: unsupported cells are judged when a run is submitted (by every enrolled slot) and when
+// an agent enrols, not on each lease; a job no enrolled slot has the build of waits queued.
+TEST_F(StoreTest, UnsupportedIsJudgedAtSubmissionAndAtEnrolmentWithoutALease) {
+  enroll("a", "a100", {Mode::kEager});
+  const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager, Mode::kDefault});
+  auto info = store_->get_run(run).value();
+  EXPECT_EQ(info.results_by_status[ResultStatus::kUnsupported], 1) << "judged at submission";
+  EXPECT_EQ(info.jobs_by_status[JobStatus::kQueued], 1);
+
+  MatrixSpec spec;
+  spec.name = "nightly";
+  spec.models = {"torchvision/resnet18"};
+  spec.batch_sizes = {1};
+  spec.modes = {Mode::kEager, Mode::kDefault};
+  spec.torch_builds = {"nightly"};
+  spec.gpus = {"a100"};
+  auto catalog = Catalog::load_file(default_catalog_path());
+  ASSERT_TRUE(catalog.ok());
+  const auto nightly = store_->create_run(spec, expand_matrix(spec, *catalog, {}).value()).value().run_id;
+  EXPECT_EQ(store_->get_run(nightly).value().jobs_by_status[JobStatus::kQueued], 2)
+      << "no enrolled slot has the nightly build: its jobs wait for one";
+
+  AgentDescriptor d;
+  d.name = "n";
+  d.slots = {{"gpu0", "a100", std::nullopt, std::nullopt}};
+  d.torch_builds = {{"nightly", "2.12.0", {{Runtime::kLibtorch, {Mode::kEager}}}}};
+  ASSERT_TRUE(store_->enroll_agent(d, {"salt", "hash"}).ok());
+  info = store_->get_run(nightly).value();
+  EXPECT_EQ(info.results_by_status[ResultStatus::kUnsupported], 1) << "judged when the agent enrolled";
+  EXPECT_EQ(info.jobs_by_status[JobStatus::kQueued], 1);
+}
+
 // Issue 16, R2: finding the jobs that became unsupported read every queued job of the class on
 // each lease (~100 ms at 96,000 jobs queued, under the store's lock), so 100 agents reconnecting
 // after a coordinator restart waited 13-27 s. A lease's CPU time must not grow with the queue.
