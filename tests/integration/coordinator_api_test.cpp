@@ -176,7 +176,9 @@ TEST(CoordinatorApi, TokensAreRequiredAndChecked) {
     ASSERT_TRUE(r.ok());
     expect_problem(*r, 401);
   }
-  const json descriptor = FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}});
+  // Both agents run every mode of the run: an agent lacking one would judge those cells
+  // unsupported as it enrols (issue 17), and the run must stay as it was.
+  const json descriptor = FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager", "default"}}});
   {
     SCOPED_TRACE("enrol with the operator token");
     expect_problem(coord.post("/api/v1/agents/enroll", descriptor), 401);
@@ -188,7 +190,7 @@ TEST(CoordinatorApi, TokensAreRequiredAndChecked) {
     expect_problem(*r, 401);
   }
   FakeAgent a(coord, descriptor);
-  FakeAgent b(coord, FakeAgent::descriptor("b1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  FakeAgent b(coord, FakeAgent::descriptor("b1", {{"gpu0", "a100"}}, {{"stable", {"eager", "default"}}}));
   ASSERT_NE(a.id(), b.id());
   const std::string b_lease = "/api/v1/agents/" + std::to_string(b.id()) + "/lease";
   const std::string b_heartbeat = "/api/v1/agents/" + std::to_string(b.id()) + "/heartbeat";
