@@ -32,6 +32,7 @@
 namespace {
 
 using benchfleet::testing::CoordinatorChild;
+using benchfleet::testing::launch_in;
 using benchfleet::testing::LaunchOptions;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -136,15 +137,9 @@ class HeartbeatLoop {
 int run(const Options& o) {
   const fs::path dir = fs::temp_directory_path() / ("big_results." + std::to_string(::getpid()));
   fs::create_directories(dir);
-  LaunchOptions launch;
+  LaunchOptions launch = launch_in(
+      dir.string(), {{"--operator-token", kOperatorToken}, {"--enrollment-token", kEnrollmentToken}, {"--log-level", "warn"}});
   launch.binary = o.coordinator;
-  launch.flags = {{"--db", (dir / "big.db").string()},
-                  {"--operator-token", kOperatorToken},
-                  {"--enrollment-token", kEnrollmentToken},
-                  {"--log-level", "warn"}};
-  launch.port_file = (dir / "port").string();
-  launch.log_file = (dir / "coordinator.log").string();
-  launch.clean_environment = true;
   auto child = CoordinatorChild::start(launch);
   if (!child.ok()) {
     std::cerr << child.error().describe() << "\n";

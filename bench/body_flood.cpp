@@ -39,6 +39,7 @@ namespace {
 
 using benchfleet::testing::coordinator_binary;
 using benchfleet::testing::CoordinatorChild;
+using benchfleet::testing::launch_in;
 using benchfleet::testing::LaunchOptions;
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
@@ -123,15 +124,9 @@ std::string enrol_agent(unsigned short port) {
 int run(Options o) {
   const fs::path dir = fs::temp_directory_path() / ("body_flood." + std::to_string(::getpid()));
   fs::create_directories(dir);
-  LaunchOptions launch;
+  LaunchOptions launch = launch_in(
+      dir.string(), {{"--operator-token", kOperatorToken}, {"--enrollment-token", kEnrollmentToken}, {"--log-level", "warn"}});
   launch.binary = o.coordinator;
-  launch.flags = {{"--db", (dir / "flood.db").string()},
-                  {"--operator-token", kOperatorToken},
-                  {"--enrollment-token", kEnrollmentToken},
-                  {"--log-level", "warn"}};
-  launch.port_file = (dir / "port").string();
-  launch.log_file = (dir / "coordinator.log").string();
-  launch.clean_environment = true;
   auto child = CoordinatorChild::start(launch);
   if (!child.ok()) {
     std::cerr << child.error().describe() << "\n";

@@ -230,20 +230,13 @@ int run(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   raise_fd_limit();
-  std::string dir = o.dir;
   bool made_dir = false;
-  if (dir.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/benchfleet-load-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      std::cerr << "coordinator_load: cannot create a directory from " << pattern << "\n";
-      return 2;
-    }
-    dir = pattern;
-    made_dir = true;
-  } else {
-    fs::create_directories(dir);
+  auto work = benchfleet::testing::work_directory(o.dir, "benchfleet-load", made_dir);
+  if (!work.ok()) {
+    std::cerr << "coordinator_load: " << work.error().describe() << "\n";
+    return 2;
   }
+  const std::string dir = *work;
 
   auto catalog = Catalog::load_file(default_catalog_path());
   if (!catalog.ok()) {

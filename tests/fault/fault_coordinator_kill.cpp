@@ -242,20 +242,13 @@ int run(int argc, char** argv) {
   }
 
   raise_fd_limit();
-  std::string dir = o.dir;
   bool made_dir = false;
-  if (dir.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/benchfleet-coordkill-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      std::cerr << "fault_coordinator_kill: cannot create a directory from " << pattern << "\n";
-      return 2;
-    }
-    dir = pattern;
-    made_dir = true;
-  } else {
-    fs::create_directories(dir);
+  auto work = benchfleet::testing::work_directory(o.dir, "benchfleet-coordkill", made_dir);
+  if (!work.ok()) {
+    std::cerr << "fault_coordinator_kill: " << work.error().describe() << "\n";
+    return 2;
   }
+  const std::string dir = *work;
   auto catalog = Catalog::load_file(default_catalog_path());
   if (!catalog.ok()) {
     std::cerr << "fault_coordinator_kill: " << catalog.error().describe() << "\n";
@@ -269,16 +262,10 @@ int run(int argc, char** argv) {
     std::cerr << "fault_coordinator_kill: no free port on 127.0.0.1\n";
     return 2;
   }
-  LaunchOptions launch;
+  LaunchOptions launch = benchfleet::testing::launch_in(
+      dir, {{"--operator-token", kOperatorToken}, {"--enrollment-token", kEnrollmentToken}, {"--log-level", o.log_level}});
   launch.binary = o.coordinator;
   launch.port = port;
-  launch.flags = {{"--db", dir + "/coordinator.db"},
-                  {"--operator-token", kOperatorToken},
-                  {"--enrollment-token", kEnrollmentToken},
-                  {"--log-level", o.log_level}};
-  launch.port_file = dir + "/coordinator.port";
-  launch.log_file = dir + "/coordinator.log";
-  launch.clean_environment = true;
   launch.start_timeout = std::chrono::seconds(30);
   auto failed = [&](const std::string& why) {
     std::cerr << "fault_coordinator_kill: " << why << "\ncoordinator log ends with:\n"

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -31,6 +32,31 @@ std::string read_file(const std::string& path) {
 std::string coordinator_binary() {
   if (const char* env = std::getenv("BENCHFLEET_COORDINATOR_BIN"); env != nullptr && *env != '\0') return env;
   return BENCHFLEET_COORDINATOR_BIN;
+}
+
+LaunchOptions launch_in(const std::string& dir, std::map<std::string, std::string> flags) {
+  LaunchOptions launch;
+  launch.flags = {{"--db", dir + "/coordinator.db"}};
+  for (auto& [flag, value] : flags) launch.flags[flag] = std::move(value);
+  launch.port_file = dir + "/port";
+  launch.log_file = dir + "/coordinator.log";
+  launch.clean_environment = true;
+  return launch;
+}
+
+Result<std::string> work_directory(const std::string& requested, const std::string& prefix, bool& made) {
+  made = false;
+  if (!requested.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(requested, ec);
+    if (ec) return Error::invalid("dir", "cannot create " + requested + ": " + ec.message());
+    return requested;
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/" + prefix + "-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) return Error::internal("cannot create a directory from " + pattern);
+  made = true;
+  return pattern;
 }
 
 int free_loopback_port() {

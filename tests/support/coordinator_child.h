@@ -80,6 +80,16 @@ class CoordinatorChild {
   int port_ = 0;
 };
 
+// Options for a coordinator whose database (coordinator.db), port file and log live in `dir`,
+// with `flags` added (they may override --db) and the environment cleaned: what the benchmarks and
+// fault programs start.
+LaunchOptions launch_in(const std::string& dir, std::map<std::string, std::string> flags);
+
+// A work directory: `requested` (created if missing), or, when it is empty, a new one made by
+// mkdtemp as $TMPDIR/<prefix>-XXXXXX (else under /tmp). `made` says whether a new one was made
+// (the caller removes it when done). An Error naming the path when it cannot be made.
+Result<std::string> work_directory(const std::string& requested, const std::string& prefix, bool& made);
+
 // A port on 127.0.0.1 that nothing listens on now, below the kernel's ephemeral range (so no
 // outgoing connection takes it while a coordinator on it is down and restarting). 0 if none found.
 int free_loopback_port();
