@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/catalog.h"
+#include "tests/unit/store_test_results.h"
 #include "common/matrix.h"
 #include "coordinator/store/store.h"
 
@@ -99,19 +100,8 @@ class StoreQueryPlanTest : public ::testing::Test {
     return a.ok() && a->grant ? *a->grant : LeaseGrant{};
   }
 
-  static JobResult ok_result(double ms) {
-    JobResult r;
-    r.status = ResultStatus::kOk;
-    r.samples_ms = {ms, ms, ms};
-    r.stats = Statistics{ms, ms, ms, ms, ms, ms, 0, 0, ms, ms, 3};
-    return r;
-  }
-  static JobResult oom_result() {
-    JobResult r;
-    r.status = ResultStatus::kOom;
-    r.oom = OomInfo{OomPhase::kWarmup, 1 << 30};
-    return r;
-  }
+  static JobResult ok_result(double ms) { return testing::ok_result(ms); }
+  static JobResult oom_result() { return testing::oom_result(); }
 
   // `cycles` lease -> result cycles of `agent`, every 16th an OOM; with `releases`, every 6th
   // lease is given back instead (requeued).

@@ -13,6 +13,7 @@
 #include "common/codecs.h"
 #include "common/matrix.h"
 #include "coordinator/store/migrations.h"
+#include "tests/unit/store_test_results.h"
 
 namespace benchfleet::store {
 namespace {
@@ -78,19 +79,8 @@ class StoreTest : public ::testing::Test {
     return a->grant.value_or(LeaseGrant{});
   }
 
-  static JobResult ok_result(double ms) {
-    JobResult r;
-    r.status = ResultStatus::kOk;
-    r.samples_ms = {ms, ms, ms};
-    r.stats = Statistics{ms, ms, ms, ms, ms, ms, 0, 0, ms, ms, 3};
-    return r;
-  }
-  static JobResult oom_result() {
-    JobResult r;
-    r.status = ResultStatus::kOom;
-    r.oom = OomInfo{OomPhase::kWarmup, 1 << 30};
-    return r;
-  }
+  static JobResult ok_result(double ms) { return testing::ok_result(ms); }
+  static JobResult oom_result() { return testing::oom_result(); }
 
   fs::path dir_;
   ManualClock clock_;
