@@ -44,6 +44,7 @@ struct Options {
   double seconds = 8;
   double sqlite_seconds = 3;
   int coordinator_threads = 2;
+  int store_threads = 0;  // 0: the coordinator's default
   int client_threads = 1;
   std::int64_t foreign = 0;  // backlog of a build no agent offers, queued ahead (PhaseConfig)
   std::string dir;        // "": a fresh directory under $TMPDIR or /tmp
@@ -111,6 +112,7 @@ Result<Row> run_one(const Options& o, const std::string& dir, std::int64_t queue
                   {"--enrollment-token", kEnrollmentToken},
                   {"--threads", std::to_string(o.coordinator_threads)},
                   {"--log-level", "warn"}};
+  if (o.store_threads > 0) launch.flags["--store-threads"] = std::to_string(o.store_threads);
   launch.port_file = db + ".port";
   launch.log_file = db + ".log";
   launch.start_timeout = std::chrono::seconds(30);
@@ -191,10 +193,14 @@ void print_report(const Options& o, const std::string& dir, std::vector<Row>& ro
   for (const auto& r : rows) {
     const auto& p = r.phase;
     std::printf("Q=%lld N=%d: SQLite commit p50 %.2f ms p99 %.2f ms; preload %lld jobs %.2f s; %lld jobs in %d run(s);"
-                " queued mean %.0f; enrolment %.2f s; empty leases %lld; refills %d; coordinator exit %d\n",
+                " queued mean %.0f; enrolment %.2f s; empty leases %lld; refills %d; store operations %lld in %lld commits"
+                " (%.1f per commit, %.2f commits per cycle); coordinator exit %d\n",
                 static_cast<long long>(r.queued), r.agents, r.probe.p50_ms, r.probe.p99_ms,
                 static_cast<long long>(p.preloaded_jobs), p.preload_s, static_cast<long long>(p.jobs_submitted),
                 p.runs_submitted, p.queued_mean, p.enrol_s, static_cast<long long>(p.empty_leases), p.refills,
+                static_cast<long long>(p.store_operations), static_cast<long long>(p.store_commits),
+                p.store_commits > 0 ? static_cast<double>(p.store_operations) / static_cast<double>(p.store_commits) : 0,
+                p.cycles > 0 ? static_cast<double>(p.store_commits) / static_cast<double>(p.cycles) : 0,
                 r.coordinator_exit);
     for (const auto& e : p.error_samples) std::printf("  error: %s\n", e.c_str());
   }
@@ -222,6 +228,8 @@ int run(int argc, char** argv) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--coordinator-threads", o.coordinator_threads, "the coordinator's --threads")
       ->capture_default_str()->check(CLI::Range(1, 64));
+  app.add_option("--store-threads", o.store_threads, "the coordinator's --store-threads (0: its default)")
+      ->capture_default_str()->check(CLI::Range(0, 64));
   app.add_option("--client-threads", o.client_threads, "threads driving the simulated agents")
       ->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--dir", o.dir, "work directory for the databases (default: a new one under $TMPDIR or /tmp)");

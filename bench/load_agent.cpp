@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -33,6 +34,7 @@ using Reply = testing::SimReply;
 using testing::close;
 using testing::pause;
 constexpr auto kPost = boost::beast::http::verb::post;
+constexpr auto kGet = boost::beast::http::verb::get;
 constexpr std::int64_t kMaxJobsPerRun = 90'000;  // below the coordinator's default --max-cells
 constexpr std::size_t kMaxErrorSamples = 5;
 
@@ -115,6 +117,19 @@ asio::awaitable<std::int64_t> submit_run(Conn& op, const Shared& sh, std::int64_
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   if (j.is_discarded() || !j.contains("job_count")) throw std::runtime_error("odd run answer: " + r.body);
   co_return j["job_count"].get<std::int64_t>();
+}
+
+// The coordinator's store counters (operations, commits) from its /metrics.
+asio::awaitable<std::pair<std::int64_t, std::int64_t>> store_counters(Conn& op, const Shared& sh) {
+  Reply r = co_await testing::exchange(op, sh.cfg.endpoint, kGet, "/metrics", "", sh.cfg.operator_token);
+  if (r.status != 200) throw std::runtime_error("reading /metrics failed: " + r.describe());
+  std::int64_t operations = -1, commits = -1;
+  std::istringstream lines(r.body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("benchfleet_store_operations_total ", 0) == 0) operations = std::stoll(line.substr(line.find(' ')));
+    if (line.rfind("benchfleet_store_commits_total ", 0) == 0) commits = std::stoll(line.substr(line.find(' ')));
+  }
+  co_return std::make_pair(operations, commits);
 }
 
 asio::awaitable<void> enrol(Agent& a, Shared& sh) {
@@ -220,6 +235,7 @@ asio::awaitable<void> drive(asio::io_context& ioc, Shared& sh, PhaseResult& out)
   co_await for_all_agents(agents, [&sh](Agent& a) { return enrol(a, sh); });
   out.enrol_s = std::chrono::duration<double>(Clock::now() - t).count();
 
+  const auto counters_before = co_await store_counters(op, sh);
   sh.start = Clock::now();
   sh.end = sh.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg.seconds));
   // Keep about `queued_jobs` queued: below 90% of it (or when an agent found the queue empty) a
@@ -256,6 +272,9 @@ asio::awaitable<void> drive(asio::io_context& ioc, Shared& sh, PhaseResult& out)
       ++out.refills;
     }
   }
+  const auto counters_after = co_await store_counters(op, sh);
+  out.store_operations = counters_after.first - counters_before.first;
+  out.store_commits = counters_after.second - counters_before.second;
   out.queued_mean = depth_samples > 0 ? depth_sum / static_cast<double>(depth_samples) : 0;
   out.window_s = std::chrono::duration<double>(sh.end - sh.start).count();
   for (auto& a : agents) {

@@ -46,6 +46,9 @@ struct PhaseResult {
   // Queued jobs (submitted - granted) sampled every 10 ms through the window.
   std::int64_t queued_min = 0, queued_max = 0;
   double queued_mean = 0;
+  // The coordinator's store operations and commits (group commit: fsyncs) from the window's
+  // start until its last request ended.
+  std::int64_t store_operations = 0, store_commits = 0;
   double preload_s = 0;
   double enrol_s = 0;
 };

@@ -37,7 +37,9 @@ std::vector<Option> options(CoordinatorConfig& c) {
       option("max_json_depth", c.max_json_depth, "deepest JSON nesting accepted"),
       option("request_timeout_s", c.request_timeout_s, "bound on reading a request and on writing its response"),
       option("threads", c.threads, "I/O threads (they never wait on the database)"),
-      option("store_threads", c.store_threads, "threads running the handlers that use the database"),
+      option("store_threads", c.store_threads,
+             "threads running the handlers that use the database; requests waiting for the same commit"
+             " each hold one, so this bounds how many share an fsync"),
       option("log_level", c.log_level, "trace, debug, info, warn, error"),
       option("port_file", c.port_file, "write the bound port to this file once listening"),
       option("web_root", c.web_root,

@@ -30,6 +30,16 @@ std::string Metrics::render(const store::Gauges& g) const {
       << "benchfleet_agents{state=\"enrolled\"} " << g.agents << "\n"
       << "benchfleet_agents{state=\"seen\"} " << g.agents_seen_recently << "\n";
   out << "# HELP benchfleet_runs Runs stored.\n# TYPE benchfleet_runs gauge\nbenchfleet_runs " << g.runs << "\n";
+  out << "# HELP benchfleet_store_operations_total Store operations run (requests' reads and writes).\n"
+      << "# TYPE benchfleet_store_operations_total counter\n"
+      << "benchfleet_store_operations_total " << g.store.operations << "\n";
+  out << "# HELP benchfleet_store_commits_total Store transactions committed; each holds one or more operations"
+      << " (group commit) and costs one fsync when it wrote.\n"
+      << "# TYPE benchfleet_store_commits_total counter\n"
+      << "benchfleet_store_commits_total " << g.store.commits << "\n";
+  out << "# HELP benchfleet_store_failed_commits_total Store transactions whose commit failed (their requests got"
+      << " errors).\n# TYPE benchfleet_store_failed_commits_total counter\n"
+      << "benchfleet_store_failed_commits_total " << g.store.failed_commits << "\n";
   out << "# HELP benchfleet_http_request_duration_seconds HTTP request latency by route and status class.\n"
       << "# TYPE benchfleet_http_request_duration_seconds histogram\n";
   std::lock_guard lock(mu_);

@@ -80,6 +80,9 @@ class Database {
 
   // Executes one or more statements without results.
   Status exec(std::string_view sql);
+  // Executes one statement without results, prepared once and kept (for the statements that
+  // frame every transaction: BEGIN, SAVEPOINT, COMMIT...). Not observed.
+  Status exec_cached(const std::string& sql);
   // A prepared statement cached by its SQL text, reset and ready to bind.
   // The reference stays valid for the Database's lifetime.
   Result<Statement*> prepare(const std::string& sql);

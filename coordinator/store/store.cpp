@@ -17,7 +17,10 @@ std::string_view to_string(LeaseState s) {
 }
 
 Store::Store(StoreOptions options, const Clock& clock, std::unique_ptr<Database> db)
-    : options_(std::move(options)), clock_(clock), db_(std::move(db)) {}
+    : options_(std::move(options)),
+      clock_(clock),
+      db_(std::move(db)),
+      group_(*db_, options_.group_commit, [this](bool committed) { on_group_decided(committed); }) {}
 
 Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Clock& clock) {
   BF_ASSIGN_OR_RETURN(auto db, Database::open(options.path, options.busy_timeout_ms));
@@ -51,40 +54,58 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Cl
 }
 
 void Store::observe_statements(std::function<void(const std::string& sql)> observer) {
-  std::lock_guard lock(mu_);
-  db_->set_prepare_observer(std::move(observer));
+  (void)group_.run([&]() -> Status {
+    db_->set_prepare_observer(std::move(observer));
+    return Status::Ok();
+  });
 }
 
 std::map<std::string, StatementWork> Store::statement_work() {
-  std::lock_guard lock(mu_);
-  return db_->statement_work();
+  auto work = group_.run([&]() -> Result<std::map<std::string, StatementWork>> { return db_->statement_work(); });
+  return work.ok() ? std::move(*work) : std::map<std::string, StatementWork>{};
+}
+
+void Store::on_group_decided(bool committed) {
+  if (!committed) {
+    // The group's writes are gone: what was cached from them must go too.
+    run_specs_.clear();
+    descriptors_.clear();
+    std::lock_guard lock(credentials_mu_);
+    credentials_.clear();
+  }
+  // Polls wait for work only after reading the queue, so they must hear of work that appeared
+  // (or, after a failure, may have: they look again) only once it is durable.
+  if (work_appeared_ && work_listener_) work_listener_();
+  work_appeared_ = false;
 }
 
 Result<Gauges> Store::gauges(TimestampMs seen_within_ms) {
-  std::lock_guard lock(mu_);
-  Gauges g;
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT status, COUNT(*) FROM jobs GROUP BY status"));
-  while (true) {
-    BF_ASSIGN_OR_RETURN(bool row, s->step());
-    if (!row) break;
-    g.jobs_by_status[job_status_at(*s, 0)] = s->int64(1);
-  }
-  s->reset();
-  BF_ASSIGN_OR_RETURN(auto* counts, db_->prepare(
-      "SELECT (SELECT COUNT(*) FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')),"
-      "       (SELECT COUNT(*) FROM agents),"
-      "       (SELECT COUNT(*) FROM agents WHERE last_seen_at >= ?),"
-      "       (SELECT COUNT(*) FROM runs)"));
-  counts->bind(1, clock_.now_ms() - seen_within_ms);
-  BF_ASSIGN_OR_RETURN(bool row, counts->step());
-  if (row) {
-    g.active_leases = counts->int64(0);
-    g.agents = counts->int64(1);
-    g.agents_seen_recently = counts->int64(2);
-    g.runs = counts->int64(3);
-  }
-  counts->reset();
-  return g;
+  return group_.run([&]() -> Result<Gauges> {
+    Gauges g;
+    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT status, COUNT(*) FROM jobs GROUP BY status"));
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      g.jobs_by_status[job_status_at(*s, 0)] = s->int64(1);
+    }
+    s->reset();
+    BF_ASSIGN_OR_RETURN(auto* counts, db_->prepare(
+        "SELECT (SELECT COUNT(*) FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')),"
+        "       (SELECT COUNT(*) FROM agents),"
+        "       (SELECT COUNT(*) FROM agents WHERE last_seen_at >= ?),"
+        "       (SELECT COUNT(*) FROM runs)"));
+    counts->bind(1, clock_.now_ms() - seen_within_ms);
+    BF_ASSIGN_OR_RETURN(bool row, counts->step());
+    if (row) {
+      g.active_leases = counts->int64(0);
+      g.agents = counts->int64(1);
+      g.agents_seen_recently = counts->int64(2);
+      g.runs = counts->int64(3);
+    }
+    counts->reset();
+    g.store = group_.stats();
+    return g;
+  });
 }
 
 Status Store::end_attempt(std::int64_t job_id, int attempt, std::string_view outcome) {

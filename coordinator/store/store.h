@@ -1,6 +1,7 @@
 // The coordinator's durable state in SQLite: runs, jobs, attempts/leases, results, agents.
-// Thread-safe: every method serialises on one connection. Every method that changes state
-// commits (synchronous=FULL) before it returns, so a caller may acknowledge what it wrote.
+// Thread-safe: every method runs alone on one connection, inside a transaction shared with the
+// methods that run while it waits to commit (GroupCommit). A method returns only once what it
+// wrote and read is committed (synchronous=FULL), so a caller may acknowledge it.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "common/types.h"
 #include "coordinator/report/report.h"
 #include "coordinator/scheduler.h"
+#include "coordinator/store/group_commit.h"
 #include "coordinator/store/sqlite.h"
 
 namespace benchfleet::store {
@@ -27,6 +29,7 @@ struct StoreOptions {
   int max_attempts = 3;               // leases a job gets before it fails
   TimestampMs lease_ttl_ms = 60'000;  // a lease lives this long unless renewed
   TimestampMs restart_grace_ms = 60'000;  // live leases get this long after open()
+  GroupCommitOptions group_commit;
 };
 
 struct RunCreated {
@@ -176,6 +179,7 @@ struct Gauges {
   std::int64_t agents = 0;
   std::int64_t agents_seen_recently = 0;  // last seen within the window passed to gauges()
   std::int64_t runs = 0;
+  GroupCommitStats store;  // operations and commits since the coordinator started
 };
 
 class Store {
@@ -191,8 +195,9 @@ class Store {
 
   // Called after the commit whenever queued work may have appeared (a run was created, or a
   // lease expired, was released or found stale and its job went back to the queue) or what a
-  // waiting lease request should answer changed (an agent was set draining). It runs
-  // with the store's lock held, so it must be quick and must not call the store.
+  // waiting lease request should answer changed (an agent was set draining); also after a
+  // failed commit. It runs with the store's lock held, so it must be quick and must not call
+  // the store.
   // Set before serving.
   void on_work_available(std::function<void()> listener) { work_listener_ = std::move(listener); }
 
@@ -277,7 +282,7 @@ class Store {
  private:
   Store(StoreOptions options, const Clock& clock, std::unique_ptr<Database> db);
 
-  // Helpers run inside a caller's transaction, with mu_ held.
+  // Helpers run inside an operation of group_ (its lock held, its transaction open).
   // Marks the queued jobs of `job_id`'s cell (its run's jobs of the same model, mode, build, GPU
   // class and runtime) that an OOM at a smaller batch implies; returns how many. Pruning relates
   // only jobs of one cell, and runs whenever a cell changes (an OOM stored, a job requeued), so
@@ -295,8 +300,9 @@ class Store {
   Result<std::optional<std::int64_t>> pick_candidate_locked(const scheduler::SlotOffer& offer);
   Status requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts, std::int64_t run_id,
                          std::string_view outcome);
-  // Commits `tx`, then tells the listener if this transaction made work appear.
-  Status commit_and_notify(Transaction& tx);
+  // After each group's commit (GroupCommit's callback): tells the listener if work appeared;
+  // after a failed one, forgets what was cached from the lost writes.
+  void on_group_decided(bool committed);
   Result<MatrixSpec> run_spec_locked(std::int64_t run_id);
   Status end_attempt(std::int64_t job_id, int attempt, std::string_view outcome);
   Status update_run_finished(std::int64_t run_id);
@@ -313,11 +319,17 @@ class Store {
 
   StoreOptions options_;
   const Clock& clock_;
-  std::mutex mu_;
   std::unique_ptr<Database> db_;
+  // Below: used under the group's lock.
   std::map<std::int64_t, MatrixSpec> run_specs_;  // immutable once stored; cached for leases
+  std::map<std::int64_t, AgentDescriptor> descriptors_;  // decoded agents.descriptor, by agent id
   std::function<void()> work_listener_;
-  bool work_appeared_ = false;  // set inside a transaction, consumed by commit_and_notify
+  bool work_appeared_ = false;  // set by an operation, consumed when its group commits
+  // Agents' credentials, read on every agent request; written under the group's lock too.
+  std::mutex credentials_mu_;
+  std::map<std::int64_t, AgentCredentials> credentials_;
+  // Last, so it is destroyed (committing what is open) while the members above still exist.
+  GroupCommit group_;
 };
 
 }  // namespace benchfleet::store

@@ -9,68 +9,80 @@
 namespace benchfleet::store {
 
 Result<std::int64_t> Store::enroll_agent(const AgentDescriptor& d, const AgentCredentials& credentials) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  BF_RETURN_IF_ERROR(tx.begin_status());
-  const TimestampMs now = clock_.now_ms();
-  BF_ASSIGN_OR_RETURN(auto* upsert, db_->prepare(
-      "INSERT INTO agents (name, hostname, version, descriptor, enrolled_at, last_seen_at, draining)"
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)"
-      " ON CONFLICT(name) DO UPDATE SET hostname = ?2, version = ?3, descriptor = ?4, enrolled_at = ?5,"
-      " last_seen_at = ?5, draining = 0, self_draining = 0 RETURNING id"));
-  upsert->bind(1, d.name).bind(2, d.hostname).bind(3, d.version).bind(4, nlohmann::json(d).dump()).bind(5, now);
-  BF_ASSIGN_OR_RETURN(bool row, upsert->step());
-  if (!row) {
+  return group_.run([&]() -> Result<std::int64_t> {
+    const TimestampMs now = clock_.now_ms();
+    BF_ASSIGN_OR_RETURN(auto* upsert, db_->prepare(
+        "INSERT INTO agents (name, hostname, version, descriptor, enrolled_at, last_seen_at, draining)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)"
+        " ON CONFLICT(name) DO UPDATE SET hostname = ?2, version = ?3, descriptor = ?4, enrolled_at = ?5,"
+        " last_seen_at = ?5, draining = 0, self_draining = 0 RETURNING id"));
+    upsert->bind(1, d.name).bind(2, d.hostname).bind(3, d.version).bind(4, nlohmann::json(d).dump()).bind(5, now);
+    BF_ASSIGN_OR_RETURN(bool row, upsert->step());
+    if (!row) {
+      upsert->reset();
+      return Error::internal("agent upsert returned no id");
+    }
+    const std::int64_t id = upsert->int64(0);
     upsert->reset();
-    return Error::internal("agent upsert returned no id");
-  }
-  const std::int64_t id = upsert->int64(0);
-  upsert->reset();
 
-  BF_ASSIGN_OR_RETURN(auto* token, db_->prepare(
-      "INSERT INTO agent_tokens (agent_id, salt, hash, created_at) VALUES (?1, ?2, ?3, ?4)"
-      " ON CONFLICT(agent_id) DO UPDATE SET salt = ?2, hash = ?3, created_at = ?4"));
-  token->bind(1, id).bind_blob(2, credentials.salt).bind_blob(3, credentials.hash).bind(4, now);
-  BF_RETURN_IF_ERROR(token->run());
+    BF_ASSIGN_OR_RETURN(auto* token, db_->prepare(
+        "INSERT INTO agent_tokens (agent_id, salt, hash, created_at) VALUES (?1, ?2, ?3, ?4)"
+        " ON CONFLICT(agent_id) DO UPDATE SET salt = ?2, hash = ?3, created_at = ?4"));
+    token->bind(1, id).bind_blob(2, credentials.salt).bind_blob(3, credentials.hash).bind(4, now);
+    BF_RETURN_IF_ERROR(token->run());
+    {
+      std::lock_guard lock(credentials_mu_);
+      credentials_.erase(id);
+    }
+    descriptors_.erase(id);
 
-  BF_ASSIGN_OR_RETURN(auto* clear, db_->prepare("DELETE FROM agent_slots WHERE agent_id = ?"));
-  BF_RETURN_IF_ERROR(clear->bind(1, id).run());
-  BF_ASSIGN_OR_RETURN(auto* slot, db_->prepare(
-      "INSERT INTO agent_slots (agent_id, slot, gpu_class, gpu_name, gpu_uuid, memory_mb, descriptor)"
-      " VALUES (?, ?, ?, ?, ?, ?, ?)"));
-  for (const auto& s : d.slots) {
-    slot->bind(1, id).bind(2, s.id).bind(3, s.gpu_class);
-    if (s.gpu) {
-      slot->bind(4, s.gpu->name).bind(5, s.gpu->uuid).bind(6, s.gpu->memory_mb);
-    } else {
-      slot->bind_null(4).bind_null(5).bind_null(6);
+    BF_ASSIGN_OR_RETURN(auto* clear, db_->prepare("DELETE FROM agent_slots WHERE agent_id = ?"));
+    BF_RETURN_IF_ERROR(clear->bind(1, id).run());
+    BF_ASSIGN_OR_RETURN(auto* slot, db_->prepare(
+        "INSERT INTO agent_slots (agent_id, slot, gpu_class, gpu_name, gpu_uuid, memory_mb, descriptor)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)"));
+    for (const auto& s : d.slots) {
+      slot->bind(1, id).bind(2, s.id).bind(3, s.gpu_class);
+      if (s.gpu) {
+        slot->bind(4, s.gpu->name).bind(5, s.gpu->uuid).bind(6, s.gpu->memory_mb);
+      } else {
+        slot->bind_null(4).bind_null(5).bind_null(6);
+      }
+      slot->bind(7, nlohmann::json(s).dump());
+      BF_RETURN_IF_ERROR(slot->run());
     }
-    slot->bind(7, nlohmann::json(s).dump());
-    BF_RETURN_IF_ERROR(slot->run());
-  }
-  // What its builds lack, judged now for everything queued, instead of on each of its leases.
-  std::set<std::string> judged;
-  for (const auto& s : d.slots) {
-    if (judged.insert(s.gpu_class).second) {
-      BF_RETURN_IF_ERROR(mark_unsupported(scheduler::SlotOffer{id, s.id, s.gpu_class, d.torch_builds}));
+    // What its builds lack, judged now for everything queued, instead of on each of its leases.
+    std::set<std::string> judged;
+    for (const auto& s : d.slots) {
+      if (judged.insert(s.gpu_class).second) {
+        BF_RETURN_IF_ERROR(mark_unsupported(scheduler::SlotOffer{id, s.id, s.gpu_class, d.torch_builds}));
+      }
     }
-  }
-  BF_RETURN_IF_ERROR(tx.commit());
-  return id;
+    return id;
+  });
 }
 
 Result<AgentCredentials> Store::agent_credentials(std::int64_t agent_id) {
-  std::lock_guard lock(mu_);
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT salt, hash FROM agent_tokens WHERE agent_id = ?"));
-  s->bind(1, agent_id);
-  BF_ASSIGN_OR_RETURN(bool found, s->step());
-  if (!found) {
-    s->reset();
-    return Error::not_found("agent " + std::to_string(agent_id) + " is not enrolled");
+  // Every agent request is authenticated: a cached answer keeps that out of the write path.
+  {
+    std::lock_guard lock(credentials_mu_);
+    if (auto it = credentials_.find(agent_id); it != credentials_.end()) return it->second;
   }
-  AgentCredentials c{s->blob(0), s->blob(1)};
-  s->reset();
-  return c;
+  return group_.run([&]() -> Result<AgentCredentials> {
+    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT salt, hash FROM agent_tokens WHERE agent_id = ?"));
+    s->bind(1, agent_id);
+    BF_ASSIGN_OR_RETURN(bool found, s->step());
+    if (!found) {
+      s->reset();
+      return Error::not_found("agent " + std::to_string(agent_id) + " is not enrolled");
+    }
+    AgentCredentials c{s->blob(0), s->blob(1)};
+    s->reset();
+    // Under the store lock, so no enrolment can come between this read and the insert.
+    std::lock_guard lock(credentials_mu_);
+    credentials_.insert_or_assign(agent_id, c);
+    return c;
+  });
 }
 
 Result<AgentInfo> Store::agent_info_locked(std::int64_t agent_id) {
@@ -84,8 +96,12 @@ Result<AgentInfo> Store::agent_info_locked(std::int64_t agent_id) {
   }
   AgentInfo info;
   info.id = s->int64(0);
-  if (auto d = decode<AgentDescriptor>(nlohmann::json::parse(s->text(1), nullptr, false)); d.ok()) {
+  // Every lease reads its agent: the decoded descriptor is kept until the agent enrols again.
+  if (auto it = descriptors_.find(agent_id); it != descriptors_.end()) {
+    info.descriptor = it->second;
+  } else if (auto d = decode<AgentDescriptor>(nlohmann::json::parse(s->text(1), nullptr, false)); d.ok()) {
     info.descriptor = std::move(*d);
+    descriptors_.emplace(agent_id, info.descriptor);
   }
   info.enrolled_at = s->int64(2);
   info.last_seen_at = s->int64(3);
@@ -107,45 +123,50 @@ Result<AgentInfo> Store::agent_info_locked(std::int64_t agent_id) {
 }
 
 Result<AgentInfo> Store::get_agent(std::int64_t agent_id) {
-  std::lock_guard lock(mu_);
-  return agent_info_locked(agent_id);
+  return group_.run([&]() -> Result<AgentInfo> {
+    return agent_info_locked(agent_id);
+  });
 }
 
 Result<std::vector<AgentInfo>> Store::list_agents() {
-  std::lock_guard lock(mu_);
-  std::vector<std::int64_t> ids;
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT id FROM agents ORDER BY name"));
-  while (true) {
-    BF_ASSIGN_OR_RETURN(bool row, s->step());
-    if (!row) break;
-    ids.push_back(s->int64(0));
-  }
-  s->reset();
-  std::vector<AgentInfo> agents;
-  for (auto id : ids) {
-    BF_ASSIGN_OR_RETURN(auto info, agent_info_locked(id));
-    agents.push_back(std::move(info));
-  }
-  return agents;
+  return group_.run([&]() -> Result<std::vector<AgentInfo>> {
+    std::vector<std::int64_t> ids;
+    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT id FROM agents ORDER BY name"));
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      ids.push_back(s->int64(0));
+    }
+    s->reset();
+    std::vector<AgentInfo> agents;
+    for (auto id : ids) {
+      BF_ASSIGN_OR_RETURN(auto info, agent_info_locked(id));
+      agents.push_back(std::move(info));
+    }
+    return agents;
+  });
 }
 
 Status Store::set_draining(std::int64_t agent_id, bool draining) {
-  std::lock_guard lock(mu_);
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("UPDATE agents SET draining = ? WHERE id = ?"));
-  BF_RETURN_IF_ERROR(s->bind(1, draining ? 1 : 0).bind(2, agent_id).run());
-  if (db_->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
-  // Waiting lease requests re-check now, so a draining agent's long poll returns at once.
-  if (work_listener_) work_listener_();
-  return Status::Ok();
+  return group_.run([&]() -> Status {
+    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("UPDATE agents SET draining = ? WHERE id = ?"));
+    BF_RETURN_IF_ERROR(s->bind(1, draining ? 1 : 0).bind(2, agent_id).run());
+    if (db_->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
+    // Waiting lease requests re-check once this is durable, so a draining agent's long poll
+    // returns at once.
+    work_appeared_ = true;
+    return Status::Ok();
+  });
 }
 
 Status Store::set_self_draining(std::int64_t agent_id, bool draining) {
-  std::lock_guard lock(mu_);
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("UPDATE agents SET self_draining = ?1 WHERE id = ?2 AND self_draining != ?1"));
-  BF_RETURN_IF_ERROR(s->bind(1, draining ? 1 : 0).bind(2, agent_id).run());
-  // Only a change matters to waiting lease requests (heartbeats repeat the same value).
-  if (db_->changes() > 0 && work_listener_) work_listener_();
-  return Status::Ok();
+  return group_.run([&]() -> Status {
+    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("UPDATE agents SET self_draining = ?1 WHERE id = ?2 AND self_draining != ?1"));
+    BF_RETURN_IF_ERROR(s->bind(1, draining ? 1 : 0).bind(2, agent_id).run());
+    // Only a change matters to waiting lease requests (heartbeats repeat the same value).
+    if (db_->changes() > 0) work_appeared_ = true;
+    return Status::Ok();
+  });
 }
 
 }  // namespace benchfleet::store

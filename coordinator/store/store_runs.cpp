@@ -8,41 +8,39 @@
 namespace benchfleet::store {
 
 Result<RunCreated> Store::create_run(const MatrixSpec& spec, const std::vector<JobSpec>& jobs) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  BF_RETURN_IF_ERROR(tx.begin_status());
-  const TimestampMs now = clock_.now_ms();
-  BF_ASSIGN_OR_RETURN(auto* run, db_->prepare(
-      "INSERT INTO runs (name, spec, priority, job_count, created_at) VALUES (?, ?, ?, ?, ?)"));
-  BF_RETURN_IF_ERROR(run->bind(1, spec.name)
-                         .bind(2, nlohmann::json(spec).dump())
-                         .bind(3, spec.priority)
-                         .bind(4, static_cast<std::int64_t>(jobs.size()))
-                         .bind(5, now)
-                         .run());
-  const std::int64_t run_id = db_->last_insert_rowid();
-  BF_ASSIGN_OR_RETURN(auto* job, db_->prepare(
-      "INSERT INTO jobs (run_id, model, batch, mode, torch_build, gpu_class, runtime, repetition, group_key,"
-      " status, priority, max_attempts, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)"));
-  for (const auto& j : jobs) {
-    BF_RETURN_IF_ERROR(job->bind(1, run_id)
-                           .bind(2, j.model)
-                           .bind(3, j.batch)
-                           .bind(4, to_string(j.mode))
-                           .bind(5, j.torch_build)
-                           .bind(6, j.gpu)
-                           .bind(7, to_string(j.runtime))
-                           .bind(8, j.repetition)
-                           .bind(9, group_key(run_id, j))
-                           .bind(10, spec.priority)
-                           .bind(11, options_.max_attempts)
-                           .bind(12, now)
+  return group_.run([&]() -> Result<RunCreated> {
+    const TimestampMs now = clock_.now_ms();
+    BF_ASSIGN_OR_RETURN(auto* run, db_->prepare(
+        "INSERT INTO runs (name, spec, priority, job_count, created_at) VALUES (?, ?, ?, ?, ?)"));
+    BF_RETURN_IF_ERROR(run->bind(1, spec.name)
+                           .bind(2, nlohmann::json(spec).dump())
+                           .bind(3, spec.priority)
+                           .bind(4, static_cast<std::int64_t>(jobs.size()))
+                           .bind(5, now)
                            .run());
-  }
-  BF_RETURN_IF_ERROR(mark_unsupported_for_run_locked(spec));
-  work_appeared_ = true;
-  BF_RETURN_IF_ERROR(commit_and_notify(tx));
-  return RunCreated{run_id, static_cast<std::int64_t>(jobs.size())};
+    const std::int64_t run_id = db_->last_insert_rowid();
+    BF_ASSIGN_OR_RETURN(auto* job, db_->prepare(
+        "INSERT INTO jobs (run_id, model, batch, mode, torch_build, gpu_class, runtime, repetition, group_key,"
+        " status, priority, max_attempts, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)"));
+    for (const auto& j : jobs) {
+      BF_RETURN_IF_ERROR(job->bind(1, run_id)
+                             .bind(2, j.model)
+                             .bind(3, j.batch)
+                             .bind(4, to_string(j.mode))
+                             .bind(5, j.torch_build)
+                             .bind(6, j.gpu)
+                             .bind(7, to_string(j.runtime))
+                             .bind(8, j.repetition)
+                             .bind(9, group_key(run_id, j))
+                             .bind(10, spec.priority)
+                             .bind(11, options_.max_attempts)
+                             .bind(12, now)
+                             .run());
+    }
+    BF_RETURN_IF_ERROR(mark_unsupported_for_run_locked(spec));
+    work_appeared_ = true;
+    return RunCreated{run_id, static_cast<std::int64_t>(jobs.size())};
+  });
 }
 
 Result<std::map<JobStatus, std::int64_t>> Store::job_counts_locked(std::int64_t run_id) {
@@ -98,55 +96,55 @@ Result<RunInfo> Store::run_info_locked(std::int64_t run_id) {
 }
 
 Result<RunInfo> Store::get_run(std::int64_t run_id) {
-  std::lock_guard lock(mu_);
-  return run_info_locked(run_id);
+  return group_.run([&]() -> Result<RunInfo> {
+    return run_info_locked(run_id);
+  });
 }
 
 Result<std::vector<RunInfo>> Store::list_runs(int limit, std::optional<std::int64_t> before_id) {
-  std::lock_guard lock(mu_);
-  std::vector<std::int64_t> ids;
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT id FROM runs WHERE id < ? ORDER BY id DESC LIMIT ?"));
-  s->bind(1, before_id.value_or(INT64_MAX)).bind(2, limit);
-  while (true) {
-    BF_ASSIGN_OR_RETURN(bool row, s->step());
-    if (!row) break;
-    ids.push_back(s->int64(0));
-  }
-  s->reset();
-  std::vector<RunInfo> runs;
-  for (auto id : ids) {
-    BF_ASSIGN_OR_RETURN(auto info, run_info_locked(id));
-    runs.push_back(std::move(info));
-  }
-  return runs;
+  return group_.run([&]() -> Result<std::vector<RunInfo>> {
+    std::vector<std::int64_t> ids;
+    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT id FROM runs WHERE id < ? ORDER BY id DESC LIMIT ?"));
+    s->bind(1, before_id.value_or(INT64_MAX)).bind(2, limit);
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      ids.push_back(s->int64(0));
+    }
+    s->reset();
+    std::vector<RunInfo> runs;
+    for (auto id : ids) {
+      BF_ASSIGN_OR_RETURN(auto info, run_info_locked(id));
+      runs.push_back(std::move(info));
+    }
+    return runs;
+  });
 }
 
 Result<CancelOutcome> Store::cancel_run(std::int64_t run_id) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  BF_RETURN_IF_ERROR(tx.begin_status());
-  BF_ASSIGN_OR_RETURN(auto info, run_info_locked(run_id));
-  CancelOutcome out;
-  if (info.cancelled_at) {
-    out.already_cancelled = true;
+  return group_.run([&]() -> Result<CancelOutcome> {
+    BF_ASSIGN_OR_RETURN(auto info, run_info_locked(run_id));
+    CancelOutcome out;
+    if (info.cancelled_at) {
+      out.already_cancelled = true;
+      return out;
+    }
+    if (info.finished_at) return Error::conflict("run " + std::to_string(run_id) + " already finished");
+    const TimestampMs now = clock_.now_ms();
+    // Leased jobs keep their lease id so the holder's next renewal answers "cancelled".
+    BF_ASSIGN_OR_RETURN(auto* attempts, db_->prepare(
+        "UPDATE attempts SET ended_at = ?, outcome = 'cancelled' WHERE ended_at IS NULL AND job_id IN "
+        "(SELECT id FROM jobs WHERE run_id = ? AND status IN ('leased','running'))"));
+    BF_RETURN_IF_ERROR(attempts->bind(1, now).bind(2, run_id).run());
+    BF_ASSIGN_OR_RETURN(auto* jobs, db_->prepare(
+        "UPDATE jobs SET status = 'cancelled', finished_at = ?, updated_at = ? "
+        "WHERE run_id = ? AND status IN ('queued','leased','running')"));
+    BF_RETURN_IF_ERROR(jobs->bind(1, now).bind(2, now).bind(3, run_id).run());
+    out.cancelled_jobs = db_->changes();
+    BF_ASSIGN_OR_RETURN(auto* run, db_->prepare("UPDATE runs SET cancelled_at = ?, finished_at = ? WHERE id = ?"));
+    BF_RETURN_IF_ERROR(run->bind(1, now).bind(2, now).bind(3, run_id).run());
     return out;
-  }
-  if (info.finished_at) return Error::conflict("run " + std::to_string(run_id) + " already finished");
-  const TimestampMs now = clock_.now_ms();
-  // Leased jobs keep their lease id so the holder's next renewal answers "cancelled".
-  BF_ASSIGN_OR_RETURN(auto* attempts, db_->prepare(
-      "UPDATE attempts SET ended_at = ?, outcome = 'cancelled' WHERE ended_at IS NULL AND job_id IN "
-      "(SELECT id FROM jobs WHERE run_id = ? AND status IN ('leased','running'))"));
-  BF_RETURN_IF_ERROR(attempts->bind(1, now).bind(2, run_id).run());
-  BF_ASSIGN_OR_RETURN(auto* jobs, db_->prepare(
-      "UPDATE jobs SET status = 'cancelled', finished_at = ?, updated_at = ? "
-      "WHERE run_id = ? AND status IN ('queued','leased','running')"));
-  BF_RETURN_IF_ERROR(jobs->bind(1, now).bind(2, now).bind(3, run_id).run());
-  out.cancelled_jobs = db_->changes();
-  BF_ASSIGN_OR_RETURN(auto* run, db_->prepare("UPDATE runs SET cancelled_at = ?, finished_at = ? WHERE id = ?"));
-  BF_RETURN_IF_ERROR(run->bind(1, now).bind(2, now).bind(3, run_id).run());
-  BF_RETURN_IF_ERROR(tx.commit());
-  return out;
+  });
 }
 
 namespace {
@@ -207,8 +205,8 @@ ResultRow decode_result_row(RawResultRow raw) {
 Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& f,
                                        std::optional<std::int64_t> after_id, int limit, bool with_samples) {
   std::vector<RawResultRow> raw;
-  {
-    std::lock_guard lock(mu_);
+  // The read runs under the store lock; parsing the bodies waits until it is released.
+  Status read = group_.run([&]() -> Status {
     BF_ASSIGN_OR_RETURN(auto* exists, db_->prepare("SELECT 1 FROM runs WHERE id = ?"));
     exists->bind(1, run_id);
     BF_ASSIGN_OR_RETURN(bool found, exists->step());
@@ -236,7 +234,9 @@ Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& 
       raw.push_back(raw_result_at(*s));
     }
     s->reset();
-  }
+    return Status::Ok();
+  });
+  BF_RETURN_IF_ERROR(read);
   ResultPage page;
   if (static_cast<int>(raw.size()) > limit) {
     raw.pop_back();
@@ -248,54 +248,53 @@ Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& 
 }
 
 Result<JobPage> Store::list_jobs(std::int64_t run_id, std::optional<std::int64_t> after_id, int limit) {
-  std::lock_guard lock(mu_);
-  // jobs_run (run_id, id) gives the order; the latest result comes from results' (job_id,
-  // attempt) key, the attempt by its primary key.
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-      "SELECT j.id, " + job_spec_columns("j") + ", j.status, j.attempt, j.updated_at, r.id, r.status, a.name, t.slot"
-      " FROM jobs j INDEXED BY jobs_run"
-      " LEFT JOIN results r ON r.id = (SELECT id FROM results WHERE job_id = j.id ORDER BY attempt DESC LIMIT 1)"
-      " LEFT JOIN attempts t ON t.job_id = j.id AND t.attempt = j.attempt AND"
-      " (j.status IN ('leased', 'running', 'failed') OR (j.status = 'done' AND t.outcome = 'result')"
-      "  OR (j.status = 'cancelled' AND t.outcome = 'cancelled'))"
-      " LEFT JOIN agents a ON a.id = t.agent_id"
-      " WHERE j.run_id = ?1 AND j.id > ?2 ORDER BY j.id LIMIT ?3"));
-  s->bind(1, run_id).bind(2, after_id.value_or(0)).bind(3, limit + 1);
-  JobPage page;
-  while (true) {
-    BF_ASSIGN_OR_RETURN(bool row, s->step());
-    if (!row) break;
-    JobRow job;
-    job.id = s->int64(0);
-    job.spec = job_spec_at(*s, 1);
-    job.status = job_status_at(*s, 8);
-    job.attempt = static_cast<int>(s->int64(9));
-    job.updated_at = s->int64(10);
-    job.result_id = s->opt_int64(11);
-    if (job.result_id) job.result_status = result_status_at(*s, 12);
-    job.agent_name = s->opt_text(13);
-    if (job.agent_name) job.slot = s->opt_text(14);
-    page.rows.push_back(std::move(job));
-  }
-  s->reset();
-  if (static_cast<int>(page.rows.size()) > limit) {
-    page.rows.pop_back();
-    page.next_cursor = page.rows.back().id;
-  }
-  if (page.rows.empty()) {
-    BF_ASSIGN_OR_RETURN(auto* exists, db_->prepare("SELECT 1 FROM runs WHERE id = ?"));
-    exists->bind(1, run_id);
-    BF_ASSIGN_OR_RETURN(bool found, exists->step());
-    exists->reset();
-    if (!found) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
-  }
-  return page;
+  return group_.run([&]() -> Result<JobPage> {
+    // jobs_run (run_id, id) gives the order; the latest result comes from results' (job_id,
+    // attempt) key, the attempt by its primary key.
+    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+        "SELECT j.id, " + job_spec_columns("j") + ", j.status, j.attempt, j.updated_at, r.id, r.status, a.name, t.slot"
+        " FROM jobs j INDEXED BY jobs_run"
+        " LEFT JOIN results r ON r.id = (SELECT id FROM results WHERE job_id = j.id ORDER BY attempt DESC LIMIT 1)"
+        " LEFT JOIN attempts t ON t.job_id = j.id AND t.attempt = j.attempt AND"
+        " (j.status IN ('leased', 'running', 'failed') OR (j.status = 'done' AND t.outcome = 'result')"
+        "  OR (j.status = 'cancelled' AND t.outcome = 'cancelled'))"
+        " LEFT JOIN agents a ON a.id = t.agent_id"
+        " WHERE j.run_id = ?1 AND j.id > ?2 ORDER BY j.id LIMIT ?3"));
+    s->bind(1, run_id).bind(2, after_id.value_or(0)).bind(3, limit + 1);
+    JobPage page;
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      JobRow job;
+      job.id = s->int64(0);
+      job.spec = job_spec_at(*s, 1);
+      job.status = job_status_at(*s, 8);
+      job.attempt = static_cast<int>(s->int64(9));
+      job.updated_at = s->int64(10);
+      job.result_id = s->opt_int64(11);
+      if (job.result_id) job.result_status = result_status_at(*s, 12);
+      job.agent_name = s->opt_text(13);
+      if (job.agent_name) job.slot = s->opt_text(14);
+      page.rows.push_back(std::move(job));
+    }
+    s->reset();
+    if (static_cast<int>(page.rows.size()) > limit) {
+      page.rows.pop_back();
+      page.next_cursor = page.rows.back().id;
+    }
+    if (page.rows.empty()) {
+      BF_ASSIGN_OR_RETURN(auto* exists, db_->prepare("SELECT 1 FROM runs WHERE id = ?"));
+      exists->bind(1, run_id);
+      BF_ASSIGN_OR_RETURN(bool found, exists->step());
+      exists->reset();
+      if (!found) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
+    }
+    return page;
+  });
 }
 
 Result<ResultRow> Store::get_result(std::int64_t result_id) {
-  RawResultRow raw;
-  {
-    std::lock_guard lock(mu_);
+  auto raw = group_.run([&]() -> Result<RawResultRow> {
     BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(result_select(/*with_samples=*/true) + " WHERE r.id = ?"));
     s->bind(1, result_id);
     BF_ASSIGN_OR_RETURN(bool found, s->step());
@@ -303,65 +302,68 @@ Result<ResultRow> Store::get_result(std::int64_t result_id) {
       s->reset();
       return Error::not_found("result " + std::to_string(result_id) + " does not exist");
     }
-    raw = raw_result_at(*s);
+    RawResultRow row = raw_result_at(*s);
     s->reset();
-  }
-  return decode_result_row(std::move(raw));
+    return row;
+  });
+  if (!raw.ok()) return raw.error();
+  return decode_result_row(std::move(*raw));
 }
 
 Result<std::vector<report::CellResult>> Store::report_cells(std::int64_t run_id) {
-  std::lock_guard lock(mu_);
-  // One row per job; a job has at most one verdict (its job turns done when it arrives).
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-      "SELECT " + job_spec_columns("j") + ", j.status, r.id, r.status, r.mean_ms, r.median_ms, r.p90_ms, r.p99_ms,"
-      " r.min_ms, r.max_ms, r.stddev_ms, r.cv, r.ci_low_ms, r.ci_high_ms, r.iterations, r.error, r.oom_phase,"
-      " r.oom_bytes, r.signal, r.torch_version"
-      " FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.run_id = ? ORDER BY j.id"));
-  s->bind(1, run_id);
-  std::vector<report::CellResult> cells;
-  while (true) {
-    BF_ASSIGN_OR_RETURN(bool row, s->step());
-    if (!row) break;
-    report::CellResult c;
-    c.job = job_spec_at(*s, 0);
-    c.job_status = job_status_at(*s, 7);
-    if (!s->is_null(8)) {
-      c.result_id = s->int64(8);
-      c.result_status = result_status_at(*s, 9);
-      if (*c.result_status == ResultStatus::kOk && !s->is_null(10)) {
-        Statistics st;
-        st.mean_ms = s->real(10);
-        st.median_ms = s->real(11);
-        st.p90_ms = s->real(12);
-        st.p99_ms = s->real(13);
-        st.min_ms = s->real(14);
-        st.max_ms = s->real(15);
-        st.stddev_ms = s->real(16);
-        st.cv = s->real(17);
-        st.ci_low_ms = s->real(18);
-        st.ci_high_ms = s->real(19);
-        st.iterations = static_cast<int>(s->int64(20));
-        c.stats = st;
+  return group_.run([&]() -> Result<std::vector<report::CellResult>> {
+    // One row per job; a job has at most one verdict (its job turns done when it arrives).
+    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+        "SELECT " + job_spec_columns("j") + ", j.status, r.id, r.status, r.mean_ms, r.median_ms, r.p90_ms, r.p99_ms,"
+        " r.min_ms, r.max_ms, r.stddev_ms, r.cv, r.ci_low_ms, r.ci_high_ms, r.iterations, r.error, r.oom_phase,"
+        " r.oom_bytes, r.signal, r.torch_version"
+        " FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.run_id = ? ORDER BY j.id"));
+    s->bind(1, run_id);
+    std::vector<report::CellResult> cells;
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      report::CellResult c;
+      c.job = job_spec_at(*s, 0);
+      c.job_status = job_status_at(*s, 7);
+      if (!s->is_null(8)) {
+        c.result_id = s->int64(8);
+        c.result_status = result_status_at(*s, 9);
+        if (*c.result_status == ResultStatus::kOk && !s->is_null(10)) {
+          Statistics st;
+          st.mean_ms = s->real(10);
+          st.median_ms = s->real(11);
+          st.p90_ms = s->real(12);
+          st.p99_ms = s->real(13);
+          st.min_ms = s->real(14);
+          st.max_ms = s->real(15);
+          st.stddev_ms = s->real(16);
+          st.cv = s->real(17);
+          st.ci_low_ms = s->real(18);
+          st.ci_high_ms = s->real(19);
+          st.iterations = static_cast<int>(s->int64(20));
+          c.stats = st;
+        }
+        if (auto phase = s->opt_text(22)) {
+          c.detail = "phase=" + *phase;
+          if (auto bytes = s->opt_int64(23)) c.detail += " bytes=" + std::to_string(*bytes);
+          if (auto msg = s->opt_text(21)) c.detail += ": " + *msg;
+        } else if (auto msg = s->opt_text(21)) {
+          c.detail = *msg;
+        }
+        // A crash's message already names its signal; say it only when there is no message.
+        if (auto sig = s->opt_int64(24); sig && c.detail.empty()) c.detail = "signal " + std::to_string(*sig);
+        if (auto version = s->opt_text(25)) c.torch_version = std::move(*version);
       }
-      if (auto phase = s->opt_text(22)) {
-        c.detail = "phase=" + *phase;
-        if (auto bytes = s->opt_int64(23)) c.detail += " bytes=" + std::to_string(*bytes);
-        if (auto msg = s->opt_text(21)) c.detail += ": " + *msg;
-      } else if (auto msg = s->opt_text(21)) {
-        c.detail = *msg;
-      }
-      // A crash's message already names its signal; say it only when there is no message.
-      if (auto sig = s->opt_int64(24); sig && c.detail.empty()) c.detail = "signal " + std::to_string(*sig);
-      if (auto version = s->opt_text(25)) c.torch_version = std::move(*version);
+      cells.push_back(std::move(c));
     }
-    cells.push_back(std::move(c));
-  }
-  s->reset();
-  if (cells.empty()) {
-    BF_ASSIGN_OR_RETURN(auto info, run_info_locked(run_id));  // not found -> error
-    (void)info;
-  }
-  return cells;
+    s->reset();
+    if (cells.empty()) {
+      BF_ASSIGN_OR_RETURN(auto info, run_info_locked(run_id));  // not found -> error
+      (void)info;
+    }
+    return cells;
+  });
 }
 
 }  // namespace benchfleet::store

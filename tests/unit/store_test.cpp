@@ -6,9 +6,12 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <map>
+#include <iostream>
 #include <set>
+#include <thread>
 
 #include "common/codecs.h"
 #include "common/matrix.h"
@@ -826,6 +829,58 @@ TEST_F(StoreTest, ListJobsPagesInIdOrderWithinItsRun) {
   const auto missing = store_->list_jobs(other + 1, std::nullopt, 10);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace benchfleet::store
+
+namespace benchfleet::store {
+namespace {
+
+// Issue 17: agents leasing and posting at the same time share commits (one fsync for many
+// requests), and every job still ends with exactly one result.
+TEST_F(StoreTest, ConcurrentAgentsShareCommitsAndEveryJobGetsOneResult) {
+  constexpr int kAgents = 8;
+  std::vector<std::int64_t> agents;
+  for (int i = 0; i < kAgents; ++i) agents.push_back(enroll("agent" + std::to_string(i)));
+  const auto run = submit({"torchvision/resnet18", "google/vit-base-patch16-224", "microsoft/resnet-50"},
+                          {1, 2, 4, 8, 16}, {Mode::kEager, Mode::kDefault});
+  const auto before = store_->gauges(60'000);
+  ASSERT_TRUE(before.ok());
+
+  std::atomic<int> errors{0}, stored{0};
+  std::vector<std::thread> threads;
+  for (auto agent : agents) {
+    threads.emplace_back([&, agent] {
+      while (true) {
+        auto a = store_->lease(agent, "gpu0");
+        if (!a.ok()) {
+          ++errors;
+          return;
+        }
+        if (!a->grant) return;
+        auto r = store_->record_result(agent, {a->grant->job_id, a->grant->lease_id}, a->grant->attempt,
+                                       ok_result(2));
+        if (!r.ok() || r->kind != RecordKind::kStored) ++errors;
+        if (r.ok() && r->kind == RecordKind::kStored) ++stored;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  auto info = store_->get_run(run);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(stored.load(), info->job_count);
+  EXPECT_EQ(info->jobs_by_status[JobStatus::kDone], info->job_count);
+  EXPECT_EQ(info->results_by_status[ResultStatus::kOk], info->job_count);
+
+  const auto after = store_->gauges(60'000);
+  ASSERT_TRUE(after.ok());
+  const auto operations = after->store.operations - before->store.operations;
+  const auto commits = after->store.commits - before->store.commits;
+  EXPECT_GE(operations, 2 * info->job_count);
+  EXPECT_LT(commits, operations) << "no two of " << operations << " concurrent operations shared a commit";
+  std::cout << operations << " store operations in " << commits << " commits\n";
 }
 
 }  // namespace

@@ -1,0 +1,97 @@
+#include "coordinator/store/group_commit.h"
+
+#include <utility>
+
+namespace benchfleet::store {
+namespace {
+
+constexpr std::uint64_t kFailuresKept = 1024;  // a waiter is never this many transactions late
+
+}  // namespace
+
+GroupCommit::GroupCommit(Database& db, GroupCommitOptions options, std::function<void(bool)> on_decided)
+    : db_(db), options_(options), on_decided_(std::move(on_decided)) {}
+
+GroupCommit::~GroupCommit() {
+  std::lock_guard lock(mu_);
+  if (open_) commit_locked();
+}
+
+Status GroupCommit::enter(Member& m) {
+  arriving_.fetch_add(1, std::memory_order_relaxed);
+  mu_.lock();
+  arriving_.fetch_sub(1, std::memory_order_relaxed);
+  if (!open_) {
+    // IMMEDIATE: the write lock up front, so another process's writer makes this wait
+    // (busy timeout) instead of failing half-way.
+    if (Status begun = db_.exec_cached("BEGIN IMMEDIATE"); !begun.ok()) {
+      mu_.unlock();
+      return begun;
+    }
+    open_ = true;
+    opened_at_ = std::chrono::steady_clock::now();
+    ops_in_group_ = 0;
+  }
+  if (Status saved = db_.exec_cached("SAVEPOINT operation"); !saved.ok()) {
+    commit_locked();  // what the group did so far is whole; this operation did nothing
+    mu_.unlock();
+    return saved;
+  }
+  m.group = group_;
+  return Status::Ok();
+}
+
+void GroupCommit::leave(bool kept) {
+  if (kept) kept = db_.exec_cached("RELEASE operation").ok();
+  if (!kept) {
+    (void)db_.exec_cached("ROLLBACK TO operation");
+    (void)db_.exec_cached("RELEASE operation");
+  }
+  ++ops_in_group_;
+  {
+    std::lock_guard lock(decided_mu_);
+    ++stats_.operations;
+  }
+  const bool nobody_waiting = arriving_.load(std::memory_order_relaxed) == 0;
+  if (nobody_waiting || ops_in_group_ >= options_.max_ops ||
+      std::chrono::steady_clock::now() - opened_at_ >= options_.max_age) {
+    commit_locked();
+  }
+  mu_.unlock();
+}
+
+void GroupCommit::commit_locked() {
+  Status committed = db_.exec_cached("COMMIT");
+  // A failed COMMIT may leave the transaction open (e.g. SQLITE_FULL): nothing of it is kept.
+  if (!committed.ok()) (void)db_.exec("ROLLBACK");
+  open_ = false;
+  const std::uint64_t group = group_++;
+  {
+    std::lock_guard lock(decided_mu_);
+    decided_ = group;
+    if (committed.ok()) {
+      ++stats_.commits;
+    } else {
+      ++stats_.failed_commits;
+      failed_.emplace(group, Error{committed.error().code,
+                                   "the store could not commit: " + committed.error().message, {}});
+      while (!failed_.empty() && failed_.begin()->first + kFailuresKept < group) failed_.erase(failed_.begin());
+    }
+  }
+  if (on_decided_) on_decided_(committed.ok());
+  decided_cv_.notify_all();
+}
+
+Status GroupCommit::wait_durable(const Member& m) {
+  std::unique_lock lock(decided_mu_);
+  decided_cv_.wait(lock, [&] { return decided_ >= m.group; });
+  if (auto it = failed_.find(m.group); it != failed_.end()) return it->second;
+  return Status::Ok();
+}
+
+GroupCommitStats GroupCommit::stats() const {
+  std::lock_guard lock(decided_mu_);
+  return stats_;
+}
+
+}  // namespace benchfleet::store

@@ -1,0 +1,108 @@
+// Group commit for the store: its operations run one at a time on one SQLite connection, inside
+// a write transaction they share. The transaction is committed (one WAL fsync, synchronous=FULL)
+// when no other operation is waiting to join it, or once it holds `max_ops` operations or is
+// `max_age` old. So under load one fsync covers many requests, and alone an operation commits at
+// once. Each operation runs in its own savepoint: one that fails undoes only its own writes.
+// An operation that succeeded returns only after the transaction holding it is durable, so its
+// caller may acknowledge what it wrote; if that commit fails, every operation in the group gets
+// the error (and nothing of the group is stored).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <type_traits>
+
+#include "common/result.h"
+#include "coordinator/store/sqlite.h"
+
+namespace benchfleet::store {
+
+struct GroupCommitOptions {
+  int max_ops = 256;                               // operations per transaction, at most
+  std::chrono::microseconds max_age{20'000};       // a transaction older than this commits
+};
+
+struct GroupCommitStats {
+  std::int64_t operations = 0;      // operations run (each in a savepoint)
+  std::int64_t commits = 0;         // transactions committed (one fsync each when they wrote)
+  std::int64_t failed_commits = 0;  // transactions whose COMMIT failed (rolled back)
+};
+
+class GroupCommit {
+ public:
+  // `on_decided(committed)` runs with the lock held after each transaction is committed
+  // (true) or rolled back (false), before its operations return; it must be quick and must not
+  // call run(). `db` must outlive this object and be used only through run().
+  GroupCommit(Database& db, GroupCommitOptions options, std::function<void(bool committed)> on_decided);
+  GroupCommit(const GroupCommit&) = delete;
+  GroupCommit& operator=(const GroupCommit&) = delete;
+  // REQUIRES: no run() in progress. Commits an open transaction.
+  ~GroupCommit();
+
+  // Runs `op` (returning a Result<T> or a Status) under the lock, in the shared transaction.
+  // Thread-safe. Returns op's error as is, or its value once it is durable, or the commit's
+  // error. Reads see the writes of operations before them, committed or not; they wait for the
+  // same commit, so nothing read is answered before it is durable.
+  template <class F>
+  std::invoke_result_t<F&> run(F&& op);
+
+  GroupCommitStats stats() const;
+
+ private:
+  struct Member {
+    std::uint64_t group = 0;  // the transaction this operation ran in
+  };
+  // Takes the lock, opens the transaction if none is open and a savepoint for the operation.
+  // On failure the lock is released again.
+  Status enter(Member& m);
+  // Releases (kept) or rolls back the savepoint, commits when it is time, releases the lock.
+  void leave(bool kept);
+  // Waits until m's transaction was decided; its commit error, if any.
+  Status wait_durable(const Member& m);
+  // With the lock held.
+  void commit_locked();
+
+  Database& db_;
+  const GroupCommitOptions options_;
+  const std::function<void(bool)> on_decided_;
+
+  std::mutex mu_;                     // the store's lock: one operation at a time
+  std::atomic<int> arriving_{0};      // threads between wanting the lock and holding it
+  bool open_ = false;                 // a transaction is open (under mu_)
+  std::chrono::steady_clock::time_point opened_at_;
+  int ops_in_group_ = 0;
+  std::uint64_t group_ = 1;           // id of the open (or next) transaction (under mu_)
+
+  mutable std::mutex decided_mu_;
+  std::condition_variable decided_cv_;
+  std::uint64_t decided_ = 0;               // every transaction up to this id is decided
+  std::map<std::uint64_t, Error> failed_;   // recent transactions whose commit failed
+  GroupCommitStats stats_;                  // under decided_mu_
+};
+
+template <class F>
+std::invoke_result_t<F&> GroupCommit::run(F&& op) {
+  using Out = std::invoke_result_t<F&>;
+  Member m;
+  if (Status entered = enter(m); !entered.ok()) return Out(entered.error());
+  std::optional<Out> out;
+  try {
+    out.emplace(op());
+  } catch (...) {
+    leave(/*kept=*/false);
+    throw;
+  }
+  const bool kept = out->ok();
+  leave(kept);
+  if (!kept) return std::move(*out);
+  if (Status durable = wait_durable(m); !durable.ok()) return Out(durable.error());
+  return std::move(*out);
+}
+
+}  // namespace benchfleet::store
