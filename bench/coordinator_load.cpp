@@ -46,7 +46,9 @@ struct Options {
   int coordinator_threads = 2;
   int store_threads = 0;  // 0: the coordinator's default
   int client_threads = 1;
-  std::int64_t foreign = 0;  // backlog of a build no agent offers, queued ahead (PhaseConfig)
+  std::int64_t foreign = 0;
+  double rate = 0;  // results/s of the whole fleet (PhaseConfig::rate); 0: as fast as it goes
+  double heartbeat_s = 15;  // backlog of a build no agent offers, queued ahead (PhaseConfig)
   std::string dir;        // "": a fresh directory under $TMPDIR or /tmp
   std::string coordinator = coordinator_binary();
   bool keep_dir = false;
@@ -128,6 +130,8 @@ Result<Row> run_one(const Options& o, const std::string& dir, std::int64_t queue
   pc.client_threads = o.client_threads;
   pc.queued_jobs = queued;
   pc.foreign_jobs = o.foreign;
+  pc.rate = o.rate;
+  pc.heartbeat_s = o.heartbeat_s;
   pc.models = models;
   pc.tag = "q" + std::to_string(queued) + "-n" + std::to_string(agents);
   std::cerr << "  " << name << ": coordinator pid " << (*child)->pid() << " on port " << (*child)->port()
@@ -160,6 +164,11 @@ void print_report(const Options& o, const std::string& dir, std::vector<Row>& ro
   std::printf("SQLite probe: fresh db, WAL, synchronous=FULL, one INSERT per transaction, %.1f s, just before\n"
               "each (Q, N)\n",
               o.sqlite_seconds);
+  if (o.rate > 0) {
+    std::printf("paced (--rate %g): each job runs 0.5-1.5 x agents/rate s with a heartbeat every %g s; leases\n"
+                "long-poll (wait_s 30); agents start spread over one job length. cycles/s is then the set rate.\n",
+                o.rate, o.heartbeat_s);
+  }
   if (o.foreign > 0) {
     std::printf("ahead of the Q jobs, %lld queued jobs of a build no agent offers (--foreign)\n",
                 static_cast<long long>(o.foreign));
@@ -190,8 +199,8 @@ void print_report(const Options& o, const std::string& dir, std::vector<Row>& ro
                 r.probe.per_second > 0 ? cycles_per_s(r) / r.probe.per_second : 0);
   }
   std::printf("\n");
-  for (const auto& r : rows) {
-    const auto& p = r.phase;
+  for (auto& r : rows) {
+    auto& p = r.phase;
     std::printf("Q=%lld N=%d: SQLite commit p50 %.2f ms p99 %.2f ms; preload %lld jobs %.2f s; %lld jobs in %d run(s);"
                 " queued mean %.0f; enrolment %.2f s; empty leases %lld; refills %d; store operations %lld in %lld commits"
                 " (%.1f per commit, %.2f commits per cycle); coordinator exit %d\n",
@@ -202,6 +211,11 @@ void print_report(const Options& o, const std::string& dir, std::vector<Row>& ro
                 p.store_commits > 0 ? static_cast<double>(p.store_operations) / static_cast<double>(p.store_commits) : 0,
                 p.cycles > 0 ? static_cast<double>(p.store_commits) / static_cast<double>(p.cycles) : 0,
                 r.coordinator_exit);
+    if (!p.heartbeat_ms.empty()) {
+      std::printf("  heartbeats: %zu, p50 %.2f ms, p99 %.2f ms; leases: %zu, p99.9 %.2f ms, max %.2f ms\n",
+                  p.heartbeat_ms.size(), pct(p.heartbeat_ms, 0.5), pct(p.heartbeat_ms, 0.99),
+                  p.lease_ms.size(), pct(p.lease_ms, 0.999), pct(p.lease_ms, 1.0));
+    }
     for (const auto& e : p.error_samples) std::printf("  error: %s\n", e.c_str());
   }
   std::fflush(stdout);
@@ -224,6 +238,12 @@ int run(int argc, char** argv) {
   app.add_option("--foreign", o.foreign,
                  "jobs of a build no agent offers, queued ahead of the others and never run (a backlog)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--rate", o.rate,
+                 "results per second of the whole fleet: each job then runs agents/rate s on average, with\n"
+                 "heartbeats, and agents long-poll for leases (latency at a realistic load); 0: no pause")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--heartbeat-s", o.heartbeat_s, "heartbeat period of a running job when --rate is set")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--sqlite-seconds", o.sqlite_seconds, "duration of the SQLite commit probe")
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--coordinator-threads", o.coordinator_threads, "the coordinator's --threads")

@@ -64,7 +64,7 @@ struct Agent {
   std::int64_t id = 0;
   std::string token;
   std::int64_t cycles = 0;
-  std::vector<double> lease_ms, result_ms;
+  std::vector<double> lease_ms, result_ms, heartbeat_ms;
 };
 
 struct Shared {
@@ -146,9 +146,19 @@ asio::awaitable<void> enrol(Agent& a, Shared& sh) {
 
 // lease -> result until the window closes. A cycle counts when its result was stored before the
 // close; every request started before the close contributes its latency.
+// When paced (PhaseConfig::rate), the job "runs" between the two for a drawn time, with
+// heartbeats, and the next lease long-polls.
 asio::awaitable<void> agent_loop(Agent& a, Shared& sh) {
   const std::string lease_target = "/api/v1/agents/" + std::to_string(a.id) + "/lease";
-  const std::string lease_body = R"({"slot":"gpu0","wait_s":0})";
+  const std::string heartbeat_target = "/api/v1/agents/" + std::to_string(a.id) + "/heartbeat";
+  const bool paced = sh.cfg.rate > 0;
+  const std::string lease_body = paced ? R"({"slot":"gpu0","wait_s":30})" : R"({"slot":"gpu0","wait_s":0})";
+  const double mean_job_s = paced ? sh.cfg.agents / sh.cfg.rate : 0;
+  std::mt19937_64 rng(static_cast<std::uint64_t>(a.id) * 7919 + 1);
+  std::uniform_real_distribution<double> job_length(0.5 * mean_job_s, 1.5 * mean_job_s);
+  using std::chrono::milliseconds;
+  auto seconds = [](double s) { return std::chrono::duration_cast<milliseconds>(std::chrono::duration<double>(s)); };
+  if (paced) co_await pause(seconds(std::uniform_real_distribution<double>(0, mean_job_s)(rng)));
   while (Clock::now() < sh.end) {
     const auto t0 = Clock::now();
     Reply lease = co_await testing::exchange(a.conn, sh.cfg.endpoint, kPost, lease_target, lease_body, a.token);
@@ -182,6 +192,21 @@ asio::awaitable<void> agent_loop(Agent& a, Shared& sh) {
     if (t1 > sh.end) break;
 
     const std::string job_id = std::to_string(job["id"].get<std::int64_t>());
+    if (paced) {
+      const auto done = Clock::now() + seconds(job_length(rng));
+      const std::string heartbeat_body =
+          R"({"leases":[{"job_id":)" + job_id + R"(,"lease_id":)" + job["lease_id"].dump() + "}]}";
+      while (Clock::now() < done) {
+        co_await pause(std::min(std::chrono::duration_cast<milliseconds>(done - Clock::now()) + milliseconds(1),
+                                seconds(sh.cfg.heartbeat_s)));
+        if (Clock::now() >= done) break;
+        const auto h0 = Clock::now();
+        Reply hb = co_await testing::exchange(a.conn, sh.cfg.endpoint, kPost, heartbeat_target, heartbeat_body,
+                                              a.token);
+        if (hb.status != 200) sh.error("heartbeat: " + hb.describe());
+        if (h0 < sh.end) a.heartbeat_ms.push_back(ms_between(h0, Clock::now()));
+      }
+    }
     std::string body = R"({"lease_id":)" + job["lease_id"].dump() + R"(,"attempt":)" + job["attempt"].dump() +
                        R"(,"result":)" + sh.result_json + "}";
     Reply result = co_await testing::exchange(a.conn, sh.cfg.endpoint, kPost, "/api/v1/jobs/" + job_id + "/result",
@@ -281,6 +306,7 @@ asio::awaitable<void> drive(asio::io_context& ioc, Shared& sh, PhaseResult& out)
     out.cycles += a->cycles;
     out.lease_ms.insert(out.lease_ms.end(), a->lease_ms.begin(), a->lease_ms.end());
     out.result_ms.insert(out.result_ms.end(), a->result_ms.begin(), a->result_ms.end());
+    out.heartbeat_ms.insert(out.heartbeat_ms.end(), a->heartbeat_ms.begin(), a->heartbeat_ms.end());
   }
   close(op);
   for (auto& a : agents) close(a->conn);

@@ -27,6 +27,13 @@ struct PhaseConfig {
   // Queued before those, never run: jobs of a build no agent offers (a backlog for a build the
   // fleet does not have now), ahead of the rest in submission order. Not counted in queued_jobs.
   std::int64_t foreign_jobs = 0;
+  // Results per second of the whole fleet; 0: every agent posts its result at once and leases
+  // again (the throughput test). When > 0 each job "runs" for a uniformly drawn 0.5-1.5 times
+  // agents / rate seconds while the agent heartbeats every `heartbeat_s` and long-polls
+  // (wait_s 30) for its next lease, as a real fleet does; each agent first waits up to one job
+  // length, so the fleet does not start in step.
+  double rate = 0;
+  double heartbeat_s = 15;
   std::vector<std::string> models;   // catalog ids used in the submitted matrices
   std::string tag;                   // makes agent and run names unique per phase
 };
@@ -36,6 +43,7 @@ struct PhaseResult {
   double window_s = 0;
   std::vector<double> lease_ms;   // lease requests started in the window that granted a job
   std::vector<double> result_ms;  // stored results of jobs leased in the window
+  std::vector<double> heartbeat_ms;  // heartbeats started in the window (paced phases)
   std::int64_t errors = 0;        // transport errors and unexpected HTTP statuses
   std::vector<std::string> error_samples;  // the first few, verbatim
   std::int64_t empty_leases = 0;  // lease answers without a job (the queue ran dry)

@@ -141,7 +141,7 @@ Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, con
     res.set(bhttp::field::content_disposition, "attachment; filename=\"run-" + std::to_string(run.id) + ".csv\"");
     return res;
   }
-  return json_response(bhttp::status::ok, report::to_json(built), req);
+  return http::text_response(bhttp::status::ok, report::render_json(built), req, "application/json");
 }
 
 Result<http::Response> list_models(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {

@@ -28,6 +28,9 @@ std::string render_csv(const Report& report);
 //     "repetitions": [{"repetition", "status", "value_ms", "detail", "result_id"}]}]}],
 //   "geomeans": [{"column", "header", "value", "text", "covered", "total"}]}]}
 // Absent numbers are null; "value_ms" is null in speedup cells (their ratio is in "value").
+// Strings are escaped as nlohmann::json does, invalid UTF-8 replaced.
+std::string render_json(const Report& report);
+// The same, parsed (for callers that walk it).
 nlohmann::json to_json(const Report& report);
 
 }  // namespace benchfleet::report

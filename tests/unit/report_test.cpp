@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -626,6 +627,87 @@ TEST(ReportTorchVersions, OnlyResultsWithAPlaceInTheTablesCount) {
   in.cells.push_back(ok(job("resnet18", 1, Mode::kEager), 1.0, 1.0, 21, "2.4.0"));
   in.cells.push_back(ok(job(kVit, 4, Mode::kEager), 1.0, 1.0, 22, "2.4.0"));
   EXPECT_EQ(build_report(in).tables[0].columns[0].header, "stable (torch 2.6.0) - eager");
+}
+
+}  // namespace
+}  // namespace benchfleet::report
+
+namespace benchfleet::report {
+namespace {
+
+// render_json writes its text directly (issue 17): what it writes must read back as the values
+// it was given, whatever the strings hold.
+TEST(ReportJson, StringsAreEscapedAndNumbersReadBackExactly) {
+  Report r;
+  r.run_id = 42;
+  r.run_name = "quote \" backslash \\ tab \t newline \n bell \x07 é";
+  Table t;
+  t.gpu = "a100";
+  t.gpu_label = "A100";
+  t.batch = 16;
+  t.title = "A100 (batch size: 16)";
+  Column latency;
+  latency.key = "latency/stable/libtorch/eager";
+  latency.header = "stable - eager";
+  latency.torch_versions = {"2.6.0"};
+  Column speedup = latency;
+  speedup.kind = ColumnKind::kSpeedup;
+  speedup.key = "speedup/stable/libtorch/default";
+  t.columns = {latency, speedup};
+  Cell a;
+  a.text = "9.325";
+  a.status = "ok";
+  a.value = 9.324999999999999;
+  a.ci_low_ms = 1e-7;
+  a.ci_high_ms = 1e300;
+  a.detail = std::string("invalid utf-8: \xff\xfe end");
+  a.result_ids = {7, 9};
+  a.n = 2;
+  a.repetitions = {{1, "ok", 3.0, "", 7}, {2, "oom", std::nullopt, "phase=warmup", 9}};
+  Cell b;
+  b.text = "1.23x";
+  b.status = "ok";
+  b.value = 1.0;
+  t.rows = {{"google/vit-base-patch16-224", "ViT", {a, b}}};
+  t.geomeans = {{speedup.key, "stable - default speedup", std::nullopt, 0, 1, "Geomean: -"}};
+  r.tables = {t};
+
+  const std::string text = render_json(r);
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << text;
+  EXPECT_EQ(j["run_id"], 42);
+  EXPECT_EQ(j["run_name"], r.run_name);
+  EXPECT_EQ(j["stat"], "mean");
+  const auto& cell = j["tables"][0]["rows"][0]["cells"][0];
+  EXPECT_EQ(cell["value"].get<double>(), 9.324999999999999);
+  EXPECT_EQ(cell["value_ms"].get<double>(), 9.324999999999999);
+  EXPECT_EQ(cell["ci_low_ms"].get<double>(), 1e-7);
+  EXPECT_EQ(cell["ci_high_ms"].get<double>(), 1e300);
+  EXPECT_EQ(cell["detail"], "invalid utf-8: \xEF\xBF\xBD\xEF\xBF\xBD end") << "replaced, as json_response does";
+  EXPECT_EQ(cell["result_ids"], nlohmann::json({7, 9}));
+  EXPECT_EQ(cell["repetitions"][0]["value_ms"].get<double>(), 3.0);
+  EXPECT_TRUE(cell["repetitions"][0]["value_ms"].is_number_float()) << "doubles stay doubles: 3.0, not 3";
+  EXPECT_TRUE(cell["repetitions"][1]["value_ms"].is_null());
+  const auto& speedup_cell = j["tables"][0]["rows"][0]["cells"][1];
+  EXPECT_EQ(speedup_cell["value"].get<double>(), 1.0);
+  EXPECT_TRUE(speedup_cell["value_ms"].is_null()) << "speedup cells have no latency";
+  EXPECT_TRUE(j["tables"][0]["geomeans"][0]["value"].is_null());
+  EXPECT_EQ(j["tables"][0]["columns"][1]["kind"], "speedup");
+  EXPECT_EQ(j, to_json(r));
+}
+
+TEST(ReportJson, NonFiniteNumbersAreNull) {
+  Report r;
+  Table t;
+  t.columns = {Column{}};
+  Cell c;
+  c.value = std::numeric_limits<double>::infinity();
+  c.ci_low_ms = std::numeric_limits<double>::quiet_NaN();
+  t.rows = {{"m", "M", {c}}};
+  r.tables = {t};
+  const auto j = nlohmann::json::parse(render_json(r));
+  EXPECT_TRUE(j["tables"][0]["rows"][0]["cells"][0]["value"].is_null());
+  EXPECT_TRUE(j["tables"][0]["rows"][0]["cells"][0]["ci_low_ms"].is_null());
 }
 
 }  // namespace
