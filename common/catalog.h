@@ -1,4 +1,4 @@
-// The model catalog (DESIGN section 4): common/catalog/models.yaml, read by every component.
+// The model catalog (docs/design.md §4): common/catalog/models.yaml, read by every component.
 //   Result<Catalog> catalog = Catalog::load_file(default_catalog_path());
 //   if (!catalog) return catalog.error();
 //   const CatalogModel* m = catalog->find("microsoft/resnet-50");

@@ -1,4 +1,4 @@
-// The measurement loop's stopping rule (DESIGN section 6), shared by the C++ worker and
+// The measurement loop's stopping rule (docs/design.md §11), shared by the C++ worker and
 // mirrored by the Python runner: a minimum iteration count AND a minimum duration, then until
 // the 95% CI of the median is within the target relative width, bounded by a maximum
 // iteration count and a maximum duration. min_iterations == max_iterations is a fixed count

@@ -1,4 +1,4 @@
-// Consistency rules for a result an agent posts (DESIGN sections 5 and 6), on top of what
+// Consistency rules for a result an agent posts (docs/design.md §5), on top of what
 // decode<JobResult> checks (types, required members). Kept apart from the decoder because
 // stored results are decoded too: a row written before a rule existed must stay readable.
 //   JobResult r = decode<JobResult>(body["result"]).value();

@@ -1,4 +1,4 @@
-// Latency statistics for one benchmark attempt (DESIGN section 6). Pure functions, no I/O.
+// Latency statistics for one benchmark attempt (docs/design.md §11). Pure functions, no I/O.
 // Inputs are expected to be finite; NaN or infinite samples give unspecified (but defined,
 // non-crashing) results.
 #pragma once

@@ -1,4 +1,4 @@
-// Domain types shared by coordinator, agent, worker and CLI (DESIGN sections 4 and 5).
+// Domain types shared by coordinator, agent, worker and CLI (docs/design.md §4, §5).
 // Plain values; validation lives in codecs.h, which is the only way JSON becomes these types.
 #pragma once
 
@@ -21,7 +21,7 @@ enum class ResultStatus { kOk, kOom, kOomImplied, kError, kTimeout, kCrash, kUns
 enum class Mode { kEager, kTorchscript, kDefault, kReduceOverhead, kMaxAutotune, kMaxAutotuneNoCudagraphs };
 enum class Runtime { kLibtorch, kPython };
 enum class OomPhase { kLoad, kCompile, kWarmup, kMeasure };
-// Why the measurement loop stopped (DESIGN section 6).
+// Why the measurement loop stopped (docs/design.md §11).
 enum class StopReason { kFixedCount, kCiTarget, kMaxIterations, kMaxTime };
 
 std::string_view to_string(JobStatus s);

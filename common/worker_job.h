@@ -1,4 +1,4 @@
-// What the agent hands a worker process: one measurement of one artifact (DESIGN section 6).
+// What the agent hands a worker process: one measurement of one artifact (docs/design.md §11).
 // The worker prints one JobResult (common/types.h) for it.
 #pragma once
 

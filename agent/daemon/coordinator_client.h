@@ -1,4 +1,4 @@
-// The agent's side of the coordinator protocol (DESIGN section 7). One instance per thread
+// The agent's side of the coordinator protocol (docs/design.md §7). One instance per thread
 // (it owns one keep-alive connection); credentials are shared through AgentCredentials.
 #pragma once
 

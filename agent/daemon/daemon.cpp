@@ -221,7 +221,7 @@ struct Daemon::State {
     return intervals;
   }
 
-  // The coordinator dictates the intervals (DESIGN 7) at enrolment and in every lease answer.
+  // The coordinator dictates the intervals (docs/design.md §7) at enrolment and in every lease answer.
   // An agent restarted on its saved token does not enrol: until a lease answer came it runs on
   // the built-in defaults, so a change wakes the heartbeat, which may be asleep for the default
   // interval while a lease of a shorter TTL needs renewing.

@@ -1,4 +1,4 @@
-// Which GPUs this host has, and what class each belongs to (DESIGN section 4: a100, v100, ...).
+// Which GPUs this host has, and what class each belongs to (docs/design.md §10: a100, v100, ...).
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// The environment fingerprint recorded with every result (DESIGN section 6).
+// The environment fingerprint recorded with every result (docs/design.md §11).
 #pragma once
 
 #include <nlohmann/json.hpp>

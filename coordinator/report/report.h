@@ -1,4 +1,4 @@
-// Comparison tables for one run (DESIGN sections 1, 5, 8): per GPU class x batch, latency per
+// Comparison tables for one run (docs/design.md §12): per GPU class x batch, latency per
 // (torch build, runtime, mode), speedup against eager and its geomean with coverage.
 // Pure: the store gathers the inputs, render.h turns a Report into Markdown, CSV or JSON.
 //   ReportInput in{run.id, run.name, run.matrix, labels_from_catalog, cells, Stat::kMean};

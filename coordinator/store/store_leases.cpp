@@ -242,7 +242,7 @@ Result<Renewal> Store::renew_locked(std::int64_t agent_id, const LeaseRef& lease
 
   const TimestampMs now = clock_.now_ms();
   if (expires_at <= now) {
-    // Expired but not yet swept: it is stale all the same (DESIGN 7), so expire it here.
+    // Expired but not yet swept: it is stale all the same (docs/design.md §7), so expire it here.
     BF_RETURN_IF_ERROR(requeue_or_fail(lease.job_id, attempt, max_attempts, run_id, "expired"));
     return Renewal{LeaseState::kLost, 0};
   }

@@ -11,7 +11,7 @@
 //
 // Attempts: a kill burns at most the killed attempt (the restarted agent's first poll gives an
 // acknowledged lease back, or it expires; an unacknowledged one is handed to it again, same
-// attempt), and a job fails after the coordinator's max_attempts (DESIGN 7). The coordinator
+// attempt), and a job fails after the coordinator's max_attempts (docs/design.md §6, §7). The coordinator
 // runs with --max-attempts = kills-per-job + 1 and no job is killed more often than
 // kills-per-job, so a job that ends "failed" is a lost result, not the documented rule at work.
 // Exit code 0 only when nothing was lost or duplicated, every kill landed while a worker ran,

@@ -6,7 +6,7 @@
 //     a lost answer gets the same lease back; a transport error or 5xx backs off and retries;
 //   - "run" the job for a random while, then post its result until the coordinator acknowledges
 //     it (2xx) or refuses it (409/404), backing off on transport errors and 5xx (the post is
-//     idempotent on job + attempt, DESIGN section 7);
+//     idempotent on job + attempt, docs/design.md §7);
 //   - on 401 enrol again; a lease granted while draining is given back.
 // Every acknowledged result goes into a ledger; every 2xx answer can be watched for, to time how
 // long agents take to be served again after a coordinator restart.

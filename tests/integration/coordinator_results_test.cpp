@@ -256,7 +256,7 @@ TEST(CoordinatorResults, WithoutGraceAnExpiredLeaseIsRequeuedAfterRestart) {
   EXPECT_EQ(again->attempt, 2);
 }
 
-// DESIGN 7: "A result or renewal from a stale lease is refused (409)". A lease whose TTL has
+// docs/design.md §7: a result or renewal under a stale lease is refused (409). A lease whose TTL has
 // passed is stale whether or not the periodic expiry sweep has run yet. Here the TTL passes while
 // the coordinator is down and --restart-grace-s is 0, so nothing extends it; the renewal sent
 // right after the restart reaches the server before its first sweep (a quarter TTL later).

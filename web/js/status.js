@@ -1,5 +1,5 @@
 // What each status looks like: the badge class and label of report cells and progress-grid
-// squares (DESIGN section 5: every verdict distinct, none a speed of 0). Pure.
+// squares (docs/design.md §5: every verdict distinct, none a speed of 0). Pure.
 
 // Report latency cells: ok, a result verdict, "failed" or "not_run"; speedup cells: ok or
 // "unavailable". The text shown is always the report's own `text`.
