@@ -25,6 +25,7 @@
 #include "coordinator/api/blocking.h"
 #include "coordinator/auth.h"
 #include "coordinator/config.h"
+#include "coordinator/lease_sweeper.h"
 
 namespace {
 
@@ -47,23 +48,6 @@ Result<std::string> resolve_token(const std::string& configured, const std::stri
   ::chmod(path.c_str(), 0600);
   spdlog::info("generated a token into {} (mode 0600)", path);
   return token;
-}
-
-// Requeues expired leases every `period` until `timer` is cancelled.
-asio::awaitable<void> sweep_expired_leases(store::Store& store, asio::steady_timer& timer,
-                                           asio::thread_pool& blocking, std::chrono::milliseconds period) {
-  while (true) {
-    timer.expires_after(period);
-    boost::system::error_code ec;
-    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec == asio::error::operation_aborted) break;
-    auto n = co_await api::run_blocking(blocking.get_executor(), [&] { return store.expire_leases(); });
-    if (!n.ok()) {
-      spdlog::warn("lease expiry sweep failed: {}", n.error().message);
-    } else if (*n > 0) {
-      spdlog::info("expired leases requeued_or_failed={}", *n);
-    }
-  }
 }
 
 int run(int argc, char** argv) {
@@ -166,12 +150,8 @@ int run(int argc, char** argv) {
     std::rename((config.port_file + ".tmp").c_str(), config.port_file.c_str());
   }
 
-  const auto sweep_period =
-      std::chrono::milliseconds(std::clamp<long long>(config.lease_ttl_s * 1000LL / 4, 200, 5000));
-  auto sweep_strand = asio::make_strand(ioc);
-  asio::steady_timer sweep_timer(sweep_strand);
-  asio::co_spawn(sweep_strand, sweep_expired_leases(**store, sweep_timer, blocking, sweep_period),
-                 asio::detached);
+  LeaseSweeper sweeper(ioc, blocking.get_executor(), **store, LeaseSweeper::period_for(config.lease_ttl_s));
+  sweeper.start();
 
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
@@ -179,7 +159,7 @@ int run(int argc, char** argv) {
     spdlog::info("signal {}: stopping (in-flight requests finish)", signo);
     stopping.store(true);
     (*server)->stop();
-    asio::post(sweep_strand, [&sweep_timer] { sweep_timer.cancel(); });
+    sweeper.stop();
   });
 
   std::vector<std::thread> threads;

@@ -50,6 +50,13 @@ struct Candidate {
 //  2. a job of a group no slot owns yet,
 //  3. a job of a group another slot owns (better than idling),
 // then higher priority, then lower job id (submission order).
+// The store (Store::pick_candidate_locked, coordinator/store/store_dispatch.cpp) feeds it one
+// tier at a time, each read by an index and only when the tiers before gave nothing:
+//  1. up to 64 queued jobs of groups this slot owns that it can run (jobs_queued_owned);
+//  2. for each (build, runtime, mode) the slot offers, the best queued job of that cell whose
+//     group nobody owns (jobs_queued_unowned_cells, one row per cell);
+//  3. the same without the owner condition (jobs_queued_cells).
+// So candidates are never the whole queue, and each holds only jobs can_run() accepts.
 std::optional<std::int64_t> pick_job(const SlotOffer& offer, std::span<const Candidate> candidates);
 
 enum class ExpiryAction { kRequeue, kFail };

@@ -37,12 +37,12 @@ Result<int> migrate(Database& db, const std::vector<EmbeddedFile>& migrations) {
   }
   const int newest = static_cast<int>(ordered.size());
 
-  auto stmt = db.prepare("PRAGMA user_version");
-  if (!stmt.ok()) return stmt.error();
-  auto row = (*stmt)->step();
-  if (!row.ok()) return row.error();
-  const int current = static_cast<int>((*stmt)->int64(0));
-  (*stmt)->reset();
+  int current = 0;
+  {
+    auto version = db.query_one("PRAGMA user_version");
+    if (!version.ok()) return version.error();
+    current = static_cast<int>((*version)->int64(0));
+  }
 
   if (current > newest) {
     return Error{ErrorCode::kInternal,

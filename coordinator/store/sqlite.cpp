@@ -140,18 +140,18 @@ Status Database::exec_cached(const std::string& sql) {
   return it->second->run();
 }
 
-Result<Statement*> Database::prepare(const std::string& sql) {
+Result<ScopedStatement> Database::prepare(const std::string& sql) {
   if (prepare_observer_) prepare_observer_(sql);
   if (auto it = cache_.find(sql); it != cache_.end()) {
     it->second->reset();
-    return it->second.get();
+    return ScopedStatement(it->second.get());
   }
   sqlite3_stmt* stmt = nullptr;
   const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
                                     &stmt, nullptr);
   if (rc != SQLITE_OK) return sqlite_error(db_, rc, "cannot prepare SQL");
   auto [it, inserted] = cache_.emplace(sql, std::make_unique<Statement>(db_, stmt));
-  return it->second.get();
+  return ScopedStatement(it->second.get());
 }
 
 std::map<std::string, StatementWork> Database::statement_work() const {

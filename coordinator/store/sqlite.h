@@ -63,6 +63,33 @@ class Statement {
   sqlite3_stmt* stmt_;
 };
 
+// A cached statement checked out for one use (Database::prepare, query, query_one): on every
+// path out of the scope that holds it, it is reset and its bindings cleared, so no statement
+// keeps a read open or a stale binding. Move-only; use it like a Statement*.
+class ScopedStatement {
+ public:
+  explicit ScopedStatement(Statement* stmt) : stmt_(stmt) {}
+  ~ScopedStatement() {
+    if (stmt_) stmt_->reset();
+  }
+  ScopedStatement(ScopedStatement&& other) noexcept : stmt_(other.stmt_), found_(other.found_) {
+    other.stmt_ = nullptr;
+  }
+  ScopedStatement& operator=(ScopedStatement&&) = delete;
+  ScopedStatement(const ScopedStatement&) = delete;
+  ScopedStatement& operator=(const ScopedStatement&) = delete;
+
+  Statement* operator->() const { return stmt_; }
+  Statement& operator*() const { return *stmt_; }
+  // From query_one: whether the statement stands on its first row (read it with ->).
+  bool found() const { return found_; }
+
+ private:
+  friend class Database;
+  Statement* stmt_;
+  bool found_ = false;
+};
+
 // What a cached statement did since it was prepared: a count of rows visited and compared that,
 // unlike time, does not depend on the machine (sqlite3_stmt_status).
 struct StatementWork {
@@ -83,9 +110,17 @@ class Database {
   // Executes one statement without results, prepared once and kept (for the statements that
   // frame every transaction: BEGIN, SAVEPOINT, COMMIT...). Not observed.
   Status exec_cached(const std::string& sql);
-  // A prepared statement cached by its SQL text, reset and ready to bind.
-  // The reference stays valid for the Database's lifetime.
-  Result<Statement*> prepare(const std::string& sql);
+  // A prepared statement cached by its SQL text, ready to bind; reset when the handle goes.
+  Result<ScopedStatement> prepare(const std::string& sql);
+  // prepare() with `args` bound to parameters 1, 2, ... in order.
+  template <class... Args>
+  Result<ScopedStatement> query(const std::string& sql, const Args&... args);
+  // query() stepped once: found() tells whether there is a row, the handle reads it.
+  template <class... Args>
+  Result<ScopedStatement> query_one(const std::string& sql, const Args&... args);
+  // query() run to completion, for statements that return no rows.
+  template <class... Args>
+  Status run(const std::string& sql, const Args&... args);
   // For tests and diagnostics: `observer` is called with the SQL text of every prepare() from
   // now on, cached or not (so a test can list what a code path runs and check its query plans).
   // An empty function stops it. exec() is not observed.
@@ -106,6 +141,32 @@ class Database {
   std::map<std::string, std::unique_ptr<Statement>, std::less<>> cache_;
   std::function<void(const std::string&)> prepare_observer_;
 };
+
+template <class... Args>
+Result<ScopedStatement> Database::query(const std::string& sql, const Args&... args) {
+  auto stmt = prepare(sql);
+  if (!stmt.ok()) return stmt.error();
+  int index = 0;
+  ((*stmt)->bind(++index, args), ...);
+  return stmt;
+}
+
+template <class... Args>
+Result<ScopedStatement> Database::query_one(const std::string& sql, const Args&... args) {
+  auto stmt = query(sql, args...);
+  if (!stmt.ok()) return stmt.error();
+  auto row = (*stmt)->step();
+  if (!row.ok()) return row.error();
+  stmt->found_ = *row;
+  return stmt;
+}
+
+template <class... Args>
+Status Database::run(const std::string& sql, const Args&... args) {
+  auto stmt = query(sql, args...);
+  if (!stmt.ok()) return stmt.error();
+  return (*stmt)->run();
+}
 
 // BEGIN IMMEDIATE on construction (takes the write lock up front, so no upgrade deadlocks);
 // rolls back on destruction unless commit() succeeded.

@@ -34,7 +34,7 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Cl
   Transaction tx(*store->db_);
   BF_RETURN_IF_ERROR(tx.begin_status());
   const TimestampMs now = clock.now_ms();
-  BF_ASSIGN_OR_RETURN(auto* select, store->db_->prepare(
+  BF_ASSIGN_OR_RETURN(auto select, store->db_->prepare(
       "SELECT id, lease_expires_at FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')"));
   std::vector<std::pair<std::int64_t, TimestampMs>> updates;
   while (true) {
@@ -44,10 +44,8 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Cl
         scheduler::expiry_after_restart(select->int64(1), now, options.restart_grace_ms);
     if (extended != select->int64(1)) updates.emplace_back(select->int64(0), extended);
   }
-  select->reset();
   for (const auto& [job_id, expires] : updates) {
-    BF_ASSIGN_OR_RETURN(auto* update, store->db_->prepare("UPDATE jobs SET lease_expires_at = ? WHERE id = ?"));
-    BF_RETURN_IF_ERROR(update->bind(1, expires).bind(2, job_id).run());
+    BF_RETURN_IF_ERROR(store->db_->run("UPDATE jobs SET lease_expires_at = ? WHERE id = ?", expires, job_id));
   }
   BF_RETURN_IF_ERROR(tx.commit());
   return store;
@@ -82,59 +80,51 @@ void Store::on_group_decided(bool committed) {
 Result<Gauges> Store::gauges(TimestampMs seen_within_ms) {
   return group_.run([&]() -> Result<Gauges> {
     Gauges g;
-    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT status, COUNT(*) FROM jobs GROUP BY status"));
+    BF_ASSIGN_OR_RETURN(auto s, db_->prepare("SELECT status, COUNT(*) FROM jobs GROUP BY status"));
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;
       g.jobs_by_status[job_status_at(*s, 0)] = s->int64(1);
     }
-    s->reset();
-    BF_ASSIGN_OR_RETURN(auto* counts, db_->prepare(
+    BF_ASSIGN_OR_RETURN(auto counts, db_->query_one(
         "SELECT (SELECT COUNT(*) FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')),"
         "       (SELECT COUNT(*) FROM agents),"
         "       (SELECT COUNT(*) FROM agents WHERE last_seen_at >= ?),"
-        "       (SELECT COUNT(*) FROM runs)"));
-    counts->bind(1, clock_.now_ms() - seen_within_ms);
-    BF_ASSIGN_OR_RETURN(bool row, counts->step());
-    if (row) {
+        "       (SELECT COUNT(*) FROM runs)",
+        clock_.now_ms() - seen_within_ms));
+    if (counts.found()) {
       g.active_leases = counts->int64(0);
       g.agents = counts->int64(1);
       g.agents_seen_recently = counts->int64(2);
       g.runs = counts->int64(3);
     }
-    counts->reset();
     g.store = group_.stats();
     return g;
   });
 }
 
 Status Store::end_attempt(std::int64_t job_id, int attempt, std::string_view outcome) {
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-      "UPDATE attempts SET ended_at = ?, outcome = ? WHERE job_id = ? AND attempt = ? AND ended_at IS NULL"));
-  return s->bind(1, clock_.now_ms()).bind(2, outcome).bind(3, job_id).bind(4, attempt).run();
+  return db_->run("UPDATE attempts SET ended_at = ?, outcome = ? WHERE job_id = ? AND attempt = ? AND ended_at IS NULL",
+                  clock_.now_ms(), outcome, job_id, attempt);
 }
 
 Status Store::update_run_finished(std::int64_t run_id) {
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-      "UPDATE runs SET finished_at = ? WHERE id = ? AND finished_at IS NULL AND NOT EXISTS "
-      "(SELECT 1 FROM jobs WHERE run_id = ? AND status IN ('queued','leased','running'))"));
-  return s->bind(1, clock_.now_ms()).bind(2, run_id).bind(3, run_id).run();
+  return db_->run(
+      "UPDATE runs SET finished_at = ?1 WHERE id = ?2 AND finished_at IS NULL AND NOT EXISTS "
+      "(SELECT 1 FROM jobs WHERE run_id = ?2 AND status IN ('queued','leased','running'))",
+      clock_.now_ms(), run_id);
 }
 
 Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id, std::int64_t job_id) {
   // Load what the pure rule needs: the cell's queued jobs and its jobs that ran out of memory,
   // each one seek of jobs_cells (migration 008).
-  BF_ASSIGN_OR_RETURN(auto* cell, db_->prepare(
-      "SELECT model, mode, torch_build, gpu_class, runtime FROM jobs WHERE id = ?"));
-  cell->bind(1, job_id);
-  BF_ASSIGN_OR_RETURN(bool found, cell->step());
-  if (!found) {
-    cell->reset();
-    return std::int64_t{0};
+  std::string model, mode, build, gpu, runtime;
+  {
+    BF_ASSIGN_OR_RETURN(auto cell, db_->query_one(
+        "SELECT model, mode, torch_build, gpu_class, runtime FROM jobs WHERE id = ?", job_id));
+    if (!cell.found()) return std::int64_t{0};
+    model = cell->text(0), mode = cell->text(1), build = cell->text(2), gpu = cell->text(3), runtime = cell->text(4);
   }
-  const std::string model = cell->text(0), mode = cell->text(1), build = cell->text(2), gpu = cell->text(3),
-                    runtime = cell->text(4);
-  cell->reset();
   auto bind_cell = [&](Statement& s) {
     s.bind(1, run_id).bind(2, model).bind(3, mode).bind(4, build).bind(5, gpu).bind(6, runtime);
   };
@@ -142,7 +132,7 @@ Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id, std::int64_t j
                                 " AND j.gpu_class = ?5 AND j.runtime = ?6";
 
   std::vector<scheduler::QueuedJob> queued;
-  BF_ASSIGN_OR_RETURN(auto* q, db_->prepare("SELECT j.id, " + job_spec_columns("j") +
+  BF_ASSIGN_OR_RETURN(auto q, db_->prepare("SELECT j.id, " + job_spec_columns("j") +
                                             " FROM jobs j INDEXED BY jobs_cells" + same_cell +
                                             " AND j.status = 'queued'"));
   bind_cell(*q);
@@ -151,11 +141,10 @@ Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id, std::int64_t j
     if (!row) break;
     queued.push_back({q->int64(0), job_spec_at(*q, 1)});
   }
-  q->reset();
   if (queued.empty()) return std::int64_t{0};
 
   std::vector<JobSpec> oomed;
-  BF_ASSIGN_OR_RETURN(auto* o, db_->prepare("SELECT " + job_spec_columns("j") +
+  BF_ASSIGN_OR_RETURN(auto o, db_->prepare("SELECT " + job_spec_columns("j") +
                                             " FROM jobs j INDEXED BY jobs_cells JOIN results r ON r.job_id = j.id" +
                                             same_cell + " AND r.status = 'oom'"));
   bind_cell(*o);
@@ -164,22 +153,21 @@ Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id, std::int64_t j
     if (!row) break;
     oomed.push_back(job_spec_at(*o, 0));
   }
-  o->reset();
 
   const TimestampMs now = clock_.now_ms();
   const auto implied = scheduler::implied_oom(queued, oomed);
   for (const auto& [job_id, batch] : implied) {
-    BF_ASSIGN_OR_RETURN(auto* job, db_->prepare(
-        "UPDATE jobs SET status = 'done', finished_at = ?, updated_at = ? WHERE id = ? AND status = 'queued'"));
-    BF_RETURN_IF_ERROR(job->bind(1, now).bind(2, now).bind(3, job_id).run());
+    BF_RETURN_IF_ERROR(db_->run(
+        "UPDATE jobs SET status = 'done', finished_at = ?1, updated_at = ?1 WHERE id = ?2 AND status = 'queued'", now,
+        job_id));
     JobResult verdict;
     verdict.status = ResultStatus::kOomImplied;
     verdict.error = "batch " + std::to_string(batch) + " of this model, mode, build and GPU class ran out of memory";
     const std::string body = nlohmann::json(verdict).dump();
-    BF_ASSIGN_OR_RETURN(auto* ins, db_->prepare(
+    BF_RETURN_IF_ERROR(db_->run(
         "INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at) "
-        "SELECT id, run_id, attempt, 'oom_implied', ?, ?, 'implied', ? FROM jobs WHERE id = ?"));
-    BF_RETURN_IF_ERROR(ins->bind(1, *verdict.error).bind(2, body).bind(3, now).bind(4, job_id).run());
+        "SELECT id, run_id, attempt, 'oom_implied', ?, ?, 'implied', ? FROM jobs WHERE id = ?",
+        *verdict.error, body, now, job_id));
   }
   return static_cast<std::int64_t>(implied.size());
 }

@@ -306,6 +306,27 @@ class Store {
   Result<MatrixSpec> run_spec_locked(std::int64_t run_id);
   Status end_attempt(std::int64_t job_id, int attempt, std::string_view outcome);
   Status update_run_finished(std::int64_t run_id);
+  // A job's lease as a holder's request finds it, judged by the one rule for such requests:
+  // kActive only for the current holder (`agent_id` and the lease id, and `attempt` when
+  // given) of a leased or running job; kCancelled for that holder of a cancelled run's job;
+  // kLost otherwise. nullopt when the job does not exist.
+  struct HeldLease {
+    LeaseState state = LeaseState::kLost;
+    int attempt = 0;
+    int max_attempts = 0;
+    std::int64_t run_id = 0;
+    TimestampMs expires_at = 0;
+    std::string slot;
+  };
+  Result<std::optional<HeldLease>> held_lease_locked(std::int64_t agent_id, const LeaseRef& lease,
+                                                     std::optional<int> attempt = std::nullopt);
+  // Store::lease, step one: what `slot` already holds is handed over again (returned),
+  // withdrawn (draining), expired or released; see lease().
+  Result<std::optional<LeaseGrant>> settle_slot_locked(const AgentInfo& agent, const std::string& slot,
+                                                       const std::optional<std::string>& request_id);
+  // Store::lease, last step: `job_id` (queued, picked by pick_candidate_locked) leased to `slot`.
+  Result<LeaseGrant> grant_locked(std::int64_t agent_id, const std::string& slot, std::int64_t job_id,
+                                  const std::optional<std::string>& request_id);
   Result<Renewal> renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running);
   // The current lease on `job_id` handed over again, its expiry renewed (Store::lease).
   Result<LeaseGrant> redeliver_locked(std::int64_t job_id);

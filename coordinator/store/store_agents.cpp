@@ -11,34 +11,32 @@ namespace benchfleet::store {
 Result<std::int64_t> Store::enroll_agent(const AgentDescriptor& d, const AgentCredentials& credentials) {
   return group_.run([&]() -> Result<std::int64_t> {
     const TimestampMs now = clock_.now_ms();
-    BF_ASSIGN_OR_RETURN(auto* upsert, db_->prepare(
-        "INSERT INTO agents (name, hostname, version, descriptor, enrolled_at, last_seen_at, draining)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)"
-        " ON CONFLICT(name) DO UPDATE SET hostname = ?2, version = ?3, descriptor = ?4, enrolled_at = ?5,"
-        " last_seen_at = ?5, draining = 0, self_draining = 0 RETURNING id"));
-    upsert->bind(1, d.name).bind(2, d.hostname).bind(3, d.version).bind(4, nlohmann::json(d).dump()).bind(5, now);
-    BF_ASSIGN_OR_RETURN(bool row, upsert->step());
-    if (!row) {
-      upsert->reset();
-      return Error::internal("agent upsert returned no id");
+    std::int64_t id = 0;
+    {
+      BF_ASSIGN_OR_RETURN(auto upsert, db_->query_one(
+          "INSERT INTO agents (name, hostname, version, descriptor, enrolled_at, last_seen_at, draining)"
+          " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)"
+          " ON CONFLICT(name) DO UPDATE SET hostname = ?2, version = ?3, descriptor = ?4, enrolled_at = ?5,"
+          " last_seen_at = ?5, draining = 0, self_draining = 0 RETURNING id",
+          d.name, d.hostname, d.version, nlohmann::json(d).dump(), now));
+      if (!upsert.found()) return Error::internal("agent upsert returned no id");
+      id = upsert->int64(0);
     }
-    const std::int64_t id = upsert->int64(0);
-    upsert->reset();
-
-    BF_ASSIGN_OR_RETURN(auto* token, db_->prepare(
-        "INSERT INTO agent_tokens (agent_id, salt, hash, created_at) VALUES (?1, ?2, ?3, ?4)"
-        " ON CONFLICT(agent_id) DO UPDATE SET salt = ?2, hash = ?3, created_at = ?4"));
-    token->bind(1, id).bind_blob(2, credentials.salt).bind_blob(3, credentials.hash).bind(4, now);
-    BF_RETURN_IF_ERROR(token->run());
+    {
+      BF_ASSIGN_OR_RETURN(auto token, db_->prepare(
+          "INSERT INTO agent_tokens (agent_id, salt, hash, created_at) VALUES (?1, ?2, ?3, ?4)"
+          " ON CONFLICT(agent_id) DO UPDATE SET salt = ?2, hash = ?3, created_at = ?4"));
+      token->bind(1, id).bind_blob(2, credentials.salt).bind_blob(3, credentials.hash).bind(4, now);
+      BF_RETURN_IF_ERROR(token->run());
+    }
     {
       std::lock_guard lock(credentials_mu_);
       credentials_.erase(id);
     }
     descriptors_.erase(id);
 
-    BF_ASSIGN_OR_RETURN(auto* clear, db_->prepare("DELETE FROM agent_slots WHERE agent_id = ?"));
-    BF_RETURN_IF_ERROR(clear->bind(1, id).run());
-    BF_ASSIGN_OR_RETURN(auto* slot, db_->prepare(
+    BF_RETURN_IF_ERROR(db_->run("DELETE FROM agent_slots WHERE agent_id = ?", id));
+    BF_ASSIGN_OR_RETURN(auto slot, db_->prepare(
         "INSERT INTO agent_slots (agent_id, slot, gpu_class, gpu_name, gpu_uuid, memory_mb, descriptor)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)"));
     for (const auto& s : d.slots) {
@@ -69,15 +67,9 @@ Result<AgentCredentials> Store::agent_credentials(std::int64_t agent_id) {
     if (auto it = credentials_.find(agent_id); it != credentials_.end()) return it->second;
   }
   return group_.run([&]() -> Result<AgentCredentials> {
-    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT salt, hash FROM agent_tokens WHERE agent_id = ?"));
-    s->bind(1, agent_id);
-    BF_ASSIGN_OR_RETURN(bool found, s->step());
-    if (!found) {
-      s->reset();
-      return Error::not_found("agent " + std::to_string(agent_id) + " is not enrolled");
-    }
-    AgentCredentials c{s->blob(0), s->blob(1)};
-    s->reset();
+    BF_ASSIGN_OR_RETURN(auto row, db_->query_one("SELECT salt, hash FROM agent_tokens WHERE agent_id = ?", agent_id));
+    if (!row.found()) return Error::not_found("agent " + std::to_string(agent_id) + " is not enrolled");
+    AgentCredentials c{row->blob(0), row->blob(1)};
     // Under the store lock, so no enrolment can come between this read and the insert.
     std::lock_guard lock(credentials_mu_);
     credentials_.insert_or_assign(agent_id, c);
@@ -86,39 +78,34 @@ Result<AgentCredentials> Store::agent_credentials(std::int64_t agent_id) {
 }
 
 Result<AgentInfo> Store::agent_info_locked(std::int64_t agent_id) {
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-      "SELECT id, descriptor, enrolled_at, last_seen_at, draining OR self_draining FROM agents WHERE id = ?"));
-  s->bind(1, agent_id);
-  BF_ASSIGN_OR_RETURN(bool found, s->step());
-  if (!found) {
-    s->reset();
-    return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
-  }
   AgentInfo info;
-  info.id = s->int64(0);
-  // Every lease reads its agent: the decoded descriptor is kept until the agent enrols again.
-  if (auto it = descriptors_.find(agent_id); it != descriptors_.end()) {
-    info.descriptor = it->second;
-  } else if (auto d = decode<AgentDescriptor>(nlohmann::json::parse(s->text(1), nullptr, false)); d.ok()) {
-    info.descriptor = std::move(*d);
-    descriptors_.emplace(agent_id, info.descriptor);
+  {
+    BF_ASSIGN_OR_RETURN(auto s, db_->query_one(
+        "SELECT id, descriptor, enrolled_at, last_seen_at, draining OR self_draining FROM agents WHERE id = ?",
+        agent_id));
+    if (!s.found()) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
+    info.id = s->int64(0);
+    // Every lease reads its agent: the decoded descriptor is kept until the agent enrols again.
+    if (auto it = descriptors_.find(agent_id); it != descriptors_.end()) {
+      info.descriptor = it->second;
+    } else if (auto d = decode<AgentDescriptor>(nlohmann::json::parse(s->text(1), nullptr, false)); d.ok()) {
+      info.descriptor = std::move(*d);
+      descriptors_.emplace(agent_id, info.descriptor);
+    }
+    info.enrolled_at = s->int64(2);
+    info.last_seen_at = s->int64(3);
+    info.draining = s->int64(4) != 0;
   }
-  info.enrolled_at = s->int64(2);
-  info.last_seen_at = s->int64(3);
-  info.draining = s->int64(4) != 0;
-  s->reset();
-
-  BF_ASSIGN_OR_RETURN(auto* l, db_->prepare(
+  BF_ASSIGN_OR_RETURN(auto l, db_->query(
       "SELECT lease_slot, id, run_id, status, " + job_spec_columns("jobs") +
       " FROM jobs WHERE lease_agent_id = ? AND lease_id IS NOT NULL AND status IN ('leased','running')"
-      " ORDER BY lease_slot"));
-  l->bind(1, agent_id);
+      " ORDER BY lease_slot",
+      agent_id));
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, l->step());
     if (!row) break;
     info.leases.push_back({l->text(0), l->int64(1), l->int64(2), job_spec_at(*l, 4), l->text(3)});
   }
-  l->reset();
   return info;
 }
 
@@ -131,13 +118,12 @@ Result<AgentInfo> Store::get_agent(std::int64_t agent_id) {
 Result<std::vector<AgentInfo>> Store::list_agents() {
   return group_.run([&]() -> Result<std::vector<AgentInfo>> {
     std::vector<std::int64_t> ids;
-    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT id FROM agents ORDER BY name"));
+    BF_ASSIGN_OR_RETURN(auto s, db_->prepare("SELECT id FROM agents ORDER BY name"));
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;
       ids.push_back(s->int64(0));
     }
-    s->reset();
     std::vector<AgentInfo> agents;
     for (auto id : ids) {
       BF_ASSIGN_OR_RETURN(auto info, agent_info_locked(id));
@@ -149,8 +135,7 @@ Result<std::vector<AgentInfo>> Store::list_agents() {
 
 Status Store::set_draining(std::int64_t agent_id, bool draining) {
   return group_.run([&]() -> Status {
-    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("UPDATE agents SET draining = ? WHERE id = ?"));
-    BF_RETURN_IF_ERROR(s->bind(1, draining ? 1 : 0).bind(2, agent_id).run());
+    BF_RETURN_IF_ERROR(db_->run("UPDATE agents SET draining = ? WHERE id = ?", draining ? 1 : 0, agent_id));
     if (db_->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
     // Waiting lease requests re-check once this is durable, so a draining agent's long poll
     // returns at once.
@@ -161,7 +146,7 @@ Status Store::set_draining(std::int64_t agent_id, bool draining) {
 
 Status Store::set_self_draining(std::int64_t agent_id, bool draining) {
   return group_.run([&]() -> Status {
-    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("UPDATE agents SET self_draining = ?1 WHERE id = ?2 AND self_draining != ?1"));
+    BF_ASSIGN_OR_RETURN(auto s, db_->prepare("UPDATE agents SET self_draining = ?1 WHERE id = ?2 AND self_draining != ?1"));
     BF_RETURN_IF_ERROR(s->bind(1, draining ? 1 : 0).bind(2, agent_id).run());
     // Only a change matters to waiting lease requests (heartbeats repeat the same value).
     if (db_->changes() > 0) work_appeared_ = true;

@@ -46,7 +46,7 @@ Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
   for (const auto& b : offer.builds) {
     for (const auto& rt : b.runtimes) offered[{b.name, rt.runtime}].insert(rt.modes.begin(), rt.modes.end());
   }
-  BF_ASSIGN_OR_RETURN(auto* q, db_->prepare(
+  BF_ASSIGN_OR_RETURN(auto q, db_->prepare(
       "SELECT j.id, j.run_id, " + job_spec_columns("j") + " FROM jobs j INDEXED BY jobs_queued_cells"
       " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2 AND j.runtime = ?3"
       " AND j.mode IN (SELECT value FROM json_each(?4))"));
@@ -66,22 +66,21 @@ Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
         verdicts.emplace_back(q->int64(0), q->int64(1), std::move(*reason));
       }
     }
-    q->reset();
+    q->reset();  // bound again for the next build and runtime
   }
   const TimestampMs now = clock_.now_ms();
   std::set<std::int64_t> runs;
   for (const auto& [job_id, run_id, reason] : verdicts) {
-    BF_ASSIGN_OR_RETURN(auto* job, db_->prepare(
-        "UPDATE jobs SET status = 'done', finished_at = ?, updated_at = ? WHERE id = ? AND status = 'queued'"));
-    BF_RETURN_IF_ERROR(job->bind(1, now).bind(2, now).bind(3, job_id).run());
+    BF_RETURN_IF_ERROR(db_->run(
+        "UPDATE jobs SET status = 'done', finished_at = ?1, updated_at = ?1 WHERE id = ?2 AND status = 'queued'", now,
+        job_id));
     JobResult verdict;
     verdict.status = ResultStatus::kUnsupported;
     verdict.error = reason;
-    BF_ASSIGN_OR_RETURN(auto* ins, db_->prepare(
+    BF_RETURN_IF_ERROR(db_->run(
         "INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at)"
-        " VALUES (?, ?, 0, 'unsupported', ?, ?, 'scheduler', ?)"));
-    BF_RETURN_IF_ERROR(
-        ins->bind(1, job_id).bind(2, run_id).bind(3, reason).bind(4, nlohmann::json(verdict).dump()).bind(5, now).run());
+        " VALUES (?, ?, 0, 'unsupported', ?, ?, 'scheduler', ?)",
+        job_id, run_id, reason, nlohmann::json(verdict).dump(), now));
     runs.insert(run_id);
   }
   for (auto run_id : runs) BF_RETURN_IF_ERROR(update_run_finished(run_id));
@@ -95,7 +94,7 @@ Status Store::mark_unsupported_for_run_locked(const MatrixSpec& spec) {
   const std::set<std::string> builds(spec.torch_builds.begin(), spec.torch_builds.end());
   const std::set<Runtime> runtimes(spec.runtimes.begin(), spec.runtimes.end());
   std::vector<AgentDescriptor> fleet;
-  BF_ASSIGN_OR_RETURN(auto* agents, db_->prepare("SELECT descriptor FROM agents"));
+  BF_ASSIGN_OR_RETURN(auto agents, db_->prepare("SELECT descriptor FROM agents"));
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, agents->step());
     if (!row) break;
@@ -103,7 +102,6 @@ Status Store::mark_unsupported_for_run_locked(const MatrixSpec& spec) {
       fleet.push_back(std::move(*d));
     }
   }
-  agents->reset();
   std::set<std::string> judged;
   for (const auto& agent : fleet) {
     scheduler::SlotOffer offer;
@@ -147,11 +145,11 @@ Result<std::optional<std::int64_t>> Store::pick_candidate_locked(const scheduler
       c.spec = job_spec_at(q, 4);
       candidates.push_back(std::move(c));
     }
-    q.reset();
+    q.reset();  // bound again for the next cell
     return Status::Ok();
   };
 
-  BF_ASSIGN_OR_RETURN(auto* owned, db_->prepare(
+  BF_ASSIGN_OR_RETURN(auto owned, db_->prepare(
       columns + " FROM jobs j INDEXED BY jobs_queued_owned WHERE j.status = 'queued' AND j.owner_agent_id = ?1"
       " AND j.owner_slot = ?2 AND j.gpu_class = ?3 AND (j.torch_build || '|' || j.runtime || '|' || j.mode) IN"
       " (SELECT value FROM json_each(?4)) ORDER BY j.priority DESC, j.id LIMIT " + std::to_string(kOwnedCandidates)));
@@ -167,7 +165,7 @@ Result<std::optional<std::int64_t>> Store::pick_candidate_locked(const scheduler
       columns + " FROM jobs j INDEXED BY jobs_queued_cells" + per_cell + best,
   };
   for (const auto& sql : tiers) {
-    BF_ASSIGN_OR_RETURN(auto* q, db_->prepare(sql));
+    BF_ASSIGN_OR_RETURN(auto q, db_->prepare(sql));
     for (const auto& b : offer.builds) {
       for (const auto& rt : b.runtimes) {
         for (Mode m : rt.modes) {

@@ -1,4 +1,7 @@
-// Store: leases (grant, renew, heartbeat, expiry) and results.
+// Store: leases. Granting one (Store::lease: settle what the slot holds, pick a candidate,
+// grant it), handing it over again, withdrawing it, renewing it (renew, heartbeat), giving it
+// back (release) and expiring it. Which job a slot runs next is decided in store_dispatch.cpp
+// (the SQL tiers) and scheduler.h (the ranking); results are stored in store_results.cpp.
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,34 +13,39 @@
 #include "coordinator/store/store.h"
 
 namespace benchfleet::store {
-namespace {
-
-// The fingerprint's torch version (reports name it in their headers); nullopt when the result
-// recorded none, as verdicts given before torch ran do.
-std::optional<std::string> recorded_torch_version(const JobResult& result) {
-  auto it = result.environment.find("torch_version");
-  if (it == result.environment.end() || !it->is_string()) return std::nullopt;
-  std::string version = it->get<std::string>();
-  if (version.empty()) return std::nullopt;
-  return version;
-}
-
-}  // namespace
 
 Result<MatrixSpec> Store::run_spec_locked(std::int64_t run_id) {
   if (auto it = run_specs_.find(run_id); it != run_specs_.end()) return it->second;
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT spec FROM runs WHERE id = ?"));
-  s->bind(1, run_id);
-  BF_ASSIGN_OR_RETURN(bool found, s->step());
-  if (!found) {
-    s->reset();
-    return Error::not_found("run " + std::to_string(run_id) + " does not exist");
-  }
-  auto spec = decode<MatrixSpec>(nlohmann::json::parse(s->text(0), nullptr, false));
-  s->reset();
+  BF_ASSIGN_OR_RETURN(auto row, db_->query_one("SELECT spec FROM runs WHERE id = ?", run_id));
+  if (!row.found()) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
+  auto spec = decode<MatrixSpec>(nlohmann::json::parse(row->text(0), nullptr, false));
   if (!spec.ok()) return Error::internal("stored matrix of run " + std::to_string(run_id) + " is unreadable");
   run_specs_.emplace(run_id, *spec);
   return spec;
+}
+
+Result<std::optional<Store::HeldLease>> Store::held_lease_locked(std::int64_t agent_id, const LeaseRef& lease,
+                                                                 std::optional<int> attempt) {
+  BF_ASSIGN_OR_RETURN(auto row, db_->query_one(
+      "SELECT status, lease_id, lease_agent_id, attempt, max_attempts, run_id, lease_expires_at, lease_slot"
+      " FROM jobs WHERE id = ?", lease.job_id));
+  if (!row.found()) return std::optional<HeldLease>();
+  HeldLease held;
+  const JobStatus status = job_status_at(*row, 0);
+  const bool holder = row->opt_text(1) == lease.lease_id && row->opt_int64(2) == agent_id &&
+                      (!attempt || row->int64(3) == *attempt);
+  held.attempt = static_cast<int>(row->int64(3));
+  held.max_attempts = static_cast<int>(row->int64(4));
+  held.run_id = row->int64(5);
+  held.expires_at = row->opt_int64(6).value_or(0);
+  held.slot = row->opt_text(7).value_or("");
+  // The one rule for every request a lease holder makes: only the current holder may act, and
+  // a cancelled run's holder only learns that it was cancelled.
+  held.state = !holder                           ? LeaseState::kLost
+               : status == JobStatus::kCancelled ? LeaseState::kCancelled
+               : (status == JobStatus::kLeased || status == JobStatus::kRunning) ? LeaseState::kActive
+                                                                                 : LeaseState::kLost;
+  return std::optional<HeldLease>(std::move(held));
 }
 
 Status Store::requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts, std::int64_t run_id,
@@ -45,16 +53,10 @@ Status Store::requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts
   const TimestampMs now = clock_.now_ms();
   BF_RETURN_IF_ERROR(end_attempt(job_id, attempt, outcome));
   const bool fail = scheduler::on_lease_expired(attempt, max_attempts) == scheduler::ExpiryAction::kFail;
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+  BF_RETURN_IF_ERROR(db_->run(
       "UPDATE jobs SET status = ?, finished_at = ?, updated_at = ?, lease_id = NULL, lease_agent_id = NULL,"
-      " lease_slot = NULL, lease_expires_at = NULL, lease_request_id = NULL WHERE id = ?"));
-  s->bind(1, fail ? "failed" : "queued");
-  if (fail) {
-    s->bind(2, now);
-  } else {
-    s->bind_null(2);
-  }
-  BF_RETURN_IF_ERROR(s->bind(3, now).bind(4, job_id).run());
+      " lease_slot = NULL, lease_expires_at = NULL, lease_request_id = NULL WHERE id = ?",
+      fail ? "failed" : "queued", fail ? std::optional<TimestampMs>(now) : std::nullopt, now, job_id));
   if (!fail) work_appeared_ = true;
   // A requeued job may be implied by an OOM that arrived meanwhile; a failed one may end the run.
   BF_ASSIGN_OR_RETURN(const std::int64_t implied, mark_implied_oom(run_id, job_id));
@@ -65,24 +67,21 @@ Status Store::requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts
 Result<LeaseGrant> Store::redeliver_locked(std::int64_t job_id) {
   LeaseGrant grant;
   grant.expires_at = scheduler::lease_expiry(clock_.now_ms(), options_.lease_ttl_ms);
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-      "UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND lease_id IS NOT NULL"
-      " RETURNING id, run_id, attempt, lease_id, " + job_spec_columns("jobs")));
-  s->bind(1, grant.expires_at).bind(2, clock_.now_ms()).bind(3, job_id);
-  BF_ASSIGN_OR_RETURN(bool found, s->step());
-  if (!found) {
-    s->reset();
-    return Error::internal("job " + std::to_string(job_id) + " has no lease to hand over again");
+  {
+    BF_ASSIGN_OR_RETURN(auto row, db_->query_one(
+        "UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND lease_id IS NOT NULL"
+        " RETURNING id, run_id, attempt, lease_id, " + job_spec_columns("jobs"),
+        grant.expires_at, clock_.now_ms(), job_id));
+    if (!row.found()) return Error::internal("job " + std::to_string(job_id) + " has no lease to hand over again");
+    grant.job_id = row->int64(0);
+    grant.run_id = row->int64(1);
+    grant.attempt = static_cast<int>(row->int64(2));
+    grant.lease_id = row->text(3);
+    grant.spec = job_spec_at(*row, 4);
+    BF_ASSIGN_OR_RETURN(bool more, row->step());  // completes the UPDATE
+    (void)more;
   }
-  grant.job_id = s->int64(0);
-  grant.run_id = s->int64(1);
-  grant.attempt = static_cast<int>(s->int64(2));
-  grant.lease_id = s->text(3);
-  grant.spec = job_spec_at(*s, 4);
   grant.redelivered = true;
-  BF_ASSIGN_OR_RETURN(bool more, s->step());  // completes the UPDATE
-  (void)more;
-  s->reset();
   BF_RETURN_IF_ERROR(complete_grant_locked(grant));
   return grant;
 }
@@ -96,23 +95,19 @@ Status Store::complete_grant_locked(LeaseGrant& grant) {
 }
 
 Result<bool> Store::withdraw_lease(std::int64_t agent_id, const LeaseRef& lease) {
-  return group_.run([&]() -> Result<bool> {
-    BF_ASSIGN_OR_RETURN(const bool withdrawn, withdraw_locked(agent_id, lease));
-    return withdrawn;
-  });
+  return group_.run([&] { return withdraw_locked(agent_id, lease); });
 }
 
 Result<bool> Store::withdraw_locked(std::int64_t agent_id, const LeaseRef& lease) {
   // Expressions on the right see the row before the update: `attempt` is the withdrawn one.
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+  BF_RETURN_IF_ERROR(db_->run(
       "UPDATE jobs SET status = 'queued', attempt = attempt - 1, lease_id = NULL, lease_agent_id = NULL,"
       " lease_slot = NULL, lease_expires_at = NULL, lease_request_id = NULL, lease_acked = 1,"
       " started_at = CASE WHEN attempt <= 1 THEN NULL ELSE started_at END, updated_at = ?"
-      " WHERE id = ? AND lease_id = ? AND lease_agent_id = ? AND status = 'leased' AND lease_acked = 0"));
-  BF_RETURN_IF_ERROR(s->bind(1, clock_.now_ms()).bind(2, lease.job_id).bind(3, lease.lease_id).bind(4, agent_id).run());
+      " WHERE id = ? AND lease_id = ? AND lease_agent_id = ? AND status = 'leased' AND lease_acked = 0",
+      clock_.now_ms(), lease.job_id, lease.lease_id, agent_id));
   if (db_->changes() == 0) return false;
-  BF_ASSIGN_OR_RETURN(auto* gone, db_->prepare("DELETE FROM attempts WHERE job_id = ? AND lease_id = ?"));
-  BF_RETURN_IF_ERROR(gone->bind(1, lease.job_id).bind(2, lease.lease_id).run());
+  BF_RETURN_IF_ERROR(db_->run("DELETE FROM attempts WHERE job_id = ? AND lease_id = ?", lease.job_id, lease.lease_id));
   work_appeared_ = true;
   return true;
 }
@@ -120,8 +115,6 @@ Result<bool> Store::withdraw_locked(std::int64_t agent_id, const LeaseRef& lease
 Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot,
                                  const std::optional<std::string>& request_id) {
   return group_.run([&]() -> Result<LeaseAnswer> {
-    const TimestampMs now = clock_.now_ms();
-
     BF_ASSIGN_OR_RETURN(AgentInfo agent, agent_info_locked(agent_id));
     scheduler::SlotOffer offer{agent_id, slot, {}, agent.descriptor.torch_builds};
     bool slot_known = false;
@@ -134,139 +127,121 @@ Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot,
     if (!slot_known) {
       return Error::not_found("agent " + std::to_string(agent_id) + " has no slot \"" + slot + "\"; re-enrol");
     }
-    BF_ASSIGN_OR_RETURN(auto* seen, db_->prepare("UPDATE agents SET last_seen_at = ? WHERE id = ?"));
-    BF_RETURN_IF_ERROR(seen->bind(1, now).bind(2, agent_id).run());
+    BF_RETURN_IF_ERROR(db_->run("UPDATE agents SET last_seen_at = ? WHERE id = ?", clock_.now_ms(), agent_id));
 
-    // One job per slot. What the slot holds and has not acknowledged may never have reached it
-    // (a dropped connection, a retried or concurrent poll): it gets the same lease again. What
-    // it acknowledged it has given up on (e.g. agent restart), unless this is a retry of the very
-    // poll that got it.
-    for (const auto& held : agent.leases) {
-      if (held.slot != slot) continue;
-      BF_ASSIGN_OR_RETURN(auto* h, db_->prepare(
-          "SELECT attempt, max_attempts, lease_expires_at, lease_acked, lease_request_id, lease_id FROM jobs"
-          " WHERE id = ?"));
-      h->bind(1, held.job_id);
-      BF_ASSIGN_OR_RETURN(bool found, h->step());
-      if (!found) {
-        h->reset();
-        continue;
-      }
-      const int attempt = static_cast<int>(h->int64(0));
-      const int max_attempts = static_cast<int>(h->int64(1));
-      const bool expired = h->opt_int64(2).value_or(0) <= now;
-      const bool acked = h->int64(3) != 0;
-      const bool same_request = request_id && h->opt_text(4) == *request_id;
-      const std::string lease_id = h->text(5);
-      h->reset();
-      if (expired) {
-        BF_RETURN_IF_ERROR(requeue_or_fail(held.job_id, attempt, max_attempts, held.run_id, "expired"));
-      } else if (agent.draining && !acked) {
-        BF_ASSIGN_OR_RETURN(const bool withdrawn, withdraw_locked(agent_id, LeaseRef{held.job_id, lease_id}));
-        (void)withdrawn;
-      } else if (!acked || same_request) {
-        BF_ASSIGN_OR_RETURN(LeaseGrant again, redeliver_locked(held.job_id));
-        return LeaseAnswer{std::move(again), agent.draining};
-      } else {
-        BF_RETURN_IF_ERROR(requeue_or_fail(held.job_id, attempt, max_attempts, held.run_id, "released"));
-      }
-    }
-
+    BF_ASSIGN_OR_RETURN(std::optional<LeaseGrant> again, settle_slot_locked(agent, slot, request_id));
+    if (again) return LeaseAnswer{std::move(again), agent.draining};
+    if (agent.draining) return LeaseAnswer{std::nullopt, true};
     // Unsupported cells were judged when this agent enrolled and when each run was submitted.
-    std::optional<std::int64_t> picked;
-    if (!agent.draining) {
-      BF_ASSIGN_OR_RETURN(picked, pick_candidate_locked(offer));
-    }
-    if (!picked) {
-      return LeaseAnswer{std::nullopt, agent.draining};
-    }
-
-    LeaseGrant grant;
-    grant.job_id = *picked;
-    grant.lease_id = auth::generate_lease_id();
-    grant.expires_at = scheduler::lease_expiry(now, options_.lease_ttl_ms);
-    BF_ASSIGN_OR_RETURN(auto* take, db_->prepare(
-        "UPDATE jobs SET status = 'leased', attempt = attempt + 1, lease_id = ?, lease_agent_id = ?, lease_slot = ?,"
-        " lease_expires_at = ?, started_at = COALESCE(started_at, ?), updated_at = ?, lease_acked = 0,"
-        " lease_request_id = ? WHERE id = ? AND status = 'queued'"
-        " RETURNING attempt, run_id, group_key, " + job_spec_columns("jobs")));
-    take->bind(1, grant.lease_id).bind(2, agent_id).bind(3, slot).bind(4, grant.expires_at).bind(5, now);
-    take->bind(6, now).bind(7, request_id).bind(8, grant.job_id);
-    BF_ASSIGN_OR_RETURN(bool taken, take->step());
-    if (!taken) {
-      take->reset();
-      return Error::internal("job " + std::to_string(grant.job_id) + " was not queued when leased");
-    }
-    grant.attempt = static_cast<int>(take->int64(0));
-    grant.run_id = take->int64(1);
-    const std::string group = take->text(2);
-    grant.spec = job_spec_at(*take, 3);
-    // Drain the RETURNING statement so the UPDATE completes before the next statement.
-    BF_ASSIGN_OR_RETURN(bool more, take->step());
-    (void)more;
-    take->reset();
-
-    BF_ASSIGN_OR_RETURN(auto* attempt, db_->prepare(
-        "INSERT INTO attempts (job_id, attempt, lease_id, agent_id, slot, leased_at) VALUES (?, ?, ?, ?, ?, ?)"));
-    BF_RETURN_IF_ERROR(attempt->bind(1, grant.job_id).bind(2, grant.attempt).bind(3, grant.lease_id)
-                           .bind(4, agent_id).bind(5, slot).bind(6, now).run());
-    BF_ASSIGN_OR_RETURN(auto* owner, db_->prepare(
-        "UPDATE jobs INDEXED BY jobs_group SET owner_agent_id = ?, owner_slot = ?"
-        " WHERE group_key = ? AND owner_agent_id IS NULL"));
-    BF_RETURN_IF_ERROR(owner->bind(1, agent_id).bind(2, slot).bind(3, group).run());
-
-    BF_RETURN_IF_ERROR(complete_grant_locked(grant));
+    BF_ASSIGN_OR_RETURN(std::optional<std::int64_t> picked, pick_candidate_locked(offer));
+    if (!picked) return LeaseAnswer{std::nullopt, false};
+    BF_ASSIGN_OR_RETURN(LeaseGrant grant, grant_locked(agent_id, slot, *picked, request_id));
     return LeaseAnswer{std::move(grant), false};
   });
 }
 
-Result<Renewal> Store::renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running) {
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-      "SELECT status, lease_id, lease_agent_id, lease_expires_at, attempt, max_attempts, run_id FROM jobs WHERE id = ?"));
-  s->bind(1, lease.job_id);
-  BF_ASSIGN_OR_RETURN(bool found, s->step());
-  if (!found) {
-    s->reset();
-    return Renewal{LeaseState::kLost, 0};
-  }
-  const JobStatus status = job_status_at(*s, 0);
-  const bool holder = s->opt_text(1) == lease.lease_id && s->opt_int64(2) == agent_id;
-  const TimestampMs expires_at = s->opt_int64(3).value_or(0);
-  const int attempt = static_cast<int>(s->int64(4));
-  const int max_attempts = static_cast<int>(s->int64(5));
-  const std::int64_t run_id = s->int64(6);
-  s->reset();
-  if (!holder) return Renewal{LeaseState::kLost, 0};
-  if (status == JobStatus::kCancelled) return Renewal{LeaseState::kCancelled, 0};
-  if (status != JobStatus::kLeased && status != JobStatus::kRunning) return Renewal{LeaseState::kLost, 0};
-
+Result<std::optional<LeaseGrant>> Store::settle_slot_locked(const AgentInfo& agent, const std::string& slot,
+                                                             const std::optional<std::string>& request_id) {
+  // One job per slot. What the slot holds and has not acknowledged may never have reached it
+  // (a dropped connection, a retried or concurrent poll): it gets the same lease again. What
+  // it acknowledged it has given up on (e.g. agent restart), unless this is a retry of the very
+  // poll that got it.
   const TimestampMs now = clock_.now_ms();
-  if (expires_at <= now) {
+  for (const auto& held : agent.leases) {
+    if (held.slot != slot) continue;
+    int attempt = 0, max_attempts = 0;
+    bool expired = false, acked = false, same_request = false;
+    std::string lease_id;
+    {
+      BF_ASSIGN_OR_RETURN(auto row, db_->query_one(
+          "SELECT attempt, max_attempts, lease_expires_at, lease_acked, lease_request_id, lease_id FROM jobs"
+          " WHERE id = ?", held.job_id));
+      if (!row.found()) continue;
+      attempt = static_cast<int>(row->int64(0));
+      max_attempts = static_cast<int>(row->int64(1));
+      expired = row->opt_int64(2).value_or(0) <= now;
+      acked = row->int64(3) != 0;
+      same_request = request_id && row->opt_text(4) == *request_id;
+      lease_id = row->text(5);
+    }
+    if (expired) {
+      BF_RETURN_IF_ERROR(requeue_or_fail(held.job_id, attempt, max_attempts, held.run_id, "expired"));
+    } else if (agent.draining && !acked) {
+      BF_ASSIGN_OR_RETURN(const bool withdrawn, withdraw_locked(agent.id, LeaseRef{held.job_id, lease_id}));
+      (void)withdrawn;
+    } else if (!acked || same_request) {
+      BF_ASSIGN_OR_RETURN(LeaseGrant again, redeliver_locked(held.job_id));
+      return std::optional<LeaseGrant>(std::move(again));
+    } else {
+      BF_RETURN_IF_ERROR(requeue_or_fail(held.job_id, attempt, max_attempts, held.run_id, "released"));
+    }
+  }
+  return std::optional<LeaseGrant>();
+}
+
+Result<LeaseGrant> Store::grant_locked(std::int64_t agent_id, const std::string& slot, std::int64_t job_id,
+                                       const std::optional<std::string>& request_id) {
+  const TimestampMs now = clock_.now_ms();
+  LeaseGrant grant;
+  grant.job_id = job_id;
+  grant.lease_id = auth::generate_lease_id();
+  grant.expires_at = scheduler::lease_expiry(now, options_.lease_ttl_ms);
+  std::string group;
+  {
+    BF_ASSIGN_OR_RETURN(auto taken, db_->query_one(
+        "UPDATE jobs SET status = 'leased', attempt = attempt + 1, lease_id = ?, lease_agent_id = ?, lease_slot = ?,"
+        " lease_expires_at = ?, started_at = COALESCE(started_at, ?), updated_at = ?, lease_acked = 0,"
+        " lease_request_id = ? WHERE id = ? AND status = 'queued'"
+        " RETURNING attempt, run_id, group_key, " + job_spec_columns("jobs"),
+        grant.lease_id, agent_id, slot, grant.expires_at, now, now, request_id, job_id));
+    if (!taken.found()) return Error::internal("job " + std::to_string(job_id) + " was not queued when leased");
+    grant.attempt = static_cast<int>(taken->int64(0));
+    grant.run_id = taken->int64(1);
+    group = taken->text(2);
+    grant.spec = job_spec_at(*taken, 3);
+    // Drain the RETURNING statement so the UPDATE completes before the next statement.
+    BF_ASSIGN_OR_RETURN(bool more, taken->step());
+    (void)more;
+  }
+  BF_RETURN_IF_ERROR(db_->run(
+      "INSERT INTO attempts (job_id, attempt, lease_id, agent_id, slot, leased_at) VALUES (?, ?, ?, ?, ?, ?)",
+      grant.job_id, grant.attempt, grant.lease_id, agent_id, slot, now));
+  // The slot that starts a group (a model, build, GPU class, runtime and batch) runs its other
+  // modes too, so they compare on one device.
+  BF_RETURN_IF_ERROR(db_->run(
+      "UPDATE jobs INDEXED BY jobs_group SET owner_agent_id = ?, owner_slot = ?"
+      " WHERE group_key = ? AND owner_agent_id IS NULL", agent_id, slot, group));
+  BF_RETURN_IF_ERROR(complete_grant_locked(grant));
+  return grant;
+}
+
+Result<Renewal> Store::renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running) {
+  BF_ASSIGN_OR_RETURN(std::optional<HeldLease> held, held_lease_locked(agent_id, lease));
+  if (!held || held->state != LeaseState::kActive) return Renewal{held ? held->state : LeaseState::kLost, 0};
+  const TimestampMs now = clock_.now_ms();
+  if (held->expires_at <= now) {
     // Expired but not yet swept: it is stale all the same (docs/design.md §7), so expire it here.
-    BF_RETURN_IF_ERROR(requeue_or_fail(lease.job_id, attempt, max_attempts, run_id, "expired"));
+    BF_RETURN_IF_ERROR(requeue_or_fail(lease.job_id, held->attempt, held->max_attempts, held->run_id, "expired"));
     return Renewal{LeaseState::kLost, 0};
   }
   const TimestampMs expires = scheduler::lease_expiry(now, options_.lease_ttl_ms);
-  BF_ASSIGN_OR_RETURN(auto* u, db_->prepare(
+  BF_RETURN_IF_ERROR(db_->run(
       "UPDATE jobs SET lease_expires_at = ?, updated_at = ?, lease_acked = 1,"
-      " status = CASE WHEN ? THEN 'running' ELSE status END WHERE id = ?"));
-  BF_RETURN_IF_ERROR(u->bind(1, expires).bind(2, now).bind(3, mark_running ? 1 : 0).bind(4, lease.job_id).run());
+      " status = CASE WHEN ? THEN 'running' ELSE status END WHERE id = ?",
+      expires, now, mark_running ? 1 : 0, lease.job_id));
   return Renewal{LeaseState::kActive, expires};
 }
 
 Result<Renewal> Store::renew(std::int64_t agent_id, const LeaseRef& lease) {
   return group_.run([&]() -> Result<Renewal> {
-    BF_ASSIGN_OR_RETURN(auto* seen, db_->prepare("UPDATE agents SET last_seen_at = ? WHERE id = ?"));
-    BF_RETURN_IF_ERROR(seen->bind(1, clock_.now_ms()).bind(2, agent_id).run());
-    BF_ASSIGN_OR_RETURN(Renewal r, renew_locked(agent_id, lease, /*mark_running=*/true));
-    return r;
+    BF_RETURN_IF_ERROR(db_->run("UPDATE agents SET last_seen_at = ? WHERE id = ?", clock_.now_ms(), agent_id));
+    return renew_locked(agent_id, lease, /*mark_running=*/true);
   });
 }
 
 Result<std::vector<Renewal>> Store::heartbeat(std::int64_t agent_id, const std::vector<LeaseRef>& leases) {
   return group_.run([&]() -> Result<std::vector<Renewal>> {
-    BF_ASSIGN_OR_RETURN(auto* seen, db_->prepare("UPDATE agents SET last_seen_at = ? WHERE id = ?"));
-    BF_RETURN_IF_ERROR(seen->bind(1, clock_.now_ms()).bind(2, agent_id).run());
+    BF_RETURN_IF_ERROR(db_->run("UPDATE agents SET last_seen_at = ? WHERE id = ?", clock_.now_ms(), agent_id));
     if (db_->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
     std::vector<Renewal> out;
     for (const auto& l : leases) {
@@ -277,121 +252,12 @@ Result<std::vector<Renewal>> Store::heartbeat(std::int64_t agent_id, const std::
   });
 }
 
-Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
-                                           const JobResult& result) {
-  // The digest covers the whole result; the row's body leaves the samples out: they go to
-  // result_samples, which listings never read (migration 005).
-  nlohmann::json body_json = result;
-  const std::string digest = auth::sha256_hex(body_json.dump());
-  const std::string samples = body_json["samples_ms"].dump();
-  body_json.erase("samples_ms");
-  const std::string body = body_json.dump();
-  return group_.run([&]() -> Result<RecordOutcome> {
-    BF_ASSIGN_OR_RETURN(auto* prior, db_->prepare(
-        "SELECT r.id, r.body_sha256, r.agent_id, a.lease_id FROM results r"
-        " LEFT JOIN attempts a ON a.job_id = r.job_id AND a.attempt = r.attempt WHERE r.job_id = ? AND r.attempt = ?"));
-    prior->bind(1, lease.job_id).bind(2, attempt);
-    BF_ASSIGN_OR_RETURN(bool exists, prior->step());
-    if (exists) {
-      // Only the holder of that attempt's lease learns about the stored result (a retry after a
-      // lost acknowledgement); anyone else is told its lease is not current.
-      const bool same_holder = prior->opt_int64(2) == agent_id && prior->opt_text(3) == lease.lease_id;
-      RecordOutcome out{!same_holder                   ? RecordKind::kLost
-                        : prior->text(1) == digest     ? RecordKind::kDuplicate
-                                                       : RecordKind::kMismatch,
-                        same_holder ? prior->int64(0) : 0, 0};
-      prior->reset();
-      return out;
-    }
-    prior->reset();
-
-    BF_ASSIGN_OR_RETURN(auto* job, db_->prepare(
-        "SELECT status, lease_id, lease_agent_id, attempt, run_id, lease_slot, lease_expires_at, max_attempts"
-        " FROM jobs WHERE id = ?"));
-    job->bind(1, lease.job_id);
-    BF_ASSIGN_OR_RETURN(bool found, job->step());
-    if (!found) {
-      job->reset();
-      return RecordOutcome{RecordKind::kNotFound, 0, 0};
-    }
-    const JobStatus status = job_status_at(*job, 0);
-    const bool holder = job->opt_text(1) == lease.lease_id && job->opt_int64(2) == agent_id && job->int64(3) == attempt;
-    const std::int64_t run_id = job->int64(4);
-    const std::string slot = job->text(5);
-    const TimestampMs expires_at = job->opt_int64(6).value_or(0);
-    const int max_attempts = static_cast<int>(job->int64(7));
-    job->reset();
-    if (!holder) return RecordOutcome{RecordKind::kLost, 0, 0};
-    if (status == JobStatus::kCancelled) return RecordOutcome{RecordKind::kCancelled, 0, 0};
-    if (status != JobStatus::kLeased && status != JobStatus::kRunning) return RecordOutcome{RecordKind::kLost, 0, 0};
-
-    const TimestampMs now = clock_.now_ms();
-    if (expires_at <= now) {
-      BF_RETURN_IF_ERROR(requeue_or_fail(lease.job_id, attempt, max_attempts, run_id, "expired"));
-      return RecordOutcome{RecordKind::kLost, 0, 0};
-    }
-    BF_ASSIGN_OR_RETURN(auto* ins, db_->prepare(
-        "INSERT INTO results (job_id, run_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms, min_ms, max_ms,"
-        " stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, first_call_ms, stop_reason, export_s, oom_phase, oom_bytes,"
-        " error, signal, body, body_sha256, agent_id, slot, created_at, torch_version)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22,"
-        " ?23, ?24, ?25, ?26, ?27, ?28)"));
-    ins->bind(1, lease.job_id).bind(2, run_id).bind(3, attempt).bind(4, to_string(result.status));
-    if (result.stats) {
-      const auto& st = *result.stats;
-      ins->bind(5, st.mean_ms).bind(6, st.median_ms).bind(7, st.p90_ms).bind(8, st.p99_ms).bind(9, st.min_ms);
-      ins->bind(10, st.max_ms).bind(11, st.stddev_ms).bind(12, st.cv).bind(13, st.ci_low_ms).bind(14, st.ci_high_ms);
-      ins->bind(15, st.iterations);
-    }
-    ins->bind(16, result.first_call_ms);
-    if (result.stop_reason) ins->bind(17, to_string(*result.stop_reason));
-    ins->bind(18, result.export_s);
-    if (result.oom) {
-      ins->bind(19, to_string(result.oom->phase)).bind(20, result.oom->bytes_requested);
-    }
-    ins->bind(21, result.error).bind(22, result.signal).bind(23, body).bind(24, digest).bind(25, agent_id);
-    ins->bind(26, slot).bind(27, now).bind(28, recorded_torch_version(result));
-    BF_RETURN_IF_ERROR(ins->run());
-    RecordOutcome out{RecordKind::kStored, db_->last_insert_rowid(), 0};
-    if (!result.samples_ms.empty()) {
-      BF_ASSIGN_OR_RETURN(auto* ins_samples,
-                          db_->prepare("INSERT INTO result_samples (result_id, samples_ms) VALUES (?, ?)"));
-      BF_RETURN_IF_ERROR(ins_samples->bind(1, out.result_id).bind(2, samples).run());
-    }
-
-    BF_ASSIGN_OR_RETURN(auto* done, db_->prepare(
-        "UPDATE jobs SET status = 'done', finished_at = ?, updated_at = ?, lease_id = NULL, lease_expires_at = NULL"
-        " WHERE id = ?"));
-    BF_RETURN_IF_ERROR(done->bind(1, now).bind(2, now).bind(3, lease.job_id).run());
-    BF_RETURN_IF_ERROR(end_attempt(lease.job_id, attempt, "result"));
-    if (result.status == ResultStatus::kOom) {
-      BF_ASSIGN_OR_RETURN(out.implied_oom, mark_implied_oom(run_id, lease.job_id));
-    }
-    BF_RETURN_IF_ERROR(update_run_finished(run_id));
-    return out;
-  });
-}
-
 Result<LeaseState> Store::release(std::int64_t agent_id, const LeaseRef& lease) {
   return group_.run([&]() -> Result<LeaseState> {
-    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-        "SELECT status, lease_id, lease_agent_id, attempt, max_attempts, run_id FROM jobs WHERE id = ?"));
-    s->bind(1, lease.job_id);
-    BF_ASSIGN_OR_RETURN(bool found, s->step());
-    if (!found) {
-      s->reset();
-      return LeaseState::kLost;
-    }
-    const JobStatus status = job_status_at(*s, 0);
-    const bool holder = s->opt_text(1) == lease.lease_id && s->opt_int64(2) == agent_id;
-    const int attempt = static_cast<int>(s->int64(3));
-    const int max_attempts = static_cast<int>(s->int64(4));
-    const std::int64_t run_id = s->int64(5);
-    s->reset();
-    if (!holder) return LeaseState::kLost;
-    if (status == JobStatus::kCancelled) return LeaseState::kCancelled;
-    if (status != JobStatus::kLeased && status != JobStatus::kRunning) return LeaseState::kLost;
-    BF_RETURN_IF_ERROR(requeue_or_fail(lease.job_id, attempt, max_attempts, run_id, "released"));
+    BF_ASSIGN_OR_RETURN(std::optional<HeldLease> held, held_lease_locked(agent_id, lease));
+    if (!held) return LeaseState::kLost;
+    if (held->state != LeaseState::kActive) return held->state;
+    BF_RETURN_IF_ERROR(requeue_or_fail(lease.job_id, held->attempt, held->max_attempts, held->run_id, "released"));
     return LeaseState::kActive;
   });
 }
@@ -403,16 +269,16 @@ Result<std::int64_t> Store::expire_leases() {
       int attempt, max_attempts;
     };
     std::vector<Expired> expired;
-    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-        "SELECT id, run_id, attempt, max_attempts FROM jobs INDEXED BY jobs_leases WHERE lease_id IS NOT NULL"
-        " AND status IN ('leased','running') AND lease_expires_at <= ?"));
-    s->bind(1, clock_.now_ms());
-    while (true) {
-      BF_ASSIGN_OR_RETURN(bool row, s->step());
-      if (!row) break;
-      expired.push_back({s->int64(0), s->int64(1), static_cast<int>(s->int64(2)), static_cast<int>(s->int64(3))});
+    {
+      BF_ASSIGN_OR_RETURN(auto s, db_->query(
+          "SELECT id, run_id, attempt, max_attempts FROM jobs INDEXED BY jobs_leases WHERE lease_id IS NOT NULL"
+          " AND status IN ('leased','running') AND lease_expires_at <= ?", clock_.now_ms()));
+      while (true) {
+        BF_ASSIGN_OR_RETURN(bool row, s->step());
+        if (!row) break;
+        expired.push_back({s->int64(0), s->int64(1), static_cast<int>(s->int64(2)), static_cast<int>(s->int64(3))});
+      }
     }
-    s->reset();
     for (const auto& e : expired) {
       BF_RETURN_IF_ERROR(requeue_or_fail(e.job_id, e.attempt, e.max_attempts, e.run_id, "expired"));
     }

@@ -10,7 +10,7 @@ namespace benchfleet::store {
 Result<RunCreated> Store::create_run(const MatrixSpec& spec, const std::vector<JobSpec>& jobs) {
   return group_.run([&]() -> Result<RunCreated> {
     const TimestampMs now = clock_.now_ms();
-    BF_ASSIGN_OR_RETURN(auto* run, db_->prepare(
+    BF_ASSIGN_OR_RETURN(auto run, db_->prepare(
         "INSERT INTO runs (name, spec, priority, job_count, created_at) VALUES (?, ?, ?, ?, ?)"));
     BF_RETURN_IF_ERROR(run->bind(1, spec.name)
                            .bind(2, nlohmann::json(spec).dump())
@@ -19,7 +19,7 @@ Result<RunCreated> Store::create_run(const MatrixSpec& spec, const std::vector<J
                            .bind(5, now)
                            .run());
     const std::int64_t run_id = db_->last_insert_rowid();
-    BF_ASSIGN_OR_RETURN(auto* job, db_->prepare(
+    BF_ASSIGN_OR_RETURN(auto job, db_->prepare(
         "INSERT INTO jobs (run_id, model, batch, mode, torch_build, gpu_class, runtime, repetition, group_key,"
         " status, priority, max_attempts, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)"));
     for (const auto& j : jobs) {
@@ -45,52 +45,46 @@ Result<RunCreated> Store::create_run(const MatrixSpec& spec, const std::vector<J
 
 Result<std::map<JobStatus, std::int64_t>> Store::job_counts_locked(std::int64_t run_id) {
   std::map<JobStatus, std::int64_t> counts;
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT status, COUNT(*) FROM jobs WHERE run_id = ? GROUP BY status"));
+  BF_ASSIGN_OR_RETURN(auto s, db_->prepare("SELECT status, COUNT(*) FROM jobs WHERE run_id = ? GROUP BY status"));
   s->bind(1, run_id);
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, s->step());
     if (!row) break;
     counts[job_status_at(*s, 0)] = s->int64(1);
   }
-  s->reset();
   return counts;
 }
 
 Result<RunInfo> Store::run_info_locked(std::int64_t run_id) {
-  BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
-      "SELECT id, name, spec, job_count, created_at, cancelled_at, finished_at FROM runs WHERE id = ?"));
-  s->bind(1, run_id);
-  BF_ASSIGN_OR_RETURN(bool found, s->step());
-  if (!found) {
-    s->reset();
-    return Error::not_found("run " + std::to_string(run_id) + " does not exist");
-  }
   RunInfo info;
-  info.id = s->int64(0);
-  info.name = s->text(1);
-  auto spec_json = nlohmann::json::parse(s->text(2), nullptr, false);
-  // The name is the column's: a run stored before names were restricted (issue 16) keeps its
-  // matrix readable.
-  if (spec_json.is_object()) spec_json["name"] = "run";
-  if (auto spec = decode<MatrixSpec>(spec_json); spec.ok()) {
-    info.spec = std::move(*spec);
-    info.spec.name = info.name;
+  {
+    BF_ASSIGN_OR_RETURN(auto s, db_->query_one(
+        "SELECT id, name, spec, job_count, created_at, cancelled_at, finished_at FROM runs WHERE id = ?", run_id));
+    if (!s.found()) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
+    info.id = s->int64(0);
+    info.name = s->text(1);
+    auto spec_json = nlohmann::json::parse(s->text(2), nullptr, false);
+    // The name is the column's: a run stored before names were restricted (issue 16) keeps its
+    // matrix readable.
+    if (spec_json.is_object()) spec_json["name"] = "run";
+    if (auto spec = decode<MatrixSpec>(spec_json); spec.ok()) {
+      info.spec = std::move(*spec);
+      info.spec.name = info.name;
+    }
+    info.job_count = s->int64(3);
+    info.created_at = s->int64(4);
+    info.cancelled_at = s->opt_int64(5);
+    info.finished_at = s->opt_int64(6);
   }
-  info.job_count = s->int64(3);
-  info.created_at = s->int64(4);
-  info.cancelled_at = s->opt_int64(5);
-  info.finished_at = s->opt_int64(6);
-  s->reset();
 
   BF_ASSIGN_OR_RETURN(info.jobs_by_status, job_counts_locked(run_id));
-  BF_ASSIGN_OR_RETURN(auto* r, db_->prepare("SELECT status, COUNT(*) FROM results WHERE run_id = ? GROUP BY status"));
+  BF_ASSIGN_OR_RETURN(auto r, db_->prepare("SELECT status, COUNT(*) FROM results WHERE run_id = ? GROUP BY status"));
   r->bind(1, run_id);
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, r->step());
     if (!row) break;
     info.results_by_status[result_status_at(*r, 0)] = r->int64(1);
   }
-  r->reset();
   info.state = std::string(scheduler::to_string(scheduler::run_state(info.jobs_by_status, info.cancelled_at.has_value())));
   return info;
 }
@@ -104,14 +98,13 @@ Result<RunInfo> Store::get_run(std::int64_t run_id) {
 Result<std::vector<RunInfo>> Store::list_runs(int limit, std::optional<std::int64_t> before_id) {
   return group_.run([&]() -> Result<std::vector<RunInfo>> {
     std::vector<std::int64_t> ids;
-    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare("SELECT id FROM runs WHERE id < ? ORDER BY id DESC LIMIT ?"));
+    BF_ASSIGN_OR_RETURN(auto s, db_->prepare("SELECT id FROM runs WHERE id < ? ORDER BY id DESC LIMIT ?"));
     s->bind(1, before_id.value_or(INT64_MAX)).bind(2, limit);
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;
       ids.push_back(s->int64(0));
     }
-    s->reset();
     std::vector<RunInfo> runs;
     for (auto id : ids) {
       BF_ASSIGN_OR_RETURN(auto info, run_info_locked(id));
@@ -132,16 +125,16 @@ Result<CancelOutcome> Store::cancel_run(std::int64_t run_id) {
     if (info.finished_at) return Error::conflict("run " + std::to_string(run_id) + " already finished");
     const TimestampMs now = clock_.now_ms();
     // Leased jobs keep their lease id so the holder's next renewal answers "cancelled".
-    BF_ASSIGN_OR_RETURN(auto* attempts, db_->prepare(
+    BF_ASSIGN_OR_RETURN(auto attempts, db_->prepare(
         "UPDATE attempts SET ended_at = ?, outcome = 'cancelled' WHERE ended_at IS NULL AND job_id IN "
         "(SELECT id FROM jobs WHERE run_id = ? AND status IN ('leased','running'))"));
     BF_RETURN_IF_ERROR(attempts->bind(1, now).bind(2, run_id).run());
-    BF_ASSIGN_OR_RETURN(auto* jobs, db_->prepare(
+    BF_ASSIGN_OR_RETURN(auto jobs, db_->prepare(
         "UPDATE jobs SET status = 'cancelled', finished_at = ?, updated_at = ? "
         "WHERE run_id = ? AND status IN ('queued','leased','running')"));
     BF_RETURN_IF_ERROR(jobs->bind(1, now).bind(2, now).bind(3, run_id).run());
     out.cancelled_jobs = db_->changes();
-    BF_ASSIGN_OR_RETURN(auto* run, db_->prepare("UPDATE runs SET cancelled_at = ?, finished_at = ? WHERE id = ?"));
+    BF_ASSIGN_OR_RETURN(auto run, db_->prepare("UPDATE runs SET cancelled_at = ?, finished_at = ? WHERE id = ?"));
     BF_RETURN_IF_ERROR(run->bind(1, now).bind(2, now).bind(3, run_id).run());
     return out;
   });
@@ -207,14 +200,12 @@ Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& 
   std::vector<RawResultRow> raw;
   // The read runs under the store lock; parsing the bodies waits until it is released.
   Status read = group_.run([&]() -> Status {
-    BF_ASSIGN_OR_RETURN(auto* exists, db_->prepare("SELECT 1 FROM runs WHERE id = ?"));
-    exists->bind(1, run_id);
-    BF_ASSIGN_OR_RETURN(bool found, exists->step());
-    exists->reset();
-    if (!found) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
-
+    {
+      BF_ASSIGN_OR_RETURN(auto exists, db_->query_one("SELECT 1 FROM runs WHERE id = ?", run_id));
+      if (!exists.found()) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
+    }
     // A NULL parameter means "no filter" on that column.
-    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+    BF_ASSIGN_OR_RETURN(auto s, db_->prepare(
         result_select(with_samples) +
         " WHERE r.run_id = ? AND r.id > ?"
         " AND (?3 IS NULL OR j.model = ?3) AND (?4 IS NULL OR j.mode = ?4) AND (?5 IS NULL OR j.torch_build = ?5)"
@@ -225,15 +216,10 @@ Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& 
     s->bind(3, f.model).bind(4, f.mode).bind(5, f.torch_build).bind(6, f.gpu).bind(7, f.runtime).bind(8, f.status);
     s->bind(9, f.batch).bind(10, limit + 1);
     while (true) {
-      auto row = s->step();
-      if (!row.ok()) {
-        s->reset();
-        return row.error();
-      }
-      if (!*row) break;
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
       raw.push_back(raw_result_at(*s));
     }
-    s->reset();
     return Status::Ok();
   });
   BF_RETURN_IF_ERROR(read);
@@ -251,7 +237,7 @@ Result<JobPage> Store::list_jobs(std::int64_t run_id, std::optional<std::int64_t
   return group_.run([&]() -> Result<JobPage> {
     // jobs_run (run_id, id) gives the order; the latest result comes from results' (job_id,
     // attempt) key, the attempt by its primary key.
-    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+    BF_ASSIGN_OR_RETURN(auto s, db_->prepare(
         "SELECT j.id, " + job_spec_columns("j") + ", j.status, j.attempt, j.updated_at, r.id, r.status, a.name, t.slot"
         " FROM jobs j INDEXED BY jobs_run"
         " LEFT JOIN results r ON r.id = (SELECT id FROM results WHERE job_id = j.id ORDER BY attempt DESC LIMIT 1)"
@@ -277,17 +263,13 @@ Result<JobPage> Store::list_jobs(std::int64_t run_id, std::optional<std::int64_t
       if (job.agent_name) job.slot = s->opt_text(14);
       page.rows.push_back(std::move(job));
     }
-    s->reset();
     if (static_cast<int>(page.rows.size()) > limit) {
       page.rows.pop_back();
       page.next_cursor = page.rows.back().id;
     }
     if (page.rows.empty()) {
-      BF_ASSIGN_OR_RETURN(auto* exists, db_->prepare("SELECT 1 FROM runs WHERE id = ?"));
-      exists->bind(1, run_id);
-      BF_ASSIGN_OR_RETURN(bool found, exists->step());
-      exists->reset();
-      if (!found) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
+      BF_ASSIGN_OR_RETURN(auto exists, db_->query_one("SELECT 1 FROM runs WHERE id = ?", run_id));
+      if (!exists.found()) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
     }
     return page;
   });
@@ -295,16 +277,9 @@ Result<JobPage> Store::list_jobs(std::int64_t run_id, std::optional<std::int64_t
 
 Result<ResultRow> Store::get_result(std::int64_t result_id) {
   auto raw = group_.run([&]() -> Result<RawResultRow> {
-    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(result_select(/*with_samples=*/true) + " WHERE r.id = ?"));
-    s->bind(1, result_id);
-    BF_ASSIGN_OR_RETURN(bool found, s->step());
-    if (!found) {
-      s->reset();
-      return Error::not_found("result " + std::to_string(result_id) + " does not exist");
-    }
-    RawResultRow row = raw_result_at(*s);
-    s->reset();
-    return row;
+    BF_ASSIGN_OR_RETURN(auto s, db_->query_one(result_select(/*with_samples=*/true) + " WHERE r.id = ?", result_id));
+    if (!s.found()) return Error::not_found("result " + std::to_string(result_id) + " does not exist");
+    return raw_result_at(*s);
   });
   if (!raw.ok()) return raw.error();
   return decode_result_row(std::move(*raw));
@@ -313,7 +288,7 @@ Result<ResultRow> Store::get_result(std::int64_t result_id) {
 Result<std::vector<report::CellResult>> Store::report_cells(std::int64_t run_id) {
   return group_.run([&]() -> Result<std::vector<report::CellResult>> {
     // One row per job; a job has at most one verdict (its job turns done when it arrives).
-    BF_ASSIGN_OR_RETURN(auto* s, db_->prepare(
+    BF_ASSIGN_OR_RETURN(auto s, db_->prepare(
         "SELECT " + job_spec_columns("j") + ", j.status, r.id, r.status, r.mean_ms, r.median_ms, r.p90_ms, r.p99_ms,"
         " r.min_ms, r.max_ms, r.stddev_ms, r.cv, r.ci_low_ms, r.ci_high_ms, r.iterations, r.error, r.oom_phase,"
         " r.oom_bytes, r.signal, r.torch_version"
@@ -357,7 +332,6 @@ Result<std::vector<report::CellResult>> Store::report_cells(std::int64_t run_id)
       }
       cells.push_back(std::move(c));
     }
-    s->reset();
     if (cells.empty()) {
       BF_ASSIGN_OR_RETURN(auto info, run_info_locked(run_id));  // not found -> error
       (void)info;
