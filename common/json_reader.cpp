@@ -121,6 +121,16 @@ std::optional<Error> expect_object(const nlohmann::json& j, const std::string& p
   return std::nullopt;
 }
 
+nlohmann::json known_members(const nlohmann::json& j, std::initializer_list<std::string_view> known) {
+  if (!j.is_object()) return j;
+  nlohmann::json out = nlohmann::json::object();
+  for (std::string_view key : known) {
+    auto it = j.find(std::string(key));
+    if (it != j.end()) out[std::string(key)] = *it;
+  }
+  return out;
+}
+
 JsonReader::JsonReader(const nlohmann::json& object, std::string path)
     : object_(object), path_(std::move(path)) {
   if (auto err = expect_object(object_, path_)) error_ = std::move(err);

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <set>
 #include <string>
@@ -115,5 +116,10 @@ class JsonReader {
 
 // Checks a JSON value is an object before reading members from it.
 std::optional<Error> expect_object(const nlohmann::json& j, const std::string& path);
+
+// A copy of the object `j` with only the members named in `known` (`j` itself when it is not an
+// object, so the reader reports the wrong type): how a reader of another program's answers
+// ignores the members it does not know.
+nlohmann::json known_members(const nlohmann::json& j, std::initializer_list<std::string_view> known);
 
 }  // namespace benchfleet

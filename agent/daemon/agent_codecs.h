@@ -5,12 +5,12 @@
 // None of them throws: malformed input (not JSON, too deep, a wrong type, an out-of-range
 // interval, a path that leaves its folder) is an Error naming the field, which the caller logs
 // and survives. Members this agent does not know are ignored (a newer coordinator or exporter
-// may add some); the known ones are checked. Kept apart from common/codecs.* because these
-// are the agent's own views of other programs' answers, not shared domain types.
+// may add some); the known ones are checked. The coordinator's answers are records of
+// common/agent_protocol.h, decoded by its codec (the one the coordinator encodes them with);
+// the others are the agent's own views of other programs' answers, so they live here.
 #pragma once
 
 #include <cstddef>
-#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,36 +19,28 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/daemon/coordinator_client.h"
+#include "common/agent_protocol.h"
 #include "common/result.h"
 #include "common/types.h"
 #include "common/worker_job.h"
 
 namespace benchfleet::agent {
 
-// A copy of the object `j` with only the members named in `known` (`j` itself when it is not an
-// object, so the reader reports the wrong type).
-nlohmann::json known_members(const nlohmann::json& j, std::initializer_list<std::string_view> known);
-
 // POST /agents/enroll 201 body: agent_id > 0, an agent_token of 1 to 1024 visible ASCII
 // characters (it goes into a header), the intervals (each optional, within bounds).
-Result<Enrollment> decode_enrollment_answer(std::string_view body);
+Result<EnrollResponse> decode_enrollment_answer(std::string_view body);
 
 // POST /agents/{id}/lease 200 body: job (required: null or a whole lease), draining (required),
 // the intervals (optional).
-Result<LeaseAnswer> decode_lease_answer(std::string_view body);
+Result<LeaseResponse> decode_lease_answer(std::string_view body);
 
-struct HeartbeatAnswer {
-  std::vector<Renewal> leases;  // one per lease sent, in order ("active", "cancelled", else lost)
-  bool drain = false;           // an operator drains this agent
-};
 // POST /agents/{id}/heartbeat 200 body: leases and drain (both required); `sent` is how many
 // leases the request listed (the answer must list as many, each with a known state).
-Result<HeartbeatAnswer> decode_heartbeat_answer(std::string_view body, std::size_t sent);
+Result<HeartbeatResponse> decode_heartbeat_answer(std::string_view body, std::size_t sent);
 
 // A 409 answer to progress: kCancelled when its problem says reason "cancelled", else kLost.
 // Never fails (anything unreadable is a lost lease).
-Renewal decode_conflict(std::string_view body);
+LeaseState decode_conflict(std::string_view body);
 
 // The exporter's stdout (also its metadata.json in the cache).
 struct ExporterAnswer {

@@ -14,8 +14,8 @@ using namespace std::chrono_literals;
 
 // Answers are decoded by agent_codecs.h: a malformed body is an error (retried with backoff
 // by the caller), never an exception.
-Renewal renewal_of(const http::ClientResponse& r) {
-  return r.status == 409 ? decode_conflict(r.body) : Renewal::kActive;
+LeaseState renewal_of(const http::ClientResponse& r) {
+  return r.status == 409 ? decode_conflict(r.body) : LeaseState::kActive;
 }
 
 // An answer the agent cannot read: retried like an unreachable coordinator.
@@ -23,41 +23,41 @@ Error unreadable(const Error& e) { return Error{ErrorCode::kUnavailable, "unread
 
 }  // namespace
 
-void AgentCredentials::set(std::int64_t agent_id, std::string token) {
+void AgentIdentity::set(std::int64_t agent_id, std::string token) {
   std::lock_guard lock(mu_);
   agent_id_ = agent_id;
   token_ = std::move(token);
 }
 
-std::pair<std::int64_t, std::string> AgentCredentials::get() const {
+std::pair<std::int64_t, std::string> AgentIdentity::get() const {
   std::lock_guard lock(mu_);
   return {agent_id_, token_};
 }
 
-bool AgentCredentials::valid() const {
+bool AgentIdentity::valid() const {
   std::lock_guard lock(mu_);
   return agent_id_ > 0 && !token_.empty();
 }
 
-CoordinatorClient::CoordinatorClient(std::string base_url, AgentCredentials& credentials)
-    : http_(std::move(base_url)), credentials_(credentials) {}
+CoordinatorClient::CoordinatorClient(std::string base_url, AgentIdentity& identity)
+    : http_(std::move(base_url)), identity_(identity) {}
 
 Result<http::ClientResponse> CoordinatorClient::post(const std::string& target, const nlohmann::json& body,
                                                      const std::string& bearer, std::chrono::milliseconds timeout) {
   return http_.post_json(target, body, bearer, timeout);
 }
 
-Result<Enrollment> CoordinatorClient::enroll(const AgentDescriptor& d, const std::string& enrollment_token) {
+Result<EnrollResponse> CoordinatorClient::enroll(const AgentDescriptor& d, const std::string& enrollment_token) {
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/agents/enroll", d, enrollment_token, 30s));
   if (r.status != 201) return http::error_for_response(r, "enrolment");
   auto e = decode_enrollment_answer(r.body);
   if (!e.ok()) return unreadable(e.error());
-  credentials_.set(e->agent_id, e->token);
+  identity_.set(e->agent_id, e->agent_token);
   return e;
 }
 
-Result<LeaseAnswer> CoordinatorClient::lease(const std::string& slot, int wait_s) {
-  const auto [id, token] = credentials_.get();
+Result<LeaseResponse> CoordinatorClient::lease(const std::string& slot, int wait_s) {
+  const auto [id, token] = identity_.get();
   std::string& pending = lease_request_ids_[slot];
   if (pending.empty()) {
     std::random_device rd;
@@ -70,8 +70,7 @@ Result<LeaseAnswer> CoordinatorClient::lease(const std::string& slot, int wait_s
   // The client waits longer than the server's long poll, so a quiet queue is not an error.
   // No answer (transport error): the id stays for the retry.
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/agents/" + std::to_string(id) + "/lease",
-                                   {{"slot", slot}, {"wait_s", wait_s}, {"request_id", request_id}}, token,
-                                   std::chrono::seconds(wait_s + 30)));
+                                   LeaseRequest{slot, wait_s, request_id}, token, std::chrono::seconds(wait_s + 30)));
   if (r.status != 200) {
     answered();
     return http::error_for_response(r, "lease");
@@ -87,29 +86,26 @@ bool CoordinatorClient::has_unanswered_poll(const std::string& slot) const {
   return it != lease_request_ids_.end() && !it->second.empty();
 }
 
-Result<Renewal> CoordinatorClient::progress(std::int64_t job_id, const std::string& lease_id, std::string_view phase) {
-  const auto [id, token] = credentials_.get();
+Result<LeaseState> CoordinatorClient::progress(std::int64_t job_id, const std::string& lease_id, std::string_view phase) {
+  const auto [id, token] = identity_.get();
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/jobs/" + std::to_string(job_id) + "/progress",
                                    {{"lease_id", lease_id}, {"phase", phase}}, token, 30s));
   if (r.status == 200 || r.status == 409) return renewal_of(r);
   return http::error_for_response(r, "progress");
 }
 
-Result<std::pair<std::vector<Renewal>, bool>> CoordinatorClient::heartbeat(const std::vector<HeartbeatLease>& leases,
-                                                                          bool draining) {
-  const auto [id, token] = credentials_.get();
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& l : leases) list.push_back({{"job_id", l.job_id}, {"lease_id", l.lease_id}});
+Result<HeartbeatResponse> CoordinatorClient::heartbeat(const std::vector<LeaseRef>& leases, bool draining) {
+  const auto [id, token] = identity_.get();
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/agents/" + std::to_string(id) + "/heartbeat",
-                                   {{"leases", list}, {"draining", draining}}, token, 30s));
+                                   HeartbeatRequest{leases, draining}, token, 30s));
   if (r.status != 200) return http::error_for_response(r, "heartbeat");
   auto answer = decode_heartbeat_answer(r.body, leases.size());
   if (!answer.ok()) return unreadable(answer.error());
-  return std::make_pair(std::move(answer->leases), answer->drain);
+  return answer;
 }
 
 Result<UploadAnswer> CoordinatorClient::upload(const SpoolEntry& e) {
-  const auto [id, token] = credentials_.get();
+  const auto [id, token] = identity_.get();
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/jobs/" + std::to_string(e.job_id) + "/result",
                                    {{"lease_id", e.lease_id}, {"attempt", e.attempt}, {"result", e.result}}, token,
                                    60s));
@@ -120,7 +116,7 @@ Result<UploadAnswer> CoordinatorClient::upload(const SpoolEntry& e) {
 }
 
 Status CoordinatorClient::release(std::int64_t job_id, const std::string& lease_id) {
-  const auto [id, token] = credentials_.get();
+  const auto [id, token] = identity_.get();
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/jobs/" + std::to_string(job_id) + "/release", {{"lease_id", lease_id}},
                                    token, 10s));
   if (r.status == 200 || r.status == 409) return Status::Ok();  // 409: nothing left to release

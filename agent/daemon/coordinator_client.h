@@ -1,5 +1,6 @@
 // The agent's side of the coordinator protocol (docs/design.md §7). One instance per thread
-// (it owns one keep-alive connection); credentials are shared through AgentCredentials.
+// (it owns one keep-alive connection); the agent id and token are shared through AgentIdentity.
+// What goes over the wire is common/agent_protocol.h.
 #pragma once
 
 #include <cstdint>
@@ -12,27 +13,15 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/daemon/spool.h"
+#include "common/agent_protocol.h"
 #include "common/http/client.h"
 #include "common/result.h"
 #include "common/types.h"
 
 namespace benchfleet::agent {
 
-// Intervals the coordinator dictates.
-struct Intervals {
-  int heartbeat_interval_s = 15;
-  int lease_ttl_s = 60;
-  int long_poll_timeout_s = 25;
-};
-
-struct Enrollment {
-  std::int64_t agent_id = 0;
-  std::string token;
-  Intervals intervals;
-};
-
 // Thread-safe holder of the agent id and token (replaced when the agent re-enrols).
-class AgentCredentials {
+class AgentIdentity {
  public:
   void set(std::int64_t agent_id, std::string token);
   std::pair<std::int64_t, std::string> get() const;
@@ -43,25 +32,6 @@ class AgentCredentials {
   std::int64_t agent_id_ = 0;
   std::string token_;
 };
-
-struct LeasedJob {
-  std::int64_t job_id = 0;
-  std::int64_t run_id = 0;
-  int attempt = 0;
-  std::string lease_id;
-  JobSpec spec;
-  MeasurementSpec measurement;
-  std::optional<std::int64_t> memory_limit_mb;
-  int timeout_s = 1800;
-};
-
-struct LeaseAnswer {
-  std::optional<LeasedJob> job;
-  bool draining = false;
-  Intervals intervals;
-};
-
-enum class Renewal { kActive, kLost, kCancelled };
 
 enum class Upload {
   kAcknowledged,  // stored, or an identical copy was: remove it from the spool
@@ -75,28 +45,25 @@ struct UploadAnswer {
   std::string detail;  // the coordinator's problem detail for kRefused and kInvalid
 };
 
-struct HeartbeatLease {
-  std::int64_t job_id = 0;
-  std::string lease_id;
-};
-
 // Errors: kUnauthenticated when the coordinator rejects the agent token (re-enrol);
 // kUnavailable when it cannot be reached (retry with backoff); others as the problem says.
 class CoordinatorClient {
  public:
-  CoordinatorClient(std::string base_url, AgentCredentials& credentials);
+  CoordinatorClient(std::string base_url, AgentIdentity& identity);
 
-  Result<Enrollment> enroll(const AgentDescriptor& descriptor, const std::string& enrollment_token);
+  Result<EnrollResponse> enroll(const AgentDescriptor& descriptor, const std::string& enrollment_token);
   // Long-polls a job for `slot`. Each poll carries a request id (idempotency key) that is kept
   // until an answer was read, so a poll retried after a lost connection or an unreadable answer
   // is the same request to the coordinator: it hands back the same lease, at the same attempt.
-  Result<LeaseAnswer> lease(const std::string& slot, int wait_s);
+  Result<LeaseResponse> lease(const std::string& slot, int wait_s);
   // Whether the last poll of `slot` got no readable answer (its request id is kept for a retry):
   // the coordinator may have granted a lease this agent never saw.
   bool has_unanswered_poll(const std::string& slot) const;
-  Result<Renewal> progress(std::int64_t job_id, const std::string& lease_id, std::string_view phase);
-  // Renews the listed leases; returns the state of each and whether the coordinator drains us.
-  Result<std::pair<std::vector<Renewal>, bool>> heartbeat(const std::vector<HeartbeatLease>& leases, bool draining);
+  // kActive when renewed; kLost or kCancelled when the job must stop.
+  Result<LeaseState> progress(std::int64_t job_id, const std::string& lease_id, std::string_view phase);
+  // Renews the listed leases; the answer lists the state of each, in order, and whether the
+  // coordinator drains us.
+  Result<HeartbeatResponse> heartbeat(const std::vector<LeaseRef>& leases, bool draining);
   Result<UploadAnswer> upload(const SpoolEntry& entry);
   // Gives a lease back unfinished (abort): the coordinator requeues the job at once.
   Status release(std::int64_t job_id, const std::string& lease_id);
@@ -105,7 +72,7 @@ class CoordinatorClient {
   Result<http::ClientResponse> post(const std::string& target, const nlohmann::json& body,
                                     const std::string& bearer, std::chrono::milliseconds timeout);
   http::Client http_;
-  AgentCredentials& credentials_;
+  AgentIdentity& identity_;
   std::map<std::string, std::string> lease_request_ids_;  // slot -> id of its unanswered poll
 };
 

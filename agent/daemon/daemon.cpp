@@ -31,9 +31,9 @@ using namespace std::chrono_literals;
 struct Slot {
   SlotDescriptor descriptor;
   std::mutex mu;
-  std::optional<HeartbeatLease> current;  // the lease being worked on
-  // Set when a heartbeat says the lease is gone: Renewal::kLost or kCancelled (kActive: keep going).
-  std::atomic<Renewal> stop_job{Renewal::kActive};
+  std::optional<LeaseRef> current;  // the lease being worked on
+  // Set when a heartbeat says the lease is gone: kLost or kCancelled (kActive: keep going).
+  std::atomic<LeaseState> stop_job{LeaseState::kActive};
 };
 
 // Exponential backoff with full jitter, capped.
@@ -174,7 +174,7 @@ struct Daemon::State {
   AgentDescriptor descriptor;
   std::vector<std::unique_ptr<Slot>> slots;
   std::vector<TorchBuild> builds;
-  AgentCredentials credentials;
+  AgentIdentity identity;
   std::mutex enrol_mu;
   Intervals intervals;
   std::mutex intervals_mu;
@@ -245,11 +245,13 @@ struct Daemon::State {
   // Enrols unless the token that failed (`rejected`) was already replaced by another thread.
   Status enrol(const std::string& rejected) {
     std::lock_guard lock(enrol_mu);
-    if (credentials.valid() && credentials.get().second != rejected) return Status::Ok();
-    CoordinatorClient client(config.coordinator, credentials);
-    BF_ASSIGN_OR_RETURN(Enrollment e, client.enroll(descriptor, config.enrollment_token));
+    if (identity.valid() && identity.get().second != rejected) return Status::Ok();
+    CoordinatorClient client(config.coordinator, identity);
+    BF_ASSIGN_OR_RETURN(EnrollResponse e, client.enroll(descriptor, config.enrollment_token));
     adopt_intervals(e.intervals);
-    const nlohmann::json saved = {{"coordinator", config.coordinator}, {"agent_id", e.agent_id}, {"token", e.token},
+    const nlohmann::json saved = {{"coordinator", config.coordinator},
+                                  {"agent_id", e.agent_id},
+                                  {"token", e.agent_token},
                                   {"descriptor", descriptor}};
     const std::string tmp = token_file() + ".tmp";
     const mode_t old = umask(077);
@@ -269,19 +271,19 @@ struct Daemon::State {
     auto j = nlohmann::json::parse(s.str(), nullptr, false);
     if (!j.is_object() || j.value("coordinator", "") != config.coordinator) return;
     if (j.value("descriptor", nlohmann::json()) != nlohmann::json(descriptor)) return;  // re-enrol on changes
-    credentials.set(j.value("agent_id", std::int64_t{0}), j.value("token", ""));
+    identity.set(j.value("agent_id", std::int64_t{0}), j.value("token", ""));
   }
 
   // Enrols until it works, or until a stop is requested (returns false then).
   bool ensure_enrolled(const std::string& rejected = "") {
     Backoff backoff;
-    while (!aborting() && !(draining() && !credentials.valid())) {
+    while (!aborting() && !(draining() && !identity.valid())) {
       auto s = enrol(rejected);
       if (s.ok()) return true;
       spdlog::warn("enrolment failed: {}", s.error().message);
       sleep_for(backoff.next());
     }
-    return credentials.valid();
+    return identity.valid();
   }
 
   // Uploads one spooled result until acknowledged or refused (then removes it), or abort. A
@@ -289,7 +291,7 @@ struct Daemon::State {
   // in the spool too, by an error verdict saying why, so the job ends visibly instead of the
   // upload being retried forever; if even that is refused, the entry is dropped.
   void upload(SpoolEntry entry) {
-    CoordinatorClient client(config.coordinator, credentials);
+    CoordinatorClient client(config.coordinator, identity);
     Backoff backoff;
     bool replaced = false;
     while (!aborting()) {
@@ -314,7 +316,7 @@ struct Daemon::State {
         return;
       }
       if (r.error().code == ErrorCode::kUnauthenticated) {
-        ensure_enrolled(credentials.get().second);
+        ensure_enrolled(identity.get().second);
         continue;
       }
       spdlog::warn("job {}: result upload failed, will retry: {}", entry.job_id, r.error().message);
@@ -323,7 +325,7 @@ struct Daemon::State {
   }
 
   void slot_loop(Slot& slot) {
-    CoordinatorClient client(config.coordinator, credentials);
+    CoordinatorClient client(config.coordinator, identity);
     Backoff backoff;
     JobEnvironment env;
     env.slot = &slot.descriptor;
@@ -339,7 +341,7 @@ struct Daemon::State {
       auto answer = client.lease(slot.descriptor.id, iv.long_poll_timeout_s);
       if (!answer.ok()) {
         if (answer.error().code == ErrorCode::kUnauthenticated) {
-          ensure_enrolled(credentials.get().second);
+          ensure_enrolled(identity.get().second);
         } else {
           spdlog::warn("slot {}: lease failed: {}", slot.descriptor.id, answer.error().message);
           sleep_for(backoff.next());
@@ -366,8 +368,8 @@ struct Daemon::State {
       std::optional<JobResult> result;
       {
         std::lock_guard lock(slot.mu);
-        slot.current = HeartbeatLease{job.job_id, job.lease_id};
-        slot.stop_job = Renewal::kActive;
+        slot.current = LeaseRef{job.job_id, job.lease_id};
+        slot.stop_job = LeaseState::kActive;
       }
       if (build == builds.end()) {
         JobResult r;
@@ -383,18 +385,18 @@ struct Daemon::State {
         env.build = &*build;
         auto next_renewal =
             std::chrono::steady_clock::now() + std::chrono::seconds(answer->intervals.heartbeat_interval_s);
-        auto stop = [&](Renewal why) {
+        auto stop = [&](LeaseState why) {
           spdlog::warn("slot {}: job {} {}; stopping its worker", slot.descriptor.id, job.job_id,
-                       why == Renewal::kCancelled ? "was cancelled" : "lost its lease");
+                       why == LeaseState::kCancelled ? "was cancelled" : "lost its lease");
           return false;
         };
         result = run_leased_job(job, env, [&] {
           if (aborting()) return false;
-          if (const Renewal why = slot.stop_job.load(); why != Renewal::kActive) return stop(why);  // heartbeat
+          if (const LeaseState why = slot.stop_job.load(); why != LeaseState::kActive) return stop(why);  // heartbeat
           if (std::chrono::steady_clock::now() < next_renewal) return true;
           next_renewal = std::chrono::steady_clock::now() + std::chrono::seconds(current_intervals().heartbeat_interval_s);
           auto renewal = client.progress(job.job_id, job.lease_id, "running");
-          if (renewal.ok() && *renewal != Renewal::kActive) return stop(*renewal);
+          if (renewal.ok() && *renewal != LeaseState::kActive) return stop(*renewal);
           return true;  // a coordinator that is down is no reason to throw the work away
         });
       }
@@ -422,7 +424,7 @@ struct Daemon::State {
   // attempt, Store::lease); a release, the fallback, would use the attempt up.
   void give_back_untouched(CoordinatorClient& client, Slot& slot, const std::optional<LeasedJob>& job) {
     auto told = client.heartbeat({}, /*draining=*/true);
-    auto answer = told.ok() ? client.lease(slot.descriptor.id, 0) : Result<LeaseAnswer>(told.error());
+    auto answer = told.ok() ? client.lease(slot.descriptor.id, 0) : Result<LeaseResponse>(told.error());
     if (answer.ok() && !answer->job) {
       spdlog::info("slot {}: draining; the coordinator took back the lease it may have granted", slot.descriptor.id);
       return;
@@ -460,13 +462,13 @@ struct Daemon::State {
   // Releases the lease `slot` was working on, if any (best effort, never throws).
   void give_back_current(Slot& slot) noexcept {
     try {
-      std::optional<HeartbeatLease> lease;
+      std::optional<LeaseRef> lease;
       {
         std::lock_guard lock(slot.mu);
         lease.swap(slot.current);
       }
       if (!lease) return;
-      CoordinatorClient client(config.coordinator, credentials);
+      CoordinatorClient client(config.coordinator, identity);
       if (auto s = client.release(lease->job_id, lease->lease_id); !s) {
         spdlog::warn("job {}: release failed ({}); its lease will expire", lease->job_id, s.error().message);
       }
@@ -514,11 +516,11 @@ struct Daemon::State {
   }
 
   void heartbeat_loop() {
-    CoordinatorClient client(config.coordinator, credentials);
+    CoordinatorClient client(config.coordinator, identity);
     std::mt19937_64 rng{std::random_device{}()};
     bool failing = false;  // the last heartbeat went unanswered or unread
     while (!aborting()) {
-      std::vector<HeartbeatLease> leases;
+      std::vector<LeaseRef> leases;
       std::vector<Slot*> owners;
       for (auto& s : slots) {
         std::lock_guard lock(s->mu);
@@ -536,16 +538,17 @@ struct Daemon::State {
       if (answer.ok() && failing) coordinator_reachable_again();
       failing = !answer.ok();
       if (answer.ok()) {
-        for (std::size_t i = 0; i < answer->first.size() && i < owners.size(); ++i) {
-          if (answer->first[i] == Renewal::kActive) continue;
+        for (std::size_t i = 0; i < answer->leases.size() && i < owners.size(); ++i) {
+          const LeaseState state = answer->leases[i].state;
+          if (state == LeaseState::kActive) continue;
           // The answer is about the lease sent; the slot may have finished that job and started
           // another meanwhile, which a stale "lost" must not stop.
           Slot& owner = *owners[i];
           std::lock_guard lock(owner.mu);
-          if (owner.current && owner.current->lease_id == leases[i].lease_id) owner.stop_job = answer->first[i];
+          if (owner.current && owner.current->lease_id == leases[i].lease_id) owner.stop_job = state;
         }
       } else if (answer.error().code == ErrorCode::kUnauthenticated) {
-        ensure_enrolled(credentials.get().second);
+        ensure_enrolled(identity.get().second);
       } else {
         // Unreachable, or an unreadable answer: the leases stand until a heartbeat is read.
         spdlog::warn("heartbeat failed: {}", answer.error().message);
@@ -645,13 +648,13 @@ int Daemon::run() {
   for (const auto& b : s.builds) s.descriptor.torch_builds.push_back({b.name, b.version, b.runtimes});
 
   s.load_saved_token();
-  if (!s.credentials.valid() && !s.ensure_enrolled()) return 0;
+  if (!s.identity.valid() && !s.ensure_enrolled()) return 0;
   // A first heartbeat before any lease: it clears a drain this agent announced before a
   // restart (and finds out at once if a saved token is no longer accepted).
   {
-    CoordinatorClient client(c.coordinator, s.credentials);
+    CoordinatorClient client(c.coordinator, s.identity);
     auto first = client.heartbeat({}, false);
-    if (!first.ok() && first.error().code == ErrorCode::kUnauthenticated) s.ensure_enrolled(s.credentials.get().second);
+    if (!first.ok() && first.error().code == ErrorCode::kUnauthenticated) s.ensure_enrolled(s.identity.get().second);
   }
 
   std::vector<std::thread> threads;

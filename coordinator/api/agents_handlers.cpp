@@ -10,27 +10,13 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "common/agent_protocol.h"
 #include "common/codecs.h"
 #include "common/result_checks.h"
 #include "common/http/problem.h"
 #include "coordinator/api/blocking.h"
 #include "coordinator/api/handlers.h"
 #include "coordinator/auth.h"
-
-namespace benchfleet::store {
-
-// {"job_id": 1, "lease_id": "..."} as sent in heartbeats.
-std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, LeaseRef& out) {
-  JsonReader r(j, path);
-  r.required("job_id", out.job_id);
-  r.required("lease_id", out.lease_id);
-  r.check(out.job_id > 0, "job_id", "must be > 0");
-  r.check(!out.lease_id.empty() && out.lease_id.size() <= 64, "lease_id", "must be 1 to 64 characters");
-  if (auto s = r.finish(); !s) return s.error();
-  return std::nullopt;
-}
-
-}  // namespace benchfleet::store
 
 namespace benchfleet::api {
 namespace {
@@ -55,59 +41,23 @@ http::Response renewal_conflict(store::LeaseState state, std::int64_t job_id, co
                         "this lease of job " + std::to_string(job_id) + " is no longer current: stop the job", req);
 }
 
-nlohmann::json intervals(const ApiContext& ctx) {
-  return {{"heartbeat_interval_s", ctx.config.heartbeat_interval_s},
-          {"lease_ttl_s", ctx.config.lease_ttl_s},
-          {"long_poll_timeout_s", ctx.config.long_poll_timeout_s}};
+Intervals intervals(const ApiContext& ctx) {
+  return {ctx.config.heartbeat_interval_s, ctx.config.lease_ttl_s, ctx.config.long_poll_timeout_s};
 }
 
-nlohmann::json lease_json(const ApiContext& ctx, const store::LeaseGrant& g) {
-  nlohmann::json model = nullptr;
-  if (const auto* m = ctx.catalog.find(g.spec.model)) model = model_json(*m);
-  return {{"id", g.job_id},
-          {"run_id", g.run_id},
-          {"attempt", g.attempt},
-          {"lease_id", g.lease_id},
-          {"lease_expires_at", format_time(g.expires_at)},
-          {"spec", g.spec},
-          {"measurement", g.measurement},
-          {"memory_limit_mb", g.memory_limit_mb ? nlohmann::json(*g.memory_limit_mb) : nlohmann::json()},
-          {"timeout_s", g.timeout_s},
-          {"model", model}};
-}
-
-struct LeaseRequest {
-  std::string slot;
-  std::optional<int> wait_s;
-  std::optional<std::string> request_id;  // the agent's idempotency key, kept across retries
-};
-
-bool valid_request_id(const std::string& id) {
-  return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-           c == '.' || c == ':';
-  });
-}
-
-Result<LeaseRequest> decode_lease_request(const nlohmann::json& j) {
-  LeaseRequest out;
-  JsonReader r(j, "");
-  r.required("slot", out.slot);
-  r.optional("wait_s", out.wait_s);
-  r.optional("request_id", out.request_id);
-  r.check(!out.wait_s || *out.wait_s >= 0, "wait_s", "must be >= 0");
-  r.check(!out.request_id || valid_request_id(*out.request_id), "request_id",
-          "must be 1 to 64 characters of A-Z a-z 0-9 - _ . :");
-  BF_RETURN_IF_ERROR(r.finish());
-  return out;
+// The lease's state on the wire (the store's enum has the same values).
+LeaseState wire_state(store::LeaseState state) {
+  switch (state) {
+    case store::LeaseState::kActive: return LeaseState::kActive;
+    case store::LeaseState::kLost: return LeaseState::kLost;
+    case store::LeaseState::kCancelled: return LeaseState::kCancelled;
+  }
+  return LeaseState::kLost;
 }
 
 // The answer to a lease poll: the job granted (or none), whether the agent drains.
 http::Response lease_answer(const ApiContext& ctx, const store::LeaseAnswer& answer, const http::Request& req) {
-  nlohmann::json out = intervals(ctx);
-  out["job"] = answer.grant ? lease_json(ctx, *answer.grant) : nlohmann::json();
-  out["draining"] = answer.draining;
-  return json_response(bhttp::status::ok, out, req);
+  return json_response(bhttp::status::ok, lease_response_json(answer, intervals(ctx), ctx.catalog), req);
 }
 
 // Undoes a new grant that did not reach its agent (the job goes back to the queue, no attempt
@@ -132,7 +82,7 @@ struct CheckedLease {
 Result<CheckedLease> check_lease_request(const ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const std::int64_t agent_id, authenticate_agent_path(ctx, req, m));
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
-  BF_ASSIGN_OR_RETURN(LeaseRequest request, decode_lease_request(body));
+  BF_ASSIGN_OR_RETURN(LeaseRequest request, decode<LeaseRequest>(body));
   return CheckedLease{agent_id, std::move(request)};
 }
 
@@ -169,9 +119,7 @@ Result<http::Response> enroll_agent(ApiContext& ctx, const http::Request& req, c
   creds.salt = auth::random_bytes(16);
   creds.hash = auth::hash_token(creds.salt, secret);
   BF_ASSIGN_OR_RETURN(const std::int64_t id, ctx.store.enroll_agent(descriptor, creds));
-  nlohmann::json out = intervals(ctx);
-  out["agent_id"] = id;
-  out["agent_token"] = compose_agent_token(id, secret);
+  const EnrollResponse out{id, compose_agent_token(id, secret), intervals(ctx)};
   return json_response(bhttp::status::created, out, req);
 }
 
@@ -179,29 +127,26 @@ Result<http::Response> agent_heartbeat(ApiContext& ctx, const http::Request& req
   BF_ASSIGN_OR_RETURN(const std::int64_t agent_id, authenticate_agent_path(ctx, req, m));
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
 
+  BF_ASSIGN_OR_RETURN(const HeartbeatRequest request, decode<HeartbeatRequest>(body));
   std::vector<store::LeaseRef> leases;
-  bool draining = false;
-  JsonReader r(body, "");
-  r.optional("leases", leases);
-  r.optional("draining", draining);
-  r.check(leases.size() <= 64, "leases", "must list at most 64 leases");
-  BF_RETURN_IF_ERROR(r.finish());
-  BF_RETURN_IF_ERROR(ctx.store.set_self_draining(agent_id, draining));
+  for (const auto& l : request.leases) leases.push_back({l.job_id, l.lease_id});
+  BF_RETURN_IF_ERROR(ctx.store.set_self_draining(agent_id, request.draining));
   BF_ASSIGN_OR_RETURN(const auto renewals, ctx.store.heartbeat(agent_id, leases));
   BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.get_agent(agent_id));
 
-  nlohmann::json out = intervals(ctx);
-  out["drain"] = agent.draining;
-  out["leases"] = nlohmann::json::array();
+  HeartbeatResponse response;
+  response.drain = agent.draining;
   for (std::size_t i = 0; i < leases.size(); ++i) {
-    const auto& r = renewals[i];
-    out["leases"].push_back({{"job_id", leases[i].job_id},
-                             {"lease_id", leases[i].lease_id},
-                             {"state", store::to_string(r.state)},
-                             {"lease_expires_at", r.state == store::LeaseState::kActive
-                                                      ? nlohmann::json(format_time(r.expires_at))
-                                                      : nlohmann::json()}});
+    const store::Renewal& r = renewals[i];
+    LeaseRenewal& renewal = response.leases.emplace_back();
+    renewal.job_id = leases[i].job_id;
+    renewal.lease_id = leases[i].lease_id;
+    renewal.state = wire_state(r.state);
+    if (r.state == store::LeaseState::kActive) renewal.expires_at = r.expires_at;
   }
+  // The intervals ride along, as in every answer to an agent (agents read them elsewhere).
+  nlohmann::json out = intervals(ctx);
+  out.update(nlohmann::json(response));
   return json_response(bhttp::status::ok, out, req);
 }
 

@@ -1,7 +1,6 @@
 #include "coordinator/api/common.h"
 
 #include <charconv>
-#include <ctime>
 
 #include "common/codecs.h"
 #include "common/http/problem.h"
@@ -118,16 +117,6 @@ std::optional<std::string> str_query(const http::RouteMatch& match, std::string_
   return it->second;
 }
 
-std::string format_time(TimestampMs ms) {
-  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
-  return buf;
-}
-
 nlohmann::json time_or_null(const std::optional<TimestampMs>& ms) {
   return ms ? nlohmann::json(format_time(*ms)) : nlohmann::json(nullptr);
 }
@@ -219,6 +208,20 @@ nlohmann::json model_json(const CatalogModel& m) {
           {"display_name", m.display_name()},
           {"architecture", m.architecture},
           {"worker", m.worker}};
+}
+
+nlohmann::json lease_response_json(const store::LeaseAnswer& answer, const Intervals& intervals,
+                                   const Catalog& catalog) {
+  LeaseResponse response;
+  if (answer.grant) response.job = static_cast<const LeasedJob&>(*answer.grant);
+  response.draining = answer.draining;
+  response.intervals = intervals;
+  nlohmann::json out = response;
+  if (answer.grant) {
+    const CatalogModel* model = catalog.find(answer.grant->spec.model);
+    out["job"]["model"] = model ? model_json(*model) : nlohmann::json();
+  }
+  return out;
 }
 
 http::Response error_response(const Error& error, const http::Request& req) {

@@ -7,9 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/agent_protocol.h"
 #include "common/http/router.h"
 #include "common/http/types.h"
 #include "common/result.h"
+#include "common/time_format.h"
 #include "coordinator/api/api.h"
 
 namespace benchfleet::api {
@@ -38,8 +40,7 @@ Result<std::optional<std::int64_t>> int_query(const http::RouteMatch& match, std
                                               std::int64_t min, std::int64_t max);
 std::optional<std::string> str_query(const http::RouteMatch& match, std::string_view name);
 
-// RFC 3339 UTC with milliseconds: "2026-11-21T20:05:00.123Z".
-std::string format_time(TimestampMs ms);
+// format_time (common/time_format.h), or null.
 nlohmann::json time_or_null(const std::optional<TimestampMs>& ms);
 
 nlohmann::json run_json(const store::RunInfo& run);
@@ -47,6 +48,10 @@ nlohmann::json agent_json(const store::AgentInfo& agent, TimestampMs now, int he
 nlohmann::json result_json(const store::ResultRow& row, bool include_samples);
 nlohmann::json job_json(const store::JobRow& job);
 nlohmann::json model_json(const CatalogModel& model);
+// The answer to a lease poll (LeaseResponse): `answer` as agents read it (common/agent_protocol.h)
+// plus job.model, the catalog entry of the job's model (null when it left the catalog).
+nlohmann::json lease_response_json(const store::LeaseAnswer& answer, const Intervals& intervals,
+                                   const Catalog& catalog);
 
 // Turns an Error into its problem+json response.
 http::Response error_response(const Error& error, const http::Request& req);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/agent_protocol.h"
 #include "common/clock.h"
 #include "common/result.h"
 #include "common/types.h"
@@ -77,16 +78,9 @@ struct AgentCredentials {
   std::string hash;
 };
 
-struct LeaseGrant {
-  std::int64_t job_id = 0;
-  std::int64_t run_id = 0;
-  int attempt = 0;  // 1-based
-  std::string lease_id;
-  TimestampMs expires_at = 0;
-  JobSpec spec;
-  MeasurementSpec measurement;
-  std::optional<std::int64_t> memory_limit_mb;
-  int timeout_s = 0;
+// A lease the store granted: the record its agent gets (LeasedJob, common/agent_protocol.h) and
+// how it was granted.
+struct LeaseGrant : LeasedJob {
   // The slot's unacknowledged lease handed over again (a retried or concurrent poll), not a
   // new grant: withdrawing it is not this answer's to do.
   bool redelivered = false;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/codecs.h"
+#include "common/time_format.h"
 
 namespace benchfleet::agent {
 namespace {
@@ -70,7 +71,7 @@ TEST(AgentCodecs, EnrolmentAnswerDecodes) {
   auto e = decode_enrollment_answer(kEnrolment.dump());
   ASSERT_TRUE(e.ok()) << e.error().describe();
   EXPECT_EQ(e->agent_id, 7);
-  EXPECT_EQ(e->token, "bfa_7_c2VjcmV0");
+  EXPECT_EQ(e->agent_token, "bfa_7_c2VjcmV0");
   EXPECT_EQ(e->intervals.heartbeat_interval_s, 2);
   EXPECT_EQ(e->intervals.lease_ttl_s, 9);
   EXPECT_EQ(e->intervals.long_poll_timeout_s, 0);
@@ -111,7 +112,7 @@ TEST(AgentCodecs, MalformedEnrolmentAnswersNameTheField) {
   };
   for (const auto& [path, value, expected] : cases) {
     const std::string body = with(kEnrolment, path, value).dump();
-    Result<Enrollment> r = Error::internal("not run");
+    Result<EnrollResponse> r = Error::internal("not run");
     EXPECT_NO_THROW(r = decode_enrollment_answer(body));
     expect_error(r, expected, body);
   }
@@ -119,7 +120,7 @@ TEST(AgentCodecs, MalformedEnrolmentAnswersNameTheField) {
   expect_error(decode_enrollment_answer(R"({"agent_id": 99999999999999999999999, "agent_token": "t"})"),
                "enrolment answer.agent_id: must be an integer", "huge agent_id");
   for (const auto& [text, expected] : kNotAnObject) {
-    Result<Enrollment> r = Error::internal("not run");
+    Result<EnrollResponse> r = Error::internal("not run");
     EXPECT_NO_THROW(r = decode_enrollment_answer(text));
     expect_error(r, "enrolment answer: " + expected, text);
   }
@@ -161,6 +162,7 @@ TEST(AgentCodecs, LeaseAnswerDecodes) {
   EXPECT_EQ(job.run_id, 3);
   EXPECT_EQ(job.attempt, 2);
   EXPECT_EQ(job.lease_id, "lease-abc");
+  EXPECT_EQ(job.expires_at, parse_time("2026-11-24T22:00:00.000Z"));
   EXPECT_EQ(job.spec, decode<JobSpec>(kSpec).value());
   EXPECT_EQ(job.spec.mode, Mode::kTorchscript);
   EXPECT_EQ(job.spec.batch, 4);
@@ -207,6 +209,10 @@ TEST(AgentCodecs, MalformedLeaseAnswersNameTheField) {
       {{"job", "lease_id"}, "", "lease answer.job.lease_id: must be 1 to 256 bytes"},
       {{"job", "lease_id"}, std::string(257, 'l'), "lease answer.job.lease_id: must be 1 to 256 bytes"},
       {{"job", "lease_id"}, std::string(1 << 20, 'l'), "lease answer.job.lease_id: is longer than 65536 bytes"},
+      {{"job", "lease_expires_at"}, kRemove, "lease answer.job.lease_expires_at: is required"},
+      {{"job", "lease_expires_at"}, 1795291500123, "lease answer.job.lease_expires_at: must be a string, got number"},
+      {{"job", "lease_expires_at"}, "tomorrow", "lease answer.job.lease_expires_at: must be an RFC 3339 UTC time"},
+      {{"job", "lease_expires_at"}, "2026-02-30T22:00:00.000Z", "lease answer.job.lease_expires_at: must be an RFC"},
       {{"job", "spec"}, kRemove, "lease answer.job.spec: is required"},
       {{"job", "spec"}, "resnet", "lease answer.job.spec: must be an object, got string"},
       {{"job", "spec", "batch"}, "4", "lease answer.job.spec.batch: must be an integer, got string"},
@@ -218,9 +224,11 @@ TEST(AgentCodecs, MalformedLeaseAnswersNameTheField) {
       {{"job", "measurement"}, kRemove, "lease answer.job.measurement: is required"},
       {{"job", "measurement", "warmup"}, -1, "lease answer.job.measurement.warmup: must be between 0 and 100000"},
       {{"job", "measurement", "max_duration_s"}, "5", "lease answer.job.measurement.max_duration_s: must be a number"},
+      {{"job", "memory_limit_mb"}, kRemove, "lease answer.job.memory_limit_mb: is required"},
       {{"job", "memory_limit_mb"}, 0, "lease answer.job.memory_limit_mb: must be > 0"},
       {{"job", "memory_limit_mb"}, -2048, "lease answer.job.memory_limit_mb: must be > 0"},
       {{"job", "memory_limit_mb"}, "2048", "lease answer.job.memory_limit_mb: must be an integer, got string"},
+      {{"job", "timeout_s"}, kRemove, "lease answer.job.timeout_s: is required"},
       {{"job", "timeout_s"}, 0, "lease answer.job.timeout_s: must be between 1 and 604800"},
       {{"job", "timeout_s"}, 604801, "lease answer.job.timeout_s: must be between 1 and 604800"},
       {{"job", "timeout_s"}, 1e9, "lease answer.job.timeout_s: must be an integer, got number"},
@@ -229,17 +237,20 @@ TEST(AgentCodecs, MalformedLeaseAnswersNameTheField) {
   };
   for (const auto& [path, value, expected] : cases) {
     const std::string body = with(kLease, path, value).dump();
-    Result<LeaseAnswer> r = Error::internal("not run");
+    Result<LeaseResponse> r = Error::internal("not run");
     EXPECT_NO_THROW(r = decode_lease_answer(body));
     expect_error(r, expected, body);
   }
   // A problem document sent with 200 (a confused proxy) is not "no work".
   expect_error(decode_lease_answer(R"({"type": "about:blank", "title": "Bad Gateway", "status": 502})"),
                "lease answer.job: is required", "problem+json");
+  // The answer's own members are read before its job (a proxy that mangles every scalar).
+  expect_error(decode_lease_answer(with(with(kLease, {"draining"}, "no"), {"job", "id"}, "12").dump()),
+               "lease answer.draining: must be a boolean, got string", "draining and job.id wrong");
   expect_error(decode_lease_answer(with(kLease, {"job", "spec"}, json::parse("{\"a\":" + nested(40) + "}")).dump()),
                "lease answer: JSON nesting is deeper than 32 levels", "deep spec");
   for (const auto& [text, expected] : kNotAnObject) {
-    Result<LeaseAnswer> r = Error::internal("not run");
+    Result<LeaseResponse> r = Error::internal("not run");
     EXPECT_NO_THROW(r = decode_lease_answer(text));
     expect_error(r, "lease answer: " + expected, text);
   }
@@ -248,7 +259,7 @@ TEST(AgentCodecs, MalformedLeaseAnswersNameTheField) {
 TEST(AgentCodecs, EveryTruncationOfALeaseAnswerIsAnError) {
   const std::string whole = kLease.dump();
   for (std::size_t n = 0; n < whole.size(); ++n) {
-    Result<LeaseAnswer> r = Error::internal("not run");
+    Result<LeaseResponse> r = Error::internal("not run");
     EXPECT_NO_THROW(r = decode_lease_answer(std::string_view(whole).substr(0, n)));
     expect_error(r, "lease answer: malformed JSON", whole.substr(0, n));
   }
@@ -267,7 +278,13 @@ json heartbeat_with(const std::vector<json>& states, json drain = false) {
 TEST(AgentCodecs, HeartbeatAnswerDecodes) {
   auto a = decode_heartbeat_answer(heartbeat_with({"active", "cancelled", "lost"}, true).dump(), 3);
   ASSERT_TRUE(a.ok()) << a.error().describe();
-  EXPECT_EQ(a->leases, (std::vector<Renewal>{Renewal::kActive, Renewal::kCancelled, Renewal::kLost}));
+  ASSERT_EQ(a->leases.size(), 3u);
+  EXPECT_EQ(a->leases[0].state, LeaseState::kActive);
+  EXPECT_EQ(a->leases[1].state, LeaseState::kCancelled);
+  EXPECT_EQ(a->leases[2].state, LeaseState::kLost);
+  EXPECT_EQ(a->leases[0].job_id, 4);
+  EXPECT_EQ(a->leases[0].lease_id, "x");
+  EXPECT_FALSE(a->leases[0].expires_at);
   EXPECT_TRUE(a->drain);
   auto none = decode_heartbeat_answer(heartbeat_with({}).dump(), 0);
   ASSERT_TRUE(none.ok()) << none.error().describe();
@@ -290,9 +307,16 @@ TEST(AgentCodecs, MalformedHeartbeatAnswersNameTheField) {
       // An unknown state must not stop a job as if its lease were lost.
       {heartbeat_with({"paused"}), 1, "heartbeat answer.leases[0].state: must be active, lost or cancelled"},
       {with(one, {"leases"}, json::array({json::object()})), 1, "heartbeat answer.leases[0].state: is required"},
+      {with(one, {"leases"}, json::array({{{"state", "active"}, {"job_id", 0}, {"lease_id", "x"}}})), 1,
+       "heartbeat answer.leases[0].job_id: must be > 0"},
+      {with(one, {"leases"}, json::array({{{"state", "active"}, {"job_id", 4}}})), 1,
+       "heartbeat answer.leases[0].lease_id: is required"},
+      {with(one, {"leases"}, json::array({{{"state", "active"}, {"job_id", 4}, {"lease_id", "x"},
+                                           {"lease_expires_at", "soon"}}})),
+       1, "heartbeat answer.leases[0].lease_expires_at: must be an RFC 3339 UTC time"},
   };
   for (const auto& [body, sent, expected] : cases) {
-    Result<HeartbeatAnswer> r = Error::internal("not run");
+    Result<HeartbeatResponse> r = Error::internal("not run");
     EXPECT_NO_THROW(r = decode_heartbeat_answer(body.dump(), sent));
     expect_error(r, expected, body.dump());
   }
@@ -300,22 +324,24 @@ TEST(AgentCodecs, MalformedHeartbeatAnswersNameTheField) {
   EXPECT_TRUE(decode_heartbeat_answer(with(one, {"heartbeat_interval_s"}, "soon").dump(), 1).ok());
   expect_error(decode_heartbeat_answer(R"({"type": "about:blank", "status": 500})", 0),
                "heartbeat answer.leases: is required", "problem+json");
+  expect_error(decode_heartbeat_answer(with(heartbeat_with({1}), {"drain"}, "true").dump(), 1),
+               "heartbeat answer.drain: must be a boolean, got string", "drain and leases[0].state wrong");
   for (const auto& [text, expected] : kNotAnObject) {
-    Result<HeartbeatAnswer> r = Error::internal("not run");
+    Result<HeartbeatResponse> r = Error::internal("not run");
     EXPECT_NO_THROW(r = decode_heartbeat_answer(text, 0));
     expect_error(r, "heartbeat answer: " + expected, text);
   }
 }
 
 TEST(AgentCodecs, AConflictIsCancelledOnlyWhenItsProblemSaysSo) {
-  EXPECT_EQ(decode_conflict(R"({"type": "about:blank", "status": 409, "reason": "cancelled"})"), Renewal::kCancelled);
-  EXPECT_EQ(decode_conflict(R"({"status": 409, "reason": "lost"})"), Renewal::kLost);
-  EXPECT_EQ(decode_conflict(R"({"status": 409, "reason": ["cancelled"]})"), Renewal::kLost);
-  EXPECT_EQ(decode_conflict(R"({"status": 409})"), Renewal::kLost);
+  EXPECT_EQ(decode_conflict(R"({"type": "about:blank", "status": 409, "reason": "cancelled"})"), LeaseState::kCancelled);
+  EXPECT_EQ(decode_conflict(R"({"status": 409, "reason": "lost"})"), LeaseState::kLost);
+  EXPECT_EQ(decode_conflict(R"({"status": 409, "reason": ["cancelled"]})"), LeaseState::kLost);
+  EXPECT_EQ(decode_conflict(R"({"status": 409})"), LeaseState::kLost);
   for (const auto& [text, expected] : kNotAnObject) {
-    Renewal r = Renewal::kActive;
+    LeaseState r = LeaseState::kActive;
     EXPECT_NO_THROW(r = decode_conflict(text));
-    EXPECT_EQ(r, Renewal::kLost) << text.substr(0, 100);
+    EXPECT_EQ(r, LeaseState::kLost) << text.substr(0, 100);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/agent_protocol.h"
 #include "common/catalog.h"
 #include "common/codecs.h"
 #include "coordinator/api/common.h"
@@ -99,6 +100,13 @@ TEST(OpenApiSchemas, AgentDescriptorMatchesCodec) {
   expect_schema_matches_codec("RuntimeSupport", RuntimeSupport{Runtime::kPython, {Mode::kEager}});
 }
 
+// The agent protocol's requests are decoded strictly (common/agent_protocol.h), like the codecs.
+TEST(OpenApiSchemas, AgentRequestsMatchCodec) {
+  expect_schema_matches_codec("LeaseRequest", LeaseRequest{"gpu0", 25, "3f2a9c1d:poll-1"});
+  expect_schema_matches_codec("HeartbeatRequest", HeartbeatRequest{{{4, "lease-4"}, {5, "lease-5"}}, true});
+  expect_schema_matches_codec("LeaseRef", LeaseRef{4, "lease-4"});
+}
+
 TEST(OpenApiSchemas, JsonViewsMatchTheirSchemas) {
   SchemaChecker checker;
   store::RunInfo run;
@@ -169,6 +177,27 @@ TEST(OpenApiSchemas, JsonViewsMatchTheirSchemas) {
   ASSERT_TRUE(catalog.ok());
   for (const auto& m : catalog->models()) {
     EXPECT_TRUE(checker.check(api::model_json(m), component_schema("CatalogModel")).empty()) << m.id;
+  }
+
+  // The answer to a lease poll: a job of a catalog model, one of a model no longer in it (model
+  // null) and no memory limit, no job.
+  store::LeaseGrant grant;
+  grant.job_id = 5;
+  grant.run_id = 7;
+  grant.attempt = 1;
+  grant.lease_id = "lease-5";
+  grant.expires_at = 1'700'000'060'000;
+  grant.spec = JobSpec{catalog->models().front().id, 1, Mode::kEager, "stable", "a100", Runtime::kLibtorch, 0};
+  grant.memory_limit_mb = 4096;
+  grant.timeout_s = 1800;
+  store::LeaseGrant retired = grant;
+  retired.spec.model = "acme/retired-model";
+  retired.memory_limit_mb.reset();
+  for (const auto& answer : {store::LeaseAnswer{grant, false}, store::LeaseAnswer{retired, false},
+                             store::LeaseAnswer{std::nullopt, true}}) {
+    const json lease = api::lease_response_json(answer, Intervals{}, *catalog);
+    EXPECT_TRUE(checker.check(lease, component_schema("LeaseResponse")).empty())
+        << join(checker.check(lease, component_schema("LeaseResponse")));
   }
 }
 
