@@ -7,12 +7,16 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <system_error>
 
 #include <yaml-cpp/yaml.h>
+
+#include "common/install_dirs.h"
 
 namespace benchfleet {
 namespace {
@@ -249,9 +253,12 @@ std::string default_catalog_path() {
   if (const char* env = std::getenv("BENCHFLEET_CATALOG"); env != nullptr && *env != '\0') {
     return env;
   }
-  std::string path = BENCHFLEET_SOURCE_DIR;
-  path += "/common/catalog/models.yaml";
-  return path;
+  const std::filesystem::path exe = running_executable();
+  const std::filesystem::path installed = installed_share_dir(exe) / "catalog" / "models.yaml";
+  if (std::error_code ec; !std::filesystem::exists(installed, ec)) {
+    if (const auto tree = build_tree_of(exe)) return (tree->source_dir / "common" / "catalog" / "models.yaml").string();
+  }
+  return installed.string();
 }
 
 }  // namespace benchfleet

@@ -66,8 +66,9 @@ class Catalog {
   std::vector<CatalogModel> models_;
 };
 
-// $BENCHFLEET_CATALOG when set and non-empty, else the source tree's
-// common/catalog/models.yaml.
+// $BENCHFLEET_CATALOG when set and non-empty, else the installed <bin>/../share/benchfleet/
+// catalog/models.yaml; a program run from its build tree without one there uses the source
+// tree's common/catalog/models.yaml (install_dirs.h).
 std::string default_catalog_path();
 
 }  // namespace benchfleet

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "common/config_options.h"
+#include "common/install_dirs.h"
 
 namespace benchfleet {
 namespace {
@@ -15,7 +16,9 @@ std::vector<Option> options(CoordinatorConfig& c) {
   return {
       option("listen", c.listen, "address:port to listen on (127.0.0.1:0 picks a free port)"),
       option("db", c.db, "SQLite database file (created if missing)"),
-      option("catalog", c.catalog, "model catalog YAML (default: the shipped common/catalog/models.yaml)"),
+      option("catalog", c.catalog,
+             "model catalog YAML (default: <prefix>/share/benchfleet/catalog/models.yaml when installed, else the "
+             "source tree's common/catalog/models.yaml)"),
       option("operator_token", c.operator_token,
              "token for writes (submit, cancel, drain); default: generated into <db>.operator-token"),
       option("enrollment_token", c.enrollment_token,
@@ -52,13 +55,13 @@ std::vector<Option> options(CoordinatorConfig& c) {
 
 std::string default_web_root() {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path installed = exe.parent_path().parent_path() / "share" / "benchfleet" / "web";
-    if (fs::is_directory(installed, ec)) return installed.lexically_normal().string();
+  const fs::path exe = running_executable();
+  const fs::path installed = installed_share_dir(exe) / "web";
+  if (std::error_code ec; !fs::is_directory(installed, ec)) {
+    // benchfleet_web_assets (coordinator/CMakeLists.txt) assembles it in <build dir>/web.
+    if (const auto tree = build_tree_of(exe)) return (tree->binary_dir / "web").string();
   }
-  return BENCHFLEET_WEB_BUILD_DIR;
+  return installed.string();
 }
 
 Status apply_yaml_config(std::string_view yaml_text, std::string_view origin, CoordinatorConfig& config) {

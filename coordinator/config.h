@@ -10,8 +10,9 @@
 namespace benchfleet {
 
 // Where the dashboard's files are when web_root is not set: <dir of the executable>/../share/
-// benchfleet/web when that directory exists (an installed coordinator), else the build tree's
-// assembled copy (<build dir>/web, made by the benchfleet_web_assets target).
+// benchfleet/web (an installed coordinator); when that directory is missing and the executable
+// lies in its build tree, that tree's assembled copy (<build dir>/web, made by the
+// benchfleet_web_assets target). See common/install_dirs.h.
 std::string default_web_root();
 
 struct CoordinatorConfig {

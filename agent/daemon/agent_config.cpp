@@ -8,6 +8,7 @@
 #include "common/catalog.h"
 #include "common/codecs.h"
 #include "common/config_options.h"
+#include "common/install_dirs.h"
 
 namespace benchfleet::agent {
 namespace {
@@ -85,8 +86,13 @@ std::string default_worker_path(const std::string& agent_executable) {
 
 std::string default_exporter_path(const std::string& agent_executable) {
   const fs::path dir = fs::path(agent_executable).parent_path();
-  return first_existing({dir / "benchfleet_export.py", dir / ".." / "share" / "benchfleet" / "benchfleet_export.py",
-                         fs::path(BENCHFLEET_SOURCE_DIR) / "agent" / "python" / "benchfleet_export.py"});
+  std::vector<fs::path> candidates = {dir / "benchfleet_export.py",
+                                      installed_share_dir(agent_executable) / "benchfleet_export.py"};
+  // The source tree only for an agent of the build tree (install_dirs.h), never for a release.
+  if (const auto tree = build_tree_of(agent_executable)) {
+    candidates.push_back(tree->source_dir / "agent" / "python" / "benchfleet_export.py");
+  }
+  return first_existing(candidates);
 }
 
 std::string default_runner_path(const std::string& exporter) {

@@ -44,7 +44,9 @@ struct AgentConfigParse {
 Result<AgentConfigParse> parse_agent_config(int argc, char** argv);
 
 // The worker and exporter to use when the config names none, looked up from the agent's own
-// executable path (installed side by side, or the build tree).
+// executable path: beside it, in <bin>/../share/benchfleet (the exporter, installed), or where
+// the build tree has them (the exporter: the source tree's agent/python/, only for an agent
+// inside its build tree, see common/install_dirs.h). None found: the first candidate.
 std::string default_worker_path(const std::string& agent_executable);
 std::string default_exporter_path(const std::string& agent_executable);
 // The python runtime's runner: benchfleet_runner.py in the exporter's directory.
