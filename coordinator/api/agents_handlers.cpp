@@ -33,8 +33,8 @@ http::Response lease_conflict(std::string_view reason, std::string detail, const
                        {{"type", "https://benchfleet.dev/problems/" + std::string(reason)}, {"reason", reason}});
 }
 
-http::Response renewal_conflict(store::LeaseState state, std::int64_t job_id, const http::Request& req) {
-  if (state == store::LeaseState::kCancelled) {
+http::Response renewal_conflict(LeaseState state, std::int64_t job_id, const http::Request& req) {
+  if (state == LeaseState::kCancelled) {
     return lease_conflict("cancelled", "job " + std::to_string(job_id) + " was cancelled: stop it", req);
   }
   return lease_conflict("lease_lost",
@@ -43,16 +43,6 @@ http::Response renewal_conflict(store::LeaseState state, std::int64_t job_id, co
 
 Intervals intervals(const ApiContext& ctx) {
   return {ctx.config.heartbeat_interval_s, ctx.config.lease_ttl_s, ctx.config.long_poll_timeout_s};
-}
-
-// The lease's state on the wire (the store's enum has the same values).
-LeaseState wire_state(store::LeaseState state) {
-  switch (state) {
-    case store::LeaseState::kActive: return LeaseState::kActive;
-    case store::LeaseState::kLost: return LeaseState::kLost;
-    case store::LeaseState::kCancelled: return LeaseState::kCancelled;
-  }
-  return LeaseState::kLost;
 }
 
 // The answer to a lease poll: the job granted (or none), whether the agent drains.
@@ -64,7 +54,7 @@ http::Response lease_answer(const ApiContext& ctx, const store::LeaseAnswer& ans
 // used). A lease handed over again is left alone: an earlier answer may have delivered it.
 void withdraw_undelivered(ApiContext& ctx, std::int64_t agent_id, const store::LeaseGrant& grant) {
   if (grant.redelivered) return;
-  const store::LeaseRef ref{grant.job_id, grant.lease_id};
+  const LeaseRef ref{grant.job_id, grant.lease_id};
   auto withdrawn = ctx.store.withdraw_lease(agent_id, ref);
   if (!withdrawn.ok()) {
     spdlog::warn("withdrawing undelivered lease of job {} failed: {}", ref.job_id, withdrawn.error().message);
@@ -128,7 +118,7 @@ Result<http::Response> agent_heartbeat(ApiContext& ctx, const http::Request& req
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
 
   BF_ASSIGN_OR_RETURN(const HeartbeatRequest request, decode<HeartbeatRequest>(body));
-  std::vector<store::LeaseRef> leases;
+  std::vector<LeaseRef> leases;
   for (const auto& l : request.leases) leases.push_back({l.job_id, l.lease_id});
   BF_RETURN_IF_ERROR(ctx.store.set_self_draining(agent_id, request.draining));
   BF_ASSIGN_OR_RETURN(const auto renewals, ctx.store.heartbeat(agent_id, leases));
@@ -141,8 +131,8 @@ Result<http::Response> agent_heartbeat(ApiContext& ctx, const http::Request& req
     LeaseRenewal& renewal = response.leases.emplace_back();
     renewal.job_id = leases[i].job_id;
     renewal.lease_id = leases[i].lease_id;
-    renewal.state = wire_state(r.state);
-    if (r.state == store::LeaseState::kActive) renewal.expires_at = r.expires_at;
+    renewal.state = r.state;
+    if (r.state == LeaseState::kActive) renewal.expires_at = r.expires_at;
   }
   // The intervals ride along, as in every answer to an agent (agents read them elsewhere).
   nlohmann::json out = intervals(ctx);
@@ -201,7 +191,7 @@ asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request
 
 Result<http::Response> job_progress(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const JobReport report, read_job_report(ctx, req, m));
-  store::LeaseRef ref{report.job_id, {}};
+  LeaseRef ref{report.job_id, {}};
   std::string phase, message;
   std::optional<int> iterations;
   JsonReader r(report.body, "");
@@ -213,25 +203,25 @@ Result<http::Response> job_progress(ApiContext& ctx, const http::Request& req, c
   BF_RETURN_IF_ERROR(r.finish());
 
   BF_ASSIGN_OR_RETURN(const auto renewal, ctx.store.renew(report.agent_id, ref));
-  if (renewal.state != store::LeaseState::kActive) return renewal_conflict(renewal.state, report.job_id, req);
+  if (renewal.state != LeaseState::kActive) return renewal_conflict(renewal.state, report.job_id, req);
   return json_response(bhttp::status::ok,
                        {{"state", "active"}, {"lease_expires_at", format_time(renewal.expires_at)}}, req);
 }
 
 Result<http::Response> job_release(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const JobReport report, read_job_report(ctx, req, m));
-  store::LeaseRef ref{report.job_id, {}};
+  LeaseRef ref{report.job_id, {}};
   JsonReader r(report.body, "");
   r.required("lease_id", ref.lease_id);
   BF_RETURN_IF_ERROR(r.finish());
   BF_ASSIGN_OR_RETURN(const auto state, ctx.store.release(report.agent_id, ref));
-  if (state != store::LeaseState::kActive) return renewal_conflict(state, report.job_id, req);
+  if (state != LeaseState::kActive) return renewal_conflict(state, report.job_id, req);
   return json_response(bhttp::status::ok, {{"state", "released"}}, req);
 }
 
 Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const JobReport report, read_job_report(ctx, req, m));
-  store::LeaseRef ref{report.job_id, {}};
+  LeaseRef ref{report.job_id, {}};
   int attempt = 0;
   JobResult result;
   JsonReader r(report.body, "");
@@ -258,9 +248,9 @@ Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, con
                                 " is already stored",
                             req);
     case store::RecordKind::kLost:
-      return renewal_conflict(store::LeaseState::kLost, report.job_id, req);
+      return renewal_conflict(LeaseState::kLost, report.job_id, req);
     case store::RecordKind::kCancelled:
-      return renewal_conflict(store::LeaseState::kCancelled, report.job_id, req);
+      return renewal_conflict(LeaseState::kCancelled, report.job_id, req);
     case store::RecordKind::kNotFound:
       return Error::not_found("job " + job + " does not exist");
   }

@@ -7,15 +7,6 @@
 
 namespace benchfleet::store {
 
-std::string_view to_string(LeaseState s) {
-  switch (s) {
-    case LeaseState::kActive: return "active";
-    case LeaseState::kLost: return "lost";
-    case LeaseState::kCancelled: return "cancelled";
-  }
-  return "lost";
-}
-
 Store::Store(StoreOptions options, const Clock& clock, std::unique_ptr<Database> db)
     : options_(std::move(options)),
       clock_(clock),

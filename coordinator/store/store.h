@@ -91,21 +91,12 @@ struct LeaseAnswer {
   bool draining = false;
 };
 
-enum class LeaseState {
-  kActive,     // renewed
-  kLost,       // expired and requeued, or leased to someone else: stop the work
-  kCancelled,  // the run was cancelled: stop the work
-};
-std::string_view to_string(LeaseState s);
-
+// A lease's state (LeaseState) and a holder's reference to it (LeaseRef) are the protocol's
+// (common/agent_protocol.h): kActive renewed; kLost expired and requeued, or leased to someone
+// else; kCancelled its run was cancelled. The last two tell the holder to stop the work.
 struct Renewal {
   LeaseState state = LeaseState::kLost;
   TimestampMs expires_at = 0;  // when kActive
-};
-
-struct LeaseRef {
-  std::int64_t job_id = 0;
-  std::string lease_id;
 };
 
 enum class RecordKind {
