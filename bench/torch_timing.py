@@ -40,7 +40,7 @@ def _write_json(path: str, document: Dict[str, Any]) -> None:
 
 
 def export_trivial(args: argparse.Namespace) -> None:
-    import torch  # noqa: PLC0415
+    import torch
 
     class AddOne(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -61,10 +61,10 @@ def export_trivial(args: argparse.Namespace) -> None:
 
 
 def time_runner(args: argparse.Namespace) -> None:
-    import torch  # noqa: PLC0415
+    import torch
 
     sys.path.insert(0, os.path.join(_source_dir(), "agent", "python"))
-    from benchfleet_models import build_model, find_model, load_catalog, make_inputs  # noqa: PLC0415
+    from benchfleet_models import build_model, find_model, load_catalog, make_inputs
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)

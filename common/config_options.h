@@ -25,7 +25,7 @@ struct Option {
 // An option bound to `field` (which keeps its value as the default). T: string, bool, ints,
 // doubles, or vectors of those (YAML sequence; comma-separated on the command line).
 template <class T>
-Option option(std::string key, T& field, std::string help) {
+Option option(const std::string& key, T& field, std::string help) {
   Option o;
   o.key = key;
   o.help = std::move(help);

@@ -89,7 +89,10 @@ class [[nodiscard]] Status {
   } while (0)
 // `BF_ASSIGN_OR_RETURN(auto x, f());` declares x from a Result or returns its error.
 #define BF_ASSIGN_OR_RETURN(lhs, expr) BF_ASSIGN_OR_RETURN_IMPL(BF_CONCAT(bf_result_, __LINE__), lhs, expr)
+// `tmp` is a name and `lhs` may be a declaration: neither can be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define BF_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                             \
   if (!tmp.ok()) return tmp.error();             \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

@@ -336,7 +336,7 @@ def cmd_finish(a: argparse.Namespace) -> int:
 def probe_figures(device: str, tools: Dict[str, str]) -> Dict[str, Any]:
     """Versions and the GPU as this python (the torch build's) sees them; `ok` and `why` say
     whether torch works there (on cuda: a matrix product on the GPU gives finite values)."""
-    import importlib.metadata as metadata  # noqa: PLC0415
+    import importlib.metadata as metadata
 
     fig: Dict[str, Any] = {"python": sys.version.split()[0], "python_path": sys.executable, **tools}
     for name in ("transformers", "timm", "torchvision", "triton", "numpy"):
@@ -346,8 +346,8 @@ def probe_figures(device: str, tools: Dict[str, str]) -> Dict[str, Any]:
             fig[name] = "absent"
     ok, why = True, ""
     try:
-        import torch  # noqa: PLC0415
-        import torch.utils  # noqa: PLC0415
+        import torch
+        import torch.utils
 
         fig.update(torch=torch.__version__, torch_cuda=str(torch.version.cuda),
                    torch_git=getattr(torch.version, "git_version", "?"),
@@ -369,7 +369,7 @@ def probe_figures(device: str, tools: Dict[str, str]) -> Dict[str, Any]:
             why = "" if ok else "a matrix product on the GPU gave non-finite values"
         elif device == "cuda":
             ok, why = False, f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device"
-    except Exception as e:  # noqa: BLE001 (the probe reports, it does not crash)
+    except Exception as e:  # the probe reports, it does not crash
         ok, why = False, f"{sys.executable} cannot use torch: {type(e).__name__}: {e}"
     fig["ok"], fig["why"] = ok, why
     return fig

@@ -30,6 +30,7 @@ packages=(
   curl ca-certificates
   ansible ansible-lint
   debootstrap bubblewrap
+  clang-format-14 clang-tidy-14 flake8
 )
 # Node for chart.js and the tests' tools: Debian's nodejs and npm, unless a node with its npm is
 # already there (e.g. from NodeSource, whose nodejs conflicts with Debian's npm).

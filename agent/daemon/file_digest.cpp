@@ -30,7 +30,7 @@ Result<std::string> file_sha256(const std::string& path) {
   if (EVP_DigestFinal_ex(ctx.get(), digest, &length) != 1) return Error::internal("OpenSSL SHA-256 failed on " + path);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(2 * length);
+  out.reserve(std::size_t{2} * length);
   for (unsigned i = 0; i < length; ++i) {
     out += kHex[digest[i] >> 4];
     out += kHex[digest[i] & 0xf];

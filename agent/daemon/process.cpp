@@ -288,7 +288,7 @@ OrphanSweep kill_orphaned_children(const std::string& record_dir, std::chrono::m
   std::error_code ec;
   std::vector<fs::path> records;
   for (const auto& entry : fs::directory_iterator(record_dir, ec)) {
-    const fs::path p = entry.path();
+    const fs::path& p = entry.path();
     if (p.extension() == ".json") records.push_back(p);
     if (p.extension() == ".tmp") fs::remove(p, ec);  // half-written: its final form is there or never was
   }

@@ -76,7 +76,7 @@ def _cpu_compiler_missing_reason() -> str:
         return ""  # an older inductor: it reports a missing compiler itself when compiling
     try:
         find_compiler()
-    except Exception as e:  # noqa: BLE001 (InvalidCxxCompiler, or the search itself failing)
+    except Exception as e:  # InvalidCxxCompiler, or the search itself failing
         return (f"inductor builds C++ kernels on the CPU and finds no C++ compiler ({type(e).__name__}); "
                 "install g++ or set CXX")
     return ""
@@ -143,7 +143,7 @@ def native_library_dirs() -> List[str]:
     torch's import; a C++ process linked against the same LibTorch (the worker) only on its
     library path, which the agent sets from this list. Empty for builds without them (Debian's)."""
     try:
-        import nvidia  # noqa: PLC0415  (the namespace package of pip's nvidia-* wheels)
+        import nvidia  # the namespace package of pip's nvidia-* wheels
     except ImportError:
         return []
     dirs: List[str] = []

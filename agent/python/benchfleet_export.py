@@ -140,8 +140,8 @@ def _aoti_unsupported_reason(torch: Any) -> Optional[str]:
     if _torch_version_tuple(torch.__version__) < _AOTI_MIN_TORCH:
         return needs
     try:
-        import torch._inductor  # noqa: F401, PLC0415 (lazily imported submodules)
-        import torch.export  # noqa: F401, PLC0415
+        import torch._inductor  # noqa: F401 (lazily imported submodules)
+        import torch.export  # noqa: F401
     except ImportError as e:
         return f"AOTInductor is not usable in this torch ({torch.__version__}): {e}"
     if not hasattr(torch._inductor, "aoti_compile_and_package"):
@@ -159,9 +159,9 @@ def _sha256(path: str) -> str:
 
 def _compare(reference: Any, exported: Any) -> float:
     """max |exported - reference| over all outputs; raises on a structural or numeric mismatch."""
-    import torch  # noqa: PLC0415
+    import torch
 
-    from benchfleet_models import ExportFailure, flatten_tensors  # noqa: PLC0415
+    from benchfleet_models import ExportFailure, flatten_tensors
 
     ref, out = flatten_tensors(reference), flatten_tensors(exported)
     if len(ref) != len(out):
@@ -186,7 +186,7 @@ def _compare(reference: Any, exported: Any) -> float:
 
 
 def _export_torchscript(model: Any, inputs: Sequence[Any], path: str, frozen: bool) -> None:
-    import torch  # noqa: PLC0415
+    import torch
 
     with torch.no_grad():
         module = torch.jit.trace(model, tuple(inputs), check_trace=False)
@@ -197,7 +197,7 @@ def _export_torchscript(model: Any, inputs: Sequence[Any], path: str, frozen: bo
 
 def _run_torchscript(path: str, inputs: Sequence[Any], device: str, frozen: bool) -> Any:
     """Loads the artifact as the worker does (optimising a frozen one after loading) and runs it."""
-    import torch  # noqa: PLC0415
+    import torch
 
     module = torch.jit.load(path, map_location=device)
     with torch.no_grad():
@@ -211,7 +211,7 @@ _CACHE_COUNTERS = ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_byp
 
 def _inductor_cache_counts() -> Dict[str, int]:
     """Inductor's FX graph cache lookups so far in this process (torch._dynamo's counters)."""
-    from torch._dynamo.utils import counters  # noqa: PLC0415
+    from torch._dynamo.utils import counters
 
     return {name: int(counters["inductor"][name]) for name in _CACHE_COUNTERS}
 
@@ -229,8 +229,8 @@ def _export_aotinductor(model: Any, inputs: Sequence[Any], path: str, configs: D
     compile_s, the Inductor cache's part, and the configs used. When the compile with `configs`
     fails and there is a `fallback` (configs without what failed), it compiles with that instead
     and says why (`inductor_fallback`)."""
-    import torch  # noqa: PLC0415
-    import torch._inductor  # noqa: PLC0415
+    import torch
+    import torch._inductor
 
     report: Dict[str, Any] = {"inductor_configs": configs}
     before = _inductor_cache_counts()
@@ -240,7 +240,7 @@ def _export_aotinductor(model: Any, inputs: Sequence[Any], path: str, configs: D
         try:
             # A copy: aoti_compile_and_package adds its own keys to the dict it is given.
             torch._inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=dict(configs))
-        except Exception as e:  # noqa: BLE001 (Inductor's failures have no common type)
+        except Exception as e:  # Inductor's failures have no common type
             if fallback is None:
                 raise
             why = _last_lines(e, keep=1).splitlines()[0][:500]
@@ -298,7 +298,7 @@ def _aoti_plan(mode_configs: Dict[str, Any], device: str) -> _AotiPlan:
 def _inductor_vec_isa() -> str:
     """The vector ISA Inductor's CPU kernels are built for, or "none" (scalar code)."""
     try:
-        from torch._inductor import cpu_vec_isa  # noqa: PLC0415 (torch >= 2.5)
+        from torch._inductor import cpu_vec_isa  # torch >= 2.5
 
         isa = cpu_vec_isa.pick_vec_isa()
     except (ImportError, AttributeError):
@@ -307,8 +307,8 @@ def _inductor_vec_isa() -> str:
 
 
 def _run_aotinductor(path: str, inputs: Sequence[Any]) -> Any:
-    import torch  # noqa: PLC0415
-    import torch._inductor  # noqa: PLC0415
+    import torch
+    import torch._inductor
 
     compiled = torch._inductor.aoti_load_package(path)
     with torch.no_grad():
@@ -333,11 +333,11 @@ def _write_json_atomically(path: str, document: Dict[str, Any]) -> None:
 def export(args: argparse.Namespace) -> Dict[str, Any]:
     """Builds, exports, checks and describes one artifact; returns the metadata."""
     try:
-        import torch  # noqa: F401, PLC0415
+        import torch  # noqa: F401
     except ImportError as e:
         raise _NoTorch(f"{sys.executable} cannot import torch ({e}); run the exporter with a torch "
                        "build's own python") from None
-    from benchfleet_models import (ExportFailure, build_model, find_model,  # noqa: PLC0415
+    from benchfleet_models import (ExportFailure, build_model, find_model,
                                    flatten_tensors, inductor_configs_for_mode, load_catalog, make_inputs)
 
     if args.batch <= 0:
@@ -383,7 +383,7 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
             _export_torchscript(model, inputs, artifact_path, frozen=args.format == "torchscript-frozen")
     except ExportFailure:
         raise
-    except Exception as e:  # noqa: BLE001 (the reason goes to the user)
+    except Exception as e:  # the reason goes to the user
         raise ExportFailure("error", f"{args.format} export of {args.model} failed: {_last_lines(e)}") from None
     export_s = time.monotonic() - started
 
@@ -395,7 +395,7 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
             exported = _run_torchscript(artifact_path, inputs, args.device,
                                         frozen=args.format == "torchscript-frozen")
         max_abs_diff = _compare(reference, exported)
-    except Exception as e:  # noqa: BLE001 (an unchecked artifact is not left behind)
+    except Exception as e:  # an unchecked artifact is not left behind
         os.remove(artifact_path)
         if isinstance(e, ExportFailure):
             raise
@@ -488,7 +488,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         message = f"usage: {e}"
     except KeyboardInterrupt:
         message = "interrupted"
-    except Exception as e:  # noqa: BLE001 (never a bare traceback)
+    except Exception as e:  # never a bare traceback
         status = getattr(e, "status", "error")
         message = getattr(e, "message", None) or _last_lines(e)
         if not hasattr(e, "status"):

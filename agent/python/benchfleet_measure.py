@@ -292,7 +292,7 @@ def resolve_model(job: Job) -> ModelSpec:
 
 
 def _dynamo_counters() -> Any:
-    from torch._dynamo.utils import counters  # noqa: PLC0415 (torch >= 2.0 only)
+    from torch._dynamo.utils import counters  # torch >= 2.0 only
     return counters
 
 
@@ -490,7 +490,7 @@ def run_job(job: Job, caps: Capabilities, hooks: Hooks) -> Dict[str, Any]:
     error: Optional[Exception] = None
     try:
         result = _measure(job, spec, tracker)
-    except Exception as e:  # noqa: BLE001 (every failure becomes a verdict; MemoryError too)
+    except Exception as e:  # every failure becomes a verdict; MemoryError too
         error = e
     if job.memory_limit_mb and job.device == "cpu":
         lift_memory_limit()  # before reporting: that needs memory too

@@ -156,7 +156,7 @@ def _parse_model(raw: Mapping[str, Any], index: int) -> ModelSpec:
 def load_catalog(path: str) -> Dict[str, ModelSpec]:
     """Reads the catalog YAML. Raises ExportFailure when PyYAML is missing or the file is bad."""
     try:
-        import yaml  # noqa: PLC0415 (optional dependency, reported with a clear message)
+        import yaml  # optional dependency, reported with a clear message
     except ImportError:
         raise ExportFailure(
             "error",
@@ -217,7 +217,7 @@ def inductor_configs_for_mode(mode: str) -> Dict[str, Any]:
     if mode not in _MODE_OPTIONS:
         raise ExportFailure("error", f"unknown compile mode '{mode}' (one of {', '.join(COMPILE_MODES)})")
     try:
-        from torch._inductor import list_mode_options  # noqa: PLC0415 (torch >= 2.0)
+        from torch._inductor import list_mode_options  # torch >= 2.0
         return dict(list_mode_options(mode))
     except (ImportError, AttributeError):
         return dict(_MODE_OPTIONS[mode])
@@ -306,7 +306,7 @@ def _load_state_dict(model: torch.nn.Module, path: str, model_id: str) -> None:
 
 def _build_torchvision(spec: ModelSpec, weights: Optional[str]) -> torch.nn.Module:
     try:
-        import torchvision  # noqa: PLC0415 (only torchvision models need it)
+        import torchvision  # only torchvision models need it
     except ImportError:
         raise ExportFailure("error", f"{spec.id} needs the Python package 'torchvision', which this torch "
                                      f"build's python ({sys.executable}) does not have") from None

@@ -66,7 +66,7 @@ class _Channel(Hooks):
 def _die_with_parent() -> None:
     """SIGKILL for the child when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
     try:
-        import ctypes  # noqa: PLC0415
+        import ctypes
 
         ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))
     except (OSError, AttributeError):
@@ -80,12 +80,12 @@ def _run_child(fd: int, measure: Callable[[Hooks], Dict[str, Any]]) -> None:
         channel = _Channel(fd)
         try:
             result = measure(channel)
-        except Exception as e:  # noqa: BLE001 (a verdict, never a bare traceback)
+        except Exception as e:  # a verdict, never a bare traceback
             traceback.print_exc()
             result = failed("error", f"benchfleet-runner failed: {type(e).__name__}: {e}"[:4000])
         channel.send({"result": result})
         code = 0
-    except BaseException:  # noqa: BLE001 (the parent reports a child without a result)
+    except BaseException:  # the parent reports a child without a result
         traceback.print_exc()
     finally:
         os._exit(code)  # no interpreter teardown: the parent has what it needs

@@ -115,8 +115,8 @@ def _read_job(path: str) -> Job:
 
 
 def _measure_here(job: Job, hooks: Hooks) -> Dict[str, Any]:
-    from benchfleet_environment import this_build  # noqa: PLC0415 (imports torch)
-    from benchfleet_measure import run_job  # noqa: PLC0415
+    from benchfleet_environment import this_build  # imports torch
+    from benchfleet_measure import run_job
 
     # torch._dynamo takes seconds to import: only a compile mode needs to know it works.
     return run_job(job, this_build(probe_compile=job.mode in COMPILE_MODES), hooks)
@@ -128,14 +128,14 @@ def _result_for(job_path: str) -> Dict[str, Any]:
     except JobError as e:
         return failed("error", f"job: {e}")
     if job.memory_limit_mb and job.device == "cpu":
-        from benchfleet_native_oom import run_capped  # noqa: PLC0415
+        from benchfleet_native_oom import run_capped
 
         return run_capped(lambda hooks: _measure_here(job, hooks), job.export_s())
     return _measure_here(job, Hooks())
 
 
 def _capabilities() -> Dict[str, Any]:
-    from benchfleet_environment import capabilities_json, this_build  # noqa: PLC0415
+    from benchfleet_environment import capabilities_json, this_build
 
     return capabilities_json(this_build())
 
@@ -160,7 +160,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0 if output.write(json.dumps(_capabilities(), separators=(",", ":"))) else 1
     try:
         result = _result_for(args.job)
-    except Exception as e:  # noqa: BLE001 (a verdict, never a bare traceback)
+    except Exception as e:  # a verdict, never a bare traceback
         traceback.print_exc()
         result = failed("error", f"benchfleet-runner failed: {type(e).__name__}: {e}"[:4000])
     if not output.write(json.dumps(result, separators=(",", ":"), sort_keys=True)):

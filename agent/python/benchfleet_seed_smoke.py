@@ -73,7 +73,7 @@ def _missing_package(spec: Any) -> Optional[str]:
 
 
 def _sync(device: str) -> None:
-    import torch  # noqa: PLC0415
+    import torch
 
     if device == "cuda":
         torch.cuda.synchronize()
@@ -81,7 +81,7 @@ def _sync(device: str) -> None:
 
 def _max_abs_diff(reference: Any, other: Any) -> Tuple[Optional[float], str]:
     """(max |other - reference|, "") or (None, why the outputs do not match in structure)."""
-    from benchfleet_models import flatten_tensors  # noqa: PLC0415
+    from benchfleet_models import flatten_tensors
 
     ref, out = flatten_tensors(reference), flatten_tensors(other)
     if len(ref) != len(out):
@@ -100,11 +100,11 @@ def run_one(catalog_path: str, model_id: str, device: str, threads: int) -> int:
     sys.path.insert(0, _HERE)
     started = time.monotonic()
     try:
-        import torch  # noqa: PLC0415
+        import torch
     except ImportError as e:
         _emit("build", "error", 0.0, f"{sys.executable} cannot import torch: {e}")
         return 1
-    from benchfleet_models import ExportFailure, build_model, find_model, load_catalog, make_inputs  # noqa: PLC0415
+    from benchfleet_models import ExportFailure, build_model, find_model, load_catalog, make_inputs
 
     if threads > 0:
         torch.set_num_threads(threads)
@@ -132,7 +132,7 @@ def run_one(catalog_path: str, model_id: str, device: str, threads: int) -> int:
     except ExportFailure as e:
         _emit("build", e.status, time.monotonic() - t, e.message)
         return 0 if e.status == "unsupported" else 1
-    except Exception as e:  # noqa: BLE001 (the reason goes into the report)
+    except Exception as e:  # the reason goes into the report
         _emit("build", "error", time.monotonic() - t, _short(e))
         return 1
     parameters = sum(p.numel() for p in model.parameters())
@@ -144,10 +144,10 @@ def run_one(catalog_path: str, model_id: str, device: str, threads: int) -> int:
         with torch.no_grad():
             reference = model(*inputs)
         _sync(device)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         _emit("forward", "error", time.monotonic() - t, _short(e))
         return 1
-    from benchfleet_models import flatten_tensors  # noqa: PLC0415
+    from benchfleet_models import flatten_tensors
     _emit("forward", "ok", time.monotonic() - t,
           outputs=[list(x.shape) for x in flatten_tensors(reference)])
 
@@ -168,7 +168,7 @@ def run_one(catalog_path: str, model_id: str, device: str, threads: int) -> int:
                     module = torch.export.export(model, tuple(inputs)).module()
                 out = module(*inputs)
             _sync(device)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             _emit(step, "error", time.monotonic() - t, _short(e))
             failed = True
             continue
@@ -220,7 +220,7 @@ def _finish(model_id: str, lines: str, rc: Optional[int], seconds: float, killed
 
 
 def _versions() -> Dict[str, str]:
-    import importlib.metadata as metadata  # noqa: PLC0415
+    import importlib.metadata as metadata
 
     out = {"python": sys.version.split()[0]}
     for name in ("torch", "transformers", "torchvision", "timm"):
@@ -229,7 +229,7 @@ def _versions() -> Dict[str, str]:
         except metadata.PackageNotFoundError:
             out[name] = "absent"
     try:
-        import torch  # noqa: PLC0415
+        import torch
         out["torch"] = torch.__version__  # Debian's torch has no dist-info of that name
     except ImportError:
         pass
@@ -238,7 +238,7 @@ def _versions() -> Dict[str, str]:
 
 def run_all(args: argparse.Namespace) -> int:
     sys.path.insert(0, _HERE)
-    from benchfleet_models import ExportFailure, load_catalog  # noqa: PLC0415
+    from benchfleet_models import ExportFailure, load_catalog
 
     try:
         catalog = load_catalog(args.catalog)

@@ -37,7 +37,7 @@ def exit_code_for(status: str) -> int:
 def _numpy() -> Any:
     """numpy, or None; imported on first use (the runner forks before importing anything big)."""
     try:
-        import numpy  # noqa: PLC0415
+        import numpy
     except ImportError:  # the plain-Python paths give the same numbers
         return None
     return numpy

@@ -157,7 +157,7 @@ nlohmann::json fingerprint() {
   nlohmann::json out = {{"gpu_name", p->name},
                         {"gpu_uuid", uuid_string(p->uuid)},
                         {"gpu_sm", std::to_string(p->major) + "." + std::to_string(p->minor)},
-                        {"gpu_memory_mb", static_cast<std::int64_t>(p->totalGlobalMem / (1024 * 1024))},
+                        {"gpu_memory_mb", static_cast<std::int64_t>(p->totalGlobalMem / (std::size_t{1024} * 1024))},
                         {"cuda_runtime", runtime},
                         {"cuda_driver_api", driver_api},
                         {"cudnn", at::detail::getCUDAHooks().versionCuDNN()}};

@@ -237,7 +237,7 @@ JobResult run_job(const WorkerJob& job, const Capabilities& caps, const Progress
       native_guard.emplace(phase, native_verdicts, *native_oom_output);
     }
     // Made before the cap: the tail's storage must not be what runs out.
-    const StreamTail cerr_tail(std::cerr, 64 * 1024);
+    const StreamTail cerr_tail(std::cerr, std::size_t{64} * 1024);
     // Only a CUDA job reads the counter (reading it initialises CUDA).
     const bool on_cuda = job.device == "cuda";
     const std::int64_t ooms_before = on_cuda ? cuda::oom_count() : 0;

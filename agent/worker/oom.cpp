@@ -40,7 +40,7 @@ std::optional<std::int64_t> oom_bytes_requested(std::string_view m) {
     else if (unit.rfind("MiB", 0) == 0) scale = 1024.0 * 1024;
     else if (unit.rfind("GiB", 0) == 0) scale = 1024.0 * 1024 * 1024;
     else if (unit.rfind("TiB", 0) == 0) scale = 1024.0 * 1024 * 1024 * 1024;
-    else if (unit.rfind("bytes", 0) != 0 && unit.rfind("B", 0) != 0) return std::nullopt;
+    else if (unit.rfind("bytes", 0) != 0 && unit.rfind('B', 0) != 0) return std::nullopt;
     return static_cast<std::int64_t>(std::llround(value * scale));
   }
   return std::nullopt;

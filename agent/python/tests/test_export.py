@@ -127,7 +127,7 @@ def torch_version() -> Tuple[int, int]:
     """(major, minor) of this python's torch, or (0, 0) without one."""
     if not HAVE_TORCH:
         return (0, 0)
-    import torch  # noqa: PLC0415
+    import torch
 
     return tuple(int("".join(c for c in part if c.isdigit()) or 0)  # type: ignore[return-value]
                  for part in torch.__version__.split("+")[0].split(".")[:2])
@@ -147,7 +147,7 @@ def run_exporter(*args: str, env: Optional[Dict[str, str]] = None,
 @unittest.skipUnless(HAVE_TORCH and HAVE_YAML, "needs torch and PyYAML")
 class ExportTorchvisionTest(unittest.TestCase):
     def export_and_check(self, model: str, fmt: str) -> None:
-        import torch  # noqa: PLC0415
+        import torch
 
         with tempfile.TemporaryDirectory() as out:
             code, meta, err = run_exporter("--catalog", CATALOG, "--model", model, "--batch", "2",
@@ -193,8 +193,8 @@ class ExportTorchvisionTest(unittest.TestCase):
         self.export_and_check("torchvision/mobilenet_v3_small", "torchscript-frozen")
 
     def test_weights_file_is_loaded_and_a_wrong_one_refused(self) -> None:
-        import torch  # noqa: PLC0415
-        import torchvision  # noqa: PLC0415
+        import torch
+        import torchvision
 
         with tempfile.TemporaryDirectory() as out:
             good, bad = os.path.join(out, "resnet18.pt"), os.path.join(out, "squeezenet.pt")
@@ -213,7 +213,7 @@ class ExportTorchvisionTest(unittest.TestCase):
     def test_same_seed_same_inputs(self) -> None:
         sys.dont_write_bytecode = True  # no __pycache__ next to the sources
         sys.path.insert(0, os.path.dirname(EXPORTER))
-        import benchfleet_models as bm  # noqa: PLC0415
+        import benchfleet_models as bm
 
         spec = bm.find_model(bm.load_catalog(CATALOG), "google/owlvit-base-patch32")
         first, again = bm.make_inputs(spec, 3, seed=7), bm.make_inputs(spec, 3, seed=7)
@@ -230,7 +230,7 @@ class ExportAotInductorTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         if torch_version() < (2, 6):
-            import torch  # noqa: PLC0415
+            import torch
 
             raise unittest.SkipTest(f"AOTInductor packages need torch >= 2.6; this python has {torch.__version__} "
                                     "(run these tests with the torch 2.6 root's python3)")
@@ -246,8 +246,8 @@ class ExportAotInductorTest(unittest.TestCase):
         return meta
 
     def check_package(self, out: str, meta: Dict[str, Any], model: str, mode: str) -> None:
-        import torch  # noqa: PLC0415
-        import torch._inductor  # noqa: PLC0415
+        import torch
+        import torch._inductor
 
         self.assertEqual((meta["model"], meta["format"], meta["mode"], meta["batch"], meta["device"]),
                          (model, "aotinductor", mode, 2, "cpu"))
@@ -312,7 +312,7 @@ class InductorCacheOutcomeTest(unittest.TestCase):
     def test_outcome_of_the_counts(self) -> None:
         sys.dont_write_bytecode = True  # no __pycache__ next to the sources
         sys.path.insert(0, os.path.dirname(EXPORTER))
-        from benchfleet_export import inductor_cache_outcome  # noqa: PLC0415
+        from benchfleet_export import inductor_cache_outcome
 
         self.assertEqual(inductor_cache_outcome(0, 0, 0), "cold")  # not consulted (torch 2.6 AOT compiles)
         self.assertEqual(inductor_cache_outcome(0, 3, 0), "cold")
@@ -364,7 +364,7 @@ class ExportFailureTest(unittest.TestCase):
             return meta
 
     def test_aotinductor_needs_a_new_torch(self) -> None:
-        import torch  # noqa: PLC0415
+        import torch
 
         if tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 6):
             self.skipTest(f"torch {torch.__version__} has AOTInductor")
@@ -403,7 +403,7 @@ class ExportFailureTest(unittest.TestCase):
 class CatalogTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
-        import yaml  # noqa: PLC0415
+        import yaml
 
         with open(CATALOG, encoding="utf-8") as f:
             cls.models = {m["id"]: m for m in yaml.safe_load(f)["models"]}

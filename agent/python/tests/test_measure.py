@@ -14,7 +14,7 @@ import os
 import sys
 import types
 import unittest
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -234,7 +234,7 @@ class OomFailureTest(unittest.TestCase):
         self.assertEqual(counted["error"], result["error"])  # the allocator's own words, no prefix
 
     def test_no_cuda_no_count(self) -> None:
-        import torch  # noqa: PLC0415
+        import torch
 
         if torch.cuda.is_available():
             self.skipTest("a CUDA device is visible")

@@ -146,8 +146,8 @@ def run_runner(job: Any, *args: str, env: Optional[Dict[str, str]] = None) -> Ru
 def run_in_process(job: Dict[str, Any]) -> Dict[str, Any]:
     """The runner's verdict on `job`, from run_job in this process (quicker than a process for jobs
     that end before measuring)."""
-    from benchfleet_environment import this_build  # noqa: PLC0415 (imports torch)
-    from benchfleet_measure import run_job  # noqa: PLC0415
+    from benchfleet_environment import this_build  # imports torch
+    from benchfleet_measure import run_job
 
     return run_job(bj.parse_job(json.dumps(job)), this_build(), bj.Hooks())
 
@@ -183,7 +183,7 @@ def torch_version() -> Tuple[int, int]:
     """(major, minor) of this python's torch; (0, 0) without torch."""
     if not HAVE_TORCH:
         return (0, 0)
-    import torch  # noqa: PLC0415
+    import torch
 
     match = re.match(r"([0-9]+)\.([0-9]+)", torch.__version__)
     return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
@@ -412,7 +412,7 @@ def _own_vm_peak() -> int:
 def _die_natively(hooks: bj.Hooks, cap_above_peak: int, how: str) -> Dict[str, Any]:
     """A child that reports a cap `cap_above_peak` bytes above its peak address space, then dies
     in phase warmup as native code would: SIGSEGV or exit(1)."""
-    import resource  # noqa: PLC0415
+    import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file from the SIGSEGV
     hooks.environment({"host": "test"})
@@ -551,8 +551,8 @@ class RunnerMeasureTest(unittest.TestCase):
 
     def test_python_result_is_consistent(self) -> None:
         self.check_consistent(self.python_run)
-        import torch  # noqa: PLC0415
-        import torchvision  # noqa: PLC0415
+        import torch
+        import torchvision
 
         env = self.python_run.result["environment"]
         self.assertEqual((env["runtime"], env["torch_version"], env["model"]), ("python", torch.__version__, MODEL))
@@ -582,7 +582,7 @@ class RunnerMeasureTest(unittest.TestCase):
 @unittest.skipUnless(HAVE_TORCH, "needs torch, torchvision and PyYAML")
 class RunnerVerdictTest(unittest.TestCase):
     def test_capabilities(self) -> None:
-        import torch  # noqa: PLC0415
+        import torch
 
         run = finish(start([sys.executable, RUNNER, "--capabilities"]))
         self.assertEqual(run.code, 0, run.describe())
@@ -606,7 +606,7 @@ class RunnerVerdictTest(unittest.TestCase):
             self.assertEqual(caps["modes"]["cuda"], [])
 
     def test_modes_this_build_cannot_run_are_unsupported(self) -> None:
-        import torch  # noqa: PLC0415
+        import torch
 
         modes = ["torchscript"]
         if not hasattr(torch, "compile"):
@@ -627,7 +627,7 @@ class RunnerVerdictTest(unittest.TestCase):
                     self.assertIn(torch.__version__, result["error"])
 
     def test_cuda_without_cuda_is_unsupported(self) -> None:
-        import torch  # noqa: PLC0415
+        import torch
 
         if torch.cuda.is_available():
             self.skipTest("this torch sees a CUDA device")
@@ -670,14 +670,14 @@ class CompileRulesTest(unittest.TestCase):
 
     @staticmethod
     def caps(**fields: Any) -> Any:
-        from benchfleet_environment import Capabilities  # noqa: PLC0415 (imports torch)
+        from benchfleet_environment import Capabilities  # imports torch
 
         base = {"torch_version": "2.6.0", "torch_git": "Unknown", "cuda_compiled": True, "cuda_available": True,
                 "torch_compile": True, "compile_missing": ""}
         return Capabilities(**{**base, **fields})
 
     def test_cuda_graph_modes_need_cuda(self) -> None:
-        from benchfleet_environment import runnable_modes, unsupported_reason  # noqa: PLC0415
+        from benchfleet_environment import runnable_modes, unsupported_reason
 
         caps = self.caps()
         self.assertEqual(runnable_modes(caps, "cpu"), ["eager", "default", "max-autotune-no-cudagraphs"])
@@ -689,7 +689,7 @@ class CompileRulesTest(unittest.TestCase):
             self.assertIn(instead, reason)
 
     def test_no_cpu_compiler_no_cpu_compile(self) -> None:
-        from benchfleet_environment import runnable_modes, unsupported_reason  # noqa: PLC0415
+        from benchfleet_environment import runnable_modes, unsupported_reason
 
         caps = self.caps(cpu_compiler_missing="no C++ compiler")
         self.assertEqual(runnable_modes(caps, "cpu"), ["eager"])
@@ -698,8 +698,8 @@ class CompileRulesTest(unittest.TestCase):
         self.assertEqual(reason, "default runs torch.compile: no C++ compiler")
 
     def test_fingerprint_records_the_build_root(self) -> None:
-        import torch  # noqa: PLC0415
-        from benchfleet_environment import fingerprint, this_build  # noqa: PLC0415
+        import torch
+        from benchfleet_environment import fingerprint, this_build
 
         job = bj.Job(model=MODEL, batch=1, mode="eager")
         caps = this_build(probe_compile=False)
@@ -711,7 +711,7 @@ class CompileRulesTest(unittest.TestCase):
         self.assertFalse({"build_root", "build_root_id"} & set(on_host), on_host)
 
     def test_inductor_cache_state(self) -> None:
-        from benchfleet_measure import inductor_cache_state  # noqa: PLC0415
+        from benchfleet_measure import inductor_cache_state
 
         cases = {(0, 1, 0): "cold", (0, 3, 1): "cold", (2, 0, 0): "warm", (1, 1, 0): "mixed", (1, 0, 1): "mixed",
                  (0, 0, 2): "bypass", (0, 0, 0): "none"}
@@ -719,8 +719,8 @@ class CompileRulesTest(unittest.TestCase):
             self.assertEqual(inductor_cache_state(hits, misses, bypasses), state, (hits, misses, bypasses))
 
     def test_compile_telemetry_from_counters(self) -> None:
-        import collections  # noqa: PLC0415
-        from benchfleet_measure import compile_telemetry  # noqa: PLC0415
+        import collections
+        from benchfleet_measure import compile_telemetry
 
         counters: Any = collections.defaultdict(collections.Counter)
         counters["stats"]["unique_graphs"] = 3

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The project's linters, as CI runs them (the lint_* tests call this):
+#   scripts/lint.sh format        clang-format-14 --dry-run over every tracked C++ file (.clang-format)
+#   scripts/lint.sh python        flake8 over every tracked Python file (.flake8)
+#   scripts/lint.sh tidy [BUILD]  clang-tidy-14 over the programs' sources (.clang-tidy), from
+#                                 BUILD's compile_commands.json (default build/default); results of
+#                                 unchanged units are remembered (scripts/tidy.py)
+#   scripts/lint.sh fix           rewrites the C++ files in the project's format
+# Exits 1 on a finding, naming the file.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cxx_files() { git ls-files '*.cpp' '*.h' | grep -v '^fuzz/corpus/'; }
+need() { command -v "$1" >/dev/null 2>&1 || { echo "lint: $1 is missing (scripts/install-deps.sh installs it)" >&2; exit 2; }; }
+case "${1:-}" in
+  format)
+    need clang-format-14
+    cxx_files | xargs clang-format-14 --dry-run --Werror
+    echo "lint: format clean ($(cxx_files | wc -l) files)"
+    ;;
+  fix)
+    need clang-format-14
+    cxx_files | xargs clang-format-14 -i
+    ;;
+  python)
+    need flake8
+    git ls-files '*.py' | xargs flake8
+    echo "lint: flake8 clean ($(git ls-files '*.py' | wc -l) files)"
+    ;;
+  tidy)
+    need clang-tidy-14
+    exec python3 scripts/tidy.py "${2:-build/default}" --jobs "${JOBS:-$(nproc)}"
+    ;;
+  *)
+    echo "usage: scripts/lint.sh format|python|tidy [BUILD]|fix" >&2
+    exit 2
+    ;;
+esac

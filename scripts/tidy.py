@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Runs clang-tidy (.clang-tidy) over the programs' translation units in a build's
+compile_commands.json, in parallel, and remembers clean results: a unit is checked again only
+when its command, the configuration or one of its files inside the repository changed (the
+depfile the build wrote lists them). Cache: $BENCHFLEET_CACHE or ~/.cache/benchfleet, folder
+clang-tidy. Exit status 1 when any unit has a finding (printed), 2 on bad usage.
+
+  scripts/tidy.py BUILD_DIR [--jobs N] [--clang-tidy PROGRAM] [PATH_PREFIX...]
+"""
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_PREFIXES = ("coordinator/", "common/", "agent/", "cli/")
+# Units clang cannot parse, with the reason.
+EXCLUDED = {
+    "agent/worker/memory.cpp": "LibTorch 1.13's ATen/core/ivalue_inl.h does not compile under clang-14 here",
+}
+
+
+def depfile_paths(entry):
+    """Files the unit was compiled from (its .d file), those inside the repository."""
+    output = entry.get("output")
+    if not output:
+        m = re.search(r"-o\s+(\S+)", entry.get("command", ""))
+        output = m.group(1) if m else None
+    if not output:
+        return None
+    dep = os.path.join(entry["directory"], output + ".d")
+    if not os.path.exists(dep):
+        return None
+    text = open(dep, encoding="utf-8", errors="replace").read().replace("\\\n", " ")
+    paths = text.split(":", 1)[1].split() if ":" in text else []
+    inside = sorted({os.path.realpath(p if os.path.isabs(p) else os.path.join(entry["directory"], p))
+                     for p in paths})
+    return [p for p in inside if p.startswith(ROOT + os.sep) and "/build/" not in p[len(ROOT):]]
+
+
+def unit_key(entry, config):
+    h = hashlib.sha256()
+    h.update(config)
+    h.update(entry.get("command", " ".join(entry.get("arguments", []))).encode())
+    files = depfile_paths(entry)
+    if files is None:
+        return None  # not built yet: always check
+    for path in files:
+        h.update(path.encode())
+        try:
+            h.update(open(path, "rb").read())
+        except OSError:
+            return None
+    return h.hexdigest()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build_dir")
+    parser.add_argument("prefixes", nargs="*", default=list(DEFAULT_PREFIXES))
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--clang-tidy", default="clang-tidy-14")
+    args = parser.parse_args()
+
+    db = os.path.join(args.build_dir, "compile_commands.json")
+    if not os.path.exists(db):
+        print(f"tidy: {db} is missing: configure the build first", file=sys.stderr)
+        return 2
+    entries = {}
+    for e in json.load(open(db)):
+        rel = os.path.relpath(os.path.realpath(e["file"]), ROOT)
+        if rel.startswith(tuple(args.prefixes)) and rel.endswith(".cpp") and rel not in EXCLUDED:
+            entries[rel] = e
+    config = open(os.path.join(ROOT, ".clang-tidy"), "rb").read()
+    version = subprocess.run([args.clang_tidy, "--version"], capture_output=True, text=True).stdout
+    config += version.encode()
+    cache = os.path.join(os.environ.get("BENCHFLEET_CACHE", os.path.expanduser("~/.cache/benchfleet")), "clang-tidy")
+    os.makedirs(cache, exist_ok=True)
+
+    todo = []
+    for rel, e in sorted(entries.items()):
+        key = unit_key(e, config)
+        if key and os.path.exists(os.path.join(cache, key)):
+            continue
+        todo.append((rel, key))
+
+    def check(item):
+        rel, key = item
+        r = subprocess.run([args.clang_tidy, "-p", args.build_dir, "--quiet", os.path.join(ROOT, rel)],
+                           capture_output=True, text=True)
+        findings = [line for line in (r.stdout + r.stderr).splitlines()
+                    if re.search(r"(warning|error):", line) or line.startswith(" ")]
+        clean = r.returncode == 0 and not any(re.search(r"(warning|error):", f) for f in findings)
+        if clean and key:
+            open(os.path.join(cache, key), "w").close()
+        return rel, clean, r.stdout + r.stderr
+
+    failed = 0
+    print(f"tidy: {len(entries)} units, {len(entries) - len(todo)} unchanged since a clean check, "
+          f"{len(todo)} to check", flush=True)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for rel, clean, output in pool.map(check, todo):
+            if not clean:
+                failed += 1
+                print(f"== {rel}\n{output}", flush=True)
+    print(f"tidy: {failed} unit(s) with findings")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
