@@ -138,7 +138,8 @@ int run(const Options& o) {
   const fs::path dir = fs::temp_directory_path() / ("big_results." + std::to_string(::getpid()));
   fs::create_directories(dir);
   LaunchOptions launch = launch_in(
-      dir.string(), {{"--operator-token", kOperatorToken}, {"--enrollment-token", kEnrollmentToken}, {"--log-level", "warn"}});
+      dir.string(),
+      {{"--operator-token", kOperatorToken}, {"--enrollment-token", kEnrollmentToken}, {"--log-level", "warn"}});
   launch.binary = o.coordinator;
   auto child = CoordinatorChild::start(launch);
   if (!child.ok()) {
@@ -151,8 +152,8 @@ int run(const Options& o) {
   bool failed = false;
   auto check = [&](const auto& res, unsigned want, const std::string& what) {
     if (res.ok() && res->status == want) return true;
-    std::cerr << what << ": " << (res.ok() ? std::to_string(res->status) + " " + res->body.substr(0, 300)
-                                           : res.error().describe())
+    std::cerr << what << ": "
+              << (res.ok() ? std::to_string(res->status) + " " + res->body.substr(0, 300) : res.error().describe())
               << "\n";
     failed = true;
     return false;
@@ -160,8 +161,8 @@ int run(const Options& o) {
 
   std::vector<int> batches;
   for (int i = 1; i <= o.results; ++i) batches.push_back(i);
-  const nlohmann::json matrix = {{"name", "big-results"}, {"models", {"microsoft/resnet-50"}},
-                                 {"batch_sizes", batches},  {"modes", {"eager"}},
+  const nlohmann::json matrix = {{"name", "big-results"},      {"models", {"microsoft/resnet-50"}},
+                                 {"batch_sizes", batches},     {"modes", {"eager"}},
                                  {"torch_builds", {"stable"}}, {"gpus", {"a100"}},
                                  {"runtimes", {"libtorch"}}};
   auto created = client.post_json("/api/v1/runs", matrix, kOperatorToken);
@@ -190,9 +191,8 @@ int run(const Options& o) {
       std::cerr << "lease " << i << ": no job\n";
       return 1;
     }
-    const nlohmann::json body = {{"lease_id", job.at("lease_id")},
-                                 {"attempt", job.at("attempt")},
-                                 {"result", big_result(o.samples, rng)}};
+    const nlohmann::json body = {
+        {"lease_id", job.at("lease_id")}, {"attempt", job.at("attempt")}, {"result", big_result(o.samples, rng)}};
     const std::string text = body.dump();
     body_bytes = text.size();
     const auto start = Clock::now();
@@ -218,12 +218,13 @@ int run(const Options& o) {
       {run_url + "/results?limit=10&samples=true", true},
       {run_url + "/report?format=json", false},
   };
-  std::printf("big_results: %d results x %d samples (a result body of %.1f MB), coordinator %s\n", o.results,
-              o.samples, body_bytes / 1e6, o.coordinator.c_str());
+  std::printf("big_results: %d results x %d samples (a result body of %.1f MB), coordinator %s\n", o.results, o.samples,
+              body_bytes / 1e6, o.coordinator.c_str());
   const auto posts = summarise(post_ms);
   const auto post_beats = summarise(post_heartbeats);
-  std::printf("  POST result: p50 %.0f ms, max %.0f ms (%zu posts); heartbeats meanwhile p50 %.1f ms, max %.1f ms (%zu)\n",
-              posts.p50, posts.max, posts.n, post_beats.p50, post_beats.max, post_beats.n);
+  std::printf(
+      "  POST result: p50 %.0f ms, max %.0f ms (%zu posts); heartbeats meanwhile p50 %.1f ms, max %.1f ms (%zu)\n",
+      posts.p50, posts.max, posts.n, post_beats.p50, post_beats.max, post_beats.n);
   std::printf("  %-48s %12s %10s %24s\n", "read (public GET)", "answer", "time", "heartbeat p50 / max");
   for (const Read& read : reads) {
     HeartbeatLoop beater(url, beater_id, beater_token);
@@ -237,8 +238,8 @@ int run(const Options& o) {
       answer_bytes = res->body.size();
       if (read.needs_samples) {
         auto body = res->json();
-        const bool has = body.ok() && !body->at("results").empty() &&
-                         body->at("results")[0].at("result").contains("samples_ms");
+        const bool has =
+            body.ok() && !body->at("results").empty() && body->at("results")[0].at("result").contains("samples_ms");
         if (!has) {
           std::cerr << "GET " << read.target << ": no samples in the answer\n";
           failed = true;
@@ -265,8 +266,9 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"big_results: results of a million samples posted, then the run's public listings timed while "
-               "another agent heartbeats"};
+  CLI::App app{
+      "big_results: results of a million samples posted, then the run's public listings timed while "
+      "another agent heartbeats"};
   app.add_option("--results", o.results, "results posted (one job each)")->check(CLI::Range(1, 100));
   app.add_option("--samples", o.samples, "samples per result")->check(CLI::Range(1, 1'000'000));
   app.add_option("--reads", o.reads, "times each listing is read (the median is printed)")->check(CLI::Range(1, 100));

@@ -26,11 +26,11 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
+#include <nlohmann/json.hpp>
 
 #include "common/http/client.h"
 #include "tests/support/coordinator_child.h"
@@ -70,7 +70,7 @@ long proc_kb(pid_t pid, const std::string& field) {
 double mb(long kb) { return kb < 0 ? -1 : kb / 1024.0; }
 
 struct Outcome {
-  int status = 0;            // 0: no answer
+  int status = 0;             // 0: no answer
   std::size_t body_sent = 0;  // bytes of body the server let through before answering
 };
 
@@ -125,7 +125,8 @@ int run(Options o) {
   const fs::path dir = fs::temp_directory_path() / ("body_flood." + std::to_string(::getpid()));
   fs::create_directories(dir);
   LaunchOptions launch = launch_in(
-      dir.string(), {{"--operator-token", kOperatorToken}, {"--enrollment-token", kEnrollmentToken}, {"--log-level", "warn"}});
+      dir.string(),
+      {{"--operator-token", kOperatorToken}, {"--enrollment-token", kEnrollmentToken}, {"--log-level", "warn"}});
   launch.binary = o.coordinator;
   auto child = CoordinatorChild::start(launch);
   if (!child.ok()) {
@@ -174,11 +175,12 @@ int run(Options o) {
               o.target.c_str(), o.agent ? "a valid agent token" : "no token", o.coordinator.c_str());
   std::printf("  answers:");
   for (const auto& [status, n] : statuses) std::printf(" %dx %s", n, status ? std::to_string(status).c_str() : "none");
-  std::printf("\n  body bytes the clients got to send (socket buffers and the drain before close included): "
-              "%.1f MiB of %.1f MiB, in %.2f s\n",
-              sent / 1048576.0, static_cast<double>(o.connections) * o.body_mib, took.count());
-  std::printf("  coordinator RSS: before %.1f MB, peak %.1f MB (VmHWM %.1f MB), %.1f s after %.1f MB\n",
-              mb(before), mb(peak), mb(hwm), o.settle_s, mb(after));
+  std::printf(
+      "\n  body bytes the clients got to send (socket buffers and the drain before close included): "
+      "%.1f MiB of %.1f MiB, in %.2f s\n",
+      sent / 1048576.0, static_cast<double>(o.connections) * o.body_mib, took.count());
+  std::printf("  coordinator RSS: before %.1f MB, peak %.1f MB (VmHWM %.1f MB), %.1f s after %.1f MB\n", mb(before),
+              mb(peak), mb(hwm), o.settle_s, mb(after));
   (*child)->stop();
   std::error_code ec;
   fs::remove_all(dir, ec);
@@ -189,8 +191,9 @@ int run(Options o) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"body_flood: N connections each sending a big body without a token; the coordinator's RSS before, "
-               "peak and after"};
+  CLI::App app{
+      "body_flood: N connections each sending a big body without a token; the coordinator's RSS before, "
+      "peak and after"};
   app.add_option("--connections", o.connections, "concurrent connections")->check(CLI::Range(1, 1000));
   app.add_option("--body-mib", o.body_mib, "Content-Length of each body, MiB")->check(CLI::Range(1, 1024));
   app.add_option("--target", o.target, "the POST route attacked");

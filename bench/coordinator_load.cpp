@@ -47,9 +47,9 @@ struct Options {
   int store_threads = 0;  // 0: the coordinator's default
   int client_threads = 1;
   std::int64_t foreign = 0;
-  double rate = 0;  // results/s of the whole fleet (PhaseConfig::rate); 0: as fast as it goes
+  double rate = 0;          // results/s of the whole fleet (PhaseConfig::rate); 0: as fast as it goes
   double heartbeat_s = 15;  // backlog of a build no agent offers, queued ahead (PhaseConfig)
-  std::string dir;        // "": a fresh directory under $TMPDIR or /tmp
+  std::string dir;          // "": a fresh directory under $TMPDIR or /tmp
   std::string coordinator = coordinator_binary();
   bool keep_dir = false;
 };
@@ -66,12 +66,18 @@ std::string fs_type(const std::string& dir) {
   struct statfs s {};
   if (::statfs(dir.c_str(), &s) != 0) return "unknown";
   switch (static_cast<unsigned long>(s.f_type)) {
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x01021994: return "tmpfs (fsync is free here: figures are not disk figures)";
-    case 0x794C7630: return "overlayfs";
-    case 0x2FC12FC1: return "zfs";
+    case 0xEF53:
+      return "ext4";
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x01021994:
+      return "tmpfs (fsync is free here: figures are not disk figures)";
+    case 0x794C7630:
+      return "overlayfs";
+    case 0x2FC12FC1:
+      return "zfs";
     default: {
       char buf[32];
       std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(s.f_type));
@@ -139,13 +145,14 @@ Result<Row> run_one(const Options& o, const std::string& dir, std::int64_t queue
   auto phase = run_phase(pc);
   row.coordinator_exit = exit_code((*child)->stop().status);
   if (!phase.ok()) {
-    return Error::internal(name + ": " + phase.error().message +
-                           "\ncoordinator log ends with:\n" + file_tail(launch.log_file, kLogTailBytes));
+    return Error::internal(name + ": " + phase.error().message + "\ncoordinator log ends with:\n" +
+                           file_tail(launch.log_file, kLogTailBytes));
   }
   row.phase = std::move(*phase);
   if (row.coordinator_exit != 0) {
     std::cerr << "  " << name << ": the coordinator exited with " << row.coordinator_exit
-              << " after SIGTERM; log ends with:\n" << file_tail(launch.log_file, kLogTailBytes) << "\n";
+              << " after SIGTERM; log ends with:\n"
+              << file_tail(launch.log_file, kLogTailBytes) << "\n";
   }
   return row;
 }
@@ -155,28 +162,31 @@ double cycles_per_s(const Row& r) {
 }
 
 void print_report(const Options& o, const std::string& dir, std::vector<Row>& rows) {
-  std::printf("\nbenchfleet coordinator load: %g s window per (Q, N), coordinator --threads %d, %d client thread(s),\n"
-              "one keep-alive connection and one slot per agent, lease wait_s=0, fresh coordinator and db per (Q, N);\n"
-              "Q jobs queued before the window and kept near Q through it (refilled below 90%%)\n",
-              o.seconds, o.coordinator_threads, o.client_threads);
+  std::printf(
+      "\nbenchfleet coordinator load: %g s window per (Q, N), coordinator --threads %d, %d client thread(s),\n"
+      "one keep-alive connection and one slot per agent, lease wait_s=0, fresh coordinator and db per (Q, N);\n"
+      "Q jobs queued before the window and kept near Q through it (refilled below 90%%)\n",
+      o.seconds, o.coordinator_threads, o.client_threads);
   std::printf("work dir %s (%s): coordinator db and SQLite probe on the same file system\n", dir.c_str(),
               fs_type(dir).c_str());
-  std::printf("SQLite probe: fresh db, WAL, synchronous=FULL, one INSERT per transaction, %.1f s, just before\n"
-              "each (Q, N)\n",
-              o.sqlite_seconds);
+  std::printf(
+      "SQLite probe: fresh db, WAL, synchronous=FULL, one INSERT per transaction, %.1f s, just before\n"
+      "each (Q, N)\n",
+      o.sqlite_seconds);
   if (o.rate > 0) {
-    std::printf("paced (--rate %g): each job runs 0.5-1.5 x agents/rate s with a heartbeat every %g s; leases\n"
-                "long-poll (wait_s 30); agents start spread over one job length. cycles/s is then the set rate.\n",
-                o.rate, o.heartbeat_s);
+    std::printf(
+        "paced (--rate %g): each job runs 0.5-1.5 x agents/rate s with a heartbeat every %g s; leases\n"
+        "long-poll (wait_s 30); agents start spread over one job length. cycles/s is then the set rate.\n",
+        o.rate, o.heartbeat_s);
   }
   if (o.foreign > 0) {
     std::printf("ahead of the Q jobs, %lld queued jobs of a build no agent offers (--foreign)\n",
                 static_cast<long long>(o.foreign));
   }
   std::printf("\n");
-  std::printf("%8s | %8s | %15s | %8s | %8s | %12s | %12s | %13s | %13s | %6s | %9s | %s\n", "Q queued",
-              "N agents", "queued min-max", "cycles", "cycles/s", "lease p50 ms", "lease p99 ms", "result p50 ms",
-              "result p99 ms", "errors", "commits/s", "cycles/s / commits/s");
+  std::printf("%8s | %8s | %15s | %8s | %8s | %12s | %12s | %13s | %13s | %6s | %9s | %s\n", "Q queued", "N agents",
+              "queued min-max", "cycles", "cycles/s", "lease p50 ms", "lease p99 ms", "result p50 ms", "result p99 ms",
+              "errors", "commits/s", "cycles/s / commits/s");
   std::printf("%s\n", std::string(163, '-').c_str());
   for (auto& r : rows) {
     const auto& p = r.phase;
@@ -188,11 +198,13 @@ void print_report(const Options& o, const std::string& dir, std::vector<Row>& ro
                 pct(r.phase.result_ms, 0.99), static_cast<long long>(p.errors), r.probe.per_second,
                 r.probe.per_second > 0 ? rate / r.probe.per_second : 0);
   }
-  std::printf("\nEach cycle is two durable commits (lease, result): with one writer and no group commit the\n"
-              "last column cannot exceed about 0.5. Latencies count requests started inside the window.\n");
+  std::printf(
+      "\nEach cycle is two durable commits (lease, result): with one writer and no group commit the\n"
+      "last column cannot exceed about 0.5. Latencies count requests started inside the window.\n");
   // The same figures as issue 17's table, ready to paste.
-  std::printf("\n| queued jobs | agents | lease→result cycles/s | lease p50 / p99 ms | SQLite durable commits/s,"
-              " same disk | cycles/s ÷ commits/s |\n|---|---|---|---|---|---|\n");
+  std::printf(
+      "\n| queued jobs | agents | lease→result cycles/s | lease p50 / p99 ms | SQLite durable commits/s,"
+      " same disk | cycles/s ÷ commits/s |\n|---|---|---|---|---|---|\n");
   for (auto& r : rows) {
     std::printf("| %lld | %d | %.0f | %.1f / %.1f | %.0f | %.2f |\n", static_cast<long long>(r.queued), r.agents,
                 cycles_per_s(r), pct(r.phase.lease_ms, 0.5), pct(r.phase.lease_ms, 0.99), r.probe.per_second,
@@ -201,20 +213,20 @@ void print_report(const Options& o, const std::string& dir, std::vector<Row>& ro
   std::printf("\n");
   for (auto& r : rows) {
     auto& p = r.phase;
-    std::printf("Q=%lld N=%d: SQLite commit p50 %.2f ms p99 %.2f ms; preload %lld jobs %.2f s; %lld jobs in %d run(s);"
-                " queued mean %.0f; enrolment %.2f s; empty leases %lld; refills %d; store operations %lld in %lld commits"
-                " (%.1f per commit, %.2f commits per cycle); coordinator exit %d\n",
-                static_cast<long long>(r.queued), r.agents, r.probe.p50_ms, r.probe.p99_ms,
-                static_cast<long long>(p.preloaded_jobs), p.preload_s, static_cast<long long>(p.jobs_submitted),
-                p.runs_submitted, p.queued_mean, p.enrol_s, static_cast<long long>(p.empty_leases), p.refills,
-                static_cast<long long>(p.store_operations), static_cast<long long>(p.store_commits),
-                p.store_commits > 0 ? static_cast<double>(p.store_operations) / static_cast<double>(p.store_commits) : 0,
-                p.cycles > 0 ? static_cast<double>(p.store_commits) / static_cast<double>(p.cycles) : 0,
-                r.coordinator_exit);
+    std::printf(
+        "Q=%lld N=%d: SQLite commit p50 %.2f ms p99 %.2f ms; preload %lld jobs %.2f s; %lld jobs in %d run(s);"
+        " queued mean %.0f; enrolment %.2f s; empty leases %lld; refills %d; store operations %lld in %lld commits"
+        " (%.1f per commit, %.2f commits per cycle); coordinator exit %d\n",
+        static_cast<long long>(r.queued), r.agents, r.probe.p50_ms, r.probe.p99_ms,
+        static_cast<long long>(p.preloaded_jobs), p.preload_s, static_cast<long long>(p.jobs_submitted),
+        p.runs_submitted, p.queued_mean, p.enrol_s, static_cast<long long>(p.empty_leases), p.refills,
+        static_cast<long long>(p.store_operations), static_cast<long long>(p.store_commits),
+        p.store_commits > 0 ? static_cast<double>(p.store_operations) / static_cast<double>(p.store_commits) : 0,
+        p.cycles > 0 ? static_cast<double>(p.store_commits) / static_cast<double>(p.cycles) : 0, r.coordinator_exit);
     if (!p.heartbeat_ms.empty()) {
       std::printf("  heartbeats: %zu, p50 %.2f ms, p99 %.2f ms; leases: %zu, p99.9 %.2f ms, max %.2f ms\n",
-                  p.heartbeat_ms.size(), pct(p.heartbeat_ms, 0.5), pct(p.heartbeat_ms, 0.99),
-                  p.lease_ms.size(), pct(p.lease_ms, 0.999), pct(p.lease_ms, 1.0));
+                  p.heartbeat_ms.size(), pct(p.heartbeat_ms, 0.5), pct(p.heartbeat_ms, 0.99), p.lease_ms.size(),
+                  pct(p.lease_ms, 0.999), pct(p.lease_ms, 1.0));
     }
     for (const auto& e : p.error_samples) std::printf("  error: %s\n", e.c_str());
   }
@@ -230,28 +242,40 @@ int run(int argc, char** argv) {
       "raw durable-commit rate on the same disk. Exits 1 when a phase completed no cycle or saw any protocol\n"
       "error."};
   app.add_option("--queued", o.queued, "queue depths to measure (jobs kept queued), comma separated")
-      ->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--agents", o.agents, "agent counts to measure, comma separated")->delimiter(',')
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--seconds", o.seconds, "measurement window per agent count")->capture_default_str()
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--agents", o.agents, "agent counts to measure, comma separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seconds", o.seconds, "measurement window per agent count")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--foreign", o.foreign,
                  "jobs of a build no agent offers, queued ahead of the others and never run (a backlog)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--rate", o.rate,
                  "results per second of the whole fleet: each job then runs agents/rate s on average, with\n"
                  "heartbeats, and agents long-poll for leases (latency at a realistic load); 0: no pause")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--heartbeat-s", o.heartbeat_s, "heartbeat period of a running job when --rate is set")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--sqlite-seconds", o.sqlite_seconds, "duration of the SQLite commit probe")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--coordinator-threads", o.coordinator_threads, "the coordinator's --threads")
-      ->capture_default_str()->check(CLI::Range(1, 64));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   app.add_option("--store-threads", o.store_threads, "the coordinator's --store-threads (0: its default)")
-      ->capture_default_str()->check(CLI::Range(0, 64));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
   app.add_option("--client-threads", o.client_threads, "threads driving the simulated agents")
-      ->capture_default_str()->check(CLI::Range(1, 64));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   app.add_option("--dir", o.dir, "work directory for the databases (default: a new one under $TMPDIR or /tmp)");
   app.add_option("--coordinator", o.coordinator, "benchfleet-coordinator binary")->capture_default_str();
   app.add_flag("--keep-dir", o.keep_dir, "keep the work directory (databases, coordinator logs)");

@@ -73,7 +73,8 @@ std::string slug(const std::string& model) {
 
 void check_threads(int actual, int expected, const std::string& who) {
   if (actual != expected) {
-    throw BenchError(who + " ran with " + std::to_string(actual) + " intra-op threads, not " + std::to_string(expected));
+    throw BenchError(who + " ran with " + std::to_string(actual) + " intra-op threads, not " +
+                     std::to_string(expected));
   }
 }
 
@@ -82,16 +83,17 @@ nlohmann::json python_time(const Options& o, const std::string& runner, const st
                            const fs::path& artifact, const fs::path& dir, const std::string& tag) {
   const fs::path out = dir / (tag + ".json");
   const fs::path log = dir / (tag + ".stderr");
-  const auto p = run_process({o.tools.python, o.tools.source_dir + "/bench/torch_timing.py", "time", "--runner", runner,
-                              "--model", model, "--batch", std::to_string(batch), "--artifact", artifact.string(),
-                              "--iterations", std::to_string(o.iterations), "--warmup", std::to_string(o.warmup),
-                              "--threads", std::to_string(o.threads), "--out", out.string()},
-                             dir / (tag + ".stdout"), log);
+  const auto p = run_process(
+      {o.tools.python, o.tools.source_dir + "/bench/torch_timing.py", "time", "--runner", runner, "--model", model,
+       "--batch", std::to_string(batch), "--artifact", artifact.string(), "--iterations", std::to_string(o.iterations),
+       "--warmup", std::to_string(o.warmup), "--threads", std::to_string(o.threads), "--out", out.string()},
+      dir / (tag + ".stdout"), log);
   if (p.exit_code != 0) throw BenchError("python " + runner + " (" + tag + ") failed; stderr:\n" + tail_of(log));
   auto doc = parse_json(read_text(out), 16);
   if (!doc.ok()) throw BenchError(out.string() + ": " + doc.error().describe());
   const auto samples = doc->at("samples_ms").get<std::vector<double>>();
-  if (samples.size() != static_cast<std::size_t>(o.iterations)) throw BenchError("python " + runner + ": wrong sample count");
+  if (samples.size() != static_cast<std::size_t>(o.iterations))
+    throw BenchError("python " + runner + ": wrong sample count");
   check_threads(doc->at("threads").get<int>(), o.threads, "python " + runner);
   if (runner == "jit" && doc->at("graph_executor_optimize").get<bool>()) {
     throw BenchError("python jit ran with the graph executor's optimisation on");
@@ -133,8 +135,8 @@ Row measure(const Options& o, const std::string& model, int batch, const fs::pat
 
 void print_latency_table(const std::vector<Row>& rows, const char* title, double (Figures::*pick)() const) {
   std::printf("\n%s\n", title);
-  std::printf("| %-30s | %5s | %12s | %14s | %16s | %10s | %13s |\n", "model", "batch", "worker eager",
-              "python jit", "python nn.Module", "worker/jit", "worker/module");
+  std::printf("| %-30s | %5s | %12s | %14s | %16s | %10s | %13s |\n", "model", "batch", "worker eager", "python jit",
+              "python nn.Module", "worker/jit", "worker/module");
   std::printf("| %-30s | %5s | %12s | %14s | %16s | %10s | %13s |\n", "", "", "(C++ no opt)", "(no opt)", "(eager)", "",
               "");
   std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(32, '-').c_str(), std::string(7, '-').c_str(),
@@ -148,10 +150,12 @@ void print_latency_table(const std::vector<Row>& rows, const char* title, double
 }
 
 void print_tables(const std::vector<Row>& rows) {
-  print_latency_table(rows, "median per-iteration latency (ms; median over rounds of each round's median)", &Figures::med);
+  print_latency_table(rows, "median per-iteration latency (ms; median over rounds of each round's median)",
+                      &Figures::med);
   print_latency_table(rows, "fastest round's median (ms; the round least disturbed by other load on the machine)",
                       &Figures::fastest);
-  std::printf("\nmean per-iteration latency (median over rounds), first call (ms), spread = slowest / fastest round median\n");
+  std::printf(
+      "\nmean per-iteration latency (median over rounds), first call (ms), spread = slowest / fastest round median\n");
   std::printf("| %-30s | %5s | %11s | %11s | %11s | %10s | %10s | %10s | %7s | %7s | %7s |\n", "model", "batch",
               "worker mean", "jit mean", "module mean", "worker 1st", "jit 1st", "module 1st", "spr w", "spr jit",
               "spr mod");
@@ -171,10 +175,11 @@ int run(Options o) {
   ::setenv("MKL_NUM_THREADS", threads.c_str(), 1);
 
   ScratchDir dir(o.workdir, o.keep);
-  std::printf("cpp_vs_python: %d timed iterations after a first call and %d warm-up, %d round(s), %d intra-op "
-              "thread(s) everywhere\n  worker: %s\n  python: %s\n  scratch: %s\n  load average at start: %s\n",
-              o.iterations, o.warmup, o.rounds, o.threads, o.tools.worker.c_str(), o.tools.python.c_str(),
-              dir.path().c_str(), load_average().c_str());
+  std::printf(
+      "cpp_vs_python: %d timed iterations after a first call and %d warm-up, %d round(s), %d intra-op "
+      "thread(s) everywhere\n  worker: %s\n  python: %s\n  scratch: %s\n  load average at start: %s\n",
+      o.iterations, o.warmup, o.rounds, o.threads, o.tools.worker.c_str(), o.tools.python.c_str(), dir.path().c_str(),
+      load_average().c_str());
   std::fflush(stdout);
   std::vector<Row> rows;
   for (const auto& model : o.models) {
@@ -188,20 +193,32 @@ int run(Options o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"cpp_vs_python: the benchfleet worker's eager mode vs Python running the same TorchScript artifact\n"
-               "(graph executor optimisation off) vs the torchvision nn.Module run eagerly from Python (the seeds'\n"
-               "method), same batch, same thread count. Prints a table; exits 1 if any step fails."};
+  CLI::App app{
+      "cpp_vs_python: the benchfleet worker's eager mode vs Python running the same TorchScript artifact\n"
+      "(graph executor optimisation off) vs the torchvision nn.Module run eagerly from Python (the seeds'\n"
+      "method), same batch, same thread count. Prints a table; exits 1 if any step fails."};
   Options o;
   app.add_option("--models", o.models, "catalog ids")->delimiter(',')->capture_default_str();
-  app.add_option("--batches", o.batches, "batch sizes")->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--iterations", o.iterations, "timed iterations per run")->capture_default_str()->check(CLI::Range(1, 1000000));
-  app.add_option("--warmup", o.warmup, "untimed warm-up calls after the first call")->capture_default_str()->check(CLI::Range(0, 100000));
-  app.add_option("--rounds", o.rounds, "runs of each runner per model and batch")->capture_default_str()->check(CLI::Range(1, 100));
+  app.add_option("--batches", o.batches, "batch sizes")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--iterations", o.iterations, "timed iterations per run")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", o.warmup, "untimed warm-up calls after the first call")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--rounds", o.rounds, "runs of each runner per model and batch")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   app.add_option("--threads", o.threads, "intra-op threads for every runner (0: LibTorch's default here)")
-      ->capture_default_str()->check(CLI::Range(0, 1024));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   app.add_option("--worker", o.tools.worker, "benchfleet-worker binary")->capture_default_str();
   app.add_option("--python", o.tools.python, "python with torch and torchvision")->capture_default_str();
-  app.add_option("--source-dir", o.tools.source_dir, "repository root (exporter, catalog, bench/torch_timing.py)")->capture_default_str();
+  app.add_option("--source-dir", o.tools.source_dir, "repository root (exporter, catalog, bench/torch_timing.py)")
+      ->capture_default_str();
   app.add_option("--workdir", o.workdir, "keep the artifacts, jobs and results here (default: a removed temp dir)");
   app.add_flag("--keep", o.keep, "keep the temp dir");
   CLI11_PARSE(app, argc, argv);

@@ -133,8 +133,8 @@ asio::awaitable<std::pair<std::int64_t, std::int64_t>> store_counters(Conn& op, 
 }
 
 asio::awaitable<void> enrol(Agent& a, Shared& sh) {
-  Reply r = co_await testing::exchange(a.conn, sh.cfg.endpoint, kPost, "/api/v1/agents/enroll",
-                                       enrol_body(sh, a.index), sh.cfg.enrollment_token);
+  Reply r = co_await testing::exchange(a.conn, sh.cfg.endpoint, kPost, "/api/v1/agents/enroll", enrol_body(sh, a.index),
+                                       sh.cfg.enrollment_token);
   if (r.status != 201) throw std::runtime_error("enrolling agent " + std::to_string(a.index) + ": " + r.describe());
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   if (j.is_discarded() || !j.contains("agent_id") || !j.contains("agent_token")) {
@@ -201,8 +201,8 @@ asio::awaitable<void> agent_loop(Agent& a, Shared& sh) {
                                 seconds(sh.cfg.heartbeat_s)));
         if (Clock::now() >= done) break;
         const auto h0 = Clock::now();
-        Reply hb = co_await testing::exchange(a.conn, sh.cfg.endpoint, kPost, heartbeat_target, heartbeat_body,
-                                              a.token);
+        Reply hb =
+            co_await testing::exchange(a.conn, sh.cfg.endpoint, kPost, heartbeat_target, heartbeat_body, a.token);
         if (hb.status != 200) sh.error("heartbeat: " + hb.describe());
         if (h0 < sh.end) a.heartbeat_ms.push_back(ms_between(h0, Clock::now()));
       }

@@ -34,21 +34,21 @@ struct PhaseConfig {
   // length, so the fleet does not start in step.
   double rate = 0;
   double heartbeat_s = 15;
-  std::vector<std::string> models;   // catalog ids used in the submitted matrices
-  std::string tag;                   // makes agent and run names unique per phase
+  std::vector<std::string> models;  // catalog ids used in the submitted matrices
+  std::string tag;                  // makes agent and run names unique per phase
 };
 
 struct PhaseResult {
   std::int64_t cycles = 0;  // lease -> result cycles whose result was stored inside the window
   double window_s = 0;
-  std::vector<double> lease_ms;   // lease requests started in the window that granted a job
-  std::vector<double> result_ms;  // stored results of jobs leased in the window
-  std::vector<double> heartbeat_ms;  // heartbeats started in the window (paced phases)
-  std::int64_t errors = 0;        // transport errors and unexpected HTTP statuses
+  std::vector<double> lease_ms;            // lease requests started in the window that granted a job
+  std::vector<double> result_ms;           // stored results of jobs leased in the window
+  std::vector<double> heartbeat_ms;        // heartbeats started in the window (paced phases)
+  std::int64_t errors = 0;                 // transport errors and unexpected HTTP statuses
   std::vector<std::string> error_samples;  // the first few, verbatim
-  std::int64_t empty_leases = 0;  // lease answers without a job (the queue ran dry)
-  std::int64_t preloaded_jobs = 0;  // queued before the window opened
-  std::int64_t jobs_submitted = 0;  // including refills
+  std::int64_t empty_leases = 0;           // lease answers without a job (the queue ran dry)
+  std::int64_t preloaded_jobs = 0;         // queued before the window opened
+  std::int64_t jobs_submitted = 0;         // including refills
   int runs_submitted = 0;
   int refills = 0;  // runs submitted inside the window because the queue ran low
   // Queued jobs (submitted - granted) sampled every 10 ms through the window.

@@ -37,25 +37,43 @@ struct ModelShape {
   double gb_per_image;
 };
 constexpr std::array<ModelShape, 12> kShapes{{
-    {5.0, 0.40}, {4.0, 0.60}, {9.0, 0.80}, {6.0, 0.45}, {12.0, 0.90}, {10.0, 0.70},
-    {3.0, 0.25}, {40.0, 2.40}, {35.0, 2.00}, {6.0, 0.50}, {18.0, 1.50}, {14.0, 1.00},
+    {5.0, 0.40},
+    {4.0, 0.60},
+    {9.0, 0.80},
+    {6.0, 0.45},
+    {12.0, 0.90},
+    {10.0, 0.70},
+    {3.0, 0.25},
+    {40.0, 2.40},
+    {35.0, 2.00},
+    {6.0, 0.50},
+    {18.0, 1.50},
+    {14.0, 1.00},
 }};
 
 const std::vector<Mode> kModes = {Mode::kEager, Mode::kDefault, Mode::kReduceOverhead, Mode::kMaxAutotune};
 double mode_speed(Mode m) {
   switch (m) {
-    case Mode::kDefault: return 0.70;
-    case Mode::kReduceOverhead: return 0.60;
-    case Mode::kMaxAutotune: return 0.55;
-    default: return 1.0;
+    case Mode::kDefault:
+      return 0.70;
+    case Mode::kReduceOverhead:
+      return 0.60;
+    case Mode::kMaxAutotune:
+      return 0.55;
+    default:
+      return 1.0;
   }
 }
 double mode_memory(Mode m) {
   switch (m) {
-    case Mode::kDefault: return 1.1;
-    case Mode::kReduceOverhead: return 1.5;
-    case Mode::kMaxAutotune: return 1.3;
-    default: return 1.0;
+    case Mode::kDefault:
+      return 1.1;
+    case Mode::kReduceOverhead:
+      return 1.5;
+    case Mode::kMaxAutotune:
+      return 1.3;
+    default:
+      return 1.0;
   }
 }
 
@@ -107,8 +125,8 @@ JobResult synthesize(const JobSpec& spec, const GpuClass& gpu, std::size_t model
   const double need_gb = 1.0 + shape.gb_per_image * spec.batch * mode_memory(spec.mode);
   if (need_gb > gpu.memory_gb * 0.9) {
     r.status = ResultStatus::kOom;
-    r.oom = OomInfo{compiled ? OomPhase::kCompile : OomPhase::kWarmup,
-                    static_cast<std::int64_t>((0.5 + unit(rng)) * 1e9)};
+    r.oom =
+        OomInfo{compiled ? OomPhase::kCompile : OomPhase::kWarmup, static_cast<std::int64_t>((0.5 + unit(rng)) * 1e9)};
     std::string message = "CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of ";
     message += std::to_string(static_cast<int>(gpu.memory_gb));
     message += " GiB";
@@ -127,8 +145,8 @@ JobResult synthesize(const JobSpec& spec, const GpuClass& gpu, std::size_t model
     return r;
   }
 
-  const double typical = shape.base_ms * std::pow(spec.batch, 0.8) * gpu.slowdown * mode_speed(spec.mode) *
-                         (nightly ? 0.95 : 1.0);
+  const double typical =
+      shape.base_ms * std::pow(spec.batch, 0.8) * gpu.slowdown * mode_speed(spec.mode) * (nightly ? 0.95 : 1.0);
   std::normal_distribution<double> noise(0.0, 0.02);
   const int n = 30 + static_cast<int>(rng() % 71);
   r.samples_ms.reserve(static_cast<std::size_t>(n));
@@ -144,11 +162,16 @@ JobResult synthesize(const JobSpec& spec, const GpuClass& gpu, std::size_t model
   const auto reserved = static_cast<std::int64_t>(need_gb * 1e9);
   r.memory = MemoryInfo{reserved * 8 / 10, reserved, static_cast<std::int64_t>((3 + 3 * unit(rng)) * 1e9)};
   const double temperature = 40 + 30 * unit(rng);
-  r.telemetry = {{"before_sm_clock_mhz", 1410},    {"before_mem_clock_mhz", 1215},
-                 {"before_temperature_c", temperature}, {"before_power_w", 90 + 20 * unit(rng)},
-                 {"before_throttle_reasons", 0},   {"after_sm_clock_mhz", 1410},
-                 {"after_mem_clock_mhz", 1215},    {"after_temperature_c", temperature + 8},
-                 {"after_power_w", 250 + 100 * unit(rng)}, {"after_throttle_reasons", 0},
+  r.telemetry = {{"before_sm_clock_mhz", 1410},
+                 {"before_mem_clock_mhz", 1215},
+                 {"before_temperature_c", temperature},
+                 {"before_power_w", 90 + 20 * unit(rng)},
+                 {"before_throttle_reasons", 0},
+                 {"after_sm_clock_mhz", 1410},
+                 {"after_mem_clock_mhz", 1215},
+                 {"after_temperature_c", temperature + 8},
+                 {"after_power_w", 250 + 100 * unit(rng)},
+                 {"after_throttle_reasons", 0},
                  {"host_wall_ms", r.stats->mean_ms * n * 1.02},
                  {"host_ms_per_iteration", r.stats->mean_ms * 1.02}};
   return r;
@@ -218,8 +241,8 @@ Result<FillSummary> fill_database(const FillOptions& o, const Catalog& catalog, 
           continue;
         }
         const auto& grant = *answer.grant;
-        const std::size_t model_index = static_cast<std::size_t>(
-            std::find(seeds.begin(), seeds.end(), grant.spec.model) - seeds.begin());
+        const std::size_t model_index =
+            static_cast<std::size_t>(std::find(seeds.begin(), seeds.end(), grant.spec.model) - seeds.begin());
         const JobResult result = synthesize(grant.spec, kGpus[gpu_index], model_index, rng);
         BF_ASSIGN_OR_RETURN(const auto outcome,
                             store->record_result(agent_id, {grant.job_id, grant.lease_id}, grant.attempt, result));

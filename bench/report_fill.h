@@ -21,18 +21,18 @@
 namespace benchfleet::bench {
 
 struct FillOptions {
-  std::string db;                  // created; must not exist yet
+  std::string db;                        // created; must not exist yet
   std::int64_t total_results = 100'000;  // about this many, across all runs
-  int gpu_classes = 6;             // first N of a100, v100, t4, h100, l4, a10g
-  int repetitions = 3;             // per cell, in every run
+  int gpu_classes = 6;                   // first N of a100, v100, t4, h100, l4, a10g
+  int repetitions = 3;                   // per cell, in every run
   std::uint64_t seed = 1;
 };
 
 struct FillSummary {
-  std::int64_t big_run_id = 0;     // the first run: the whole matrix
+  std::int64_t big_run_id = 0;  // the first run: the whole matrix
   std::int64_t big_run_jobs = 0;
   std::int64_t runs = 0;
-  std::int64_t results = 0;        // verdicts stored, oom_implied included
+  std::int64_t results = 0;                                   // verdicts stored, oom_implied included
   std::int64_t ok = 0, oom = 0, oom_implied = 0, errors = 0;  // errors: error + timeout
   double seconds = 0;
 };

@@ -48,8 +48,8 @@ struct Options {
   int requests = 20;
   int warmup = 2;
   std::uint64_t seed = 1;
-  std::string dir;  // "": a new directory under /dev/shm (tmpfs: the fill's commits are cheap), else $TMPDIR
-  std::string db;   // an existing database to read (from an earlier --keep-dir run): no fill
+  std::string dir;          // "": a new directory under /dev/shm (tmpfs: the fill's commits are cheap), else $TMPDIR
+  std::string db;           // an existing database to read (from an earlier --keep-dir run): no fill
   std::int64_t run_id = 1;  // with --db: the run to read
   std::string coordinator = testing::coordinator_binary();
   bool keep_dir = false;
@@ -90,8 +90,8 @@ void print_table(const std::string& title, const std::vector<Timing>& rows, bool
               server_column ? " | server mean ms" : "");
   std::printf("%s\n", std::string(server_column ? 130 : 112, '-').c_str());
   for (const auto& r : rows) {
-    std::printf("%-58s | %10zu | %8.2f | %9.2f | %8.2f | %8.2f", r.what.c_str(), r.bytes,
-                quantile(r.ms, 0), quantile(r.ms, 0.5), quantile(r.ms, 0.9), mean(r.ms));
+    std::printf("%-58s | %10zu | %8.2f | %9.2f | %8.2f | %8.2f", r.what.c_str(), r.bytes, quantile(r.ms, 0),
+                quantile(r.ms, 0.5), quantile(r.ms, 0.9), mean(r.ms));
     if (server_column) {
       if (r.server_mean_ms >= 0) {
         std::printf(" | %15.2f", r.server_mean_ms);
@@ -144,12 +144,12 @@ Timing time_requests(http::Client& client, const std::string& label, const std::
     if (!res.ok() || res->status != 200) {
       std::string why = target;
       if (res.ok()) {
-      why += ": HTTP ";
-      why += std::to_string(res->status);
-    } else {
-      why += ": ";
-      why += res.error().describe();
-    }
+        why += ": HTTP ";
+        why += std::to_string(res->status);
+      } else {
+        why += ": ";
+        why += res.error().describe();
+      }
       checks.fail(std::move(why));
       return t;
     }
@@ -207,24 +207,23 @@ std::vector<Timing> time_in_process(const Options& o, const std::string& db, con
 
   std::vector<Timing> rows;
   const int n = o.requests;
-  rows.push_back(time_steps("store.report_cells (one row per job, no samples)", o.warmup, n, [&] {
-    return store.report_cells(run_id).value().size();
-  }));
+  rows.push_back(time_steps("store.report_cells (one row per job, no samples)", o.warmup, n,
+                            [&] { return store.report_cells(run_id).value().size(); }));
   for (report::Stat stat : {report::Stat::kMean, report::Stat::kMedian}) {
     report::ReportInput in = input;
     in.stat = stat;
-    rows.push_back(time_steps(std::string("report::build_report, stat=") + (stat == report::Stat::kMean ? "mean" : "median"),
-                              o.warmup, n, [&] { return report::build_report(in).tables.size(); }));
+    rows.push_back(
+        time_steps(std::string("report::build_report, stat=") + (stat == report::Stat::kMean ? "mean" : "median"),
+                   o.warmup, n, [&] { return report::build_report(in).tables.size(); }));
   }
   rows.push_back(time_steps("report::render_json", o.warmup, n, [&] { return report::render_json(built).size(); }));
-  rows.push_back(time_steps("report::render_markdown", o.warmup, n, [&] { return report::render_markdown(built).size(); }));
+  rows.push_back(
+      time_steps("report::render_markdown", o.warmup, n, [&] { return report::render_markdown(built).size(); }));
   rows.push_back(time_steps("report::render_csv", o.warmup, n, [&] { return report::render_csv(built).size(); }));
-  rows.push_back(time_steps("store.list_jobs (limit 10000)", o.warmup, n, [&] {
-    return store.list_jobs(run_id, std::nullopt, 10000).value().rows.size();
-  }));
-  rows.push_back(time_steps("store.list_results (limit 1000, first page)", o.warmup, n, [&] {
-    return store.list_results(run_id, {}, std::nullopt, 1000).value().rows.size();
-  }));
+  rows.push_back(time_steps("store.list_jobs (limit 10000)", o.warmup, n,
+                            [&] { return store.list_jobs(run_id, std::nullopt, 10000).value().rows.size(); }));
+  rows.push_back(time_steps("store.list_results (limit 1000, first page)", o.warmup, n,
+                            [&] { return store.list_results(run_id, {}, std::nullopt, 1000).value().rows.size(); }));
   return rows;
 }
 
@@ -234,14 +233,18 @@ int run(int argc, char** argv) {
       "report_queries: fills a database with about --results results (one big run of the seeds' study shape),\n"
       "then times the big run's report (json, md, csv x mean, median), jobs listing and results listing,\n"
       "in process and through a real benchfleet-coordinator over loopback. Prints figures."};
-  app.add_option("--results", o.results, "results to store across all runs")->capture_default_str()
+  app.add_option("--results", o.results, "results to store across all runs")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--gpus", o.gpus, "GPU classes in each run (1-6)")->capture_default_str()->check(CLI::Range(1, 6));
-  app.add_option("--repetitions", o.repetitions, "repetitions per cell")->capture_default_str()
+  app.add_option("--repetitions", o.repetitions, "repetitions per cell")
+      ->capture_default_str()
       ->check(CLI::Range(1, 100));
-  app.add_option("--requests", o.requests, "timed requests per endpoint")->capture_default_str()
+  app.add_option("--requests", o.requests, "timed requests per endpoint")
+      ->capture_default_str()
       ->check(CLI::Range(1, 10000));
-  app.add_option("--warmup", o.warmup, "untimed requests before them")->capture_default_str()
+  app.add_option("--warmup", o.warmup, "untimed requests before them")
+      ->capture_default_str()
       ->check(CLI::Range(0, 100));
   app.add_option("--seed", o.seed, "random seed of the synthetic results")->capture_default_str();
   app.add_option("--dir", o.dir, "work directory (default: a new one under /dev/shm, else $TMPDIR or /tmp)");
@@ -271,21 +274,20 @@ int run(int argc, char** argv) {
     fo.seed = o.seed;
     SystemClock clock;
     std::cerr << "report_queries: filling " << db << " with about " << o.results << " results...\n";
-    auto filled = bench::fill_database(fo, *catalog, clock, [](std::int64_t n) {
-      std::cerr << "  " << n << " results\n";
-    });
+    auto filled =
+        bench::fill_database(fo, *catalog, clock, [](std::int64_t n) { std::cerr << "  " << n << " results\n"; });
     if (!filled.ok()) {
       std::cerr << "report_queries: fill failed: " << filled.error().describe() << "\n";
       return 1;
     }
     const auto& f = *filled;
     run_id = f.big_run_id;
-    std::printf("filled %s in %.1f s: %lld runs, %lld results (ok %lld, oom %lld, oom_implied %lld, error+timeout"
-                " %lld); big run %lld: %lld jobs\n",
-                db.c_str(), f.seconds, static_cast<long long>(f.runs), static_cast<long long>(f.results),
-                static_cast<long long>(f.ok), static_cast<long long>(f.oom), static_cast<long long>(f.oom_implied),
-                static_cast<long long>(f.errors), static_cast<long long>(f.big_run_id),
-                static_cast<long long>(f.big_run_jobs));
+    std::printf(
+        "filled %s in %.1f s: %lld runs, %lld results (ok %lld, oom %lld, oom_implied %lld, error+timeout"
+        " %lld); big run %lld: %lld jobs\n",
+        db.c_str(), f.seconds, static_cast<long long>(f.runs), static_cast<long long>(f.results),
+        static_cast<long long>(f.ok), static_cast<long long>(f.oom), static_cast<long long>(f.oom_implied),
+        static_cast<long long>(f.errors), static_cast<long long>(f.big_run_id), static_cast<long long>(f.big_run_jobs));
   }
   std::error_code ec;
   std::printf("database %s: %.1f MiB\n", db.c_str(), static_cast<double>(fs::file_size(db, ec)) / (1 << 20));
@@ -299,8 +301,11 @@ int run(int argc, char** argv) {
 
   LaunchOptions launch;
   launch.binary = o.coordinator;
-  launch.flags = {{"--db", db}, {"--operator-token", kOperatorToken}, {"--enrollment-token", "report-bench-enrol"},
-                  {"--log-level", "warn"}, {"--web-root", ""}};
+  launch.flags = {{"--db", db},
+                  {"--operator-token", kOperatorToken},
+                  {"--enrollment-token", "report-bench-enrol"},
+                  {"--log-level", "warn"},
+                  {"--web-root", ""}};
   launch.port_file = dir + "/coordinator.port";
   launch.log_file = dir + "/coordinator.log";
   launch.clean_environment = true;
@@ -326,8 +331,8 @@ int run(int argc, char** argv) {
       auto body = res.json();
       if (!body.ok()) return "not JSON";
       const auto got = static_cast<std::int64_t>((*body)[key].size());
-      return got == n ? std::string() : std::string(key) + ": " + std::to_string(got) + " rows, expected " +
-                                            std::to_string(n);
+      return got == n ? std::string()
+                      : std::string(key) + ": " + std::to_string(got) + " rows, expected " + std::to_string(n);
     };
   };
   const auto has_tables = [](const http::ClientResponse& res) -> std::string {
@@ -340,16 +345,15 @@ int run(int argc, char** argv) {
   for (const char* stat : {"mean", "median"}) {
     for (const char* format : {"json", "md", "csv"}) {
       const std::string q = std::string("?format=") + format + "&stat=" + stat;
-      http_rows.push_back(time_requests(client, "GET " + run + "/report" + q, run + "/report" + q, "runs.report", o,
-                                        checks, std::string(format) == "json" ? has_tables
-                                                                              : std::function<std::string(
-                                                                                    const http::ClientResponse&)>{}));
+      http_rows.push_back(time_requests(
+          client, "GET " + run + "/report" + q, run + "/report" + q, "runs.report", o, checks,
+          std::string(format) == "json" ? has_tables : std::function<std::string(const http::ClientResponse&)>{}));
     }
   }
-  http_rows.push_back(time_requests(client, "GET " + run + "/jobs?limit=10000", run + "/jobs?limit=10000",
-                                    "runs.jobs", o, checks, expect_rows("jobs", std::min<std::int64_t>(job_count, 10000))));
-  http_rows.push_back(time_requests(client, "GET " + run + "/jobs (first page of 1000)", run + "/jobs", "runs.jobs",
-                                    o, checks, expect_rows("jobs", std::min<std::int64_t>(job_count, 1000))));
+  http_rows.push_back(time_requests(client, "GET " + run + "/jobs?limit=10000", run + "/jobs?limit=10000", "runs.jobs",
+                                    o, checks, expect_rows("jobs", std::min<std::int64_t>(job_count, 10000))));
+  http_rows.push_back(time_requests(client, "GET " + run + "/jobs (first page of 1000)", run + "/jobs", "runs.jobs", o,
+                                    checks, expect_rows("jobs", std::min<std::int64_t>(job_count, 1000))));
   http_rows.push_back(time_requests(client, "GET " + run + "/results?samples=false&limit=1000",
                                     run + "/results?samples=false&limit=1000", "runs.results", o, checks,
                                     expect_rows("results", std::min<std::int64_t>(job_count, 1000))));

@@ -23,9 +23,7 @@ namespace benchfleet::bench {
 
 namespace fs = std::filesystem;
 
-Tools default_tools() {
-  return Tools{BENCHFLEET_BENCH_WORKER, BENCHFLEET_BENCH_PYTHON, BENCHFLEET_BENCH_SOURCE_DIR};
-}
+Tools default_tools() { return Tools{BENCHFLEET_BENCH_WORKER, BENCHFLEET_BENCH_PYTHON, BENCHFLEET_BENCH_SOURCE_DIR}; }
 
 ScratchDir::ScratchDir(const std::string& requested, bool keep) : keep_(keep) {
   if (!requested.empty()) {
@@ -127,7 +125,8 @@ void run_checked(const std::string& what, const std::vector<std::string>& argv, 
   const fs::path log = dir / (step + ".stderr");
   const auto r = run_process(argv, out, log);
   if (r.exit_code != 0) {
-    throw BenchError(what + " failed (" + describe(r) + "); stdout:\n" + tail_of(out, 5) + "  stderr:\n" + tail_of(log));
+    throw BenchError(what + " failed (" + describe(r) + "); stdout:\n" + tail_of(out, 5) + "  stderr:\n" +
+                     tail_of(log));
   }
 }
 

@@ -23,8 +23,8 @@ struct BenchError : std::runtime_error {
 
 // Where the benchmarks find their tools; defaults are compiled in from the build tree.
 struct Tools {
-  std::string worker;  // benchfleet-worker binary
-  std::string python;  // a python with torch (and torchvision for the model comparison)
+  std::string worker;      // benchfleet-worker binary
+  std::string python;      // a python with torch (and torchvision for the model comparison)
   std::string source_dir;  // repository root: agent/python/benchfleet_export.py, bench/torch_timing.py
 };
 Tools default_tools();
@@ -74,8 +74,8 @@ nlohmann::json export_model(const Tools& tools, const std::string& model, int ba
 
 // A CPU job for `artifact` described by exporter-style `metadata` (its `inputs`), with a fixed
 // count of `iterations` timed calls after `warmup` untimed ones (the seeds' "300 runs" shape).
-WorkerJob make_job(const nlohmann::json& metadata, const std::filesystem::path& artifact, Mode mode,
-                   int iterations, int warmup);
+WorkerJob make_job(const nlohmann::json& metadata, const std::filesystem::path& artifact, Mode mode, int iterations,
+                   int warmup);
 
 struct WorkerRun {
   JobResult result;

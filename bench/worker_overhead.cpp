@@ -125,19 +125,20 @@ int run(const Options& o) {
 
   ScratchDir dir(o.workdir, o.keep);
   const fs::path model_dir = dir.path() / "trivial";
-  run_checked("exporting the trivial module",
-              {o.tools.python, o.tools.source_dir + "/bench/torch_timing.py", "export-trivial", "--out",
-               model_dir.string()},
-              dir.path());
+  run_checked(
+      "exporting the trivial module",
+      {o.tools.python, o.tools.source_dir + "/bench/torch_timing.py", "export-trivial", "--out", model_dir.string()},
+      dir.path());
   const auto metadata = nlohmann::json::parse(read_text(model_dir / "metadata.json"));
   const WorkerJob job = make_job(metadata, model_dir / "model.pt", Mode::kEager, o.iterations, o.warmup);
   const worker::Capabilities caps = worker::this_build();
 
   std::printf("worker_overhead: trivial TorchScript module (x + 1 on [1, 8]), worker mode eager\n");
-  std::printf("  LibTorch %s, %d intra-op thread(s) (at::get_num_threads here: %d), %d timed iterations after "
-              "%d warm-up, %d runs\n  worker: %s\n  scratch: %s\n  load average: %s\n\n",
-              caps.torch_version.c_str(), o.threads, at::get_num_threads(), o.iterations, o.warmup, o.runs,
-              o.tools.worker.c_str(), dir.path().c_str(), load_average().c_str());
+  std::printf(
+      "  LibTorch %s, %d intra-op thread(s) (at::get_num_threads here: %d), %d timed iterations after "
+      "%d warm-up, %d runs\n  worker: %s\n  scratch: %s\n  load average: %s\n\n",
+      caps.torch_version.c_str(), o.threads, at::get_num_threads(), o.iterations, o.warmup, o.runs,
+      o.tools.worker.c_str(), dir.path().c_str(), load_average().c_str());
 
   Variant bare{"(b) bare loop in-process (jit::load+forward)", {}};
   Variant lib{"(c) worker::run_job in-process", {}};
@@ -169,8 +170,9 @@ int run(const Options& o) {
     lib.add(in_process.samples_ms, host_ms_per_iteration(in_process));
   }
 
-  std::printf("per-iteration time (us; median and min..max over runs of each run's median; medians over runs of:\n"
-              "the run's mean, its loop wall time / iterations, and that minus the mean = work between timed calls)\n");
+  std::printf(
+      "per-iteration time (us; median and min..max over runs of each run's median; medians over runs of:\n"
+      "the run's mean, its loop wall time / iterations, and that minus the mean = work between timed calls)\n");
   std::printf("  %-44s %9s   %-18s %9s %10s %8s\n", "variant", "median", "min..max", "mean", "wall/iter", "between");
   print_variant(bare);
   print_variant(lib);
@@ -185,8 +187,8 @@ int run(const Options& o) {
   };
   std::printf("  inside, fastest runs:    run_job %+.2f us, worker process %+.2f us (least disturbed by other load)\n",
               fastest(lib) - fastest(bare), fastest(proc) - fastest(bare));
-  std::printf("  between timed calls:     run_job %+.2f us, worker process %+.2f us\n", lib.between_us() - bare.between_us(),
-              proc.between_us() - bare.between_us());
+  std::printf("  between timed calls:     run_job %+.2f us, worker process %+.2f us\n",
+              lib.between_us() - bare.between_us(), proc.between_us() - bare.between_us());
 
   std::printf("\nworker process, spawn to exit with the result written (ms):\n");
   std::printf("  %-4s %9s %9s %11s %11s %9s\n", "run", "wall", "load", "first call", "measure", "rest");
@@ -207,15 +209,23 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"worker_overhead: the benchfleet worker's per-iteration harness overhead on a trivial TorchScript\n"
-               "module, (a) worker process vs (b) a bare in-process loop vs (c) the worker library in-process,\n"
-               "and the worker process's start-to-result wall time. Prints figures; exits 1 if any step fails."};
+  CLI::App app{
+      "worker_overhead: the benchfleet worker's per-iteration harness overhead on a trivial TorchScript\n"
+      "module, (a) worker process vs (b) a bare in-process loop vs (c) the worker library in-process,\n"
+      "and the worker process's start-to-result wall time. Prints figures; exits 1 if any step fails."};
   Options o;
-  app.add_option("--iterations", o.iterations, "timed iterations per run")->capture_default_str()->check(CLI::Range(1, 1000000));
-  app.add_option("--warmup", o.warmup, "untimed warm-up calls after the first call")->capture_default_str()->check(CLI::Range(0, 100000));
-  app.add_option("--runs", o.runs, "runs of each variant (and worker processes)")->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--iterations", o.iterations, "timed iterations per run")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", o.warmup, "untimed warm-up calls after the first call")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--runs", o.runs, "runs of each variant (and worker processes)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   app.add_option("--threads", o.threads, "intra-op threads for every variant (OMP_NUM_THREADS for the worker)")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   app.add_option("--worker", o.tools.worker, "benchfleet-worker binary")->capture_default_str();
   app.add_option("--python", o.tools.python, "python with torch, to export the module")->capture_default_str();
   app.add_option("--source-dir", o.tools.source_dir, "repository root (bench/torch_timing.py)")->capture_default_str();

@@ -104,10 +104,10 @@ int submit(const SubmitArgs& a, FleetClient& client, Console& console) {
   auto matrix = matrix_for(a);
   if (!matrix.ok()) return fail(console, matrix.error());
   if (a.dry_run) {
-    console.out << a.file << ": valid; " << matrix->job_count << " jobs (" << matrix->spec.models.size()
-                << " models x " << matrix->spec.batch_sizes.size() << " batch sizes x " << matrix->spec.modes.size()
-                << " modes x " << matrix->spec.torch_builds.size() << " builds x " << matrix->spec.gpus.size()
-                << " GPU classes x " << matrix->spec.runtimes.size() << " runtimes x " << matrix->spec.repetitions
+    console.out << a.file << ": valid; " << matrix->job_count << " jobs (" << matrix->spec.models.size() << " models x "
+                << matrix->spec.batch_sizes.size() << " batch sizes x " << matrix->spec.modes.size() << " modes x "
+                << matrix->spec.torch_builds.size() << " builds x " << matrix->spec.gpus.size() << " GPU classes x "
+                << matrix->spec.runtimes.size() << " runtimes x " << matrix->spec.repetitions
                 << " repetitions); catalog ids are checked by the coordinator\n";
     return kExitOk;
   }
@@ -160,8 +160,7 @@ Result<std::int64_t> agent_id_of(const std::string& agent, FleetClient& client) 
 }
 
 // Prints JSON (indented) or a view, for the read commands.
-int show(const Result<nlohmann::json>& j, bool as_json, std::string (*view)(const nlohmann::json&),
-         Console& console) {
+int show(const Result<nlohmann::json>& j, bool as_json, std::string (*view)(const nlohmann::json&), Console& console) {
   if (!j.ok()) return fail(console, j.error());
   console.out << (as_json ? j->dump(2) + "\n" : view(*j));
   return kExitOk;
@@ -183,7 +182,7 @@ int run_cli(int argc, char** argv, Console& console) {
   CLI::App app{kDescription, "benchfleet"};
   app.set_version_flag("--version", std::string("benchfleet ") + BENCHFLEET_VERSION);
   app.require_subcommand(1);
-  app.fallthrough();  // global options may follow the subcommand
+  app.fallthrough();           // global options may follow the subcommand
   std::string ignored_config;  // read above
   app.add_option("-c,--config", ignored_config, "YAML config file (url, operator_token, ...)")
       ->envname("BENCHFLEET_CLI_CONFIG");
@@ -253,8 +252,8 @@ int run_cli(int argc, char** argv, Console& console) {
   WatchOptions watch_options;
   watch_options.show_results = true;
   bool watch_quiet = false;
-  auto* watch_cmd = app.add_subcommand(
-      "watch", "Follow a run until it ends: a line per result as it arrives, and the progress bar.");
+  auto* watch_cmd =
+      app.add_subcommand("watch", "Follow a run until it ends: a line per result as it arrives, and the progress bar.");
   watch_cmd->add_option("id", watch_id, "run id")->required()->check(kPositiveId);
   watch_cmd->add_option("--interval", watch_options.interval_s, "seconds between polls")
       ->check(CLI::Range(0.05, 60.0))

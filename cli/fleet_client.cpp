@@ -20,8 +20,10 @@ Result<http::ClientResponse> FleetClient::send(bhttp::verb verb, const std::stri
   }
   auto r = http_.request(verb, target, std::move(payload), std::move(headers), timeout_);
   if (!r.ok()) {
-    return Error{r.error().code, what + ": cannot reach the coordinator at " + base_url_ + " (" + r.error().message +
-                                     "); set --url or BENCHFLEET_URL", {}};
+    return Error{r.error().code,
+                 what + ": cannot reach the coordinator at " + base_url_ + " (" + r.error().message +
+                     "); set --url or BENCHFLEET_URL",
+                 {}};
   }
   if (r->status == expected_status) return r;
   Error e = http::error_for_response(*r, what);
@@ -62,9 +64,10 @@ Result<nlohmann::json> FleetClient::results_page(std::int64_t run_id, const std:
 }
 
 Result<std::string> FleetClient::report(std::int64_t run_id, const std::string& format, const std::string& stat) {
-  BF_ASSIGN_OR_RETURN(auto r, send(bhttp::verb::get,
-                                   "/api/v1/runs/" + std::to_string(run_id) + "/report?format=" + format + "&stat=" + stat,
-                                   "report of run " + std::to_string(run_id), 200));
+  BF_ASSIGN_OR_RETURN(
+      auto r,
+      send(bhttp::verb::get, "/api/v1/runs/" + std::to_string(run_id) + "/report?format=" + format + "&stat=" + stat,
+           "report of run " + std::to_string(run_id), 200));
   return std::move(r.body);
 }
 

@@ -28,20 +28,18 @@ class FleetClient {
   Result<nlohmann::json> results_page(std::int64_t run_id, const std::string& cursor);
   // The report as text: format json, md or csv; stat mean or median.
   Result<std::string> report(std::int64_t run_id, const std::string& format, const std::string& stat);
-  Result<nlohmann::json> cancel(std::int64_t run_id);           // CancelledRun
-  Result<nlohmann::json> agents();                              // AgentList
+  Result<nlohmann::json> cancel(std::int64_t run_id);                  // CancelledRun
+  Result<nlohmann::json> agents();                                     // AgentList
   Result<nlohmann::json> drain(std::int64_t agent_id, bool draining);  // Agent
-  Result<nlohmann::json> models();                              // ModelList
+  Result<nlohmann::json> models();                                     // ModelList
 
   const std::string& base_url() const { return base_url_; }
 
  private:
-  Result<http::ClientResponse> send(boost::beast::http::verb verb, const std::string& target,
-                                    const std::string& what, unsigned expected_status,
-                                    const nlohmann::json* body = nullptr);
-  Result<nlohmann::json> send_json(boost::beast::http::verb verb, const std::string& target,
-                                   const std::string& what, unsigned expected_status,
-                                   const nlohmann::json* body = nullptr);
+  Result<http::ClientResponse> send(boost::beast::http::verb verb, const std::string& target, const std::string& what,
+                                    unsigned expected_status, const nlohmann::json* body = nullptr);
+  Result<nlohmann::json> send_json(boost::beast::http::verb verb, const std::string& target, const std::string& what,
+                                   unsigned expected_status, const nlohmann::json* body = nullptr);
 
   std::string base_url_;
   std::string token_;

@@ -9,8 +9,7 @@ namespace benchfleet::cli {
 namespace {
 
 // Display order: verdicts, then the jobs that are still active or ended without a verdict.
-constexpr const char* kVerdicts[] = {"ok", "oom", "oom_implied", "unsupported", "error",
-                                     "timeout", "crash", "invalid"};
+constexpr const char* kVerdicts[] = {"ok", "oom", "oom_implied", "unsupported", "error", "timeout", "crash", "invalid"};
 constexpr const char* kJobStates[] = {"failed", "cancelled"};
 constexpr const char* kProblemVerdicts[] = {"error", "timeout", "crash", "invalid"};
 

@@ -16,9 +16,9 @@ namespace benchfleet::cli {
 
 // Exit codes of the CLI (documented in --help and the README).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitError = 1;        // the request failed, a file is invalid, ...
-inline constexpr int kExitUsage = 2;        // bad command line
-inline constexpr int kExitRunFailed = 3;    // the run ended with failed jobs or error/crash/timeout/invalid verdicts
+inline constexpr int kExitError = 1;      // the request failed, a file is invalid, ...
+inline constexpr int kExitUsage = 2;      // bad command line
+inline constexpr int kExitRunFailed = 3;  // the run ended with failed jobs or error/crash/timeout/invalid verdicts
 inline constexpr int kExitRunCancelled = 4;
 inline constexpr int kExitInterrupted = 130;
 

@@ -100,9 +100,8 @@ std::string runs_view(const json& run_list) {
   if (auto it = run_list.find("runs"); it != run_list.end() && it->is_array()) {
     for (const json& r : *it) {
       rows.push_back({text(r, "id"), text(r, "name"), text(r, "state"),
-                      text(r, "finished_jobs") + "/" + text(r, "job_count"),
-                      nonzero_counts(r.value("results", json())), join(r, "gpus"), join(r, "torch_builds"),
-                      timestamp(r, "created_at")});
+                      text(r, "finished_jobs") + "/" + text(r, "job_count"), nonzero_counts(r.value("results", json())),
+                      join(r, "gpus"), join(r, "torch_builds"), timestamp(r, "created_at")});
     }
   }
   if (rows.empty()) return "no runs yet\n";
@@ -164,8 +163,7 @@ std::string agents_view(const json& agent_list) {
         jobs += l.value("slot", "?") + ": job " + text(l, "job_id") + " (run " + text(l, "run_id") + ")";
       }
       rows.push_back({text(a, "id"), text(a, "name"), text(a, "hostname"), slots.empty() ? "-" : slots,
-                      builds.empty() ? "-" : builds, timestamp(a, "last_seen_at"), state,
-                      jobs.empty() ? "-" : jobs});
+                      builds.empty() ? "-" : builds, timestamp(a, "last_seen_at"), state, jobs.empty() ? "-" : jobs});
     }
   }
   if (rows.empty()) return "no agents enrolled\n";

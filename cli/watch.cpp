@@ -105,8 +105,8 @@ int watch_run(FleetClient& client, std::int64_t run_id, const WatchOptions& opti
     }
     if (!console.sleep(options.interval_s)) {
       if (console.err_is_terminal) console.err << "\n";
-      console.err << "benchfleet: stopped watching; run " << run_id
-                  << " goes on (benchfleet watch " << run_id << ", benchfleet cancel " << run_id << ")\n";
+      console.err << "benchfleet: stopped watching; run " << run_id << " goes on (benchfleet watch " << run_id
+                  << ", benchfleet cancel " << run_id << ")\n";
       return kExitInterrupted;
     }
   }

@@ -13,16 +13,16 @@ namespace benchfleet::cli {
 struct Console {
   std::ostream& out;
   std::ostream& err;
-  bool err_is_terminal = false;  // draw a bar in place on `err`; else plain lines
-  int width = 80;                // terminal columns
-  std::function<double()> now_s;             // monotonic seconds
+  bool err_is_terminal = false;               // draw a bar in place on `err`; else plain lines
+  int width = 80;                             // terminal columns
+  std::function<double()> now_s;              // monotonic seconds
   std::function<bool(double seconds)> sleep;  // false when interrupted (Ctrl-C)
 };
 
 struct WatchOptions {
-  double interval_s = 1.0;      // between polls of the run
-  double plain_every_s = 30.0;  // plain mode: repeat an unchanged line this often
-  bool show_results = false;    // print a line per result as it arrives (on `out`)
+  double interval_s = 1.0;         // between polls of the run
+  double plain_every_s = 30.0;     // plain mode: repeat an unchanged line this often
+  bool show_results = false;       // print a line per result as it arrives (on `out`)
   double give_up_after_s = 120.0;  // consecutive seconds the coordinator may be unreachable
 };
 

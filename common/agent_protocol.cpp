@@ -62,9 +62,12 @@ bool is_request_id(const std::string& id) {
 
 std::string_view to_string(LeaseState s) {
   switch (s) {
-    case LeaseState::kActive: return "active";
-    case LeaseState::kLost: return "lost";
-    case LeaseState::kCancelled: return "cancelled";
+    case LeaseState::kActive:
+      return "active";
+    case LeaseState::kLost:
+      return "lost";
+    case LeaseState::kCancelled:
+      return "cancelled";
   }
   return "lost";
 }
@@ -86,8 +89,8 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Enroll
 }
 
 std::optional<Error> decode_value(const json& j, const std::string& path, LeasedJob& out) {
-  const json known = known_members(j, {"id", "run_id", "attempt", "lease_id", "lease_expires_at", "spec",
-                                       "measurement", "memory_limit_mb", "timeout_s"});
+  const json known = known_members(j, {"id", "run_id", "attempt", "lease_id", "lease_expires_at", "spec", "measurement",
+                                       "memory_limit_mb", "timeout_s"});
   std::string expires_at;
   JsonReader r(known, path);
   r.required("id", out.job_id);

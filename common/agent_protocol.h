@@ -52,10 +52,10 @@ struct EnrollResponse {
 // store::LeaseGrant is one. Its answer adds "model" (the catalog entry of spec.model, or null),
 // which agents do not read: that is catalog data, not part of the lease.
 struct LeasedJob {
-  std::int64_t job_id = 0;  // "id", > 0
-  std::int64_t run_id = 0;  // > 0
-  int attempt = 0;          // 1-based; sent back with the result
-  std::string lease_id;     // 1 to 256 bytes; sent with every renewal and the result
+  std::int64_t job_id = 0;     // "id", > 0
+  std::int64_t run_id = 0;     // > 0
+  int attempt = 0;             // 1-based; sent back with the result
+  std::string lease_id;        // 1 to 256 bytes; sent with every renewal and the result
   TimestampMs expires_at = 0;  // "lease_expires_at" (format_time): renew before it
   JobSpec spec;
   MeasurementSpec measurement;

@@ -21,8 +21,7 @@
 namespace benchfleet {
 namespace {
 
-constexpr std::array<std::string_view, 5> kRequiredKeys = {"id", "source", "task", "name",
-                                                           "architecture"};
+constexpr std::array<std::string_view, 5> kRequiredKeys = {"id", "source", "task", "name", "architecture"};
 constexpr std::string_view kWorkerKey = "worker";
 constexpr std::array<std::string_view, 2> kSources = {"huggingface", "torchvision"};
 
@@ -39,8 +38,7 @@ std::string where(std::string_view origin, const YAML::Mark& mark) {
   return out;
 }
 
-Error invalid_at(std::string field, std::string_view origin, const YAML::Mark& mark,
-                 std::string_view message) {
+Error invalid_at(std::string field, std::string_view origin, const YAML::Mark& mark, std::string_view message) {
   std::string text = where(origin, mark);
   text += message;
   return Error::invalid(std::move(field), std::move(text));
@@ -109,8 +107,7 @@ nlohmann::json yaml_to_json(const YAML::Node& node) {
 }
 
 // Reads one `models:` entry; returns the first problem found.
-Result<CatalogModel> parse_entry(const YAML::Node& node, std::size_t index,
-                                 std::string_view origin) {
+Result<CatalogModel> parse_entry(const YAML::Node& node, std::size_t index, std::string_view origin) {
   if (!node.IsMap()) {
     return invalid_at(entry_path(index), origin, node.Mark(),
                       "expected a mapping with keys id, source, task, name, architecture");
@@ -127,8 +124,7 @@ Result<CatalogModel> parse_entry(const YAML::Node& node, std::size_t index,
     }
     if (key == kWorkerKey) {
       if (!kv.second.IsMap() && !kv.second.IsNull()) {
-        return invalid_at(key_path(index, key), origin, kv.second.Mark(),
-                          "expected a mapping");
+        return invalid_at(key_path(index, key), origin, kv.second.Mark(), "expected a mapping");
       }
       model.worker = kv.second.IsMap() ? yaml_to_json(kv.second) : nlohmann::json::object();
       continue;
@@ -140,8 +136,7 @@ Result<CatalogModel> parse_entry(const YAML::Node& node, std::size_t index,
       return invalid_at(key_path(index, key), origin, kv.first.Mark(), message);
     }
     if (!kv.second.IsScalar() || kv.second.Scalar().empty()) {
-      return invalid_at(key_path(index, key), origin, kv.second.Mark(),
-                        "expected a non-empty string");
+      return invalid_at(key_path(index, key), origin, kv.second.Mark(), "expected a non-empty string");
     }
     const std::string& value = kv.second.Scalar();
     if (key == "id") model.id = value;

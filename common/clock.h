@@ -19,8 +19,7 @@ class Clock {
 class SystemClock final : public Clock {
  public:
   TimestampMs now_ms() const override {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
   }
 };

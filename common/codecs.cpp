@@ -66,8 +66,7 @@ void check_axis(JsonReader& r, std::string_view key, const std::vector<T>& value
 
 // A list of distinct values, at most `max` long: "modes[2]: duplicate value \"eager\"".
 template <class T, class Name>
-void check_distinct(JsonReader& r, std::string_view key, const std::vector<T>& values, std::size_t max,
-                    Name name_of) {
+void check_distinct(JsonReader& r, std::string_view key, const std::vector<T>& values, std::size_t max, Name name_of) {
   r.check(values.size() <= max, key, "must list at most " + std::to_string(max));
   std::set<std::string> seen;
   for (std::size_t i = 0; i < values.size() && !r.failed(); ++i) {
@@ -197,15 +196,13 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Measur
   r.optional("max_duration_s", out.max_duration_s);
   r.optional("target_ci_rel_width", out.target_ci_rel_width);
   r.check(out.warmup >= 0 && out.warmup <= 100000, "warmup", "must be between 0 and 100000");
-  r.check(out.min_iterations >= 1 && out.min_iterations <= 1000000, "min_iterations",
-          "must be between 1 and 1000000");
+  r.check(out.min_iterations >= 1 && out.min_iterations <= 1000000, "min_iterations", "must be between 1 and 1000000");
   r.check(out.max_iterations >= out.min_iterations && out.max_iterations <= 1000000, "max_iterations",
           "must be between min_iterations and 1000000");
   r.check(out.min_duration_s >= 0 && out.min_duration_s <= 86400, "min_duration_s", "must be between 0 and 86400");
   r.check(out.max_duration_s > 0 && out.max_duration_s <= 86400 && out.max_duration_s >= out.min_duration_s,
           "max_duration_s", "must be > 0, >= min_duration_s and <= 86400");
-  r.check(out.target_ci_rel_width > 0 && out.target_ci_rel_width < 1, "target_ci_rel_width",
-          "must be > 0 and < 1");
+  r.check(out.target_ci_rel_width > 0 && out.target_ci_rel_width < 1, "target_ci_rel_width", "must be > 0 and < 1");
   if (auto s = r.finish(); !s) return s.error();
   return std::nullopt;
 }
@@ -288,8 +285,13 @@ std::optional<Error> decode_value(const json& j, const std::string& path, JobSpe
 }
 
 void to_json(json& j, const JobSpec& v) {
-  j = {{"model", v.model},   {"batch", v.batch},     {"mode", v.mode},          {"torch_build", v.torch_build},
-       {"gpu", v.gpu},       {"runtime", v.runtime}, {"repetition", v.repetition}};
+  j = {{"model", v.model},
+       {"batch", v.batch},
+       {"mode", v.mode},
+       {"torch_build", v.torch_build},
+       {"gpu", v.gpu},
+       {"runtime", v.runtime},
+       {"repetition", v.repetition}};
 }
 
 // ---- agents -------------------------------------------------------------------------------------
@@ -335,7 +337,9 @@ std::optional<Error> decode_value(const json& j, const std::string& path, SlotDe
 }
 
 void to_json(json& j, const SlotDescriptor& v) {
-  j = {{"id", v.id}, {"gpu_class", v.gpu_class}, {"gpu", v.gpu ? json(*v.gpu) : json(nullptr)},
+  j = {{"id", v.id},
+       {"gpu_class", v.gpu_class},
+       {"gpu", v.gpu ? json(*v.gpu) : json(nullptr)},
        {"memory_limit_mb", v.memory_limit_mb ? json(*v.memory_limit_mb) : json(nullptr)}};
 }
 
@@ -424,10 +428,9 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Statis
 }
 
 void to_json(json& j, const Statistics& v) {
-  j = {{"mean_ms", v.mean_ms},     {"median_ms", v.median_ms}, {"p90_ms", v.p90_ms},
-       {"p99_ms", v.p99_ms},       {"min_ms", v.min_ms},       {"max_ms", v.max_ms},
-       {"stddev_ms", v.stddev_ms}, {"cv", v.cv},               {"ci_low_ms", v.ci_low_ms},
-       {"ci_high_ms", v.ci_high_ms}, {"iterations", v.iterations}};
+  j = {{"mean_ms", v.mean_ms},     {"median_ms", v.median_ms},   {"p90_ms", v.p90_ms},        {"p99_ms", v.p99_ms},
+       {"min_ms", v.min_ms},       {"max_ms", v.max_ms},         {"stddev_ms", v.stddev_ms},  {"cv", v.cv},
+       {"ci_low_ms", v.ci_low_ms}, {"ci_high_ms", v.ci_high_ms}, {"iterations", v.iterations}};
 }
 
 std::optional<Error> decode_value(const json& j, const std::string& path, OomInfo& out) {
@@ -524,8 +527,7 @@ Result<JobResult> decode_result_without_samples(const json& j) {
 }
 
 void to_json(json& j, const JobResult& v) {
-  j = {{"status", v.status}, {"samples_ms", v.samples_ms}, {"environment", v.environment},
-       {"telemetry", v.telemetry}};
+  j = {{"status", v.status}, {"samples_ms", v.samples_ms}, {"environment", v.environment}, {"telemetry", v.telemetry}};
   put_optional(j, "stats", v.stats);
   put_optional(j, "first_call_ms", v.first_call_ms);
   put_optional(j, "stop_reason", v.stop_reason);

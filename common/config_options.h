@@ -3,8 +3,8 @@
 // Precedence: defaults < YAML file < environment < flags.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <yaml-cpp/yaml.h>
+#include <CLI/CLI.hpp>
 
 #include <functional>
 #include <set>

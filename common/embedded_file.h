@@ -7,7 +7,7 @@
 namespace benchfleet {
 
 struct EmbeddedFile {
-  std::string name;     // file name without directories, e.g. "001_initial.sql"
+  std::string name;  // file name without directories, e.g. "001_initial.sql"
   std::string content;
 };
 

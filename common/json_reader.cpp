@@ -131,8 +131,7 @@ nlohmann::json known_members(const nlohmann::json& j, std::initializer_list<std:
   return out;
 }
 
-JsonReader::JsonReader(const nlohmann::json& object, std::string path)
-    : object_(object), path_(std::move(path)) {
+JsonReader::JsonReader(const nlohmann::json& object, std::string path) : object_(object), path_(std::move(path)) {
   if (auto err = expect_object(object_, path_)) error_ = std::move(err);
 }
 

@@ -15,12 +15,10 @@ Result<std::vector<JobSpec>> expand_matrix(const MatrixSpec& spec, const Catalog
     }
   }
   // Multiply with overflow in mind: each axis is at most 1000 long, repetitions at most 100.
-  const std::int64_t cells = static_cast<std::int64_t>(spec.models.size()) *
-                             static_cast<std::int64_t>(spec.batch_sizes.size()) *
-                             static_cast<std::int64_t>(spec.modes.size()) *
-                             static_cast<std::int64_t>(spec.torch_builds.size()) *
-                             static_cast<std::int64_t>(spec.gpus.size()) *
-                             static_cast<std::int64_t>(spec.runtimes.size()) * spec.repetitions;
+  const std::int64_t cells =
+      static_cast<std::int64_t>(spec.models.size()) * static_cast<std::int64_t>(spec.batch_sizes.size()) *
+      static_cast<std::int64_t>(spec.modes.size()) * static_cast<std::int64_t>(spec.torch_builds.size()) *
+      static_cast<std::int64_t>(spec.gpus.size()) * static_cast<std::int64_t>(spec.runtimes.size()) * spec.repetitions;
   if (cells > limits.max_cells) {
     std::string message = "the matrix expands to ";
     message += std::to_string(cells);

@@ -32,14 +32,22 @@ std::optional<StopReason> StoppingRule::check(std::span<const double> samples_ms
 
 int exit_code_for(ResultStatus status) {
   switch (status) {
-    case ResultStatus::kOk: return 0;
-    case ResultStatus::kError: return 1;
-    case ResultStatus::kOom: return 3;
-    case ResultStatus::kUnsupported: return 4;
-    case ResultStatus::kInvalid: return 5;
-    case ResultStatus::kTimeout: return 6;
-    case ResultStatus::kCrash: return 7;
-    case ResultStatus::kOomImplied: return 8;
+    case ResultStatus::kOk:
+      return 0;
+    case ResultStatus::kError:
+      return 1;
+    case ResultStatus::kOom:
+      return 3;
+    case ResultStatus::kUnsupported:
+      return 4;
+    case ResultStatus::kInvalid:
+      return 5;
+    case ResultStatus::kTimeout:
+      return 6;
+    case ResultStatus::kCrash:
+      return 7;
+    case ResultStatus::kOomImplied:
+      return 8;
   }
   return 1;
 }

@@ -9,13 +9,13 @@
 namespace benchfleet {
 
 enum class ErrorCode {
-  kInvalidArgument,   // bad input; `field` names the offending JSON path when known
+  kInvalidArgument,  // bad input; `field` names the offending JSON path when known
   kNotFound,
   kConflict,          // e.g. stale lease, different result for the same attempt
   kUnauthenticated,   // missing or wrong credentials
   kPermissionDenied,  // valid credentials, not allowed
   kPayloadTooLarge,
-  kUnavailable,       // shutting down, database busy past the timeout
+  kUnavailable,  // shutting down, database busy past the timeout
   kInternal,
 };
 
@@ -38,23 +38,35 @@ struct Error {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
 
   // REQUIRES: ok()
-  T& value() & { assert(ok()); return std::get<0>(v_); }
-  const T& value() const& { assert(ok()); return std::get<0>(v_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
   // REQUIRES: !ok()
-  const Error& error() const { assert(!ok()); return std::get<1>(v_); }
+  const Error& error() const {
+    assert(!ok());
+    return std::get<1>(v_);
+  }
 
  private:
   std::variant<T, Error> v_;
@@ -70,7 +82,10 @@ class [[nodiscard]] Status {
   bool ok() const { return !failed_; }
   explicit operator bool() const { return ok(); }
   // REQUIRES: !ok()
-  const Error& error() const { assert(failed_); return error_; }
+  const Error& error() const {
+    assert(failed_);
+    return error_;
+  }
 
  private:
   Error error_;
@@ -82,10 +97,10 @@ class [[nodiscard]] Status {
 // Propagate an error from a Status or Result expression to the caller.
 #define BF_CONCAT_INNER(a, b) a##b
 #define BF_CONCAT(a, b) BF_CONCAT_INNER(a, b)
-#define BF_RETURN_IF_ERROR(expr)                       \
-  do {                                                 \
-    auto&& bf_status_ = (expr);                        \
-    if (!bf_status_.ok()) return bf_status_.error();   \
+#define BF_RETURN_IF_ERROR(expr)                     \
+  do {                                               \
+    auto&& bf_status_ = (expr);                      \
+    if (!bf_status_.ok()) return bf_status_.error(); \
   } while (0)
 // `BF_ASSIGN_OR_RETURN(auto x, f());` declares x from a Result or returns its error.
 #define BF_ASSIGN_OR_RETURN(lhs, expr) BF_ASSIGN_OR_RETURN_IMPL(BF_CONCAT(bf_result_, __LINE__), lhs, expr)

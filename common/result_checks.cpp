@@ -31,15 +31,15 @@ std::optional<Error> check_duration(const std::string& path, const std::optional
 std::optional<Error> check_stats(const Statistics& st, const std::vector<double>& samples, const std::string& path) {
   const Statistics want = compute_statistics(samples, /*seed=*/42, /*resamples=*/0);
   if (st.iterations != want.iterations) {
-    return Error::invalid(join_path(path, "iterations"), "must equal the number of samples_ms (" +
-                                                             std::to_string(want.iterations) + ")");
+    return Error::invalid(join_path(path, "iterations"),
+                          "must equal the number of samples_ms (" + std::to_string(want.iterations) + ")");
   }
   const struct {
     const char* name;
     double posted, computed;
-  } fields[] = {{"mean_ms", st.mean_ms, want.mean_ms},  {"median_ms", st.median_ms, want.median_ms},
-                {"p90_ms", st.p90_ms, want.p90_ms},     {"p99_ms", st.p99_ms, want.p99_ms},
-                {"min_ms", st.min_ms, want.min_ms},     {"max_ms", st.max_ms, want.max_ms},
+  } fields[] = {{"mean_ms", st.mean_ms, want.mean_ms},       {"median_ms", st.median_ms, want.median_ms},
+                {"p90_ms", st.p90_ms, want.p90_ms},          {"p99_ms", st.p99_ms, want.p99_ms},
+                {"min_ms", st.min_ms, want.min_ms},          {"max_ms", st.max_ms, want.max_ms},
                 {"stddev_ms", st.stddev_ms, want.stddev_ms}, {"cv", st.cv, want.cv}};
   for (const auto& f : fields) {
     if (!close_enough(f.posted, f.computed)) {

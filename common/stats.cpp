@@ -60,8 +60,7 @@ double median(std::span<const double> values) {
   return median_in_place(buf);
 }
 
-Interval bootstrap_median_ci(std::span<const double> samples, double confidence, int resamples,
-                             std::uint64_t seed) {
+Interval bootstrap_median_ci(std::span<const double> samples, double confidence, int resamples, std::uint64_t seed) {
   if (samples.empty()) return {kNaN, kNaN};
   const double sample_median = median(samples);
   if (samples.size() == 1 || resamples <= 0) return {sample_median, sample_median};
@@ -86,8 +85,7 @@ Interval bootstrap_median_ci(std::span<const double> samples, double confidence,
   return ci;
 }
 
-Statistics compute_statistics(std::span<const double> samples_ms, std::uint64_t seed,
-                              int resamples) {
+Statistics compute_statistics(std::span<const double> samples_ms, std::uint64_t seed, int resamples) {
   Statistics s;
   if (samples_ms.empty()) return s;
   std::vector<double> sorted(samples_ms.begin(), samples_ms.end());

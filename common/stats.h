@@ -42,15 +42,14 @@ struct Interval {
 // indices are drawn as rng() % n (the modulo bias is below 2^-40 for any realistic n).
 // confidence is clamped to [0, 1]. Degenerate cases: {x, x} for n == 1 or resamples <= 0
 // (x = the median); {NaN, NaN} for empty input.
-Interval bootstrap_median_ci(std::span<const double> samples, double confidence = 0.95,
-                             int resamples = 2000, std::uint64_t seed = 42);
+Interval bootstrap_median_ci(std::span<const double> samples, double confidence = 0.95, int resamples = 2000,
+                             std::uint64_t seed = 42);
 
 // Fills every field of Statistics from per-iteration latencies in milliseconds:
 // cv = stddev / mean (0 when the mean is 0), CI is the 95% bootstrap CI of the median,
 // iterations = n. The result satisfies min <= ci_low <= median <= ci_high <= max.
 // REQUIRES: non-empty samples; for empty input returns a zero Statistics (iterations == 0).
-Statistics compute_statistics(std::span<const double> samples_ms, std::uint64_t seed = 42,
-                              int resamples = 2000);
+Statistics compute_statistics(std::span<const double> samples_ms, std::uint64_t seed = 42, int resamples = 2000);
 
 // Geometric mean, exp(mean(log x)), used to summarise speedups across models.
 // REQUIRES: every value > 0 and finite; otherwise (or for empty input) returns NaN so a bad

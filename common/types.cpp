@@ -108,9 +108,7 @@ const std::vector<Runtime>& all_runtimes() {
   return v;
 }
 
-bool is_active(JobStatus s) {
-  return s == JobStatus::kQueued || s == JobStatus::kLeased || s == JobStatus::kRunning;
-}
+bool is_active(JobStatus s) { return s == JobStatus::kQueued || s == JobStatus::kLeased || s == JobStatus::kRunning; }
 
 bool is_compiled(Mode m) { return m != Mode::kEager && m != Mode::kTorchscript; }
 

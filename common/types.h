@@ -52,11 +52,11 @@ bool is_compiled(Mode m);
 // ---- matrix -----------------------------------------------------------------------------------
 
 struct MeasurementSpec {
-  int warmup = 10;                  // untimed calls after the first (timed) call
-  int min_iterations = 30;          // timed iterations before the CI rule may stop
-  int max_iterations = 1000;        // hard cap; == min_iterations means a fixed count (seeds: 300)
-  double min_duration_s = 0.5;      // and at least this long
-  double max_duration_s = 120.0;    // hard cap on measuring time
+  int warmup = 10;                    // untimed calls after the first (timed) call
+  int min_iterations = 30;            // timed iterations before the CI rule may stop
+  int max_iterations = 1000;          // hard cap; == min_iterations means a fixed count (seeds: 300)
+  double min_duration_s = 0.5;        // and at least this long
+  double max_duration_s = 120.0;      // hard cap on measuring time
   double target_ci_rel_width = 0.02;  // stop when (ci_high - ci_low) / median <= this
 
   bool operator==(const MeasurementSpec&) const = default;
@@ -65,7 +65,7 @@ struct MeasurementSpec {
 // A benchmark matrix as submitted (POST /api/v1/runs, or YAML through the CLI).
 struct MatrixSpec {
   std::string name;
-  std::vector<std::string> models;       // catalog ids
+  std::vector<std::string> models;  // catalog ids
   std::vector<int> batch_sizes;
   std::vector<Mode> modes;
   std::vector<std::string> torch_builds;  // names agents advertise: "stable", "nightly", ...
@@ -147,7 +147,7 @@ struct AgentDescriptor {
 struct Statistics {
   double mean_ms = 0, median_ms = 0, p90_ms = 0, p99_ms = 0, min_ms = 0, max_ms = 0;
   double stddev_ms = 0;
-  double cv = 0;  // stddev / mean
+  double cv = 0;                         // stddev / mean
   double ci_low_ms = 0, ci_high_ms = 0;  // 95% bootstrap CI of the median
   int iterations = 0;
 
@@ -172,15 +172,15 @@ struct MemoryInfo {
 // The verdict of one attempt, as the worker prints it and the agent posts it.
 struct JobResult {
   ResultStatus status = ResultStatus::kOk;
-  std::optional<Statistics> stats;          // required when status is ok
-  std::vector<double> samples_ms;           // every timed iteration
-  std::optional<double> first_call_ms;      // cold start / compile, timed separately
+  std::optional<Statistics> stats;      // required when status is ok
+  std::vector<double> samples_ms;       // every timed iteration
+  std::optional<double> first_call_ms;  // cold start / compile, timed separately
   std::optional<StopReason> stop_reason;
-  std::optional<double> export_s;           // artifact export/compile time, when it was done
-  std::optional<double> load_s;             // loading the artifact in the worker
-  std::optional<OomInfo> oom;               // required when status is oom
-  std::optional<std::string> error;         // message for error/crash/timeout/unsupported/invalid
-  std::optional<int> signal;                // for crash
+  std::optional<double> export_s;    // artifact export/compile time, when it was done
+  std::optional<double> load_s;      // loading the artifact in the worker
+  std::optional<OomInfo> oom;        // required when status is oom
+  std::optional<std::string> error;  // message for error/crash/timeout/unsupported/invalid
+  std::optional<int> signal;         // for crash
   std::optional<MemoryInfo> memory;
   nlohmann::json environment = nlohmann::json::object();  // fingerprint: flat string/number map
   nlohmann::json telemetry = nlohmann::json::object();    // clocks, temperature, power...

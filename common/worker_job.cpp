@@ -6,19 +6,22 @@
 
 namespace benchfleet {
 namespace {
-constexpr std::int64_t kMaxElements = std::int64_t{1} << 34;  // 16 Gi elements: beyond any card
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 34;       // 16 Gi elements: beyond any card
 constexpr std::int64_t kMaxMemoryLimitMb = std::int64_t{1} << 24;  // 16 TiB: no overflow in bytes
 const std::vector<std::string> kDtypes = {"float32", "float16", "bfloat16", "int64", "int32", "bool"};
 }  // namespace
 
 std::string_view format_for(Mode mode) {
   switch (mode) {
-    case Mode::kEager: return "torchscript";
-    case Mode::kTorchscript: return "torchscript-frozen";
+    case Mode::kEager:
+      return "torchscript";
+    case Mode::kTorchscript:
+      return "torchscript-frozen";
     case Mode::kReduceOverhead:  // default inductor settings, replayed as a CUDA graph
     case Mode::kDefault:
     case Mode::kMaxAutotune:
-    case Mode::kMaxAutotuneNoCudagraphs: return "aotinductor";
+    case Mode::kMaxAutotuneNoCudagraphs:
+      return "aotinductor";
   }
   return "torchscript";
 }

@@ -1,8 +1,8 @@
 #include "coordinator/auth.h"
 
 #include <openssl/crypto.h>
-#include <openssl/rand.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include <cctype>
 #include <cstdint>

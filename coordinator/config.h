@@ -40,7 +40,7 @@ struct CoordinatorConfig {
   std::int64_t max_header_bytes = 16 << 10;
   int max_json_depth = 32;
   int request_timeout_s = 30;
-  int threads = 2;        // I/O threads (never block)
+  int threads = 2;         // I/O threads (never block)
   int store_threads = 32;  // threads running handlers that use the store (bounds a group commit)
   std::string log_level = "info";
   std::string port_file;  // when set, the bound port is written here after listening

@@ -2,6 +2,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -11,7 +12,6 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <fstream>
@@ -96,9 +96,10 @@ int run(int argc, char** argv) {
       ::getrlimit(RLIMIT_NOFILE, &files);
     }
     if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < static_cast<rlim_t>(config.max_connections) + 64) {
-      spdlog::warn("the open-file limit ({}) is below max_connections ({}) + 64: connections beyond it wait in the "
-                   "listen backlog instead of getting 503",
-                   static_cast<unsigned long long>(files.rlim_cur), config.max_connections);
+      spdlog::warn(
+          "the open-file limit ({}) is below max_connections ({}) + 64: connections beyond it wait in the "
+          "listen backlog instead of getting 503",
+          static_cast<unsigned long long>(files.rlim_cur), config.max_connections);
     }
   }
 
@@ -114,8 +115,16 @@ int run(int argc, char** argv) {
   (*store)->on_work_available([&work] { work.notify(); });
   Metrics metrics;
   std::atomic<bool> stopping{false};
-  api::ApiContext ctx{**store, *catalog, config, clock, work, metrics, *operator_token, *enrollment_token, stopping,
-                       blocking.get_executor()};
+  api::ApiContext ctx{**store,
+                      *catalog,
+                      config,
+                      clock,
+                      work,
+                      metrics,
+                      *operator_token,
+                      *enrollment_token,
+                      stopping,
+                      blocking.get_executor()};
   http::Router router;
   api::register_routes(router, ctx);
 
@@ -139,8 +148,10 @@ int run(int argc, char** argv) {
   if (config.web_root.empty()) {
     spdlog::info("dashboard disabled (web_root is empty)");
   } else if (std::error_code ec; !std::filesystem::is_directory(config.web_root, ec)) {
-    spdlog::warn("dashboard: web_root {} is not a directory; / answers 404 (build the benchfleet_web_assets target, "
-                 "or set --web-root)", config.web_root);
+    spdlog::warn(
+        "dashboard: web_root {} is not a directory; / answers 404 (build the benchfleet_web_assets target, "
+        "or set --web-root)",
+        config.web_root);
   } else {
     spdlog::info("dashboard at http://{}:{}/ from {}", endpoint->address().to_string(), (*server)->port(),
                  config.web_root);

@@ -22,7 +22,7 @@ class Metrics {
 
  private:
   static constexpr std::array<double, 13> kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                      0.25,  0.5,    1,     2.5,  10,   30};
+                                                      0.25,  0.5,    1,     2.5,  10,    30};
   struct Series {
     std::array<std::uint64_t, kBuckets.size()> buckets{};
     std::uint64_t count = 0;

@@ -71,9 +71,8 @@ std::vector<std::pair<std::int64_t, int>> implied_oom(std::span<const QueuedJob>
   for (const auto& q : queued) {
     std::optional<int> smallest;
     for (const auto& o : oomed) {
-      const bool same_cell = o.model == q.spec.model && o.mode == q.spec.mode &&
-                             o.torch_build == q.spec.torch_build && o.gpu == q.spec.gpu &&
-                             o.runtime == q.spec.runtime;
+      const bool same_cell = o.model == q.spec.model && o.mode == q.spec.mode && o.torch_build == q.spec.torch_build &&
+                             o.gpu == q.spec.gpu && o.runtime == q.spec.runtime;
       if (same_cell && o.batch < q.spec.batch && (!smallest || o.batch < *smallest)) smallest = o.batch;
     }
     if (smallest) out.emplace_back(q.job_id, *smallest);
@@ -83,10 +82,14 @@ std::vector<std::pair<std::int64_t, int>> implied_oom(std::span<const QueuedJob>
 
 std::string_view to_string(RunState s) {
   switch (s) {
-    case RunState::kQueued: return "queued";
-    case RunState::kRunning: return "running";
-    case RunState::kDone: return "done";
-    case RunState::kCancelled: return "cancelled";
+    case RunState::kQueued:
+      return "queued";
+    case RunState::kRunning:
+      return "running";
+    case RunState::kDone:
+      return "done";
+    case RunState::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -99,8 +102,8 @@ RunState run_state(const std::map<JobStatus, std::int64_t>& job_counts, bool can
   };
   const std::int64_t active = count(JobStatus::kQueued) + count(JobStatus::kLeased) + count(JobStatus::kRunning);
   if (active == 0) return RunState::kDone;
-  const std::int64_t started = count(JobStatus::kLeased) + count(JobStatus::kRunning) + count(JobStatus::kDone) +
-                               count(JobStatus::kFailed);
+  const std::int64_t started =
+      count(JobStatus::kLeased) + count(JobStatus::kRunning) + count(JobStatus::kDone) + count(JobStatus::kFailed);
   return started == 0 ? RunState::kQueued : RunState::kRunning;
 }
 

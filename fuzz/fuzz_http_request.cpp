@@ -39,7 +39,8 @@ using benchfleet::http::RouteMatch;
 
 asio::awaitable<Response> create_run(const Request& req, const RouteMatch&) {
   auto body = benchfleet::parse_json(req.body());
-  if (!body.ok()) co_return benchfleet::http::problem(bhttp::status::bad_request, "Bad Request", body.error().message, req);
+  if (!body.ok())
+    co_return benchfleet::http::problem(bhttp::status::bad_request, "Bad Request", body.error().message, req);
   co_return benchfleet::http::json_response(bhttp::status::created, {{"members", body->size()}}, req);
 }
 
@@ -90,7 +91,8 @@ Fixture& fixture() {
 // Every answer in what the server sent starts with a status line; none is a 500.
 void check_answers(const std::string& got) {
   if (got.empty()) return;  // closed without answering (e.g. nothing but whitespace was sent)
-  if (got.rfind("HTTP/1.", 0) != 0) benchfleet::fuzz::fail("answer", "does not start with a status line: " + got.substr(0, 200));
+  if (got.rfind("HTTP/1.", 0) != 0)
+    benchfleet::fuzz::fail("answer", "does not start with a status line: " + got.substr(0, 200));
   for (std::size_t at = got.find("HTTP/1."); at != std::string::npos; at = got.find("\r\nHTTP/1.", at + 1)) {
     const std::size_t line = got[at] == '\r' ? at + 2 : at;
     if (got.compare(line + 9, 3, "500") == 0) benchfleet::fuzz::fail("answer", "a 500: " + got.substr(line, 400));

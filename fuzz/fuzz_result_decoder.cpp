@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto parsed = parse_json(text);
   if (!parsed.ok()) return 0;
   fuzz::check_round_trip<JobResult>(*parsed, "JobResult");
-  if (auto result = decode<JobResult>(*parsed); result.ok() && !check_posted_result(*result, "result") && result->stats) {
+  if (auto result = decode<JobResult>(*parsed);
+      result.ok() && !check_posted_result(*result, "result") && result->stats) {
     const Statistics& s = *result->stats;
     for (double v : {s.mean_ms, s.median_ms, s.p90_ms, s.p99_ms, s.min_ms, s.max_ms, s.stddev_ms, s.cv}) {
       if (!std::isfinite(v) || v < 0) fuzz::fail("check_posted_result", "passed a non-finite or negative statistic");

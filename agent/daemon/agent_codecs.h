@@ -44,13 +44,13 @@ LeaseState decode_conflict(std::string_view body);
 
 // The exporter's stdout (also its metadata.json in the cache).
 struct ExporterAnswer {
-  std::string status;                  // ok | error | unsupported
-  std::string message;                 // why, when not ok
-  std::string artifact = "model.pt";   // file name inside the export folder (no '/', not "..")
+  std::string status;                             // ok | error | unsupported
+  std::string message;                            // why, when not ok
+  std::string artifact = "model.pt";              // file name inside the export folder (no '/', not "..")
   std::optional<std::vector<TensorSpec>> inputs;  // what the worker feeds (libtorch jobs need it)
-  std::optional<double> export_s;      // >= 0
+  std::optional<double> export_s;                 // >= 0
   std::optional<std::string> inductor_cache;
-  nlohmann::json metadata;             // the whole answer, for the worker and the fingerprint
+  nlohmann::json metadata;  // the whole answer, for the worker and the fingerprint
 };
 Result<ExporterAnswer> decode_exporter_metadata(const nlohmann::json& j);
 Result<ExporterAnswer> decode_exporter_answer(std::string_view text);
@@ -59,7 +59,7 @@ Result<ExporterAnswer> decode_exporter_answer(std::string_view text);
 struct Capabilities {
   std::string torch_version;
   std::string torch_git;
-  std::vector<std::string> library_dirs;          // absolute paths only
+  std::vector<std::string> library_dirs;           // absolute paths only
   std::map<std::string, std::vector<Mode>> modes;  // by device: "cpu", "cuda"
 };
 Result<Capabilities> decode_capabilities(std::string_view text);

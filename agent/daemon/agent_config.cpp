@@ -49,11 +49,16 @@ Status read_builds(const YAML::Node& node, const std::string& origin, std::vecto
     TorchBuild build;
     for (const auto& kv : b) {
       const auto key = kv.first.as<std::string>();
-      if (key == "name") build.name = kv.second.as<std::string>();
-      else if (key == "python") build.python = kv.second.as<std::string>();
-      else if (key == "worker") build.worker = kv.second.as<std::string>();
-      else if (key == "root") build.root = kv.second.as<std::string>();
-      else return Error::invalid(path + "." + key, origin + ": unknown key (allowed: name, python, worker, root)");
+      if (key == "name")
+        build.name = kv.second.as<std::string>();
+      else if (key == "python")
+        build.python = kv.second.as<std::string>();
+      else if (key == "worker")
+        build.worker = kv.second.as<std::string>();
+      else if (key == "root")
+        build.root = kv.second.as<std::string>();
+      else
+        return Error::invalid(path + "." + key, origin + ": unknown key (allowed: name, python, worker, root)");
     }
     if (!is_valid_identifier(build.name)) return Error::invalid(path + ".name", origin + ": not a valid build name");
     if (build.python.empty() || build.worker.empty()) {
@@ -61,8 +66,8 @@ Status read_builds(const YAML::Node& node, const std::string& origin, std::vecto
     }
     for (std::size_t j = 0; j < out.size(); ++j) {
       if (out[j].name == build.name) {
-        return Error::invalid(path + ".name", origin + ": build " + build.name + " is already builds[" +
-                                                  std::to_string(j) + "]");
+        return Error::invalid(path + ".name",
+                              origin + ": build " + build.name + " is already builds[" + std::to_string(j) + "]");
       }
     }
     out.push_back(std::move(build));

@@ -14,13 +14,13 @@ struct AgentConfig {
   std::string coordinator = "http://127.0.0.1:8080";
   std::string enrollment_token;  // BENCHFLEET_ENROLLMENT_TOKEN; or enrollment_token_file
   std::string enrollment_token_file;
-  std::string name;                         // default: the host name
+  std::string name;                              // default: the host name
   std::string state_dir = "./benchfleet-agent";  // token; default parent of the three below
-  std::string spool_dir;      // default <state_dir>/spool
-  std::string artifact_dir;   // default <state_dir>/artifacts
-  std::string work_dir;       // default <state_dir>/work
-  std::vector<std::string> gpus;            // UUIDs or indices; empty: all found
-  std::int64_t memory_limit_mb = 0;         // per slot, 0: none (a run's own limit wins)
+  std::string spool_dir;                         // default <state_dir>/spool
+  std::string artifact_dir;                      // default <state_dir>/artifacts
+  std::string work_dir;                          // default <state_dir>/work
+  std::vector<std::string> gpus;                 // UUIDs or indices; empty: all found
+  std::int64_t memory_limit_mb = 0;              // per slot, 0: none (a run's own limit wins)
   int kill_grace_s = 10;
   int export_timeout_s = 3600;
   std::string exporter;  // benchfleet_export.py; default: found next to the binary or in the source tree

@@ -100,7 +100,8 @@ Result<std::string> artifact_sha256(const fs::path& file) {
 }
 
 std::string describe_exit(const ExitInfo& exit) {
-  return exit.signal != 0 ? "killed by signal " + std::to_string(exit.signal) : "exit " + std::to_string(exit.exit_code);
+  return exit.signal != 0 ? "killed by signal " + std::to_string(exit.signal)
+                          : "exit " + std::to_string(exit.exit_code);
 }
 
 std::string sanitize(std::string_view s) {
@@ -114,8 +115,8 @@ std::string sanitize(std::string_view s) {
 ArtifactCache::ArtifactCache(std::string dir) : dir_(std::move(dir)) {}
 
 std::string ArtifactCache::dir_name(const ArtifactKey& k) {
-  const std::string full = k.model + "|" + k.build + "|" + k.build_version + "|" + k.build_root_id + "|" + k.format + "|" +
-                           std::string(to_string(k.mode)) + "|" + std::to_string(k.batch) + "|" + k.device + "|" +
+  const std::string full = k.model + "|" + k.build + "|" + k.build_version + "|" + k.build_root_id + "|" + k.format +
+                           "|" + std::string(to_string(k.mode)) + "|" + std::to_string(k.batch) + "|" + k.device + "|" +
                            k.device_arch;
   std::ostringstream hash;
   hash << std::hex << std::hash<std::string>{}(full);
@@ -152,9 +153,9 @@ Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter
   fs::remove_all(staging, ec);
   fs::create_directories(staging, ec);
   SpawnOptions o;
-  o.argv = {exporter.python, exporter.script, "--catalog", exporter.catalog, "--model", key.model,
-            "--batch", std::to_string(key.batch), "--format", key.format, "--device", key.device,
-            "--out", staging.string()};
+  o.argv = {exporter.python, exporter.script,           "--catalog", exporter.catalog, "--model",  key.model,
+            "--batch",       std::to_string(key.batch), "--format",  key.format,       "--device", key.device,
+            "--out",         staging.string()};
   if (key.format == "aotinductor") {
     o.argv.push_back("--mode");
     o.argv.push_back(std::string(to_string(key.mode)));
@@ -168,8 +169,8 @@ Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter
     return out;
   }
   const auto start = std::chrono::steady_clock::now();
-  const ExitInfo exit = supervise(*child, std::chrono::seconds(exporter.timeout_s), std::chrono::seconds(5),
-                                  std::chrono::hours(1), {});
+  const ExitInfo exit =
+      supervise(*child, std::chrono::seconds(exporter.timeout_s), std::chrono::seconds(5), std::chrono::hours(1), {});
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (exit.timed_out) {
     out.message = "the export timed out after " + std::to_string(exporter.timeout_s) + " s";

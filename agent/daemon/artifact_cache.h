@@ -41,11 +41,11 @@ struct Exporter {
 };
 
 struct Artifact {
-  std::string path;           // the model file
-  std::string sha256;         // lower-case hex SHA-256 of that file, computed by the agent
-  ExporterAnswer exported;    // the exporter's metadata.json, decoded (exported.metadata: as written)
-  bool cached = false;        // reused from an earlier export
-  double export_wall_s = 0;   // wall time of this call's export (0 when cached)
+  std::string path;          // the model file
+  std::string sha256;        // lower-case hex SHA-256 of that file, computed by the agent
+  ExporterAnswer exported;   // the exporter's metadata.json, decoded (exported.metadata: as written)
+  bool cached = false;       // reused from an earlier export
+  double export_wall_s = 0;  // wall time of this call's export (0 when cached)
 };
 
 // What became of a preparation: an artifact, or the verdict of a failed export.

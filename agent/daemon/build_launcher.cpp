@@ -82,8 +82,10 @@ SpawnOptions BuildLauncher::wrap(const TorchBuild& build, SpawnOptions o) const 
     if (dir.empty()) return;
     const std::string p = host_path(dir);
     auto same = std::find_if(dirs.begin(), dirs.end(), [&](auto& d) { return d.first == p; });
-    if (same == dirs.end()) dirs.emplace_back(p, writable);
-    else same->second = same->second || writable;
+    if (same == dirs.end())
+      dirs.emplace_back(p, writable);
+    else
+      same->second = same->second || writable;
   };
   for (const auto& d : writable_) add(d, true);
   for (const auto& d : readable_) add(d, false);

@@ -31,12 +31,12 @@ Result<RootInfo> read_root_info(const std::string& root);
 // the root filesystem they live in ("" = this host's own).
 struct TorchBuild {
   std::string name;
-  std::string version;  // filled from the worker's (else the runner's) --capabilities at start
-  std::string python;   // a path inside the root when the build has one
-  std::string worker;   // a host path; run inside the root when the build has one
-  std::string root;     // root filesystem, or "" (runs on the host)
-  RootInfo root_info;   // read at start when `root` is set
-  std::string torch_git;                 // torch.version.git_version, from the runner
+  std::string version;    // filled from the worker's (else the runner's) --capabilities at start
+  std::string python;     // a path inside the root when the build has one
+  std::string worker;     // a host path; run inside the root when the build has one
+  std::string root;       // root filesystem, or "" (runs on the host)
+  RootInfo root_info;     // read at start when `root` is set
+  std::string torch_git;  // torch.version.git_version, from the runner
   // Folders of native libraries the build loads lazily (pip's nvidia/*/lib, e.g. NVRTC's
   // builtins for the TorchScript fuser), from the runner's --capabilities: its programs get
   // them first on LD_LIBRARY_PATH, so a C++ worker finds what the build's python finds.
@@ -55,8 +55,8 @@ class BuildLauncher {
 
   // `o` made to run for `build`: its Inductor cache (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR),
   // identity (BENCHFLEET_BUILD, BENCHFLEET_BUILD_ROOT, BENCHFLEET_BUILD_ROOT_ID) and library
-  // folders (LD_LIBRARY_PATH: library_dirs before the agent's own) in the environment, and for a rooted build argv wrapped by in-root.sh (the build's worker
-  // directory bound too) with `signal_as_exit_status` set.
+  // folders (LD_LIBRARY_PATH: library_dirs before the agent's own) in the environment, and for a rooted build argv
+  // wrapped by in-root.sh (the build's worker directory bound too) with `signal_as_exit_status` set.
   SpawnOptions wrap(const TorchBuild& build, SpawnOptions o) const;
 
   // The Inductor on-disk cache of `build` (created by the programs that use it).

@@ -37,7 +37,8 @@ Result<std::vector<GpuInfo>> parse_nvidia_smi(std::string_view csv) {
     std::string field;
     while (std::getline(parts, field, ',')) fields.push_back(trim(field));
     const std::string where = "nvidia-smi line " + std::to_string(number);
-    if (fields.size() != 6) return Error::invalid(where, "expected 6 comma-separated fields, got " + std::to_string(fields.size()));
+    if (fields.size() != 6)
+      return Error::invalid(where, "expected 6 comma-separated fields, got " + std::to_string(fields.size()));
     GpuInfo g;
     try {
       g.index = std::stoi(fields[0]);
@@ -58,9 +59,8 @@ std::string gpu_class_for(std::string_view device_name) {
   const std::string name = lower(device_name);
   // Known data-centre parts, matched as whole words ("l4" is not "l40s", "h200" is not "gh200");
   // where one name is a prefix of another the longer one comes first.
-  static constexpr std::array<std::string_view, 14> kKnown = {"h200", "h100", "gh200", "b200", "a100", "a800",
-                                                              "a10g", "a40",  "a30",   "l40s", "l40",  "l4",
-                                                              "v100", "t4"};
+  static constexpr std::array<std::string_view, 14> kKnown = {"h200", "h100", "gh200", "b200", "a100", "a800", "a10g",
+                                                              "a40",  "a30",  "l40s",  "l40",  "l4",   "v100", "t4"};
   for (std::string_view k : kKnown) {
     const auto pos = name.find(k);
     if (pos == std::string::npos) continue;
@@ -77,8 +77,10 @@ std::string gpu_class_for(std::string_view device_name) {
     if (word == "nvidia" || word == "tesla") continue;
     std::string clean;
     for (char c : word) {
-      if (std::isalnum(static_cast<unsigned char>(c))) clean += c;
-      else if (c == '-' || c == '_') clean += '-';
+      if (std::isalnum(static_cast<unsigned char>(c)))
+        clean += c;
+      else if (c == '-' || c == '_')
+        clean += '-';
     }
     if (clean.empty()) continue;
     if (!out.empty()) out += '-';

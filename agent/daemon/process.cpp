@@ -100,7 +100,8 @@ std::string random_token() {
 }
 
 bool is_token(const std::string& s) {
-  return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  return s.size() == 32 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
 }
 
 // Written beside and renamed, so a reader sees a whole record or none.
@@ -124,7 +125,8 @@ std::map<std::string, std::vector<pid_t>> processes_by_token() {
     if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(name));
     if (pid == ::getpid()) continue;
-    const std::string environ_text = read_small_file("/proc/" + name + "/environ");  // ours only: others' are unreadable
+    const std::string environ_text =
+        read_small_file("/proc/" + name + "/environ");  // ours only: others' are unreadable
     for (std::size_t at = 0; at < environ_text.size();) {
       std::size_t end = environ_text.find('\0', at);
       if (end == std::string::npos) end = environ_text.size();
@@ -339,7 +341,8 @@ OrphanSweep kill_orphaned_children(const std::string& record_dir, std::chrono::m
   const auto deadline = std::chrono::steady_clock::now() + wait;
   for (const auto& [p, start] : doomed) {
     sweep.killed.push_back(p);
-    while (still_running(p, start) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(kPollStep);
+    while (still_running(p, start) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(kPollStep);
     if (still_running(p, start)) sweep.survivors.push_back(p);
   }
   return sweep;

@@ -16,7 +16,7 @@
 namespace benchfleet::agent {
 
 struct SpawnOptions {
-  std::vector<std::string> argv;  // argv[0] is the program path
+  std::vector<std::string> argv;               // argv[0] is the program path
   std::map<std::string, std::string> env_set;  // added to / replacing this process's environment
   std::vector<std::string> env_unset;
   std::string stdout_path;  // created/truncated; empty: /dev/null
@@ -36,8 +36,8 @@ struct SpawnOptions {
 inline constexpr const char* kChildTokenVariable = "BENCHFLEET_CHILD_TOKEN";
 
 struct ExitInfo {
-  int exit_code = -1;  // when the child exited
-  int signal = 0;      // when a signal ended it
+  int exit_code = -1;      // when the child exited
+  int signal = 0;          // when a signal ended it
   bool timed_out = false;  // we killed it at the timeout
   bool aborted = false;    // we killed it because the tick asked to
   double seconds = 0;
@@ -76,8 +76,8 @@ class Child {
 
 // What kill_orphaned_children found and did.
 struct OrphanSweep {
-  int records = 0;             // records left by an earlier life of the agent
-  std::vector<pid_t> killed;   // processes confirmed as its children (or theirs) and SIGKILLed
+  int records = 0;               // records left by an earlier life of the agent
+  std::vector<pid_t> killed;     // processes confirmed as its children (or theirs) and SIGKILLed
   std::vector<pid_t> survivors;  // killed but still alive after `wait`
 };
 

@@ -56,7 +56,8 @@ std::string Spool::path_of(std::int64_t job_id, int attempt) const {
 }
 
 Status Spool::put(const SpoolEntry& e) {
-  const nlohmann::json j = {{"job_id", e.job_id}, {"lease_id", e.lease_id}, {"attempt", e.attempt}, {"result", e.result}};
+  const nlohmann::json j = {
+      {"job_id", e.job_id}, {"lease_id", e.lease_id}, {"attempt", e.attempt}, {"result", e.result}};
   return write_durably(path_of(e.job_id, e.attempt), j.dump());
 }
 

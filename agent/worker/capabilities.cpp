@@ -37,12 +37,14 @@ std::optional<std::string> unsupported_reason(const WorkerJob& job, const Capabi
   };
   if (job.mode == Mode::kReduceOverhead && job.device != "cuda") return graphs_need_cuda("default");
   if (job.format == "aotinductor" && !caps.aoti) {
-    return std::string(to_string(job.mode)) + " runs an AOTInductor package, which needs LibTorch >= 2.6; this worker " +
-           "is built against LibTorch " + caps.torch_version;
+    return std::string(to_string(job.mode)) +
+           " runs an AOTInductor package, which needs LibTorch >= 2.6; this worker " + "is built against LibTorch " +
+           caps.torch_version;
   }
   if (job.mode == Mode::kMaxAutotune && job.device != "cuda") return graphs_need_cuda("max-autotune-no-cudagraphs");
   if (job.format == "aotinductor" && uses_cuda_graph(job) && !caps.aoti_cuda_graphs) {
-    return std::string(to_string(job.mode)) + " captures the AOTInductor package's calls into a CUDA graph, which needs " +
+    return std::string(to_string(job.mode)) +
+           " captures the AOTInductor package's calls into a CUDA graph, which needs " +
            "the single-threaded package runner of LibTorch >= 2.7; this worker is built against LibTorch " +
            caps.torch_version;
   }

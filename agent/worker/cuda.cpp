@@ -6,11 +6,11 @@
 //   BENCHFLEET_HAVE_LAZY_INIT_DEVICE at::Context::lazyInitDevice (2.6+; lazyInitCUDA before)
 #include "agent/worker/cuda.h"
 
+#include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <ATen/detail/CUDAHooksInterface.h>
-#include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>

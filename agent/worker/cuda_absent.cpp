@@ -6,9 +6,7 @@ namespace benchfleet::worker::cuda {
 
 bool compiled() { return false; }
 bool available() { return false; }
-Status set_memory_fraction_for(std::int64_t) {
-  return Error::internal("this worker was built without CUDA");
-}
+Status set_memory_fraction_for(std::int64_t) { return Error::internal("this worker was built without CUDA"); }
 void fill_peak_memory(MemoryInfo&) {}
 void reset_peak_memory() {}
 std::int64_t oom_count() { return 0; }

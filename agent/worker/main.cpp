@@ -36,10 +36,11 @@ Result<WorkerJob> read_job(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"benchfleet-worker: loads one model artifact, measures it as the job says (first call, warm-up,\n"
-               "then timed iterations under the stopping rule) and prints exactly one result JSON.\n"
-               "Progress goes to stderr. The exit code mirrors the status: 0 ok, 1 error, 3 oom,\n"
-               "4 unsupported, 5 invalid (2: usage error)."};
+  CLI::App app{
+      "benchfleet-worker: loads one model artifact, measures it as the job says (first call, warm-up,\n"
+      "then timed iterations under the stopping rule) and prints exactly one result JSON.\n"
+      "Progress goes to stderr. The exit code mirrors the status: 0 ok, 1 error, 3 oom,\n"
+      "4 unsupported, 5 invalid (2: usage error)."};
   std::string job_path = "-";
   std::string out_path;
   bool capabilities = false;
@@ -51,13 +52,13 @@ int main(int argc, char** argv) {
 
   const worker::Capabilities caps = worker::this_build();
   if (capabilities) {
-    nlohmann::json out = {{"torch_version", caps.torch_version},
-                          {"aoti", caps.aoti},
-                          {"aoti_cuda_graphs", caps.aoti_cuda_graphs},
-                          {"cuda_compiled", caps.cuda_compiled},
-                          {"cuda_available", caps.cuda_available},
-                          {"modes", {{"cpu", worker::runnable_modes(caps, "cpu")},
-                                     {"cuda", worker::runnable_modes(caps, "cuda")}}}};
+    nlohmann::json out = {
+        {"torch_version", caps.torch_version},
+        {"aoti", caps.aoti},
+        {"aoti_cuda_graphs", caps.aoti_cuda_graphs},
+        {"cuda_compiled", caps.cuda_compiled},
+        {"cuda_available", caps.cuda_available},
+        {"modes", {{"cpu", worker::runnable_modes(caps, "cpu")}, {"cuda", worker::runnable_modes(caps, "cuda")}}}};
     std::cout << out.dump() << "\n";
     return 0;
   }
@@ -69,10 +70,13 @@ int main(int argc, char** argv) {
     result.status = ResultStatus::kError;
     result.error = "job: " + job.error().describe();
   } else {
-    result = worker::run_job(*job, caps, [](std::string_view phase, std::size_t n, double s) {
-      std::fprintf(stderr, "progress phase=%.*s iterations=%zu seconds=%.2f\n", static_cast<int>(phase.size()),
-                   phase.data(), n, s);
-    }, &output);
+    result = worker::run_job(
+        *job, caps,
+        [](std::string_view phase, std::size_t n, double s) {
+          std::fprintf(stderr, "progress phase=%.*s iterations=%zu seconds=%.2f\n", static_cast<int>(phase.size()),
+                       phase.data(), n, s);
+        },
+        &output);
   }
   if (!output.write({nlohmann::json(result).dump()})) {
     std::fprintf(stderr, "benchfleet-worker: cannot write the result to %s\n", output.describe().c_str());

@@ -8,8 +8,8 @@
 namespace benchfleet::worker {
 
 bool is_oom_message(std::string_view m) {
-  for (std::string_view needle : {"can't allocate memory", "out of memory", "OutOfMemoryError", "std::bad_alloc",
-                                  "Cannot allocate memory"}) {
+  for (std::string_view needle :
+       {"can't allocate memory", "out of memory", "OutOfMemoryError", "std::bad_alloc", "Cannot allocate memory"}) {
     if (m.find(needle) != std::string_view::npos) return true;
   }
   return false;
@@ -36,11 +36,16 @@ std::optional<std::int64_t> oom_bytes_requested(std::string_view m) {
     std::string_view unit = rest.substr(static_cast<std::size_t>(end - rest.data()));
     while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
     double scale = 1;
-    if (unit.rfind("KiB", 0) == 0) scale = 1024.0;
-    else if (unit.rfind("MiB", 0) == 0) scale = 1024.0 * 1024;
-    else if (unit.rfind("GiB", 0) == 0) scale = 1024.0 * 1024 * 1024;
-    else if (unit.rfind("TiB", 0) == 0) scale = 1024.0 * 1024 * 1024 * 1024;
-    else if (unit.rfind("bytes", 0) != 0 && unit.rfind('B', 0) != 0) return std::nullopt;
+    if (unit.rfind("KiB", 0) == 0)
+      scale = 1024.0;
+    else if (unit.rfind("MiB", 0) == 0)
+      scale = 1024.0 * 1024;
+    else if (unit.rfind("GiB", 0) == 0)
+      scale = 1024.0 * 1024 * 1024;
+    else if (unit.rfind("TiB", 0) == 0)
+      scale = 1024.0 * 1024 * 1024 * 1024;
+    else if (unit.rfind("bytes", 0) != 0 && unit.rfind('B', 0) != 0)
+      return std::nullopt;
     return static_cast<std::int64_t>(std::llround(value * scale));
   }
   return std::nullopt;

@@ -101,17 +101,28 @@ class GraphRunner final : public ModelRunner {
 // The exporter's dtype names (str(torch.dtype) without "torch.").
 std::string dtype_name(at::ScalarType type) {
   switch (type) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    case at::kLong: return "int64";
-    case at::kInt: return "int32";
-    case at::kShort: return "int16";
-    case at::kChar: return "int8";
-    case at::kByte: return "uint8";
-    case at::kBool: return "bool";
-    default: return c10::toString(type);
+    case at::kFloat:
+      return "float32";
+    case at::kDouble:
+      return "float64";
+    case at::kHalf:
+      return "float16";
+    case at::kBFloat16:
+      return "bfloat16";
+    case at::kLong:
+      return "int64";
+    case at::kInt:
+      return "int32";
+    case at::kShort:
+      return "int16";
+    case at::kChar:
+      return "int8";
+    case at::kByte:
+      return "uint8";
+    case at::kBool:
+      return "bool";
+    default:
+      return c10::toString(type);
   }
 }
 
@@ -144,7 +155,8 @@ std::unique_ptr<ModelRunner> capture_cuda_graph(std::unique_ptr<ModelRunner> inn
   return std::make_unique<GraphRunner>(std::move(inner), std::move(*graph));
 }
 
-std::vector<at::Tensor> make_inputs(const std::vector<TensorSpec>& specs, std::int64_t seed, const std::string& device) {
+std::vector<at::Tensor> make_inputs(const std::vector<TensorSpec>& specs, std::int64_t seed,
+                                    const std::string& device) {
   torch::manual_seed(static_cast<std::uint64_t>(seed));
   const auto options_device = torch::Device(device);
   std::vector<at::Tensor> out;

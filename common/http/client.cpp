@@ -42,9 +42,8 @@ constexpr std::uint32_t kResponseHeaderLimit = 64 * 1024;
 constexpr std::chrono::milliseconds kEarlyAnswerWait{2000};
 
 bool closed_by_peer(const error_code& ec) {
-  return ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
-         ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
-         ec == asio::error::connection_aborted;
+  return ec == bhttp::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe || ec == asio::error::connection_aborted;
 }
 
 std::string lower(std::string_view s) {
@@ -121,8 +120,7 @@ struct Client::Impl {
     buffer.clear();
   }
 
-  asio::awaitable<void> exchange(const Request& req, std::chrono::milliseconds timeout,
-                                 Attempt& out) {
+  asio::awaitable<void> exchange(const Request& req, std::chrono::milliseconds timeout, Attempt& out) {
     const bool reused = stream && stream->socket().is_open();
     if (!reused) {
       close();
@@ -192,8 +190,7 @@ struct Client::Impl {
   static bool take_response(bhttp::response<bhttp::string_body>& msg, Attempt& out) {
     out.response.status = msg.result_int();
     for (const auto& field : msg) {
-      auto [it, inserted] =
-          out.response.headers.emplace(lower(field.name_string()), std::string(field.value()));
+      auto [it, inserted] = out.response.headers.emplace(lower(field.name_string()), std::string(field.value()));
       if (!inserted) {
         it->second += ", ";
         it->second += field.value();
@@ -238,8 +235,7 @@ struct Client::Impl {
       message += " failed: ";
       message += a.ec.message();
     }
-    const ErrorCode code =
-        a.ec == bhttp::error::body_limit ? ErrorCode::kPayloadTooLarge : ErrorCode::kUnavailable;
+    const ErrorCode code = a.ec == bhttp::error::body_limit ? ErrorCode::kPayloadTooLarge : ErrorCode::kUnavailable;
     return Error{code, std::move(message), {}};
   }
 };
@@ -276,8 +272,7 @@ Client::Client(std::string base_url) : impl_(std::make_unique<Impl>()) {
 
 Client::~Client() = default;
 
-Result<ClientResponse> Client::request(bhttp::verb method, std::string_view target,
-                                       std::string body, Headers headers,
+Result<ClientResponse> Client::request(bhttp::verb method, std::string_view target, std::string body, Headers headers,
                                        std::chrono::milliseconds timeout) {
   if (impl_->config_error) return *impl_->config_error;
   std::string full_target = impl_->prefix;
@@ -309,15 +304,13 @@ Result<ClientResponse> Client::get(std::string_view target, std::string_view bea
 }
 
 Result<ClientResponse> Client::post_json(std::string_view target, const nlohmann::json& body,
-                                         std::string_view bearer_token,
-                                         std::chrono::milliseconds timeout) {
+                                         std::string_view bearer_token, std::chrono::milliseconds timeout) {
   Headers headers{{"Content-Type", "application/json"}};
   if (!bearer_token.empty()) {
     headers.emplace_back("Authorization", "Bearer ");
     headers.back().second += bearer_token;
   }
-  return request(bhttp::verb::post, target,
-                 body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+  return request(bhttp::verb::post, target, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                  std::move(headers), timeout);
 }
 

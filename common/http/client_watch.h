@@ -9,9 +9,9 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/error.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -29,8 +29,7 @@ namespace detail {
 // Reads from the socket once: end of stream or an error marks the client gone; bytes (a
 // pipelined next request) are kept in `buffer` for the server's next read. Then waits until
 // cancelled, so it never ends the handling itself.
-inline boost::asio::awaitable<void> watch_client(boost::beast::tcp_stream& stream,
-                                                 boost::beast::flat_buffer& buffer,
+inline boost::asio::awaitable<void> watch_client(boost::beast::tcp_stream& stream, boost::beast::flat_buffer& buffer,
                                                  Exchange& exchange) {
   constexpr std::size_t kWatchBytes = 4096;
   constexpr auto kAsTuple = boost::asio::as_tuple(boost::asio::use_awaitable);
@@ -52,8 +51,7 @@ inline boost::asio::awaitable<void> watch_client(boost::beast::tcp_stream& strea
 // the client leaving; the watch is cancelled when `handling` completes. REQUIRES: nothing else
 // reads `stream` or touches `buffer` meanwhile; all three outlive the awaitable.
 inline boost::asio::awaitable<Response> handle_watching_client(boost::beast::tcp_stream& stream,
-                                                               boost::beast::flat_buffer& buffer,
-                                                               Exchange& exchange,
+                                                               boost::beast::flat_buffer& buffer, Exchange& exchange,
                                                                boost::asio::awaitable<Response> handling) {
   namespace asio = boost::asio;
   const auto executor = co_await asio::this_coro::executor;

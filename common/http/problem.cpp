@@ -9,8 +9,8 @@ namespace benchfleet::http {
 
 namespace bhttp = boost::beast::http;
 
-Response problem(bhttp::status status, std::string_view title, std::string_view detail,
-                 const Request& req, nlohmann::json extra) {
+Response problem(bhttp::status status, std::string_view title, std::string_view detail, const Request& req,
+                 nlohmann::json extra) {
   nlohmann::json body = {
       {"type", "about:blank"},
       {"title", title},
@@ -22,20 +22,28 @@ Response problem(bhttp::status status, std::string_view title, std::string_view 
       if (key == "type" || !body.contains(key)) body[key] = std::move(value);
     }
   }
-  return make_response(status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                       kProblemContentType, req);
+  return make_response(status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kProblemContentType,
+                       req);
 }
 
 bhttp::status status_for(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidArgument: return bhttp::status::bad_request;
-    case ErrorCode::kNotFound: return bhttp::status::not_found;
-    case ErrorCode::kConflict: return bhttp::status::conflict;
-    case ErrorCode::kUnauthenticated: return bhttp::status::unauthorized;
-    case ErrorCode::kPermissionDenied: return bhttp::status::forbidden;
-    case ErrorCode::kPayloadTooLarge: return bhttp::status::payload_too_large;
-    case ErrorCode::kUnavailable: return bhttp::status::service_unavailable;
-    case ErrorCode::kInternal: return bhttp::status::internal_server_error;
+    case ErrorCode::kInvalidArgument:
+      return bhttp::status::bad_request;
+    case ErrorCode::kNotFound:
+      return bhttp::status::not_found;
+    case ErrorCode::kConflict:
+      return bhttp::status::conflict;
+    case ErrorCode::kUnauthenticated:
+      return bhttp::status::unauthorized;
+    case ErrorCode::kPermissionDenied:
+      return bhttp::status::forbidden;
+    case ErrorCode::kPayloadTooLarge:
+      return bhttp::status::payload_too_large;
+    case ErrorCode::kUnavailable:
+      return bhttp::status::service_unavailable;
+    case ErrorCode::kInternal:
+      return bhttp::status::internal_server_error;
   }
   return bhttp::status::internal_server_error;
 }

@@ -15,8 +15,8 @@ inline constexpr std::string_view kProblemContentType = "application/problem+jso
 // Body {"type", "title", "status", "detail", ...extra}. "type" is "about:blank" unless `extra`
 // carries a "type" URI; other members of `extra` (an object, or null for none) are added as
 // extension members but never replace title/status/detail. Version and keep-alive follow `req`.
-Response problem(boost::beast::http::status status, std::string_view title, std::string_view detail,
-                 const Request& req, nlohmann::json extra = {});
+Response problem(boost::beast::http::status status, std::string_view title, std::string_view detail, const Request& req,
+                 nlohmann::json extra = {});
 
 // invalid->400, not_found->404, conflict->409, unauthenticated->401, permission_denied->403,
 // payload_too_large->413, unavailable->503, internal->500.

@@ -68,11 +68,10 @@ void Router::add(bhttp::verb method, std::string_view pattern, std::string name,
   // Same method and same shape (parameter names aside) would make one route unreachable.
   for (const Route& other : routes_) {
     if (other.method != method || other.segments.size() != route.segments.size()) continue;
-    const bool same_shape =
-        std::equal(other.segments.begin(), other.segments.end(), route.segments.begin(),
-                   [](const Segment& a, const Segment& b) {
-                     return a.is_param == b.is_param && (a.is_param || a.text == b.text);
-                   });
+    const bool same_shape = std::equal(other.segments.begin(), other.segments.end(), route.segments.begin(),
+                                       [](const Segment& a, const Segment& b) {
+                                         return a.is_param == b.is_param && (a.is_param || a.text == b.text);
+                                       });
     if (same_shape) {
       std::string why = "conflicts with the route \"";
       why += other.pattern;
@@ -102,8 +101,7 @@ std::optional<RouteInfo> Router::fallback() const {
   return RouteInfo{bhttp::verb::get, std::string(kFallbackPattern), fallback_name_};
 }
 
-bool Router::match_path(const Route& route, const std::vector<std::string>& path,
-                        RouteMatch& match) {
+bool Router::match_path(const Route& route, const std::vector<std::string>& path, RouteMatch& match) {
   if (route.segments.size() != path.size()) return false;
   for (std::size_t i = 0; i < path.size(); ++i) {
     const Segment& seg = route.segments[i];
@@ -171,8 +169,7 @@ boost::asio::awaitable<std::optional<Response>> call_guard(const Guard& guard, s
 
 }  // namespace
 
-boost::asio::awaitable<Response> Router::dispatch(const Request& req,
-                                                  std::string& route_name) const {
+boost::asio::awaitable<Response> Router::dispatch(const Request& req, std::string& route_name) const {
   RouteDecision decision = co_await admit(req);
   route_name = decision.route_name();
   if (decision.refusal()) co_return std::move(*decision.refusal());
@@ -194,8 +191,8 @@ boost::asio::awaitable<RouteDecision> Router::admit(const Request& req) const {
   decision.route_name_ = kUnmatchedRoute;
   const auto parsed = boost::urls::parse_origin_form(req.target());
   if (!parsed) {
-    decision.refusal_ = problem(bhttp::status::bad_request, "Bad Request",
-                                "the request target is not a valid origin-form URL", req);
+    decision.refusal_ =
+        problem(bhttp::status::bad_request, "Bad Request", "the request target is not a valid origin-form URL", req);
     co_return decision;
   }
   std::vector<std::string> path;
@@ -240,8 +237,7 @@ boost::asio::awaitable<RouteDecision> Router::admit(const Request& req) const {
 
   const Handler* handler = nullptr;
   const RouteOptions* options = nullptr;
-  if (best == nullptr && allowed.empty() && fallback_ &&
-      (req.method() == bhttp::verb::get || head)) {
+  if (best == nullptr && allowed.empty() && fallback_ && (req.method() == bhttp::verb::get || head)) {
     decision.match_.route_name = fallback_name_;
     decision.match_.pattern = kFallbackPattern;
     decision.route_name_ = fallback_name_;

@@ -30,8 +30,8 @@ inline constexpr std::string_view kUnmatchedRoute = "unmatched";
 inline constexpr std::string_view kFallbackPattern = "/{path}";
 
 struct RouteMatch {
-  std::string route_name;  // as given to Router::add, e.g. "runs.report"
-  std::string pattern;     // e.g. "/api/v1/runs/{id}/report"
+  std::string route_name;                                  // as given to Router::add, e.g. "runs.report"
+  std::string pattern;                                     // e.g. "/api/v1/runs/{id}/report"
   std::map<std::string, std::string, std::less<>> params;  // {name} -> percent-decoded segment
   // The whole path, one percent-decoded segment each ("/a/b%2Fc" -> {"a", "b/c"}; "/" -> {}).
   std::vector<std::string> segments;
@@ -45,15 +45,14 @@ struct RouteMatch {
 
 // `req` and `match` stay valid until the returned awaitable completes. A handler may throw:
 // the router answers 500 and logs the exception.
-using Handler =
-    std::function<boost::asio::awaitable<Response>(const Request& req, const RouteMatch& match)>;
+using Handler = std::function<boost::asio::awaitable<Response>(const Request& req, const RouteMatch& match)>;
 
 // Decides from a request's headers alone (the server has not read its body yet, so `head`'s body
 // is empty) whether the route's handler may run: nullopt admits, a response (401, 403...) refuses.
 // It runs before the body is read so that a client the route will refuse cannot make the server
 // buffer its body. May throw like a Handler (500). `head` and `match` outlive the awaitable.
-using Guard = std::function<boost::asio::awaitable<std::optional<Response>>(const Request& head,
-                                                                            const RouteMatch& match)>;
+using Guard =
+    std::function<boost::asio::awaitable<std::optional<Response>>(const Request& head, const RouteMatch& match)>;
 
 struct RouteOptions {
   Guard guard;  // empty: every request is admitted
@@ -99,8 +98,8 @@ class Router {
 
   // Throws std::invalid_argument for a malformed pattern (not starting with '/', a '{' that does
   // not span a whole segment, a repeated parameter name) or a (method, pattern) already added.
-  void add(boost::beast::http::verb method, std::string_view pattern, std::string name,
-           Handler handler, RouteOptions options = {});
+  void add(boost::beast::http::verb method, std::string_view pattern, std::string name, Handler handler,
+           RouteOptions options = {});
 
   // Answers GET and HEAD requests whose path matches no route's pattern (for any method), with
   // RouteMatch::pattern kFallbackPattern. Replaces an earlier fallback.
@@ -147,8 +146,7 @@ class Router {
     RouteOptions options;
   };
 
-  static bool match_path(const Route& route, const std::vector<std::string>& path,
-                         RouteMatch& match);
+  static bool match_path(const Route& route, const std::vector<std::string>& path, RouteMatch& match);
   static bool more_specific(const Route& a, const Route& b);
 
   std::vector<Route> routes_;

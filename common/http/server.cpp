@@ -99,8 +99,7 @@ std::optional<std::string> host_problem(const Request& head) {
 
 // Writes `res` (its headers only for a HEAD request); sets its payload headers first.
 asio::awaitable<error_code> write_response(beast::tcp_stream& stream, Response& res, bool head_only) {
-  const bool bodyless_status =
-      res.result() == bhttp::status::not_modified || res.result() == bhttp::status::no_content;
+  const bool bodyless_status = res.result() == bhttp::status::not_modified || res.result() == bhttp::status::no_content;
   if (bodyless_status) {
     // No body and no Content-Length: a 304's would have to be the 200's length (RFC 9110).
     res.body().clear();
@@ -180,8 +179,7 @@ struct ServerState {
     if (limits.max_inflight_body_bytes != 0) inflight_body_bytes.fetch_sub(bytes);
   }
 
-  void observe(std::string_view route, unsigned status,
-               std::chrono::steady_clock::time_point since) const {
+  void observe(std::string_view route, unsigned status, std::chrono::steady_clock::time_point since) const {
     if (!observer) return;
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - since;
     try {
@@ -253,8 +251,8 @@ asio::awaitable<void> refuse_connection(std::shared_ptr<detail::ServerState> st,
 }
 
 // The connection's I/O loop; runs on the connection's strand.
-asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st,
-                                       std::shared_ptr<Connection> conn, std::uint64_t id) {
+asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, std::shared_ptr<Connection> conn,
+                                       std::uint64_t id) {
   const Registration registration{st, id};
   beast::tcp_stream& stream = conn->stream;
   const ServerLimits& limits = st->limits;
@@ -273,8 +271,7 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st,
     const auto started = std::chrono::steady_clock::now();
     stream.expires_after(limits.request_timeout);
     bhttp::request_parser<bhttp::string_body> parser;
-    parser.header_limit(
-        static_cast<std::uint32_t>(std::min<std::size_t>(limits.header_limit, UINT32_MAX)));
+    parser.header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(limits.header_limit, UINT32_MAX)));
     parser.body_limit(boost::none);  // the route's limit is set once the headers are admitted
     if (auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, kAsTuple); ec) {
       co_await answer_unreadable(*st, stream, ec, limits.body_limit, started);
@@ -348,8 +345,8 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st,
     stream.expires_never();  // the handler may wait (long-poll); it bounds its own waits
     // The handler learns through `exchange` whether its client left while it waited.
     const auto exchange = std::make_shared<Exchange>();
-    Response res = co_await handle_watching_client(stream, buffer, *exchange,
-                                                   st->router.handle(decision, req, exchange));
+    Response res =
+        co_await handle_watching_client(stream, buffer, *exchange, st->router.handle(decision, req, exchange));
     const bool keep_alive = req.keep_alive() && res.keep_alive() && !st->stopping;
     res.keep_alive(keep_alive);
     // The body is handled: its bytes are given back before the answer is written, so a client
@@ -418,8 +415,8 @@ asio::awaitable<void> accept_connections(std::shared_ptr<detail::ServerState> st
 
 }  // namespace
 
-Server::Server(asio::io_context& ioc, const tcp::endpoint& endpoint, Router& router,
-               ServerLimits limits, RequestObserver observer)
+Server::Server(asio::io_context& ioc, const tcp::endpoint& endpoint, Router& router, ServerLimits limits,
+               RequestObserver observer)
     : state_(std::make_shared<detail::ServerState>(ioc, router, limits, std::move(observer))) {
   tcp::acceptor& acceptor = state_->acceptor;
   acceptor.open(endpoint.protocol());
@@ -431,9 +428,8 @@ Server::Server(asio::io_context& ioc, const tcp::endpoint& endpoint, Router& rou
 
 Server::~Server() { stop(); }
 
-Result<std::unique_ptr<Server>> Server::listen(asio::io_context& ioc, const tcp::endpoint& endpoint,
-                                               Router& router, ServerLimits limits,
-                                               RequestObserver observer) {
+Result<std::unique_ptr<Server>> Server::listen(asio::io_context& ioc, const tcp::endpoint& endpoint, Router& router,
+                                               ServerLimits limits, RequestObserver observer) {
   try {
     return std::make_unique<Server>(ioc, endpoint, router, limits, std::move(observer));
   } catch (const boost::system::system_error& e) {

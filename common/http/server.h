@@ -46,8 +46,7 @@ struct ServerLimits {
 // Called after each response is written (or failed to be written), with the route name
 // (kUnmatchedRoute when none), the status and the seconds from the request's first byte.
 // May be called from several threads at once.
-using RequestObserver =
-    std::function<void(std::string_view route_name, unsigned status, double seconds)>;
+using RequestObserver = std::function<void(std::string_view route_name, unsigned status, double seconds)>;
 
 // Usage:
 //   Server server(ioc, endpoint, router, limits);
@@ -64,8 +63,8 @@ class Server {
  public:
   // Binds and listens at once, so port() is known before start().
   // Throws boost::system::system_error if the address cannot be bound; see listen().
-  Server(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& endpoint,
-         Router& router, ServerLimits limits, RequestObserver observer = {});
+  Server(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& endpoint, Router& router,
+         ServerLimits limits, RequestObserver observer = {});
   ~Server();
 
   Server(const Server&) = delete;
@@ -73,9 +72,8 @@ class Server {
 
   // As the constructor, with a bind failure as Error{kUnavailable} naming the address.
   static Result<std::unique_ptr<Server>> listen(boost::asio::io_context& ioc,
-                                                const boost::asio::ip::tcp::endpoint& endpoint,
-                                                Router& router, ServerLimits limits,
-                                                RequestObserver observer = {});
+                                                const boost::asio::ip::tcp::endpoint& endpoint, Router& router,
+                                                ServerLimits limits, RequestObserver observer = {});
 
   // The bound port (the one the OS chose when the endpoint's port was 0).
   unsigned short port() const;

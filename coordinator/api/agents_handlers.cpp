@@ -12,8 +12,8 @@
 
 #include "common/agent_protocol.h"
 #include "common/codecs.h"
-#include "common/result_checks.h"
 #include "common/http/problem.h"
+#include "common/result_checks.h"
 #include "coordinator/api/blocking.h"
 #include "coordinator/api/handlers.h"
 #include "coordinator/auth.h"
@@ -100,7 +100,8 @@ Result<http::Response> enroll_agent(ApiContext& ctx, const http::Request& req, c
   const std::string_view token = auth::bearer_token(header);
   if (token.empty() || !auth::constant_time_equal(token, ctx.enrollment_token)) {
     return Error{ErrorCode::kUnauthenticated,
-                 "enrolment needs the enrollment token: send \"Authorization: Bearer <token>\"", {}};
+                 "enrolment needs the enrollment token: send \"Authorization: Bearer <token>\"",
+                 {}};
   }
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
   BF_ASSIGN_OR_RETURN(const AgentDescriptor descriptor, decode<AgentDescriptor>(body));
@@ -147,7 +148,8 @@ asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request
   const std::int64_t agent_id = checked->agent_id;
   const LeaseRequest& lease_req = checked->request;
 
-  const int wait_s = std::min(lease_req.wait_s.value_or(ctx.config.long_poll_timeout_s), ctx.config.long_poll_timeout_s);
+  const int wait_s =
+      std::min(lease_req.wait_s.value_or(ctx.config.long_poll_timeout_s), ctx.config.long_poll_timeout_s);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
   // A lease goes only to a client still there: one that left (closed its connection) while
   // waiting gets nothing, and a new grant that does not reach it is withdrawn.
@@ -157,9 +159,8 @@ asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request
   while (true) {
     if (client_gone()) co_return lease_answer(ctx, store::LeaseAnswer{}, req);  // nobody reads it
     const auto generation = ctx.work.generation();
-    auto answer = co_await run_blocking(ctx.blocking, [&] {
-      return ctx.store.lease(agent_id, lease_req.slot, lease_req.request_id);
-    });
+    auto answer = co_await run_blocking(
+        ctx.blocking, [&] { return ctx.store.lease(agent_id, lease_req.slot, lease_req.request_id); });
     if (!answer.ok()) co_return error_response(answer.error(), req);
     if (answer->grant && client_gone()) {
       co_await run_blocking(ctx.blocking, [&] {
@@ -181,8 +182,8 @@ asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request
     // client leaving.
     while (ctx.work.generation() == generation && !ctx.stopping.load() && !client_gone() &&
            std::chrono::steady_clock::now() < deadline) {
-      timer.expires_after(std::min<std::chrono::steady_clock::duration>(
-          kPollStep, deadline - std::chrono::steady_clock::now()));
+      timer.expires_after(
+          std::min<std::chrono::steady_clock::duration>(kPollStep, deadline - std::chrono::steady_clock::now()));
       boost::system::error_code ec;
       co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
@@ -204,8 +205,8 @@ Result<http::Response> job_progress(ApiContext& ctx, const http::Request& req, c
 
   BF_ASSIGN_OR_RETURN(const auto renewal, ctx.store.renew(report.agent_id, ref));
   if (renewal.state != LeaseState::kActive) return renewal_conflict(renewal.state, report.job_id, req);
-  return json_response(bhttp::status::ok,
-                       {{"state", "active"}, {"lease_expires_at", format_time(renewal.expires_at)}}, req);
+  return json_response(bhttp::status::ok, {{"state", "active"}, {"lease_expires_at", format_time(renewal.expires_at)}},
+                       req);
 }
 
 Result<http::Response> job_release(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
@@ -236,17 +237,15 @@ Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, con
   const std::string job = std::to_string(report.job_id);
   switch (outcome.kind) {
     case store::RecordKind::kStored:
-      return json_response(bhttp::status::created,
-                           {{"result_id", outcome.result_id}, {"duplicate", false},
-                            {"implied_oom", outcome.implied_oom}},
-                           req);
+      return json_response(
+          bhttp::status::created,
+          {{"result_id", outcome.result_id}, {"duplicate", false}, {"implied_oom", outcome.implied_oom}}, req);
     case store::RecordKind::kDuplicate:
       return json_response(bhttp::status::ok, {{"result_id", outcome.result_id}, {"duplicate", true}}, req);
     case store::RecordKind::kMismatch:
-      return lease_conflict("result_mismatch",
-                            "a different result for attempt " + std::to_string(attempt) + " of job " + job +
-                                " is already stored",
-                            req);
+      return lease_conflict(
+          "result_mismatch",
+          "a different result for attempt " + std::to_string(attempt) + " of job " + job + " is already stored", req);
     case store::RecordKind::kLost:
       return renewal_conflict(LeaseState::kLost, report.job_id, req);
     case store::RecordKind::kCancelled:
@@ -278,8 +277,7 @@ Result<http::Response> drain_agent(ApiContext& ctx, const http::Request& req, co
   }
   BF_RETURN_IF_ERROR(ctx.store.set_draining(id, draining));
   BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.get_agent(id));
-  return json_response(bhttp::status::ok, agent_json(agent, ctx.clock.now_ms(), ctx.config.heartbeat_interval_s),
-                       req);
+  return json_response(bhttp::status::ok, agent_json(agent, ctx.clock.now_ms(), ctx.config.heartbeat_interval_s), req);
 }
 
 }  // namespace benchfleet::api

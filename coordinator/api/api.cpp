@@ -66,9 +66,9 @@ http::Guard agent_guard(ApiContext& ctx, bool own_path) {
 }
 
 // Body limits per route; the server caps each at max_body_bytes (what results may use).
-constexpr std::size_t kNoBody = 0;                // GETs
-constexpr std::size_t kControlBody = 64 << 10;    // a lease, heartbeat, progress, release, cancel, drain
-constexpr std::size_t kDocumentBody = 1 << 20;    // a matrix (submit), a descriptor (enrol)
+constexpr std::size_t kNoBody = 0;              // GETs
+constexpr std::size_t kControlBody = 64 << 10;  // a lease, heartbeat, progress, release, cancel, drain
+constexpr std::size_t kDocumentBody = 1 << 20;  // a matrix (submit), a descriptor (enrol)
 
 http::RouteOptions admit(http::Guard guard, std::optional<std::size_t> body_limit) {
   http::RouteOptions options;
@@ -113,9 +113,10 @@ void register_routes(http::Router& r, ApiContext& ctx) {
         admit(enrolling, kDocumentBody));
   r.add(verb::post, "/api/v1/agents/{id}/heartbeat", "agents.heartbeat", offload(ctx, agent_heartbeat),
         admit(own_agent, kControlBody));
-  r.add(verb::post, "/api/v1/agents/{id}/lease", "agents.lease",
-        [&ctx](const http::Request& req, const http::RouteMatch& m) { return agent_lease(ctx, req, m); },
-        admit(own_agent, kControlBody));
+  r.add(
+      verb::post, "/api/v1/agents/{id}/lease", "agents.lease",
+      [&ctx](const http::Request& req, const http::RouteMatch& m) { return agent_lease(ctx, req, m); },
+      admit(own_agent, kControlBody));
   r.add(verb::post, "/api/v1/jobs/{id}/progress", "jobs.progress", offload(ctx, job_progress),
         admit(any_agent, kControlBody));
   r.add(verb::post, "/api/v1/jobs/{id}/result", "jobs.result", offload(ctx, job_result),

@@ -17,7 +17,8 @@ template <class F>
 boost::asio::awaitable<std::invoke_result_t<F&>> run_blocking(boost::asio::any_io_executor executor, F f) {
   std::optional<std::invoke_result_t<F&>> out;  // the value type need not be default-constructible
   co_await boost::asio::co_spawn(
-      executor, [&]() -> boost::asio::awaitable<void> {
+      executor,
+      [&]() -> boost::asio::awaitable<void> {
         out.emplace(f());
         co_return;
       },

@@ -20,8 +20,10 @@ std::string_view authorization(const http::Request& req) {
 Status check_token(const http::Request& req, const std::string& expected, std::string_view what) {
   const std::string_view token = auth::bearer_token(authorization(req));
   if (token.empty()) {
-    return Error{ErrorCode::kUnauthenticated, std::string("this endpoint needs the ") + std::string(what) +
-                                                  " token: send \"Authorization: Bearer <token>\"", {}};
+    return Error{
+        ErrorCode::kUnauthenticated,
+        std::string("this endpoint needs the ") + std::string(what) + " token: send \"Authorization: Bearer <token>\"",
+        {}};
   }
   if (!auth::constant_time_equal(token, expected)) {
     return Error{ErrorCode::kUnauthenticated, std::string("the ") + std::string(what) + " token is not valid", {}};
@@ -79,8 +81,9 @@ Result<std::int64_t> authenticate_agent_path(const ApiContext& ctx, const http::
   BF_ASSIGN_OR_RETURN(std::int64_t agent_id, authenticate_agent(ctx, req));
   BF_ASSIGN_OR_RETURN(std::int64_t path_id, id_param(match, "id"));
   if (agent_id != path_id) {
-    return Error{ErrorCode::kPermissionDenied, "this token belongs to agent " + std::to_string(agent_id) +
-                                                   ", not agent " + std::to_string(path_id), {}};
+    return Error{ErrorCode::kPermissionDenied,
+                 "this token belongs to agent " + std::to_string(agent_id) + ", not agent " + std::to_string(path_id),
+                 {}};
   }
   return agent_id;
 }
@@ -99,8 +102,8 @@ Result<std::int64_t> id_param(const http::RouteMatch& match, std::string_view na
   return id;
 }
 
-Result<std::optional<std::int64_t>> int_query(const http::RouteMatch& match, std::string_view name,
-                                              std::int64_t min, std::int64_t max) {
+Result<std::optional<std::int64_t>> int_query(const http::RouteMatch& match, std::string_view name, std::int64_t min,
+                                              std::int64_t max) {
   auto it = match.query.find(name);
   if (it == match.query.end()) return std::optional<std::int64_t>();
   std::int64_t v = 0;
@@ -154,8 +157,8 @@ nlohmann::json run_json(const store::RunInfo& run) {
 nlohmann::json agent_json(const store::AgentInfo& a, TimestampMs now, int heartbeat_interval_s) {
   nlohmann::json leases = nlohmann::json::array();
   for (const auto& l : a.leases) {
-    leases.push_back({{"slot", l.slot}, {"job_id", l.job_id}, {"run_id", l.run_id}, {"status", l.status},
-                      {"job", l.spec}});
+    leases.push_back(
+        {{"slot", l.slot}, {"job_id", l.job_id}, {"run_id", l.run_id}, {"status", l.status}, {"job", l.spec}});
   }
   const bool online = now - a.last_seen_at <= 3LL * heartbeat_interval_s * 1000;
   return {{"id", a.id},

@@ -36,8 +36,8 @@ Result<nlohmann::json> json_body(const ApiContext& ctx, const http::Request& req
 // A positive integer path parameter; "path.<name>" in errors.
 Result<std::int64_t> id_param(const http::RouteMatch& match, std::string_view name);
 // An optional integer query parameter within [min, max]; "query.<name>" in errors.
-Result<std::optional<std::int64_t>> int_query(const http::RouteMatch& match, std::string_view name,
-                                              std::int64_t min, std::int64_t max);
+Result<std::optional<std::int64_t>> int_query(const http::RouteMatch& match, std::string_view name, std::int64_t min,
+                                              std::int64_t max);
 std::optional<std::string> str_query(const http::RouteMatch& match, std::string_view name);
 
 // format_time (common/time_format.h), or null.

@@ -10,9 +10,8 @@ namespace bhttp = boost::beast::http;
 Result<http::Response> healthz(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
   // Liveness only: it must answer even while every store call waits on a slow disk, so it
   // does not touch the store (storage errors surface on the requests that need it).
-  return http::json_response(bhttp::status::ok,
-                             {{"status", ctx.stopping.load() ? "stopping" : "ok"}, {"version", BENCHFLEET_VERSION}},
-                             req);
+  return http::json_response(
+      bhttp::status::ok, {{"status", ctx.stopping.load() ? "stopping" : "ok"}, {"version", BENCHFLEET_VERSION}}, req);
 }
 
 Result<http::Response> metrics(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {

@@ -7,8 +7,7 @@ namespace benchfleet::report {
 
 std::string format_fixed(double value, int decimals) {
   std::array<char, 512> buf{};  // fixed notation of DBL_MAX needs 309 digits
-  auto [end, ec] =
-      std::to_chars(buf.data(), buf.data() + buf.size(), value, std::chars_format::fixed, decimals);
+  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), value, std::chars_format::fixed, decimals);
   if (ec != std::errc()) return "nan";
   return std::string(buf.data(), end);
 }

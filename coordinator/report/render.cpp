@@ -104,8 +104,8 @@ std::string render_markdown(const Report& report) {
 
 std::string render_csv(const Report& report) {
   std::string out;
-  append_csv_row(out, {"gpu", "batch", "task_model", "model_id", "column", "build", "runtime",
-                       "mode", "kind", "value", "status", "text"});
+  append_csv_row(out, {"gpu", "batch", "task_model", "model_id", "column", "build", "runtime", "mode", "kind", "value",
+                       "status", "text"});
   for (const Table& table : report.tables) {
     const std::string batch = std::to_string(table.batch);
     for (const Row& row : table.rows) {
@@ -113,9 +113,9 @@ std::string render_csv(const Report& report) {
         const Column& column = table.columns[i];
         const Cell& cell = row.cells[i];
         const std::string value = cell.value ? format_shortest(*cell.value) : std::string();
-        append_csv_row(out, {table.gpu, batch, row.label, row.model, column.header, column.build,
-                             to_string(column.runtime), to_string(column.mode),
-                             to_string(column.kind), value, cell.status, cell.text});
+        append_csv_row(out,
+                       {table.gpu, batch, row.label, row.model, column.header, column.build, to_string(column.runtime),
+                        to_string(column.mode), to_string(column.kind), value, cell.status, cell.text});
       }
     }
   }

@@ -25,8 +25,7 @@ constexpr std::string_view kUnavailable = "unavailable";
 // When no repetition is ok, the cell shows the most telling of the others: a verdict beats
 // "failed", which beats "not_run". Order among verdicts follows ResultStatus.
 constexpr std::array<std::string_view, 9> kStatusPrecedence = {
-    "oom",         "oom_implied", "error",  "timeout", "crash",
-    "unsupported", "invalid",     "failed", "not_run"};
+    "oom", "oom_implied", "error", "timeout", "crash", "unsupported", "invalid", "failed", "not_run"};
 
 std::size_t precedence(std::string_view status) {
   auto it = std::find(kStatusPrecedence.begin(), kStatusPrecedence.end(), status);
@@ -65,9 +64,8 @@ CellIndex index_cells(const std::vector<CellResult>& cells) {
     index[{j.gpu, j.batch, j.torch_build, j.runtime, j.mode, j.model}].push_back(&c);
   }
   for (auto& [key, results] : index) {
-    std::stable_sort(results.begin(), results.end(), [](const CellResult* a, const CellResult* b) {
-      return a->job.repetition < b->job.repetition;
-    });
+    std::stable_sort(results.begin(), results.end(),
+                     [](const CellResult* a, const CellResult* b) { return a->job.repetition < b->job.repetition; });
   }
   return index;
 }
@@ -259,10 +257,9 @@ Cell latency_cell(const std::vector<const CellResult*>* results, const ReportInp
 Cell speedup_cell(const Cell& eager, const Cell& compiled, Mode mode) {
   Cell cell;
   cell.result_ids = eager.result_ids;
-  cell.result_ids.insert(cell.result_ids.end(), compiled.result_ids.begin(),
-                         compiled.result_ids.end());
+  cell.result_ids.insert(cell.result_ids.end(), compiled.result_ids.begin(), compiled.result_ids.end());
   const bool ok = eager.status == kOk && compiled.status == kOk && *eager.value > 0 &&
-                  *compiled.value > 0 &&  // a ratio of a zero latency means nothing
+                  *compiled.value > 0 &&                          // a ratio of a zero latency means nothing
                   std::isfinite(*eager.value / *compiled.value);  // nor one that overflows ("infx")
   if (ok) {
     cell.status = kOk;
@@ -335,8 +332,7 @@ std::vector<std::pair<std::string, std::string>> ordered_models(const ReportInpu
   }
   std::vector<std::size_t> order(models.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return rank[a] < rank[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rank[a] < rank[b]; });
   std::vector<std::pair<std::string, std::string>> sorted;
   for (std::size_t i : order) sorted.push_back(std::move(models[i]));
   return sorted;
@@ -352,9 +348,7 @@ std::optional<Stat> parse_stat(std::string_view s) {
   return std::nullopt;
 }
 
-std::string_view to_string(ColumnKind k) {
-  return k == ColumnKind::kSpeedup ? "speedup" : "latency_ms";
-}
+std::string_view to_string(ColumnKind k) { return k == ColumnKind::kSpeedup ? "speedup" : "latency_ms"; }
 
 Report build_report(const ReportInput& in) {
   Report report;
@@ -398,8 +392,7 @@ Report build_report(const ReportInput& in) {
             auto it = index.find({gpu, batch, c.build, c.runtime, c.mode, model});
             row.cells.push_back(latency_cell(it == index.end() ? nullptr : &it->second, in));
           } else {  // speedup columns follow every latency column they refer to
-            row.cells.push_back(
-                speedup_cell(row.cells[p.eager_index], row.cells[p.mode_index], c.mode));
+            row.cells.push_back(speedup_cell(row.cells[p.eager_index], row.cells[p.mode_index], c.mode));
           }
         }
         table.rows.push_back(std::move(row));

@@ -33,8 +33,8 @@ struct CellResult {
   JobStatus job_status = JobStatus::kQueued;
   std::optional<ResultStatus> result_status;  // verdict of the last attempt, if any
   std::optional<Statistics> stats;            // present when result_status is ok
-  std::string detail;          // tooltip text: error message, "phase=warmup bytes=123", ...
-  std::int64_t result_id = 0;  // 0 when there is no result row
+  std::string detail;                         // tooltip text: error message, "phase=warmup bytes=123", ...
+  std::int64_t result_id = 0;                 // 0 when there is no result row
   // The torch version the result's environment fingerprint recorded ("torch_version": the
   // worker's LibTorch, or torch.__version__ of the python runner), exactly as recorded.
   // Empty when there is no result or it recorded none (verdicts given before torch ran).
@@ -98,9 +98,9 @@ struct Cell {
   std::optional<double> value;
   // 95% CI of the median, widened across ok repetitions (min low, max high). Latency only.
   std::optional<double> ci_low_ms, ci_high_ms;
-  std::string detail;                    // tooltip text
-  std::vector<std::int64_t> result_ids;  // non-zero ids behind the cell (both sides for speedup)
-  int n = 0;  // ok repetitions averaged (speedup: the fewer of the two sides)
+  std::string detail;                          // tooltip text
+  std::vector<std::int64_t> result_ids;        // non-zero ids behind the cell (both sides for speedup)
+  int n = 0;                                   // ok repetitions averaged (speedup: the fewer of the two sides)
   std::vector<RepetitionOutcome> repetitions;  // latency cells only, by repetition
 };
 

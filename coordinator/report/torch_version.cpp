@@ -33,7 +33,7 @@ bool version_less(std::string_view a, std::string_view b) {
     }
   }
   if (i < a.size() || j < b.size()) return j < b.size();  // a prefix sorts first
-  return a < b;  // equal as versions ("2.06" and "2.6"): keep the order strict
+  return a < b;                                           // equal as versions ("2.06" and "2.6"): keep the order strict
 }
 
 std::string torch_versions_label(const std::vector<std::string>& versions) {

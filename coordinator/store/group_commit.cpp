@@ -73,8 +73,8 @@ void GroupCommit::commit_locked() {
       ++stats_.commits;
     } else {
       ++stats_.failed_commits;
-      failed_.emplace(group, Error{committed.error().code,
-                                   "the store could not commit: " + committed.error().message, {}});
+      failed_.emplace(group,
+                      Error{committed.error().code, "the store could not commit: " + committed.error().message, {}});
       while (!failed_.empty() && failed_.begin()->first + kFailuresKept < group) failed_.erase(failed_.begin());
     }
   }

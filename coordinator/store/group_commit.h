@@ -24,8 +24,8 @@
 namespace benchfleet::store {
 
 struct GroupCommitOptions {
-  int max_ops = 256;                               // operations per transaction, at most
-  std::chrono::microseconds max_age{20'000};       // a transaction older than this commits
+  int max_ops = 256;                          // operations per transaction, at most
+  std::chrono::microseconds max_age{20'000};  // a transaction older than this commits
 };
 
 struct GroupCommitStats {
@@ -72,18 +72,18 @@ class GroupCommit {
   const GroupCommitOptions options_;
   const std::function<void(bool)> on_decided_;
 
-  std::mutex mu_;                     // the store's lock: one operation at a time
-  std::atomic<int> arriving_{0};      // threads between wanting the lock and holding it
-  bool open_ = false;                 // a transaction is open (under mu_)
+  std::mutex mu_;                 // the store's lock: one operation at a time
+  std::atomic<int> arriving_{0};  // threads between wanting the lock and holding it
+  bool open_ = false;             // a transaction is open (under mu_)
   std::chrono::steady_clock::time_point opened_at_;
   int ops_in_group_ = 0;
-  std::uint64_t group_ = 1;           // id of the open (or next) transaction (under mu_)
+  std::uint64_t group_ = 1;  // id of the open (or next) transaction (under mu_)
 
   mutable std::mutex decided_mu_;
   std::condition_variable decided_cv_;
-  std::uint64_t decided_ = 0;               // every transaction up to this id is decided
-  std::map<std::uint64_t, Error> failed_;   // recent transactions whose commit failed
-  GroupCommitStats stats_;                  // under decided_mu_
+  std::uint64_t decided_ = 0;              // every transaction up to this id is decided
+  std::map<std::uint64_t, Error> failed_;  // recent transactions whose commit failed
+  GroupCommitStats stats_;                 // under decided_mu_
 };
 
 template <class F>

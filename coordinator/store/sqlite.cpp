@@ -94,8 +94,8 @@ Error Statement::last_error() const {
 
 Result<std::unique_ptr<Database>> Database::open(const std::string& path, int busy_timeout_ms) {
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     Error err = sqlite_error(raw, rc, "cannot open database " + path);
     sqlite3_close(raw);
@@ -132,8 +132,8 @@ Status Database::exec_cached(const std::string& sql) {
   auto it = cache_.find(sql);
   if (it == cache_.end()) {
     sqlite3_stmt* stmt = nullptr;
-    const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                                      &stmt, nullptr);
+    const int rc =
+        sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
     if (rc != SQLITE_OK) return sqlite_error(db_, rc, "cannot prepare " + sql);
     it = cache_.emplace(sql, std::make_unique<Statement>(db_, stmt)).first;
   }
@@ -147,8 +147,8 @@ Result<ScopedStatement> Database::prepare(const std::string& sql) {
     return ScopedStatement(it->second.get());
   }
   sqlite3_stmt* stmt = nullptr;
-  const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                                    &stmt, nullptr);
+  const int rc =
+      sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
   if (rc != SQLITE_OK) return sqlite_error(db_, rc, "cannot prepare SQL");
   auto [it, inserted] = cache_.emplace(sql, std::make_unique<Statement>(db_, stmt));
   return ScopedStatement(it->second.get());

@@ -25,14 +25,15 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Cl
   Transaction tx(*store->db_);
   BF_RETURN_IF_ERROR(tx.begin_status());
   const TimestampMs now = clock.now_ms();
-  BF_ASSIGN_OR_RETURN(auto select, store->db_->prepare(
-      "SELECT id, lease_expires_at FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')"));
+  BF_ASSIGN_OR_RETURN(
+      auto select,
+      store->db_->prepare(
+          "SELECT id, lease_expires_at FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')"));
   std::vector<std::pair<std::int64_t, TimestampMs>> updates;
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, select->step());
     if (!row) break;
-    const TimestampMs extended =
-        scheduler::expiry_after_restart(select->int64(1), now, options.restart_grace_ms);
+    const TimestampMs extended = scheduler::expiry_after_restart(select->int64(1), now, options.restart_grace_ms);
     if (extended != select->int64(1)) updates.emplace_back(select->int64(0), extended);
   }
   for (const auto& [job_id, expires] : updates) {
@@ -77,12 +78,14 @@ Result<Gauges> Store::gauges(TimestampMs seen_within_ms) {
       if (!row) break;
       g.jobs_by_status[job_status_at(*s, 0)] = s->int64(1);
     }
-    BF_ASSIGN_OR_RETURN(auto counts, db_->query_one(
-        "SELECT (SELECT COUNT(*) FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')),"
-        "       (SELECT COUNT(*) FROM agents),"
-        "       (SELECT COUNT(*) FROM agents WHERE last_seen_at >= ?),"
-        "       (SELECT COUNT(*) FROM runs)",
-        clock_.now_ms() - seen_within_ms));
+    BF_ASSIGN_OR_RETURN(
+        auto counts,
+        db_->query_one(
+            "SELECT (SELECT COUNT(*) FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')),"
+            "       (SELECT COUNT(*) FROM agents),"
+            "       (SELECT COUNT(*) FROM agents WHERE last_seen_at >= ?),"
+            "       (SELECT COUNT(*) FROM runs)",
+            clock_.now_ms() - seen_within_ms));
     if (counts.found()) {
       g.active_leases = counts->int64(0);
       g.agents = counts->int64(1);
@@ -111,21 +114,23 @@ Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id, std::int64_t j
   // each one seek of jobs_cells (migration 008).
   std::string model, mode, build, gpu, runtime;
   {
-    BF_ASSIGN_OR_RETURN(auto cell, db_->query_one(
-        "SELECT model, mode, torch_build, gpu_class, runtime FROM jobs WHERE id = ?", job_id));
+    BF_ASSIGN_OR_RETURN(
+        auto cell,
+        db_->query_one("SELECT model, mode, torch_build, gpu_class, runtime FROM jobs WHERE id = ?", job_id));
     if (!cell.found()) return std::int64_t{0};
     model = cell->text(0), mode = cell->text(1), build = cell->text(2), gpu = cell->text(3), runtime = cell->text(4);
   }
   auto bind_cell = [&](Statement& s) {
     s.bind(1, run_id).bind(2, model).bind(3, mode).bind(4, build).bind(5, gpu).bind(6, runtime);
   };
-  const std::string same_cell = " WHERE j.run_id = ?1 AND j.model = ?2 AND j.mode = ?3 AND j.torch_build = ?4"
-                                " AND j.gpu_class = ?5 AND j.runtime = ?6";
+  const std::string same_cell =
+      " WHERE j.run_id = ?1 AND j.model = ?2 AND j.mode = ?3 AND j.torch_build = ?4"
+      " AND j.gpu_class = ?5 AND j.runtime = ?6";
 
   std::vector<scheduler::QueuedJob> queued;
-  BF_ASSIGN_OR_RETURN(auto q, db_->prepare("SELECT j.id, " + job_spec_columns("j") +
-                                            " FROM jobs j INDEXED BY jobs_cells" + same_cell +
-                                            " AND j.status = 'queued'"));
+  BF_ASSIGN_OR_RETURN(
+      auto q, db_->prepare("SELECT j.id, " + job_spec_columns("j") + " FROM jobs j INDEXED BY jobs_cells" + same_cell +
+                           " AND j.status = 'queued'"));
   bind_cell(*q);
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, q->step());
@@ -136,8 +141,8 @@ Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id, std::int64_t j
 
   std::vector<JobSpec> oomed;
   BF_ASSIGN_OR_RETURN(auto o, db_->prepare("SELECT " + job_spec_columns("j") +
-                                            " FROM jobs j INDEXED BY jobs_cells JOIN results r ON r.job_id = j.id" +
-                                            same_cell + " AND r.status = 'oom'"));
+                                           " FROM jobs j INDEXED BY jobs_cells JOIN results r ON r.job_id = j.id" +
+                                           same_cell + " AND r.status = 'oom'"));
   bind_cell(*o);
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, o->step());
@@ -155,10 +160,10 @@ Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id, std::int64_t j
     verdict.status = ResultStatus::kOomImplied;
     verdict.error = "batch " + std::to_string(batch) + " of this model, mode, build and GPU class ran out of memory";
     const std::string body = nlohmann::json(verdict).dump();
-    BF_RETURN_IF_ERROR(db_->run(
-        "INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at) "
-        "SELECT id, run_id, attempt, 'oom_implied', ?, ?, 'implied', ? FROM jobs WHERE id = ?",
-        *verdict.error, body, now, job_id));
+    BF_RETURN_IF_ERROR(
+        db_->run("INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at) "
+                 "SELECT id, run_id, attempt, 'oom_implied', ?, ?, 'implied', ? FROM jobs WHERE id = ?",
+                 *verdict.error, body, now, job_id));
   }
   return static_cast<std::int64_t>(implied.size());
 }

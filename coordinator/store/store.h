@@ -25,10 +25,10 @@
 namespace benchfleet::store {
 
 struct StoreOptions {
-  std::string path;                   // SQLite file; created if missing
+  std::string path;  // SQLite file; created if missing
   int busy_timeout_ms = 5000;
-  int max_attempts = 3;               // leases a job gets before it fails
-  TimestampMs lease_ttl_ms = 60'000;  // a lease lives this long unless renewed
+  int max_attempts = 3;                   // leases a job gets before it fails
+  TimestampMs lease_ttl_ms = 60'000;      // a lease lives this long unless renewed
   TimestampMs restart_grace_ms = 60'000;  // live leases get this long after open()
   GroupCommitOptions group_commit;
 };
@@ -52,7 +52,7 @@ struct RunInfo {
 };
 
 struct CancelOutcome {
-  std::int64_t cancelled_jobs = 0;    // queued or leased jobs that became cancelled now
+  std::int64_t cancelled_jobs = 0;  // queued or leased jobs that became cancelled now
   bool already_cancelled = false;
 };
 
@@ -199,8 +199,8 @@ class Store {
   Result<CancelOutcome> cancel_run(std::int64_t run_id);
   // Results without their samples unless `with_samples` (each may hold 10^6: ask for a few).
   // Bodies are parsed after the store lock is released, so a big read never stalls agents.
-  Result<ResultPage> list_results(std::int64_t run_id, const ResultFilter& filter,
-                                  std::optional<std::int64_t> after_id, int limit, bool with_samples = false);
+  Result<ResultPage> list_results(std::int64_t run_id, const ResultFilter& filter, std::optional<std::int64_t> after_id,
+                                  int limit, bool with_samples = false);
   // One result with its samples.
   Result<ResultRow> get_result(std::int64_t result_id);
   // The run's jobs with id > `after_id`, ascending, at most `limit` (one indexed query).
@@ -327,7 +327,7 @@ class Store {
   const Clock& clock_;
   std::unique_ptr<Database> db_;
   // Below: used under the group's lock.
-  std::map<std::int64_t, MatrixSpec> run_specs_;  // immutable once stored; cached for leases
+  std::map<std::int64_t, MatrixSpec> run_specs_;         // immutable once stored; cached for leases
   std::map<std::int64_t, AgentDescriptor> descriptors_;  // decoded agents.descriptor, by agent id
   std::function<void()> work_listener_;
   bool work_appeared_ = false;  // set by an operation, consumed when its group commits

@@ -13,19 +13,21 @@ Result<std::int64_t> Store::enroll_agent(const AgentDescriptor& d, const AgentCr
     const TimestampMs now = clock_.now_ms();
     std::int64_t id = 0;
     {
-      BF_ASSIGN_OR_RETURN(auto upsert, db_->query_one(
-          "INSERT INTO agents (name, hostname, version, descriptor, enrolled_at, last_seen_at, draining)"
-          " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)"
-          " ON CONFLICT(name) DO UPDATE SET hostname = ?2, version = ?3, descriptor = ?4, enrolled_at = ?5,"
-          " last_seen_at = ?5, draining = 0, self_draining = 0 RETURNING id",
-          d.name, d.hostname, d.version, nlohmann::json(d).dump(), now));
+      BF_ASSIGN_OR_RETURN(
+          auto upsert,
+          db_->query_one(
+              "INSERT INTO agents (name, hostname, version, descriptor, enrolled_at, last_seen_at, draining)"
+              " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)"
+              " ON CONFLICT(name) DO UPDATE SET hostname = ?2, version = ?3, descriptor = ?4, enrolled_at = ?5,"
+              " last_seen_at = ?5, draining = 0, self_draining = 0 RETURNING id",
+              d.name, d.hostname, d.version, nlohmann::json(d).dump(), now));
       if (!upsert.found()) return Error::internal("agent upsert returned no id");
       id = upsert->int64(0);
     }
     {
-      BF_ASSIGN_OR_RETURN(auto token, db_->prepare(
-          "INSERT INTO agent_tokens (agent_id, salt, hash, created_at) VALUES (?1, ?2, ?3, ?4)"
-          " ON CONFLICT(agent_id) DO UPDATE SET salt = ?2, hash = ?3, created_at = ?4"));
+      BF_ASSIGN_OR_RETURN(
+          auto token, db_->prepare("INSERT INTO agent_tokens (agent_id, salt, hash, created_at) VALUES (?1, ?2, ?3, ?4)"
+                                   " ON CONFLICT(agent_id) DO UPDATE SET salt = ?2, hash = ?3, created_at = ?4"));
       token->bind(1, id).bind_blob(2, credentials.salt).bind_blob(3, credentials.hash).bind(4, now);
       BF_RETURN_IF_ERROR(token->run());
     }
@@ -36,9 +38,10 @@ Result<std::int64_t> Store::enroll_agent(const AgentDescriptor& d, const AgentCr
     descriptors_.erase(id);
 
     BF_RETURN_IF_ERROR(db_->run("DELETE FROM agent_slots WHERE agent_id = ?", id));
-    BF_ASSIGN_OR_RETURN(auto slot, db_->prepare(
-        "INSERT INTO agent_slots (agent_id, slot, gpu_class, gpu_name, gpu_uuid, memory_mb, descriptor)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)"));
+    BF_ASSIGN_OR_RETURN(
+        auto slot,
+        db_->prepare("INSERT INTO agent_slots (agent_id, slot, gpu_class, gpu_name, gpu_uuid, memory_mb, descriptor)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?)"));
     for (const auto& s : d.slots) {
       slot->bind(1, id).bind(2, s.id).bind(3, s.gpu_class);
       if (s.gpu) {
@@ -80,9 +83,11 @@ Result<AgentCredentials> Store::agent_credentials(std::int64_t agent_id) {
 Result<AgentInfo> Store::agent_info_locked(std::int64_t agent_id) {
   AgentInfo info;
   {
-    BF_ASSIGN_OR_RETURN(auto s, db_->query_one(
-        "SELECT id, descriptor, enrolled_at, last_seen_at, draining OR self_draining FROM agents WHERE id = ?",
-        agent_id));
+    BF_ASSIGN_OR_RETURN(
+        auto s,
+        db_->query_one(
+            "SELECT id, descriptor, enrolled_at, last_seen_at, draining OR self_draining FROM agents WHERE id = ?",
+            agent_id));
     if (!s.found()) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
     info.id = s->int64(0);
     // Every lease reads its agent: the decoded descriptor is kept until the agent enrols again.
@@ -96,11 +101,12 @@ Result<AgentInfo> Store::agent_info_locked(std::int64_t agent_id) {
     info.last_seen_at = s->int64(3);
     info.draining = s->int64(4) != 0;
   }
-  BF_ASSIGN_OR_RETURN(auto l, db_->query(
-      "SELECT lease_slot, id, run_id, status, " + job_spec_columns("jobs") +
-      " FROM jobs WHERE lease_agent_id = ? AND lease_id IS NOT NULL AND status IN ('leased','running')"
-      " ORDER BY lease_slot",
-      agent_id));
+  BF_ASSIGN_OR_RETURN(
+      auto l,
+      db_->query("SELECT lease_slot, id, run_id, status, " + job_spec_columns("jobs") +
+                     " FROM jobs WHERE lease_agent_id = ? AND lease_id IS NOT NULL AND status IN ('leased','running')"
+                     " ORDER BY lease_slot",
+                 agent_id));
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, l->step());
     if (!row) break;
@@ -110,9 +116,7 @@ Result<AgentInfo> Store::agent_info_locked(std::int64_t agent_id) {
 }
 
 Result<AgentInfo> Store::get_agent(std::int64_t agent_id) {
-  return group_.run([&]() -> Result<AgentInfo> {
-    return agent_info_locked(agent_id);
-  });
+  return group_.run([&]() -> Result<AgentInfo> { return agent_info_locked(agent_id); });
 }
 
 Result<std::vector<AgentInfo>> Store::list_agents() {
@@ -146,7 +150,8 @@ Status Store::set_draining(std::int64_t agent_id, bool draining) {
 
 Status Store::set_self_draining(std::int64_t agent_id, bool draining) {
   return group_.run([&]() -> Status {
-    BF_ASSIGN_OR_RETURN(auto s, db_->prepare("UPDATE agents SET self_draining = ?1 WHERE id = ?2 AND self_draining != ?1"));
+    BF_ASSIGN_OR_RETURN(auto s,
+                        db_->prepare("UPDATE agents SET self_draining = ?1 WHERE id = ?2 AND self_draining != ?1"));
     BF_RETURN_IF_ERROR(s->bind(1, draining ? 1 : 0).bind(2, agent_id).run());
     // Only a change matters to waiting lease requests (heartbeats repeat the same value).
     if (db_->changes() > 0) work_appeared_ = true;

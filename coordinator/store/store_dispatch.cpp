@@ -46,10 +46,11 @@ Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
   for (const auto& b : offer.builds) {
     for (const auto& rt : b.runtimes) offered[{b.name, rt.runtime}].insert(rt.modes.begin(), rt.modes.end());
   }
-  BF_ASSIGN_OR_RETURN(auto q, db_->prepare(
-      "SELECT j.id, j.run_id, " + job_spec_columns("j") + " FROM jobs j INDEXED BY jobs_queued_cells"
-      " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2 AND j.runtime = ?3"
-      " AND j.mode IN (SELECT value FROM json_each(?4))"));
+  BF_ASSIGN_OR_RETURN(
+      auto q, db_->prepare("SELECT j.id, j.run_id, " + job_spec_columns("j") +
+                           " FROM jobs j INDEXED BY jobs_queued_cells"
+                           " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2 AND j.runtime = ?3"
+                           " AND j.mode IN (SELECT value FROM json_each(?4))"));
   std::vector<std::tuple<std::int64_t, std::int64_t, std::string>> verdicts;
   for (const auto& [build_runtime, modes] : offered) {
     nlohmann::json missing = nlohmann::json::array();
@@ -77,10 +78,10 @@ Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
     JobResult verdict;
     verdict.status = ResultStatus::kUnsupported;
     verdict.error = reason;
-    BF_RETURN_IF_ERROR(db_->run(
-        "INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at)"
-        " VALUES (?, ?, 0, 'unsupported', ?, ?, 'scheduler', ?)",
-        job_id, run_id, reason, nlohmann::json(verdict).dump(), now));
+    BF_RETURN_IF_ERROR(
+        db_->run("INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at)"
+                 " VALUES (?, ?, 0, 'unsupported', ?, ?, 'scheduler', ?)",
+                 job_id, run_id, reason, nlohmann::json(verdict).dump(), now));
     runs.insert(run_id);
   }
   for (auto run_id : runs) BF_RETURN_IF_ERROR(update_run_finished(run_id));
@@ -149,16 +150,21 @@ Result<std::optional<std::int64_t>> Store::pick_candidate_locked(const scheduler
     return Status::Ok();
   };
 
-  BF_ASSIGN_OR_RETURN(auto owned, db_->prepare(
-      columns + " FROM jobs j INDEXED BY jobs_queued_owned WHERE j.status = 'queued' AND j.owner_agent_id = ?1"
-      " AND j.owner_slot = ?2 AND j.gpu_class = ?3 AND (j.torch_build || '|' || j.runtime || '|' || j.mode) IN"
-      " (SELECT value FROM json_each(?4)) ORDER BY j.priority DESC, j.id LIMIT " + std::to_string(kOwnedCandidates)));
+  BF_ASSIGN_OR_RETURN(
+      auto owned,
+      db_->prepare(
+          columns +
+          " FROM jobs j INDEXED BY jobs_queued_owned WHERE j.status = 'queued' AND j.owner_agent_id = ?1"
+          " AND j.owner_slot = ?2 AND j.gpu_class = ?3 AND (j.torch_build || '|' || j.runtime || '|' || j.mode) IN"
+          " (SELECT value FROM json_each(?4)) ORDER BY j.priority DESC, j.id LIMIT " +
+          std::to_string(kOwnedCandidates)));
   owned->bind(1, offer.agent_id).bind(2, offer.slot).bind(3, offer.gpu_class).bind(4, capability_set(offer.builds));
   BF_RETURN_IF_ERROR(read(*owned));
   if (auto picked = scheduler::pick_job(offer, candidates)) return picked;
 
-  const std::string per_cell = " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2"
-                               " AND j.runtime = ?3 AND j.mode = ?4";
+  const std::string per_cell =
+      " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2"
+      " AND j.runtime = ?3 AND j.mode = ?4";
   const std::string best = " ORDER BY j.priority DESC, j.id LIMIT 1";
   const std::string tiers[] = {
       columns + " FROM jobs j INDEXED BY jobs_queued_unowned_cells" + per_cell + " AND j.owner_agent_id IS NULL" + best,

@@ -26,14 +26,17 @@ Result<MatrixSpec> Store::run_spec_locked(std::int64_t run_id) {
 
 Result<std::optional<Store::HeldLease>> Store::held_lease_locked(std::int64_t agent_id, const LeaseRef& lease,
                                                                  std::optional<int> attempt) {
-  BF_ASSIGN_OR_RETURN(auto row, db_->query_one(
-      "SELECT status, lease_id, lease_agent_id, attempt, max_attempts, run_id, lease_expires_at, lease_slot"
-      " FROM jobs WHERE id = ?", lease.job_id));
+  BF_ASSIGN_OR_RETURN(
+      auto row,
+      db_->query_one(
+          "SELECT status, lease_id, lease_agent_id, attempt, max_attempts, run_id, lease_expires_at, lease_slot"
+          " FROM jobs WHERE id = ?",
+          lease.job_id));
   if (!row.found()) return std::optional<HeldLease>();
   HeldLease held;
   const JobStatus status = job_status_at(*row, 0);
-  const bool holder = row->opt_text(1) == lease.lease_id && row->opt_int64(2) == agent_id &&
-                      (!attempt || row->int64(3) == *attempt);
+  const bool holder =
+      row->opt_text(1) == lease.lease_id && row->opt_int64(2) == agent_id && (!attempt || row->int64(3) == *attempt);
   held.attempt = static_cast<int>(row->int64(3));
   held.max_attempts = static_cast<int>(row->int64(4));
   held.run_id = row->int64(5);
@@ -41,8 +44,8 @@ Result<std::optional<Store::HeldLease>> Store::held_lease_locked(std::int64_t ag
   held.slot = row->opt_text(7).value_or("");
   // The one rule for every request a lease holder makes: only the current holder may act, and
   // a cancelled run's holder only learns that it was cancelled.
-  held.state = !holder                           ? LeaseState::kLost
-               : status == JobStatus::kCancelled ? LeaseState::kCancelled
+  held.state = !holder                                                           ? LeaseState::kLost
+               : status == JobStatus::kCancelled                                 ? LeaseState::kCancelled
                : (status == JobStatus::kLeased || status == JobStatus::kRunning) ? LeaseState::kActive
                                                                                  : LeaseState::kLost;
   return std::optional<HeldLease>(std::move(held));
@@ -53,10 +56,10 @@ Status Store::requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts
   const TimestampMs now = clock_.now_ms();
   BF_RETURN_IF_ERROR(end_attempt(job_id, attempt, outcome));
   const bool fail = scheduler::on_lease_expired(attempt, max_attempts) == scheduler::ExpiryAction::kFail;
-  BF_RETURN_IF_ERROR(db_->run(
-      "UPDATE jobs SET status = ?, finished_at = ?, updated_at = ?, lease_id = NULL, lease_agent_id = NULL,"
-      " lease_slot = NULL, lease_expires_at = NULL, lease_request_id = NULL WHERE id = ?",
-      fail ? "failed" : "queued", fail ? std::optional<TimestampMs>(now) : std::nullopt, now, job_id));
+  BF_RETURN_IF_ERROR(
+      db_->run("UPDATE jobs SET status = ?, finished_at = ?, updated_at = ?, lease_id = NULL, lease_agent_id = NULL,"
+               " lease_slot = NULL, lease_expires_at = NULL, lease_request_id = NULL WHERE id = ?",
+               fail ? "failed" : "queued", fail ? std::optional<TimestampMs>(now) : std::nullopt, now, job_id));
   if (!fail) work_appeared_ = true;
   // A requeued job may be implied by an OOM that arrived meanwhile; a failed one may end the run.
   BF_ASSIGN_OR_RETURN(const std::int64_t implied, mark_implied_oom(run_id, job_id));
@@ -68,10 +71,12 @@ Result<LeaseGrant> Store::redeliver_locked(std::int64_t job_id) {
   LeaseGrant grant;
   grant.expires_at = scheduler::lease_expiry(clock_.now_ms(), options_.lease_ttl_ms);
   {
-    BF_ASSIGN_OR_RETURN(auto row, db_->query_one(
-        "UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND lease_id IS NOT NULL"
-        " RETURNING id, run_id, attempt, lease_id, " + job_spec_columns("jobs"),
-        grant.expires_at, clock_.now_ms(), job_id));
+    BF_ASSIGN_OR_RETURN(
+        auto row,
+        db_->query_one("UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND lease_id IS NOT NULL"
+                       " RETURNING id, run_id, attempt, lease_id, " +
+                           job_spec_columns("jobs"),
+                       grant.expires_at, clock_.now_ms(), job_id));
     if (!row.found()) return Error::internal("job " + std::to_string(job_id) + " has no lease to hand over again");
     grant.job_id = row->int64(0);
     grant.run_id = row->int64(1);
@@ -100,12 +105,12 @@ Result<bool> Store::withdraw_lease(std::int64_t agent_id, const LeaseRef& lease)
 
 Result<bool> Store::withdraw_locked(std::int64_t agent_id, const LeaseRef& lease) {
   // Expressions on the right see the row before the update: `attempt` is the withdrawn one.
-  BF_RETURN_IF_ERROR(db_->run(
-      "UPDATE jobs SET status = 'queued', attempt = attempt - 1, lease_id = NULL, lease_agent_id = NULL,"
-      " lease_slot = NULL, lease_expires_at = NULL, lease_request_id = NULL, lease_acked = 1,"
-      " started_at = CASE WHEN attempt <= 1 THEN NULL ELSE started_at END, updated_at = ?"
-      " WHERE id = ? AND lease_id = ? AND lease_agent_id = ? AND status = 'leased' AND lease_acked = 0",
-      clock_.now_ms(), lease.job_id, lease.lease_id, agent_id));
+  BF_RETURN_IF_ERROR(
+      db_->run("UPDATE jobs SET status = 'queued', attempt = attempt - 1, lease_id = NULL, lease_agent_id = NULL,"
+               " lease_slot = NULL, lease_expires_at = NULL, lease_request_id = NULL, lease_acked = 1,"
+               " started_at = CASE WHEN attempt <= 1 THEN NULL ELSE started_at END, updated_at = ?"
+               " WHERE id = ? AND lease_id = ? AND lease_agent_id = ? AND status = 'leased' AND lease_acked = 0",
+               clock_.now_ms(), lease.job_id, lease.lease_id, agent_id));
   if (db_->changes() == 0) return false;
   BF_RETURN_IF_ERROR(db_->run("DELETE FROM attempts WHERE job_id = ? AND lease_id = ?", lease.job_id, lease.lease_id));
   work_appeared_ = true;
@@ -141,7 +146,7 @@ Result<LeaseAnswer> Store::lease(std::int64_t agent_id, const std::string& slot,
 }
 
 Result<std::optional<LeaseGrant>> Store::settle_slot_locked(const AgentInfo& agent, const std::string& slot,
-                                                             const std::optional<std::string>& request_id) {
+                                                            const std::optional<std::string>& request_id) {
   // One job per slot. What the slot holds and has not acknowledged may never have reached it
   // (a dropped connection, a retried or concurrent poll): it gets the same lease again. What
   // it acknowledged it has given up on (e.g. agent restart), unless this is a retry of the very
@@ -153,9 +158,12 @@ Result<std::optional<LeaseGrant>> Store::settle_slot_locked(const AgentInfo& age
     bool expired = false, acked = false, same_request = false;
     std::string lease_id;
     {
-      BF_ASSIGN_OR_RETURN(auto row, db_->query_one(
-          "SELECT attempt, max_attempts, lease_expires_at, lease_acked, lease_request_id, lease_id FROM jobs"
-          " WHERE id = ?", held.job_id));
+      BF_ASSIGN_OR_RETURN(
+          auto row,
+          db_->query_one(
+              "SELECT attempt, max_attempts, lease_expires_at, lease_acked, lease_request_id, lease_id FROM jobs"
+              " WHERE id = ?",
+              held.job_id));
       if (!row.found()) continue;
       attempt = static_cast<int>(row->int64(0));
       max_attempts = static_cast<int>(row->int64(1));
@@ -188,12 +196,15 @@ Result<LeaseGrant> Store::grant_locked(std::int64_t agent_id, const std::string&
   grant.expires_at = scheduler::lease_expiry(now, options_.lease_ttl_ms);
   std::string group;
   {
-    BF_ASSIGN_OR_RETURN(auto taken, db_->query_one(
-        "UPDATE jobs SET status = 'leased', attempt = attempt + 1, lease_id = ?, lease_agent_id = ?, lease_slot = ?,"
-        " lease_expires_at = ?, started_at = COALESCE(started_at, ?), updated_at = ?, lease_acked = 0,"
-        " lease_request_id = ? WHERE id = ? AND status = 'queued'"
-        " RETURNING attempt, run_id, group_key, " + job_spec_columns("jobs"),
-        grant.lease_id, agent_id, slot, grant.expires_at, now, now, request_id, job_id));
+    BF_ASSIGN_OR_RETURN(
+        auto taken,
+        db_->query_one("UPDATE jobs SET status = 'leased', attempt = attempt + 1, lease_id = ?, lease_agent_id = ?, "
+                       "lease_slot = ?,"
+                       " lease_expires_at = ?, started_at = COALESCE(started_at, ?), updated_at = ?, lease_acked = 0,"
+                       " lease_request_id = ? WHERE id = ? AND status = 'queued'"
+                       " RETURNING attempt, run_id, group_key, " +
+                           job_spec_columns("jobs"),
+                       grant.lease_id, agent_id, slot, grant.expires_at, now, now, request_id, job_id));
     if (!taken.found()) return Error::internal("job " + std::to_string(job_id) + " was not queued when leased");
     grant.attempt = static_cast<int>(taken->int64(0));
     grant.run_id = taken->int64(1);
@@ -203,14 +214,15 @@ Result<LeaseGrant> Store::grant_locked(std::int64_t agent_id, const std::string&
     BF_ASSIGN_OR_RETURN(bool more, taken->step());
     (void)more;
   }
-  BF_RETURN_IF_ERROR(db_->run(
-      "INSERT INTO attempts (job_id, attempt, lease_id, agent_id, slot, leased_at) VALUES (?, ?, ?, ?, ?, ?)",
-      grant.job_id, grant.attempt, grant.lease_id, agent_id, slot, now));
+  BF_RETURN_IF_ERROR(
+      db_->run("INSERT INTO attempts (job_id, attempt, lease_id, agent_id, slot, leased_at) VALUES (?, ?, ?, ?, ?, ?)",
+               grant.job_id, grant.attempt, grant.lease_id, agent_id, slot, now));
   // The slot that starts a group (a model, build, GPU class, runtime and batch) runs its other
   // modes too, so they compare on one device.
-  BF_RETURN_IF_ERROR(db_->run(
-      "UPDATE jobs INDEXED BY jobs_group SET owner_agent_id = ?, owner_slot = ?"
-      " WHERE group_key = ? AND owner_agent_id IS NULL", agent_id, slot, group));
+  BF_RETURN_IF_ERROR(
+      db_->run("UPDATE jobs INDEXED BY jobs_group SET owner_agent_id = ?, owner_slot = ?"
+               " WHERE group_key = ? AND owner_agent_id IS NULL",
+               agent_id, slot, group));
   BF_RETURN_IF_ERROR(complete_grant_locked(grant));
   return grant;
 }
@@ -225,10 +237,10 @@ Result<Renewal> Store::renew_locked(std::int64_t agent_id, const LeaseRef& lease
     return Renewal{LeaseState::kLost, 0};
   }
   const TimestampMs expires = scheduler::lease_expiry(now, options_.lease_ttl_ms);
-  BF_RETURN_IF_ERROR(db_->run(
-      "UPDATE jobs SET lease_expires_at = ?, updated_at = ?, lease_acked = 1,"
-      " status = CASE WHEN ? THEN 'running' ELSE status END WHERE id = ?",
-      expires, now, mark_running ? 1 : 0, lease.job_id));
+  BF_RETURN_IF_ERROR(
+      db_->run("UPDATE jobs SET lease_expires_at = ?, updated_at = ?, lease_acked = 1,"
+               " status = CASE WHEN ? THEN 'running' ELSE status END WHERE id = ?",
+               expires, now, mark_running ? 1 : 0, lease.job_id));
   return Renewal{LeaseState::kActive, expires};
 }
 
@@ -270,9 +282,12 @@ Result<std::int64_t> Store::expire_leases() {
     };
     std::vector<Expired> expired;
     {
-      BF_ASSIGN_OR_RETURN(auto s, db_->query(
-          "SELECT id, run_id, attempt, max_attempts FROM jobs INDEXED BY jobs_leases WHERE lease_id IS NOT NULL"
-          " AND status IN ('leased','running') AND lease_expires_at <= ?", clock_.now_ms()));
+      BF_ASSIGN_OR_RETURN(
+          auto s,
+          db_->query(
+              "SELECT id, run_id, attempt, max_attempts FROM jobs INDEXED BY jobs_leases WHERE lease_id IS NOT NULL"
+              " AND status IN ('leased','running') AND lease_expires_at <= ?",
+              clock_.now_ms()));
       while (true) {
         BF_ASSIGN_OR_RETURN(bool row, s->step());
         if (!row) break;

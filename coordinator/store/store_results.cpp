@@ -33,17 +33,17 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
   const std::string body = body_json.dump();
   return group_.run([&]() -> Result<RecordOutcome> {
     {
-      BF_ASSIGN_OR_RETURN(auto prior, db_->query_one(
-          "SELECT r.id, r.body_sha256, r.agent_id, a.lease_id FROM results r"
-          " LEFT JOIN attempts a ON a.job_id = r.job_id AND a.attempt = r.attempt WHERE r.job_id = ? AND r.attempt = ?",
-          lease.job_id, attempt));
+      BF_ASSIGN_OR_RETURN(auto prior, db_->query_one("SELECT r.id, r.body_sha256, r.agent_id, a.lease_id FROM results r"
+                                                     " LEFT JOIN attempts a ON a.job_id = r.job_id AND a.attempt = "
+                                                     "r.attempt WHERE r.job_id = ? AND r.attempt = ?",
+                                                     lease.job_id, attempt));
       if (prior.found()) {
         // Only the holder of that attempt's lease learns about the stored result (a retry after a
         // lost acknowledgement); anyone else is told its lease is not current.
         const bool same_holder = prior->opt_int64(2) == agent_id && prior->opt_text(3) == lease.lease_id;
-        return RecordOutcome{!same_holder                   ? RecordKind::kLost
-                             : prior->text(1) == digest     ? RecordKind::kDuplicate
-                                                            : RecordKind::kMismatch,
+        return RecordOutcome{!same_holder               ? RecordKind::kLost
+                             : prior->text(1) == digest ? RecordKind::kDuplicate
+                                                        : RecordKind::kMismatch,
                              same_holder ? prior->int64(0) : 0, 0};
       }
     }
@@ -58,12 +58,15 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
       return RecordOutcome{RecordKind::kLost, 0, 0};
     }
     {
-      BF_ASSIGN_OR_RETURN(auto ins, db_->prepare(
-          "INSERT INTO results (job_id, run_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms, min_ms, max_ms,"
-          " stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, first_call_ms, stop_reason, export_s, oom_phase,"
-          " oom_bytes, error, signal, body, body_sha256, agent_id, slot, created_at, torch_version)"
-          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
-          " ?22, ?23, ?24, ?25, ?26, ?27, ?28)"));
+      BF_ASSIGN_OR_RETURN(
+          auto ins,
+          db_->prepare(
+              "INSERT INTO results (job_id, run_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms, min_ms, "
+              "max_ms,"
+              " stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, first_call_ms, stop_reason, export_s, oom_phase,"
+              " oom_bytes, error, signal, body, body_sha256, agent_id, slot, created_at, torch_version)"
+              " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
+              " ?22, ?23, ?24, ?25, ?26, ?27, ?28)"));
       ins->bind(1, lease.job_id).bind(2, held->run_id).bind(3, attempt).bind(4, to_string(result.status));
       if (result.stats) {
         const auto& st = *result.stats;
@@ -86,7 +89,8 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
     }
     BF_RETURN_IF_ERROR(db_->run(
         "UPDATE jobs SET status = 'done', finished_at = ?, updated_at = ?, lease_id = NULL, lease_expires_at = NULL"
-        " WHERE id = ?", now, now, lease.job_id));
+        " WHERE id = ?",
+        now, now, lease.job_id));
     BF_RETURN_IF_ERROR(end_attempt(lease.job_id, attempt, "result"));
     if (result.status == ResultStatus::kOom) {
       BF_ASSIGN_OR_RETURN(out.implied_oom, mark_implied_oom(held->run_id, lease.job_id));

@@ -10,8 +10,9 @@ namespace benchfleet::store {
 Result<RunCreated> Store::create_run(const MatrixSpec& spec, const std::vector<JobSpec>& jobs) {
   return group_.run([&]() -> Result<RunCreated> {
     const TimestampMs now = clock_.now_ms();
-    BF_ASSIGN_OR_RETURN(auto run, db_->prepare(
-        "INSERT INTO runs (name, spec, priority, job_count, created_at) VALUES (?, ?, ?, ?, ?)"));
+    BF_ASSIGN_OR_RETURN(
+        auto run,
+        db_->prepare("INSERT INTO runs (name, spec, priority, job_count, created_at) VALUES (?, ?, ?, ?, ?)"));
     BF_RETURN_IF_ERROR(run->bind(1, spec.name)
                            .bind(2, nlohmann::json(spec).dump())
                            .bind(3, spec.priority)
@@ -19,9 +20,11 @@ Result<RunCreated> Store::create_run(const MatrixSpec& spec, const std::vector<J
                            .bind(5, now)
                            .run());
     const std::int64_t run_id = db_->last_insert_rowid();
-    BF_ASSIGN_OR_RETURN(auto job, db_->prepare(
-        "INSERT INTO jobs (run_id, model, batch, mode, torch_build, gpu_class, runtime, repetition, group_key,"
-        " status, priority, max_attempts, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)"));
+    BF_ASSIGN_OR_RETURN(
+        auto job,
+        db_->prepare(
+            "INSERT INTO jobs (run_id, model, batch, mode, torch_build, gpu_class, runtime, repetition, group_key,"
+            " status, priority, max_attempts, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)"));
     for (const auto& j : jobs) {
       BF_RETURN_IF_ERROR(job->bind(1, run_id)
                              .bind(2, j.model)
@@ -58,8 +61,10 @@ Result<std::map<JobStatus, std::int64_t>> Store::job_counts_locked(std::int64_t 
 Result<RunInfo> Store::run_info_locked(std::int64_t run_id) {
   RunInfo info;
   {
-    BF_ASSIGN_OR_RETURN(auto s, db_->query_one(
-        "SELECT id, name, spec, job_count, created_at, cancelled_at, finished_at FROM runs WHERE id = ?", run_id));
+    BF_ASSIGN_OR_RETURN(
+        auto s,
+        db_->query_one("SELECT id, name, spec, job_count, created_at, cancelled_at, finished_at FROM runs WHERE id = ?",
+                       run_id));
     if (!s.found()) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
     info.id = s->int64(0);
     info.name = s->text(1);
@@ -85,14 +90,13 @@ Result<RunInfo> Store::run_info_locked(std::int64_t run_id) {
     if (!row) break;
     info.results_by_status[result_status_at(*r, 0)] = r->int64(1);
   }
-  info.state = std::string(scheduler::to_string(scheduler::run_state(info.jobs_by_status, info.cancelled_at.has_value())));
+  info.state =
+      std::string(scheduler::to_string(scheduler::run_state(info.jobs_by_status, info.cancelled_at.has_value())));
   return info;
 }
 
 Result<RunInfo> Store::get_run(std::int64_t run_id) {
-  return group_.run([&]() -> Result<RunInfo> {
-    return run_info_locked(run_id);
-  });
+  return group_.run([&]() -> Result<RunInfo> { return run_info_locked(run_id); });
 }
 
 Result<std::vector<RunInfo>> Store::list_runs(int limit, std::optional<std::int64_t> before_id) {
@@ -125,13 +129,13 @@ Result<CancelOutcome> Store::cancel_run(std::int64_t run_id) {
     if (info.finished_at) return Error::conflict("run " + std::to_string(run_id) + " already finished");
     const TimestampMs now = clock_.now_ms();
     // Leased jobs keep their lease id so the holder's next renewal answers "cancelled".
-    BF_ASSIGN_OR_RETURN(auto attempts, db_->prepare(
-        "UPDATE attempts SET ended_at = ?, outcome = 'cancelled' WHERE ended_at IS NULL AND job_id IN "
-        "(SELECT id FROM jobs WHERE run_id = ? AND status IN ('leased','running'))"));
+    BF_ASSIGN_OR_RETURN(
+        auto attempts,
+        db_->prepare("UPDATE attempts SET ended_at = ?, outcome = 'cancelled' WHERE ended_at IS NULL AND job_id IN "
+                     "(SELECT id FROM jobs WHERE run_id = ? AND status IN ('leased','running'))"));
     BF_RETURN_IF_ERROR(attempts->bind(1, now).bind(2, run_id).run());
-    BF_ASSIGN_OR_RETURN(auto jobs, db_->prepare(
-        "UPDATE jobs SET status = 'cancelled', finished_at = ?, updated_at = ? "
-        "WHERE run_id = ? AND status IN ('queued','leased','running')"));
+    BF_ASSIGN_OR_RETURN(auto jobs, db_->prepare("UPDATE jobs SET status = 'cancelled', finished_at = ?, updated_at = ? "
+                                                "WHERE run_id = ? AND status IN ('queued','leased','running')"));
     BF_RETURN_IF_ERROR(jobs->bind(1, now).bind(2, now).bind(3, run_id).run());
     out.cancelled_jobs = db_->changes();
     BF_ASSIGN_OR_RETURN(auto run, db_->prepare("UPDATE runs SET cancelled_at = ?, finished_at = ? WHERE id = ?"));
@@ -144,8 +148,7 @@ namespace {
 
 // The samples column (result_samples.samples_ms, or NULL when not asked for) follows the job
 // spec's 7 columns.
-constexpr const char* kResultColumns =
-    "r.id, r.job_id, r.run_id, r.attempt, r.body, a.name, r.slot, r.created_at, ";
+constexpr const char* kResultColumns = "r.id, r.job_id, r.run_id, r.attempt, r.body, a.name, r.slot, r.created_at, ";
 constexpr int kSamplesColumn = 8 + 7;
 
 std::string result_select(bool with_samples) {
@@ -195,8 +198,8 @@ ResultRow decode_result_row(RawResultRow raw) {
 
 }  // namespace
 
-Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& f,
-                                       std::optional<std::int64_t> after_id, int limit, bool with_samples) {
+Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& f, std::optional<std::int64_t> after_id,
+                                       int limit, bool with_samples) {
   std::vector<RawResultRow> raw;
   // The read runs under the store lock; parsing the bodies waits until it is released.
   Status read = group_.run([&]() -> Status {
@@ -205,13 +208,15 @@ Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& 
       if (!exists.found()) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
     }
     // A NULL parameter means "no filter" on that column.
-    BF_ASSIGN_OR_RETURN(auto s, db_->prepare(
-        result_select(with_samples) +
-        " WHERE r.run_id = ? AND r.id > ?"
-        " AND (?3 IS NULL OR j.model = ?3) AND (?4 IS NULL OR j.mode = ?4) AND (?5 IS NULL OR j.torch_build = ?5)"
-        " AND (?6 IS NULL OR j.gpu_class = ?6) AND (?7 IS NULL OR j.runtime = ?7) AND (?8 IS NULL OR r.status = ?8)"
-        " AND (?9 IS NULL OR j.batch = ?9)"
-        " ORDER BY r.id LIMIT ?10"));
+    BF_ASSIGN_OR_RETURN(
+        auto s,
+        db_->prepare(
+            result_select(with_samples) +
+            " WHERE r.run_id = ? AND r.id > ?"
+            " AND (?3 IS NULL OR j.model = ?3) AND (?4 IS NULL OR j.mode = ?4) AND (?5 IS NULL OR j.torch_build = ?5)"
+            " AND (?6 IS NULL OR j.gpu_class = ?6) AND (?7 IS NULL OR j.runtime = ?7) AND (?8 IS NULL OR r.status = ?8)"
+            " AND (?9 IS NULL OR j.batch = ?9)"
+            " ORDER BY r.id LIMIT ?10"));
     s->bind(1, run_id).bind(2, after_id.value_or(0));
     s->bind(3, f.model).bind(4, f.mode).bind(5, f.torch_build).bind(6, f.gpu).bind(7, f.runtime).bind(8, f.status);
     s->bind(9, f.batch).bind(10, limit + 1);
@@ -237,15 +242,18 @@ Result<JobPage> Store::list_jobs(std::int64_t run_id, std::optional<std::int64_t
   return group_.run([&]() -> Result<JobPage> {
     // jobs_run (run_id, id) gives the order; the latest result comes from results' (job_id,
     // attempt) key, the attempt by its primary key.
-    BF_ASSIGN_OR_RETURN(auto s, db_->prepare(
-        "SELECT j.id, " + job_spec_columns("j") + ", j.status, j.attempt, j.updated_at, r.id, r.status, a.name, t.slot"
-        " FROM jobs j INDEXED BY jobs_run"
-        " LEFT JOIN results r ON r.id = (SELECT id FROM results WHERE job_id = j.id ORDER BY attempt DESC LIMIT 1)"
-        " LEFT JOIN attempts t ON t.job_id = j.id AND t.attempt = j.attempt AND"
-        " (j.status IN ('leased', 'running', 'failed') OR (j.status = 'done' AND t.outcome = 'result')"
-        "  OR (j.status = 'cancelled' AND t.outcome = 'cancelled'))"
-        " LEFT JOIN agents a ON a.id = t.agent_id"
-        " WHERE j.run_id = ?1 AND j.id > ?2 ORDER BY j.id LIMIT ?3"));
+    BF_ASSIGN_OR_RETURN(
+        auto s,
+        db_->prepare(
+            "SELECT j.id, " + job_spec_columns("j") +
+            ", j.status, j.attempt, j.updated_at, r.id, r.status, a.name, t.slot"
+            " FROM jobs j INDEXED BY jobs_run"
+            " LEFT JOIN results r ON r.id = (SELECT id FROM results WHERE job_id = j.id ORDER BY attempt DESC LIMIT 1)"
+            " LEFT JOIN attempts t ON t.job_id = j.id AND t.attempt = j.attempt AND"
+            " (j.status IN ('leased', 'running', 'failed') OR (j.status = 'done' AND t.outcome = 'result')"
+            "  OR (j.status = 'cancelled' AND t.outcome = 'cancelled'))"
+            " LEFT JOIN agents a ON a.id = t.agent_id"
+            " WHERE j.run_id = ?1 AND j.id > ?2 ORDER BY j.id LIMIT ?3"));
     s->bind(1, run_id).bind(2, after_id.value_or(0)).bind(3, limit + 1);
     JobPage page;
     while (true) {
@@ -288,11 +296,14 @@ Result<ResultRow> Store::get_result(std::int64_t result_id) {
 Result<std::vector<report::CellResult>> Store::report_cells(std::int64_t run_id) {
   return group_.run([&]() -> Result<std::vector<report::CellResult>> {
     // One row per job; a job has at most one verdict (its job turns done when it arrives).
-    BF_ASSIGN_OR_RETURN(auto s, db_->prepare(
-        "SELECT " + job_spec_columns("j") + ", j.status, r.id, r.status, r.mean_ms, r.median_ms, r.p90_ms, r.p99_ms,"
-        " r.min_ms, r.max_ms, r.stddev_ms, r.cv, r.ci_low_ms, r.ci_high_ms, r.iterations, r.error, r.oom_phase,"
-        " r.oom_bytes, r.signal, r.torch_version"
-        " FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.run_id = ? ORDER BY j.id"));
+    BF_ASSIGN_OR_RETURN(
+        auto s,
+        db_->prepare(
+            "SELECT " + job_spec_columns("j") +
+            ", j.status, r.id, r.status, r.mean_ms, r.median_ms, r.p90_ms, r.p99_ms,"
+            " r.min_ms, r.max_ms, r.stddev_ms, r.cv, r.ci_low_ms, r.ci_high_ms, r.iterations, r.error, r.oom_phase,"
+            " r.oom_bytes, r.signal, r.torch_version"
+            " FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.run_id = ? ORDER BY j.id"));
     s->bind(1, run_id);
     std::vector<report::CellResult> cells;
     while (true) {

@@ -160,10 +160,10 @@ Check check_ledger(const std::vector<Acknowledged>& ledger,
   }
   for (const auto& e : ledger) {
     const auto it = stored.find(e.job_id);
-    const bool found = it != stored.end() && std::any_of(it->second.begin(), it->second.end(), [&](const auto& s) {
-                         return s.attempt == e.attempt && s.identity == e.identity &&
-                                (e.result_id == 0 || s.id == e.result_id);
-                       });
+    const bool found =
+        it != stored.end() && std::any_of(it->second.begin(), it->second.end(), [&](const auto& s) {
+          return s.attempt == e.attempt && s.identity == e.identity && (e.result_id == 0 || s.id == e.result_id);
+        });
     if (found) continue;
     ++c.lost;
     if (c.lost_samples.size() < 5) {
@@ -183,8 +183,8 @@ struct KillRecord {
 
 // Waits until every agent had a 2xx answer since `restart` (or --recovery-wait-s passed).
 KillRecord await_recovery(const Options& o, const SimFleet& fleet, Clock::time_point restart) {
-  const auto deadline = restart + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(o.recovery_wait_s));
+  const auto deadline =
+      restart + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.recovery_wait_s));
   KillRecord k;
   while (true) {
     const auto answers = fleet.first_answers();
@@ -211,24 +211,33 @@ int run(int argc, char** argv) {
       "Exits 0 only when nothing was lost or duplicated and every recovery took <= --recovery-limit-s."};
   app.add_option("--agents", o.agents, "simulated agents")->capture_default_str()->check(CLI::Range(1, 2000));
   app.add_option("--kills", o.kills, "kill -9 of the coordinator")->capture_default_str()->check(CLI::Range(1, 1000));
-  app.add_option("--min-load-s", o.min_load_s, "shortest load between kills")->capture_default_str()
+  app.add_option("--min-load-s", o.min_load_s, "shortest load between kills")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-load-s", o.max_load_s, "longest load between kills")->capture_default_str()
+  app.add_option("--max-load-s", o.max_load_s, "longest load between kills")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--work-min-ms", o.work_min_ms, "shortest simulated job")->capture_default_str()
+  app.add_option("--work-min-ms", o.work_min_ms, "shortest simulated job")
+      ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--work-max-ms", o.work_max_ms, "longest simulated job")->capture_default_str()
+  app.add_option("--work-max-ms", o.work_max_ms, "longest simulated job")
+      ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--recovery-limit-s", o.recovery_limit_s, "most seconds agents may take to be served again")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--recovery-wait-s", o.recovery_wait_s, "how long to wait for every agent after a restart")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--quiet-s", o.quiet_s, "load after the last restart, before the agents drain")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--drain-s", o.drain_s, "most seconds the agents get to have their last results acknowledged")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--queue", o.queue, "keep at least this many jobs queued (0: what the agents can use up)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--dir", o.dir, "work directory (default: a new one under $TMPDIR or /tmp)");
   app.add_option("--coordinator", o.coordinator, "benchfleet-coordinator binary")->capture_default_str();
   app.add_option("--log-level", o.log_level, "the coordinator's --log-level")->capture_default_str();
@@ -263,7 +272,8 @@ int run(int argc, char** argv) {
     return 2;
   }
   LaunchOptions launch = benchfleet::testing::launch_in(
-      dir, {{"--operator-token", kOperatorToken}, {"--enrollment-token", kEnrollmentToken}, {"--log-level", o.log_level}});
+      dir,
+      {{"--operator-token", kOperatorToken}, {"--enrollment-token", kEnrollmentToken}, {"--log-level", o.log_level}});
   launch.binary = o.coordinator;
   launch.port = port;
   launch.start_timeout = std::chrono::seconds(30);
@@ -329,7 +339,8 @@ int run(int argc, char** argv) {
     KillRecord rec = await_recovery(o, fleet, restart);
     rec.down_s = seconds_between(killed_at, ready);
     kills.push_back(rec);
-    std::fprintf(stderr, "  kill %d/%d: listening again %.2f s after the kill (pid %d); every agent served again "
+    std::fprintf(stderr,
+                 "  kill %d/%d: listening again %.2f s after the kill (pid %d); every agent served again "
                  "%.2f s after the restart (%d late, %d missing); %lld results acknowledged so far\n",
                  k, o.kills, rec.down_s, static_cast<int>(coordinator->pid()), rec.recovery_s, rec.late, rec.missing,
                  static_cast<long long>(fleet.counters().acknowledged));
@@ -363,17 +374,19 @@ int run(int argc, char** argv) {
   }
 
   print_fault_table({row});
-  std::printf("  %lld results acknowledged (%lld as repeats of a post whose answer was lost), %ld stored; "
-              "%lld refused (409/404); %lld requests without an answer, %lld 5xx, %lld unexpected; "
-              "%lld leases granted, %lld given back in the drain\n",
-              static_cast<long long>(counters.acknowledged), static_cast<long long>(counters.acknowledged_repeats),
-              check.stored, static_cast<long long>(counters.refused), static_cast<long long>(counters.transport_errors),
-              static_cast<long long>(counters.server_errors), static_cast<long long>(counters.unexpected),
-              static_cast<long long>(counters.leases_granted), static_cast<long long>(counters.released));
-  std::printf("  recoveries over %.0f s: %d of %d kills (%d agent(s) never served again within %.0f s); kill to "
-              "listening again: max %.2f s; agents drained: %s; coordinator exit after SIGTERM: %d\n",
-              o.recovery_limit_s, late_kills, row.injected, missing, o.recovery_wait_s, down_max,
-              drained ? "all" : "NOT ALL", exit_code(exit.status));
+  std::printf(
+      "  %lld results acknowledged (%lld as repeats of a post whose answer was lost), %ld stored; "
+      "%lld refused (409/404); %lld requests without an answer, %lld 5xx, %lld unexpected; "
+      "%lld leases granted, %lld given back in the drain\n",
+      static_cast<long long>(counters.acknowledged), static_cast<long long>(counters.acknowledged_repeats),
+      check.stored, static_cast<long long>(counters.refused), static_cast<long long>(counters.transport_errors),
+      static_cast<long long>(counters.server_errors), static_cast<long long>(counters.unexpected),
+      static_cast<long long>(counters.leases_granted), static_cast<long long>(counters.released));
+  std::printf(
+      "  recoveries over %.0f s: %d of %d kills (%d agent(s) never served again within %.0f s); kill to "
+      "listening again: max %.2f s; agents drained: %s; coordinator exit after SIGTERM: %d\n",
+      o.recovery_limit_s, late_kills, row.injected, missing, o.recovery_wait_s, down_max, drained ? "all" : "NOT ALL",
+      exit_code(exit.status));
   for (const auto& s : check.lost_samples) std::printf("  lost: %s\n", s.c_str());
   for (const auto& s : counters.samples) std::printf("  answer: %s\n", s.c_str());
   if (o.json) std::printf("%s\n", fault_row_json(row).c_str());

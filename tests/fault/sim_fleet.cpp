@@ -166,10 +166,10 @@ struct SimFleet::Impl {
 
   // Posts the result of `job` until acknowledged or refused (or the fleet aborts).
   asio::awaitable<void> upload(Agent& a, std::int64_t job_id, int attempt, const std::string& lease_id) {
-    Acknowledged entry{job_id, attempt, 0,
-                       "job-" + std::to_string(job_id) + "-attempt-" + std::to_string(attempt) + "-agent-" +
-                           std::to_string(a.index),
-                       false};
+    Acknowledged entry{
+        job_id, attempt, 0,
+        "job-" + std::to_string(job_id) + "-attempt-" + std::to_string(attempt) + "-agent-" + std::to_string(a.index),
+        false};
     JobResult posted = result;
     posted.environment["fault_result"] = entry.identity;
     const std::string body =
@@ -188,8 +188,8 @@ struct SimFleet::Impl {
       }
       if (r.status == 409 || r.status == 404) {
         refused.fetch_add(1);
-        sample("result of job " + std::to_string(job_id) + " attempt " + std::to_string(attempt) + " refused: " +
-               r.describe());
+        sample("result of job " + std::to_string(job_id) + " attempt " + std::to_string(attempt) +
+               " refused: " + r.describe());
         co_return;
       }
       if (r.status == 401) {

@@ -204,7 +204,8 @@ TEST(AgentFaults, CancelledRunKillsTheWorkerGroupAndReportsNothing) {
   // Heartbeat (1 s) or renewal says "cancelled"; SIGTERM, 1 s grace, SIGKILL to the group.
   EXPECT_TRUE(poll_until([&] { return !process_group_alive(hung->pid) && !process_alive(hung->helper); }, 30s, 100ms))
       << "the cancelled job's worker group still runs";
-  EXPECT_NE(a1.log().find("job " + std::to_string(hung->job_id) + " was cancelled; stopping its worker"), std::string::npos)
+  EXPECT_NE(a1.log().find("job " + std::to_string(hung->job_id) + " was cancelled; stopping its worker"),
+            std::string::npos)
       << a1.log_tail();
 
   // The agent serves on: its one slot takes the next job once done with the cancelled one.
@@ -305,9 +306,10 @@ TEST(AgentFaults, MalformedResultsMetadataAndCapabilitiesAreErrorsAndTheAgentSer
   // badcaps: both programs answer --capabilities with wrong types. badexport: the real
   // python's --capabilities, and an "exporter" printing malformed metadata by batch.
   const std::string badcaps = coord.dir() + "/badcaps.sh";
-  std::ofstream(badcaps) << "#!/bin/sh\n"
-                         << R"(echo '{"torch_version": 5, "torch_git": [], "modes": {"cpu": "eager"}, "library_dirs": [1]}')"
-                         << "\n";
+  std::ofstream(badcaps)
+      << "#!/bin/sh\n"
+      << R"(echo '{"torch_version": 5, "torch_git": [], "modes": {"cpu": "eager"}, "library_dirs": [1]}')"
+      << "\n";
   const std::string badexport = coord.dir() + "/badexport.sh";
   std::ofstream(badexport)
       << "#!/bin/sh\n"
@@ -315,10 +317,14 @@ TEST(AgentFaults, MalformedResultsMetadataAndCapabilitiesAreErrorsAndTheAgentSer
       << "while [ $# -gt 0 ]; do case \"$1\" in --out) out=\"$2\";; --batch) batch=\"$2\";; esac; shift; done\n"
       << "printf x >\"$out/model.pt\"\n"
       << "case \"$batch\" in\n"
-      << R"(  1) echo '{"status": "ok", "artifact": "model.pt", "inputs": [], "export_s": "slow"}';;)" << "\n"
-      << R"(  2) echo '{"status": "ok", "artifact": "../../escape", "inputs": []}';;)" << "\n"
-      << R"(  3) echo '{"status": 5, "message": 7}';;)" << "\n"
-      << R"(  *) echo 'not json';;)" << "\n"
+      << R"(  1) echo '{"status": "ok", "artifact": "model.pt", "inputs": [], "export_s": "slow"}';;)"
+      << "\n"
+      << R"(  2) echo '{"status": "ok", "artifact": "../../escape", "inputs": []}';;)"
+      << "\n"
+      << R"(  3) echo '{"status": 5, "message": 7}';;)"
+      << "\n"
+      << R"(  *) echo 'not json';;)"
+      << "\n"
       << "esac\n";
   std::filesystem::permissions(badcaps, std::filesystem::perms::owner_all);
   std::filesystem::permissions(badexport, std::filesystem::perms::owner_all);

@@ -203,7 +203,13 @@ TEST(AgentProtocolFaults, ALateHeartbeatAnswerForAnEndedLeaseDoesNotStopTheNextJ
   // The first job's worker runs: hold the next heartbeat (it carries that job's lease) until the
   // slot has finished the job and its second worker runs, then let it reach the coordinator.
   std::map<pid_t, std::pair<std::int64_t, int>> workers;
-  ASSERT_TRUE(poll_until([&] { sample_workers(a1, workers); return !workers.empty(); }, 180s, 20ms)) << a1.log_tail();
+  ASSERT_TRUE(poll_until(
+      [&] {
+        sample_workers(a1, workers);
+        return !workers.empty();
+      },
+      180s, 20ms))
+      << a1.log_tail();
   const std::int64_t first_job = workers.begin()->second.first;
   proxy.hold(ProxyRoute::kHeartbeat);
   ASSERT_TRUE(poll_until([&] { return proxy.held(ProxyRoute::kHeartbeat) == 1; }, 10s, 20ms)) << a1.log_tail();

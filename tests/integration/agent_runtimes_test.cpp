@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "tests/integration/agent_test_util.h"
@@ -85,7 +85,8 @@ TEST(AgentRuntimes, LibtorchAndPythonRunSideBySide) {
       {"latency/local/libtorch/default", {"libtorch", "unsupported", "local (torch 1.13.0) - libtorch - default"}},
       {"latency/local/python/eager", {"python", "ok", "local (torch 1.13.0a0) - python - eager"}},
       {"latency/local/python/default", {"python", "unsupported", "local (torch 1.13.0a0) - python - default"}},
-      {"speedup/local/libtorch/default", {"libtorch", "unavailable", "local (torch 1.13.0) - libtorch - default speedup"}},
+      {"speedup/local/libtorch/default",
+       {"libtorch", "unavailable", "local (torch 1.13.0) - libtorch - default speedup"}},
       {"speedup/local/python/default", {"python", "unavailable", "local (torch 1.13.0a0) - python - default speedup"}},
   };
   ASSERT_EQ(columns.size(), expected.size()) << table.dump(1);
@@ -104,10 +105,11 @@ TEST(AgentRuntimes, LibtorchAndPythonRunSideBySide) {
   // The Markdown table (the seeds' format) names the runtime in each header, with its own cells.
   const auto md = coord.get(run_url(run) + "/report?format=md");
   ASSERT_EQ(md.status, 200u) << md.body;
-  EXPECT_NE(md.body.find("| **Task/Model** | **local (torch 1.13.0) - libtorch - eager** |"
-                         " **local (torch 1.13.0) - libtorch - default** | **local (torch 1.13.0a0) - python - eager** |"
-                         " **local (torch 1.13.0a0) - python - default** |"),
-            std::string::npos)
+  EXPECT_NE(
+      md.body.find("| **Task/Model** | **local (torch 1.13.0) - libtorch - eager** |"
+                   " **local (torch 1.13.0) - libtorch - default** | **local (torch 1.13.0a0) - python - eager** |"
+                   " **local (torch 1.13.0a0) - python - default** |"),
+      std::string::npos)
       << md.body;
   EXPECT_NE(md.body.find(columns["latency/local/python/eager"].second.value("text", "?") + " | unsupported |"),
             std::string::npos)

@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cinttypes>
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -31,21 +31,23 @@ inline const std::string kMobilenet = "torchvision/mobilenet_v3_small";
 inline const std::string kSqueezenet = "torchvision/squeezenet1_1";
 
 // Short intervals so expiry and reconnection happen within seconds.
-#define BENCHFLEET_FAST_LEASES {"--lease-ttl-s", "3"}, {"--heartbeat-interval-s", "1"}, {"--long-poll-timeout-s", "2"}
+#define BENCHFLEET_FAST_LEASES \
+  {"--lease-ttl-s", "3"}, {"--heartbeat-interval-s", "1"}, { "--long-poll-timeout-s", "2" }
 
 // A matrix on the cpu class with a quick measurement (warm-up 1, 3 to 5 iterations).
 inline json cpu_matrix(const std::vector<std::string>& models, const std::vector<int>& batches,
                        const std::vector<std::string>& modes, const std::string& build = "local",
                        std::optional<int> timeout_s = std::nullopt) {
-  json m = {{"name", "agent-it"},
-            {"models", models},
-            {"batch_sizes", batches},
-            {"modes", modes},
-            {"torch_builds", {build}},
-            {"gpus", {"cpu"}},
-            {"runtimes", {"libtorch"}},
-            {"measurement",
-             {{"warmup", 1}, {"min_iterations", 3}, {"max_iterations", 5}, {"min_duration_s", 0}, {"max_duration_s", 5}}}};
+  json m = {
+      {"name", "agent-it"},
+      {"models", models},
+      {"batch_sizes", batches},
+      {"modes", modes},
+      {"torch_builds", {build}},
+      {"gpus", {"cpu"}},
+      {"runtimes", {"libtorch"}},
+      {"measurement",
+       {{"warmup", 1}, {"min_iterations", 3}, {"max_iterations", 5}, {"min_duration_s", 0}, {"max_duration_s", 5}}}};
   if (timeout_s) m["timeout_s"] = *timeout_s;
   return m;
 }
@@ -147,7 +149,8 @@ struct RunningJob {
   std::int64_t job_id = 0;
   int attempt = 0;
 };
-inline std::optional<RunningJob> freeze_with_running_worker(AgentProcess& agent, std::chrono::milliseconds limit = 90s) {
+inline std::optional<RunningJob> freeze_with_running_worker(AgentProcess& agent,
+                                                            std::chrono::milliseconds limit = 90s) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
     if (!agent.children_named("benchfleet-work").empty()) {
@@ -177,7 +180,8 @@ inline std::optional<HangingWorker> hanging_worker(const AgentProcess& agent) {
     std::ifstream(dir.path()) >> h.pid >> h.helper;
     int attempt = 0;
     const std::string job_dir = dir.path().parent_path().filename().string();
-    if (h.pid > 0 && h.helper > 0 && std::sscanf(job_dir.c_str(), "job-%" SCNd64 "-%d", &h.job_id, &attempt) == 2) return h;
+    if (h.pid > 0 && h.helper > 0 && std::sscanf(job_dir.c_str(), "job-%" SCNd64 "-%d", &h.job_id, &attempt) == 2)
+      return h;
   }
   return std::nullopt;
 }

@@ -116,15 +116,19 @@ class CliTest : public ::testing::Test {
 
   static std::string two_by_two(const std::string& extra = "") {
     return "name: cli test\n"
-           "models: [" + kResnet18 + ", " + kSqueezenet + "]\n"
+           "models: [" +
+           kResnet18 + ", " + kSqueezenet +
+           "]\n"
            "batch_sizes: [1, 8]\n"
            "modes: [eager]\n"
            "torch_builds: [local]\n"
-           "gpus: [cpu]\n" + extra;
+           "gpus: [cpu]\n" +
+           extra;
   }
 
   FakeAgent agent() {
-    return FakeAgent(coord_, FakeAgent::descriptor("cli-agent", {{"cpu", "cpu"}}, {{"local", {"eager", "torchscript"}}}));
+    return FakeAgent(coord_,
+                     FakeAgent::descriptor("cli-agent", {{"cpu", "cpu"}}, {{"local", {"eager", "torchscript"}}}));
   }
 
   // Leases every job and posts a verdict chosen by `verdict(job spec)`.
@@ -287,15 +291,19 @@ TEST_F(CliTest, DrainByNameAndConfigFilePrecedence) {
   write_file(config, "url: " + coord_.base_url() + "\noperator_token_file: " + token_file + "\n");
   CliRun r = CliProcess(coord_.dir(), {"--config", config, "drain", "cli-agent"}, {}).wait();
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out, "agent " + std::to_string(a.id()) + " (cli-agent) is draining: it finishes its jobs and takes no new ones\n");
+  EXPECT_EQ(r.out, "agent " + std::to_string(a.id()) +
+                       " (cli-agent) is draining: it finishes its jobs and takes no new ones\n");
   EXPECT_TRUE(coord_.get_json("/api/v1/agents")["agents"][0]["draining"].get<bool>());
   // The environment wins over the file, and a flag over the environment.
   r = CliProcess(coord_.dir(), {"--config", config, "drain", "cli-agent", "--resume"},
-                 {{"BENCHFLEET_URL", "http://127.0.0.1:1"}}).wait();
+                 {{"BENCHFLEET_URL", "http://127.0.0.1:1"}})
+          .wait();
   EXPECT_EQ(r.code, cli::kExitError);
   EXPECT_NE(r.err.find("cannot reach the coordinator at http://127.0.0.1:1"), std::string::npos) << r.err;
-  r = CliProcess(coord_.dir(), {"--config", config, "--url", coord_.base_url(), "drain", std::to_string(a.id()), "--resume"},
-                 {{"BENCHFLEET_URL", "http://127.0.0.1:1"}}).wait();
+  r = CliProcess(coord_.dir(),
+                 {"--config", config, "--url", coord_.base_url(), "drain", std::to_string(a.id()), "--resume"},
+                 {{"BENCHFLEET_URL", "http://127.0.0.1:1"}})
+          .wait();
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_FALSE(coord_.get_json("/api/v1/agents")["agents"][0]["draining"].get<bool>());
   // The default config file ($XDG_CONFIG_HOME/benchfleet/cli.yaml) is read when present.
@@ -325,18 +333,22 @@ TEST_F(CliTest, TerminalBarUpdatesInPlaceWithCountsAndEta) {
   std::ostringstream out, err;
   double now = 0;
   int sleeps = 0;
-  cli::Console console{out, err, /*err_is_terminal=*/true, /*width=*/100, [&] { return now; },
-                       [&](double s) {
-                         // Each poll interval, one more job finishes (the batch-4 ResNet OOMs).
-                         now += s;
-                         ++sleeps;
-                         if (auto lease = a.lease_job("cpu", 0)) {
-                           const json& spec = lease->spec();
-                           a.post_result(*lease, spec["model"] == kResnet18 && spec["batch"] == 4 ? oom_result()
-                                                                                                 : ok_result(3.0));
-                         }
-                         return true;
-                       }};
+  cli::Console console{
+      out,
+      err,
+      /*err_is_terminal=*/true,
+      /*width=*/100,
+      [&] { return now; },
+      [&](double s) {
+        // Each poll interval, one more job finishes (the batch-4 ResNet OOMs).
+        now += s;
+        ++sleeps;
+        if (auto lease = a.lease_job("cpu", 0)) {
+          const json& spec = lease->spec();
+          a.post_result(*lease, spec["model"] == kResnet18 && spec["batch"] == 4 ? oom_result() : ok_result(3.0));
+        }
+        return true;
+      }};
   cli::FleetClient client(coord_.base_url(), "", 10s);
   cli::WatchOptions options;
   options.interval_s = 10;

@@ -16,8 +16,9 @@ namespace {
 using nlohmann::json;
 
 std::string post_head(const std::string& target, std::size_t length, const std::string& extra = {}) {
-  return "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(length) + "\r\n" + extra + "\r\n";
+  return "POST " + target +
+         " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(length) +
+         "\r\n" + extra + "\r\n";
 }
 
 // Issue 16: 40 connections each sending a 16 MiB body without a token took the coordinator from

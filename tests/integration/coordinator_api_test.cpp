@@ -17,7 +17,6 @@ using nlohmann::json;
 // A run with 2 x 2 x 2 = 8 jobs.
 json small_matrix() { return matrix({kResnet, kVit}, {1, 4}, {"eager", "default"}); }
 
-
 // The run is still there, unchanged: same job count, all queued, and the only run listed.
 void expect_run_intact(CoordinatorProcess& coord, std::int64_t run_id, std::int64_t job_count) {
   const json run = coord.get_json("/api/v1/runs/" + std::to_string(run_id));
@@ -96,9 +95,8 @@ TEST(CoordinatorApi, InvalidMatricesAreRejectedNamingTheField) {
     expect_problem(coord.post("/api/v1/runs", c.body), 400, c.field);
   }
   // Just under the limit is fine: 2 x 2 x 5 = 20.
-  const json at_limit =
-      coord.submit(matrix({kResnet, kVit}, {1, 4}, {"eager", "default", "torchscript", "max-autotune",
-                                                     "reduce-overhead"}));
+  const json at_limit = coord.submit(
+      matrix({kResnet, kVit}, {1, 4}, {"eager", "default", "torchscript", "max-autotune", "reduce-overhead"}));
   EXPECT_EQ(at_limit["job_count"], 20);
 
   const json run = coord.get_json("/api/v1/runs/" + std::to_string(run_id));
@@ -243,7 +241,7 @@ TEST(CoordinatorApi, HealthMetricsAndOpenApi) {
   for (const auto& m : models["models"]) found = found || m["id"] == kResnet;
   EXPECT_TRUE(found) << models.dump();
 
-  coord.submit(small_matrix());             // 8 jobs
+  coord.submit(small_matrix());                     // 8 jobs
   coord.submit(matrix({kResnet}, {1}, {"eager"}));  // 1 job
   auto jobs_gauge = [&](const std::string& status) {
     auto res = coord.get("/metrics");

@@ -23,7 +23,6 @@ namespace fs = std::filesystem;
 using boost::beast::http::verb;
 using nlohmann::json;
 
-
 // GET `target`'s jobs listing as JSON (status 200 asserted by get_json).
 json jobs_of(CoordinatorProcess& coord, const json& run, const std::string& query = "") {
   return coord.get_json(run_url(run) + "/jobs" + query);
@@ -319,9 +318,9 @@ TEST_F(Dashboard, RefusesTraversalHiddenFilesAndEscapingSymlinks) {
            "/vendor/",
            "/vendor",
            "//etc/passwd",
-           "/outside.txt",          // symlink to a file outside the root
-           "/passwd",               // symlink to /etc/passwd
-           "/parent/outside.txt",   // symlinked directory outside the root
+           "/outside.txt",         // symlink to a file outside the root
+           "/passwd",              // symlink to /etc/passwd
+           "/parent/outside.txt",  // symlinked directory outside the root
            "/parent/web/.secret",
            "/index.html%00.png",
            "/nope.js",

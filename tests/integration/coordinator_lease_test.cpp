@@ -84,7 +84,8 @@ TEST(CoordinatorLease, ProgressAndHeartbeatRenewTheLease) {
     const bool moved = e > last;
     if (!e.empty()) last = e;
     return moved;
-  })) << "progress never moved lease_expires_at past " << lease->expires_at;
+  })) << "progress never moved lease_expires_at past "
+      << lease->expires_at;
 
   // The job shows as running on the agent.
   const json agents = coord.get_json("/api/v1/agents");
@@ -104,7 +105,8 @@ TEST(CoordinatorLease, ProgressAndHeartbeatRenewTheLease) {
     EXPECT_EQ(l["state"], "active") << body->dump();
     if (!l["lease_expires_at"].is_string()) return false;
     return l["lease_expires_at"].get<std::string>() > before_heartbeat;
-  })) << "heartbeat never moved lease_expires_at past " << before_heartbeat;
+  })) << "heartbeat never moved lease_expires_at past "
+      << before_heartbeat;
 
   // A lease id that is not the current one is not renewed.
   Lease forged = *lease;
@@ -304,10 +306,11 @@ unsigned short port_of(const CoordinatorProcess& coord) {
 // A lease request written by hand on a raw socket, so the test can hang up mid-wait.
 std::string raw_lease_request(const FakeAgent& agent, const std::string& slot, int wait_s) {
   const std::string body = json{{"slot", slot}, {"wait_s", wait_s}}.dump();
-  return "POST /api/v1/agents/" + std::to_string(agent.id()) + "/lease HTTP/1.1\r\n"
-         "Host: 127.0.0.1\r\nAuthorization: Bearer " + agent.token() +
-         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
-         body;
+  return "POST /api/v1/agents/" + std::to_string(agent.id()) +
+         "/lease HTTP/1.1\r\n"
+         "Host: 127.0.0.1\r\nAuthorization: Bearer " +
+         agent.token() + "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
 }
 
 TEST(CoordinatorLease, LongPollWhoseClientHungUpIsNeverGranted) {

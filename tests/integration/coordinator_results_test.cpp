@@ -62,8 +62,8 @@ TEST(CoordinatorResults, ReportShowsOomAndImpliedOomCells) {
     const std::string mode = lease->spec()["mode"];
     ASSERT_TRUE(leased.emplace(model, batch, mode).second) << "leased twice: " << lease->spec().dump();
     const bool oom = model == kResnet && batch == 4 && mode == "eager";
-    const json result =
-        oom ? oom_result("warmup", 3LL << 30) : ok_result(posted_mean(model, batch, mode), posted_median(model, batch, mode));
+    const json result = oom ? oom_result("warmup", 3LL << 30)
+                            : ok_result(posted_mean(model, batch, mode), posted_median(model, batch, mode));
     auto posted = agent.post_result(*lease, result);
     ASSERT_EQ(posted.status, 201u) << posted.body;
     EXPECT_EQ((*posted.json())["implied_oom"], oom ? 1 : 0);
@@ -194,8 +194,8 @@ TEST(CoordinatorResults, AcknowledgedResultsSurviveKill9) {
 std::int64_t parse_time_ms(const std::string& text) {
   std::tm tm{};
   int ms = 0;
-  if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                  &tm.tm_min, &tm.tm_sec, &ms) != 7) {
+  if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec, &ms) != 7) {
     throw std::runtime_error("not an RFC 3339 time: " + text);
   }
   tm.tm_year -= 1900;

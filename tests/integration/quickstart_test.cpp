@@ -77,8 +77,8 @@ std::string env_prefix(const std::map<std::string, std::string>& env) {
 class Reaper {
  public:
   explicit Reaper(const std::map<std::string, std::string>& env) {
-    const std::string command = "cat >/dev/null; " + env_prefix(env) + " " + kSourceDir +
-                                "/scripts/quickstart.sh stop >/dev/null 2>&1";
+    const std::string command =
+        "cat >/dev/null; " + env_prefix(env) + " " + kSourceDir + "/scripts/quickstart.sh stop >/dev/null 2>&1";
     pipe_ = ::popen(command.c_str(), "we");  // "e": the scripts we start must not hold the pipe open
   }
   ~Reaper() {
@@ -116,7 +116,7 @@ ScriptRun run_quickstart(const std::map<std::string, std::string>& env, const st
 // One Markdown table of the report as printed: its title's batch size, headers and rows.
 struct PrintedTable {
   int batch = 0;
-  std::vector<std::string> headers;  // after "Task/Model"
+  std::vector<std::string> headers;                      // after "Task/Model"
   std::map<std::string, std::vector<std::string>> rows;  // "Task/Model" -> cells
 };
 
@@ -173,7 +173,7 @@ int expect_tables_match_store(const std::string& output, const std::string& base
   http::Client client(base_url);
   auto models = client.get("/api/v1/models");
   EXPECT_TRUE(models.ok());
-  std::map<std::string, std::string> label_of;  // catalog id -> "Task/Model"
+  std::map<std::string, std::string> label_of;     // catalog id -> "Task/Model"
   const json catalog = json::parse(models->body);  // iterating a member of a temporary would dangle
   for (const json& m : catalog["models"]) {
     label_of[m["id"].get<std::string>()] = m["display_name"].get<std::string>();
@@ -266,7 +266,9 @@ TEST(QuickStart, TwoRunsPrintTheStoredResultsWithARealOomCell) {
   ASSERT_EQ(oom_rows.size(), 1u) << oom->body;
   EXPECT_GT(oom_rows[0]["result"]["oom"]["bytes_requested"].get<std::int64_t>(), 0);
   // The closing line with the four timings (their values depend on the machine's load).
-  EXPECT_TRUE(std::regex_search(first.output, std::regex(R"(\nTimings: dependencies \d+ s, build \d+ s, torch root and its worker \d+ s, run \d+ s\n)")))
+  EXPECT_TRUE(std::regex_search(
+      first.output,
+      std::regex(R"(\nTimings: dependencies \d+ s, build \d+ s, torch root and its worker \d+ s, run \d+ s\n)")))
       << first.output;
 
   // The same command again: the running coordinator and agent are reused; a new run is measured.

@@ -43,13 +43,13 @@ std::string missing_root() {
   return "";
 }
 
-#define REQUIRE_TORCH_ROOT()                                                            \
-  do {                                                                                  \
-    if (const std::string why = missing_root(); !why.empty()) {                         \
-      const char* required = std::getenv("BENCHFLEET_REQUIRE_TORCH_ROOT");              \
-      if (required != nullptr && std::string(required) == "1") FAIL() << why;           \
-      GTEST_SKIP() << why;                                                              \
-    }                                                                                   \
+#define REQUIRE_TORCH_ROOT()                                                  \
+  do {                                                                        \
+    if (const std::string why = missing_root(); !why.empty()) {               \
+      const char* required = std::getenv("BENCHFLEET_REQUIRE_TORCH_ROOT");    \
+      if (required != nullptr && std::string(required) == "1") FAIL() << why; \
+      GTEST_SKIP() << why;                                                    \
+    }                                                                         \
   } while (false)
 
 std::string root_id_of(const std::string& root) {
@@ -76,7 +76,8 @@ std::map<CellKey, json> results_by_cell(CoordinatorProcess& coord, const json& r
   std::map<CellKey, json> out;
   std::string cursor;
   do {
-    const json page = coord.get_json(run_url(run) + "/results?samples=true" + (cursor.empty() ? "" : "&cursor=" + cursor));
+    const json page =
+        coord.get_json(run_url(run) + "/results?samples=true" + (cursor.empty() ? "" : "&cursor=" + cursor));
     for (const auto& r : page.at("results")) {
       const json& s = r.at("job");
       out[{s.value("torch_build", ""), s.value("runtime", ""), s.value("mode", ""), s.value("model", "")}] = r;

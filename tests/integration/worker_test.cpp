@@ -90,10 +90,14 @@ struct ProcessOutput {
   // For failure messages: how it ended, its stdout and the end of its stderr.
   std::string describe() const {
     std::string how;
-    if (wait_status < 0) how = "not started";
-    else if (WIFEXITED(wait_status)) how = "exit code " + std::to_string(WEXITSTATUS(wait_status));
-    else if (WIFSIGNALED(wait_status)) how = "killed by signal " + std::to_string(WTERMSIG(wait_status));
-    else how = "wait status " + std::to_string(wait_status);
+    if (wait_status < 0)
+      how = "not started";
+    else if (WIFEXITED(wait_status))
+      how = "exit code " + std::to_string(WEXITSTATUS(wait_status));
+    else if (WIFSIGNALED(wait_status))
+      how = "killed by signal " + std::to_string(WTERMSIG(wait_status));
+    else
+      how = "wait status " + std::to_string(wait_status);
     const std::string tail = err.size() > 3000 ? "..." + err.substr(err.size() - 3000) : err;
     return how + "\n--- stdout ---\n" + out + "\n--- stderr ---\n" + tail;
   }
@@ -272,8 +276,7 @@ class Workspace : public ::testing::Environment {
 };
 
 // Registered before main() runs the tests; gtest owns it and calls TearDown at the end.
-Workspace* const Workspace::instance_ =
-    static_cast<Workspace*>(::testing::AddGlobalTestEnvironment(new Workspace));
+Workspace* const Workspace::instance_ = static_cast<Workspace*>(::testing::AddGlobalTestEnvironment(new Workspace));
 
 // ---- running the worker ---------------------------------------------------------------------
 

@@ -132,7 +132,8 @@ bool AgentProcess::running() {
 }
 
 void AgentProcess::sigterm() {
-  if (!process_.signal(SIGTERM)) throw std::runtime_error("AgentProcess::sigterm: agent " + options_.name + " is not running");
+  if (!process_.signal(SIGTERM))
+    throw std::runtime_error("AgentProcess::sigterm: agent " + options_.name + " is not running");
 }
 
 std::optional<int> AgentProcess::wait_exit(std::chrono::milliseconds limit) { return process_.wait_exit(limit); }
@@ -140,7 +141,8 @@ std::optional<int> AgentProcess::wait_exit(std::chrono::milliseconds limit) { re
 void AgentProcess::kill9() { process_.kill9(); }
 
 void AgentProcess::freeze() {
-  if (!process_.signal(SIGSTOP)) throw std::runtime_error("AgentProcess::freeze: agent " + options_.name + " is not running");
+  if (!process_.signal(SIGSTOP))
+    throw std::runtime_error("AgentProcess::freeze: agent " + options_.name + " is not running");
   // Delivery is asynchronous: wait (bounded) until /proc shows the process stopped.
   for (int i = 0; i < 1000; ++i) {
     const char state = stat_of(process_.pid()).state;

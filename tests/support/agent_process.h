@@ -29,11 +29,11 @@
 namespace benchfleet::testing {
 
 struct AgentOptions {
-  std::string binary;           // benchfleet-agent
-  std::string name;             // --name
-  std::string coordinator_url;  // --coordinator
-  std::string state_dir;        // --state-dir (created by the agent)
-  std::string config_file;      // --config when not empty
+  std::string binary;            // benchfleet-agent
+  std::string name;              // --name
+  std::string coordinator_url;   // --coordinator
+  std::string state_dir;         // --state-dir (created by the agent)
+  std::string config_file;       // --config when not empty
   std::string enrollment_token;  // $BENCHFLEET_ENROLLMENT_TOKEN
   std::string log_file;          // default: <state_dir>.log
   std::vector<std::string> extra_args;

@@ -40,7 +40,7 @@ struct LaunchOptions {
   // in its own place (same pid), so signals, stop() and PR_SET_PDEATHSIG reach the coordinator.
   std::vector<std::string> wrapper;
   std::string port_file;
-  std::string log_file;  // the child's stdout and stderr
+  std::string log_file;     // the child's stdout and stderr
   bool append_log = false;  // keep what an earlier process wrote there (restarts); else truncate
   // Drop $BENCHFLEET_* from the child's environment, so a developer's settings cannot change a
   // test. Off, the child sees the same $BENCHFLEET_CATALOG as its parent.
@@ -65,7 +65,7 @@ class CoordinatorChild {
   bool running() const { return process_.running(); }
 
   struct Exit {
-    int status = -1;                // as waitpid reports it; -1 when it was not running
+    int status = -1;                  // as waitpid reports it; -1 when it was not running
     bool killed_after_grace = false;  // it outlived the grace period and got SIGKILL
   };
   // SIGTERM, then waits up to `grace` for the exit; SIGKILL after that.

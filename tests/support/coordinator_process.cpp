@@ -46,8 +46,7 @@ CoordinatorProcess::CoordinatorProcess(std::initializer_list<Flag> flags, int po
   start();
 }
 
-CoordinatorProcess::CoordinatorProcess(int port, std::initializer_list<Flag> flags)
-    : CoordinatorProcess(flags, port) {}
+CoordinatorProcess::CoordinatorProcess(int port, std::initializer_list<Flag> flags) : CoordinatorProcess(flags, port) {}
 
 CoordinatorProcess::~CoordinatorProcess() {
   child_.reset();  // kills it
@@ -176,9 +175,8 @@ nlohmann::json FakeAgent::descriptor(const std::string& name, const std::vector<
   for (const auto& s : slots) d["slots"].push_back({{"id", s.id}, {"gpu_class", s.gpu_class}});
   d["torch_builds"] = nlohmann::json::array();
   for (const auto& b : builds) {
-    d["torch_builds"].push_back({{"name", b.name},
-                                 {"version", "2.0.0+test"},
-                                 {"runtimes", {{{"runtime", b.runtime}, {"modes", b.modes}}}}});
+    d["torch_builds"].push_back(
+        {{"name", b.name}, {"version", "2.0.0+test"}, {"runtimes", {{{"runtime", b.runtime}, {"modes", b.modes}}}}});
   }
   return d;
 }
@@ -274,8 +272,8 @@ std::string run_url(const nlohmann::json& created) {
 nlohmann::json matrix(const std::vector<std::string>& models, const std::vector<int>& batches,
                       const std::vector<std::string>& modes, const std::vector<std::string>& gpus,
                       const std::vector<std::string>& builds) {
-  return {{"name", "it"},         {"models", models}, {"batch_sizes", batches}, {"modes", modes},
-          {"torch_builds", builds}, {"gpus", gpus},    {"runtimes", {"libtorch"}}};
+  return {{"name", "it"},           {"models", models}, {"batch_sizes", batches},  {"modes", modes},
+          {"torch_builds", builds}, {"gpus", gpus},     {"runtimes", {"libtorch"}}};
 }
 
 }  // namespace benchfleet::testing

@@ -94,15 +94,23 @@ int main(int argc, char** argv) {
       std::ofstream(out_path) << R"({"status": "ok", "stats": {"mean_ms": "fast"}, "samples_ms": "many"})";
     } else if (batch == kBigResultBatch) {
       constexpr int kSamples = 200'000;
-      nlohmann::json result = {
-          {"status", "ok"},
-          {"samples_ms", std::vector<double>(kSamples, 2.0)},
-          {"stop_reason", "fixed_count"},
-          {"stats",
-           {{"mean_ms", 2.0}, {"median_ms", 2.0}, {"p90_ms", 2.0}, {"p99_ms", 2.0}, {"min_ms", 2.0}, {"max_ms", 2.0},
-            {"stddev_ms", 0.0}, {"cv", 0.0}, {"ci_low_ms", 2.0}, {"ci_high_ms", 2.0}, {"iterations", kSamples}}},
-          {"environment", nlohmann::json::object()},
-          {"telemetry", nlohmann::json::object()}};
+      nlohmann::json result = {{"status", "ok"},
+                               {"samples_ms", std::vector<double>(kSamples, 2.0)},
+                               {"stop_reason", "fixed_count"},
+                               {"stats",
+                                {{"mean_ms", 2.0},
+                                 {"median_ms", 2.0},
+                                 {"p90_ms", 2.0},
+                                 {"p99_ms", 2.0},
+                                 {"min_ms", 2.0},
+                                 {"max_ms", 2.0},
+                                 {"stddev_ms", 0.0},
+                                 {"cv", 0.0},
+                                 {"ci_low_ms", 2.0},
+                                 {"ci_high_ms", 2.0},
+                                 {"iterations", kSamples}}},
+                               {"environment", nlohmann::json::object()},
+                               {"telemetry", nlohmann::json::object()}};
       std::ofstream(out_path) << result.dump();
     } else {
       // Samples 1, 2, 3 ms: mean 2; the stats claim 2.5. Everything else is what they give.
@@ -127,9 +135,7 @@ int main(int argc, char** argv) {
       hang(self);
     }
     const std::string pid_file = (std::filesystem::path(job_path).parent_path() / "fault-worker.pid").string();
-    {
-      std::ofstream(pid_file + ".tmp") << self << " " << helper << "\n";
-    }
+    { std::ofstream(pid_file + ".tmp") << self << " " << helper << "\n"; }
     std::rename((pid_file + ".tmp").c_str(), pid_file.c_str());
     std::fprintf(stderr, "benchfleet-fault-worker: %s batch %d: hanging on purpose (pid %d, helper %d)\n",
                  model.c_str(), batch, static_cast<int>(self), static_cast<int>(helper));

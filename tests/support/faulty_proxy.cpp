@@ -11,9 +11,9 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -103,8 +103,9 @@ std::string corrupt_body(const std::string& body, ProxyFault fault, std::string&
       return "";
     case ProxyFault::kProblem:
       content_type = "application/problem+json";
-      return json{{"type", "about:blank"}, {"title", "Internal Server Error"}, {"status", 500},
-                  {"detail", "the proxy says no"}}.dump();
+      return json{
+          {"type", "about:blank"}, {"title", "Internal Server Error"}, {"status", 500}, {"detail", "the proxy says no"}}
+          .dump();
     case ProxyFault::kDropMidBody:
       break;
   }
@@ -115,26 +116,40 @@ std::string corrupt_body(const std::string& body, ProxyFault fault, std::string&
 
 std::string_view to_string(ProxyRoute route) {
   switch (route) {
-    case ProxyRoute::kEnroll: return "enroll";
-    case ProxyRoute::kLease: return "lease";
-    case ProxyRoute::kHeartbeat: return "heartbeat";
-    case ProxyRoute::kResult: return "result";
-    case ProxyRoute::kOther: return "other";
+    case ProxyRoute::kEnroll:
+      return "enroll";
+    case ProxyRoute::kLease:
+      return "lease";
+    case ProxyRoute::kHeartbeat:
+      return "heartbeat";
+    case ProxyRoute::kResult:
+      return "result";
+    case ProxyRoute::kOther:
+      return "other";
   }
   return "?";
 }
 
 std::string_view to_string(ProxyFault fault) {
   switch (fault) {
-    case ProxyFault::kTruncated: return "truncated";
-    case ProxyFault::kWrongTypes: return "wrong types";
-    case ProxyFault::kNegativeIds: return "negative ids";
-    case ProxyFault::kHugeString: return "huge string";
-    case ProxyFault::kDeepNesting: return "deep nesting";
-    case ProxyFault::kHtml: return "html";
-    case ProxyFault::kEmpty: return "empty";
-    case ProxyFault::kProblem: return "problem";
-    case ProxyFault::kDropMidBody: return "drop mid-body";
+    case ProxyFault::kTruncated:
+      return "truncated";
+    case ProxyFault::kWrongTypes:
+      return "wrong types";
+    case ProxyFault::kNegativeIds:
+      return "negative ids";
+    case ProxyFault::kHugeString:
+      return "huge string";
+    case ProxyFault::kDeepNesting:
+      return "deep nesting";
+    case ProxyFault::kHtml:
+      return "html";
+    case ProxyFault::kEmpty:
+      return "empty";
+    case ProxyFault::kProblem:
+      return "problem";
+    case ProxyFault::kDropMidBody:
+      return "drop mid-body";
   }
   return "?";
 }
@@ -216,8 +231,8 @@ struct FaultyProxy::State {
         down.expires_after(std::chrono::seconds(30));
         if (fault == ProxyFault::kDropMidBody) {
           // The real length announced, half of it sent: the client reads a cut body.
-          std::string raw = "HTTP/1.1 " + std::to_string(res.result_int()) + " OK\r\nContent-Type: " +
-                            std::string(res[bhttp::field::content_type]) +
+          std::string raw = "HTTP/1.1 " + std::to_string(res.result_int()) +
+                            " OK\r\nContent-Type: " + std::string(res[bhttp::field::content_type]) +
                             "\r\nContent-Length: " + std::to_string(res.body().size()) + "\r\n\r\n" +
                             res.body().substr(0, res.body().size() / 2);
           co_await asio::async_write(down.socket(), asio::buffer(raw), asio::use_awaitable);

@@ -36,10 +36,12 @@ class ArtifactCacheTest : public ::testing::Test {
     // Writes "abc" as the artifact, its metadata beside it and on stdout, and counts its runs.
     write(dir_ / "export.sh",
           "while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=\"$2\"; shift; done\n"
-          "echo run >>\"" + (dir_ / "exports").string() + "\"\n"
-          "printf abc >\"$out/model.pt\"\n"
-          "meta='{\"status\": \"ok\", \"artifact\": \"model.pt\", \"sha256\": \"exporter\"}'\n"
-          "echo \"$meta\" >\"$out/metadata.json\"; echo \"$meta\"\n");
+          "echo run >>\"" +
+              (dir_ / "exports").string() +
+              "\"\n"
+              "printf abc >\"$out/model.pt\"\n"
+              "meta='{\"status\": \"ok\", \"artifact\": \"model.pt\", \"sha256\": \"exporter\"}'\n"
+              "echo \"$meta\" >\"$out/metadata.json\"; echo \"$meta\"\n");
     exporter_.python = "/bin/sh";
     exporter_.script = (dir_ / "export.sh").string();
     exporter_.catalog = "unused";

@@ -66,8 +66,10 @@ TEST_F(BuildLauncherTest, LibraryFoldersOfTheBuildComeFirstOnTheLibraryPath) {
   const std::string restore = saved ? saved : "";
   ::setenv("LD_LIBRARY_PATH", "/agent/own/lib", 1);
   const SpawnOptions o = launcher.wrap(b, runner_call());
-  if (saved) ::setenv("LD_LIBRARY_PATH", restore.c_str(), 1);
-  else ::unsetenv("LD_LIBRARY_PATH");
+  if (saved)
+    ::setenv("LD_LIBRARY_PATH", restore.c_str(), 1);
+  else
+    ::unsetenv("LD_LIBRARY_PATH");
   EXPECT_EQ(o.env_set.at("LD_LIBRARY_PATH"),
             "/venv/lib/python3.12/site-packages/nvidia/cu13/lib:/venv/lib/python3.12/site-packages/nvidia/cudnn/lib:"
             "/agent/own/lib");

@@ -64,8 +64,8 @@ const std::vector<std::pair<std::string, std::string>> kNotAnObject = {
 
 // ---- enrolment ---------------------------------------------------------------------------------
 
-const json kEnrolment = {{"agent_id", 7},      {"agent_token", "bfa_7_c2VjcmV0"}, {"heartbeat_interval_s", 2},
-                         {"lease_ttl_s", 9},   {"long_poll_timeout_s", 0},        {"added_by_a_newer_coordinator", 1}};
+const json kEnrolment = {{"agent_id", 7},    {"agent_token", "bfa_7_c2VjcmV0"}, {"heartbeat_interval_s", 2},
+                         {"lease_ttl_s", 9}, {"long_poll_timeout_s", 0},        {"added_by_a_newer_coordinator", 1}};
 
 TEST(AgentCodecs, EnrolmentAnswerDecodes) {
   auto e = decode_enrollment_answer(kEnrolment.dump());
@@ -135,8 +135,8 @@ const json kSpec = {{"model", "torchvision/mobilenet_v3_small"},
                     {"gpu", "cpu"},
                     {"runtime", "libtorch"},
                     {"repetition", 1}};
-const json kMeasurement = {{"warmup", 1},         {"min_iterations", 3},      {"max_iterations", 5},
-                           {"min_duration_s", 0}, {"max_duration_s", 5.5},    {"target_ci_rel_width", 0.05}};
+const json kMeasurement = {{"warmup", 1},         {"min_iterations", 3},   {"max_iterations", 5},
+                           {"min_duration_s", 0}, {"max_duration_s", 5.5}, {"target_ci_rel_width", 0.05}};
 const json kLease = {{"heartbeat_interval_s", 1},
                      {"lease_ttl_s", 3},
                      {"long_poll_timeout_s", 2},
@@ -311,8 +311,8 @@ TEST(AgentCodecs, MalformedHeartbeatAnswersNameTheField) {
        "heartbeat answer.leases[0].job_id: must be > 0"},
       {with(one, {"leases"}, json::array({{{"state", "active"}, {"job_id", 4}}})), 1,
        "heartbeat answer.leases[0].lease_id: is required"},
-      {with(one, {"leases"}, json::array({{{"state", "active"}, {"job_id", 4}, {"lease_id", "x"},
-                                           {"lease_expires_at", "soon"}}})),
+      {with(one, {"leases"},
+            json::array({{{"state", "active"}, {"job_id", 4}, {"lease_id", "x"}, {"lease_expires_at", "soon"}}})),
        1, "heartbeat answer.leases[0].lease_expires_at: must be an RFC 3339 UTC time"},
   };
   for (const auto& [body, sent, expected] : cases) {
@@ -334,7 +334,8 @@ TEST(AgentCodecs, MalformedHeartbeatAnswersNameTheField) {
 }
 
 TEST(AgentCodecs, AConflictIsCancelledOnlyWhenItsProblemSaysSo) {
-  EXPECT_EQ(decode_conflict(R"({"type": "about:blank", "status": 409, "reason": "cancelled"})"), LeaseState::kCancelled);
+  EXPECT_EQ(decode_conflict(R"({"type": "about:blank", "status": 409, "reason": "cancelled"})"),
+            LeaseState::kCancelled);
   EXPECT_EQ(decode_conflict(R"({"status": 409, "reason": "lost"})"), LeaseState::kLost);
   EXPECT_EQ(decode_conflict(R"({"status": 409, "reason": ["cancelled"]})"), LeaseState::kLost);
   EXPECT_EQ(decode_conflict(R"({"status": 409})"), LeaseState::kLost);
@@ -369,8 +370,8 @@ TEST(AgentCodecs, ExporterAnswerDecodes) {
   EXPECT_EQ(decode_exporter_answer(R"({"status": "ok"})").value().artifact, "model.pt");
 
   // A failure's message is cut to a readable length; the members of a success are not read.
-  auto failed = decode_exporter_answer(json{{"status", "error"}, {"message", std::string(5000, 'e')},
-                                            {"artifact", 5}, {"export_s", 1.5}}.dump());
+  auto failed = decode_exporter_answer(
+      json{{"status", "error"}, {"message", std::string(5000, 'e')}, {"artifact", 5}, {"export_s", 1.5}}.dump());
   ASSERT_TRUE(failed.ok()) << failed.error().describe();
   EXPECT_EQ(failed->message.size(), 4096u);
   EXPECT_EQ(decode_exporter_answer(R"({"status": "unsupported", "message": 7})").value().message, "");
@@ -390,7 +391,8 @@ TEST(AgentCodecs, MalformedExporterAnswersNameTheField) {
       {{"export_s"}, -1, "exporter answer.export_s: must be >= 0"},
       {{"inputs"}, "pixels", "exporter answer.inputs: must be an array"},
       {{"inputs"}, json::array({{{"name", "x"}, {"shape", {0}}}}), "exporter answer.inputs[0].shape[0]: must be > 0"},
-      {{"inputs"}, json::array({{{"name", "x"}, {"shape", {1}}, {"dtype", "complex"}}}),
+      {{"inputs"},
+       json::array({{{"name", "x"}, {"shape", {1}}, {"dtype", "complex"}}}),
        "exporter answer.inputs[0].dtype"},
       {{"inductor_cache"}, 1, "exporter answer.inductor_cache: must be a string, got number"},
   };

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
-#include <fstream>
 #include <thread>
 
 #include "agent/daemon/process.h"

@@ -114,31 +114,28 @@ TEST(AgentProtocol, EveryRecordSurvivesEncodeAndDecode) {
 TEST(AgentProtocol, WireFormatOfALeaseIsTheDocumentedOne) {
   LeasedJob job = full_leased_job();
   job.memory_limit_mb.reset();
-  EXPECT_EQ(json(job).dump(),
-            json({{"id", 12},
-                  {"run_id", 3},
-                  {"attempt", 2},
-                  {"lease_id", "lease-abc"},
-                  {"lease_expires_at", "2026-11-21T20:05:00.123Z"},
-                  {"spec", job.spec},
-                  {"measurement", job.measurement},
-                  {"memory_limit_mb", nullptr},
-                  {"timeout_s", 600}})
-                .dump());
-  EXPECT_EQ(json(LeaseResponse{std::nullopt, true, Intervals{15, 60, 25}}),
-            json({{"job", nullptr},
-                  {"draining", true},
-                  {"heartbeat_interval_s", 15},
-                  {"lease_ttl_s", 60},
-                  {"long_poll_timeout_s", 25}}));
+  EXPECT_EQ(json(job).dump(), json({{"id", 12},
+                                    {"run_id", 3},
+                                    {"attempt", 2},
+                                    {"lease_id", "lease-abc"},
+                                    {"lease_expires_at", "2026-11-21T20:05:00.123Z"},
+                                    {"spec", job.spec},
+                                    {"measurement", job.measurement},
+                                    {"memory_limit_mb", nullptr},
+                                    {"timeout_s", 600}})
+                                  .dump());
+  EXPECT_EQ(json(LeaseResponse{std::nullopt, true, Intervals{15, 60, 25}}), json({{"job", nullptr},
+                                                                                  {"draining", true},
+                                                                                  {"heartbeat_interval_s", 15},
+                                                                                  {"lease_ttl_s", 60},
+                                                                                  {"long_poll_timeout_s", 25}}));
   EXPECT_EQ(json(LeaseRenewal{4, "x", LeaseState::kLost, std::nullopt}),
             json({{"job_id", 4}, {"lease_id", "x"}, {"state", "lost"}, {"lease_expires_at", nullptr}}));
-  EXPECT_EQ(json(EnrollResponse{7, "bfa_7_s", Intervals{15, 60, 25}}),
-            json({{"agent_id", 7},
-                  {"agent_token", "bfa_7_s"},
-                  {"heartbeat_interval_s", 15},
-                  {"lease_ttl_s", 60},
-                  {"long_poll_timeout_s", 25}}));
+  EXPECT_EQ(json(EnrollResponse{7, "bfa_7_s", Intervals{15, 60, 25}}), json({{"agent_id", 7},
+                                                                             {"agent_token", "bfa_7_s"},
+                                                                             {"heartbeat_interval_s", 15},
+                                                                             {"lease_ttl_s", 60},
+                                                                             {"long_poll_timeout_s", 25}}));
 }
 
 TEST(AgentProtocol, AnswersIgnoreUnknownMembersAndRequestsRefuseThem) {
@@ -161,7 +158,9 @@ TEST(AgentProtocol, AnswersIgnoreUnknownMembersAndRequestsRefuseThem) {
 }
 
 TEST(AgentProtocol, RequestsAreCheckedAsTheCoordinatorAlwaysDid) {
-  const auto error_of = [](const auto& result) { return result.ok() ? std::string("<ok>") : result.error().describe(); };
+  const auto error_of = [](const auto& result) {
+    return result.ok() ? std::string("<ok>") : result.error().describe();
+  };
   EXPECT_EQ(error_of(decode<LeaseRequest>(json::object())), "slot: is required");
   EXPECT_EQ(error_of(decode<LeaseRequest>(json({{"slot", "gpu0"}, {"wait_s", -1}}))), "wait_s: must be >= 0");
   EXPECT_EQ(error_of(decode<LeaseRequest>(json({{"slot", "gpu0"}, {"wait_s", nullptr}}))), "<ok>");
@@ -180,8 +179,7 @@ TEST(AgentProtocol, RequestsAreCheckedAsTheCoordinatorAlwaysDid) {
   json many = {{"leases", json::array()}};
   for (int i = 1; i <= 65; ++i) many["leases"].push_back({{"job_id", i}, {"lease_id", "x"}});
   EXPECT_EQ(error_of(decode<HeartbeatRequest>(many)), "leases: must list at most 64 leases");
-  EXPECT_EQ(error_of(decode<HeartbeatRequest>(json({{"draining", "yes"}}))),
-            "draining: must be a boolean, got string");
+  EXPECT_EQ(error_of(decode<HeartbeatRequest>(json({{"draining", "yes"}}))), "draining: must be a boolean, got string");
 }
 
 // ---- the coordinator's answer, read by the agent -------------------------------------------------

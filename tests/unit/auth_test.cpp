@@ -20,7 +20,8 @@ TEST(Auth, SecretsAreLongRandomAndUrlSafe) {
   for (int i = 0; i < 100; ++i) {
     const auto s = generate_secret();
     EXPECT_EQ(s.size(), 43u);
-    EXPECT_EQ(s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"), std::string::npos);
+    EXPECT_EQ(s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
+              std::string::npos);
     seen.insert(s);
   }
   EXPECT_EQ(seen.size(), 100u);

@@ -51,8 +51,7 @@ Error parse_error(const std::string& yaml) {
 }
 
 TEST(Catalog, ShippedFileHasSeedModelsInOrderThenTorchvision) {
-  Result<Catalog> c = Catalog::load_file(std::string(BENCHFLEET_SOURCE_DIR) +
-                                         "/common/catalog/models.yaml");
+  Result<Catalog> c = Catalog::load_file(std::string(BENCHFLEET_SOURCE_DIR) + "/common/catalog/models.yaml");
   ASSERT_TRUE(c.ok()) << c.error().describe();
   const auto& models = c->models();
   ASSERT_EQ(models.size(), 15u);
@@ -70,19 +69,16 @@ TEST(Catalog, ShippedFileHasSeedModelsInOrderThenTorchvision) {
   EXPECT_EQ(resnet18->architecture, "resnet18");
   EXPECT_EQ(resnet18->display_name(), "Image Classification/ResNet-18");
   ASSERT_NE(c->find("torchvision/mobilenet_v3_small"), nullptr);
-  EXPECT_EQ(c->find("torchvision/mobilenet_v3_small")->display_name(),
-            "Image Classification/MobileNetV3-Small");
+  EXPECT_EQ(c->find("torchvision/mobilenet_v3_small")->display_name(), "Image Classification/MobileNetV3-Small");
   ASSERT_NE(c->find("torchvision/squeezenet1_1"), nullptr);
-  EXPECT_EQ(c->find("torchvision/squeezenet1_1")->display_name(),
-            "Image Classification/SqueezeNet 1.1");
+  EXPECT_EQ(c->find("torchvision/squeezenet1_1")->display_name(), "Image Classification/SqueezeNet 1.1");
 }
 
 TEST(Catalog, DefaultPathHonoursEnvironment) {
   const char* saved = std::getenv("BENCHFLEET_CATALOG");
   const std::string restore = saved ? saved : "";
   ::unsetenv("BENCHFLEET_CATALOG");
-  EXPECT_EQ(default_catalog_path(),
-            std::string(BENCHFLEET_SOURCE_DIR) + "/common/catalog/models.yaml");
+  EXPECT_EQ(default_catalog_path(), std::string(BENCHFLEET_SOURCE_DIR) + "/common/catalog/models.yaml");
   ::setenv("BENCHFLEET_CATALOG", "/tmp/other.yaml", 1);
   EXPECT_EQ(default_catalog_path(), "/tmp/other.yaml");
   if (saved) {
@@ -187,8 +183,7 @@ TEST(Catalog, WrongShapesAreRejected) {
   EXPECT_EQ(parse_error("models: {}\n").field, "models");
   EXPECT_EQ(parse_error("other: 1\n").field, "other");
   EXPECT_EQ(parse_error("models:\n  - just-a-string\n").field, "models[0]");
-  EXPECT_EQ(parse_error(std::string(kTwoModels) + "    worker: [1]\n").field,
-            "models[1].worker");
+  EXPECT_EQ(parse_error(std::string(kTwoModels) + "    worker: [1]\n").field, "models[1].worker");
   EXPECT_EQ(parse_error(std::string(kTwoModels) + "    name: Again\n").field, "models[1].name");
 }
 

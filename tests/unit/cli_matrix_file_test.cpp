@@ -90,8 +90,8 @@ TEST(ParseMatrix, ErrorsNameFileLineAndField) {
   EXPECT_EQ(unknown.error().message.rfind("demo.yaml: line 12: measurement.warmpu: ", 0), 0u)
       << unknown.error().message;
 
-  auto mode = parse_matrix("name: x\nmodels: [a]\nbatch_sizes: [1]\nmodes: [fast]\ntorch_builds: [s]\ngpus: [cpu]\n",
-                           "m.yaml");
+  auto mode =
+      parse_matrix("name: x\nmodels: [a]\nbatch_sizes: [1]\nmodes: [fast]\ntorch_builds: [s]\ngpus: [cpu]\n", "m.yaml");
   ASSERT_FALSE(mode.ok());
   EXPECT_EQ(mode.error().message.rfind("m.yaml: line 4: modes[0]: ", 0), 0u) << mode.error().message;
 

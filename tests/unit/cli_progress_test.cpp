@@ -16,8 +16,14 @@ json run_json(const std::string& state, int done, int total, json results, json 
   json all_results = {{"ok", 0},      {"oom", 0},   {"oom_implied", 0}, {"error", 0},
                       {"timeout", 0}, {"crash", 0}, {"unsupported", 0}, {"invalid", 0}};
   for (const auto& [k, v] : results.items()) all_results[k] = v;
-  return {{"id", 7},          {"name", "demo"},          {"state", state},         {"job_count", total},
-          {"finished_jobs", done}, {"jobs", all_jobs}, {"results", all_results}, {"extra_member", true}};
+  return {{"id", 7},
+          {"name", "demo"},
+          {"state", state},
+          {"job_count", total},
+          {"finished_jobs", done},
+          {"jobs", all_jobs},
+          {"results", all_results},
+          {"extra_member", true}};
 }
 
 TEST(Progress, ParsesTheRunAndIgnoresUnknownMembers) {
@@ -32,8 +38,8 @@ TEST(Progress, ParsesTheRunAndIgnoresUnknownMembers) {
 }
 
 TEST(Progress, BarShowsFractionCountsAndEta) {
-  auto p = progress_from_json(
-               run_json("running", 12, 36, {{"ok", 10}, {"oom", 2}}, {{"running", 1}, {"leased", 1}})).value();
+  auto p = progress_from_json(run_json("running", 12, 36, {{"ok", 10}, {"oom", 2}}, {{"running", 1}, {"leased", 1}}))
+               .value();
   const std::string bar = render_bar(p, 80.0, 120);
   EXPECT_NE(bar.find("run 7 ["), std::string::npos) << bar;
   EXPECT_NE(bar.find(" 12/36 33%"), std::string::npos) << bar;
@@ -76,9 +82,9 @@ TEST(Progress, Durations) {
 }
 
 TEST(Progress, ExitCodes) {
-  EXPECT_EQ(exit_code_for(progress_from_json(run_json("done", 6, 6, {{"ok", 4}, {"oom", 1}, {"unsupported", 1}}))
-                              .value()),
-            kExitOk);
+  EXPECT_EQ(
+      exit_code_for(progress_from_json(run_json("done", 6, 6, {{"ok", 4}, {"oom", 1}, {"unsupported", 1}})).value()),
+      kExitOk);
   EXPECT_EQ(exit_code_for(progress_from_json(run_json("done", 6, 6, {{"ok", 5}, {"crash", 1}})).value()),
             kExitRunFailed);
   EXPECT_EQ(exit_code_for(progress_from_json(run_json("done", 6, 6, {{"ok", 5}}, {{"failed", 1}})).value()),

@@ -70,9 +70,8 @@ class GroupCommitTest : public ::testing::Test {
   }
   void make_group(GroupCommitOptions options) {
     group_.reset();
-    group_ = std::make_unique<GroupCommit>(*db_, options, [this](bool committed) {
-      (committed ? commits_seen_ : failures_seen_).fetch_add(1);
-    });
+    group_ = std::make_unique<GroupCommit>(
+        *db_, options, [this](bool committed) { (committed ? commits_seen_ : failures_seen_).fetch_add(1); });
   }
   void TearDown() override {
     group_.reset();
@@ -194,7 +193,8 @@ TEST_F(GroupCommitTest, AFailedCommitFailsEveryOperationOfItsGroupAndKeepsNothin
 
 TEST_F(GroupCommitTest, ATransactionPastItsAgeCommitsThoughOthersWait) {
   make_group(GroupCommitOptions{256, std::chrono::milliseconds(20)});
-  auto [a, b] = in_one_group(*group_, [&] { return insert(1); }, [&] { return insert(2); });
+  auto [a, b] = in_one_group(
+      *group_, [&] { return insert(1); }, [&] { return insert(2); });
   EXPECT_TRUE(a.ok());
   EXPECT_TRUE(b.ok());
   EXPECT_EQ(group_->stats().commits, 2) << "the first transaction was 300 ms old when its operation ended";
@@ -202,7 +202,8 @@ TEST_F(GroupCommitTest, ATransactionPastItsAgeCommitsThoughOthersWait) {
 
 TEST_F(GroupCommitTest, ATransactionOfMaxOpsCommitsThoughOthersWait) {
   make_group(GroupCommitOptions{1, std::chrono::seconds(60)});
-  auto [a, b] = in_one_group(*group_, [&] { return insert(1); }, [&] { return insert(2); });
+  auto [a, b] = in_one_group(
+      *group_, [&] { return insert(1); }, [&] { return insert(2); });
   EXPECT_TRUE(a.ok());
   EXPECT_TRUE(b.ok());
   EXPECT_EQ(group_->stats().commits, 2);

@@ -62,8 +62,8 @@ class HttpAdmissionTest : public ::testing::Test {
   }
 
   void start(ServerLimits limits) {
-    server_ = std::make_unique<Server>(ioc_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0),
-                                       router_, limits);
+    server_ = std::make_unique<Server>(ioc_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0), router_,
+                                       limits);
     server_->start();
     for (int i = 0; i < 2; ++i) runners_.push_back(std::async(std::launch::async, [this] { ioc_.run(); }));
   }
@@ -153,8 +153,8 @@ TEST_F(HttpAdmissionTest, RouteBodyLimitIs413BeforeTheBody) {
   EXPECT_EQ(ok->status, 200u);
   // A chunked body is held to the route's limit as it arrives.
   RawConnection chunked(port());
-  chunked.send("POST /small HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n20\r\n" +
-               std::string(32, 'x') + "\r\n0\r\n\r\n");
+  chunked.send("POST /small HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n20\r\n" + std::string(32, 'x') +
+               "\r\n0\r\n\r\n");
   const std::string chunked_reply = chunked.read_to_end();
   EXPECT_TRUE(chunked_reply.starts_with("HTTP/1.1 413")) << chunked_reply;
 }

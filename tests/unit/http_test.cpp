@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/read.hpp>
@@ -19,7 +20,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <gtest/gtest.h>
 
 #include "common/http/client.h"
 #include "common/http/problem.h"
@@ -49,12 +49,9 @@ class HttpTest : public ::testing::Test {
   void SetUp() override {
     auto echo = [](const Request& req, const RouteMatch& m) -> asio::awaitable<Response> {
       json params(m.params), query(m.query);
-      co_return json_response(status::ok,
-                              {{"route", m.route_name},
-                               {"params", params},
-                               {"query", query},
-                               {"body_size", req.body().size()}},
-                              req);
+      co_return json_response(
+          status::ok, {{"route", m.route_name}, {"params", params}, {"query", query}, {"body_size", req.body().size()}},
+          req);
     };
     router_.add(verb::get, "/api/v1/runs/{id}/report", "runs.report", echo);
     router_.add(verb::get, "/api/v1/runs/{id}", "runs.get", echo);
@@ -65,33 +62,28 @@ class HttpTest : public ::testing::Test {
                 [](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
                   co_return text_response(status::ok, "ok\n", req);
                 });
-    router_.add(verb::get, "/boom", "boom",
-                [](const Request&, const RouteMatch&) -> asio::awaitable<Response> {
-                  throw std::runtime_error("secret database path /var/lib/x");
-                  co_return Response{};
-                });
+    router_.add(verb::get, "/boom", "boom", [](const Request&, const RouteMatch&) -> asio::awaitable<Response> {
+      throw std::runtime_error("secret database path /var/lib/x");
+      co_return Response{};
+    });
     router_.add(verb::get, "/invalid", "invalid",
                 [](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
-                  co_return problem_from_error(
-                      Error::invalid("measurement.min_iterations", "must be >= 1"), req);
+                  co_return problem_from_error(Error::invalid("measurement.min_iterations", "must be >= 1"), req);
                 });
-    router_.add(verb::get, "/auth", "auth",
-                [](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
-                  co_return problem_from_error({ErrorCode::kUnauthenticated, "no token", {}}, req);
-                });
+    router_.add(verb::get, "/auth", "auth", [](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
+      co_return problem_from_error({ErrorCode::kUnauthenticated, "no token", {}}, req);
+    });
     // Waits until release() (or 60 s), like the coordinator's long-poll.
-    router_.add(verb::get, "/slow", "slow",
-                [this](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
-                  auto timer =
-                      std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, 60s);
-                  {
-                    std::lock_guard lock(mutex_);
-                    gates_.push_back(timer);
-                  }
-                  entered_.release();
-                  co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
-                  co_return text_response(status::ok, "slow done", req);
-                });
+    router_.add(verb::get, "/slow", "slow", [this](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
+      auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, 60s);
+      {
+        std::lock_guard lock(mutex_);
+        gates_.push_back(timer);
+      }
+      entered_.release();
+      co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
+      co_return text_response(status::ok, "slow done", req);
+    });
   }
 
   void TearDown() override {
@@ -100,13 +92,12 @@ class HttpTest : public ::testing::Test {
   }
 
   void start(int threads = 1, ServerLimits limits = test_limits()) {
-    server_ = std::make_unique<Server>(
-        ioc_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0), router_, limits,
-        [this](std::string_view route, unsigned code, double) {
-          std::lock_guard lock(mutex_);
-          observed_.emplace_back(std::string(route), code);
-          observed_cv_.notify_all();
-        });
+    server_ = std::make_unique<Server>(ioc_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0), router_,
+                                       limits, [this](std::string_view route, unsigned code, double) {
+                                         std::lock_guard lock(mutex_);
+                                         observed_.emplace_back(std::string(route), code);
+                                         observed_cv_.notify_all();
+                                       });
     server_->start();
     for (int i = 0; i < threads; ++i) {
       runners_.push_back(std::async(std::launch::async, [this] { ioc_.run(); }));
@@ -187,8 +178,7 @@ std::string raw_exchange(unsigned short port, const std::string& bytes) {
 TEST_F(HttpTest, RoutesWithDecodedParamsAndQuery) {
   start();
   Client client(base_url());
-  const json j =
-      body_of(client.get("/api/v1/runs/run%201/report?format=md&title=a+b&x=%26&flag&format=csv"));
+  const json j = body_of(client.get("/api/v1/runs/run%201/report?format=md&title=a+b&x=%26&flag&format=csv"));
   EXPECT_EQ(j["route"], "runs.report");
   EXPECT_EQ(j["params"]["id"], "run 1");
   EXPECT_EQ(j["query"]["format"], "md");  // the first of repeated keys
@@ -240,8 +230,8 @@ TEST_F(HttpTest, HeadGetsTheGetRoutesHeadersWithoutTheBody) {
   EXPECT_TRUE(missing->body.empty());
 
   // On the wire: headers, then nothing until the server closes.
-  const std::string raw = raw_exchange(server_->port(),
-                                       "HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string raw =
+      raw_exchange(server_->port(), "HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_NE(raw.find("Content-Length: 3\r\n"), std::string::npos) << raw;
   EXPECT_TRUE(raw.ends_with("\r\n\r\n")) << raw;
 }
@@ -253,8 +243,7 @@ TEST_F(HttpTest, NotModifiedCarriesNoBodyOrContentLength) {
     co_return res;
   });
   start();
-  const std::string raw =
-      raw_exchange(server_->port(), "GET /cached HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string raw = raw_exchange(server_->port(), "GET /cached HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_TRUE(raw.starts_with("HTTP/1.1 304")) << raw;
   EXPECT_NE(raw.find("ETag: \"v1\""), std::string::npos) << raw;
   EXPECT_EQ(raw.find("Content-Length"), std::string::npos) << raw;
@@ -288,7 +277,7 @@ TEST_F(HttpTest, FallbackAnswersGetsThatMatchNoRoute) {
   ASSERT_TRUE(head.ok());
   EXPECT_EQ(head->status, 200u);
   EXPECT_TRUE(head->body.empty());
-  expect_problem(client.request(verb::post, "/index.html"), 404);  // only GET and HEAD
+  expect_problem(client.request(verb::post, "/index.html"), 404);      // only GET and HEAD
   expect_problem(client.request(verb::put, "/api/v1/runs/r-1"), 405);  // a known path keeps its 405
 }
 
@@ -303,9 +292,7 @@ TEST_F(HttpTest, BodyOverLimitIs413AndClientRecovers) {
   Client client(base_url());
   auto r = client.request(verb::post, "/api/v1/runs", std::string(4096, 'x'));
   expect_problem(r, 413);
-  EXPECT_EQ(
-      body_of(client.request(verb::post, "/api/v1/runs", std::string(1000, 'x')))["body_size"],
-      1000);
+  EXPECT_EQ(body_of(client.request(verb::post, "/api/v1/runs", std::string(1000, 'x')))["body_size"], 1000);
 }
 
 // A body far over the limit (more than the server drains before closing: 1 MiB) makes the
@@ -322,8 +309,7 @@ TEST_F(HttpTest, BodyFarOverLimitIsStill413ToTheClientNotASendFailure) {
 TEST_F(HttpTest, HugeHeaderIs431) {
   start();
   Client client(base_url());
-  expect_problem(client.request(verb::get, "/healthz", {}, {{"X-Big", std::string(8192, 'h')}}),
-                 431);
+  expect_problem(client.request(verb::get, "/healthz", {}, {{"X-Big", std::string(8192, 'h')}}), 431);
 }
 
 TEST_F(HttpTest, MalformedHttpIs400ThenClose) {
@@ -338,9 +324,8 @@ TEST_F(HttpTest, AnswersExpect100ContinueBeforeTheBody) {
   asio::io_context io;
   asio::ip::tcp::socket socket(io);
   socket.connect({asio::ip::make_address("127.0.0.1"), server_->port()});
-  asio::write(socket, asio::buffer(std::string(
-                          "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
-                          "Expect: 100-continue\r\nConnection: close\r\n\r\n")));
+  asio::write(socket, asio::buffer(std::string("POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                                               "Expect: 100-continue\r\nConnection: close\r\n\r\n")));
   std::string got;
   asio::read_until(socket, asio::dynamic_buffer(got), "\r\n\r\n");
   EXPECT_TRUE(got.starts_with("HTTP/1.1 100 Continue")) << got;
@@ -483,8 +468,7 @@ TEST(HttpClient, ConnectionRefusedIsUnavailableNamingHostPort) {
   auto r = client.get("/healthz");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
-  EXPECT_NE(r.error().message.find("127.0.0.1:" + std::to_string(port)), std::string::npos)
-      << r.error().message;
+  EXPECT_NE(r.error().message.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << r.error().message;
 }
 
 TEST(HttpClient, RejectsBaseUrlsItCannotUse) {
@@ -515,9 +499,8 @@ TEST(Router, ListsRoutesAndRefusesBadPatterns) {
 
 TEST(Problem, BuildsRfc9457Body) {
   Request req{verb::get, "/x", 11};
-  Response res = problem(
-      status::conflict, "Conflict", "stale lease", req,
-      {{"type", "https://benchfleet.dev/problems/stale-lease"}, {"lease", 7}, {"status", 999}});
+  Response res = problem(status::conflict, "Conflict", "stale lease", req,
+                         {{"type", "https://benchfleet.dev/problems/stale-lease"}, {"lease", 7}, {"status", 999}});
   EXPECT_EQ(res[boost::beast::http::field::content_type], "application/problem+json");
   const json j = json::parse(res.body());
   EXPECT_EQ(j["type"], "https://benchfleet.dev/problems/stale-lease");
@@ -526,8 +509,7 @@ TEST(Problem, BuildsRfc9457Body) {
   EXPECT_EQ(status_for(ErrorCode::kPayloadTooLarge), status::payload_too_large);
   EXPECT_EQ(status_for(ErrorCode::kUnavailable), status::service_unavailable);
   EXPECT_EQ(status_for(ErrorCode::kPermissionDenied), status::forbidden);
-  const json internal =
-      json::parse(problem_from_error(Error::internal("SQLITE_CORRUPT"), req).body());
+  const json internal = json::parse(problem_from_error(Error::internal("SQLITE_CORRUPT"), req).body());
   EXPECT_EQ(internal["status"], 500);
   EXPECT_EQ(internal["detail"].get<std::string>().find("SQLITE"), std::string::npos);
 }
@@ -544,8 +526,8 @@ TEST(ListenAddress, ParsesIpv4AndBracketedIpv6) {
   auto any = parse_listen_address("0.0.0.0:0");
   ASSERT_TRUE(any.ok());
   EXPECT_EQ(any->port(), 0);
-  for (const char* bad : {"", "8080", "localhost:80", "::1:80", "1.2.3.4:", "1.2.3.4:70000",
-                          "1.2.3.4:8x", "[::1]8080", "[::1"}) {
+  for (const char* bad :
+       {"", "8080", "localhost:80", "::1:80", "1.2.3.4:", "1.2.3.4:70000", "1.2.3.4:8x", "[::1]8080", "[::1"}) {
     auto r = parse_listen_address(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {

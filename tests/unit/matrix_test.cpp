@@ -10,7 +10,8 @@ Catalog test_catalog() {
 models:
   - {id: a/one, source: torchvision, task: Image Classification, name: One, architecture: resnet18}
   - {id: a/two, source: torchvision, task: Image Classification, name: Two, architecture: resnet18}
-)", "test");
+)",
+                          "test");
   EXPECT_TRUE(c.ok()) << c.error().describe();
   return std::move(c).value();
 }

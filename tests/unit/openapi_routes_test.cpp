@@ -312,8 +312,7 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   // the schema like every response here).
   const Call report = call(verb::get, run + "/report");
   ASSERT_EQ(report.status, 200u) << report.body;
-  EXPECT_EQ(report.parsed["tables"][0]["columns"][0]["torch_versions"], json::array({"2.11.0+cu130"}))
-      << report.body;
+  EXPECT_EQ(report.parsed["tables"][0]["columns"][0]["torch_versions"], json::array({"2.11.0+cu130"})) << report.body;
   EXPECT_EQ(report.parsed["tables"][0]["columns"][0]["header"], "stable (torch 2.11.0) - eager") << report.body;
   EXPECT_EQ(call(verb::get, run + "/report?format=pdf").status, 400u);
   EXPECT_EQ(call(verb::get, "/api/v1/runs/999/report").status, 404u);
@@ -369,7 +368,8 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   Call leased4 = call(verb::post, agent + "/lease", json{{"slot", "gpu0"}, {"wait_s", 0}}, token);
   ASSERT_TRUE(leased4.parsed["job"].is_object()) << leased4.body;
   // Released unfinished, the job is leased again at once as attempt 2.
-  const std::string release = "/api/v1/jobs/" + std::to_string(leased4.parsed["job"]["id"].get<std::int64_t>()) + "/release";
+  const std::string release =
+      "/api/v1/jobs/" + std::to_string(leased4.parsed["job"]["id"].get<std::int64_t>()) + "/release";
   Call stale = call(verb::post, release, json{{"lease_id", "not-the-lease"}}, token);
   EXPECT_EQ(stale.status, 409u);
   EXPECT_EQ(stale.parsed["reason"], "lease_lost");

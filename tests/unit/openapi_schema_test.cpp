@@ -193,8 +193,8 @@ TEST(OpenApiSchemas, JsonViewsMatchTheirSchemas) {
   store::LeaseGrant retired = grant;
   retired.spec.model = "acme/retired-model";
   retired.memory_limit_mb.reset();
-  for (const auto& answer : {store::LeaseAnswer{grant, false}, store::LeaseAnswer{retired, false},
-                             store::LeaseAnswer{std::nullopt, true}}) {
+  for (const auto& answer :
+       {store::LeaseAnswer{grant, false}, store::LeaseAnswer{retired, false}, store::LeaseAnswer{std::nullopt, true}}) {
     const json lease = api::lease_response_json(answer, Intervals{}, *catalog);
     EXPECT_TRUE(checker.check(lease, component_schema("LeaseResponse")).empty())
         << join(checker.check(lease, component_schema("LeaseResponse")));

@@ -28,21 +28,18 @@ Statistics stats(double mean, double median) {
 }
 
 JobSpec job(const std::string& model, int batch, Mode mode, const std::string& gpu = "a100",
-            const std::string& build = "stable", Runtime runtime = Runtime::kLibtorch,
-            int repetition = 0) {
+            const std::string& build = "stable", Runtime runtime = Runtime::kLibtorch, int repetition = 0) {
   return {model, batch, mode, build, gpu, runtime, repetition};
 }
 
-CellResult ok(JobSpec j, double mean, double median, std::int64_t result_id = 0,
-              std::string torch_version = "") {
-  return {std::move(j), JobStatus::kDone, ResultStatus::kOk, stats(mean, median), "", result_id,
-          std::move(torch_version)};
+CellResult ok(JobSpec j, double mean, double median, std::int64_t result_id = 0, std::string torch_version = "") {
+  return {std::move(j), JobStatus::kDone, ResultStatus::kOk,       stats(mean, median),
+          "",           result_id,        std::move(torch_version)};
 }
 
 CellResult verdict(JobSpec j, ResultStatus status, std::string detail, std::int64_t result_id = 0,
                    std::string torch_version = "") {
-  return {std::move(j),       JobStatus::kDone, status, std::nullopt, std::move(detail),
-          result_id, std::move(torch_version)};
+  return {std::move(j), JobStatus::kDone, status, std::nullopt, std::move(detail), result_id, std::move(torch_version)};
 }
 
 CellResult pending(JobSpec j, JobStatus status) {
@@ -69,8 +66,7 @@ ReportInput seeds_like() {
       ok(job(kVit, 16, Mode::kEager), 40.944, 40.9, 5),
       ok(job(kVit, 16, Mode::kDefault), 40.010, 40.0, 6),
       verdict(job(kDetr, 16, Mode::kEager), ResultStatus::kOom, "phase=warmup bytes=123", 7),
-      verdict(job(kDetr, 16, Mode::kDefault), ResultStatus::kOomImplied,
-              "batch 4 ran out of memory", 8),
+      verdict(job(kDetr, 16, Mode::kDefault), ResultStatus::kOomImplied, "batch 4 ran out of memory", 8),
   };
   return in;
 }
@@ -94,8 +90,8 @@ TEST(Report, SeedsLikeTablesFollowMatrixAndCatalogOrder) {
   EXPECT_EQ(r.tables[1].title, "A100 (batch size: 16)");
   EXPECT_EQ(r.tables[0].gpu, "a100");
   EXPECT_EQ(r.tables[0].gpu_label, "A100");
-  EXPECT_EQ(headers(r.tables[0]), (std::vector<std::string>{"stable - eager", "stable - default",
-                                                            "stable - default speedup"}));
+  EXPECT_EQ(headers(r.tables[0]),
+            (std::vector<std::string>{"stable - eager", "stable - default", "stable - default speedup"}));
   const Table& b1 = r.tables[0];
   ASSERT_EQ(b1.rows.size(), 2u);
   EXPECT_EQ(b1.rows[0].label, "Image Classification/ViT");
@@ -157,8 +153,8 @@ TEST(Report, RepetitionsAreAveragedOverOkOnes) {
   ReportInput in = seeds_like();
   in.matrix.repetitions = 3;
   in.cells = {
-      verdict(job(kVit, 1, Mode::kEager, "a100", "stable", Runtime::kLibtorch, 2),
-              ResultStatus::kOom, "phase=measure", 12),
+      verdict(job(kVit, 1, Mode::kEager, "a100", "stable", Runtime::kLibtorch, 2), ResultStatus::kOom, "phase=measure",
+              12),
       ok(job(kVit, 1, Mode::kEager, "a100", "stable", Runtime::kLibtorch, 0), 10.0, 9.0, 10),
       ok(job(kVit, 1, Mode::kEager, "a100", "stable", Runtime::kLibtorch, 1), 12.0, 11.0, 11),
   };
@@ -186,8 +182,8 @@ TEST(Report, PendingAndFailedJobs) {
       pending(job(kVit, 1, Mode::kEager), JobStatus::kQueued),
       pending(job(kVit, 1, Mode::kDefault), JobStatus::kRunning),
       pending(job(kDetr, 1, Mode::kEager), JobStatus::kFailed),
-      {job(kDetr, 1, Mode::kDefault), JobStatus::kFailed, ResultStatus::kError, std::nullopt,
-       "segfault in aten", 9, ""},
+      {job(kDetr, 1, Mode::kDefault), JobStatus::kFailed, ResultStatus::kError, std::nullopt, "segfault in aten", 9,
+       ""},
       pending(job(kVit, 16, Mode::kEager), JobStatus::kCancelled),
       verdict(job(kVit, 16, Mode::kDefault), ResultStatus::kUnsupported, "no AOTInductor"),
       // DETR batch 16 has no jobs at all.
@@ -229,21 +225,18 @@ TEST(Report, SeveralRuntimesNameTheRuntimeInHeaders) {
   in.matrix.runtimes = {Runtime::kLibtorch, Runtime::kPython};
   in.matrix.modes = {Mode::kEager, Mode::kReduceOverhead};
   Report r = build_report(in);
-  EXPECT_EQ(headers(r.tables[0]),
-            (std::vector<std::string>{
-                "stable - libtorch - eager", "stable - libtorch - reduce-overhead",
-                "stable - python - eager", "stable - python - reduce-overhead",
-                "nightly - libtorch - eager", "nightly - libtorch - reduce-overhead",
-                "nightly - python - eager", "nightly - python - reduce-overhead",
-                "stable - libtorch - reduce-overhead speedup",
-                "stable - python - reduce-overhead speedup",
-                "nightly - libtorch - reduce-overhead speedup",
-                "nightly - python - reduce-overhead speedup"}));
+  EXPECT_EQ(
+      headers(r.tables[0]),
+      (std::vector<std::string>{
+          "stable - libtorch - eager", "stable - libtorch - reduce-overhead", "stable - python - eager",
+          "stable - python - reduce-overhead", "nightly - libtorch - eager", "nightly - libtorch - reduce-overhead",
+          "nightly - python - eager", "nightly - python - reduce-overhead",
+          "stable - libtorch - reduce-overhead speedup", "stable - python - reduce-overhead speedup",
+          "nightly - libtorch - reduce-overhead speedup", "nightly - python - reduce-overhead speedup"}));
   EXPECT_EQ(r.tables[0].columns[6].key, "latency/nightly/python/eager");
   EXPECT_EQ(r.tables[0].columns[9].key, "speedup/stable/python/reduce-overhead");
   ASSERT_EQ(r.tables[0].geomeans.size(), 4u);
-  EXPECT_EQ(r.tables[0].geomeans[1].text,
-            "Geomean speedup stable - python - reduce-overhead: - (0/2)");
+  EXPECT_EQ(r.tables[0].geomeans[1].text, "Geomean speedup stable - python - reduce-overhead: - (0/2)");
 }
 
 TEST(Report, SpeedupComparesSameBuildAndRuntime) {
@@ -258,16 +251,14 @@ TEST(Report, SpeedupComparesSameBuildAndRuntime) {
   };
   const Report r = build_report(in);
   const Row& vit = r.tables[0].rows[0];
-  EXPECT_EQ(texts(vit),
-            (std::vector<std::string>{"10.000", "5.000", "8.000", "2.000", "2.00x", "4.00x"}));
+  EXPECT_EQ(texts(vit), (std::vector<std::string>{"10.000", "5.000", "8.000", "2.000", "2.00x", "4.00x"}));
 }
 
 TEST(Report, NoEagerMeansNoSpeedupColumns) {
   ReportInput in = seeds_like();
   in.matrix.modes = {Mode::kDefault, Mode::kMaxAutotune};
   Report r = build_report(in);
-  EXPECT_EQ(headers(r.tables[0]),
-            (std::vector<std::string>{"stable - default", "stable - max-autotune"}));
+  EXPECT_EQ(headers(r.tables[0]), (std::vector<std::string>{"stable - default", "stable - max-autotune"}));
   EXPECT_TRUE(r.tables[0].geomeans.empty());
 }
 
@@ -278,9 +269,8 @@ TEST(Report, TablesFollowGpuThenBatchOrderOfTheMatrix) {
   std::vector<std::string> titles;
   const Report r = build_report(in);
   for (const Table& t : r.tables) titles.push_back(t.title);
-  EXPECT_EQ(titles, (std::vector<std::string>{"T4 (batch size: 4)", "T4 (batch size: 1)",
-                                              "CPU (batch size: 4)", "CPU (batch size: 1)",
-                                              "H100 (batch size: 4)", "H100 (batch size: 1)"}));
+  EXPECT_EQ(titles, (std::vector<std::string>{"T4 (batch size: 4)", "T4 (batch size: 1)", "CPU (batch size: 4)",
+                                              "CPU (batch size: 1)", "H100 (batch size: 4)", "H100 (batch size: 1)"}));
 }
 
 TEST(Report, UnlistedModelsKeepTheirIdAndSortLast) {
@@ -290,8 +280,8 @@ TEST(Report, UnlistedModelsKeepTheirIdAndSortLast) {
   const Table& t = r.tables[0];
   std::vector<std::string> labels;
   for (const Row& row : t.rows) labels.push_back(row.label);
-  EXPECT_EQ(labels, (std::vector<std::string>{"Image Classification/ViT", "Object Detection/DETR",
-                                              "resnet18", "mobilenet_v3_small"}));
+  EXPECT_EQ(labels, (std::vector<std::string>{"Image Classification/ViT", "Object Detection/DETR", "resnet18",
+                                              "mobilenet_v3_small"}));
   EXPECT_EQ(t.geomeans[0].total, 4);
 }
 
@@ -442,8 +432,8 @@ TEST(Json, SelfDescribingShape) {
   EXPECT_EQ(vit["label"], "Image Classification/ViT");
   ASSERT_EQ(vit["cells"].size(), 3u);
   const json& eager = vit["cells"][0];
-  for (const char* key : {"text", "status", "value", "value_ms", "ci_low_ms", "ci_high_ms",
-                          "detail", "result_ids", "n", "repetitions"}) {
+  for (const char* key :
+       {"text", "status", "value", "value_ms", "ci_low_ms", "ci_high_ms", "detail", "result_ids", "n", "repetitions"}) {
     EXPECT_TRUE(eager.contains(key)) << key;
   }
   EXPECT_EQ(eager.size(), 10u);
@@ -493,8 +483,7 @@ ReportInput with_versions(ReportInput in, const std::string& build, const std::s
 TEST(ReportTorchVersions, OneVersionIsNamedInEveryHeaderOfItsBuild) {
   const Report r = build_report(with_versions(seeds_like(), "stable", "2.6.0+debian"));
   for (const Table& t : r.tables) {
-    EXPECT_EQ(headers(t), (std::vector<std::string>{"stable (torch 2.6.0) - eager",
-                                                    "stable (torch 2.6.0) - default",
+    EXPECT_EQ(headers(t), (std::vector<std::string>{"stable (torch 2.6.0) - eager", "stable (torch 2.6.0) - default",
                                                     "stable (torch 2.6.0) - default speedup"}));
     for (const Column& c : t.columns) {
       EXPECT_EQ(c.torch_versions, (std::vector<std::string>{"2.6.0+debian"})) << c.key;
@@ -520,10 +509,10 @@ TEST(ReportTorchVersions, TwoBuildsSideBySideReadLikeTheSeedsStudy) {
   };
   const Report r = build_report(in);
   EXPECT_EQ(headers(r.tables[0]),
-            (std::vector<std::string>{
-                "bookworm (torch 1.13.0) - eager", "bookworm (torch 1.13.0) - default",
-                "trixie (torch 2.6.0) - eager", "trixie (torch 2.6.0) - default",
-                "bookworm (torch 1.13.0) - default speedup", "trixie (torch 2.6.0) - default speedup"}));
+            (std::vector<std::string>{"bookworm (torch 1.13.0) - eager", "bookworm (torch 1.13.0) - default",
+                                      "trixie (torch 2.6.0) - eager", "trixie (torch 2.6.0) - default",
+                                      "bookworm (torch 1.13.0) - default speedup",
+                                      "trixie (torch 2.6.0) - default speedup"}));
   EXPECT_EQ(r.tables[0].columns[2].key, "latency/trixie/libtorch/eager");
   EXPECT_EQ(r.tables[0].columns[0].torch_versions, (std::vector<std::string>{"1.13.0"}));
   EXPECT_EQ(r.tables[0].columns[3].torch_versions, (std::vector<std::string>{"2.6.0+debian"}));
@@ -534,8 +523,7 @@ TEST(ReportTorchVersions, TwoBuildsSideBySideReadLikeTheSeedsStudy) {
                     " **trixie (torch 2.6.0) - default** |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("- Geomean speedup trixie (torch 2.6.0) - default: 1.25x (1/2)"), std::string::npos)
-      << md;
+  EXPECT_NE(md.find("- Geomean speedup trixie (torch 2.6.0) - default: 1.25x (1/2)"), std::string::npos) << md;
   const std::string csv = render_csv(r);
   EXPECT_NE(csv.find(",google/vit-base-patch16-224,trixie (torch 2.6.0) - eager,trixie,libtorch,eager,"
                      "latency_ms,10,ok,10.000\r\n"),
@@ -549,13 +537,11 @@ TEST(ReportTorchVersions, TwoBuildsSideBySideReadLikeTheSeedsStudy) {
 TEST(ReportTorchVersions, ABuildUpgradedMidRunNamesEveryVersionInVersionOrder) {
   ReportInput in = seeds_like();
   // Recorded out of order, and 2.10 after 2.9 (numbers, not text).
-  const std::vector<std::string> recorded = {"2.10.0", "2.5.1", "2.9.1", "2.5.1", "2.10.0",
-                                             "2.5.1",  "",      ""};
+  const std::vector<std::string> recorded = {"2.10.0", "2.5.1", "2.9.1", "2.5.1", "2.10.0", "2.5.1", "", ""};
   for (std::size_t i = 0; i < in.cells.size(); ++i) in.cells[i].torch_version = recorded[i];
   const Report r = build_report(in);
   EXPECT_EQ(r.tables[0].columns[0].header, "stable (torch 2.5.1, 2.9.1, 2.10.0) - eager");
-  EXPECT_EQ(r.tables[0].columns[1].torch_versions,
-            (std::vector<std::string>{"2.5.1", "2.9.1", "2.10.0"}));
+  EXPECT_EQ(r.tables[0].columns[1].torch_versions, (std::vector<std::string>{"2.5.1", "2.9.1", "2.10.0"}));
   // Each table names what its own results recorded: batch 16 never ran on 2.9.1.
   EXPECT_EQ(r.tables[1].columns[2].header, "stable (torch 2.5.1, 2.10.0) - default speedup");
 }
@@ -578,11 +564,9 @@ TEST(ReportTorchVersions, LocalSuffixesStayWhenTheyAreTheDifference) {
   ReportInput in = seeds_like();
   in.cells[0].torch_version = "2.6.0+cu126";
   in.cells[1].torch_version = "2.6.0+cu124";
-  EXPECT_EQ(build_report(in).tables[0].columns[0].header,
-            "stable (torch 2.6.0+cu124, 2.6.0+cu126) - eager");
+  EXPECT_EQ(build_report(in).tables[0].columns[0].header, "stable (torch 2.6.0+cu124, 2.6.0+cu126) - eager");
   in.cells[1].torch_version = "2.7.0.dev20250301+cu126";
-  EXPECT_EQ(build_report(in).tables[0].columns[0].header,
-            "stable (torch 2.6.0, 2.7.0.dev20250301) - eager");
+  EXPECT_EQ(build_report(in).tables[0].columns[0].header, "stable (torch 2.6.0, 2.7.0.dev20250301) - eager");
 }
 
 TEST(ReportTorchVersions, ABuildWithoutRecordedVersionsKeepsThePlainHeader) {
@@ -596,8 +580,7 @@ TEST(ReportTorchVersions, ABuildWithoutRecordedVersionsKeepsThePlainHeader) {
   const Report r = build_report(in);
   EXPECT_EQ(headers(r.tables[0]),
             (std::vector<std::string>{"stable (torch 2.5.1) - eager", "stable (torch 2.5.1) - default",
-                                      "nightly - eager", "nightly - default",
-                                      "stable (torch 2.5.1) - default speedup",
+                                      "nightly - eager", "nightly - default", "stable (torch 2.5.1) - default speedup",
                                       "nightly - default speedup"}));
   EXPECT_TRUE(r.tables[0].columns[2].torch_versions.empty());
 

@@ -18,7 +18,9 @@ JobSpec job(std::string model, int batch, Mode mode, std::string build = "stable
 }
 
 SlotOffer a100_slot(std::int64_t agent = 1, std::string slot = "gpu0") {
-  return SlotOffer{agent, std::move(slot), "a100",
+  return SlotOffer{agent,
+                   std::move(slot),
+                   "a100",
                    {build("stable", {Mode::kEager, Mode::kDefault}, {Mode::kEager}), build("nightly", {Mode::kEager})}};
 }
 
@@ -98,10 +100,10 @@ TEST(Expiry, RestartGraceOnlyExtends) {
 TEST(ImpliedOom, LargerBatchesOfTheSameCellOnly) {
   std::vector<QueuedJob> queued = {
       {1, job("detr", 16, Mode::kEager)},
-      {2, job("detr", 16, Mode::kDefault)},           // other mode: not implied
-      {3, job("detr", 2, Mode::kEager)},              // smaller batch: not implied
-      {4, job("detr", 32, Mode::kEager, "nightly")},  // other build: not implied
-      {5, job("vit", 16, Mode::kEager)},              // other model: not implied
+      {2, job("detr", 16, Mode::kDefault)},                // other mode: not implied
+      {3, job("detr", 2, Mode::kEager)},                   // smaller batch: not implied
+      {4, job("detr", 32, Mode::kEager, "nightly")},       // other build: not implied
+      {5, job("vit", 16, Mode::kEager)},                   // other model: not implied
       {6, job("detr", 16, Mode::kEager, "stable", "t4")},  // other GPU class: not implied
       {7, job("detr", 64, Mode::kEager)},
   };

@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "common/catalog.h"
-#include "tests/unit/store_test_results.h"
 #include "common/matrix.h"
 #include "coordinator/store/store.h"
+#include "tests/unit/store_test_results.h"
 
 namespace benchfleet::store {
 namespace {
@@ -300,8 +300,8 @@ TEST_F(StoreQueryPlanTest, NoStatementPerLeaseOrResultDoesMoreWorkWithALongerQue
     auto it = short_queue.find(sql);
     if (it == short_queue.end()) continue;
     std::cout << "steps per run " << it->second << " -> " << steps << ": " << sql.substr(0, 160) << "\n";
-    EXPECT_LE(steps, 2 * it->second + 1000) << "virtual machine steps per run: " << it->second << " with 320 jobs queued, "
-                                            << steps << " with 41,600:\n  " << sql;
+    EXPECT_LE(steps, 2 * it->second + 1000) << "virtual machine steps per run: " << it->second
+                                            << " with 320 jobs queued, " << steps << " with 41,600:\n  " << sql;
   }
 }
 

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <map>
 #include <iostream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -248,13 +248,13 @@ TEST_F(StoreTest, ALeaseCostsTheSameWithAShortOrALongQueue) {
     ASSERT_TRUE(catalog.ok());
     ASSERT_TRUE(store_->create_run(spec, expand_matrix(spec, *catalog, {}).value()).ok());
   };
-  queue(2);  // 200 jobs
+  queue(2);             // 200 jobs
   cpu_ms_per_lease(5);  // warm the statement cache
   const double short_queue = cpu_ms_per_lease(20);
   queue(200);  // 20,000 more
   const double long_queue = cpu_ms_per_lease(20);
-  EXPECT_LT(long_queue, 5 * short_queue + 0.5) << "ms of CPU per lease: " << short_queue << " with 200 jobs queued, "
-                                               << long_queue << " with 20,200";
+  EXPECT_LT(long_queue, 5 * short_queue + 0.5)
+      << "ms of CPU per lease: " << short_queue << " with 200 jobs queued, " << long_queue << " with 20,200";
 }
 
 TEST_F(StoreTest, ExpiredLeaseRequeuesThenFailsAfterMaxAttempts) {
@@ -440,7 +440,8 @@ void undo_later_migrations(Database& db) {
   const bool present = (*q)->int64(0) > 0;
   (*q)->reset();
   if (present) {
-    ASSERT_TRUE(db.exec("ALTER TABLE jobs DROP COLUMN lease_acked; ALTER TABLE jobs DROP COLUMN lease_request_id;").ok());
+    ASSERT_TRUE(
+        db.exec("ALTER TABLE jobs DROP COLUMN lease_acked; ALTER TABLE jobs DROP COLUMN lease_request_id;").ok());
   }
 }
 
@@ -459,12 +460,15 @@ TEST_F(StoreTest, MigrationFillsTheTorchVersionOfResultsStoredBefore) {
     auto db = Database::open(options_.path);
     ASSERT_TRUE(db.ok());
     undo_later_migrations(**db);
-    ASSERT_TRUE((*db)->exec(
-        "DROP INDEX results_cells; ALTER TABLE results DROP COLUMN torch_version;"
-        " CREATE INDEX results_cells ON results (job_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms,"
-        " min_ms, max_ms, stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, oom_phase, oom_bytes, signal, error);"
-        " DROP TABLE result_samples; PRAGMA user_version = 3;")
-                    .ok());
+    ASSERT_TRUE(
+        (*db)
+            ->exec(
+                "DROP INDEX results_cells; ALTER TABLE results DROP COLUMN torch_version;"
+                " CREATE INDEX results_cells ON results (job_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms,"
+                " min_ms, max_ms, stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, oom_phase, oom_bytes, signal, "
+                "error);"
+                " DROP TABLE result_samples; PRAGMA user_version = 3;")
+            .ok());
   }
   reopen();
   const auto cells = store_->report_cells(run).value();
@@ -488,10 +492,10 @@ TEST_F(StoreTest, MigrationMovesSamplesOutOfStoredResults) {
     auto db = Database::open(options_.path);
     ASSERT_TRUE(db.ok());
     undo_later_migrations(**db);
-    ASSERT_TRUE((*db)->exec(
-        "UPDATE results SET body = json_set(body, '$.samples_ms',"
-        " json((SELECT samples_ms FROM result_samples WHERE result_id = results.id)));"
-        " DROP TABLE result_samples; PRAGMA user_version = 4;")
+    ASSERT_TRUE((*db)
+                    ->exec("UPDATE results SET body = json_set(body, '$.samples_ms',"
+                           " json((SELECT samples_ms FROM result_samples WHERE result_id = results.id)));"
+                           " DROP TABLE result_samples; PRAGMA user_version = 4;")
                     .ok());
   }
   reopen();
@@ -605,7 +609,8 @@ TEST_F(StoreTest, ALeaseWithdrawnWhileTheAgentDrainsIsQueuedAgainAtTheSameAttemp
   EXPECT_EQ(again.job_id, g.job_id);
   EXPECT_EQ(again.attempt, 1);
   EXPECT_NE(again.lease_id, g.lease_id);
-  EXPECT_EQ(store_->record_result(b, {again.job_id, again.lease_id}, 1, ok_result(1)).value().kind, RecordKind::kStored);
+  EXPECT_EQ(store_->record_result(b, {again.job_id, again.lease_id}, 1, ok_result(1)).value().kind,
+            RecordKind::kStored);
 }
 
 TEST_F(StoreTest, WithdrawingTheLastAttemptsLeaseUnderDrainDoesNotFailTheJob) {
@@ -859,8 +864,7 @@ TEST_F(StoreTest, ConcurrentAgentsShareCommitsAndEveryJobGetsOneResult) {
           return;
         }
         if (!a->grant) return;
-        auto r = store_->record_result(agent, {a->grant->job_id, a->grant->lease_id}, a->grant->attempt,
-                                       ok_result(2));
+        auto r = store_->record_result(agent, {a->grant->job_id, a->grant->lease_id}, a->grant->attempt, ok_result(2));
         if (!r.ok() || r->kind != RecordKind::kStored) ++errors;
         if (r.ok() && r->kind == RecordKind::kStored) ++stored;
       }

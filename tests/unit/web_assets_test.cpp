@@ -27,20 +27,20 @@ TEST(AssetPath, MapsSegmentsToAFileUnderTheRoot) {
 
 TEST(AssetPath, RefusesTraversalHiddenFilesDirectoriesAndEncodedSeparators) {
   for (const Segments& refused : std::vector<Segments>{
-           {".."},                      // /../etc/passwd, /%2e%2e/
+           {".."},  // /../etc/passwd, /%2e%2e/
            {"..", "etc", "passwd"},
            {"vendor", "..", "..", "x"},
            {"."},
-           {".git", "config"},          // hidden
+           {".git", "config"},  // hidden
            {"vendor", ".secret"},
            {".env"},
-           {""},                        // "//"
-           {"vendor", ""},              // "/vendor/": a directory
+           {""},            // "//"
+           {"vendor", ""},  // "/vendor/": a directory
            {"a", "", "b"},
-           {"..%2fetc"},                // still starts with '.'
-           {"vendor/../../etc"},        // %2F decoded into a segment
+           {"..%2fetc"},          // still starts with '.'
+           {"vendor/../../etc"},  // %2F decoded into a segment
            {"a\\b"},
-           {std::string("a\0b", 3)},    // %00
+           {std::string("a\0b", 3)},  // %00
        }) {
     EXPECT_FALSE(asset_path(refused).has_value()) << nlohmann::json(refused).dump();
   }
@@ -105,8 +105,8 @@ class ServeAsset : public ::testing::Test {
     write(base_ / "outside.txt", "TOP SECRET OUTSIDE\n");
     fs::create_symlink(base_ / "outside.txt", root_ / "escape.txt");
     fs::create_symlink(base_, root_ / "up");
-    fs::create_symlink(root_ / "app.js", root_ / "alias.js");      // inside the root: fine
-    fs::create_symlink(root_ / ".env", root_ / "env.txt");         // into a hidden file
+    fs::create_symlink(root_ / "app.js", root_ / "alias.js");  // inside the root: fine
+    fs::create_symlink(root_ / ".env", root_ / "env.txt");     // into a hidden file
   }
   void TearDown() override { fs::remove_all(base_); }
 

@@ -80,11 +80,12 @@ TEST(WorkerOom, OomLineDropsTheInterpreterTraceback) {
   const std::string line =
       "RuntimeError: [enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't allocate memory: "
       "you tried to allocate 12845056 bytes. Error code 12 (Cannot allocate memory)";
-  const std::string message = "The following operation failed in the TorchScript interpreter.\n"
-                              "Traceback of TorchScript, serialized code (most recent call last):\n"
-                              "  File \"code/__torch__/torchvision/models/resnet.py\", line 20, in forward\n"
-                              "    x = torch._convolution(input, weight)\n" +
-                              line + "\n";
+  const std::string message =
+      "The following operation failed in the TorchScript interpreter.\n"
+      "Traceback of TorchScript, serialized code (most recent call last):\n"
+      "  File \"code/__torch__/torchvision/models/resnet.py\", line 20, in forward\n"
+      "    x = torch._convolution(input, weight)\n" +
+      line + "\n";
   EXPECT_EQ(oom_line(message), line);
 }
 
@@ -151,8 +152,7 @@ struct FakeClock {
 };
 
 // Times `n` iterations of `each` on `clock`; the 1-based iterations after which a harvest was due.
-std::vector<std::size_t> harvests_over(HarvestSchedule& schedule, FakeClock& clock, std::size_t n,
-                                       milliseconds each) {
+std::vector<std::size_t> harvests_over(HarvestSchedule& schedule, FakeClock& clock, std::size_t n, milliseconds each) {
   std::vector<std::size_t> due;
   for (std::size_t i = 1; i <= n; ++i) {
     clock.now += each;
@@ -204,8 +204,8 @@ TEST(WorkerHarvestSchedule, KnownHarvestCountsOverASimulatedRun) {
   };
   // 1000 iterations each: 1 ms -> whole batches (1000 / 16); 100 ms -> every third (300 ms);
   // 300 ms -> every iteration.
-  for (const auto& [each, expected] : {Case{milliseconds(1), 62}, Case{milliseconds(100), 333},
-                                       Case{milliseconds(300), 1000}}) {
+  for (const auto& [each, expected] :
+       {Case{milliseconds(1), 62}, Case{milliseconds(100), 333}, Case{milliseconds(300), 1000}}) {
     FakeClock clock;
     HarvestSchedule schedule(16, milliseconds(250), clock.fn());
     EXPECT_EQ(harvests_over(schedule, clock, 1000, each).size(), expected) << each.count() << " ms";
@@ -279,7 +279,8 @@ TEST(WorkerOutputCheck, CountShapeAndDtypeDifferencesAreNamed) {
 
 TEST(WorkerOutputCheck, DescribesTensorsAsTheExporterNamesThem) {
   const std::vector<at::Tensor> outputs = {at::zeros({2, 5}), at::zeros({3}, at::kLong), at::zeros({1}, at::kBFloat16)};
-  EXPECT_EQ(describe_outputs(outputs), (std::vector<OutputDescription>{{{2, 5}, "float32"}, {{3}, "int64"}, {{1}, "bfloat16"}}));
+  EXPECT_EQ(describe_outputs(outputs),
+            (std::vector<OutputDescription>{{{2, 5}, "float32"}, {{3}, "int64"}, {{1}, "bfloat16"}}));
 }
 
 // ---- capabilities.cpp -----------------------------------------------------------------------
@@ -299,9 +300,9 @@ WorkerJob job_for(Mode mode, std::string format, std::string device = "cpu") {
 
 TEST(WorkerCheckJob, EachModeAcceptsOnlyItsFormat) {
   const std::vector<std::pair<Mode, std::string>> expected = {
-      {Mode::kEager, "torchscript"},          {Mode::kTorchscript, "torchscript-frozen"},
-      {Mode::kDefault, "aotinductor"},        {Mode::kReduceOverhead, "aotinductor"},
-      {Mode::kMaxAutotune, "aotinductor"},    {Mode::kMaxAutotuneNoCudagraphs, "aotinductor"}};
+      {Mode::kEager, "torchscript"},       {Mode::kTorchscript, "torchscript-frozen"},
+      {Mode::kDefault, "aotinductor"},     {Mode::kReduceOverhead, "aotinductor"},
+      {Mode::kMaxAutotune, "aotinductor"}, {Mode::kMaxAutotuneNoCudagraphs, "aotinductor"}};
   ASSERT_EQ(expected.size(), all_modes().size());
   for (const auto& [mode, right] : expected) {
     for (const char* format : kFormats) {
