@@ -23,22 +23,6 @@ Error unreadable(const Error& e) { return Error{ErrorCode::kUnavailable, "unread
 
 }  // namespace
 
-void AgentIdentity::set(std::int64_t agent_id, std::string token) {
-  std::lock_guard lock(mu_);
-  agent_id_ = agent_id;
-  token_ = std::move(token);
-}
-
-std::pair<std::int64_t, std::string> AgentIdentity::get() const {
-  std::lock_guard lock(mu_);
-  return {agent_id_, token_};
-}
-
-bool AgentIdentity::valid() const {
-  std::lock_guard lock(mu_);
-  return agent_id_ > 0 && !token_.empty();
-}
-
 CoordinatorClient::CoordinatorClient(std::string base_url, AgentIdentity& identity)
     : http_(std::move(base_url)), identity_(identity) {}
 

@@ -1,6 +1,7 @@
-// The agent daemon: one thread per slot (lease -> run -> spool -> upload), a heartbeat thread
-// and a spool replayer, sharing credentials that are re-enrolled when the coordinator rejects
-// them. Drain and abort are requested from the signal thread (see main.cpp).
+// The agent daemon: prepares the host (orphaned children, directories, GPUs, torch builds),
+// then runs the agent's loops (agent_loops.h: one thread per slot, a heartbeat thread and a
+// spool replayer) over the real coordinator client, job runner and clock. Drain and abort are
+// requested from the signal thread (see main.cpp).
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,6 @@
 #include "agent/daemon/job_runner.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -166,6 +167,26 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   }
   fs::remove_all(dir, ec);  // the result travels in the spool; scratch is not kept
   return r;
+}
+
+BuildJobRunner::BuildJobRunner(std::vector<TorchBuild> builds, JobEnvironment shared)
+    : builds_(std::move(builds)), shared_(std::move(shared)) {}
+
+std::optional<JobResult> BuildJobRunner::run(const LeasedJob& job, const SlotDescriptor& slot,
+                                             const KeepGoing& keep_going) {
+  auto build = std::find_if(builds_.begin(), builds_.end(), [&](auto& b) { return b.name == job.spec.torch_build; });
+  if (build == builds_.end()) {
+    return verdict(ResultStatus::kUnsupported, "this agent has no torch build named " + job.spec.torch_build);
+  }
+  if (!build->broken.empty()) {
+    return verdict(ResultStatus::kError,
+                   "torch build " + build->name + " cannot run jobs on this agent: " + build->broken);
+  }
+  JobEnvironment env = shared_;
+  env.build = &*build;
+  env.slot = &slot;
+  env.work_dir = shared_.work_dir + "/" + slot.id;
+  return run_leased_job(job, env, keep_going);
 }
 
 JobResult refused_result_verdict(const JobResult& refused, const std::string& detail) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agent/daemon/artifact_cache.h"
 #include "agent/daemon/build_launcher.h"
@@ -33,6 +34,34 @@ using KeepGoing = std::function<bool()>;
 
 // The job's verdict, or nullopt when it was stopped by `keep_going` (nothing to report).
 std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironment& env, const KeepGoing& keep_going);
+
+// What the agent's slot loops (agent_loops.h) run a leased job with. Every slot calls it from
+// its own thread at once: implementations are thread-safe.
+class JobRunner {
+ public:
+  virtual ~JobRunner() = default;
+  // The verdict of `job` on `slot`, asking `keep_going` while it runs; nullopt when keep_going
+  // said stop (nothing to report).
+  virtual std::optional<JobResult> run(const LeasedJob& job, const SlotDescriptor& slot,
+                                       const KeepGoing& keep_going) = 0;
+};
+
+// JobRunner over the agent's torch builds, each job in worker processes (run_leased_job). A job
+// naming a build this agent lacks is `unsupported`; one on a build that cannot run here
+// (TorchBuild::broken) is an `error` naming why, neither asking keep_going.
+class BuildJobRunner final : public JobRunner {
+ public:
+  // `shared` is every job's environment but its build and slot; its work_dir is the agent's,
+  // in which each slot gets a scratch directory named after it. The cache and launcher it
+  // points to must outlive the runner.
+  BuildJobRunner(std::vector<TorchBuild> builds, JobEnvironment shared);
+
+  std::optional<JobResult> run(const LeasedJob& job, const SlotDescriptor& slot, const KeepGoing& keep_going) override;
+
+ private:
+  const std::vector<TorchBuild> builds_;
+  const JobEnvironment shared_;
+};
 
 // The error verdict posted in place of a result the coordinator refused as invalid (400: its
 // consistency checks; 413: over its max_body_bytes): status error, the refusal's `detail` in the

@@ -1,0 +1,125 @@
+// The agent's rules (docs/design.md §7, §10), free of sockets, processes and real time: each
+// slot's loop (lease -> run -> spool -> upload), the heartbeat loop and the spool replay; drain
+// on the first stop request and abort on the second; enrolling again when the coordinator
+// rejects the token (401); retries that back off; the intervals the coordinator dictates.
+// What they act through is injected (AgentLoopParts), so unit tests drive them with fakes; the
+// Daemon (daemon.h) wires the real coordinator client, job runner and clock.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/daemon/backoff.h"
+#include "agent/daemon/coordinator_api.h"
+#include "agent/daemon/job_runner.h"
+#include "agent/daemon/spool.h"
+#include "agent/daemon/wait_clock.h"
+#include "common/agent_protocol.h"
+#include "common/types.h"
+
+namespace benchfleet::agent {
+
+// A new CoordinatorApi for the calling thread (the real one owns a keep-alive connection),
+// sending and replacing the credentials held in `identity`.
+using ConnectToCoordinator = std::function<std::unique_ptr<CoordinatorApi>(AgentIdentity& identity)>;
+
+struct AgentLoopParts {
+  ConnectToCoordinator connect;
+  JobRunner* runner = nullptr;  // must outlive the loops, as must spool and clock
+  Spool* spool = nullptr;       // opened; results are put here before their first upload
+  WaitClock* clock = nullptr;
+  UniformInt uniform = random_uniform_int();  // the jitter of backoffs and heartbeats
+  // Called after each enrolment with the coordinator's answer (the daemon saves the token).
+  std::function<void(const EnrollResponse&)> enrolled;
+  AgentDescriptor descriptor;  // what enrolment sends; one slot loop per descriptor.slots
+  std::string enrollment_token;
+};
+
+class AgentLoops {
+ public:
+  explicit AgentLoops(AgentLoopParts parts);
+  ~AgentLoops();
+  AgentLoops(const AgentLoops&) = delete;
+  AgentLoops& operator=(const AgentLoops&) = delete;
+
+  // The agent's credentials: set them from a saved token before run(); replaced on enrolment.
+  AgentIdentity& identity() { return identity_; }
+
+  // The whole agent: enrols unless it has credentials, sends a first heartbeat (it clears a
+  // drain announced before a restart, and finds out at once if a saved token is refused), then
+  // runs the spool replay, the heartbeat loop and each slot's loop on threads of their own, and
+  // returns when they are done: drained or aborted. No exception escapes a thread.
+  void run();
+
+  // The first request drains: running jobs finish and report, nothing new is leased, the loops
+  // end. The second aborts: running jobs are stopped and their leases released. Wakes every
+  // wait. Returns how many stops have been requested. Thread-safe.
+  int request_stop();
+  bool draining() const { return stop_requests_.load() >= 1; }
+  bool aborting() const { return stop_requests_.load() >= 2; }
+
+  // The intervals in force: the built-in defaults until the coordinator dictates others.
+  Intervals current_intervals() const;
+
+  // The parts of run(), public for tests. Each may be called from its own thread.
+  //
+  // Enrols until it works (true), backing off between failures, unless credentials other than
+  // `rejected` are already there (another thread enrolled). False when aborting, or draining
+  // with no credentials.
+  bool ensure_enrolled(const std::string& rejected = "");
+  // Slot `index`'s loop (of descriptor.slots) until drained or aborted. An exception gives the
+  // slot's lease back and the slot serves on after 5 s, unless the agent is draining.
+  void serve_slot(std::size_t index);
+  // Heartbeats each interval (with ±10% jitter) until aborted, or draining with no job left.
+  void send_heartbeats();
+  // One heartbeat: renews the running jobs' leases, stops the jobs whose lease is lost or
+  // cancelled, enrols again on a 401. False when the loop is over: the agent drains and holds
+  // no lease (the coordinator was told once).
+  bool heartbeat_once();
+  // Uploads the spooled results left from before a restart.
+  void replay_spool();
+  // Uploads one spooled result until acknowledged or refused (then removes it from the spool),
+  // or abort. A result refused as invalid (400/413) is replaced, in the spool too, by an error
+  // verdict saying why; if even that is refused, the entry is dropped.
+  void upload(SpoolEntry entry);
+
+ private:
+  struct Slot {
+    SlotDescriptor descriptor;
+    std::mutex mu;
+    std::optional<LeaseRef> current;  // under mu: the lease being worked on
+    // Set when a heartbeat says the lease is gone: kLost or kCancelled (kActive: keep going).
+    std::atomic<LeaseState> stop_job{LeaseState::kActive};
+  };
+
+  void sleep_for(std::chrono::milliseconds d, bool or_new_intervals = false, bool or_reachable_again = false);
+  void adopt_intervals(const Intervals& dictated);
+  void coordinator_reachable_again();
+  Status enrol(const std::string& rejected);
+  void slot_loop(Slot& slot);
+  std::optional<JobResult> run_job(CoordinatorApi& client, Slot& slot, const LeasedJob& job);
+  void give_back_untouched(CoordinatorApi& client, Slot& slot, const std::optional<LeasedJob>& job);
+  void give_back_current(Slot& slot) noexcept;
+  void heartbeat_loop();
+
+  AgentLoopParts parts_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  AgentIdentity identity_;
+  std::mutex enrol_mu_;
+  mutable std::mutex intervals_mu_;
+  Intervals intervals_;  // under intervals_mu_
+  std::atomic<int> stop_requests_{0};
+  std::atomic<int> interval_changes_{0};  // wakes the heartbeat when the coordinator's pace changes
+  std::atomic<int> reachable_again_{0};   // wakes uploads waiting out a backoff when it answers again
+  // The heartbeat thread's own (heartbeat_once is called from one thread at a time).
+  std::unique_ptr<CoordinatorApi> heartbeat_client_;
+  bool heartbeat_failing_ = false;  // the last heartbeat went unanswered or unread
+};
+
+}  // namespace benchfleet::agent

@@ -1,0 +1,27 @@
+// The agent's saved credentials, <state_dir>/agent-token.json (docs/design.md §7): reused while
+// the coordinator URL and the agent's descriptor are unchanged, so a restart need not enrol.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "common/agent_protocol.h"
+#include "common/types.h"
+
+namespace benchfleet::agent {
+
+// Writes the id and token `enrolled` gave, with the coordinator and descriptor they are for, to
+// `path` (mode 0600, through a temporary file and a rename). Best effort: a token that cannot be
+// saved only means enrolling again at the next start.
+void save_agent_token(const std::string& path, const std::string& coordinator, const EnrollResponse& enrolled,
+                      const AgentDescriptor& descriptor);
+
+// The saved agent id and token when `path` holds credentials issued by `coordinator` for this
+// same `descriptor`; nullopt otherwise (none saved, unreadable, or something changed).
+std::optional<std::pair<std::int64_t, std::string>> load_agent_token(const std::string& path,
+                                                                     const std::string& coordinator,
+                                                                     const AgentDescriptor& descriptor);
+
+}  // namespace benchfleet::agent
