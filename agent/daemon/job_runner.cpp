@@ -101,7 +101,8 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   w.measurement = job.measurement;
   w.memory_limit_mb = job.memory_limit_mb ? job.memory_limit_mb : slot.memory_limit_mb;
 
-  const fs::path dir = fs::path(env.work_dir) / ("job-" + std::to_string(job.job_id) + "-" + std::to_string(job.attempt));
+  const fs::path dir =
+      fs::path(env.work_dir) / ("job-" + std::to_string(job.job_id) + "-" + std::to_string(job.attempt));
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directories(dir, ec);

@@ -21,12 +21,12 @@ struct JobEnvironment {
   const SlotDescriptor* slot = nullptr;
   ArtifactCache* cache = nullptr;
   const BuildLauncher* launcher = nullptr;  // starts the build's programs (in its root, if any)
-  Exporter exporter;          // python and launch filled from the build
-  std::string runner;         // benchfleet_runner.py, run with the build's python (python runtime)
-  std::string work_dir;       // per-slot scratch directory
-  std::string record_dir;     // where the exporter and worker are recorded while they run (SpawnOptions)
-  int kill_grace_s = 10;      // SIGTERM -> SIGKILL grace for a worker past its timeout
-  int tick_every_s = 1;       // how often keep_going is asked while the worker runs
+  Exporter exporter;                        // python and launch filled from the build
+  std::string runner;                       // benchfleet_runner.py, run with the build's python (python runtime)
+  std::string work_dir;                     // per-slot scratch directory
+  std::string record_dir;                   // where the exporter and worker are recorded while they run (SpawnOptions)
+  int kill_grace_s = 10;                    // SIGTERM -> SIGKILL grace for a worker past its timeout
+  int tick_every_s = 1;                     // how often keep_going is asked while the worker runs
 };
 
 // Called while the worker runs; false means stop (lease lost, run cancelled, agent aborting).
