@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Runs clang-tidy (.clang-tidy) over the programs' translation units in a build's
 compile_commands.json, in parallel, and remembers clean results: a unit is checked again only
-when its command, the configuration or one of its files inside the repository changed (the
-depfile the build wrote lists them). Cache: $BENCHFLEET_CACHE or ~/.cache/benchfleet, folder
-clang-tidy. Exit status 1 when any unit has a finding (printed), 2 on bad usage.
+when its command, the configuration or one of its files inside the repository changed (Ninja's
+record of the build's dependencies lists them; a unit not built yet is always checked).
+Cache: $BENCHFLEET_CACHE or ~/.cache/benchfleet, folder clang-tidy. Exit status 1 when any unit
+has a finding (printed), 2 on bad usage.
 
   scripts/tidy.py BUILD_DIR [--jobs N] [--clang-tidy PROGRAM] [PATH_PREFIX...]
 """
@@ -24,29 +25,35 @@ EXCLUDED = {
 }
 
 
-def depfile_paths(entry):
-    """Files the unit was compiled from (its .d file), those inside the repository."""
-    output = entry.get("output")
-    if not output:
-        m = re.search(r"-o\s+(\S+)", entry.get("command", ""))
-        output = m.group(1) if m else None
-    if not output:
+def ninja_deps(build_dir):
+    """Object file -> the files it was compiled from, as Ninja recorded them (.ninja_deps);
+    {} when the build is not Ninja's."""
+    r = subprocess.run(["ninja", "-C", build_dir, "-t", "deps"], capture_output=True, text=True)
+    deps, current = {}, None
+    for line in r.stdout.splitlines() if r.returncode == 0 else []:
+        if line and not line[0].isspace():
+            current = line.split(":", 1)[0]
+            deps[current] = []
+        elif line.strip() and current is not None:
+            deps[current].append(line.strip())
+    return deps
+
+
+def depfile_paths(entry, deps):
+    """Files inside the repository the unit was compiled from; None when not known."""
+    m = re.search(r"-o\s+(\S+)", entry.get("command", ""))
+    if not m or m.group(1) not in deps:
         return None
-    dep = os.path.join(entry["directory"], output + ".d")
-    if not os.path.exists(dep):
-        return None
-    text = open(dep, encoding="utf-8", errors="replace").read().replace("\\\n", " ")
-    paths = text.split(":", 1)[1].split() if ":" in text else []
     inside = sorted({os.path.realpath(p if os.path.isabs(p) else os.path.join(entry["directory"], p))
-                     for p in paths})
+                     for p in deps[m.group(1)]})
     return [p for p in inside if p.startswith(ROOT + os.sep) and "/build/" not in p[len(ROOT):]]
 
 
-def unit_key(entry, config):
+def unit_key(entry, config, deps):
     h = hashlib.sha256()
     h.update(config)
     h.update(entry.get("command", " ".join(entry.get("arguments", []))).encode())
-    files = depfile_paths(entry)
+    files = depfile_paths(entry, deps)
     if files is None:
         return None  # not built yet: always check
     for path in files:
@@ -81,9 +88,10 @@ def main():
     cache = os.path.join(os.environ.get("BENCHFLEET_CACHE", os.path.expanduser("~/.cache/benchfleet")), "clang-tidy")
     os.makedirs(cache, exist_ok=True)
 
+    deps = ninja_deps(args.build_dir)
     todo = []
     for rel, e in sorted(entries.items()):
-        key = unit_key(e, config)
+        key = unit_key(e, config, deps)
         if key and os.path.exists(os.path.join(cache, key)):
             continue
         todo.append((rel, key))
