@@ -19,6 +19,7 @@
 #include "common/time_format.h"
 #include "coordinator/api/common.h"
 #include "coordinator/store/store.h"
+#include "tests/unit/store_test_results.h"
 
 namespace benchfleet {
 namespace {
@@ -211,20 +212,11 @@ class LeaseAnswerOfARealGrant : public ::testing::Test {
 };
 
 TEST_F(LeaseAnswerOfARealGrant, DecodesWithTheAgentsDecoderToTheGrant) {
-  AgentDescriptor agent;
-  agent.name = "host-1";
-  agent.slots = {{"gpu0", "a100", std::nullopt, std::nullopt}};
-  agent.torch_builds = {{"stable", "2.11.0", {{Runtime::kLibtorch, {Mode::kEager}}}}};
-  auto agent_id = store_->enroll_agent(agent, {"salt", "hash"});
+  auto agent_id =
+      store_->enroll_agent(store::testing::one_slot_agent("host-1", "a100", {Mode::kEager}), {"salt", "hash"});
   ASSERT_TRUE(agent_id.ok()) << agent_id.error().message;
 
-  MatrixSpec spec;
-  spec.name = "protocol";
-  spec.models = {"torchvision/resnet18"};
-  spec.batch_sizes = {4};
-  spec.modes = {Mode::kEager};
-  spec.torch_builds = {"stable"};
-  spec.gpus = {"a100"};
+  MatrixSpec spec = store::testing::stable_a100_matrix("protocol", {"torchvision/resnet18"}, {4}, {Mode::kEager});
   spec.memory_limit_mb = 4096;
   spec.timeout_s = 900;
   spec.measurement.max_duration_s = 7.5;

@@ -14,6 +14,7 @@
 
 #include "common/catalog.h"
 #include "common/matrix.h"
+#include "tests/unit/store_test_results.h"
 
 namespace benchfleet {
 namespace {
@@ -43,19 +44,9 @@ class LeaseSweeperTest : public ::testing::Test {
 
   // A run of one job, leased by a fresh agent; returns the run id.
   std::int64_t leased_job() {
-    AgentDescriptor d;
-    d.name = "a";
-    d.slots = {{"gpu0", "a100", std::nullopt, std::nullopt}};
-    d.torch_builds = {{"stable", "2.11.0", {{Runtime::kLibtorch, {Mode::kEager}}}}};
-    auto agent = store_->enroll_agent(d, {"salt", "hash"});
+    auto agent = store_->enroll_agent(store::testing::one_slot_agent("a", "a100", {Mode::kEager}), {"salt", "hash"});
     EXPECT_TRUE(agent.ok());
-    MatrixSpec spec;
-    spec.name = "sweep";
-    spec.models = {"torchvision/resnet18"};
-    spec.batch_sizes = {1};
-    spec.modes = {Mode::kEager};
-    spec.torch_builds = {"stable"};
-    spec.gpus = {"a100"};
+    const MatrixSpec spec = store::testing::stable_a100_matrix("sweep", {"torchvision/resnet18"}, {1}, {Mode::kEager});
     auto catalog = Catalog::load_file(default_catalog_path());
     EXPECT_TRUE(catalog.ok());
     auto jobs = expand_matrix(spec, *catalog, {});

@@ -49,23 +49,14 @@ class StoreTest : public ::testing::Test {
 
   std::int64_t enroll(const std::string& name, const std::string& gpu_class = "a100",
                       std::vector<Mode> modes = {Mode::kEager, Mode::kDefault, Mode::kReduceOverhead}) {
-    AgentDescriptor d;
-    d.name = name;
-    d.slots = {{"gpu0", gpu_class, std::nullopt, std::nullopt}};
-    d.torch_builds = {{"stable", "2.11.0", {{Runtime::kLibtorch, modes}}}};
-    auto id = store_->enroll_agent(d, {"salt", "hash"});
+    auto id = store_->enroll_agent(testing::one_slot_agent(name, gpu_class, std::move(modes)), {"salt", "hash"});
     EXPECT_TRUE(id.ok()) << id.error().message;
     return *id;
   }
 
   std::int64_t submit(std::vector<std::string> models, std::vector<int> batches, std::vector<Mode> modes) {
-    MatrixSpec spec;
-    spec.name = "test";
-    spec.models = std::move(models);
-    spec.batch_sizes = std::move(batches);
-    spec.modes = std::move(modes);
-    spec.torch_builds = {"stable"};
-    spec.gpus = {"a100"};
+    const MatrixSpec spec =
+        testing::stable_a100_matrix("test", std::move(models), std::move(batches), std::move(modes));
     auto catalog = Catalog::load_file(default_catalog_path());
     EXPECT_TRUE(catalog.ok());
     auto jobs = expand_matrix(spec, *catalog, {});

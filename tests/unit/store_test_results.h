@@ -1,10 +1,39 @@
-// Results the store tests record: minimal, consistent bodies (the store does not check them; the
-// API does). Shared by store_test.cpp and store_query_plan_test.cpp.
+// What the store tests put in a store: agents, matrices and results (minimal, consistent
+// bodies: the store does not check them; the API does). Shared by the tests that open a real
+// store (store_test, store_query_plan_test, lease_sweeper_test, agent_protocol_test).
 #pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/types.h"
 
 namespace benchfleet::store::testing {
+
+// An agent with one slot, "gpu0" of `gpu_class`, offering build "stable" (2.11.0) with LibTorch
+// in `modes`.
+inline AgentDescriptor one_slot_agent(std::string name, std::string gpu_class = "a100",
+                                      std::vector<Mode> modes = {Mode::kEager, Mode::kDefault, Mode::kReduceOverhead}) {
+  AgentDescriptor d;
+  d.name = std::move(name);
+  d.slots = {{"gpu0", std::move(gpu_class), std::nullopt, std::nullopt}};
+  d.torch_builds = {{"stable", "2.11.0", {{Runtime::kLibtorch, std::move(modes)}}}};
+  return d;
+}
+
+// `models` x `batches` x `modes` on build "stable" and GPU class "a100".
+inline MatrixSpec stable_a100_matrix(std::string name, std::vector<std::string> models, std::vector<int> batches,
+                                     std::vector<Mode> modes) {
+  MatrixSpec spec;
+  spec.name = std::move(name);
+  spec.models = std::move(models);
+  spec.batch_sizes = std::move(batches);
+  spec.modes = std::move(modes);
+  spec.torch_builds = {"stable"};
+  spec.gpus = {"a100"};
+  return spec;
+}
 
 // An "ok" result of three samples of `ms`, with the statistics they give.
 inline JobResult ok_result(double ms) {
