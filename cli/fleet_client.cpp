@@ -18,7 +18,7 @@ Result<http::ClientResponse> FleetClient::send(bhttp::verb verb, const std::stri
     headers.emplace_back("Content-Type", "application/json");
     payload = body->dump();
   }
-  auto r = http_.request(verb, target, std::move(payload), std::move(headers), timeout_);
+  auto r = http_.request(verb, target, std::move(payload), headers, timeout_);
   if (!r.ok()) {
     return Error{r.error().code,
                  what + ": cannot reach the coordinator at " + base_url_ + " (" + r.error().message +

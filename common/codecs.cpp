@@ -12,7 +12,7 @@ using nlohmann::json;
 constexpr std::size_t kMaxNameBytes = 200;
 constexpr std::size_t kMaxAxisValues = 1000;
 constexpr std::size_t kMaxSamples = 1'000'000;
-constexpr std::size_t kMaxMessageBytes = 16 * 1024;
+constexpr std::size_t kMaxMessageBytes = std::size_t{16} * 1024;
 constexpr std::size_t kMaxAgentBuilds = 64;
 
 template <class E>

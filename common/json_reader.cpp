@@ -5,7 +5,7 @@
 namespace benchfleet {
 namespace {
 
-constexpr std::size_t kMaxStringBytes = 64 * 1024;
+constexpr std::size_t kMaxStringBytes = std::size_t{64} * 1024;
 constexpr std::size_t kMaxErrorBytes = 400;  // of a parser's message quoted in an Error
 
 std::string type_name(const nlohmann::json& j) { return j.type_name(); }

@@ -62,7 +62,7 @@ std::chrono::milliseconds LeaseSweeper::period_for(std::int64_t lease_ttl_s) {
 }
 
 void LeaseSweeper::start() {
-  asio::co_spawn(state_->strand, sweep_loop(state_), [](std::exception_ptr e) {
+  asio::co_spawn(state_->strand, sweep_loop(state_), [](const std::exception_ptr& e) {
     if (!e) return;
     try {
       std::rethrow_exception(e);

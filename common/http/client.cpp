@@ -209,7 +209,7 @@ struct Client::Impl {
     bool done = false;
     std::exception_ptr failure;
     asio::co_spawn(ioc, exchange(req, timeout, out), [&](std::exception_ptr e) {
-      failure = e;
+      failure = std::move(e);
       done = true;
     });
     ioc.restart();
@@ -272,8 +272,8 @@ Client::Client(std::string base_url) : impl_(std::make_unique<Impl>()) {
 
 Client::~Client() = default;
 
-Result<ClientResponse> Client::request(bhttp::verb method, std::string_view target, std::string body, Headers headers,
-                                       std::chrono::milliseconds timeout) {
+Result<ClientResponse> Client::request(bhttp::verb method, std::string_view target, std::string body,
+                                       const Headers& headers, std::chrono::milliseconds timeout) {
   if (impl_->config_error) return *impl_->config_error;
   std::string full_target = impl_->prefix;
   if (!target.starts_with('/')) full_target += '/';
@@ -300,7 +300,7 @@ Result<ClientResponse> Client::get(std::string_view target, std::string_view bea
     headers.emplace_back("Authorization", "Bearer ");
     headers.back().second += bearer_token;
   }
-  return request(bhttp::verb::get, target, {}, std::move(headers), timeout);
+  return request(bhttp::verb::get, target, {}, headers, timeout);
 }
 
 Result<ClientResponse> Client::post_json(std::string_view target, const nlohmann::json& body,
@@ -311,7 +311,7 @@ Result<ClientResponse> Client::post_json(std::string_view target, const nlohmann
     headers.back().second += bearer_token;
   }
   return request(bhttp::verb::post, target, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                 std::move(headers), timeout);
+                 headers, timeout);
 }
 
 std::size_t Client::response_body_limit() const { return impl_->body_limit; }

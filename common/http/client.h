@@ -57,7 +57,7 @@ class Client {
   // If a reused keep-alive connection turns out closed by the server before any response byte
   // arrived, reconnects and sends once more.
   Result<ClientResponse> request(boost::beast::http::verb method, std::string_view target, std::string body = {},
-                                 Headers headers = {}, std::chrono::milliseconds timeout = kDefaultTimeout);
+                                 const Headers& headers = {}, std::chrono::milliseconds timeout = kDefaultTimeout);
 
   // GET with "Authorization: Bearer <token>" when `bearer_token` is not empty.
   Result<ClientResponse> get(std::string_view target, std::string_view bearer_token = {},

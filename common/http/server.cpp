@@ -123,7 +123,7 @@ asio::awaitable<void> linger_close(beast::tcp_stream& stream, std::chrono::milli
   error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
   stream.expires_after(std::min(limit, kLingerTime));
-  std::vector<char> scratch(16 * 1024);
+  std::vector<char> scratch(std::size_t{16} * 1024);
   for (std::size_t dropped = 0; dropped < kLingerBytes;) {
     auto [ec, n] = co_await stream.async_read_some(asio::buffer(scratch), kAsTuple);
     if (ec) break;
@@ -131,7 +131,7 @@ asio::awaitable<void> linger_close(beast::tcp_stream& stream, std::chrono::milli
   }
 }
 
-void log_exception(std::exception_ptr e, std::string_view what) {
+void log_exception(const std::exception_ptr& e, std::string_view what) {
   if (!e) return;
   try {
     std::rethrow_exception(e);
@@ -397,7 +397,7 @@ asio::awaitable<void> accept_connections(std::shared_ptr<detail::ServerState> st
       }
       auto executor = socket.get_executor();
       asio::co_spawn(executor, refuse_connection(st, std::move(socket)),
-                     [](std::exception_ptr e) { log_exception(e, "connection refusal"); });
+                     [](const std::exception_ptr& e) { log_exception(e, "connection refusal"); });
       continue;
     }
     auto conn = std::make_shared<Connection>(std::move(socket));
@@ -409,7 +409,7 @@ asio::awaitable<void> accept_connections(std::shared_ptr<detail::ServerState> st
     }
     auto executor = conn->stream.get_executor();
     asio::co_spawn(executor, serve_connection(st, std::move(conn), id),
-                   [](std::exception_ptr e) { log_exception(e, "connection"); });
+                   [](const std::exception_ptr& e) { log_exception(e, "connection"); });
   }
 }
 
@@ -448,7 +448,7 @@ unsigned short Server::port() const { return state_->port; }
 void Server::start() {
   if (state_->stopping || state_->started.exchange(true)) return;
   asio::co_spawn(state_->acceptor.get_executor(), accept_connections(state_),
-                 [](std::exception_ptr e) { log_exception(e, "accept loop"); });
+                 [](const std::exception_ptr& e) { log_exception(e, "accept loop"); });
 }
 
 void Server::stop() {

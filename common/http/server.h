@@ -26,7 +26,7 @@ namespace benchfleet::http {
 struct ServerLimits {
   // Larger body -> 413. A route's RouteOptions::body_limit may lower it, never raise it.
   std::size_t body_limit = 1 << 20;
-  std::size_t header_limit = 16 * 1024;  // larger request line + headers -> 431
+  std::size_t header_limit = std::size_t{16} * 1024;  // larger request line + headers -> 431
   // Bounds reading one request (from its first byte) and, separately, writing its response;
   // reset per request. The handler's own wait is not bounded here (long-poll).
   std::chrono::milliseconds request_timeout{30000};

@@ -28,7 +28,7 @@ using http::json_response;
 constexpr auto kPollStep = std::chrono::milliseconds(50);
 
 // 409 telling an agent to stop working on a job: its lease is gone or its run was cancelled.
-http::Response lease_conflict(std::string_view reason, std::string detail, const http::Request& req) {
+http::Response lease_conflict(std::string_view reason, const std::string& detail, const http::Request& req) {
   return http::problem(bhttp::status::conflict, "Conflict", detail, req,
                        {{"type", "https://benchfleet.dev/problems/" + std::string(reason)}, {"reason", reason}});
 }
