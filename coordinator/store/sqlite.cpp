@@ -128,30 +128,27 @@ Status Database::exec(std::string_view sql) {
   return Status::Ok();
 }
 
-Status Database::exec_cached(const std::string& sql) {
-  auto it = cache_.find(sql);
-  if (it == cache_.end()) {
-    sqlite3_stmt* stmt = nullptr;
-    const int rc =
-        sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
-    if (rc != SQLITE_OK) return sqlite_error(db_, rc, "cannot prepare " + sql);
-    it = cache_.emplace(sql, std::make_unique<Statement>(db_, stmt)).first;
-  }
-  return it->second->run();
-}
-
-Result<ScopedStatement> Database::prepare(const std::string& sql) {
-  if (prepare_observer_) prepare_observer_(sql);
+Result<Statement*> Database::cached(const std::string& sql) {
   if (auto it = cache_.find(sql); it != cache_.end()) {
     it->second->reset();
-    return ScopedStatement(it->second.get());
+    return it->second.get();
   }
   sqlite3_stmt* stmt = nullptr;
   const int rc =
       sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
   if (rc != SQLITE_OK) return sqlite_error(db_, rc, "cannot prepare SQL");
-  auto [it, inserted] = cache_.emplace(sql, std::make_unique<Statement>(db_, stmt));
-  return ScopedStatement(it->second.get());
+  return cache_.emplace(sql, std::make_unique<Statement>(db_, stmt)).first->second.get();
+}
+
+Status Database::exec_cached(const std::string& sql) {
+  BF_ASSIGN_OR_RETURN(Statement * stmt, cached(sql));
+  return stmt->run();
+}
+
+Result<ScopedStatement> Database::prepare(const std::string& sql) {
+  if (prepare_observer_) prepare_observer_(sql);
+  BF_ASSIGN_OR_RETURN(Statement * stmt, cached(sql));
+  return ScopedStatement(stmt);
 }
 
 std::map<std::string, StatementWork> Database::statement_work() const {

@@ -136,6 +136,8 @@ class Database {
 
  private:
   explicit Database(sqlite3* db) : db_(db) {}
+  // The statement cached for `sql` (prepared on first use), reset.
+  Result<Statement*> cached(const std::string& sql);
 
   sqlite3* db_;
   std::map<std::string, std::unique_ptr<Statement>, std::less<>> cache_;
