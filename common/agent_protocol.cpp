@@ -90,7 +90,7 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Enroll
 
 std::optional<Error> decode_value(const json& j, const std::string& path, LeasedJob& out) {
   const json known = known_members(j, {"id", "run_id", "attempt", "lease_id", "lease_expires_at", "spec", "measurement",
-                                       "memory_limit_mb", "timeout_s"});
+                                       "memory_limit_mb", "timeout_s", "dynamic", "walk_batches"});
   std::string expires_at;
   JsonReader r(known, path);
   r.required("id", out.job_id);
@@ -102,7 +102,10 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Leased
   r.required("measurement", out.measurement);
   r.required("memory_limit_mb", out.memory_limit_mb);
   r.required("timeout_s", out.timeout_s);
+  r.optional("dynamic", out.dynamic);
+  r.optional("walk_batches", out.walk_batches);
   r.check(out.job_id > 0, "id", "must be > 0");
+  r.check(out.walk_batches.size() <= 64, "walk_batches", "must list at most 64 batch sizes");
   r.check(out.run_id > 0, "run_id", "must be > 0");
   r.check(out.attempt >= 1, "attempt", "must be >= 1");
   r.check(!out.lease_id.empty() && out.lease_id.size() <= kMaxGrantedLeaseIdBytes, "lease_id",
@@ -206,6 +209,8 @@ void to_json(json& j, const LeasedJob& v) {
        {"measurement", v.measurement},
        {"memory_limit_mb", v.memory_limit_mb ? json(*v.memory_limit_mb) : json()},
        {"timeout_s", v.timeout_s}};
+  if (v.dynamic) j["dynamic"] = true;
+  if (!v.walk_batches.empty()) j["walk_batches"] = v.walk_batches;
 }
 
 void to_json(json& j, const LeaseResponse& v) {

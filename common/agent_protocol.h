@@ -61,6 +61,10 @@ struct LeasedJob {
   MeasurementSpec measurement;
   std::optional<std::int64_t> memory_limit_mb;  // > 0; null (written, not left out): no cap
   int timeout_s = 0;                            // 1 to 604800
+  // The run's MatrixSpec::dynamic, and for MatrixSpec::shape_walk its batch sizes ascending
+  // (empty: no walk). Optional when read: a coordinator before them sends neither.
+  bool dynamic = false;
+  std::vector<int> walk_batches;
   bool operator==(const LeasedJob&) const = default;
 };
 

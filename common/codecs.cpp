@@ -1,6 +1,7 @@
 #include "common/codecs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <set>
 
@@ -178,7 +179,16 @@ std::optional<Error> decode_value(const json& j, const std::string& path, StopRe
   return decode_enum(j, path, out, parse_stop_reason, "fixed_count, ci_target, max_iterations, max_time");
 }
 
+std::optional<Error> decode_value(const json& j, const std::string& path, Dtype& out) {
+  return decode_enum(j, path, out, parse_dtype, allowed_names(all_dtypes()));
+}
+std::optional<Error> decode_value(const json& j, const std::string& path, AccuracyVerdict& out) {
+  return decode_enum(j, path, out, parse_accuracy_verdict, allowed_names(all_accuracy_verdicts()));
+}
+
 void to_json(json& j, JobStatus v) { j = std::string(to_string(v)); }
+void to_json(json& j, Dtype v) { j = std::string(to_string(v)); }
+void to_json(json& j, AccuracyVerdict v) { j = std::string(to_string(v)); }
 void to_json(json& j, ResultStatus v) { j = std::string(to_string(v)); }
 void to_json(json& j, Mode v) { j = std::string(to_string(v)); }
 void to_json(json& j, Runtime v) { j = std::string(to_string(v)); }
@@ -216,6 +226,18 @@ void to_json(json& j, const MeasurementSpec& v) {
        {"target_ci_rel_width", v.target_ci_rel_width}};
 }
 
+std::optional<Error> decode_value(const json& j, const std::string& path, NoiseSpec& out) {
+  JsonReader r(j, path);
+  r.optional("max_cv", out.max_cv);
+  r.optional("max_clock_drop", out.max_clock_drop);
+  r.check(out.max_cv > 0 && out.max_cv <= 10, "max_cv", "must be > 0 and <= 10");
+  r.check(out.max_clock_drop > 0 && out.max_clock_drop < 1, "max_clock_drop", "must be > 0 and < 1");
+  if (auto s = r.finish(); !s) return s.error();
+  return std::nullopt;
+}
+
+void to_json(json& j, const NoiseSpec& v) { j = {{"max_cv", v.max_cv}, {"max_clock_drop", v.max_clock_drop}}; }
+
 std::optional<Error> decode_value(const json& j, const std::string& path, MatrixSpec& out) {
   JsonReader r(j, path);
   r.required("name", out.name);
@@ -225,6 +247,10 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Matrix
   r.required("torch_builds", out.torch_builds);
   r.required("gpus", out.gpus);
   r.optional("runtimes", out.runtimes);
+  r.optional("dtypes", out.dtypes);
+  r.optional("dynamic", out.dynamic);
+  r.optional("shape_walk", out.shape_walk);
+  r.optional("noise", out.noise);
   r.optional("repetitions", out.repetitions);
   r.optional("measurement", out.measurement);
   r.optional("memory_limit_mb", out.memory_limit_mb);
@@ -245,6 +271,7 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Matrix
   check_axis(r, "gpus", out.gpus);
   check_identifiers(r, "gpus", out.gpus);
   check_axis(r, "runtimes", out.runtimes);
+  check_axis(r, "dtypes", out.dtypes);
   r.check(out.repetitions >= 1 && out.repetitions <= 100, "repetitions", "must be between 1 and 100");
   r.check(!out.memory_limit_mb || (*out.memory_limit_mb > 0 && *out.memory_limit_mb <= (std::int64_t{1} << 24)),
           "memory_limit_mb", "must be null or between 1 and 16777216 (16 TiB)");
@@ -262,6 +289,10 @@ void to_json(json& j, const MatrixSpec& v) {
        {"torch_builds", v.torch_builds},
        {"gpus", v.gpus},
        {"runtimes", v.runtimes},
+       {"dtypes", v.dtypes},
+       {"dynamic", v.dynamic},
+       {"shape_walk", v.shape_walk},
+       {"noise", v.noise},
        {"repetitions", v.repetitions},
        {"measurement", v.measurement},
        {"memory_limit_mb", v.memory_limit_mb ? json(*v.memory_limit_mb) : json(nullptr)},
@@ -277,6 +308,7 @@ std::optional<Error> decode_value(const json& j, const std::string& path, JobSpe
   r.required("torch_build", out.torch_build);
   r.required("gpu", out.gpu);
   r.required("runtime", out.runtime);
+  r.optional("dtype", out.dtype);
   r.optional("repetition", out.repetition);
   r.check(out.batch > 0, "batch", "must be > 0");
   r.check(out.repetition >= 0, "repetition", "must be >= 0");
@@ -285,13 +317,8 @@ std::optional<Error> decode_value(const json& j, const std::string& path, JobSpe
 }
 
 void to_json(json& j, const JobSpec& v) {
-  j = {{"model", v.model},
-       {"batch", v.batch},
-       {"mode", v.mode},
-       {"torch_build", v.torch_build},
-       {"gpu", v.gpu},
-       {"runtime", v.runtime},
-       {"repetition", v.repetition}};
+  j = {{"model", v.model}, {"batch", v.batch},     {"mode", v.mode},   {"torch_build", v.torch_build},
+       {"gpu", v.gpu},     {"runtime", v.runtime}, {"dtype", v.dtype}, {"repetition", v.repetition}};
 }
 
 // ---- agents -------------------------------------------------------------------------------------
@@ -463,6 +490,37 @@ void to_json(json& j, const MemoryInfo& v) {
   put_optional(j, "peak_rss_bytes", v.peak_rss_bytes);
 }
 
+std::optional<Error> decode_value(const json& j, const std::string& path, AccuracyInfo& out) {
+  JsonReader r(j, path);
+  r.required("verdict", out.verdict);
+  r.optional("compiled_error", out.compiled_error);
+  r.optional("eager_error", out.eager_error);
+  r.optional("tolerance", out.tolerance);
+  r.optional("cosine", out.cosine);
+  r.optional("output", out.output);
+  r.optional("detail", out.detail);
+  auto finite_non_negative = [](double v) { return std::isfinite(v) && v >= 0; };
+  r.check(finite_non_negative(out.compiled_error), "compiled_error", "must be finite and >= 0");
+  r.check(finite_non_negative(out.eager_error), "eager_error", "must be finite and >= 0");
+  r.check(finite_non_negative(out.tolerance), "tolerance", "must be finite and >= 0");
+  r.check(!out.cosine || (std::isfinite(*out.cosine) && *out.cosine >= -1.000001 && *out.cosine <= 1.000001), "cosine",
+          "must be between -1 and 1");
+  r.check(out.output.size() <= 256, "output", "is longer than 256 characters");
+  r.check(out.detail.size() <= 4096, "detail", "is longer than 4096 characters");
+  if (auto s = r.finish(); !s) return s.error();
+  return std::nullopt;
+}
+
+void to_json(json& j, const AccuracyInfo& v) {
+  j = {{"verdict", v.verdict},
+       {"compiled_error", v.compiled_error},
+       {"eager_error", v.eager_error},
+       {"tolerance", v.tolerance}};
+  put_optional(j, "cosine", v.cosine);
+  if (!v.output.empty()) j["output"] = v.output;
+  if (!v.detail.empty()) j["detail"] = v.detail;
+}
+
 namespace {
 
 // The fingerprint and telemetry are flat maps of scalars, bounded in size.
@@ -494,6 +552,7 @@ std::optional<Error> decode_job_result(const json& j, const std::string& path, J
   r.optional("error", out.error);
   r.optional("signal", out.signal);
   r.optional("memory", out.memory);
+  r.optional("accuracy", out.accuracy);
   r.optional("environment", out.environment);
   r.optional("telemetry", out.telemetry);
 
@@ -537,6 +596,7 @@ void to_json(json& j, const JobResult& v) {
   put_optional(j, "error", v.error);
   put_optional(j, "signal", v.signal);
   put_optional(j, "memory", v.memory);
+  put_optional(j, "accuracy", v.accuracy);
 }
 
 }  // namespace benchfleet

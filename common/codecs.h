@@ -28,7 +28,10 @@ std::optional<Error> decode_value(const nlohmann::json& j, const std::string& pa
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, JobStatus& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, OomPhase& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, StopReason& out);
+std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, Dtype& out);
+std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, AccuracyVerdict& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, MeasurementSpec& out);
+std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, NoiseSpec& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, MatrixSpec& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, JobSpec& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, GpuInfo& out);
@@ -39,6 +42,7 @@ std::optional<Error> decode_value(const nlohmann::json& j, const std::string& pa
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, Statistics& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, OomInfo& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, MemoryInfo& out);
+std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, AccuracyInfo& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, JobResult& out);
 
 template <class T>
@@ -58,7 +62,10 @@ void to_json(nlohmann::json& j, Mode v);
 void to_json(nlohmann::json& j, Runtime v);
 void to_json(nlohmann::json& j, OomPhase v);
 void to_json(nlohmann::json& j, StopReason v);
+void to_json(nlohmann::json& j, Dtype v);
+void to_json(nlohmann::json& j, AccuracyVerdict v);
 void to_json(nlohmann::json& j, const MeasurementSpec& v);
+void to_json(nlohmann::json& j, const NoiseSpec& v);
 void to_json(nlohmann::json& j, const MatrixSpec& v);
 void to_json(nlohmann::json& j, const JobSpec& v);
 void to_json(nlohmann::json& j, const GpuInfo& v);
@@ -69,6 +76,7 @@ void to_json(nlohmann::json& j, const AgentDescriptor& v);
 void to_json(nlohmann::json& j, const Statistics& v);
 void to_json(nlohmann::json& j, const OomInfo& v);
 void to_json(nlohmann::json& j, const MemoryInfo& v);
+void to_json(nlohmann::json& j, const AccuracyInfo& v);
 void to_json(nlohmann::json& j, const JobResult& v);
 
 }  // namespace benchfleet

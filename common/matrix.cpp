@@ -18,11 +18,13 @@ Result<std::vector<JobSpec>> expand_matrix(const MatrixSpec& spec, const Catalog
   const std::int64_t cells =
       static_cast<std::int64_t>(spec.models.size()) * static_cast<std::int64_t>(spec.batch_sizes.size()) *
       static_cast<std::int64_t>(spec.modes.size()) * static_cast<std::int64_t>(spec.torch_builds.size()) *
-      static_cast<std::int64_t>(spec.gpus.size()) * static_cast<std::int64_t>(spec.runtimes.size()) * spec.repetitions;
+      static_cast<std::int64_t>(spec.gpus.size()) * static_cast<std::int64_t>(spec.runtimes.size()) *
+      static_cast<std::int64_t>(spec.dtypes.size()) * spec.repetitions;
   if (cells > limits.max_cells) {
     std::string message = "the matrix expands to ";
     message += std::to_string(cells);
-    message += " jobs (models x batch_sizes x modes x torch_builds x gpus x runtimes x repetitions), more than ";
+    message +=
+        " jobs (models x batch_sizes x modes x torch_builds x gpus x runtimes x dtypes x repetitions), more than ";
     message += "the limit of ";
     message += std::to_string(limits.max_cells);
     return Error::invalid("models", std::move(message));
@@ -39,8 +41,10 @@ Result<std::vector<JobSpec>> expand_matrix(const MatrixSpec& spec, const Catalog
         for (Runtime runtime : spec.runtimes) {
           for (const auto& model : spec.models) {
             for (int batch : batches) {
-              for (Mode mode : spec.modes) {
-                jobs.push_back(JobSpec{model, batch, mode, build, gpu, runtime, rep});
+              for (Dtype dtype : spec.dtypes) {
+                for (Mode mode : spec.modes) {
+                  jobs.push_back(JobSpec{model, batch, mode, build, gpu, runtime, rep, dtype});
+                }
               }
             }
           }
@@ -54,7 +58,7 @@ Result<std::vector<JobSpec>> expand_matrix(const MatrixSpec& spec, const Catalog
 std::string group_key(std::int64_t run_id, const JobSpec& job) {
   std::string key = std::to_string(run_id);
   for (std::string_view part : {std::string_view(job.model), std::string_view(job.torch_build),
-                                std::string_view(job.gpu), to_string(job.runtime)}) {
+                                std::string_view(job.gpu), to_string(job.runtime), to_string(job.dtype)}) {
     key += '|';
     key += part;
   }

@@ -16,7 +16,7 @@ struct ExpansionLimits {
 };
 
 // Checks what the codec cannot (catalog ids, the cell cap) and expands. Jobs come out in
-// scheduling order: repetition, GPU, build, runtime, model, batch ascending, then mode
+// scheduling order: repetition, GPU, build, runtime, model, batch ascending, dtype, then mode
 // innermost, so the modes of one (model, batch) sit together and small batches run first
 // (an OOM at a small batch then prunes the larger ones before they run).
 // Errors name the field: "models[2]: unknown model ..." or "repetitions: ... more than the limit".

@@ -52,6 +52,19 @@ constexpr NameTable<StopReason, 4> kStopReasonNames{{
     {StopReason::kMaxTime, "max_time"},
 }};
 
+constexpr NameTable<Dtype, 4> kDtypeNames{{
+    {Dtype::kFloat32, "float32"},
+    {Dtype::kFloat16, "float16"},
+    {Dtype::kBfloat16, "bfloat16"},
+    {Dtype::kAmp, "amp"},
+}};
+constexpr NameTable<AccuracyVerdict, 4> kAccuracyVerdictNames{{
+    {AccuracyVerdict::kPass, "pass"},
+    {AccuracyVerdict::kWrong, "wrong"},
+    {AccuracyVerdict::kEagerNondeterministic, "eager_nondeterministic"},
+    {AccuracyVerdict::kUnchecked, "unchecked"},
+}};
+
 template <class E, std::size_t N>
 std::string_view name_of(const NameTable<E, N>& table, E value) {
   for (const auto& [v, name] : table) {
@@ -83,6 +96,8 @@ std::string_view to_string(Mode m) { return name_of(kModeNames, m); }
 std::string_view to_string(Runtime r) { return name_of(kRuntimeNames, r); }
 std::string_view to_string(OomPhase p) { return name_of(kOomPhaseNames, p); }
 std::string_view to_string(StopReason r) { return name_of(kStopReasonNames, r); }
+std::string_view to_string(Dtype d) { return name_of(kDtypeNames, d); }
+std::string_view to_string(AccuracyVerdict v) { return name_of(kAccuracyVerdictNames, v); }
 
 std::optional<JobStatus> parse_job_status(std::string_view s) { return value_of(kJobStatusNames, s); }
 std::optional<ResultStatus> parse_result_status(std::string_view s) { return value_of(kResultStatusNames, s); }
@@ -90,6 +105,8 @@ std::optional<Mode> parse_mode(std::string_view s) { return value_of(kModeNames,
 std::optional<Runtime> parse_runtime(std::string_view s) { return value_of(kRuntimeNames, s); }
 std::optional<OomPhase> parse_oom_phase(std::string_view s) { return value_of(kOomPhaseNames, s); }
 std::optional<StopReason> parse_stop_reason(std::string_view s) { return value_of(kStopReasonNames, s); }
+std::optional<Dtype> parse_dtype(std::string_view s) { return value_of(kDtypeNames, s); }
+std::optional<AccuracyVerdict> parse_accuracy_verdict(std::string_view s) { return value_of(kAccuracyVerdictNames, s); }
 
 const std::vector<JobStatus>& all_job_statuses() {
   static const auto v = values_of(kJobStatusNames);
@@ -105,6 +122,15 @@ const std::vector<Mode>& all_modes() {
 }
 const std::vector<Runtime>& all_runtimes() {
   static const auto v = values_of(kRuntimeNames);
+  return v;
+}
+
+const std::vector<Dtype>& all_dtypes() {
+  static const auto v = values_of(kDtypeNames);
+  return v;
+}
+const std::vector<AccuracyVerdict>& all_accuracy_verdicts() {
+  static const auto v = values_of(kAccuracyVerdictNames);
   return v;
 }
 

@@ -23,6 +23,11 @@ enum class Runtime { kLibtorch, kPython };
 enum class OomPhase { kLoad, kCompile, kWarmup, kMeasure };
 // Why the measurement loop stopped (docs/design.md §11).
 enum class StopReason { kFixedCount, kCiTarget, kMaxIterations, kMaxTime };
+// The precision a job runs its model in (docs/design.md §4): the weights and floating inputs cast
+// to float16/bfloat16, or float32 weights under autocast (`amp`: float16 on CUDA, bfloat16 on CPU).
+enum class Dtype { kFloat32, kFloat16, kBfloat16, kAmp };
+// A compiled result's accuracy against a float64 reference (docs/design.md §11, common/accuracy.h).
+enum class AccuracyVerdict { kPass, kWrong, kEagerNondeterministic, kUnchecked };
 
 std::string_view to_string(JobStatus s);
 std::string_view to_string(ResultStatus s);
@@ -30,6 +35,8 @@ std::string_view to_string(Mode m);
 std::string_view to_string(Runtime r);
 std::string_view to_string(OomPhase p);
 std::string_view to_string(StopReason r);
+std::string_view to_string(Dtype d);
+std::string_view to_string(AccuracyVerdict v);
 
 std::optional<JobStatus> parse_job_status(std::string_view s);
 std::optional<ResultStatus> parse_result_status(std::string_view s);
@@ -37,12 +44,16 @@ std::optional<Mode> parse_mode(std::string_view s);
 std::optional<Runtime> parse_runtime(std::string_view s);
 std::optional<OomPhase> parse_oom_phase(std::string_view s);
 std::optional<StopReason> parse_stop_reason(std::string_view s);
+std::optional<Dtype> parse_dtype(std::string_view s);
+std::optional<AccuracyVerdict> parse_accuracy_verdict(std::string_view s);
 
 // All values in declaration order (for tables, metrics and documentation).
 const std::vector<JobStatus>& all_job_statuses();
 const std::vector<ResultStatus>& all_result_statuses();
 const std::vector<Mode>& all_modes();
 const std::vector<Runtime>& all_runtimes();
+const std::vector<Dtype>& all_dtypes();
+const std::vector<AccuracyVerdict>& all_accuracy_verdicts();
 
 // True for queued/leased/running: the job may still produce a result.
 bool is_active(JobStatus s);
@@ -62,6 +73,15 @@ struct MeasurementSpec {
   bool operator==(const MeasurementSpec&) const = default;
 };
 
+// When the coordinator flags an ok result as noisy (common/noise_flags.h). Flagged results stay
+// stored and shown, marked; a report may leave them out of its geomeans.
+struct NoiseSpec {
+  double max_cv = 0.10;          // flag `high_cv` when the samples' CV is above this
+  double max_clock_drop = 0.10;  // flag `clock_drop` when the SM clock fell by more than this fraction
+
+  bool operator==(const NoiseSpec&) const = default;
+};
+
 // A benchmark matrix as submitted (POST /api/v1/runs, or YAML through the CLI).
 struct MatrixSpec {
   std::string name;
@@ -71,6 +91,15 @@ struct MatrixSpec {
   std::vector<std::string> torch_builds;  // names agents advertise: "stable", "nightly", ...
   std::vector<std::string> gpus;          // GPU classes: "a100", "t4", ..., "cpu"
   std::vector<Runtime> runtimes = {Runtime::kLibtorch};
+  std::vector<Dtype> dtypes = {Dtype::kFloat32};
+  // Python runtime, compiled modes: torch.compile(dynamic=True) with the batch dimension marked
+  // dynamic, instead of one static graph per shape.
+  bool dynamic = false;
+  // Python runtime, compiled modes: before measuring its own batch, each job calls the compiled
+  // model once per batch size of the matrix (ascending) and reports recompiles and per-batch
+  // latency (telemetry walk_*).
+  bool shape_walk = false;
+  NoiseSpec noise;
   int repetitions = 1;
   MeasurementSpec measurement;
   std::optional<std::int64_t> memory_limit_mb;  // caps each job's memory (emulates a smaller card)
@@ -89,6 +118,7 @@ struct JobSpec {
   std::string gpu;
   Runtime runtime = Runtime::kLibtorch;
   int repetition = 0;  // 0-based
+  Dtype dtype = Dtype::kFloat32;
 
   bool operator==(const JobSpec&) const = default;
 };
@@ -169,6 +199,21 @@ struct MemoryInfo {
   bool operator==(const MemoryInfo&) const = default;
 };
 
+// How far a compiled model's outputs are from a float64 reference of the same model, weights and
+// inputs, next to eager's own distance (common/accuracy.h has the rule). Errors are relative L2
+// norms, ||out - ref|| / ||ref||, of the output that came closest to failing.
+struct AccuracyInfo {
+  AccuracyVerdict verdict = AccuracyVerdict::kUnchecked;
+  double compiled_error = 0;     // the compiled output's error
+  double eager_error = 0;        // eager's error on the same output, same dtype
+  double tolerance = 0;          // the bound compiled_error was held to
+  std::optional<double> cosine;  // cosine similarity to the reference (reduced precision)
+  std::string output;            // the output's name ("output0", ...)
+  std::string detail;            // why unchecked, which output failed, ...
+
+  bool operator==(const AccuracyInfo&) const = default;
+};
+
 // The verdict of one attempt, as the worker prints it and the agent posts it.
 struct JobResult {
   ResultStatus status = ResultStatus::kOk;
@@ -182,6 +227,7 @@ struct JobResult {
   std::optional<std::string> error;  // message for error/crash/timeout/unsupported/invalid
   std::optional<int> signal;         // for crash
   std::optional<MemoryInfo> memory;
+  std::optional<AccuracyInfo> accuracy;                   // compiled modes, when checked (status ok)
   nlohmann::json environment = nlohmann::json::object();  // fingerprint: flat string/number map
   nlohmann::json telemetry = nlohmann::json::object();    // clocks, temperature, power...
 

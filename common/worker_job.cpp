@@ -79,6 +79,9 @@ std::optional<Error> decode_value(const nlohmann::json& j, const std::string& pa
   r.optional("measurement", out.measurement);
   r.optional("memory_limit_mb", out.memory_limit_mb);
   r.optional("seed", out.seed);
+  r.optional("dtype", out.dtype);
+  r.optional("dynamic", out.dynamic);
+  r.optional("walk_batches", out.walk_batches);
   r.optional("artifact_metadata", out.artifact_metadata);
   std::optional<std::string> catalog;
   r.optional("catalog", catalog);
@@ -101,6 +104,12 @@ std::optional<Error> decode_value(const nlohmann::json& j, const std::string& pa
   r.check(!out.memory_limit_mb || (*out.memory_limit_mb > 0 && *out.memory_limit_mb <= kMaxMemoryLimitMb),
           "memory_limit_mb", "must be null or between 1 and 16777216 (16 TiB)");
   r.check(!catalog || !catalog->empty(), "catalog", "must not be empty");
+  r.check(out.walk_batches.size() <= 64, "walk_batches", "must list at most 64 batch sizes");
+  for (std::size_t i = 0; i < out.walk_batches.size(); ++i) {
+    r.check(out.walk_batches[i] > 0 && out.walk_batches[i] <= 65536 &&
+                (i == 0 || out.walk_batches[i - 1] < out.walk_batches[i]),
+            "walk_batches[" + std::to_string(i) + "]", "must be between 1 and 65536 and ascending");
+  }
   r.check(!out.weights || !out.weights->empty(), "weights", "must not be empty");
   if (auto s = r.finish(); !s) return s.error();
   // The measurement block is validated by its own codec when present; defaults are valid.
@@ -119,7 +128,10 @@ void to_json(nlohmann::json& j, const WorkerJob& v) {
        {"measurement", v.measurement},
        {"memory_limit_mb", v.memory_limit_mb ? nlohmann::json(*v.memory_limit_mb) : nlohmann::json()},
        {"seed", v.seed},
+       {"dtype", v.dtype},
        {"artifact_metadata", v.artifact_metadata}};
+  if (v.dynamic) j["dynamic"] = true;
+  if (!v.walk_batches.empty()) j["walk_batches"] = v.walk_batches;
   if (!v.catalog.empty()) j["catalog"] = v.catalog;
   if (v.weights) j["weights"] = *v.weights;
 }

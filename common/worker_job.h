@@ -46,6 +46,14 @@ struct WorkerJob {
   MeasurementSpec measurement;
   std::optional<std::int64_t> memory_limit_mb;
   std::int64_t seed = 0;
+  // The precision to run in (docs/design.md §4). The libtorch runtime's artifact was exported in
+  // it (amp: python runtime only); the python runner casts the model or runs it under autocast.
+  Dtype dtype = Dtype::kFloat32;
+  // Python runtime, compiled modes (MatrixSpec::dynamic, MatrixSpec::shape_walk): compile with
+  // the batch dimension dynamic; and the batch sizes to call the compiled model at, ascending,
+  // before measuring `batch` (empty: no walk).
+  bool dynamic = false;
+  std::vector<int> walk_batches;
   // The exporter's metadata (torch_git, sha256, export_s...), copied into the fingerprint.
   nlohmann::json artifact_metadata = nlohmann::json::object();
   // Python runtime only: the catalog YAML the runner builds `model` from (empty: the runner's

@@ -1,0 +1,171 @@
+"""The accuracy rule for compiled results: common/accuracy.h in Python, for the python runner and
+the exporter (which records the float64 reference an AOTInductor package is judged against).
+
+    comparisons = [compare(f"output{i}", c, e, r) for i, (c, e, r) in enumerate(zip(compiled, eager, ref))]
+    info = judge("float32", on_cuda=False, eager_deterministic=True, outputs=comparisons)
+
+A compiled output passes when its relative L2 error against a float64 run of the same model,
+weights and inputs is at most ERROR_MULTIPLIER x eager's own error + error_floor(dtype), and, in
+reduced precision (float16, bfloat16, amp), its cosine similarity to the reference is at least
+MIN_COSINE. Outputs that are not floating point must equal the reference; NaN or Inf where the
+reference has none fails. Two eager runs that differ make the verdict eager_nondeterministic.
+tests/data/accuracy_cases.json holds cases the C++ and this module must judge alike.
+The judging part is pure Python; compare() and the reference helpers need torch.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+ERROR_MULTIPLIER = 3.0
+MIN_COSINE = 0.99
+VERDICTS = ("pass", "wrong", "eager_nondeterministic", "unchecked")
+
+
+def error_floor(dtype: str, on_cuda: bool) -> float:
+    """float32 1e-4; float16 1e-2; bfloat16 4e-2; amp as its autocast dtype (float16 on CUDA,
+    bfloat16 on the CPU)."""
+    if dtype == "float16":
+        return 1e-2
+    if dtype == "bfloat16":
+        return 4e-2
+    if dtype == "amp":
+        return 1e-2 if on_cuda else 4e-2
+    return 1e-4
+
+
+@dataclass
+class OutputComparison:
+    name: str
+    floating: bool = True
+    compiled_error: float = 0.0  # ||compiled - ref|| / ||ref|| (||compiled - ref|| when ||ref|| = 0)
+    eager_error: float = 0.0
+    cosine: Optional[float] = None
+    equal: bool = True  # non-floating outputs: compiled == reference
+    compiled_finite: bool = True
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.6f}"[:6] if value >= 1e-3 else f"{value:.6f}"
+
+
+def judge(dtype: str, on_cuda: bool, eager_deterministic: bool,
+          outputs: Sequence[OutputComparison]) -> Dict[str, Any]:
+    """An AccuracyInfo as JSON (common/codecs.cpp field names); the figures are those of the output
+    closest to failing (largest compiled_error / tolerance), or of the first failing one."""
+    if not eager_deterministic:
+        return _info("eager_nondeterministic", detail="two eager runs on the same inputs gave different outputs")
+    if not outputs:
+        return _info("unchecked", detail="no outputs to compare")
+    reduced = dtype != "float32"
+    floor = error_floor(dtype, on_cuda)
+    verdict = "pass"
+    chosen: Optional[Dict[str, Any]] = None
+    worst_ratio = -1.0
+    for out in outputs:
+        tolerance = ERROR_MULTIPLIER * out.eager_error + floor if out.floating else 0.0
+        failure = ""
+        if not out.floating:
+            if not out.equal:
+                failure = f"{out.name} differs from the reference (exact match required)"
+        elif not out.compiled_finite or not math.isfinite(out.compiled_error):
+            failure = f"{out.name} has NaN or Inf where the reference has none"
+        elif out.compiled_error > tolerance:
+            failure = (f"{out.name} is further from the float64 reference than {ERROR_MULTIPLIER:.1f} x eager's error"
+                       f" + {floor:g}")
+        elif reduced and out.cosine is not None and out.cosine < MIN_COSINE:
+            failure = f"{out.name} has a cosine similarity to the reference below {MIN_COSINE:g}"
+        ratio = math.inf if failure else (out.compiled_error / tolerance if tolerance > 0 else 0.0)
+        first_failure = bool(failure) and verdict == "pass"
+        if first_failure or (verdict == "pass" and ratio > worst_ratio):
+            worst_ratio = ratio
+            chosen = _info("wrong" if first_failure else "pass",
+                           compiled_error=out.compiled_error if math.isfinite(out.compiled_error) else 0.0,
+                           eager_error=out.eager_error, tolerance=tolerance, cosine=out.cosine, output=out.name,
+                           detail=failure)
+            if first_failure:
+                verdict = "wrong"
+    assert chosen is not None
+    return chosen
+
+
+def _info(verdict: str, compiled_error: float = 0.0, eager_error: float = 0.0, tolerance: float = 0.0,
+          cosine: Optional[float] = None, output: str = "", detail: str = "") -> Dict[str, Any]:
+    info: Dict[str, Any] = {"verdict": verdict, "compiled_error": compiled_error, "eager_error": eager_error,
+                            "tolerance": tolerance}
+    if cosine is not None:
+        info["cosine"] = cosine
+    if output:
+        info["output"] = output
+    if detail:
+        info["detail"] = detail
+    return info
+
+
+# ---- with torch ----------------------------------------------------------------------------------
+
+def relative_error(value: Any, reference: Any) -> float:
+    """||value - reference|| / ||reference|| in float64 (the absolute norm when ||reference|| is 0)."""
+    diff = float((value.detach().double().cpu() - reference.detach().double().cpu()).norm())
+    scale = float(reference.detach().double().cpu().norm())
+    return diff / scale if scale > 0 else diff
+
+
+def cosine_similarity(value: Any, reference: Any) -> Optional[float]:
+    import torch
+
+    a = value.detach().double().cpu().flatten()
+    b = reference.detach().double().cpu().flatten()
+    if a.numel() == 0 or float(a.norm()) == 0 or float(b.norm()) == 0:
+        return None
+    return float(torch.nn.functional.cosine_similarity(a, b, dim=0))
+
+
+def compare(name: str, compiled: Any, eager: Any, reference: Any) -> OutputComparison:
+    """One output of the compiled model, of eager in the job's dtype, and of the float64 reference."""
+    import torch
+
+    if not (reference.is_floating_point() or reference.is_complex()):
+        return OutputComparison(name, floating=False, equal=bool(torch.equal(compiled.cpu(), reference.cpu())))
+    ref_finite = torch.isfinite(reference.detach().double().cpu())
+    compiled_finite = bool((torch.isfinite(compiled.detach().double().cpu()) | ~ref_finite).all())
+    mask = ref_finite
+    c = compiled.detach().double().cpu()[mask]
+    e = eager.detach().double().cpu()[mask]
+    r = reference.detach().double().cpu()[mask]
+    compiled_error = relative_error(c, r) if compiled_finite else math.inf
+    return OutputComparison(name, floating=True, compiled_error=compiled_error, eager_error=relative_error(e, r),
+                            cosine=cosine_similarity(c, r) if compiled_finite else None,
+                            compiled_finite=compiled_finite)
+
+
+def outputs_equal(first: Sequence[Any], second: Sequence[Any]) -> bool:
+    """Bitwise equality of two eager runs' flattened outputs (NaNs in the same places count as equal)."""
+    import torch
+
+    if len(first) != len(second):
+        return False
+    for a, b in zip(first, second):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.is_floating_point():
+            if not bool(torch.equal(torch.isnan(a), torch.isnan(b))):
+                return False
+            if not bool(torch.equal(torch.nan_to_num(a, nan=0.0), torch.nan_to_num(b, nan=0.0))):
+                return False
+        elif not bool(torch.equal(a, b)):
+            return False
+    return True
+
+
+def float64_copy(model: Any) -> Any:
+    """A float64 copy of `model` (weights and buffers), leaving `model` as it is."""
+    return copy.deepcopy(model).double()
+
+
+def float64_inputs(inputs: Sequence[Any]) -> List[Any]:
+    """Floating inputs in float64; integer and boolean inputs (ids, masks) as they are."""
+    return [t.double() if t.is_floating_point() else t for t in inputs]

@@ -1,0 +1,25 @@
+// Which ok results the coordinator marks as noisy (docs/design.md §11): flagged, never dropped.
+// A report may leave flagged results out of its geomeans (GET .../report?exclude_flagged=true).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/types.h"
+
+namespace benchfleet {
+
+// NVML throttle reasons that do not slow a running kernel: GpuIdle (0x1),
+// ApplicationsClocksSetting (0x2), DisplayClockSetting (0x100). Any other bit set in the reading
+// taken right after measuring (power cap, thermal or hardware slowdown, sync boost) is throttling.
+inline constexpr unsigned long long kBenignThrottleReasons = 0x1 | 0x2 | 0x100;
+
+// The flags of `result`, in this order, for an ok result (none for any other status):
+//   high_cv     stats.cv > noise.max_cv
+//   clock_drop  telemetry after_sm_clock_mhz < (1 - noise.max_clock_drop) x before_sm_clock_mhz
+//   throttled   telemetry after_throttle_reasons has a bit outside kBenignThrottleReasons
+//   ci_not_met  the stopping rule ended at max_iterations or max_time (the CI target was not
+//               reached before the bound; a fixed count never sets it)
+std::vector<std::string> noise_flags(const JobResult& result, const NoiseSpec& noise);
+
+}  // namespace benchfleet
