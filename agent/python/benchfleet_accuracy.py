@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 ERROR_MULTIPLIER = 3.0
 MIN_COSINE = 0.99
@@ -169,3 +170,114 @@ def float64_copy(model: Any) -> Any:
 def float64_inputs(inputs: Sequence[Any]) -> List[Any]:
     """Floating inputs in float64; integer and boolean inputs (ids, masks) as they are."""
     return [t.double() if t.is_floating_point() else t for t in inputs]
+
+
+# ---- the runner's check of a compiled model --------------------------------------------------------
+
+def _detached(value: Any) -> List[Any]:
+    """The tensors of one call's output, copied off the device (a replayed CUDA graph reuses its
+    output memory on the next call)."""
+    from benchfleet_models import flatten_tensors
+
+    return [t.detach().to("cpu", copy=True) for t in flatten_tensors(value)]
+
+
+def _output_names(count: int, names: Sequence[str]) -> List[str]:
+    return list(names) if len(names) == count else [f"output{i}" for i in range(count)]
+
+
+def check_compiled(eager: Callable[..., Any], compiled: Callable[..., Any], reference: Callable[[], Any],
+                   inputs: Sequence[Any], dtype: str, on_cuda: bool,
+                   output_names: Sequence[str] = ()) -> Dict[str, Any]:
+    """The AccuracyInfo of one compiled model on `inputs` (in the job's dtype). eager and compiled
+    are the uncompiled and compiled model as the job calls them (amp: under autocast);
+    reference() makes the float64 model, called on float64_inputs(inputs). Eager runs twice (equal
+    outputs: eager_deterministic), compiled once, the reference once, all under no_grad; outputs are
+    named by `output_names` when they are as many, else output0, output1, ... Never raises: a
+    failure of the check itself (out of memory, an exception) is verdict unchecked, with the
+    reason in detail."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            first = _detached(eager(*inputs))
+            second = _detached(eager(*inputs))
+            got = _detached(compiled(*inputs))
+            model64 = reference()
+            expected = _detached(model64(*float64_inputs(inputs)))
+            del model64
+        names = _output_names(len(expected), output_names)
+        for what, outputs in (("compiled", got), ("eager", first)):
+            if len(outputs) != len(expected):
+                return _info("wrong" if what == "compiled" else "unchecked",
+                             detail=f"the {what} model returned {len(outputs)} tensors, the float64 reference "
+                                    f"{len(expected)}")
+            for name, out, ref in zip(names, outputs, expected):
+                if out.shape != ref.shape:
+                    return _info("wrong" if what == "compiled" else "unchecked", output=name,
+                                 detail=f"{name} of the {what} model has shape {list(out.shape)}, the float64 "
+                                        f"reference's {list(ref.shape)}")
+        comparisons = [compare(name, c, e, r) for name, c, e, r in zip(names, got, first, expected)]
+        return judge(dtype, on_cuda, outputs_equal(first, second), comparisons)
+    except Exception as e:  # MemoryError and torch's OutOfMemoryError too: the check, not the job, failed
+        message = f"{type(e).__name__}: {e}".split("\nException raised from")[0]
+        return _info("unchecked", detail=f"the accuracy check failed: {message}"[:2000])
+
+
+# ---- the test-only perturbation of compiled outputs ------------------------------------------------
+
+PERTURB_VARIABLE = "BENCHFLEET_TEST_PERTURB_COMPILED"
+PERTURB_SEED = 19
+
+
+def perturbation_scale(environ: Optional[Mapping[str, str]] = None) -> Optional[float]:
+    """$BENCHFLEET_TEST_PERTURB_COMPILED (default os.environ) as a relative scale, None when unset or
+    empty. For tests only: it makes a compiled model wrong on purpose. Raises ValueError naming the
+    variable when it is not a number in (0, 1]."""
+    text = (os.environ if environ is None else environ).get(PERTURB_VARIABLE, "")
+    if not text:
+        return None
+    try:
+        scale = float(text)
+    except ValueError:
+        scale = math.nan
+    if not (0 < scale <= 1):
+        raise ValueError(f"{PERTURB_VARIABLE}={text!r}: must be a number in (0, 1] (a relative scale, e.g. 0.05)")
+    return scale
+
+
+def perturbation_noise(shape: Sequence[int]) -> Any:
+    """The fixed noise added to an output of this shape: standard normal, float32, on the CPU, drawn
+    from a generator seeded with PERTURB_SEED (the same on every machine and in every process)."""
+    import torch
+
+    return torch.randn(list(shape), generator=torch.Generator().manual_seed(PERTURB_SEED), dtype=torch.float32)
+
+
+def perturb_tensor(t: Any, scale: float, noise: Any) -> Any:
+    """t + scale x ||t|| / sqrt(n) x noise (noise: perturbation_noise(t.shape), on t's device): a
+    relative L2 error of about `scale`. Plain tensor operations, so an exported graph can hold it."""
+    rms = t.float().norm() / math.sqrt(max(t.numel(), 1))
+    return (t.float() + scale * rms * noise).to(t.dtype)
+
+
+def perturbed(fn: Callable[..., Any], scale: float) -> Callable[..., Any]:
+    """`fn` with perturb_tensor applied to each floating tensor of its output (a tensor, or a
+    list/tuple of them); the noise of each shape is made once."""
+    import torch
+
+    noises: Dict[Any, Any] = {}
+
+    def one(t: Any) -> Any:
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            return t
+        key = (tuple(t.shape), str(t.device))
+        if key not in noises:
+            noises[key] = perturbation_noise(t.shape).to(t.device)
+        return perturb_tensor(t, scale, noises[key])
+
+    def call(*args: Any) -> Any:
+        out = fn(*args)
+        return type(out)(one(t) for t in out) if isinstance(out, (list, tuple)) else one(out)
+
+    return call

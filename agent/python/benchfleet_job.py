@@ -14,6 +14,12 @@ Fields (as for benchfleet-worker unless marked):
   artifact, format   optional here, and not read: the runner loads no artifact. Empty strings
                      are accepted (a C++ WorkerJob without them); a format must be a known one.
   batch, mode, device, measurement, memory_limit_mb, seed   as for the worker.
+  dtype              the precision: float32 (default), float16, bfloat16 (model and floating inputs
+                     cast), or amp (float32 weights, every call under torch.autocast).
+  dynamic            compiled modes: torch.compile(dynamic=True) and the inputs' batch dimension
+                     marked dynamic (default false).
+  walk_batches       batch sizes, ascending, at most 64, each 1 to 65536: call the model once at
+                     each (and 5 more times) before warming up the job's own batch (default []).
   inputs             optional here: the catalog's inputs at `batch`; when listed (not absent,
                      null or []) they must be exactly those (the exporter's metadata lists them so).
   artifact_metadata  optional; its torch_git/torch_version/python/sha256 go into the fingerprint
@@ -44,6 +50,10 @@ MODES: Tuple[str, ...] = ("eager", "torchscript", "default", "reduce-overhead", 
 COMPILE_MODES: Tuple[str, ...] = MODES[2:]
 FORMATS: Tuple[str, ...] = ("torchscript", "torchscript-frozen", "aotinductor")
 DTYPES: Tuple[str, ...] = ("float32", "float16", "bfloat16", "int64", "int32", "bool")
+# The precisions a job runs in (common/types.h Dtype); DTYPES above are a tensor's.
+JOB_DTYPES: Tuple[str, ...] = ("float32", "float16", "bfloat16", "amp")
+MAX_WALK_BATCHES = 64
+MAX_WALK_BATCH = 65536
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -112,6 +122,9 @@ class Job:
     measurement: Dict[str, Any] = field(default_factory=lambda: dict(MEASUREMENT_DEFAULTS))
     memory_limit_mb: Optional[int] = None
     seed: int = 0
+    dtype: str = "float32"
+    dynamic: bool = False
+    walk_batches: List[int] = field(default_factory=list)
     artifact_metadata: Dict[str, Any] = field(default_factory=dict)
 
     def export_s(self) -> Optional[float]:
@@ -166,6 +179,12 @@ def _string(value: Any, path: str) -> str:
         raise JobError(path, f"must be a string, got {_type_name(value)}")
     if len(value.encode("utf-8")) > _MAX_STRING_BYTES:
         raise JobError(path, "is longer than 65536 bytes")
+    return value
+
+
+def _boolean(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise JobError(path, f"must be a boolean, got {_type_name(value)}")
     return value
 
 
@@ -320,6 +339,9 @@ def parse_job(text: str) -> Job:
     job.measurement = r.optional("measurement", _measurement, dict(MEASUREMENT_DEFAULTS))
     job.memory_limit_mb = r.optional("memory_limit_mb", _optional(_int64))
     job.seed = r.optional("seed", _int64, 0)
+    job.dtype = r.optional("dtype", _enum(JOB_DTYPES), "float32")
+    job.dynamic = r.optional("dynamic", _boolean, False)
+    job.walk_batches = r.optional("walk_batches", lambda v, p: _array(v, p, _int32), [])
     job.artifact_metadata = r.optional("artifact_metadata", _object, {})
     job.runtime = r.optional("runtime", _enum(("libtorch", "python")), "python")
     job.catalog = r.optional("catalog", _optional(_string))
@@ -336,6 +358,11 @@ def parse_job(text: str) -> Job:
     r.check(job.runtime == "python", "runtime",
             "is libtorch: this is the python runtime's runner; libtorch jobs run in benchfleet-worker")
     r.check(job.catalog is None or bool(job.catalog), "catalog", "must not be empty")
+    r.check(len(job.walk_batches) <= MAX_WALK_BATCHES, "walk_batches",
+            f"must list at most {MAX_WALK_BATCHES} batch sizes")
+    for i, size in enumerate(job.walk_batches):
+        r.check(0 < size <= MAX_WALK_BATCH and (i == 0 or job.walk_batches[i - 1] < size), f"walk_batches[{i}]",
+                f"must be between 1 and {MAX_WALK_BATCH} and ascending")
     r.check(job.weights is None or bool(job.weights), "weights", "must not be empty")
     r.finish()
     return job

@@ -5,9 +5,12 @@ agent/worker/measure.cpp (with runner.cpp, timing.cpp, memory.cpp and oom.cpp).
 
 Phases, as the worker's (and the OOM phase each failure is reported in):
   load     memory cap applied; the catalog model built (benchfleet_models.build_model, as the
-           exporter builds it) and its inputs made (make_inputs, seeded); torch.compile wraps it
+           exporter builds it) and its inputs made (make_inputs, seeded), both in the job's dtype
+           (benchfleet_precision); torch.compile wraps it (benchfleet_compile)
   compile  the first call, timed separately (first_call_ms). For compile modes this is where
            dynamo and inductor compile, so it is also telemetry.compile_ms.
+  (walk)   Job.walk_batches: the model called at each of those batch sizes (benchfleet_shape_walk;
+           its failures end the walk, not the job), then back to the job's own batch
   warmup   measurement.warmup untimed calls; at least 2 for modes replaying CUDA graphs (the
            cudagraph trees warm up on one call and record on the next, replaying after that)
   measure  timed calls under the stopping rule (benchfleet_stats.StoppingRule): CPU steady clock
@@ -15,21 +18,33 @@ Phases, as the worker's (and the OOM phase each failure is reported in):
            pairs of a batch created before the timed loop), read with one synchronize per 16 calls
            or once 0.25 s have passed since the last read (HarvestSchedule), host wall time kept
            apart in telemetry
+  (accuracy) compile modes, after the peaks are read and the CPU memory cap lifted, so neither
+           the timing nor the memory columns see it: the compiled model judged against a float64
+           run of the same model and inputs (benchfleet_accuracy.check_compiled) -> result
+           "accuracy"; a failure of the check is verdict unchecked, never a failed job
 All calls run under torch.no_grad() and drop their outputs at once; before each call of a mode
 that replays CUDA graphs torch.compiler.cudagraph_mark_step_begin() (where it exists) says the
 previous outputs are dead, so nothing is held across replays. Python's cyclic garbage collector
-is paused while measuring (reference counting still frees every output).
+is paused while measuring (reference counting still frees every output). dtype amp runs every
+call under torch.autocast. A failure saying this build or device lacks the job's dtype (e.g.
+"not implemented for 'Half'") is status unsupported, in any phase.
 
 Telemetry besides the worker's host_wall_ms / host_ms_per_iteration (and before_/after_ GPU
 readings on CUDA): compile modes add compile_ms, graph_breaks (sum of
 torch._dynamo.utils.counters["graph_break"]), graphs (counters["stats"]["unique_graphs"]),
-recompiles (graphs compiled after the first call), and whether inductor's on-disk FX graph cache
-served the compile, so a re-run from a warm cache never passes for a cold compile:
-fxgraph_cache_hit / _miss / _bypass (counters["inductor"]), inductor_cache (inductor_cache_state:
-cold, warm, mixed, bypass or none) and inductor_cache_dir ($TORCHINDUCTOR_CACHE_DIR, else torch's
-default under the temporary directory). Counters are reset before compiling. "cold" is about the
-whole graph: its C++ kernels may still come from the same directory (cached by their source), so
-a cold compile of a second mode of the same model is quicker than the first.
+recompiles (graphs compiled by the warm-up and timed calls at the job's batch: after the first
+call and after the shape walk, whose own are walk_recompiles), dynamic (Job.dynamic), and whether
+inductor's on-disk FX graph cache served the compile, so a re-run from a warm cache never passes
+for a cold compile: fxgraph_cache_hit / _miss / _bypass (counters["inductor"]), inductor_cache
+(inductor_cache_state: cold, warm, mixed, bypass or none) and inductor_cache_dir
+($TORCHINDUCTOR_CACHE_DIR, else torch's default under the temporary directory). Counters are reset
+before compiling. "cold" is about the whole graph: its C++ kernels may still come from the same
+directory (cached by their source), so a cold compile of a second mode of the same model is
+quicker than the first. The shape walk adds walk_batches, walk_b<B>_first_ms / _median_ms /
+_graphs, walk_recompiles (and walk_error when it ended early); amp adds autocast_dtype.
+
+Test only: BENCHFLEET_TEST_PERTURB_COMPILED=SCALE perturbs the compiled model's floating outputs
+(benchfleet_accuracy.perturbed; timed calls included, cheap) so its accuracy verdict is wrong.
 """
 
 from __future__ import annotations
@@ -47,10 +62,15 @@ from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
+from benchfleet_accuracy import check_compiled, float64_copy, perturbation_scale, perturbed
+from benchfleet_compile import (compile_model, compile_telemetry, dynamo_counters, graph_count,  # noqa: F401
+                                inductor_cache_dir, inductor_cache_state, mark_batch_dynamic)
 from benchfleet_environment import (Capabilities, builder_fingerprint, fingerprint, gpu_telemetry, unsupported_reason,
                                     uses_cuda_graph)
 from benchfleet_job import COMPILE_MODES, Hooks, Job, JobError, TensorSpec, failed
 from benchfleet_models import ExportFailure, ModelSpec, build_model, find_model, load_catalog, make_inputs
+from benchfleet_precision import autocast_dtype, cast_inputs, cast_model, in_precision, unsupported_dtype_reason
+from benchfleet_shape_walk import shape_walk
 from benchfleet_stats import StoppingRule, compute_statistics
 
 _GRAIN_SIZE = 32768  # at::internal::GRAIN_SIZE: ops with more elements run on the intra-op threads
@@ -291,49 +311,6 @@ def resolve_model(job: Job) -> ModelSpec:
     return spec
 
 
-def _dynamo_counters() -> Any:
-    from torch._dynamo.utils import counters  # torch >= 2.0 only
-    return counters
-
-
-FXGRAPH_CACHE_COUNTERS = ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass")
-
-
-def inductor_cache_state(hits: int, misses: int, bypasses: int) -> str:
-    """What inductor's FX graph cache did for one compile, from its lookups: "warm" (every graph
-    came from the cache), "cold" (none did: compiled, and written to the cache), "mixed" (some
-    did), "bypass" (graphs compiled without the cache: not cacheable) or "none" (no lookup: the
-    cache is off, or nothing reached inductor)."""
-    if hits and (misses or bypasses):
-        return "mixed"
-    if hits:
-        return "warm"
-    if misses:
-        return "cold"
-    return "bypass" if bypasses else "none"
-
-
-def inductor_cache_dir() -> str:
-    """The directory inductor caches in: $TORCHINDUCTOR_CACHE_DIR, else torch's default
-    (/tmp/torchinductor_<user>, under the temporary directory)."""
-    for module in ("torch._inductor.runtime.cache_dir_utils", "torch._inductor.utils"):
-        try:
-            return str(importlib.import_module(module).cache_dir())
-        except (ImportError, AttributeError, OSError):
-            continue
-    return os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")
-
-
-def compile_telemetry(counters: Any, first_call_ms: float, graphs_after_first: int) -> Dict[str, Any]:
-    """The telemetry of a torch.compile run, from torch._dynamo.utils.counters at its end."""
-    graphs = counters["stats"]["unique_graphs"]
-    cache = {name: int(counters["inductor"][name]) for name in FXGRAPH_CACHE_COUNTERS}
-    return {"compile_ms": first_call_ms, "graphs": graphs, "recompiles": graphs - graphs_after_first,
-            "graph_breaks": sum(counters["graph_break"].values()), **cache,
-            "inductor_cache": inductor_cache_state(*(cache[name] for name in FXGRAPH_CACHE_COUNTERS)),
-            "inductor_cache_dir": inductor_cache_dir()}
-
-
 def _mark_step() -> Optional[Callable[[], None]]:
     compiler = getattr(torch, "compiler", None)
     return getattr(compiler, "cudagraph_mark_step_begin", None)
@@ -343,7 +320,11 @@ def _seconds_since(start: float) -> float:
     return time.perf_counter() - start
 
 
-def _measure(job: Job, spec: ModelSpec, hooks: Hooks) -> Dict[str, Any]:
+def _log(message: str) -> None:
+    print(f"benchfleet-runner: {message}", file=sys.stderr)
+
+
+def _measure(job: Job, spec: ModelSpec, hooks: Hooks, perturb_scale: Optional[float]) -> Dict[str, Any]:
     """The part of run_job that may raise; hooks.phase says where it failed."""
     on_cuda = job.device == "cuda"
     compiled = job.mode in COMPILE_MODES
@@ -355,20 +336,28 @@ def _measure(job: Job, spec: ModelSpec, hooks: Hooks) -> Dict[str, Any]:
     if job.memory_limit_mb:
         apply_memory_limit(job.device, job.memory_limit_mb, hooks)
     load_start = time.perf_counter()
-    model = build_model(spec, device=job.device, seed=job.seed, weights=job.weights,
-                        log=lambda message: print(f"benchfleet-runner: {message}", file=sys.stderr))
-    inputs = make_inputs(spec, job.batch, job.seed, device=job.device)
+    model = cast_model(build_model(spec, device=job.device, seed=job.seed, weights=job.weights, log=_log), job.dtype)
+
+    def inputs_at(batch: int) -> List[torch.Tensor]:
+        made = cast_inputs(make_inputs(spec, batch, job.seed, device=job.device), job.dtype)
+        return mark_batch_dynamic(made) if compiled and job.dynamic else made
+
+    inputs = inputs_at(job.batch)
     call: Callable[..., Any] = model
     if compiled:
-        torch._dynamo.reset()
-        _dynamo_counters().clear()
-        call = torch.compile(model, mode=job.mode)
+        call = compile_model(model, job)
+        if perturb_scale is not None:
+            call = perturbed(call, perturb_scale)
+    call = in_precision(call, job.dtype, job.device)
     mark_step = _mark_step() if uses_cuda_graph(job) else None
 
-    def step() -> None:
+    def call_once(args: List[torch.Tensor]) -> Any:
         if mark_step is not None:
             mark_step()
-        call(*inputs)  # the output is dropped at once
+        return call(*args)
+
+    def step() -> None:
+        call_once(inputs)  # the output is dropped at once
 
     def synchronize() -> None:
         if on_cuda:
@@ -384,7 +373,14 @@ def _measure(job: Job, spec: ModelSpec, hooks: Hooks) -> Dict[str, Any]:
         step()
         synchronize()
         result["first_call_ms"] = _seconds_since(first) * 1000
-        graphs_after_first = _dynamo_counters()["stats"]["unique_graphs"] if compiled else 0
+        graphs_before_measuring = graph_count() if compiled else 0
+
+        if job.walk_batches:  # its failures end the walk, not the job (benchfleet_shape_walk)
+            walk = time.perf_counter()
+            telemetry.update(shape_walk(job.walk_batches, inputs_at, call_once, synchronize,
+                                        graph_count if compiled else None))
+            graphs_before_measuring = graph_count() if compiled else 0
+            hooks.progress("walk", 0, _seconds_since(walk))
 
         hooks.phase("warmup")
         warm = time.perf_counter()
@@ -402,10 +398,30 @@ def _measure(job: Job, spec: ModelSpec, hooks: Hooks) -> Dict[str, Any]:
     result["stats"] = compute_statistics(samples)
     result["memory"] = peak_memory(job.device)
     if compiled:
-        telemetry.update(compile_telemetry(_dynamo_counters(), result["first_call_ms"], graphs_after_first))
+        telemetry.update(compile_telemetry(dynamo_counters(), result["first_call_ms"], graphs_before_measuring))
+        telemetry["dynamic"] = job.dynamic
+    if job.dtype == "amp":
+        telemetry["autocast_dtype"] = str(autocast_dtype(job.device)).replace("torch.", "")
     if on_cuda:
         telemetry.update({f"after_{k}": v for k, v in gpu_telemetry().items()})
+    if compiled:  # after the timing and the memory peaks, which must not see it
+        check = time.perf_counter()
+        result["accuracy"] = _accuracy(job, spec, model, call_once, inputs)
+        hooks.progress("accuracy", 0, _seconds_since(check))
     return result
+
+
+def _accuracy(job: Job, spec: ModelSpec, model: torch.nn.Module, call_compiled: Callable[[List[torch.Tensor]], Any],
+              inputs: List[torch.Tensor]) -> Dict[str, Any]:
+    """The compiled model judged against a float64 run of the same model (benchfleet_accuracy)."""
+    def reference() -> torch.nn.Module:
+        if job.dtype in ("float32", "amp"):
+            return float64_copy(model)
+        # float16 / bfloat16: the model's float32 weights are gone; built again, they are the same.
+        return build_model(spec, device=job.device, seed=job.seed, weights=job.weights, log=lambda _: None).double()
+
+    return check_compiled(in_precision(model, job.dtype, job.device), lambda *args: call_compiled(list(args)),
+                          reference, inputs, job.dtype, job.device == "cuda", spec.outputs)
 
 
 def _timed_loop(step: Callable[[], None], job: Job, on_cuda: bool, hooks: Hooks,
@@ -481,6 +497,10 @@ def run_job(job: Job, caps: Capabilities, hooks: Hooks) -> Dict[str, Any]:
     reason = unsupported_reason(job, caps)
     if reason is not None:
         return _finish(failed("unsupported", reason), environment, job)
+    try:
+        perturb_scale = perturbation_scale() if job.mode in COMPILE_MODES else None
+    except ValueError as e:
+        return _finish(failed("error", str(e)), environment, job)
     if job.mode in COMPILE_MODES:
         importlib.import_module("torch._dynamo")
         importlib.import_module("torch._inductor")
@@ -489,7 +509,7 @@ def run_job(job: Job, caps: Capabilities, hooks: Hooks) -> Dict[str, Any]:
     ooms_before = cuda_oom_count() if job.device == "cuda" else 0
     error: Optional[Exception] = None
     try:
-        result = _measure(job, spec, tracker)
+        result = _measure(job, spec, tracker, perturb_scale)
     except Exception as e:  # every failure becomes a verdict; MemoryError too
         error = e
     if job.memory_limit_mb and job.device == "cpu":
@@ -497,9 +517,18 @@ def run_job(job: Job, caps: Capabilities, hooks: Hooks) -> Dict[str, Any]:
     if isinstance(error, JobError):
         result = failed("error", f"memory limit: {error}")
     elif error is not None:
+        reason = _dtype_unsupported(job, error)
         allocator_counted_oom = job.device == "cuda" and cuda_oom_count() > ooms_before
-        result = classify(error, tracker.current, job.device, allocator_counted_oom)
+        result = (failed("unsupported", reason) if reason is not None
+                  else classify(error, tracker.current, job.device, allocator_counted_oom))
     return _finish(result, environment, job)
+
+
+def _dtype_unsupported(job: Job, error: BaseException) -> Optional[str]:
+    """Why the job is unsupported when `error` says this build or device lacks its dtype."""
+    if isinstance(error, ExportFailure):
+        return None
+    return unsupported_dtype_reason(job.dtype, job.device, _describe(error))
 
 
 def _finish(result: Dict[str, Any], environment: Dict[str, Any], job: Job) -> Dict[str, Any]:
