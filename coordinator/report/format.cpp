@@ -19,4 +19,11 @@ std::string format_shortest(double value) {
   return std::string(buf.data(), end);
 }
 
+std::string format_significant(double value, int digits) {
+  std::array<char, 64> buf{};
+  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), value, std::chars_format::general, digits);
+  if (ec != std::errc()) return "nan";
+  return std::string(buf.data(), end);
+}
+
 }  // namespace benchfleet::report

@@ -12,4 +12,8 @@ std::string format_fixed(double value, int decimals);
 // Shortest text that reads back as the same double: format_shortest(1.5) == "1.5".
 std::string format_shortest(double value);
 
+// `digits` significant digits, fixed or scientific as is shorter: format_significant(0.04912, 3)
+// == "0.0491", format_significant(1.234e-5, 3) == "1.23e-05".
+std::string format_significant(double value, int digits);
+
 }  // namespace benchfleet::report

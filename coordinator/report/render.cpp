@@ -1,8 +1,10 @@
 #include "coordinator/report/render.h"
 
 #include <initializer_list>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "coordinator/report/format.h"
 
@@ -29,36 +31,105 @@ std::string markdown_escape(std::string_view text) {
   return out;
 }
 
-void append_markdown_table(std::string& out, const Table& table) {
-  out += "### ";
-  out += markdown_escape(table.title);
-  out += "\n\n| **Task/Model** |";
-  for (const Column& column : table.columns) {
+bool in_latency_table(ColumnKind kind) { return kind == ColumnKind::kLatency || kind == ColumnKind::kSpeedup; }
+
+// What a noise flag means, for the footnote under a table that has flagged cells.
+std::string_view flag_meaning(std::string_view flag) {
+  if (flag == "high_cv") return "the samples' CV above the run's noise.max_cv";
+  if (flag == "clock_drop") return "the SM clock dropped while measuring";
+  if (flag == "throttled") return "the GPU throttled while measuring";
+  if (flag == "ci_not_met") return "the CI target not met before the iteration or time bound";
+  return {};
+}
+
+// A latency or speedup cell's text with its marks: " (wrong)" or " (eager nondeterministic)"
+// for an inaccurate compiled side, a trailing "*" when flagged.
+std::string marked_text(const Cell& cell) {
+  std::string out = markdown_escape(cell.text);
+  if (cell.accuracy == AccuracyVerdict::kWrong) out += " (wrong)";
+  if (cell.accuracy == AccuracyVerdict::kEagerNondeterministic) out += " (eager nondeterministic)";
+  if (!cell.flags.empty()) out += '*';
+  return out;
+}
+
+// A pipe table of the columns `wanted` picks; returns whether it had any.
+template <class Wanted>
+bool append_pipe_table(std::string& out, const Table& table, Wanted wanted, std::set<std::string>& flags) {
+  std::vector<std::size_t> columns;
+  for (std::size_t i = 0; i < table.columns.size(); ++i) {
+    if (wanted(table.columns[i].kind)) columns.push_back(i);
+  }
+  if (columns.empty()) return false;
+  out += "| **Task/Model** |";
+  for (std::size_t i : columns) {
     out += " **";
-    out += markdown_escape(column.header);
+    out += markdown_escape(table.columns[i].header);
     out += "** |";
   }
   out += "\n|:---:|";
-  for (std::size_t i = 0; i < table.columns.size(); ++i) out += ":---:|";
+  for (std::size_t i = 0; i < columns.size(); ++i) out += ":---:|";
   out += '\n';
   for (const Row& row : table.rows) {
     out += "| ";
     out += markdown_escape(row.label);
     out += " |";
-    for (const Cell& cell : row.cells) {
+    for (std::size_t i : columns) {
+      if (i >= row.cells.size()) break;
+      const Cell& cell = row.cells[i];
       out += ' ';
-      out += markdown_escape(cell.text);
+      if (in_latency_table(table.columns[i].kind)) {
+        out += marked_text(cell);
+        flags.insert(cell.flags.begin(), cell.flags.end());
+      } else {
+        out += markdown_escape(cell.text);
+      }
       out += " |";
     }
     out += '\n';
   }
-  if (!table.geomeans.empty()) {
+  return true;
+}
+
+void append_markdown_table(std::string& out, const Table& table) {
+  out += "### ";
+  out += markdown_escape(table.title);
+  out += "\n\n";
+  std::set<std::string> flags;
+  append_pipe_table(out, table, in_latency_table, flags);
+  if (!flags.empty()) {
+    out += "\n\\* flagged as noisy:";
+    bool first = true;
+    for (const std::string& flag : flags) {
+      out += first ? " " : "; ";
+      first = false;
+      out += markdown_escape(flag);
+      if (std::string_view meaning = flag_meaning(flag); !meaning.empty()) {
+        out += " (";
+        out += markdown_escape(meaning);
+        out += ')';
+      }
+    }
+    out += '\n';
+  }
+  if (!table.geomeans.empty() || !table.pass_rates.empty()) {
     out += '\n';
     for (const Geomean& g : table.geomeans) {
       out += "- ";
       out += markdown_escape(g.text);
       out += '\n';
     }
+    for (const PassRate& p : table.pass_rates) {
+      out += "- ";
+      out += markdown_escape(p.text);
+      out += '\n';
+    }
+  }
+  std::string second = "\n#### Compile time and memory, ";
+  second += markdown_escape(table.title);
+  second += "\n\n";
+  if (append_pipe_table(
+          second, table, [](ColumnKind kind) { return !in_latency_table(kind); }, flags)) {
+    out += second;
   }
 }
 
@@ -104,18 +175,28 @@ std::string render_markdown(const Report& report) {
 
 std::string render_csv(const Report& report) {
   std::string out;
-  append_csv_row(out, {"gpu", "batch", "task_model", "model_id", "column", "build", "runtime", "mode", "kind", "value",
-                       "status", "text"});
+  append_csv_row(
+      out, {"gpu", "batch", "dtype", "task_model", "model_id", "column", "build", "runtime", "mode", "kind", "value",
+            "status", "text", "accuracy", "flags", "compile_ms", "compile_cache", "peak_memory_mb"});
   for (const Table& table : report.tables) {
     const std::string batch = std::to_string(table.batch);
     for (const Row& row : table.rows) {
       for (std::size_t i = 0; i < table.columns.size() && i < row.cells.size(); ++i) {
         const Column& column = table.columns[i];
         const Cell& cell = row.cells[i];
-        const std::string value = cell.value ? format_shortest(*cell.value) : std::string();
+        const auto number = [](const std::optional<double>& v) { return v ? format_shortest(*v) : std::string(); };
+        std::string flags;
+        for (const std::string& flag : cell.flags) {
+          if (!flags.empty()) flags += ';';
+          flags += flag;
+        }
+        const std::string peak_mb =
+            cell.peak_memory_bytes ? format_shortest(static_cast<double>(*cell.peak_memory_bytes) / (1 << 20)) : "";
         append_csv_row(out,
-                       {table.gpu, batch, row.label, row.model, column.header, column.build, to_string(column.runtime),
-                        to_string(column.mode), to_string(column.kind), value, cell.status, cell.text});
+                       {table.gpu, batch, to_string(table.dtype), row.label, row.model, column.header, column.build,
+                        to_string(column.runtime), to_string(column.mode), to_string(column.kind), number(cell.value),
+                        cell.status, cell.text, cell.accuracy ? to_string(*cell.accuracy) : std::string_view(), flags,
+                        number(cell.compile_ms), cell.compile_cache, peak_mb});
       }
     }
   }

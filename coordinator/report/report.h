@@ -1,5 +1,6 @@
-// Comparison tables for one run (docs/design.md §12): per GPU class x batch, latency per
-// (torch build, runtime, mode), speedup against eager and its geomean with coverage.
+// Comparison tables for one run (docs/design.md §12): per GPU class x batch x dtype, latency per
+// (torch build, runtime, mode) with accuracy verdicts and noise flags, speedup against eager and
+// its geomean with coverage, pass rates, and compile time, peak memory and memory ratio columns.
 // Pure: the store gathers the inputs, render.h turns a Report into Markdown, CSV or JSON.
 //   ReportInput in{run.id, run.name, run.matrix, labels_from_catalog, cells, Stat::kMean};
 //   std::string md = render_markdown(build_report(in));
@@ -39,6 +40,16 @@ struct CellResult {
   // worker's LibTorch, or torch.__version__ of the python runner), exactly as recorded.
   // Empty when there is no result or it recorded none (verdicts given before torch ran).
   std::string torch_version;
+  // From the result row (migration 009); empty/absent when the result did not carry them.
+  // (Initialized here so that aggregates naming only the fields above stay complete.)
+  std::optional<AccuracyVerdict> accuracy{};   // compiled modes, when checked
+  std::optional<double> accuracy_error{};      // relative L2 error the verdict judged
+  std::optional<double> accuracy_tolerance{};  // the bound it was held to
+  std::optional<double> compile_ms{};          // compiled modes: the compile (first call, or the export)
+  std::string compile_cache{};                 // "cold", "warm", "mixed", "bypass", "none" or ""
+  std::optional<std::int64_t> peak_memory_bytes{};
+  std::optional<int> recompiles{};   // python compiled modes: graphs compiled after the first call
+  std::vector<std::string> flags{};  // noise flags of an ok result (common/noise_flags.h)
 };
 
 struct ReportInput {
@@ -48,17 +59,25 @@ struct ReportInput {
   std::vector<ModelLabel> labels;  // catalog order; unlisted models keep their id, sort last
   std::vector<CellResult> cells;   // any order; jobs outside the matrix are ignored
   Stat stat = Stat::kMean;
+  // Leave a speedup out of its geomean when either side carries a noise flag (?exclude_flagged).
+  bool exclude_flagged = false;
 };
 
-enum class ColumnKind { kLatency, kSpeedup };
-std::string_view to_string(ColumnKind k);  // "latency_ms" / "speedup"
+// latency_ms: a mode's latency; speedup: eager / mode latency; compile_ms: a compiled mode's
+// compile time; peak_memory_mb: a mode's peak memory in MiB; memory_ratio: eager peak / compiled
+// peak (PyTorch's dashboard calls it the compression ratio).
+enum class ColumnKind { kLatency, kSpeedup, kCompileMs, kPeakMemoryMb, kMemoryRatio };
+// "latency_ms" / "speedup" / "compile_ms" / "peak_memory_mb" / "memory_ratio"
+std::string_view to_string(ColumnKind k);
 
 struct Column {
   // Stable across runs and renders (dashboard permalinks, geomean references):
-  // "latency/<build>/<runtime>/<mode>" or "speedup/<build>/<runtime>/<mode>".
+  // "<prefix>/<build>/<runtime>/<mode>" with prefix latency, speedup, compile, memory or
+  // memory_ratio.
   std::string key;
   // "<build> - <mode>", "<build> - <runtime> - <mode>" when the matrix has several runtimes;
-  // speedup columns append " speedup". The build names the torch its results in this table
+  // speedup columns append " speedup", compile columns " compile", memory columns " peak MB",
+  // memory ratio columns " memory ratio". The build names the torch its results in this table
   // recorded (torch_versions), without a local suffix ("2.6.0+debian" -> "2.6.0") unless that
   // is what tells two recorded versions apart:
   //   "stable (torch 2.6.0) - eager"                            one version
@@ -69,9 +88,9 @@ struct Column {
   ColumnKind kind = ColumnKind::kLatency;
   std::string build;
   Runtime runtime = Runtime::kLibtorch;
-  Mode mode = Mode::kEager;  // for speedup columns: the mode compared against eager
-  // Every distinct CellResult::torch_version recorded by this table's results (its GPU class
-  // and batch) of this build and runtime, any mode, exactly as recorded and in version order
+  Mode mode = Mode::kEager;  // for speedup and memory ratio columns: the mode compared with eager
+  // Every distinct CellResult::torch_version recorded by this table's results (its GPU class,
+  // batch and dtype) of this build and runtime, any mode, exactly as recorded and in version order
   // ("2.5.1" < "2.6.0" < "2.10.0"). Shared by the table's columns of that build and runtime, so
   // eager and its compiled modes name the same torch. Empty when none recorded one.
   std::vector<std::string> torch_versions;
@@ -87,14 +106,18 @@ struct RepetitionOutcome {
 };
 
 struct Cell {
-  std::string text;  // "9.325", "1.23x", "OOM", "OOM (implied)", "failed", "-", ...
+  // "9.325", "1.23x", "OOM", "OOM (implied)", "failed", "-", "12.4 s", "850 ms (warm)", "1536",
+  // "0.91x", ... The accuracy verdict and flags are not in it: renderers mark them.
+  std::string text;
   // Latency cells: "ok", a result status wire name ("oom", "oom_implied", "error", ...),
   // "failed" (attempts exhausted without a verdict) or "not_run" (queued, leased, running,
-  // cancelled, or no job). Speedup cells: "ok" or "unavailable".
+  // cancelled, or no job). Speedup, compile, memory and memory ratio cells: "ok" (a value) or
+  // "unavailable".
   // A latency cell is "ok" when at least one repetition is ok, even if others are not.
   std::string status;
   // Latency: mean over the ok repetitions of the chosen stat, in ms.
-  // Speedup: eager latency / mode latency. Unrounded; `text` is the rounded form.
+  // Speedup: eager latency / mode latency. Compile: compile_ms. Memory: peak_memory_bytes in MiB.
+  // Memory ratio: eager peak / mode peak. Unrounded; `text` is the rounded form.
   std::optional<double> value;
   // 95% CI of the median, widened across ok repetitions (min low, max high). Latency only.
   std::optional<double> ci_low_ms, ci_high_ms;
@@ -102,6 +125,22 @@ struct Cell {
   std::vector<std::int64_t> result_ids;        // non-zero ids behind the cell (both sides for speedup)
   int n = 0;                                   // ok repetitions averaged (speedup: the fewer of the two sides)
   std::vector<RepetitionOutcome> repetitions;  // latency cells only, by repetition
+
+  // Latency cells of compiled modes, over the ok repetitions that carry a verdict: kWrong if
+  // any is wrong, else kEagerNondeterministic if any is, else kPass if every ok repetition
+  // passed, else kUnchecked. Absent for eager and torchscript and when no ok repetition carries
+  // one. Speedup cells: the compiled side's.
+  std::optional<AccuracyVerdict> accuracy;
+  // Latency cells: the union of the ok repetitions' noise flags; speedup cells: of both sides'.
+  // Sorted, no duplicates.
+  std::vector<std::string> flags;
+  // Latency cells, over the ok repetitions that carry them: compile_ms the mean, compile_cache
+  // the one value they share or "mixed" ("" when none), peak_memory_bytes and recompiles the
+  // max. Compile cells carry compile_ms and compile_cache, memory cells peak_memory_bytes.
+  std::optional<double> compile_ms;
+  std::string compile_cache;
+  std::optional<std::int64_t> peak_memory_bytes;
+  std::optional<int> recompiles;
 };
 
 struct Row {
@@ -110,35 +149,58 @@ struct Row {
   std::vector<Cell> cells;  // parallel to Table::columns
 };
 
-// Geomean of one speedup column over the rows where both sides are ok.
+// Geomean of one speedup column over the rows where both sides are ok, less the speedups whose
+// compiled side is wrong or eager_nondeterministic and, with exclude_flagged, those either side
+// of which carries a noise flag.
 struct Geomean {
   std::string column;           // Column::key of the speedup column
   std::string header;           // Column::header of the speedup column
   std::optional<double> value;  // nullopt when no row is covered
-  int covered = 0;
-  int total = 0;     // rows in the table
-  std::string text;  // "Geomean speedup stable - default: 1.42x (10/12)"
+  int covered = 0;              // speedups in the geomean
+  int total = 0;                // rows in the table
+  // "Geomean speedup stable - default: 1.42x (10/12)",
+  // "Geomean speedup stable - default: 1.42x (9/12; 1 wrong, 1 flagged excluded)"
+  std::string text;
+  int excluded_inaccurate = 0;  // ok speedups left out: compiled side wrong or eager nondeterministic
+  int excluded_flagged = 0;     // ok speedups left out for a flag (exclude_flagged; not counted twice)
+};
+
+// Of one compiled mode's latency column: the cells that ran and were judged accurate.
+struct PassRate {
+  std::string column;  // Column::key of the latency column
+  std::string header;  // Column::header of the latency column
+  int passed = 0;      // cells ok with accuracy kPass
+  int attempted = 0;   // cells with a verdict or failed (status other than "not_run")
+  std::string text;    // "Pass rate stable - default: 10/12 (83%)" (percent rounded down)
 };
 
 struct Table {
   std::string gpu;        // GPU class as in the matrix: "a100"
   std::string gpu_label;  // upper-cased: "A100"
   int batch = 1;
-  std::string title;              // "A100 (batch size: 1)"
-  std::vector<Column> columns;    // latency columns, then speedup columns
-  std::vector<Row> rows;          // catalog order
-  std::vector<Geomean> geomeans;  // one per speedup column, same order
+  Dtype dtype = Dtype::kFloat32;
+  // "A100 (batch size: 1)" when the matrix's dtypes are just float32, else
+  // "A100 (batch size: 1, float16)".
+  std::string title;
+  // Latency columns, then speedup columns, then compile, memory and memory ratio columns.
+  std::vector<Column> columns;
+  std::vector<Row> rows;             // catalog order
+  std::vector<Geomean> geomeans;     // one per speedup column, same order
+  std::vector<PassRate> pass_rates;  // one per compiled mode's latency column, same order
 };
 
 struct Report {
   std::int64_t run_id = 0;
   std::string run_name;
   Stat stat = Stat::kMean;
-  std::vector<Table> tables;  // matrix gpus order, then batch_sizes order
+  bool exclude_flagged = false;  // ReportInput::exclude_flagged
+  std::vector<Table> tables;     // matrix gpus order, then batch_sizes, then dtypes
 };
 
-// Builds every table of the run. Never fails: missing jobs show as "-", and a speedup column
-// exists per non-eager mode (per build and runtime) only when the matrix includes eager.
+// Builds every table of the run. Never fails: missing jobs show as "-". Columns per build and
+// runtime: a latency and a memory column per mode, a compile column per compiled mode
+// (is_compiled), and, when the matrix includes eager, a speedup column per non-eager mode and a
+// memory ratio column per compiled mode.
 Report build_report(const ReportInput& input);
 
 }  // namespace benchfleet::report

@@ -59,6 +59,21 @@ class JsonText {
     out_ += text;
     if (text.find_first_of(".e") == std::string_view::npos) out_ += ".0";
   }
+  template <class Int>
+  void integer_or_null(const std::optional<Int>& v) {
+    if (v) {
+      integer(*v);
+    } else {
+      out_ += "null";
+    }
+  }
+  void string_or_null(std::string_view s) {
+    if (s.empty()) {
+      out_ += "null";
+    } else {
+      string(s);
+    }
+  }
   void number_or_null(const std::optional<double>& v) {
     if (v) {
       number(*v);
@@ -101,6 +116,12 @@ void cell_json(JsonText& w, const Cell& cell, ColumnKind kind) {
     w.raw(","), w.key("result_id"), w.integer(o.result_id);
     w.raw("}");
   });
+  w.raw(","), w.key("accuracy"), w.string_or_null(cell.accuracy ? to_string(*cell.accuracy) : std::string_view());
+  w.raw(","), w.key("flags"), w.array(cell.flags, [&](const std::string& f) { w.string(f); });
+  w.raw(","), w.key("compile_ms"), w.number_or_null(cell.compile_ms);
+  w.raw(","), w.key("compile_cache"), w.string_or_null(cell.compile_cache);
+  w.raw(","), w.key("peak_memory_bytes"), w.integer_or_null(cell.peak_memory_bytes);
+  w.raw(","), w.key("recompiles"), w.integer_or_null(cell.recompiles);
   w.raw("}");
 }
 
@@ -109,6 +130,7 @@ void table_json(JsonText& w, const Table& table) {
   w.key("gpu"), w.string(table.gpu);
   w.raw(","), w.key("gpu_label"), w.string(table.gpu_label);
   w.raw(","), w.key("batch"), w.integer(table.batch);
+  w.raw(","), w.key("dtype"), w.string(to_string(table.dtype));
   w.raw(","), w.key("title"), w.string(table.title);
   w.raw(","), w.key("columns");
   w.array(table.columns, [&](const Column& c) {
@@ -143,6 +165,18 @@ void table_json(JsonText& w, const Table& table) {
     w.raw(","), w.key("text"), w.string(g.text);
     w.raw(","), w.key("covered"), w.integer(g.covered);
     w.raw(","), w.key("total"), w.integer(g.total);
+    w.raw(","), w.key("excluded_inaccurate"), w.integer(g.excluded_inaccurate);
+    w.raw(","), w.key("excluded_flagged"), w.integer(g.excluded_flagged);
+    w.raw("}");
+  });
+  w.raw(","), w.key("pass_rates");
+  w.array(table.pass_rates, [&](const PassRate& p) {
+    w.raw("{");
+    w.key("column"), w.string(p.column);
+    w.raw(","), w.key("header"), w.string(p.header);
+    w.raw(","), w.key("passed"), w.integer(p.passed);
+    w.raw(","), w.key("attempted"), w.integer(p.attempted);
+    w.raw(","), w.key("text"), w.string(p.text);
     w.raw("}");
   });
   w.raw("}");
@@ -154,12 +188,13 @@ std::string render_json(const Report& report) {
   std::string out;
   std::size_t cells = 0;
   for (const Table& t : report.tables) cells += t.rows.size() * t.columns.size();
-  out.reserve(512 + cells * 288);  // a cell with one repetition is about 260 bytes
+  out.reserve(512 + cells * 384);  // a latency cell with one repetition is about 360 bytes
   JsonText w(out);
   w.raw("{");
   w.key("run_id"), w.integer(report.run_id);
   w.raw(","), w.key("run_name"), w.string(report.run_name);
   w.raw(","), w.key("stat"), w.string(to_string(report.stat));
+  w.raw(","), w.key("exclude_flagged"), w.raw(report.exclude_flagged ? "true" : "false");
   w.raw(","), w.key("tables"), w.array(report.tables, [&](const Table& t) { table_json(w, t); });
   w.raw("}");
   return out;

@@ -71,6 +71,29 @@ ReportInput seeds_like() {
   return in;
 }
 
+// The report with only its latency and speedup columns (the tables before issue 19): what the
+// tests of those columns compare whole rows and header lists with.
+Report latency_and_speedup_report(const ReportInput& in) {
+  Report r = build_report(in);
+  for (Table& t : r.tables) {
+    std::vector<Column> columns;
+    std::vector<std::size_t> kept;
+    for (std::size_t i = 0; i < t.columns.size(); ++i) {
+      if (t.columns[i].kind == ColumnKind::kLatency || t.columns[i].kind == ColumnKind::kSpeedup) {
+        kept.push_back(i);
+        columns.push_back(t.columns[i]);
+      }
+    }
+    for (Row& row : t.rows) {
+      std::vector<Cell> cells;
+      for (std::size_t i : kept) cells.push_back(row.cells[i]);
+      row.cells = std::move(cells);
+    }
+    t.columns = std::move(columns);
+  }
+  return r;
+}
+
 std::vector<std::string> headers(const Table& t) {
   std::vector<std::string> out;
   for (const Column& c : t.columns) out.push_back(c.header);
@@ -84,7 +107,7 @@ std::vector<std::string> texts(const Row& r) {
 }
 
 TEST(Report, SeedsLikeTablesFollowMatrixAndCatalogOrder) {
-  Report r = build_report(seeds_like());
+  Report r = latency_and_speedup_report(seeds_like());
   ASSERT_EQ(r.tables.size(), 2u);
   EXPECT_EQ(r.tables[0].title, "A100 (batch size: 1)");
   EXPECT_EQ(r.tables[1].title, "A100 (batch size: 16)");
@@ -107,7 +130,7 @@ TEST(Report, SeedsLikeTablesFollowMatrixAndCatalogOrder) {
 }
 
 TEST(Report, OomCellsAreDistinctAndNeverASpeed) {
-  Report r = build_report(seeds_like());
+  Report r = latency_and_speedup_report(seeds_like());
   const Row& detr = r.tables[1].rows[1];
   EXPECT_EQ(texts(detr), (std::vector<std::string>{"OOM", "OOM (implied)", "-"}));
   EXPECT_EQ(detr.cells[0].status, "oom");
@@ -144,7 +167,7 @@ TEST(Report, GeomeanWithNoCoveredRowShowsDash) {
 TEST(Report, MedianSwitchShowsTheMedian) {
   ReportInput in = seeds_like();
   in.stat = Stat::kMedian;
-  Report r = build_report(in);
+  Report r = latency_and_speedup_report(in);
   EXPECT_EQ(r.stat, Stat::kMedian);
   EXPECT_EQ(texts(r.tables[0].rows[0]), (std::vector<std::string>{"9.300", "7.500", "1.24x"}));
 }
@@ -188,7 +211,7 @@ TEST(Report, PendingAndFailedJobs) {
       verdict(job(kVit, 16, Mode::kDefault), ResultStatus::kUnsupported, "no AOTInductor"),
       // DETR batch 16 has no jobs at all.
   };
-  Report r = build_report(in);
+  Report r = latency_and_speedup_report(in);
   const Table& b1 = r.tables[0];
   EXPECT_EQ(texts(b1.rows[0]), (std::vector<std::string>{"-", "-", "-"}));
   EXPECT_EQ(b1.rows[0].cells[0].status, "not_run");
@@ -224,7 +247,7 @@ TEST(Report, SeveralRuntimesNameTheRuntimeInHeaders) {
   in.matrix.torch_builds = {"stable", "nightly"};
   in.matrix.runtimes = {Runtime::kLibtorch, Runtime::kPython};
   in.matrix.modes = {Mode::kEager, Mode::kReduceOverhead};
-  Report r = build_report(in);
+  Report r = latency_and_speedup_report(in);
   EXPECT_EQ(
       headers(r.tables[0]),
       (std::vector<std::string>{
@@ -249,7 +272,7 @@ TEST(Report, SpeedupComparesSameBuildAndRuntime) {
       ok(job(kVit, 1, Mode::kEager, "a100", "nightly"), 8.0, 8.0),
       ok(job(kVit, 1, Mode::kDefault, "a100", "nightly"), 2.0, 2.0),
   };
-  const Report r = build_report(in);
+  const Report r = latency_and_speedup_report(in);
   const Row& vit = r.tables[0].rows[0];
   EXPECT_EQ(texts(vit), (std::vector<std::string>{"10.000", "5.000", "8.000", "2.000", "2.00x", "4.00x"}));
 }
@@ -257,7 +280,7 @@ TEST(Report, SpeedupComparesSameBuildAndRuntime) {
 TEST(Report, NoEagerMeansNoSpeedupColumns) {
   ReportInput in = seeds_like();
   in.matrix.modes = {Mode::kDefault, Mode::kMaxAutotune};
-  Report r = build_report(in);
+  Report r = latency_and_speedup_report(in);
   EXPECT_EQ(headers(r.tables[0]), (std::vector<std::string>{"stable - default", "stable - max-autotune"}));
   EXPECT_TRUE(r.tables[0].geomeans.empty());
 }
@@ -327,11 +350,20 @@ TEST(Markdown, MatchesTheSeedsFormat) {
       "| Image Classification/ViT | 9.325 | 7.584 | 1.23x |\n"
       "| Object Detection/DETR | 34.619 | OOM | - |\n"
       "\n"
-      "- Geomean speedup stable - default: 1.23x (1/2)\n";
+      "- Geomean speedup stable - default: 1.23x (1/2)\n"
+      "- Pass rate stable - default: 0/2 (0%)\n"
+      "\n"
+      "#### Compile time and memory, A100 (batch size: 1)\n"
+      "\n"
+      "| **Task/Model** | **stable - default compile** | **stable - eager peak MB** | **stable - default peak MB** |"
+      " **stable - default memory ratio** |\n"
+      "|:---:|:---:|:---:|:---:|:---:|\n"
+      "| Image Classification/ViT | - | - | - | - |\n"
+      "| Object Detection/DETR | - | - | - | - |\n";
   EXPECT_EQ(render_markdown(build_report(small_case())), expected);
 }
 
-TEST(Markdown, WithoutSpeedupColumnsHasNoGeomeanList) {
+TEST(Markdown, WithoutSpeedupColumnsHasNoGeomeanOrPassRateList) {
   ReportInput in = small_case();
   in.matrix.modes = {Mode::kEager};
   in.run_name = "eager only";
@@ -343,7 +375,14 @@ TEST(Markdown, WithoutSpeedupColumnsHasNoGeomeanList) {
       "| **Task/Model** | **stable - eager** |\n"
       "|:---:|:---:|\n"
       "| Image Classification/ViT | 9.325 |\n"
-      "| Object Detection/DETR | 34.619 |\n";
+      "| Object Detection/DETR | 34.619 |\n"
+      "\n"
+      "#### Compile time and memory, A100 (batch size: 1)\n"
+      "\n"
+      "| **Task/Model** | **stable - eager peak MB** |\n"
+      "|:---:|:---:|\n"
+      "| Image Classification/ViT | - |\n"
+      "| Object Detection/DETR | - |\n";
   EXPECT_EQ(render_markdown(build_report(in)), expected);
 }
 
@@ -382,25 +421,28 @@ TEST(Csv, HeaderRowsAndQuoting) {
   ReportInput in = small_case();
   in.labels[0].display_name = "Classification, \"fast\"";
   const std::string csv = render_csv(build_report(in));
-  EXPECT_EQ(csv.rfind("gpu,batch,task_model,model_id,column,build,runtime,mode,kind,value,status,"
-                      "text\r\n",
+  EXPECT_EQ(csv.rfind("gpu,batch,dtype,task_model,model_id,column,build,runtime,mode,kind,value,status,"
+                      "text,accuracy,flags,compile_ms,compile_cache,peak_memory_mb\r\n",
                       0),
             0u);
-  EXPECT_NE(csv.find("a100,1,\"Classification, \"\"fast\"\"\",google/vit-base-patch16-224,"
-                     "stable - eager,stable,libtorch,eager,latency_ms,9.325,ok,9.325\r\n"),
+  EXPECT_NE(csv.find("a100,1,float32,\"Classification, \"\"fast\"\"\",google/vit-base-patch16-224,"
+                     "stable - eager,stable,libtorch,eager,latency_ms,9.325,ok,9.325,,,,,\r\n"),
             std::string::npos);
-  EXPECT_NE(csv.find("a100,1,Object Detection/DETR,facebook/detr-resnet-50,stable - default,"
-                     "stable,libtorch,default,latency_ms,,oom,OOM\r\n"),
+  EXPECT_NE(csv.find("a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,stable - default,"
+                     "stable,libtorch,default,latency_ms,,oom,OOM,,,,,\r\n"),
             std::string::npos);
-  EXPECT_NE(csv.find("a100,1,Object Detection/DETR,facebook/detr-resnet-50,"
-                     "stable - default speedup,stable,libtorch,default,speedup,,unavailable,-\r\n"),
+  EXPECT_NE(csv.find("a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,"
+                     "stable - default speedup,stable,libtorch,default,speedup,,unavailable,-,,,,,\r\n"),
             std::string::npos);
-  // header + 2 models x 3 columns
+  EXPECT_NE(csv.find("a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,"
+                     "stable - default memory ratio,stable,libtorch,default,memory_ratio,,unavailable,-,,,,,\r\n"),
+            std::string::npos);
+  // header + 2 models x 7 columns (eager, default, speedup, compile, 2 x memory, memory ratio)
   std::size_t lines = 0;
   for (std::size_t p = csv.find("\r\n"); p != std::string::npos; p = csv.find("\r\n", p + 2)) {
     ++lines;
   }
-  EXPECT_EQ(lines, 7u);
+  EXPECT_EQ(lines, 15u);
 }
 
 TEST(Json, SelfDescribingShape) {
@@ -410,13 +452,15 @@ TEST(Json, SelfDescribingShape) {
   EXPECT_EQ(j["run_id"], 42);
   EXPECT_EQ(j["run_name"], "seeds");
   EXPECT_EQ(j["stat"], "mean");
+  EXPECT_EQ(j["exclude_flagged"], false);
   ASSERT_EQ(j["tables"].size(), 1u);
   const json& t = j["tables"][0];
   EXPECT_EQ(t["gpu"], "a100");
   EXPECT_EQ(t["gpu_label"], "A100");
   EXPECT_EQ(t["batch"], 1);
+  EXPECT_EQ(t["dtype"], "float32");
   EXPECT_EQ(t["title"], "A100 (batch size: 1)");
-  ASSERT_EQ(t["columns"].size(), 3u);
+  ASSERT_EQ(t["columns"].size(), 7u);
   EXPECT_EQ(t["columns"][0], (json{{"key", "latency/stable/libtorch/eager"},
                                    {"header", "stable - eager"},
                                    {"kind", "latency_ms"},
@@ -426,17 +470,30 @@ TEST(Json, SelfDescribingShape) {
                                    {"torch_versions", json::array()}}));
   EXPECT_EQ(t["columns"][2]["kind"], "speedup");
   EXPECT_EQ(t["columns"][2]["mode"], "default");
+  EXPECT_EQ(t["columns"][3]["kind"], "compile_ms");
+  EXPECT_EQ(t["columns"][3]["key"], "compile/stable/libtorch/default");
+  EXPECT_EQ(t["columns"][4]["kind"], "peak_memory_mb");
+  EXPECT_EQ(t["columns"][4]["key"], "memory/stable/libtorch/eager");
+  EXPECT_EQ(t["columns"][6]["kind"], "memory_ratio");
+  EXPECT_EQ(t["columns"][6]["key"], "memory_ratio/stable/libtorch/default");
 
   const json& vit = t["rows"][0];
   EXPECT_EQ(vit["model"], kVit);
   EXPECT_EQ(vit["label"], "Image Classification/ViT");
-  ASSERT_EQ(vit["cells"].size(), 3u);
+  ASSERT_EQ(vit["cells"].size(), 7u);
   const json& eager = vit["cells"][0];
-  for (const char* key :
-       {"text", "status", "value", "value_ms", "ci_low_ms", "ci_high_ms", "detail", "result_ids", "n", "repetitions"}) {
+  for (const char* key : {"text", "status", "value", "value_ms", "ci_low_ms", "ci_high_ms", "detail", "result_ids", "n",
+                          "repetitions", "accuracy", "flags", "compile_ms", "compile_cache", "peak_memory_bytes",
+                          "recompiles"}) {
     EXPECT_TRUE(eager.contains(key)) << key;
   }
-  EXPECT_EQ(eager.size(), 10u);
+  EXPECT_EQ(eager.size(), 16u);
+  EXPECT_TRUE(eager["accuracy"].is_null());
+  EXPECT_EQ(eager["flags"], json::array());
+  EXPECT_TRUE(eager["compile_ms"].is_null());
+  EXPECT_TRUE(eager["compile_cache"].is_null());
+  EXPECT_TRUE(eager["peak_memory_bytes"].is_null());
+  EXPECT_TRUE(eager["recompiles"].is_null());
   EXPECT_EQ(eager["text"], "9.325");
   EXPECT_EQ(eager["status"], "ok");
   EXPECT_DOUBLE_EQ(eager["value_ms"].get<double>(), 9.325);
@@ -465,6 +522,14 @@ TEST(Json, SelfDescribingShape) {
   EXPECT_EQ(t["geomeans"][0]["total"], 2);
   EXPECT_EQ(t["geomeans"][0]["text"], "Geomean speedup stable - default: 1.23x (1/2)");
   EXPECT_NEAR(t["geomeans"][0]["value"].get<double>(), 9.325 / 7.584, 1e-12);
+  EXPECT_EQ(t["geomeans"][0]["excluded_inaccurate"], 0);
+  EXPECT_EQ(t["geomeans"][0]["excluded_flagged"], 0);
+  EXPECT_EQ(t["geomeans"][0].size(), 8u);
+  EXPECT_EQ(t["pass_rates"], json::array({{{"column", "latency/stable/libtorch/default"},
+                                           {"header", "stable - default"},
+                                           {"passed", 0},
+                                           {"attempted", 2},
+                                           {"text", "Pass rate stable - default: 0/2 (0%)"}}}));
 }
 
 // ---- torch versions in headers ------------------------------------------------------------------
@@ -481,7 +546,7 @@ ReportInput with_versions(ReportInput in, const std::string& build, const std::s
 }
 
 TEST(ReportTorchVersions, OneVersionIsNamedInEveryHeaderOfItsBuild) {
-  const Report r = build_report(with_versions(seeds_like(), "stable", "2.6.0+debian"));
+  const Report r = latency_and_speedup_report(with_versions(seeds_like(), "stable", "2.6.0+debian"));
   for (const Table& t : r.tables) {
     EXPECT_EQ(headers(t), (std::vector<std::string>{"stable (torch 2.6.0) - eager", "stable (torch 2.6.0) - default",
                                                     "stable (torch 2.6.0) - default speedup"}));
@@ -507,7 +572,7 @@ TEST(ReportTorchVersions, TwoBuildsSideBySideReadLikeTheSeedsStudy) {
       ok(job(kVit, 1, Mode::kEager, "a100", "trixie"), 10.0, 10.0, 3, "2.6.0+debian"),
       ok(job(kVit, 1, Mode::kDefault, "a100", "trixie"), 8.0, 8.0, 4, "2.6.0+debian"),
   };
-  const Report r = build_report(in);
+  const Report r = latency_and_speedup_report(in);
   EXPECT_EQ(headers(r.tables[0]),
             (std::vector<std::string>{"bookworm (torch 1.13.0) - eager", "bookworm (torch 1.13.0) - default",
                                       "trixie (torch 2.6.0) - eager", "trixie (torch 2.6.0) - default",
@@ -526,7 +591,7 @@ TEST(ReportTorchVersions, TwoBuildsSideBySideReadLikeTheSeedsStudy) {
   EXPECT_NE(md.find("- Geomean speedup trixie (torch 2.6.0) - default: 1.25x (1/2)"), std::string::npos) << md;
   const std::string csv = render_csv(r);
   EXPECT_NE(csv.find(",google/vit-base-patch16-224,trixie (torch 2.6.0) - eager,trixie,libtorch,eager,"
-                     "latency_ms,10,ok,10.000\r\n"),
+                     "latency_ms,10,ok,10.000,,,,,\r\n"),
             std::string::npos)
       << csv;
   const json j = to_json(r);
@@ -577,7 +642,7 @@ TEST(ReportTorchVersions, ABuildWithoutRecordedVersionsKeepsThePlainHeader) {
   in.cells.push_back(verdict(job(kVit, 1, Mode::kEager, "a100", "nightly"), ResultStatus::kUnsupported,
                              "no agent offers this build", 9));
   in.cells.push_back(pending(job(kVit, 1, Mode::kDefault, "a100", "nightly"), JobStatus::kLeased));
-  const Report r = build_report(in);
+  const Report r = latency_and_speedup_report(in);
   EXPECT_EQ(headers(r.tables[0]),
             (std::vector<std::string>{"stable (torch 2.5.1) - eager", "stable (torch 2.5.1) - default",
                                       "nightly - eager", "nightly - default", "stable (torch 2.5.1) - default speedup",
@@ -585,7 +650,7 @@ TEST(ReportTorchVersions, ABuildWithoutRecordedVersionsKeepsThePlainHeader) {
   EXPECT_TRUE(r.tables[0].columns[2].torch_versions.empty());
 
   in.cells.clear();  // nothing ran yet
-  EXPECT_EQ(headers(build_report(in).tables[0])[0], "stable - eager");
+  EXPECT_EQ(headers(latency_and_speedup_report(in).tables[0])[0], "stable - eager");
 }
 
 TEST(ReportTorchVersions, EachRuntimeNamesTheTorchItsOwnResultsRecorded) {
@@ -599,7 +664,7 @@ TEST(ReportTorchVersions, EachRuntimeNamesTheTorchItsOwnResultsRecorded) {
       ok(job(kVit, 1, Mode::kEager, "a100", "bookworm", Runtime::kLibtorch), 9.0, 9.0, 1, "1.13.0"),
       ok(job(kVit, 1, Mode::kEager, "a100", "bookworm", Runtime::kPython), 9.5, 9.5, 2, "1.13.0a0"),
   };
-  EXPECT_EQ(headers(build_report(in).tables[0]),
+  EXPECT_EQ(headers(latency_and_speedup_report(in).tables[0]),
             (std::vector<std::string>{"bookworm (torch 1.13.0) - libtorch - eager",
                                       "bookworm (torch 1.13.0a0) - python - eager"}));
 }
