@@ -95,8 +95,13 @@ export class Api {
     return this.getJson(`runs?limit=${limit}${before ? `&before=${before}` : ""}`);
   }
   run(id) { return this.getJson(`runs/${id}`); }
-  report(id, stat = "mean") { return this.getJson(`runs/${id}/report?format=json&stat=${stat}`); }
-  reportUrl(id, format, stat) { return this.url(`runs/${id}/report?format=${format}&stat=${stat}`); }
+  // `excludeFlagged`: geomeans leave out results flagged as noisy (exclude_flagged=true).
+  report(id, stat = "mean", { excludeFlagged = false } = {}) {
+    return this.getJson(`runs/${id}/report?format=json&stat=${stat}${excludeFlagged ? "&exclude_flagged=true" : ""}`);
+  }
+  reportUrl(id, format, stat, { excludeFlagged = false } = {}) {
+    return this.url(`runs/${id}/report?format=${format}&stat=${stat}${excludeFlagged ? "&exclude_flagged=true" : ""}`);
+  }
 
   // Saves an API answer as a file. Plain links do that without a token; with one, the body is
   // fetched with the Authorization header and handed to the browser as a blob.

@@ -2,7 +2,7 @@
 // and back/forward walk through selections. Pure: no DOM, tested in node.
 //
 //   #/runs                         runs, newest first (?before=ID pages to older ones)
-//   #/runs/5?gpu=a100&batch=4&stat=median&q=vit&status=oom
+//   #/runs/5?gpu=a100&dtype=bfloat16&batch=4&stat=median&flagged=exclude&q=vit&status=oom
 //                                  one run: progress grid, tables, charts (batch=all: every batch)
 //   #/compare?a=5:stable&b=5:nightly&gpu=a100&batch=1&stat=mean
 //                                  two sides (run:build) side by side, ratio per cell
@@ -21,7 +21,7 @@ const VIEWS = [
 ];
 
 // Query keys in the order they are written, so equal states give equal URLs.
-const PARAM_ORDER = ["a", "b", "gpu", "batch", "stat", "q", "status", "before"];
+const PARAM_ORDER = ["a", "b", "gpu", "dtype", "batch", "stat", "flagged", "q", "status", "before"];
 
 export function parseRoute(hash) {
   const raw = (hash || "").replace(/^#/, "") || "/runs";

@@ -115,7 +115,9 @@ export class CompareView {
 
   renderBody({ a, b, runA, runB, repA, repB, stat }, focus) {
     const { params } = this.route;
-    const both = repA.tables.filter((t) => repB.tables.some((u) => u.gpu === t.gpu && u.batch === t.batch));
+    // Tables pair up by GPU class, batch and dtype (a report without dtypes is float32 only).
+    const same = (t, u) => u.gpu === t.gpu && u.batch === t.batch && (u.dtype ?? "float32") === (t.dtype ?? "float32");
+    const both = repA.tables.filter((t) => repB.tables.some((u) => same(t, u)));
     const nameA = `A: run ${a.run} · ${a.build}`;
     const nameB = `B: run ${b.run} · ${b.build}`;
     this.ctx.setTitle(`Compare ${formatSide(a)} vs ${formatSide(b)}`);
@@ -135,7 +137,7 @@ export class CompareView {
     const gpus = [...new Set(both.map((t) => t.gpu))];
     const gpu = gpus.includes(params.gpu) ? params.gpu : gpus[0];
     const ofGpu = both.filter((t) => t.gpu === gpu);
-    const batches = ofGpu.map((t) => t.batch);
+    const batches = [...new Set(ofGpu.map((t) => t.batch))];
     const batch = params.batch === "all" ? "all" : batches.includes(Number(params.batch)) ? Number(params.batch) : batches[0];
     const go = (changes) => this.ctx.navigate(withParams(this.route, changes));
     const toolbar = h("div", { class: "toolbar", role: "toolbar", "aria-label": "Compare options" },
@@ -144,7 +146,7 @@ export class CompareView {
       statSwitch(stat, (v) => go({ stat: v === "mean" ? undefined : v })),
       copyButton("Copy link", () => location.href));
     const tables = (batch === "all" ? ofGpu : ofGpu.filter((t) => t.batch === batch)).map((tA) => {
-      const tB = repB.tables.find((u) => u.gpu === tA.gpu && u.batch === tA.batch);
+      const tB = repB.tables.find((u) => same(tA, u));
       return this.table(tA, tB, a, b, nameA, nameB, stat);
     });
     this.body.replaceChildren(intro, toolbar, ...tables);

@@ -1,5 +1,5 @@
 // The progress grid of a run: one square per job, a row per model and a column per
-// (GPU class, batch, build, runtime, mode, repetition) in matrix order, coloured by job status
+// (GPU class, batch, dtype, build, runtime, mode, repetition) in matrix order, coloured by job status
 // and, once done, by verdict. Updated in place from fresh job lists, so focus, scroll and the
 // status filter survive live polling.
 //
@@ -133,11 +133,12 @@ export function gridLayout(jobs, matrix) {
   const models = new Set(matrix.models || []);
   for (const job of jobs) {
     const s = job.spec;
-    const key = `${s.gpu}/${s.batch}/${s.torch_build}/${s.runtime}/${s.mode}/${s.repetition ?? 0}`;
+    const dtype = s.dtype ?? "float32";
+    const key = `${s.gpu}/${s.batch}/${dtype}/${s.torch_build}/${s.runtime}/${s.mode}/${s.repetition ?? 0}`;
     if (!columns.has(key)) {
       columns.set(key, {
-        key, gpu: s.gpu, batch: s.batch, build: s.torch_build, runtime: s.runtime, mode: s.mode, repetition: s.repetition ?? 0,
-        rank: [order("gpus", s.gpu), order("batch_sizes", s.batch), order("torch_builds", s.torch_build),
+        key, gpu: s.gpu, batch: s.batch, dtype, build: s.torch_build, runtime: s.runtime, mode: s.mode, repetition: s.repetition ?? 0,
+        rank: [order("gpus", s.gpu), order("batch_sizes", s.batch), order("dtypes", dtype), order("torch_builds", s.torch_build),
           order("runtimes", s.runtime), order("modes", s.mode), s.repetition ?? 0],
       });
     }
@@ -169,5 +170,6 @@ function describeJob(job, labels) {
   if (job.result) state += ` (${job.result.status}, result #${job.result.id})`;
   if (job.agent) state += ` on ${job.agent}${job.slot ? `/${job.slot}` : ""}`;
   if (job.attempt > 1) state += `, attempt ${job.attempt}`;
-  return `${label} · ${s.gpu} · batch ${s.batch} · ${s.torch_build} · ${s.runtime} · ${s.mode}${rep}: ${state}`;
+  const dtype = s.dtype && s.dtype !== "float32" ? ` · ${s.dtype}` : "";
+  return `${label} · ${s.gpu} · batch ${s.batch}${dtype} · ${s.torch_build} · ${s.runtime} · ${s.mode}${rep}: ${state}`;
 }

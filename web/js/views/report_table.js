@@ -1,7 +1,9 @@
-// One comparison table of a run (a GPU class x batch of the report JSON), exactly as the report
-// builds it: "Task/Model" rows, latency per (build, runtime, mode), speedup vs eager, every
-// status a distinct badge whose tooltip is the cell detail, geomean speedups with coverage under
-// it, and its two figures. Updated in place when a fresh report arrives (live runs).
+// One comparison table of a run (a GPU class x batch x dtype of the report JSON), exactly as the
+// report builds it: "Task/Model" rows, latency per (build, runtime, mode), speedup vs eager,
+// compile time, peak memory and memory ratio, every status a distinct badge whose tooltip is the
+// cell detail, an accuracy badge on compiled cells that are not accurate and a flag on noisy
+// ones, geomean speedups with coverage and pass rates under it, and its figures. Updated in
+// place when a fresh report arrives (live runs).
 //
 //   const view = new ReportTableView({ resultHref, stat });
 //   parent.append(view.el);
@@ -19,12 +21,14 @@ export class ReportTableView {
     this.table = h("table", { class: "report" });
     this.detail = h("p", { class: "cell-detail", "aria-live": "polite" }, "Focus or point at a cell for its details.");
     this.geomeans = h("ul", { class: "geomeans" });
+    this.passRates = h("ul", { class: "pass-rates" });
     this.charts = new TableCharts({ eager: eagerCharts });
     this.el = h("article", { class: "report-table" },
       this.heading,
       h("div", { class: "table-scroll" }, this.table),
       this.detail,
       this.geomeans,
+      this.passRates,
       this.charts.el);
     this.signature = "";
     this.nav = gridNav(this.table, { onFocus: (cell) => this.showDetail(cell) });
@@ -37,6 +41,7 @@ export class ReportTableView {
   render(table, { q = "", stat = "mean" } = {}) {
     this.el.dataset.gpu = table.gpu;
     this.el.dataset.batch = String(table.batch);
+    this.el.dataset.dtype = table.dtype ?? "float32";
     patch(this.heading, { text: table.title });
     this.table.setAttribute("aria-label", table.title);
     const signature = `${table.columns.map((c) => c.key).join("|")}#${table.rows.map((r) => r.model).join("|")}`;
@@ -57,6 +62,13 @@ export class ReportTableView {
       this.geomeans.replaceChildren(...table.geomeans.map((g) =>
         h("li", { dataset: { column: g.column, covered: g.covered, total: g.total } }, g.text)));
     }
+    const rates = table.pass_rates ?? [];
+    const rateKey = rates.map((p) => p.text).join("\n");
+    if (this.passRates.dataset.key !== rateKey) {
+      this.passRates.dataset.key = rateKey;
+      this.passRates.replaceChildren(...rates.map((p) =>
+        h("li", { dataset: { column: p.column, passed: p.passed, attempted: p.attempted } }, p.text)));
+    }
     this.nav.refresh();
     const focused = document.activeElement?.closest?.("td, th");
     if (focused && this.table.tBodies[0].contains(focused)) this.showDetail(focused);  // live values
@@ -66,9 +78,9 @@ export class ReportTableView {
 
   build(table) {
     const head = h("tr", null, h("th", { scope: "col", class: "model-col" }, "Task/Model"),
-      ...table.columns.map((col) => h("th", { scope: "col", class: col.kind === "speedup" ? "speedup-col" : "" ,
+      ...table.columns.map((col) => h("th", { scope: "col", class: COLUMN_CLASS[col.kind] ?? "",
         dataset: { col: col.key } },
-      col.header, h("span", { class: "unit" }, col.kind === "speedup" ? " (×)" : " (ms)"))));
+      col.header, h("span", { class: "unit" }, COLUMN_UNIT[col.kind] ?? ""))));
     const body = h("tbody", null, table.rows.map((row) =>
       h("tr", { dataset: { model: row.model } },
         h("th", { scope: "row", title: row.model }, row.label),
@@ -77,20 +89,28 @@ export class ReportTableView {
   }
 
   renderCell(td, cell, col, stat) {
-    const key = `${cell.status}|${cell.text}|${cell.detail}|${cell.result_ids.join(",")}|${stat}`;
+    const flags = cell.flags ?? [];
+    const key = `${cell.status}|${cell.text}|${cell.detail}|${cell.result_ids.join(",")}|${stat}|${cell.accuracy ?? ""}|${flags.join(",")}`;
     if (td.dataset.key === key) return;
     td.dataset.key = key;
     td.dataset.status = cell.status;
     td.dataset.results = cell.result_ids.join(",");
+    if (cell.accuracy) td.dataset.accuracy = cell.accuracy; else delete td.dataset.accuracy;
+    if (flags.length) td.dataset.flags = flags.join(","); else delete td.dataset.flags;
     const tooltip = cellTooltip(cell, col, stat);
     td.title = tooltip;
     td.dataset.tooltip = tooltip;
+    const marks = cellMarks(cell);
     if (cell.status === "ok" && col.kind === "latency_ms") {
       td.className = "num";
       const id = cell.result_ids[0];
-      td.replaceChildren(id ? h("a", { href: this.resultHref(id), tabindex: -1 }, cell.text) : cell.text);
+      td.replaceChildren(id ? h("a", { href: this.resultHref(id), tabindex: -1 }, cell.text) : cell.text, ...marks);
+    } else if (cell.status === "ok" && col.kind === "speedup") {
+      const excluded = INACCURATE.has(cell.accuracy) ? " excluded" : "";
+      td.className = `num speedup ${cell.value > 1 ? "faster" : cell.value < 1 ? "slower" : ""}${excluded}`;
+      td.replaceChildren(cell.text, ...marks);
     } else if (cell.status === "ok") {
-      td.className = `num speedup ${cell.value > 1 ? "faster" : cell.value < 1 ? "slower" : ""}`;
+      td.className = "num";
       td.replaceChildren(cell.text);
     } else {
       td.className = "status";
@@ -109,10 +129,49 @@ export class ReportTableView {
   destroy() { this.charts.destroy(); }
 }
 
-// What a cell's tooltip says: the error text, the OOM phase and bytes, the CI of an ok latency.
+const COLUMN_UNIT = { latency_ms: " (ms)", speedup: " (×)", peak_memory_mb: " (MiB)", memory_ratio: " (×)" };
+const COLUMN_CLASS = { speedup: "speedup-col", compile_ms: "compile-col", peak_memory_mb: "memory-col", memory_ratio: "memory-col" };
+// Verdicts that keep a compiled cell out of geomeans and pass rates (docs/design.md §11).
+const INACCURATE = new Set(["wrong", "eager_nondeterministic"]);
+export const ACCURACY_LABELS = {
+  pass: "accurate (within tolerance of the float64 reference)",
+  wrong: "wrong: further from the float64 reference than eager allows (left out of geomeans)",
+  eager_nondeterministic: "eager is non-deterministic: two eager runs differ, nothing to judge against",
+  unchecked: "accuracy not checked",
+};
+export const FLAG_LABELS = {
+  high_cv: "high CV (samples vary more than the run's noise.max_cv)",
+  clock_drop: "SM clock dropped while measuring",
+  throttled: "GPU throttled while measuring",
+  ci_not_met: "the CI target was not met before the time or iteration bound",
+};
+
+// The badges after a value: the accuracy verdict when it is not a pass, a flag when noisy.
+function cellMarks(cell) {
+  const marks = [];
+  if (INACCURATE.has(cell.accuracy)) {
+    marks.push(h("span", { class: `badge acc b-${cell.accuracy}`, title: ACCURACY_LABELS[cell.accuracy] },
+      cell.accuracy === "wrong" ? "wrong" : "nondet."));
+  }
+  if (cell.flags?.length) {
+    marks.push(h("span", { class: "flag", title: cell.flags.map((f) => FLAG_LABELS[f] ?? f).join("; ") }, "⚑"));
+  }
+  return marks;
+}
+
+// What a cell's tooltip says: the error text, the OOM phase and bytes, the CI of an ok latency,
+// the accuracy verdict and noise flags.
 export function cellTooltip(cell, col, stat) {
+  const extra = [];
+  if (cell.accuracy) extra.push(ACCURACY_LABELS[cell.accuracy] ?? cell.accuracy);
+  for (const f of cell.flags ?? []) extra.push(`flagged: ${FLAG_LABELS[f] ?? f}`);
+  const tail = extra.length ? `; ${extra.join("; ")}` : "";
   if (col.kind === "speedup") {
-    return cell.status === "ok" ? `speedup vs eager: ${cell.detail}` : `no speedup: ${cell.detail || "a side is missing"}`;
+    return cell.status === "ok" ? `speedup vs eager: ${cell.detail}${tail}` : `no speedup: ${cell.detail || "a side is missing"}`;
+  }
+  if (col.kind === "compile_ms" || col.kind === "peak_memory_mb" || col.kind === "memory_ratio") {
+    const what = { compile_ms: "compile time", peak_memory_mb: "peak memory", memory_ratio: "eager peak / compiled peak memory" }[col.kind];
+    return cell.status === "ok" ? `${what} ${cell.text}${cell.detail ? `; ${cell.detail}` : ""}` : `no ${what}: ${cell.detail || cell.text}`;
   }
   if (cell.status === "ok") {
     let s = `${stat} latency ${cell.text} ms`;
@@ -121,7 +180,11 @@ export function cellTooltip(cell, col, stat) {
     }
     if (cell.n > 1) s += `; mean of ${cell.n} repetitions`;
     if (cell.detail) s += `; ${cell.detail}`;
-    return s;
+    if (cell.compile_ms !== undefined && cell.compile_ms !== null) {
+      s += `; compile ${(cell.compile_ms / 1000).toFixed(1)} s${cell.compile_cache && cell.compile_cache !== "cold" ? ` (${cell.compile_cache} cache)` : ""}`;
+    }
+    if (cell.recompiles) s += `; ${cell.recompiles} recompile(s)`;
+    return s + tail;
   }
   return describeDetail(cell.status, cell.detail, fmtBytes);
 }

@@ -58,10 +58,11 @@ export class ResultView {
       h("header", { class: "run-head" },
         h("div", { class: "title-row" }, h("h1", null, `Result #${row.id}: ${label}`),
           h("span", { class: `badge ${badgeClass(result.status)}`, dataset: { status: result.status } }, result.status)),
-        h("p", { class: "meta" }, `${job.model} · batch ${job.batch} · ${job.mode} · build ${job.torch_build} · ${job.gpu} · ${job.runtime}` +
+        h("p", { class: "meta" }, `${job.model} · batch ${job.batch} · ${job.mode} · ${job.dtype ?? "float32"} · build ${job.torch_build} · ${job.gpu} · ${job.runtime}` +
           ` · repetition ${job.repetition ?? 0} · attempt ${row.attempt}` +
           (row.agent ? ` · agent ${row.agent}${row.slot ? `/${row.slot}` : ""}` : "") + ` · stored ${fmtTime(row.created_at)}`)),
       verdictSection(result),
+      accuracySection(result.accuracy, row.flags ?? []),
       h("div", { class: "result-grid" },
         h("section", { class: "panel", "aria-labelledby": "stats-h" }, h("h2", { id: "stats-h" }, "Statistics"),
           stats ? keyValueTable("Statistics", [
@@ -143,6 +144,29 @@ function verdictSection(result) {
   if (result.error) items.push(h("pre", { class: "error-text" }, result.error));
   if (!items.length) return null;
   return h("section", { class: "panel verdict", "aria-labelledby": "verdict-h" }, h("h2", { id: "verdict-h" }, "Verdict"), ...items);
+}
+
+// The accuracy verdict of a compiled result (docs/design.md §11) and the noise flags the
+// coordinator set (common/noise_flags.h).
+function accuracySection(accuracy, flags) {
+  if (!accuracy && !flags.length) return null;
+  const rows = [];
+  if (accuracy) {
+    rows.push(["verdict", accuracy.verdict]);
+    if (accuracy.verdict !== "unchecked" && accuracy.verdict !== "eager_nondeterministic") {
+      rows.push(["compiled error (relative L2 vs float64)", accuracy.compiled_error.toExponential(3)]);
+      rows.push(["eager error (same dtype)", accuracy.eager_error.toExponential(3)]);
+      rows.push(["tolerance", accuracy.tolerance.toExponential(3)]);
+      if (accuracy.cosine !== undefined && accuracy.cosine !== null) rows.push(["cosine similarity", accuracy.cosine.toFixed(6)]);
+      if (accuracy.output) rows.push(["output", accuracy.output]);
+    }
+    if (accuracy.detail) rows.push(["detail", accuracy.detail]);
+  }
+  if (flags.length) rows.push(["noise flags", flags.join(", ")]);
+  return h("section", { class: "panel accuracy", "aria-labelledby": "acc-h" },
+    h("h2", { id: "acc-h" }, "Accuracy and noise",
+      accuracy ? h("span", { class: `badge acc b-${accuracy.verdict}`, dataset: { accuracy: accuracy.verdict } }, accuracy.verdict) : null),
+    keyValueTable("Accuracy and noise", rows, "accuracy"));
 }
 
 function memorySection(memory) {

@@ -1,5 +1,6 @@
 // One run: header with progress, the progress grid of all jobs, and the comparison tables
-// (GPU class and batch selectors, mean/median, model filter, exports, compare links).
+// (GPU class, dtype and batch selectors, mean/median, leaving flagged results out of geomeans,
+// model filter, exports, compare links).
 // While the run is active it polls every 2 s and updates in place: what the user selected,
 // focused or scrolled stays as it was.
 import { h, fill, patch } from "../dom.js";
@@ -21,7 +22,7 @@ export class RunView {
     this.data = null;    // {run, jobs, jobsError, report, labels}
     this.timer = null;
     this.seq = 0;
-    this.tableViews = new Map();  // "gpu/batch" -> ReportTableView
+    this.tableViews = new Map();  // "gpu/batch/dtype" -> ReportTableView
     this.destroyed = false;
   }
 
@@ -34,10 +35,11 @@ export class RunView {
   }
 
   update(route) {
-    const statChanged = this.stat(route) !== this.stat(this.route);
+    const reportChanged = this.stat(route) !== this.stat(this.route) ||
+      this.excludeFlagged(route) !== this.excludeFlagged(this.route);
     this.route = route;
     if (!this.data) return;
-    if (statChanged) this.load(); else this.render();
+    if (reportChanged) this.load(); else this.render();
   }
 
   reconnected() { this.load(); }
@@ -49,6 +51,7 @@ export class RunView {
   }
 
   stat(route = this.route) { return route.params.stat === "median" ? "median" : "mean"; }
+  excludeFlagged(route = this.route) { return route.params.flagged === "exclude"; }
 
   async load() {
     clearTimeout(this.timer);
@@ -58,7 +61,7 @@ export class RunView {
     try {
       const [run, report, jobs, labels] = await Promise.all([
         this.ctx.api.run(this.id),
-        this.ctx.api.report(this.id, stat),
+        this.ctx.api.report(this.id, stat, { excludeFlagged: this.excludeFlagged() }),
         this.ctx.api.jobs(this.id).then((j) => ({ jobs: j }), (e) => ({ error: e })),
         this.ctx.models().catch(() => new Map()),
       ]);
@@ -166,17 +169,20 @@ export class RunView {
     this.grid.render(jobs, run.matrix, labels, { status: this.route.params.status, q: this.route.params.q });
   }
 
-  // The tables the selectors pick: one GPU class, one batch or all of them.
+  // The tables the selectors pick: one GPU class, one dtype, one batch or all of them.
   selection() {
     const tables = this.data.report.tables;
     const gpus = [...new Set(tables.map((t) => t.gpu))];
     const gpu = gpus.includes(this.route.params.gpu) ? this.route.params.gpu : gpus[0];
     const ofGpu = tables.filter((t) => t.gpu === gpu);
-    const batches = ofGpu.map((t) => t.batch);
+    const dtypes = [...new Set(ofGpu.map((t) => t.dtype ?? "float32"))];
+    const dtype = dtypes.includes(this.route.params.dtype) ? this.route.params.dtype : dtypes[0];
+    const ofDtype = ofGpu.filter((t) => (t.dtype ?? "float32") === dtype);
+    const batches = ofDtype.map((t) => t.batch);
     const wanted = this.route.params.batch;
     const batch = wanted === "all" ? "all" : batches.includes(Number(wanted)) ? Number(wanted) : batches[0];
-    const shown = batch === "all" ? ofGpu : ofGpu.filter((t) => t.batch === batch);
-    return { gpus, gpu, batches, batch, shown, labelOf: (g) => tables.find((t) => t.gpu === g)?.gpu_label ?? g };
+    const shown = batch === "all" ? ofDtype : ofDtype.filter((t) => t.batch === batch);
+    return { gpus, gpu, dtypes, dtype, batches, batch, shown, labelOf: (g) => tables.find((t) => t.gpu === g)?.gpu_label ?? g };
   }
 
   renderTables() {
@@ -189,12 +195,13 @@ export class RunView {
     }
     const sel = this.selection();
     this.renderToolbar(sel, run);
-    const keep = new Set(sel.shown.map((t) => `${t.gpu}/${t.batch}`));
+    const keyOf = (t) => `${t.gpu}/${t.batch}/${t.dtype ?? "float32"}`;
+    const keep = new Set(sel.shown.map(keyOf));
     for (const [key, view] of this.tableViews) {
       if (!keep.has(key)) { view.destroy(); view.el.remove(); this.tableViews.delete(key); }
     }
     sel.shown.forEach((table, i) => {
-      const key = `${table.gpu}/${table.batch}`;
+      const key = keyOf(table);
       let view = this.tableViews.get(key);
       if (!view) {
         view = new ReportTableView({ resultHref: (id) => `#/results/${id}`, eagerCharts: i === 0 });
@@ -208,7 +215,8 @@ export class RunView {
   renderToolbar(sel, run) {
     const s = this.skeleton;
     const stat = this.stat();
-    const key = JSON.stringify([sel.gpus, sel.gpu, sel.batches, sel.batch, stat, run.torch_builds]);
+    const excludeFlagged = this.excludeFlagged();
+    const key = JSON.stringify([sel.gpus, sel.gpu, sel.dtypes, sel.dtype, sel.batches, sel.batch, stat, excludeFlagged, run.torch_builds]);
     if (s.toolbar.dataset.key === key) {
       const input = s.toolbar.querySelector("input[type=search]");
       if (input && document.activeElement !== input) input.value = this.route.params.q ?? "";
@@ -223,13 +231,14 @@ export class RunView {
       on: { input: (e) => this.ctx.navigate(withParams(this.route, { q: e.target.value }), { replace: true }) },
     });
     const exports = ["md", "csv", "json"].map((format) => h("a", {
-      class: "btn", href: this.ctx.api.reportUrl(run.id, format, stat), download: `run-${run.id}-${stat}.${format}`,
+      class: "btn", href: this.ctx.api.reportUrl(run.id, format, stat, { excludeFlagged }), download: `run-${run.id}-${stat}.${format}`,
       dataset: { export: format },
       on: {
         click: (e) => {
           if (!this.ctx.api.token) return;  // a plain download
           e.preventDefault();
-          this.ctx.api.download(`runs/${run.id}/report?format=${format}&stat=${stat}`, `run-${run.id}-${stat}.${format}`).catch(() => {});
+          const flagged = excludeFlagged ? "&exclude_flagged=true" : "";
+          this.ctx.api.download(`runs/${run.id}/report?format=${format}&stat=${stat}${flagged}`, `run-${run.id}-${stat}.${format}`).catch(() => {});
         },
       },
     }, { md: "Markdown", csv: "CSV", json: "JSON" }[format]));
@@ -256,8 +265,12 @@ export class RunView {
 
     fill(s.toolbar,
       selectControl("GPU class", "gpu", sel.gpus.map((g) => [g, sel.labelOf(g)]), sel.gpu, (v) => go({ gpu: v, batch: undefined })),
+      sel.dtypes.length > 1 ? selectControl("Dtype", "dtype", sel.dtypes.map((d) => [d, d]), sel.dtype, (v) => go({ dtype: v, batch: undefined })) : null,
       selectControl("Batch", "batch", [...sel.batches.map((b) => [String(b), String(b)]), ["all", "all"]], String(sel.batch), (v) => go({ batch: v })),
       statSwitch(stat, (v) => go({ stat: v === "mean" ? undefined : v })),
+      h("label", { class: "control check", title: "Geomeans leave out results flagged as noisy (high CV, clock drop, throttling, CI target missed)" },
+        h("input", { type: "checkbox", name: "flagged", checked: excludeFlagged, on: { change: (e) => go({ flagged: e.target.checked ? "exclude" : undefined }) } }),
+        h("span", null, "Exclude flagged from geomeans")),
       filter,
       h("span", { class: "group", role: "group", "aria-label": "Export" }, h("span", { class: "label" }, "Export"), exports),
       copyButton("Copy link", () => location.href),

@@ -1,6 +1,7 @@
-// The two figures under a comparison table, like the seeds': latency per model for eager and
-// each compiled mode, and the percentage improvement of each compiled mode over eager. Cells
-// without a value (OOM, error, not run...) are marked gaps with their label, never zeros.
+// The figures under a comparison table, like the seeds': latency per model for eager and each
+// compiled mode, the percentage improvement of each compiled mode over eager, and beside the
+// latency the compile time of each compiled mode. Cells without a value (OOM, error, not run...)
+// are marked gaps with their label, never zeros.
 import { h } from "../dom.js";
 import { barChart, loadCharts, seriesColor } from "../charts.js";
 import { improvementPercent } from "../analysis.js";
@@ -12,6 +13,7 @@ export class TableCharts {
     this.el = h("div", { class: "figures pending" });
     this.latency = null;
     this.improvement = null;
+    this.compile = null;
     this.key = "";
     this.pending = null;    // the latest {table, rows, stat} not drawn yet
     this.visible = eager;   // near the viewport: charts are drawn only then, after the tables
@@ -29,7 +31,7 @@ export class TableCharts {
   // viewport; charts already drawn are updated in place at once.
   render(table, rows, stat) {
     this.pending = { table, rows, stat };
-    if (this.latency && this.key === `${table.gpu}/${table.batch}`) this.flush();
+    if (this.latency && this.key === tableKey(table)) this.flush();
     else if (this.visible) this.schedule();
   }
 
@@ -56,18 +58,20 @@ export class TableCharts {
     const { table, rows, stat } = this.pending;
     this.pending = null;
     const specs = chartSpecs(table, rows, stat);
-    const key = `${table.gpu}/${table.batch}`;
+    const key = tableKey(table);
     if (!this.latency || this.key !== key) {
       this.destroyCharts();
       this.el.replaceChildren();
       this.el.classList.remove("pending");
       this.key = key;
       this.latency = this.figure(specs.latency, "latency");
+      this.compile = specs.compile ? this.figure(specs.compile, "compile") : null;
       this.improvement = specs.improvement ? this.figure(specs.improvement, "improvement") : null;
       this.el.dataset.drawn = String(performance.now());
       return;
     }
     this.latency.update(specs.latency);
+    if (this.compile && specs.compile) this.compile.update(specs.compile);
     if (this.improvement && specs.improvement) this.improvement.update(specs.improvement);
   }
 
@@ -81,7 +85,8 @@ export class TableCharts {
   destroyCharts() {
     this.latency?.destroy();
     this.improvement?.destroy();
-    this.latency = this.improvement = null;
+    this.compile?.destroy();
+    this.latency = this.improvement = this.compile = null;
   }
 
   destroy() {
@@ -90,13 +95,17 @@ export class TableCharts {
   }
 }
 
-// chart specs for one table: {latency, improvement (null without speedup columns)}.
+function tableKey(table) { return `${table.gpu}/${table.batch}/${table.dtype ?? "float32"}`; }
+
+// chart specs for one table: {latency, compile (null without compile columns), improvement (null
+// without speedup columns)}.
 export function chartSpecs(table, rows, stat) {
   const labels = rows.map((r) => shortLabel(r.label));
   const fullLabels = rows.map((r) => r.label);
   const idx = new Map(table.columns.map((c, i) => [c.key, i]));
   const latencyCols = table.columns.filter((c) => c.kind === "latency_ms");
   const speedupCols = table.columns.filter((c) => c.kind === "speedup");
+  const compileCols = table.columns.filter((c) => c.kind === "compile_ms");
 
   const colorOf = new Map(latencyCols.map((c, i) => [`${c.build}/${c.runtime}/${c.mode}`, seriesColor(i, c.mode === "eager")]));
   const gapLabel = (cell) => (cell.status === "ok" ? null : cell.status === "not_run" ? "not run" : cell.text);
@@ -114,7 +123,24 @@ export function chartSpecs(table, rows, stat) {
       gaps: rows.map((r) => gapLabel(r.cells[idx.get(col.key)])),
     })),
   };
-  if (!speedupCols.length) return { latency, improvement: null };
+  const compile = compileCols.length ? {
+    title: `${table.title}: compile time (s)`,
+    caption: "Compile time per model and compiled mode (lower is better); a warm cache makes it shorter (tooltips say). Hatched slots: no value.",
+    unit: "s",
+    yTitle: "s",
+    labels,
+    fullLabels,
+    datasets: compileCols.map((col) => ({
+      label: col.header,
+      color: colorOf.get(`${col.build}/${col.runtime}/${col.mode}`) ?? seriesColor(0, false),
+      data: rows.map((r) => {
+        const cell = r.cells[idx.get(col.key)];
+        return cell.status === "ok" && cell.value !== null ? cell.value / 1000 : null;
+      }),
+      gaps: rows.map((r) => gapLabel(r.cells[idx.get(col.key)])),
+    })),
+  } : null;
+  if (!speedupCols.length) return { latency, compile, improvement: null };
 
   // Why a speedup is missing: the first side of it without a value.
   const speedupGap = (row, col) => {
@@ -143,5 +169,5 @@ export function chartSpecs(table, rows, stat) {
       gaps: rows.map((r) => speedupGap(r, col)),
     })),
   };
-  return { latency, improvement };
+  return { latency, compile, improvement };
 }
