@@ -117,10 +117,11 @@ ArtifactCache::ArtifactCache(std::string dir) : dir_(std::move(dir)) {}
 std::string ArtifactCache::dir_name(const ArtifactKey& k) {
   const std::string full = k.model + "|" + k.build + "|" + k.build_version + "|" + k.build_root_id + "|" + k.format +
                            "|" + std::string(to_string(k.mode)) + "|" + std::to_string(k.batch) + "|" + k.device + "|" +
-                           k.device_arch;
+                           k.device_arch + "|" + std::string(to_string(k.dtype)) + "|" + k.test_perturbation;
   std::ostringstream hash;
   hash << std::hex << std::hash<std::string>{}(full);
-  return sanitize(k.model) + "-b" + std::to_string(k.batch) + "-" + k.format + "-" + hash.str();
+  return sanitize(k.model) + "-b" + std::to_string(k.batch) + "-" + k.format + "-" + std::string(to_string(k.dtype)) +
+         "-" + hash.str();
 }
 
 Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter) {
@@ -153,9 +154,10 @@ Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter
   fs::remove_all(staging, ec);
   fs::create_directories(staging, ec);
   SpawnOptions o;
-  o.argv = {exporter.python, exporter.script,           "--catalog", exporter.catalog, "--model",  key.model,
-            "--batch",       std::to_string(key.batch), "--format",  key.format,       "--device", key.device,
-            "--out",         staging.string()};
+  o.argv = {exporter.python, exporter.script,  "--catalog", exporter.catalog,
+            "--model",       key.model,        "--batch",   std::to_string(key.batch),
+            "--format",      key.format,       "--device",  key.device,
+            "--out",         staging.string(), "--dtype",   std::string(to_string(key.dtype))};
   if (key.format == "aotinductor") {
     o.argv.push_back("--mode");
     o.argv.push_back(std::string(to_string(key.mode)));

@@ -1,4 +1,4 @@
-// Exported model artifacts, cached by (model, torch build, format, mode, batch, device arch).
+// Exported model artifacts, cached by (model, torch build, format, mode, batch, device arch, dtype).
 // An export runs at most once per key at a time (a lock file per key), so two slots asking
 // for the same artifact wait for one export instead of racing. Failed exports are not cached.
 // Each artifact's SHA-256 is computed once, at export (or at the first use of an artifact cached
@@ -27,8 +27,12 @@ struct ArtifactKey {
   std::string format;         // torchscript, torchscript-frozen, aotinductor
   Mode mode = Mode::kEager;
   int batch = 1;
-  std::string device;       // cpu | cuda
-  std::string device_arch;  // "cpu", or the GPU's compute capability ("8.0")
+  std::string device;             // cpu | cuda
+  std::string device_arch;        // "cpu", or the GPU's compute capability ("8.0")
+  Dtype dtype = Dtype::kFloat32;  // the exporter's --dtype (never amp: python runtime only)
+  // Test only: BENCHFLEET_TEST_PERTURB_COMPILED as the agent (and so the exporter) sees it; a
+  // perturbed package must never be served for an unperturbed job, or the other way round.
+  std::string test_perturbation;
 };
 
 struct Exporter {

@@ -1,6 +1,7 @@
 #include "agent/daemon/job_runner.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -32,6 +33,12 @@ JobResult verdict(ResultStatus status, std::string message) {
 std::variant<WorkerJob, JobResult> libtorch_job(const LeasedJob& job, const JobEnvironment& env, Prepared& prepared) {
   const SlotDescriptor& slot = *env.slot;
   const bool gpu = slot.gpu.has_value();
+  if (job.spec.dtype == Dtype::kAmp) {  // nothing to export: an artifact has one fixed dtype
+    return verdict(ResultStatus::kUnsupported,
+                   "amp (autocast over float32 weights) runs in the python runtime only: a libtorch artifact is "
+                   "exported in one fixed dtype (float32, float16 or bfloat16)");
+  }
+  const char* perturbation = std::getenv("BENCHFLEET_TEST_PERTURB_COMPILED");  // test only (design §11)
   ArtifactKey key{job.spec.model,
                   env.build->name,
                   env.build->version,
@@ -40,7 +47,9 @@ std::variant<WorkerJob, JobResult> libtorch_job(const LeasedJob& job, const JobE
                   job.spec.mode,
                   job.spec.batch,
                   gpu ? "cuda" : "cpu",
-                  gpu ? slot.gpu->compute_capability : "cpu"};
+                  gpu ? slot.gpu->compute_capability : "cpu",
+                  job.spec.dtype,
+                  perturbation != nullptr ? perturbation : ""};
   Exporter exporter = env.exporter;
   exporter.python = env.build->python;
   exporter.launch = [&env](SpawnOptions o) {
@@ -100,6 +109,9 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   w.device = gpu ? "cuda" : "cpu";
   w.measurement = job.measurement;
   w.memory_limit_mb = job.memory_limit_mb ? job.memory_limit_mb : slot.memory_limit_mb;
+  w.dtype = job.spec.dtype;
+  w.dynamic = job.dynamic;  // the coordinator sets these for python compiled jobs only
+  w.walk_batches = job.walk_batches;
 
   const fs::path dir =
       fs::path(env.work_dir) / ("job-" + std::to_string(job.job_id) + "-" + std::to_string(job.attempt));

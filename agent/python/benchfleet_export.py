@@ -5,7 +5,7 @@ Run with a torch build's own python (the agent picks it per build):
 
     python3 benchfleet_export.py --catalog common/catalog/models.yaml --model ID --batch N \\
         --format torchscript|torchscript-frozen|aotinductor [--mode MODE] --device cpu|cuda \\
-        --out DIR [--weights PATH] [--seed 0]
+        [--dtype float32|float16|bfloat16] --out DIR [--weights PATH] [--seed 0]
 
 Formats (one artifact per model, batch, format, mode and device):
   torchscript         torch.jit.trace under no_grad; nothing else (the worker's `eager` mode)
@@ -23,7 +23,29 @@ Writes DIR/model.pt (or DIR/model.pt2) and DIR/metadata.json, and prints that JS
 line on stdout; progress goes to stderr. The artifact's forward takes the metadata's `inputs`
 positionally and returns a tensor or a tuple of tensors. Before writing the metadata the
 exporter loads the artifact back, runs it on seeded example inputs and compares it with the
-eager model (`max_abs_diff`).
+eager model (`max_abs_diff`): a TorchScript artifact must match eager within a tolerance; an
+AOTInductor package must match it in structure (output count, shapes, NaN pattern) only, since
+how far its numbers are off is what the worker's accuracy verdict judges.
+
+--dtype casts the model and its floating inputs (the metadata's `inputs` and `dtype` then say
+that dtype, so the worker makes its inputs in it). `amp` (autocast over float32 weights) is the
+python runtime's alone: here it is `unsupported`. A dtype the device cannot run (e.g. a kernel
+"not implemented for 'Half'") is `unsupported` with torch's message.
+
+For aotinductor the exporter also writes DIR/reference.bin, the float64 reference the worker
+judges the package's accuracy against, described by metadata `accuracy_reference`:
+{"file": "reference.bin", "eager_deterministic": bool, "inputs": [{name, dtype, shape, offset,
+nbytes}], "outputs": [{name, dtype, shape, offset, nbytes, eager_error}]}: raw little-endian,
+C-contiguous tensors; the inputs are the exporter's seeded ones in the job's dtype, the outputs
+those of a float64 copy of the float32 model on those inputs (float64; a non-floating output in
+its own dtype), eager_error is eager's relative L2 error (job dtype) against them, and
+eager_deterministic says whether two eager runs agreed bit for bit
+(agent/python/benchfleet_accuracy.py has the rule).
+
+Test only: with BENCHFLEET_TEST_PERTURB_COMPILED=SCALE (e.g. 0.05) in the environment an
+AOTInductor package computes each floating output plus SCALE x ||out|| / sqrt(numel) x a fixed
+seeded noise (the reference stays the model's), so its accuracy verdict must be `wrong`; the
+metadata then says `test_perturb_compiled`. Never set it outside tests.
 
 For aotinductor the metadata also says how the compile went: `compile_s` (the AOT compile alone;
 `export_s` is torch.export plus that compile), `inductor_cache` with `inductor_cache_counts`
@@ -57,6 +79,13 @@ from typing import Any, Dict, Iterator, List, NoReturn, Optional, Sequence
 
 EXIT_OK, EXIT_ERROR, EXIT_UNSUPPORTED = 0, 1, 4
 FORMATS = ("torchscript", "torchscript-frozen", "aotinductor")
+DTYPES = ("float32", "float16", "bfloat16", "amp")
+REFERENCE_FILE = "reference.bin"
+PERTURB_VARIABLE = "BENCHFLEET_TEST_PERTURB_COMPILED"  # test only (see the module docstring)
+_PERTURB_SEED = 20240519
+# torch's words for a kernel that has no implementation for a dtype on this device/build.
+_DTYPE_UNSUPPORTED = re.compile(r"not implemented for '(Half|BFloat16|ComplexHalf)'|"
+                                r"(does not support|unsupported) (dtype )?(Half|BFloat16|float16|bfloat16)", re.I)
 # The worker mode each TorchScript format serves; aotinductor serves the --mode it was built for.
 _WORKER_MODE = {"torchscript": "eager", "torchscript-frozen": "torchscript"}
 # Exported vs eager output: |diff| <= ATOL + RTOL * max|eager| (whole-output scale, so random-init
@@ -102,6 +131,9 @@ def _parser() -> _Parser:
                    choices=("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
                    help="torch.compile mode whose inductor options an aotinductor package uses")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    p.add_argument("--dtype", default="float32", choices=DTYPES,
+                   help="precision the model and its floating inputs are cast to (amp: python runtime only, "
+                        "unsupported here)")
     p.add_argument("--out", required=True, help="output directory (created if missing)")
     p.add_argument("--weights", help="state_dict file, or a Hugging Face checkpoint directory")
     p.add_argument("--seed", type=int, default=0, help="seed for random init and example inputs")
@@ -157,8 +189,9 @@ def _sha256(path: str) -> str:
     return digest.hexdigest()
 
 
-def _compare(reference: Any, exported: Any) -> float:
-    """max |exported - reference| over all outputs; raises on a structural or numeric mismatch."""
+def _compare(reference: Any, exported: Any, numeric: bool = True) -> float:
+    """max |exported - reference| over all outputs; raises on a structural mismatch (count, shape,
+    NaN pattern), and with `numeric` on a difference beyond the tolerance too."""
     import torch
 
     from benchfleet_models import ExportFailure, flatten_tensors
@@ -178,11 +211,134 @@ def _compare(reference: Any, exported: Any) -> float:
             continue
         diff = float((a64[finite] - b64[finite]).abs().max())
         scale = float(a64[finite].abs().max())
-        if diff > _ATOL + _RTOL * scale:
+        if numeric and diff > _ATOL + _RTOL * scale:
             raise ExportFailure("error", f"output {i}: exported module differs from the eager model "
                                          f"(max |diff| {diff:.3g}, max |eager| {scale:.3g})")
         worst = max(worst, diff)
     return worst
+
+
+def _dtype_unsupported(error: BaseException, dtype: str, device: str) -> Optional[Exception]:
+    """The `unsupported` verdict for an error that says a kernel lacks `dtype` on this device."""
+    from benchfleet_models import ExportFailure
+
+    text = str(error)
+    match = _DTYPE_UNSUPPORTED.search(text)
+    if match is None or dtype == "float32":
+        return None
+    line = next((ln.strip() for ln in text.splitlines() if _DTYPE_UNSUPPORTED.search(ln)), match.group(0))
+    return ExportFailure("unsupported", f"{dtype} on {device} is not supported by this torch build: {line[:500]}")
+
+
+def _cast_inputs(inputs: Sequence[Any], dtype: Any) -> List[Any]:
+    """Floating inputs in `dtype`; ids and masks as they are."""
+    return [t.to(dtype) if t.is_floating_point() else t for t in inputs]
+
+
+def _test_perturbation() -> Optional[float]:
+    """The relative scale of BENCHFLEET_TEST_PERTURB_COMPILED, or None when it is not set."""
+    from benchfleet_models import ExportFailure
+
+    raw = os.environ.get(PERTURB_VARIABLE, "")
+    if not raw:
+        return None
+    try:
+        scale = float(raw)
+    except ValueError:
+        scale = -1.0
+    if not (0 < scale < 1e6):
+        raise ExportFailure("error", f"{PERTURB_VARIABLE}={raw!r} must be a positive number (a relative scale, "
+                                     "e.g. 0.05)")
+    return scale
+
+
+def _perturbed(model: Any, outputs: Sequence[Any], scale: float) -> Any:
+    """`model` whose floating outputs get scale x ||out|| / sqrt(numel) x a fixed seeded noise
+    (test only: an AOTInductor package that computes wrong numbers)."""
+    import math
+
+    import torch
+
+    from benchfleet_models import flatten_tensors
+
+    class Perturbed(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+            generator = torch.Generator().manual_seed(_PERTURB_SEED)
+            self.floating = [t.is_floating_point() for t in outputs]
+            for i, t in enumerate(outputs):
+                noise = torch.randn(tuple(t.shape), generator=generator, dtype=torch.float32) if self.floating[i] \
+                    else torch.zeros(0)
+                self.register_buffer(f"noise{i}", noise.to(device=t.device, dtype=t.dtype if self.floating[i]
+                                                           else torch.float32))
+
+        def forward(self, *inputs: Any) -> Any:
+            result = flatten_tensors(self.model(*inputs))
+            perturbed = []
+            for i, out in enumerate(result):
+                if self.floating[i]:
+                    size = out.float().norm() * (scale / math.sqrt(max(out.numel(), 1)))
+                    out = out + size.to(out.dtype) * getattr(self, f"noise{i}")
+                perturbed.append(out)
+            return perturbed[0] if len(perturbed) == 1 else tuple(perturbed)
+
+    return Perturbed().eval()
+
+
+def _tensor_bytes(tensor: Any) -> bytes:
+    """The raw little-endian, C-contiguous bytes of a tensor (on the CPU)."""
+    import ctypes
+
+    t = tensor.detach().cpu().contiguous()
+    return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""
+
+
+def _write_accuracy_reference(out_dir: str, model: Any, reference_model: Any, inputs: Sequence[Any],
+                              eager: Sequence[Any], input_names: Sequence[str],
+                              output_names: Sequence[str]) -> Dict[str, Any]:
+    """Writes reference.bin (the inputs, then the float64 reference outputs) and returns its
+    description (metadata `accuracy_reference`). `eager`: the model's outputs on `inputs`."""
+    import math
+
+    import torch
+
+    from benchfleet_accuracy import compare, float64_inputs, outputs_equal
+    from benchfleet_models import flatten_tensors
+
+    if sys.byteorder != "little":
+        raise RuntimeError("reference.bin is little-endian; this host is not")
+    with torch.no_grad():
+        again = flatten_tensors(model(*inputs))
+        reference = flatten_tensors(reference_model(*float64_inputs(inputs)))
+    if len(reference) != len(eager):
+        raise RuntimeError(f"the float64 model returns {len(reference)} tensors, the model {len(eager)}")
+    described: Dict[str, Any] = {"file": REFERENCE_FILE, "eager_deterministic": outputs_equal(list(eager), again),
+                                 "inputs": [], "outputs": []}
+    offset = 0
+    path = os.path.join(out_dir, REFERENCE_FILE)
+    with open(path, "wb") as f:
+        def put(tensor: Any, name: str) -> Dict[str, Any]:
+            nonlocal offset
+            data = _tensor_bytes(tensor)
+            f.write(data)
+            entry = {"name": name, "dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape),
+                     "offset": offset, "nbytes": len(data)}
+            offset += len(data)
+            return entry
+
+        for name, tensor in zip(input_names, inputs):
+            described["inputs"].append(put(tensor, name))
+        for name, ref, out in zip(output_names, reference, eager):
+            if tuple(ref.shape) != tuple(out.shape):
+                raise RuntimeError(f"{name}: the float64 model's shape {tuple(ref.shape)} != {tuple(out.shape)}")
+            entry = put(ref, name)
+            error = compare(name, out, out, ref).eager_error if ref.is_floating_point() else 0.0
+            # null: eager itself has NaN or Inf where the reference has none (nothing to judge against)
+            entry["eager_error"] = error if math.isfinite(error) else None
+            described["outputs"].append(entry)
+    os.chmod(path, 0o644)
+    return described
 
 
 def _export_torchscript(model: Any, inputs: Sequence[Any], path: str, frozen: bool) -> None:
@@ -337,11 +493,16 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
     except ImportError as e:
         raise _NoTorch(f"{sys.executable} cannot import torch ({e}); run the exporter with a torch "
                        "build's own python") from None
-    from benchfleet_models import (ExportFailure, build_model, find_model,
+    from benchfleet_accuracy import float64_copy
+    from benchfleet_models import (ExportFailure, build_model, dtype_of, find_model,
                                    flatten_tensors, inductor_configs_for_mode, load_catalog, make_inputs)
 
     if args.batch <= 0:
         raise ExportFailure("error", f"--batch must be a positive integer, got {args.batch}")
+    if args.dtype == "amp":
+        raise ExportFailure("unsupported", "amp (autocast over float32 weights) runs in the python runtime only: an "
+                                           "exported artifact has one fixed dtype (use float16 or bfloat16)")
+    perturbation = _test_perturbation() if args.format == "aotinductor" else None
     spec = find_model(load_catalog(args.catalog), args.model)
     if spec.formats and args.format not in spec.formats:
         raise ExportFailure("unsupported", f"the catalog lists {args.model} as exportable to "
@@ -367,41 +528,69 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
     artifact = "model.pt2" if args.format == "aotinductor" else "model.pt"
     artifact_path = os.path.join(args.out, artifact)
 
-    _log(f"building {args.model} ({spec.builder}) on {args.device}")
+    _log(f"building {args.model} ({spec.builder}) on {args.device} in {args.dtype}")
     model = build_model(spec, device=args.device, seed=args.seed, weights=args.weights, log=_log)
-    inputs = make_inputs(spec, args.batch, args.seed, device=args.device)
-    with torch.no_grad():
-        reference = model(*inputs)
+    # The accuracy reference is the float32 model in float64, whatever the job's dtype.
+    reference_model = float64_copy(model) if args.format == "aotinductor" else None
+    torch_dtype = dtype_of(args.dtype)
+    model = model.to(torch_dtype)
+    inputs = _cast_inputs(make_inputs(spec, args.batch, args.seed, device=args.device), torch_dtype)
+    try:
+        with torch.no_grad():
+            reference = model(*inputs)
+    except Exception as e:
+        unsupported = _dtype_unsupported(e, args.dtype, args.device)
+        if unsupported is not None:
+            raise unsupported from None
+        raise
+    output_names = list(spec.outputs) or [f"output{i}" for i in range(len(flatten_tensors(reference)))]
 
     _log(f"exporting {args.format} at batch {args.batch}")
     started = time.monotonic()
     compile_report: Dict[str, Any] = {}
     try:
         if args.format == "aotinductor":
-            compile_report = _export_aotinductor(model, inputs, artifact_path, plan.configs, plan.fallback)
+            exported_model = model
+            if perturbation is not None:
+                _log(f"test only: {PERTURB_VARIABLE}={perturbation}: the package's outputs are perturbed")
+                exported_model = _perturbed(model, flatten_tensors(reference), perturbation)
+            compile_report = _export_aotinductor(exported_model, inputs, artifact_path, plan.configs, plan.fallback)
         else:
             _export_torchscript(model, inputs, artifact_path, frozen=args.format == "torchscript-frozen")
     except ExportFailure:
         raise
     except Exception as e:  # the reason goes to the user
+        unsupported = _dtype_unsupported(e, args.dtype, args.device)
+        if unsupported is not None:
+            raise unsupported from None
         raise ExportFailure("error", f"{args.format} export of {args.model} failed: {_last_lines(e)}") from None
     export_s = time.monotonic() - started
 
     _log("checking the artifact against the eager model")
+    accuracy_reference: Optional[Dict[str, Any]] = None
     try:
         if args.format == "aotinductor":
             exported = _run_aotinductor(artifact_path, inputs)
+            # Only the structure: the numbers are the worker's accuracy verdict to judge.
+            max_abs_diff = _compare(reference, exported, numeric=False)
+            _log("writing the float64 accuracy reference")
+            accuracy_reference = _write_accuracy_reference(args.out, model, reference_model, inputs,
+                                                           flatten_tensors(reference),
+                                                           [item.name for item in spec.inputs], output_names)
         else:
             exported = _run_torchscript(artifact_path, inputs, args.device,
                                         frozen=args.format == "torchscript-frozen")
-        max_abs_diff = _compare(reference, exported)
+            max_abs_diff = _compare(reference, exported)
     except Exception as e:  # an unchecked artifact is not left behind
-        os.remove(artifact_path)
+        for leftover in (artifact_path, os.path.join(args.out, REFERENCE_FILE)):
+            if os.path.exists(leftover):
+                os.remove(leftover)
         if isinstance(e, ExportFailure):
             raise
+        unsupported = _dtype_unsupported(e, args.dtype, args.device)
+        if unsupported is not None:
+            raise unsupported from None
         raise ExportFailure("error", f"the exported {args.format} artifact does not run: {_last_lines(e)}") from None
-
-    output_names = list(spec.outputs) or [f"output{i}" for i in range(len(flatten_tensors(reference)))]
     metadata: Dict[str, Any] = {
         "status": "ok",
         "model": args.model,
@@ -414,10 +603,12 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
         "torch_version": torch.__version__,
         "torch_git": getattr(torch.version, "git_version", "unknown"),
         "python": sys.version.split()[0],
+        "dtype": args.dtype,
         "inputs": [
-            {"name": item.name, "shape": item.concrete_shape(args.batch), "dtype": item.dtype,
+            {"name": item.name, "shape": item.concrete_shape(args.batch),
+             "dtype": str(t.dtype).replace("torch.", ""),
              **({"range": list(item.range)} if item.range is not None else {})}
-            for item in spec.inputs
+            for item, t in zip(spec.inputs, inputs)
         ],
         "outputs": _describe(flatten_tensors(reference), output_names),
         "export_s": round(export_s, 3),
@@ -428,6 +619,9 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
     }
     if args.format == "aotinductor":
         metadata.update(compile_report)
+        metadata["accuracy_reference"] = accuracy_reference
+        if perturbation is not None:
+            metadata["test_perturb_compiled"] = perturbation
         if plan.note:
             metadata["inductor_fallback"] = plan.note
         if args.device == "cpu":

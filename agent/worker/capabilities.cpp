@@ -20,10 +20,21 @@ std::optional<Error> check_job(const WorkerJob& job) {
     message += job.format;
     return Error::invalid("format", std::move(message));
   }
+  // The artifact was exported in one dtype: a job for another would measure the wrong model.
+  if (const auto it = job.artifact_metadata.find("dtype");
+      it != job.artifact_metadata.end() && it->is_string() && it->get<std::string>() != to_string(job.dtype)) {
+    return Error::invalid("dtype", "is " + std::string(to_string(job.dtype)) + ", but the artifact was exported in " +
+                                       it->get<std::string>());
+  }
   return std::nullopt;
 }
 
 std::optional<std::string> unsupported_reason(const WorkerJob& job, const Capabilities& caps) {
+  if (job.dtype == Dtype::kAmp) {
+    return std::string(
+        "amp (autocast over float32 weights) runs in the python runtime only: a LibTorch artifact is "
+        "exported in one fixed dtype (float32, float16 or bfloat16)");
+  }
   if (job.device == "cuda" && !caps.cuda_compiled) {
     return "this worker is built against a LibTorch without CUDA (" + caps.torch_version + ")";
   }

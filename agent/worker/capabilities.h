@@ -23,11 +23,13 @@ struct Capabilities {
 // The build this binary is, probed at run time for CUDA devices.
 Capabilities this_build();
 
-// Contradictions inside the job (e.g. an eager job with an AOTInductor artifact), and jobs of
-// another runtime (python jobs are benchfleet_runner.py's).
+// Contradictions inside the job (e.g. an eager job with an AOTInductor artifact, or a float16
+// job with an artifact whose metadata says it was exported in float32), and jobs of another
+// runtime (python jobs are benchfleet_runner.py's).
 std::optional<Error> check_job(const WorkerJob& job);
 
-// Why this build cannot run the job on its device, or nullopt when it can. The modes that replay
+// Why this build cannot run the job on its device, or nullopt when it can. dtype amp (autocast)
+// is the python runtime's alone. The modes that replay
 // CUDA graphs (reduce-overhead, max-autotune) need a CUDA device: on the CPU they would be
 // default and max-autotune-no-cudagraphs relabelled.
 std::optional<std::string> unsupported_reason(const WorkerJob& job, const Capabilities& caps);

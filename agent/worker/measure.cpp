@@ -9,6 +9,7 @@
 #include <new>
 #include <optional>
 
+#include "agent/worker/accuracy_check.h"
 #include "agent/worker/cuda.h"
 #include "agent/worker/fingerprint.h"
 #include "agent/worker/memory.h"
@@ -17,6 +18,7 @@
 #include "agent/worker/output_check.h"
 #include "agent/worker/runner.h"
 #include "agent/worker/stream_tail.h"
+#include "agent/worker/unsupported_dtype.h"
 #include "common/codecs.h"
 #include "common/measurement.h"
 #include "common/stats.h"
@@ -121,10 +123,23 @@ void measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressF
   r.memory = peak_memory(job.device);
   if (on_cuda) add_telemetry(r, "after_", cuda::telemetry());
   r.status = ResultStatus::kOk;
+
+  // After the peak was read, so the check's own memory is not the measurement's. Its failure
+  // leaves the measured result ok, with the verdict unchecked.
+  if (is_compiled(job.mode)) {
+    const auto check_start = Clock::now();
+    r.accuracy = check_accuracy(job, *runner);
+    r.telemetry["accuracy_check_ms"] = seconds_since(check_start) * 1000;
+    progress("accuracy", timed, seconds_since(check_start));
+  }
 }
 
 // `allocator_counted_oom`: the CUDA caching allocator's out-of-memory counter grew during the job.
 JobResult classify(std::string_view what, OomPhase phase, const WorkerJob& job, bool allocator_counted_oom) {
+  if (const auto line = dtype_not_implemented(what)) {
+    return failure(ResultStatus::kUnsupported, std::string(to_string(job.dtype)) + " on " + job.device +
+                                                   " is not supported by this LibTorch: " + *line);
+  }
   const bool under_cpu_cap = job.memory_limit_mb && job.device == "cpu";
   if (!is_oom_failure(what, allocator_counted_oom, under_cpu_cap)) {
     return failure(ResultStatus::kError, std::string(what.substr(0, 4000)));

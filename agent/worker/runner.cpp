@@ -48,6 +48,14 @@ class TorchScriptRunner final : public ModelRunner {
     flatten(module_.forward(inputs_), outputs);
     return outputs;
   }
+  std::vector<at::Tensor> run(std::vector<at::Tensor> inputs) override {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::jit::IValue> values;
+    for (auto& t : inputs) values.emplace_back(std::move(t));
+    std::vector<at::Tensor> outputs;
+    flatten(module_.forward(values), outputs);
+    return outputs;
+  }
   void step() override {
     torch::NoGradGuard no_grad;
     (void)module_.forward(inputs_);
@@ -77,6 +85,10 @@ class AotiRunner final : public ModelRunner {
     torch::NoGradGuard no_grad;
     return loader_.run(inputs_);
   }
+  std::vector<at::Tensor> run(std::vector<at::Tensor> inputs) override {
+    torch::NoGradGuard no_grad;
+    return loader_.run(inputs);
+  }
 
  private:
   torch::inductor::AOTIModelPackageLoader loader_;
@@ -92,6 +104,7 @@ class GraphRunner final : public ModelRunner {
     graph_->replay();
     return {};
   }
+  std::vector<at::Tensor> run(std::vector<at::Tensor> inputs) override { return inner_->run(std::move(inputs)); }
 
  private:
   std::unique_ptr<ModelRunner> inner_;  // owns the module and the static inputs the graph reads

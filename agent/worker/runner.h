@@ -19,6 +19,10 @@ class ModelRunner {
   // order (a tuple's or list's elements, a dict's values). A replayed CUDA graph returns none:
   // its outputs live in the graph's own buffers.
   virtual std::vector<at::Tensor> forward() = 0;
+  // One forward pass on `inputs` instead of the static ones (same count, shapes, dtypes and
+  // device), returning its outputs as forward() does: the accuracy check's call on the
+  // exporter's reference inputs. A CUDA graph runner runs its model without the graph.
+  virtual std::vector<at::Tensor> run(std::vector<at::Tensor> inputs) = 0;
   // One forward pass whose output is dropped at once, so nothing is held across iterations
   // (CUDA graph replays reuse their output buffers).
   virtual void step() { (void)forward(); }

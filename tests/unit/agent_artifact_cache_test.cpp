@@ -35,8 +35,9 @@ class ArtifactCacheTest : public ::testing::Test {
     fs::create_directories(dir_);
     // Writes "abc" as the artifact, its metadata beside it and on stdout, and counts its runs.
     write(dir_ / "export.sh",
+          "args=\"$*\"\n"
           "while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=\"$2\"; shift; done\n"
-          "echo run >>\"" +
+          "echo \"$args\" >>\"" +
               (dir_ / "exports").string() +
               "\"\n"
               "printf abc >\"$out/model.pt\"\n"
@@ -67,7 +68,8 @@ class ArtifactCacheTest : public ::testing::Test {
   fs::path dir_ = test_dir();
   ArtifactCache cache_{(dir_ / "cache").string()};
   Exporter exporter_;
-  ArtifactKey key_{"torchvision/resnet18", "local", "1.13.0", "", "torchscript", Mode::kEager, 1, "cpu", "cpu"};
+  ArtifactKey key_{"torchvision/resnet18", "local", "1.13.0", "", "torchscript", Mode::kEager, 1, "cpu", "cpu",
+                   Dtype::kFloat32,        ""};
 };
 
 TEST(FileDigest, HashesTheFileOrNamesItWhenUnreadable) {
@@ -136,6 +138,27 @@ TEST_F(ArtifactCacheTest, AVanishedArtifactIsExportedAgain) {
   EXPECT_FALSE(again.cached);
   EXPECT_EQ(again.sha256, kAbc);
   EXPECT_EQ(exports(), 2);
+}
+
+// The exporter is told the job's dtype, and each dtype (and a test-only perturbation) is its own
+// cache entry: a float16 job never runs the float32 package, nor an unperturbed job a perturbed one.
+TEST_F(ArtifactCacheTest, EachDtypeAndPerturbationIsItsOwnExport) {
+  const Artifact float32 = prepare();
+  key_.dtype = Dtype::kBfloat16;
+  const Artifact bfloat16 = prepare();
+  EXPECT_FALSE(bfloat16.cached);
+  EXPECT_NE(bfloat16.path, float32.path);
+  EXPECT_NE(bfloat16.path.find("-bfloat16-"), std::string::npos) << bfloat16.path;
+  key_.test_perturbation = "0.05";
+  EXPECT_FALSE(prepare().cached);
+  key_.test_perturbation.clear();
+  EXPECT_TRUE(prepare().cached);
+  key_.dtype = Dtype::kFloat32;
+  EXPECT_TRUE(prepare().cached);
+  EXPECT_EQ(exports(), 3);
+  const std::string log = read(dir_ / "exports");
+  EXPECT_NE(log.find("--dtype float32"), std::string::npos) << log;
+  EXPECT_NE(log.find("--dtype bfloat16"), std::string::npos) << log;
 }
 
 }  // namespace
