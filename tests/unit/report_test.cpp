@@ -482,9 +482,9 @@ TEST(Json, SelfDescribingShape) {
   EXPECT_EQ(vit["label"], "Image Classification/ViT");
   ASSERT_EQ(vit["cells"].size(), 7u);
   const json& eager = vit["cells"][0];
-  for (const char* key : {"text", "status", "value", "value_ms", "ci_low_ms", "ci_high_ms", "detail", "result_ids", "n",
-                          "repetitions", "accuracy", "flags", "compile_ms", "compile_cache", "peak_memory_bytes",
-                          "recompiles"}) {
+  for (const char* key :
+       {"text", "status", "value", "value_ms", "ci_low_ms", "ci_high_ms", "detail", "result_ids", "n", "repetitions",
+        "accuracy", "flags", "compile_ms", "compile_cache", "peak_memory_bytes", "recompiles"}) {
     EXPECT_TRUE(eager.contains(key)) << key;
   }
   EXPECT_EQ(eager.size(), 16u);
