@@ -25,8 +25,8 @@ _CAST = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 # Messages of kernels, compilers and devices that lack a dtype. Only read for jobs not in float32.
 _UNSUPPORTED_DTYPE = re.compile(
     r"not implemented for '(Half|BFloat16|ComplexHalf)'"
-    r"|\b(bf16|bfloat16|fp16|float16|half)\b[^\n]{0,60}\b(not|un)supported"
-    r"|\b(not|un)supported\b[^\n]{0,60}\b(bf16|bfloat16|fp16|float16|half)\b",
+    r"|\b(bf16|bfloat16|fp16|float16|half)\b[^\n]{0,60}\b(not |un)supported"
+    r"|\b(not |un)supported\b[^\n]{0,60}\b(bf16|bfloat16|fp16|float16|half)\b",
     re.IGNORECASE)
 
 

@@ -7,10 +7,15 @@ process interface of benchfleet-worker, so the agent treats both runtimes alike.
     <build python> agent/python/benchfleet_runner.py --version
 
 --job FILE|-  the job JSON (benchfleet_job.py: the worker's schema; model required, artifact and
-              format not read, inputs optional; optional runtime "python", catalog, weights).
-              The runner builds the catalog model as the exporter does, then measures it as the
-              worker does (benchfleet_measure.py): first call, warm-up, timed calls under the
-              stopping rule, statistics identical to common/stats.cpp (benchfleet_stats.py).
+              format not read, inputs optional; optional runtime "python", catalog, weights;
+              dtype, dynamic, walk_batches). The runner builds the catalog model as the exporter
+              does, in the job's dtype (amp: under torch.autocast), then measures it as the
+              worker does (benchfleet_measure.py): first call, the shape walk (walk_batches),
+              warm-up, timed calls under the stopping rule, statistics identical to
+              common/stats.cpp (benchfleet_stats.py). Compiled modes then judge the compiled
+              model's outputs against a float64 reference: result "accuracy" (verdict pass,
+              wrong, eager_nondeterministic or unchecked). A dtype this device or torch build
+              cannot run is status unsupported, with torch's reason.
 --out FILE    write the result there (temp file beside it, fsync, rename) instead of stdout.
 --capabilities  print {"runtime": "python", "torch_version", "torch_git", "python",
               "torch_compile", "cuda_compiled", "cuda_available", "modes": {"cpu": [...],
@@ -26,7 +31,10 @@ native code, go to stderr. The exit code mirrors the status: 0 ok, 1 error, 3 oo
 Environment read: TORCHINDUCTOR_CACHE_DIR (inductor's on-disk cache; the agent gives each build
 its own, so a compile may come from a previous job's: telemetry.inductor_cache says cold or
 warm), BENCHFLEET_BUILD_ROOT and BENCHFLEET_BUILD_ROOT_ID (the build's root filesystem when the
-agent runs the runner inside one: fingerprint keys build_root, build_root_id), BENCHFLEET_CATALOG.
+agent runs the runner inside one: fingerprint keys build_root, build_root_id), BENCHFLEET_CATALOG,
+and for tests only BENCHFLEET_TEST_PERTURB_COMPILED=SCALE (e.g. 0.05: the compiled model's
+floating outputs get that much relative noise, so its accuracy verdict is wrong; never set it
+outside tests).
 
 A job with a CPU memory cap runs in a forked child process, so that native code ending the
 process under the cap still gets a verdict (benchfleet_native_oom.py).
