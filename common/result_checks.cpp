@@ -95,6 +95,9 @@ std::optional<Error> check_posted_result(const JobResult& r, const std::string& 
     if (r.status != ResultStatus::kCrash) return Error::invalid(at("signal"), "is only allowed when status is crash");
     if (*r.signal < 1 || *r.signal > 128) return Error::invalid(at("signal"), "must be between 1 and 128");
   }
+  if (r.accuracy && !has_measurements(r.status)) {
+    return Error::invalid(at("accuracy"), "is only allowed when status is ok or invalid");
+  }
   if (r.memory) {
     const struct {
       const char* name;

@@ -28,7 +28,8 @@ inline constexpr double kMaxResultMs = 7.0 * 86400 * 1000;
 //    silently replaced, so a broken worker is noticed. The bootstrap CI is not recomputed
 //    (2000 resamples of up to 10^6 samples is too slow for ingest); it must lie within
 //    [min, max] and contain the median;
-//  - oom info only on oom, signal (1..128) only on crash, memory figures >= 0.
+//  - oom info only on oom, signal (1..128) only on crash, memory figures >= 0;
+//  - accuracy only on ok and invalid (the codec checks its figures' ranges).
 // Pure; O(n log n) in the number of samples.
 std::optional<Error> check_posted_result(const JobResult& result, const std::string& path);
 

@@ -183,6 +183,7 @@ nlohmann::json result_json(const store::ResultRow& row, bool include_samples) {
           {"attempt", row.attempt},
           {"job", row.spec},
           {"result", result},
+          {"flags", row.flags},
           {"agent", row.agent_name ? nlohmann::json(*row.agent_name) : nlohmann::json(nullptr)},
           {"slot", row.slot ? nlohmann::json(*row.slot) : nlohmann::json(nullptr)},
           {"created_at", format_time(row.created_at)}};

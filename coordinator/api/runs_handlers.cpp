@@ -73,10 +73,12 @@ Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, c
   f.gpu = str_query(m, "gpu");
   f.runtime = str_query(m, "runtime");
   f.status = str_query(m, "status");
+  f.dtype = str_query(m, "dtype");
   if (batch) f.batch = static_cast<int>(*batch);
   if (f.mode && !parse_mode(*f.mode)) return Error::invalid("query.mode", "unknown mode");
   if (f.runtime && !parse_runtime(*f.runtime)) return Error::invalid("query.runtime", "unknown runtime");
   if (f.status && !parse_result_status(*f.status)) return Error::invalid("query.status", "unknown result status");
+  if (f.dtype && !parse_dtype(*f.dtype)) return Error::invalid("query.dtype", "unknown dtype");
   const auto samples = str_query(m, "samples");
   if (samples && *samples != "true" && *samples != "false") {
     return Error::invalid("query.samples", "must be true or false");

@@ -20,6 +20,28 @@ int version_of(const std::string& name) {
   return (i == 0 || i >= name.size() || name[i] != '_') ? -1 : v;
 }
 
+Status apply_migrations(Database& db, const std::vector<Numbered>& ordered, int current) {
+  for (const auto& m : ordered) {
+    if (m.version <= current) continue;
+    Transaction tx(db);
+    if (!tx.begin_status().ok()) return tx.begin_status().error();
+    if (auto s = db.exec(m.file->content); !s) {
+      return Error::internal("migration " + m.file->name + " failed: " + s.error().message);
+    }
+    {
+      auto dangling = db.query_one("PRAGMA foreign_key_check");
+      if (!dangling.ok()) return dangling.error();
+      if (dangling->found()) {
+        return Error::internal("migration " + m.file->name + " left a row of " + (*dangling)->text(0) +
+                               " referencing a missing row of " + (*dangling)->text(2));
+      }
+    }
+    if (auto s = db.exec("PRAGMA user_version = " + std::to_string(m.version)); !s) return s.error();
+    if (auto s = tx.commit(); !s) return s.error();
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<int> migrate(Database& db, const std::vector<EmbeddedFile>& migrations) {
@@ -50,16 +72,15 @@ Result<int> migrate(Database& db, const std::vector<EmbeddedFile>& migrations) {
                      std::to_string(newest) + "); it was written by a newer benchfleet — upgrade the coordinator",
                  {}};
   }
-  for (const auto& m : ordered) {
-    if (m.version <= current) continue;
-    Transaction tx(db);
-    if (!tx.begin_status().ok()) return tx.begin_status().error();
-    if (auto s = db.exec(m.file->content); !s) {
-      return Error::internal("migration " + m.file->name + " failed: " + s.error().message);
-    }
-    if (auto s = db.exec("PRAGMA user_version = " + std::to_string(m.version)); !s) return s.error();
-    if (auto s = tx.commit(); !s) return s.error();
-  }
+  if (current == newest) return newest;
+  // Foreign keys are off while migrations run (the pragma is a no-op inside a transaction), so
+  // that one may rebuild a table the way SQLite changes a constraint (create, copy, drop, rename)
+  // without the drop cascading to the rows that reference it; each migration must leave no
+  // dangling reference (PRAGMA foreign_key_check) before it commits.
+  if (auto s = db.exec("PRAGMA foreign_keys = OFF"); !s) return s.error();
+  auto applied = apply_migrations(db, ordered, current);
+  if (auto s = db.exec("PRAGMA foreign_keys = ON"); !s && applied.ok()) return s.error();
+  if (!applied.ok()) return applied.error();
   return newest;
 }
 

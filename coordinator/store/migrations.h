@@ -15,7 +15,8 @@ std::vector<EmbeddedFile> embedded_migrations();
 
 // Brings `db` to the newest version in `migrations`. Refuses a database whose user_version
 // is newer than the newest migration (written by a newer coordinator) without touching it.
-// Returns the resulting schema version.
+// Migrations run with foreign keys off (so one may rebuild a table) and each must pass
+// PRAGMA foreign_key_check before it commits. Returns the resulting schema version.
 Result<int> migrate(Database& db, const std::vector<EmbeddedFile>& migrations);
 
 }  // namespace benchfleet::store

@@ -4,7 +4,7 @@ namespace benchfleet::store {
 
 std::string job_spec_columns(const std::string& a) {
   std::string out;
-  for (const char* col : {"model", "batch", "mode", "torch_build", "gpu_class", "runtime", "repetition"}) {
+  for (const char* col : {"model", "batch", "mode", "torch_build", "gpu_class", "runtime", "repetition", "dtype"}) {
     if (!out.empty()) out += ", ";
     out += a;
     out += '.';
@@ -22,6 +22,7 @@ JobSpec job_spec_at(const Statement& s, int c) {
   spec.gpu = s.text(c + 4);
   spec.runtime = parse_runtime(s.text(c + 5)).value_or(Runtime::kLibtorch);
   spec.repetition = static_cast<int>(s.int64(c + 6));
+  spec.dtype = parse_dtype(s.text(c + 7)).value_or(Dtype::kFloat32);
   return spec;
 }
 

@@ -9,9 +9,12 @@
 
 namespace benchfleet::store {
 
+// How many columns job_spec_columns lists: model, batch, mode, torch_build, gpu_class, runtime,
+// repetition, dtype (in that order; dtype since migration 009).
+inline constexpr int kJobSpecColumns = 8;
 // SELECT list of the JobSpec columns of `jobs` aliased as `alias`; read back with job_spec_at.
 std::string job_spec_columns(const std::string& alias);
-// Reads the 7 columns of job_spec_columns starting at column `first`.
+// Reads the kJobSpecColumns columns of job_spec_columns starting at column `first`.
 JobSpec job_spec_at(const Statement& s, int first);
 
 // Enum columns hold wire names; unknown text (a newer writer) maps to a safe default.

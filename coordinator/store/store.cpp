@@ -111,21 +111,23 @@ Status Store::update_run_finished(std::int64_t run_id) {
 
 Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id, std::int64_t job_id) {
   // Load what the pure rule needs: the cell's queued jobs and its jobs that ran out of memory,
-  // each one seek of jobs_cells (migration 008).
-  std::string model, mode, build, gpu, runtime;
+  // each one seek of jobs_cells (migrations 008, 009). The dtype is part of the cell: a float16
+  // OOM says nothing about float32's memory.
+  std::string model, mode, build, gpu, runtime, dtype;
   {
     BF_ASSIGN_OR_RETURN(
         auto cell,
-        db_->query_one("SELECT model, mode, torch_build, gpu_class, runtime FROM jobs WHERE id = ?", job_id));
+        db_->query_one("SELECT model, mode, torch_build, gpu_class, runtime, dtype FROM jobs WHERE id = ?", job_id));
     if (!cell.found()) return std::int64_t{0};
     model = cell->text(0), mode = cell->text(1), build = cell->text(2), gpu = cell->text(3), runtime = cell->text(4);
+    dtype = cell->text(5);
   }
   auto bind_cell = [&](Statement& s) {
-    s.bind(1, run_id).bind(2, model).bind(3, mode).bind(4, build).bind(5, gpu).bind(6, runtime);
+    s.bind(1, run_id).bind(2, model).bind(3, mode).bind(4, build).bind(5, gpu).bind(6, runtime).bind(7, dtype);
   };
   const std::string same_cell =
       " WHERE j.run_id = ?1 AND j.model = ?2 AND j.mode = ?3 AND j.torch_build = ?4"
-      " AND j.gpu_class = ?5 AND j.runtime = ?6";
+      " AND j.gpu_class = ?5 AND j.runtime = ?6 AND j.dtype = ?7";
 
   std::vector<scheduler::QueuedJob> queued;
   BF_ASSIGN_OR_RETURN(
@@ -158,7 +160,8 @@ Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id, std::int64_t j
         job_id));
     JobResult verdict;
     verdict.status = ResultStatus::kOomImplied;
-    verdict.error = "batch " + std::to_string(batch) + " of this model, mode, build and GPU class ran out of memory";
+    verdict.error = "batch " + std::to_string(batch) + " of this model, mode, build, GPU class, runtime and dtype (" +
+                    dtype + ") ran out of memory";
     const std::string body = nlohmann::json(verdict).dump();
     BF_RETURN_IF_ERROR(
         db_->run("INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at) "

@@ -115,7 +115,7 @@ struct RecordOutcome {
 };
 
 struct ResultFilter {
-  std::optional<std::string> model, mode, torch_build, gpu, runtime, status;
+  std::optional<std::string> model, mode, torch_build, gpu, runtime, status, dtype;
   std::optional<int> batch;
 };
 
@@ -126,6 +126,8 @@ struct ResultRow {
   int attempt = 0;
   JobSpec spec;
   JobResult result;
+  // The noise flags the coordinator gave it when stored (results.flags; common/noise_flags.h).
+  std::vector<std::string> flags;
   std::optional<std::string> agent_name;
   std::optional<std::string> slot;
   TimestampMs created_at = 0;
@@ -269,7 +271,7 @@ class Store {
 
   // Helpers run inside an operation of group_ (its lock held, its transaction open).
   // Marks the queued jobs of `job_id`'s cell (its run's jobs of the same model, mode, build, GPU
-  // class and runtime) that an OOM at a smaller batch implies; returns how many. Pruning relates
+  // class, runtime and dtype) that an OOM at a smaller batch implies; returns how many. Pruning relates
   // only jobs of one cell, and runs whenever a cell changes (an OOM stored, a job requeued), so
   // the rest of the run needs no look.
   Result<std::int64_t> mark_implied_oom(std::int64_t run_id, std::int64_t job_id);
@@ -317,7 +319,8 @@ class Store {
   Result<LeaseGrant> redeliver_locked(std::int64_t job_id);
   // withdraw_lease inside a caller's transaction.
   Result<bool> withdraw_locked(std::int64_t agent_id, const LeaseRef& lease);
-  // Fills a grant's run-level parts (measurement, memory limit, timeout) from its run.
+  // Fills a grant's run-level parts (measurement, memory limit, timeout; for python compiled
+  // jobs dynamic and the shape walk's batch sizes) from its run.
   Status complete_grant_locked(LeaseGrant& grant);
   Result<std::map<JobStatus, std::int64_t>> job_counts_locked(std::int64_t run_id);
   Result<RunInfo> run_info_locked(std::int64_t run_id);

@@ -2,6 +2,7 @@
 // grant it), handing it over again, withdrawing it, renewing it (renew, heartbeat), giving it
 // back (release) and expiring it. Which job a slot runs next is decided in store_dispatch.cpp
 // (the SQL tiers) and scheduler.h (the ranking); results are stored in store_results.cpp.
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -96,6 +97,17 @@ Status Store::complete_grant_locked(LeaseGrant& grant) {
   grant.measurement = spec.measurement;
   grant.memory_limit_mb = spec.memory_limit_mb;
   grant.timeout_s = spec.timeout_s;
+  // Dynamic shapes and the shape walk are torch.compile's (docs/design.md §4): python jobs of a
+  // compiled mode only. The walk calls the model at every batch size of the matrix, ascending.
+  grant.dynamic = false;
+  grant.walk_batches.clear();
+  if (grant.spec.runtime == Runtime::kPython && is_compiled(grant.spec.mode)) {
+    grant.dynamic = spec.dynamic;
+    if (spec.shape_walk) {
+      grant.walk_batches = spec.batch_sizes;
+      std::sort(grant.walk_batches.begin(), grant.walk_batches.end());
+    }
+  }
   return Status::Ok();
 }
 

@@ -4,6 +4,7 @@
 
 #include "common/codecs.h"
 #include "coordinator/auth.h"
+#include "coordinator/store/result_columns.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/store.h"
 
@@ -57,6 +58,17 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
       BF_RETURN_IF_ERROR(requeue_or_fail(lease.job_id, attempt, held->max_attempts, held->run_id, "expired"));
       return RecordOutcome{RecordKind::kLost, 0, 0};
     }
+    // The columns reports read (migration 009) need the job's mode and runtime and the run's
+    // noise thresholds.
+    JobSpec job;
+    {
+      BF_ASSIGN_OR_RETURN(
+          auto row, db_->query_one("SELECT " + job_spec_columns("jobs") + " FROM jobs WHERE id = ?", lease.job_id));
+      if (!row.found()) return RecordOutcome{RecordKind::kNotFound, 0, 0};
+      job = job_spec_at(*row, 0);
+    }
+    BF_ASSIGN_OR_RETURN(const MatrixSpec run_spec, run_spec_locked(held->run_id));
+    const ResultColumns columns = result_columns(job, result, run_spec.noise);
     {
       BF_ASSIGN_OR_RETURN(
           auto ins,
@@ -64,9 +76,10 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
               "INSERT INTO results (job_id, run_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms, min_ms, "
               "max_ms,"
               " stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, first_call_ms, stop_reason, export_s, oom_phase,"
-              " oom_bytes, error, signal, body, body_sha256, agent_id, slot, created_at, torch_version)"
+              " oom_bytes, error, signal, body, body_sha256, agent_id, slot, created_at, torch_version, accuracy,"
+              " accuracy_error, accuracy_tolerance, compile_ms, compile_cache, peak_memory_bytes, recompiles, flags)"
               " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
-              " ?22, ?23, ?24, ?25, ?26, ?27, ?28)"));
+              " ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36)"));
       ins->bind(1, lease.job_id).bind(2, held->run_id).bind(3, attempt).bind(4, to_string(result.status));
       if (result.stats) {
         const auto& st = *result.stats;
@@ -80,6 +93,9 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
       if (result.oom) ins->bind(19, to_string(result.oom->phase)).bind(20, result.oom->bytes_requested);
       ins->bind(21, result.error).bind(22, result.signal).bind(23, body).bind(24, digest).bind(25, agent_id);
       ins->bind(26, held->slot).bind(27, now).bind(28, recorded_torch_version(result));
+      ins->bind(29, columns.accuracy).bind(30, columns.accuracy_error).bind(31, columns.accuracy_tolerance);
+      ins->bind(32, columns.compile_ms).bind(33, columns.compile_cache).bind(34, columns.peak_memory_bytes);
+      ins->bind(35, columns.recompiles).bind(36, columns.flags);
       BF_RETURN_IF_ERROR(ins->run());
     }
     RecordOutcome out{RecordKind::kStored, db_->last_insert_rowid(), 0};

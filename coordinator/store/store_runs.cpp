@@ -2,6 +2,7 @@
 #include "common/codecs.h"
 #include "common/matrix.h"
 #include "coordinator/scheduler.h"
+#include "coordinator/store/result_columns.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/store.h"
 
@@ -24,7 +25,8 @@ Result<RunCreated> Store::create_run(const MatrixSpec& spec, const std::vector<J
         auto job,
         db_->prepare(
             "INSERT INTO jobs (run_id, model, batch, mode, torch_build, gpu_class, runtime, repetition, group_key,"
-            " status, priority, max_attempts, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)"));
+            " status, priority, max_attempts, updated_at, dtype)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)"));
     for (const auto& j : jobs) {
       BF_RETURN_IF_ERROR(job->bind(1, run_id)
                              .bind(2, j.model)
@@ -38,6 +40,7 @@ Result<RunCreated> Store::create_run(const MatrixSpec& spec, const std::vector<J
                              .bind(10, spec.priority)
                              .bind(11, options_.max_attempts)
                              .bind(12, now)
+                             .bind(13, to_string(j.dtype))
                              .run());
     }
     BF_RETURN_IF_ERROR(mark_unsupported_for_run_locked(spec));
@@ -147,9 +150,11 @@ Result<CancelOutcome> Store::cancel_run(std::int64_t run_id) {
 namespace {
 
 // The samples column (result_samples.samples_ms, or NULL when not asked for) follows the job
-// spec's 7 columns.
-constexpr const char* kResultColumns = "r.id, r.job_id, r.run_id, r.attempt, r.body, a.name, r.slot, r.created_at, ";
-constexpr int kSamplesColumn = 8 + 7;
+// spec's columns.
+constexpr const char* kResultColumns =
+    "r.id, r.job_id, r.run_id, r.attempt, r.body, a.name, r.slot, r.created_at, r.flags, ";
+constexpr int kSpecColumn = 9;
+constexpr int kSamplesColumn = kSpecColumn + kJobSpecColumns;
 
 std::string result_select(bool with_samples) {
   return std::string("SELECT ") + kResultColumns + job_spec_columns("j") +
@@ -176,7 +181,8 @@ RawResultRow raw_result_at(const Statement& s) {
   raw.row.agent_name = s.opt_text(5);
   raw.row.slot = s.opt_text(6);
   raw.row.created_at = s.int64(7);
-  raw.row.spec = job_spec_at(s, 8);
+  raw.row.flags = split_flags(s.opt_text(8).value_or(""));
+  raw.row.spec = job_spec_at(s, kSpecColumn);
   raw.samples = s.opt_text(kSamplesColumn);
   return raw;
 }
@@ -215,11 +221,11 @@ Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& 
             " WHERE r.run_id = ? AND r.id > ?"
             " AND (?3 IS NULL OR j.model = ?3) AND (?4 IS NULL OR j.mode = ?4) AND (?5 IS NULL OR j.torch_build = ?5)"
             " AND (?6 IS NULL OR j.gpu_class = ?6) AND (?7 IS NULL OR j.runtime = ?7) AND (?8 IS NULL OR r.status = ?8)"
-            " AND (?9 IS NULL OR j.batch = ?9)"
+            " AND (?9 IS NULL OR j.batch = ?9) AND (?11 IS NULL OR j.dtype = ?11)"
             " ORDER BY r.id LIMIT ?10"));
     s->bind(1, run_id).bind(2, after_id.value_or(0));
     s->bind(3, f.model).bind(4, f.mode).bind(5, f.torch_build).bind(6, f.gpu).bind(7, f.runtime).bind(8, f.status);
-    s->bind(9, f.batch).bind(10, limit + 1);
+    s->bind(9, f.batch).bind(10, limit + 1).bind(11, f.dtype);
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;
@@ -262,13 +268,14 @@ Result<JobPage> Store::list_jobs(std::int64_t run_id, std::optional<std::int64_t
       JobRow job;
       job.id = s->int64(0);
       job.spec = job_spec_at(*s, 1);
-      job.status = job_status_at(*s, 8);
-      job.attempt = static_cast<int>(s->int64(9));
-      job.updated_at = s->int64(10);
-      job.result_id = s->opt_int64(11);
-      if (job.result_id) job.result_status = result_status_at(*s, 12);
-      job.agent_name = s->opt_text(13);
-      if (job.agent_name) job.slot = s->opt_text(14);
+      constexpr int c = 1 + kJobSpecColumns;  // the columns after the spec
+      job.status = job_status_at(*s, c);
+      job.attempt = static_cast<int>(s->int64(c + 1));
+      job.updated_at = s->int64(c + 2);
+      job.result_id = s->opt_int64(c + 3);
+      if (job.result_id) job.result_status = result_status_at(*s, c + 4);
+      job.agent_name = s->opt_text(c + 5);
+      if (job.agent_name) job.slot = s->opt_text(c + 6);
       page.rows.push_back(std::move(job));
     }
     if (static_cast<int>(page.rows.size()) > limit) {

@@ -122,5 +122,26 @@ TEST(CheckPostedResult, RefusesMeasurementsOnVerdictsWithout) {
   EXPECT_EQ(field_of(error), "result.signal");
 }
 
+// An accuracy verdict judges measured outputs: it comes with ok (or invalid) results only.
+TEST(CheckPostedResult, AllowsAccuracyOnlyWithMeasurements) {
+  AccuracyInfo wrong{AccuracyVerdict::kWrong, 0.049, 4.3e-7, 1e-4, std::nullopt, "output0", ""};
+  JobResult ok = ok_result();
+  ok.accuracy = wrong;
+  EXPECT_EQ(field_of(ok), "(accepted)");
+  JobResult invalid = ok;
+  invalid.status = ResultStatus::kInvalid;
+  EXPECT_EQ(field_of(invalid), "(accepted)");
+  for (ResultStatus s : {ResultStatus::kError, ResultStatus::kUnsupported, ResultStatus::kTimeout}) {
+    JobResult r;
+    r.status = s;
+    r.error = "failed";
+    r.accuracy = wrong;
+    auto err = check_posted_result(r, "result");
+    ASSERT_TRUE(err) << to_string(s);
+    EXPECT_EQ(err->field, "result.accuracy");
+    EXPECT_NE(err->message.find("only allowed when status is ok or invalid"), std::string::npos) << err->message;
+  }
+}
+
 }  // namespace
 }  // namespace benchfleet

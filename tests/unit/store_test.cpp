@@ -16,71 +16,11 @@
 #include "common/codecs.h"
 #include "common/matrix.h"
 #include "coordinator/store/migrations.h"
+#include "tests/unit/store_fixture.h"
 #include "tests/unit/store_test_results.h"
 
 namespace benchfleet::store {
 namespace {
-
-namespace fs = std::filesystem;
-
-class StoreTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("bf-store-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    options_.path = (dir_ / "bf.db").string();
-    options_.lease_ttl_ms = 10'000;
-    options_.restart_grace_ms = 30'000;
-    options_.max_attempts = 2;
-    reopen();
-  }
-  void TearDown() override {
-    store_.reset();
-    fs::remove_all(dir_);
-  }
-  void reopen() {
-    store_.reset();
-    auto s = Store::open(options_, clock_);
-    ASSERT_TRUE(s.ok()) << s.error().message;
-    store_ = std::move(*s);
-  }
-
-  std::int64_t enroll(const std::string& name, const std::string& gpu_class = "a100",
-                      std::vector<Mode> modes = {Mode::kEager, Mode::kDefault, Mode::kReduceOverhead}) {
-    auto id = store_->enroll_agent(testing::one_slot_agent(name, gpu_class, std::move(modes)), {"salt", "hash"});
-    EXPECT_TRUE(id.ok()) << id.error().message;
-    return *id;
-  }
-
-  std::int64_t submit(std::vector<std::string> models, std::vector<int> batches, std::vector<Mode> modes) {
-    const MatrixSpec spec =
-        testing::stable_a100_matrix("test", std::move(models), std::move(batches), std::move(modes));
-    auto catalog = Catalog::load_file(default_catalog_path());
-    EXPECT_TRUE(catalog.ok());
-    auto jobs = expand_matrix(spec, *catalog, {});
-    EXPECT_TRUE(jobs.ok());
-    auto run = store_->create_run(spec, *jobs);
-    EXPECT_TRUE(run.ok()) << run.error().message;
-    return run->run_id;
-  }
-
-  LeaseGrant lease(std::int64_t agent) {
-    auto a = store_->lease(agent, "gpu0");
-    EXPECT_TRUE(a.ok()) << a.error().message;
-    EXPECT_TRUE(a->grant.has_value());
-    return a->grant.value_or(LeaseGrant{});
-  }
-
-  static JobResult ok_result(double ms) { return testing::ok_result(ms); }
-  static JobResult oom_result() { return testing::oom_result(); }
-
-  fs::path dir_;
-  ManualClock clock_;
-  StoreOptions options_;
-  std::unique_ptr<Store> store_;
-};
 
 TEST_F(StoreTest, MigratesOnceAndRefusesANewerSchema) {
   store_.reset();
@@ -415,24 +355,6 @@ TEST_F(StoreTest, ReportCellsCarryTheTorchVersionEachResultRecorded) {
     } else {
       EXPECT_EQ(c.torch_version, c.job.batch == g1.spec.batch ? "2.6.0+debian" : "");
     }
-  }
-}
-
-// Tests that take a database back to an older schema undo the later migrations they do not
-// exercise, so reopening re-applies them cleanly: 006 (lease hand-over columns), when present,
-// 007 (the jobs_queued_cells index) and 008 (the lease's and OOM pruning's cell indexes).
-void undo_later_migrations(Database& db) {
-  ASSERT_TRUE(db.exec("DROP INDEX IF EXISTS jobs_queued_cells; DROP INDEX IF EXISTS jobs_queued_unowned_cells;"
-                      " DROP INDEX IF EXISTS jobs_cells;")
-                  .ok());
-  auto q = db.prepare("SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'lease_acked'");
-  ASSERT_TRUE(q.ok());
-  ASSERT_TRUE((*q)->step().ok());
-  const bool present = (*q)->int64(0) > 0;
-  (*q)->reset();
-  if (present) {
-    ASSERT_TRUE(
-        db.exec("ALTER TABLE jobs DROP COLUMN lease_acked; ALTER TABLE jobs DROP COLUMN lease_request_id;").ok());
   }
 }
 

@@ -1,0 +1,79 @@
+// noise_flags (common/noise_flags.h): which ok results the coordinator marks as noisy.
+#include "common/noise_flags.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace benchfleet {
+namespace {
+
+using Flags = std::vector<std::string>;
+
+JobResult quiet_result() {
+  JobResult r;
+  r.status = ResultStatus::kOk;
+  r.samples_ms = {1, 1, 1};
+  r.stats = Statistics{1, 1, 1, 1, 1, 1, 0, 0.02, 1, 1, 3};
+  r.stop_reason = StopReason::kCiTarget;
+  r.telemetry = {{"before_sm_clock_mhz", 1410}, {"after_sm_clock_mhz", 1410}, {"after_throttle_reasons", 0}};
+  return r;
+}
+
+TEST(NoiseFlags, AQuietResultHasNone) { EXPECT_EQ(noise_flags(quiet_result(), NoiseSpec{}), Flags{}); }
+
+TEST(NoiseFlags, HighCvAboveTheThresholdOnly) {
+  JobResult r = quiet_result();
+  r.stats->cv = 0.10;
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{}) << "at the threshold is not above it";
+  r.stats->cv = 0.11;
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{"high_cv"});
+  EXPECT_EQ(noise_flags(r, NoiseSpec{0.2, 0.1}), Flags{}) << "the run's own threshold";
+}
+
+TEST(NoiseFlags, ClockDropBeyondTheRunsFraction) {
+  JobResult r = quiet_result();
+  r.telemetry["after_sm_clock_mhz"] = 1300;  // 7.8% lower
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{});
+  EXPECT_EQ(noise_flags(r, NoiseSpec{0.1, 0.05}), Flags{"clock_drop"});
+  r.telemetry["after_sm_clock_mhz"] = 1200;  // 14.9% lower
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{"clock_drop"});
+  r.telemetry.erase("before_sm_clock_mhz");  // a CPU job reads no clocks
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{});
+}
+
+TEST(NoiseFlags, ThrottledOnlyForReasonsThatSlowKernels) {
+  JobResult r = quiet_result();
+  r.telemetry["after_throttle_reasons"] = 0x1 | 0x2 | 0x100;  // idle, application clocks, display
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{});
+  r.telemetry["after_throttle_reasons"] = 0x1 | 0x4;  // software power cap
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{"throttled"});
+  r.telemetry["after_throttle_reasons"] = 0x40;  // hardware thermal slowdown
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{"throttled"});
+  r.telemetry["after_throttle_reasons"] = "0x40";  // not a reading
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{});
+}
+
+TEST(NoiseFlags, CiNotMetWhenABoundStoppedTheLoop) {
+  JobResult r = quiet_result();
+  for (StopReason s : {StopReason::kMaxIterations, StopReason::kMaxTime}) {
+    r.stop_reason = s;
+    EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{"ci_not_met"}) << to_string(s);
+  }
+  r.stop_reason = StopReason::kFixedCount;
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{});
+}
+
+TEST(NoiseFlags, AllInTheirOrderAndNoneForOtherStatuses) {
+  JobResult r = quiet_result();
+  r.stats->cv = 0.5;
+  r.telemetry = {{"before_sm_clock_mhz", 1410}, {"after_sm_clock_mhz", 900}, {"after_throttle_reasons", 0x20}};
+  r.stop_reason = StopReason::kMaxTime;
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), (Flags{"high_cv", "clock_drop", "throttled", "ci_not_met"}));
+  r.status = ResultStatus::kInvalid;
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{});
+}
+
+}  // namespace
+}  // namespace benchfleet
