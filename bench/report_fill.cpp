@@ -157,6 +157,18 @@ JobResult synthesize(const JobSpec& spec, const GpuClass& gpu, std::size_t model
   }
   r.status = ResultStatus::kOk;
   r.stats = compute_statistics(r.samples_ms, rng(), /*resamples=*/100);
+  if (compiled) {  // the worker's check against the float64 reference: mostly within tolerance
+    AccuracyInfo a;
+    const double verdict = unit(rng);
+    a.verdict = verdict < 0.03   ? AccuracyVerdict::kWrong
+                : verdict < 0.04 ? AccuracyVerdict::kEagerNondeterministic
+                                 : AccuracyVerdict::kPass;
+    a.eager_error = 4e-7 * (1 + unit(rng));
+    a.tolerance = 3 * a.eager_error + 1e-4;
+    a.compiled_error = a.verdict == AccuracyVerdict::kWrong ? 0.01 + 0.05 * unit(rng) : a.eager_error * 2;
+    a.output = "output0";
+    r.accuracy = a;
+  }
   r.stop_reason = n == 100 ? StopReason::kMaxIterations : StopReason::kCiTarget;
   r.first_call_ms = compiled ? 20'000 + 70'000 * unit(rng) : typical * 3 + 200;
   const auto reserved = static_cast<std::int64_t>(need_gb * 1e9);

@@ -350,6 +350,9 @@ int run(int argc, char** argv) {
           std::string(format) == "json" ? has_tables : std::function<std::string(const http::ClientResponse&)>{}));
     }
   }
+  http_rows.push_back(time_requests(client, "GET " + run + "/report?format=json&exclude_flagged=true",
+                                    run + "/report?format=json&exclude_flagged=true", "runs.report", o, checks,
+                                    has_tables));
   http_rows.push_back(time_requests(client, "GET " + run + "/jobs?limit=10000", run + "/jobs?limit=10000", "runs.jobs",
                                     o, checks, expect_rows("jobs", std::min<std::int64_t>(job_count, 10000))));
   http_rows.push_back(time_requests(client, "GET " + run + "/jobs (first page of 1000)", run + "/jobs", "runs.jobs", o,
