@@ -281,11 +281,12 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   ASSERT_TRUE(results.parsed["next_cursor"].is_string()) << results.body;
   EXPECT_EQ(call(verb::get, run + "/results?cursor=" + results.parsed["next_cursor"].get<std::string>() +
                                 "&samples=false&status=oom&mode=eager&runtime=libtorch&batch=1&gpu=a100&build=stable"
-                                "&model=microsoft/resnet-50")
+                                "&model=microsoft/resnet-50&dtype=float32")
                 .status,
             200u);
   EXPECT_EQ(call(verb::get, run + "/results?samples=maybe").status, 400u);
   EXPECT_EQ(call(verb::get, run + "/results?mode=fast").status, 400u);
+  EXPECT_EQ(call(verb::get, run + "/results?dtype=float64").status, 400u);
   EXPECT_EQ(call(verb::get, "/api/v1/runs/999/results").status, 404u);
   Call jobs = call(verb::get, run + "/jobs?limit=1");
   EXPECT_EQ(jobs.status, 200u);

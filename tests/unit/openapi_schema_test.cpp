@@ -78,8 +78,9 @@ void expect_schema_matches_codec(const std::string& name, const T& full) {
 TEST(OpenApiSchemas, MatrixSpecMatchesCodec) {
   expect_schema_matches_codec("MatrixSpec", full_matrix());
   expect_schema_matches_codec("MeasurementSpec", MeasurementSpec{5, 50, 500, 1.0, 60.0, 0.05});
-  expect_schema_matches_codec("JobSpec",
-                              JobSpec{"microsoft/resnet-50", 4, Mode::kDefault, "stable", "a100", Runtime::kPython, 1});
+  expect_schema_matches_codec("JobSpec", JobSpec{"microsoft/resnet-50", 4, Mode::kDefault, "stable", "a100",
+                                                 Runtime::kPython, 1, Dtype::kFloat16});
+  expect_schema_matches_codec("NoiseSpec", NoiseSpec{0.05, 0.2});
 }
 
 TEST(OpenApiSchemas, JobResultMatchesCodec) {
@@ -90,6 +91,7 @@ TEST(OpenApiSchemas, JobResultMatchesCodec) {
   expect_schema_matches_codec("Statistics", *full_result(ResultStatus::kOk).stats);
   expect_schema_matches_codec("OomInfo", OomInfo{OomPhase::kLoad, 123});
   expect_schema_matches_codec("MemoryInfo", MemoryInfo{1, 2, 3});
+  expect_schema_matches_codec("AccuracyInfo", *full_result(ResultStatus::kOk).accuracy);
 }
 
 TEST(OpenApiSchemas, AgentDescriptorMatchesCodec) {
@@ -145,6 +147,7 @@ TEST(OpenApiSchemas, JsonViewsMatchTheirSchemas) {
   row.agent_name = "host-1";
   row.slot = "gpu0";
   row.created_at = 1'700'000'000'000;
+  row.flags = {"high_cv", "ci_not_met"};
   for (bool samples : {true, false}) {
     const json r = api::result_json(row, samples);
     EXPECT_TRUE(checker.check(r, component_schema("ResultRow")).empty())
@@ -190,11 +193,16 @@ TEST(OpenApiSchemas, JsonViewsMatchTheirSchemas) {
   grant.spec = JobSpec{catalog->models().front().id, 1, Mode::kEager, "stable", "a100", Runtime::kLibtorch, 0};
   grant.memory_limit_mb = 4096;
   grant.timeout_s = 1800;
+  store::LeaseGrant walking = grant;  // a python compiled job of a dynamic, shape-walking matrix
+  walking.spec.runtime = Runtime::kPython;
+  walking.spec.mode = Mode::kDefault;
+  walking.dynamic = true;
+  walking.walk_batches = {1, 4, 16};
   store::LeaseGrant retired = grant;
   retired.spec.model = "acme/retired-model";
   retired.memory_limit_mb.reset();
-  for (const auto& answer :
-       {store::LeaseAnswer{grant, false}, store::LeaseAnswer{retired, false}, store::LeaseAnswer{std::nullopt, true}}) {
+  for (const auto& answer : {store::LeaseAnswer{grant, false}, store::LeaseAnswer{walking, false},
+                             store::LeaseAnswer{retired, false}, store::LeaseAnswer{std::nullopt, true}}) {
     const json lease = api::lease_response_json(answer, Intervals{}, *catalog);
     EXPECT_TRUE(checker.check(lease, component_schema("LeaseResponse")).empty())
         << join(checker.check(lease, component_schema("LeaseResponse")));

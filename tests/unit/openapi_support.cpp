@@ -208,6 +208,10 @@ MatrixSpec full_matrix() {
   m.torch_builds = {"stable", "nightly"};
   m.gpus = {"a100", "t4"};
   m.runtimes = {Runtime::kLibtorch, Runtime::kPython};
+  m.dtypes = {Dtype::kFloat32, Dtype::kBfloat16};
+  m.dynamic = true;
+  m.shape_walk = true;
+  m.noise = NoiseSpec{0.05, 0.2};
   m.repetitions = 2;
   m.measurement = MeasurementSpec{5, 50, 500, 1.0, 60.0, 0.05};
   m.memory_limit_mb = 8192;
@@ -229,6 +233,7 @@ JobResult full_result(ResultStatus status) {
   r.error = "message";
   r.signal = 11;
   r.memory = MemoryInfo{1, 2, 3};
+  r.accuracy = AccuracyInfo{AccuracyVerdict::kWrong, 0.049, 4.3e-7, 1.0129e-4, 0.9988, "output0", "too far"};
   r.environment = {{"torch_version", "2.11.0+cu130"}, {"cuda", 13.0}};
   r.telemetry = {{"sm_clock_mhz", 1410}, {"throttled", false}};
   return r;
@@ -246,6 +251,7 @@ JobResult posted_result(ResultStatus status) {
   }
   if (status != ResultStatus::kOom) r.oom.reset();
   if (status != ResultStatus::kCrash) r.signal.reset();
+  if (status != ResultStatus::kOk && status != ResultStatus::kInvalid) r.accuracy.reset();
   return r;
 }
 

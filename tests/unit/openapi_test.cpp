@@ -130,6 +130,10 @@ TEST(OpenApiDocument, EnumsUseTheWireNames) {
   EXPECT_EQ(strings_of(component_schema("ResultStatus")["enum"]), names(all_result_statuses()));
   EXPECT_EQ(strings_of(component_schema("Mode")["enum"]), names(all_modes()));
   EXPECT_EQ(strings_of(component_schema("Runtime")["enum"]), names(all_runtimes()));
+  EXPECT_EQ(strings_of(component_schema("Dtype")["enum"]), names(all_dtypes()));
+  EXPECT_EQ(strings_of(component_schema("AccuracyVerdict")["enum"]), names(all_accuracy_verdicts()));
+  EXPECT_EQ(strings_of(component_schema("ResultRow")["properties"]["flags"]["items"]["enum"]),
+            (std::set<std::string>{"high_cv", "clock_drop", "throttled", "ci_not_met"}));
   EXPECT_EQ(strings_of(component_schema("OomPhase")["enum"]),
             names(std::vector<OomPhase>{OomPhase::kLoad, OomPhase::kCompile, OomPhase::kWarmup, OomPhase::kMeasure}));
   EXPECT_EQ(strings_of(component_schema("StopReason")["enum"]),
