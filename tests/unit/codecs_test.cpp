@@ -42,6 +42,60 @@ TEST(MatrixCodec, RoundTripsThroughJson) {
   EXPECT_EQ(*r, *r2);
 }
 
+// Issue 19: the dtype axis, dynamic shapes, the shape walk and the noise thresholds.
+TEST(MatrixCodec, DtypesDynamicShapeWalkAndNoiseRoundTrip) {
+  json j = valid_matrix();
+  j["dtypes"] = json::array({"float16", "amp", "bfloat16", "float32"});
+  j["dynamic"] = true;
+  j["shape_walk"] = true;
+  j["noise"] = {{"max_cv", 0.05}, {"max_clock_drop", 0.2}};
+  auto r = decode<MatrixSpec>(j);
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_EQ(r->dtypes, (std::vector<Dtype>{Dtype::kFloat16, Dtype::kAmp, Dtype::kBfloat16, Dtype::kFloat32}));
+  EXPECT_TRUE(r->dynamic);
+  EXPECT_TRUE(r->shape_walk);
+  EXPECT_EQ(r->noise, (NoiseSpec{0.05, 0.2}));
+  const json again = *r;
+  EXPECT_EQ(again["dtypes"], j["dtypes"]);
+  auto r2 = decode<MatrixSpec>(again);
+  ASSERT_TRUE(r2.ok()) << r2.error().describe();
+  EXPECT_EQ(*r, *r2);
+  // A noise block may give one threshold; the other keeps its default.
+  j["noise"] = {{"max_cv", 0.2}};
+  EXPECT_EQ(decode<MatrixSpec>(j).value().noise, (NoiseSpec{0.2, 0.10}));
+}
+
+TEST(MatrixCodec, DtypeErrorsNameTheField) {
+  json j = valid_matrix();
+  j["dtypes"] = json::array({"float32", "float64"});
+  EXPECT_EQ(error_of(j).rfind("dtypes[1]: unknown value \"float64\"", 0), 0u) << error_of(j);
+  EXPECT_NE(error_of(j).find("float32, float16, bfloat16, amp"), std::string::npos) << error_of(j);
+  j["dtypes"] = json::array({"float16", "float16"});
+  EXPECT_EQ(error_of(j), "dtypes[1]: duplicate value \"float16\"");
+  j["dtypes"] = json::array();
+  EXPECT_EQ(error_of(j), "dtypes: must not be empty");
+  j = valid_matrix();
+  j["dynamic"] = "yes";
+  EXPECT_EQ(error_of(j), "dynamic: must be a boolean, got string");
+  j = valid_matrix();
+  j["noise"] = {{"max_cv", 0}};
+  EXPECT_EQ(error_of(j), "noise.max_cv: must be > 0 and <= 10");
+  j["noise"] = {{"max_clock_drop", 1}};
+  EXPECT_EQ(error_of(j), "noise.max_clock_drop: must be > 0 and < 1");
+  j["noise"] = {{"max_jitter", 0.1}};
+  EXPECT_EQ(error_of(j), "noise.max_jitter: is not a known field");
+}
+
+TEST(JobSpecCodec, DtypeIsOptionalAndRoundTrips) {
+  JobSpec spec{"microsoft/resnet-50", 4, Mode::kDefault, "stable", "a100", Runtime::kPython, 1, Dtype::kBfloat16};
+  const json j = spec;
+  EXPECT_EQ(j["dtype"], "bfloat16");
+  EXPECT_EQ(decode<JobSpec>(j).value(), spec);
+  json old = j;
+  old.erase("dtype");  // written before the dtype axis
+  EXPECT_EQ(decode<JobSpec>(old).value().dtype, Dtype::kFloat32);
+}
+
 TEST(MatrixCodec, OptionalFieldsTakeDefaults) {
   json j = valid_matrix();
   for (auto key : {"runtimes", "repetitions", "measurement", "memory_limit_mb", "timeout_s", "priority"}) j.erase(key);
@@ -50,6 +104,10 @@ TEST(MatrixCodec, OptionalFieldsTakeDefaults) {
   EXPECT_EQ(r->runtimes, std::vector<Runtime>{Runtime::kLibtorch});
   EXPECT_EQ(r->repetitions, 1);
   EXPECT_EQ(r->measurement, MeasurementSpec{});
+  EXPECT_EQ(r->dtypes, std::vector<Dtype>{Dtype::kFloat32});
+  EXPECT_FALSE(r->dynamic);
+  EXPECT_FALSE(r->shape_walk);
+  EXPECT_EQ(r->noise, NoiseSpec{});
 }
 
 TEST(MatrixCodec, ErrorsNameTheFieldPath) {

@@ -44,6 +44,26 @@ TEST(ExpandMatrix, OneJobPerCellAndRepetitionInSchedulingOrder) {
   EXPECT_EQ(unique.size(), jobs->size());
 }
 
+TEST(ExpandMatrix, DtypesSitBetweenBatchAndMode) {
+  auto s = spec();
+  s.torch_builds = {"stable"};
+  s.models = {"a/one"};
+  s.dtypes = {Dtype::kFloat16, Dtype::kFloat32};
+  auto jobs = expand_matrix(s, test_catalog(), {});
+  ASSERT_TRUE(jobs.ok()) << jobs.error().describe();
+  ASSERT_EQ(jobs->size(), 3u * 2 * 2);
+  // The modes of one (batch, dtype) sit together; a batch's dtypes before the next batch.
+  const auto at = [&](std::size_t i) { return std::tuple((*jobs)[i].batch, (*jobs)[i].dtype, (*jobs)[i].mode); };
+  EXPECT_EQ(at(0), std::tuple(1, Dtype::kFloat16, Mode::kEager));
+  EXPECT_EQ(at(1), std::tuple(1, Dtype::kFloat16, Mode::kDefault));
+  EXPECT_EQ(at(2), std::tuple(1, Dtype::kFloat32, Mode::kEager));
+  EXPECT_EQ(at(4), std::tuple(4, Dtype::kFloat16, Mode::kEager));
+  // The cap counts the dtypes.
+  auto capped = expand_matrix(s, test_catalog(), ExpansionLimits{11});
+  ASSERT_FALSE(capped.ok());
+  EXPECT_NE(capped.error().message.find("x dtypes x"), std::string::npos) << capped.error().message;
+}
+
 TEST(ExpandMatrix, UnknownModelNamesTheIndex) {
   auto s = spec();
   s.models = {"a/one", "nope/nothing"};
@@ -68,6 +88,17 @@ TEST(GroupKey, DiffersOnlyByModeShareAGroup) {
   b.batch = 8;
   EXPECT_NE(group_key(1, a), group_key(1, b));
   EXPECT_NE(group_key(1, a), group_key(2, a));
+}
+
+// A group compares modes on one device in one precision: another dtype is another group.
+TEST(GroupKey, EachDtypeIsItsOwnGroup) {
+  JobSpec a{"m", 4, Mode::kEager, "stable", "a100", Runtime::kLibtorch, 0};
+  JobSpec b = a;
+  b.mode = Mode::kDefault;
+  b.dtype = Dtype::kBfloat16;
+  EXPECT_NE(group_key(1, a), group_key(1, b));
+  a.dtype = Dtype::kBfloat16;
+  EXPECT_EQ(group_key(1, a), group_key(1, b));
 }
 
 }  // namespace
