@@ -73,7 +73,7 @@ await browserSuite("browser_accuracy_columns", async (t) => {
     const expected = report.tables.filter((tb) => tb.dtype === "float32");
     t.equal(shown.map((tb) => tb.title), expected.map((tb) => tb.title), "the float32 tables are shown first");
     shown.forEach((tb, i) => {
-      t.equal(tb.headers, expected[i].columns.map((c) => c.header), `${tb.title}: headers`);
+      t.equal(tb.headers, ["Task/Model", ...expected[i].columns.map((c) => c.header)], `${tb.title}: headers`);
       t.equal(tb.geomeans, expected[i].geomeans.map((g) => g.text), `${tb.title}: geomean lines`);
     });
     const cells = await page.evaluate(() => [...document.querySelectorAll(".report-table")].map((a) => [...a.querySelectorAll("tbody tr")].map((tr) =>

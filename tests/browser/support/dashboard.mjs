@@ -20,7 +20,9 @@ export function readTables(page) {
         label: tr.cells[0].textContent,
         hidden: tr.hidden,
         cells: [...tr.cells].slice(1).map((td) => ({
-          text: td.textContent,
+          // The value, without the accuracy badge and noise flag that may follow it.
+          text: [...td.childNodes].filter((n) => !n.classList?.contains("acc") && !n.classList?.contains("flag")).map((n) => n.textContent).join(""),
+          flag: td.querySelector(".flag")?.title ?? null,
           status: td.dataset.status,
           badge: td.querySelector(".badge")?.className ?? null,
           title: td.title,

@@ -94,7 +94,7 @@ export class ProgressGrid {
     this.table.replaceChildren(h("thead", null, gpuRow, batchRow), body);
     const first = layout.columns.filter((c) => c.gpu === layout.columns[0]?.gpu && c.batch === layout.columns[0]?.batch);
     const multi = (axis) => new Set(layout.columns.map((c) => c[axis])).size > 1;
-    const name = (c) => [multi("build") && c.build, multi("runtime") && c.runtime, c.mode, multi("repetition") && `rep ${c.repetition}`].filter(Boolean).join(" ");
+    const name = (c) => [multi("dtype") && c.dtype, multi("build") && c.build, multi("runtime") && c.runtime, c.mode, multi("repetition") && `rep ${c.repetition}`].filter(Boolean).join(" ");
     patch(this.caption, { text: `Each square is a job; within each batch, left to right: ${first.map(name).join(", ")}. Done squares link to their result.` });
   }
 

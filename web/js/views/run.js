@@ -265,7 +265,7 @@ export class RunView {
 
     fill(s.toolbar,
       selectControl("GPU class", "gpu", sel.gpus.map((g) => [g, sel.labelOf(g)]), sel.gpu, (v) => go({ gpu: v, batch: undefined })),
-      sel.dtypes.length > 1 ? selectControl("Dtype", "dtype", sel.dtypes.map((d) => [d, d]), sel.dtype, (v) => go({ dtype: v, batch: undefined })) : null,
+      sel.dtypes.length > 1 ? selectControl("Dtype", "dtype", sel.dtypes.map((d) => [d, d]), sel.dtype, (v) => go({ dtype: v })) : null,
       selectControl("Batch", "batch", [...sel.batches.map((b) => [String(b), String(b)]), ["all", "all"]], String(sel.batch), (v) => go({ batch: v })),
       statSwitch(stat, (v) => go({ stat: v === "mean" ? undefined : v })),
       h("label", { class: "control check", title: "Geomeans leave out results flagged as noisy (high CV, clock drop, throttling, CI target missed)" },
