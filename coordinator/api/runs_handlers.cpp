@@ -123,6 +123,10 @@ Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, con
   }
   const auto stat = report::parse_stat(str_query(m, "stat").value_or("mean"));
   if (!stat) return Error::invalid("query.stat", "must be mean or median");
+  const auto exclude_flagged = str_query(m, "exclude_flagged");
+  if (exclude_flagged && *exclude_flagged != "true" && *exclude_flagged != "false") {
+    return Error::invalid("query.exclude_flagged", "must be true or false");
+  }
 
   BF_ASSIGN_OR_RETURN(const auto run, ctx.store.get_run(id));
   BF_ASSIGN_OR_RETURN(auto cells, ctx.store.report_cells(id));
@@ -133,6 +137,7 @@ Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, con
   for (const auto& model : ctx.catalog.models()) input.labels.push_back({model.id, model.display_name()});
   input.cells = std::move(cells);
   input.stat = *stat;
+  input.exclude_flagged = exclude_flagged.value_or("false") == "true";
   const report::Report built = report::build_report(input);
 
   if (format == "md") {

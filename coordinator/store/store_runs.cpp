@@ -1,4 +1,4 @@
-// Store: runs, their jobs, results and report cells.
+// Store: runs, their jobs and results (report cells: store_report.cpp).
 #include "common/codecs.h"
 #include "common/matrix.h"
 #include "coordinator/scheduler.h"
@@ -298,64 +298,6 @@ Result<ResultRow> Store::get_result(std::int64_t result_id) {
   });
   if (!raw.ok()) return raw.error();
   return decode_result_row(std::move(*raw));
-}
-
-Result<std::vector<report::CellResult>> Store::report_cells(std::int64_t run_id) {
-  return group_.run([&]() -> Result<std::vector<report::CellResult>> {
-    // One row per job; a job has at most one verdict (its job turns done when it arrives).
-    BF_ASSIGN_OR_RETURN(
-        auto s,
-        db_->prepare(
-            "SELECT " + job_spec_columns("j") +
-            ", j.status, r.id, r.status, r.mean_ms, r.median_ms, r.p90_ms, r.p99_ms,"
-            " r.min_ms, r.max_ms, r.stddev_ms, r.cv, r.ci_low_ms, r.ci_high_ms, r.iterations, r.error, r.oom_phase,"
-            " r.oom_bytes, r.signal, r.torch_version"
-            " FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.run_id = ? ORDER BY j.id"));
-    s->bind(1, run_id);
-    std::vector<report::CellResult> cells;
-    while (true) {
-      BF_ASSIGN_OR_RETURN(bool row, s->step());
-      if (!row) break;
-      report::CellResult c;
-      c.job = job_spec_at(*s, 0);
-      c.job_status = job_status_at(*s, 7);
-      if (!s->is_null(8)) {
-        c.result_id = s->int64(8);
-        c.result_status = result_status_at(*s, 9);
-        if (*c.result_status == ResultStatus::kOk && !s->is_null(10)) {
-          Statistics st;
-          st.mean_ms = s->real(10);
-          st.median_ms = s->real(11);
-          st.p90_ms = s->real(12);
-          st.p99_ms = s->real(13);
-          st.min_ms = s->real(14);
-          st.max_ms = s->real(15);
-          st.stddev_ms = s->real(16);
-          st.cv = s->real(17);
-          st.ci_low_ms = s->real(18);
-          st.ci_high_ms = s->real(19);
-          st.iterations = static_cast<int>(s->int64(20));
-          c.stats = st;
-        }
-        if (auto phase = s->opt_text(22)) {
-          c.detail = "phase=" + *phase;
-          if (auto bytes = s->opt_int64(23)) c.detail += " bytes=" + std::to_string(*bytes);
-          if (auto msg = s->opt_text(21)) c.detail += ": " + *msg;
-        } else if (auto msg = s->opt_text(21)) {
-          c.detail = *msg;
-        }
-        // A crash's message already names its signal; say it only when there is no message.
-        if (auto sig = s->opt_int64(24); sig && c.detail.empty()) c.detail = "signal " + std::to_string(*sig);
-        if (auto version = s->opt_text(25)) c.torch_version = std::move(*version);
-      }
-      cells.push_back(std::move(c));
-    }
-    if (cells.empty()) {
-      BF_ASSIGN_OR_RETURN(auto info, run_info_locked(run_id));  // not found -> error
-      (void)info;
-    }
-    return cells;
-  });
 }
 
 }  // namespace benchfleet::store

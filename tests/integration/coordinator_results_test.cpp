@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tests/support/coordinator_process.h"
+#include "tests/support/problem_assertions.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -131,11 +132,19 @@ TEST(CoordinatorResults, ReportShowsOomAndImpliedOomCells) {
   ASSERT_EQ(csv.status, 200u);
   EXPECT_NE(csv.content_type.find("text/csv"), std::string::npos);
   EXPECT_EQ(csv.body.substr(0, csv.body.find("\r\n")),
-            "gpu,batch,task_model,model_id,column,build,runtime,mode,kind,value,status,text");
-  EXPECT_NE(csv.body.find(",oom_implied,OOM (implied)\r\n"), std::string::npos) << csv.body;
+            "gpu,batch,dtype,task_model,model_id,column,build,runtime,mode,kind,value,status,text,accuracy,flags,"
+            "compile_ms,compile_cache,peak_memory_mb");
+  EXPECT_NE(csv.body.find(",oom_implied,OOM (implied),,,,,\r\n"), std::string::npos) << csv.body;
 
   auto bad = coord.get(run_url(run) + "/report?format=xml");
   EXPECT_EQ(bad.status, 400u);
+
+  // Issue 19: exclude_flagged is true or false, and the report says which it was built with.
+  expect_problem(coord.get(run_url(run) + "/report?exclude_flagged=yes"), 400, "query.exclude_flagged");
+  auto excluding = coord.get(run_url(run) + "/report?exclude_flagged=true");
+  ASSERT_EQ(excluding.status, 200u) << excluding.body;
+  EXPECT_EQ(excluding.json().value()["exclude_flagged"], true);
+  EXPECT_EQ(coord.get(run_url(run) + "/report").json().value()["exclude_flagged"], false);
 }
 
 TEST(CoordinatorResults, AcknowledgedResultsSurviveKill9) {
