@@ -10,7 +10,14 @@ reduced precision (float16, bfloat16, amp), its cosine similarity to the referen
 MIN_COSINE. Outputs that are not floating point must equal the reference; NaN or Inf where the
 reference has none fails. Two eager runs that differ make the verdict eager_nondeterministic.
 tests/data/accuracy_cases.json holds cases the C++ and this module must judge alike.
-The judging part is pure Python; compare() and the reference helpers need torch.
+A cosine is 0 when exactly one side is all zeros (a float16 output that underflowed), so such an
+output fails in reduced precision even when eager's own error is as large.
+
+    info = check_compiled(eager, compiled, reference_factory, inputs, dtype, on_cuda, names)
+
+is the python runner's whole check (two eager calls, one compiled, one float64 reference).
+perturbed() is the test-only fault of BENCHFLEET_TEST_PERTURB_COMPILED (perturbation_scale).
+The judging part is pure Python; compare(), check_compiled and the reference helpers need torch.
 """
 
 from __future__ import annotations
@@ -116,12 +123,16 @@ def relative_error(value: Any, reference: Any) -> float:
 
 
 def cosine_similarity(value: Any, reference: Any) -> Optional[float]:
+    """The cosine of the angle between the two (flattened, float64); None when both are all zeros
+    (or empty): nothing to compare. One all-zero side is 0: no similarity (a float16 output whose
+    values all underflowed to 0, say, is not "close" to a reference that has values)."""
     import torch
 
     a = value.detach().double().cpu().flatten()
     b = reference.detach().double().cpu().flatten()
-    if a.numel() == 0 or float(a.norm()) == 0 or float(b.norm()) == 0:
-        return None
+    a_zero, b_zero = a.numel() == 0 or float(a.norm()) == 0, b.numel() == 0 or float(b.norm()) == 0
+    if a_zero or b_zero:
+        return None if a_zero and b_zero else 0.0
     return float(torch.nn.functional.cosine_similarity(a, b, dim=0))
 
 

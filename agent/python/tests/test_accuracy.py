@@ -113,7 +113,23 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(c.eager_error, 0.0)
         self.assertAlmostEqual(c.cosine, (9 + 18) / (5 * math.hypot(3, 4.5)))
         zero = ba.compare("z", torch.tensor([0.0, 2.0]), torch.zeros(2), torch.zeros(2, dtype=torch.float64))
-        self.assertEqual((zero.compiled_error, zero.cosine), (2.0, None))  # the absolute norm
+        self.assertEqual((zero.compiled_error, zero.cosine), (2.0, 0.0))  # the absolute norm
+        both = ba.compare("z", torch.zeros(2), torch.zeros(2), torch.zeros(2, dtype=torch.float64))
+        self.assertEqual((both.compiled_error, both.cosine), (0.0, None))
+
+    def test_outputs_that_underflowed_to_zero_are_wrong_in_reduced_precision(self) -> None:
+        import torch
+
+        # mobilenet_v3_small's random-init logits are about 1e-9: in float16 eager and compiled
+        # both give zeros. Relative errors of 1.0 each would pass 3 x eager + floor; the cosine
+        # of zeros against the reference (0) does not.
+        ref = torch.full((10,), 1e-9, dtype=torch.float64)
+        zeros = torch.zeros(10, dtype=torch.float16)
+        c = ba.compare("logits", zeros, zeros, ref)
+        self.assertEqual((c.compiled_error, c.eager_error, c.cosine), (1.0, 1.0, 0.0))
+        info = ba.judge("float16", False, True, [c])
+        self.assertEqual(info["verdict"], "wrong", info)
+        self.assertIn("cosine similarity", info["detail"])
 
     def test_non_finite_and_non_floating_outputs(self) -> None:
         import torch
