@@ -177,6 +177,11 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
     if (!r.telemetry.is_object()) r.telemetry = nlohmann::json::object();
     r.telemetry["artifact_cached"] = prepared.artifact->cached;
     if (exported.inductor_cache) r.telemetry["export_inductor_cache"] = *exported.inductor_cache;
+    // A package perturbed on purpose (test only) says so in every result measured on it.
+    if (const auto it = exported.metadata.find("test_perturb_compiled");
+        it != exported.metadata.end() && it->is_number()) {
+      r.telemetry["test_perturb_compiled"] = *it;
+    }
   }
   fs::remove_all(dir, ec);  // the result travels in the spool; scratch is not kept
   return r;

@@ -222,6 +222,35 @@ class ExportTorchvisionTest(unittest.TestCase):
         self.assertTrue(bool((first[2] == 1).all()))
         self.assertTrue(0 <= int(first[1].min()) and int(first[1].max()) < 49408)
 
+    def test_dtype_casts_the_model_and_its_floating_inputs(self) -> None:
+        with tempfile.TemporaryDirectory() as out:  # bfloat16 runs on the CPU in torch 1.13 and 2.6
+            code, meta, err = run_exporter("--model", "torchvision/mobilenet_v3_small", "--batch", "1",
+                                           "--format", "torchscript", "--dtype", "bfloat16", "--out", out)
+            self.assertEqual(code, 0, err)
+            self.assertEqual(meta["dtype"], "bfloat16")
+            self.assertEqual(meta["inputs"], [{"name": "pixel_values", "shape": [1, 3, 224, 224], "dtype": "bfloat16"}])
+            self.assertEqual(meta["outputs"], [{"name": "logits", "shape": [1, 1000], "dtype": "bfloat16"}])
+            self.assertNotIn("accuracy_reference", meta)  # AOTInductor packages only
+            self.assertEqual(sorted(os.listdir(out)), ["metadata.json", "model.pt"])
+        with tempfile.TemporaryDirectory() as out:
+            code, meta, err = run_exporter("--model", "torchvision/mobilenet_v3_small", "--batch", "1",
+                                           "--format", "torchscript", "--out", out)
+            self.assertEqual((code, meta["dtype"], meta["inputs"][0]["dtype"]), (0, "float32", "float32"), err)
+
+    def test_a_dtype_a_kernel_lacks_is_unsupported(self) -> None:
+        # torch 1.13's CPU convolution has no float16 kernel ("slow_conv2d_cpu" not implemented for
+        # 'Half'); torch 2.x has one.
+        with tempfile.TemporaryDirectory() as out:
+            code, meta, err = run_exporter("--model", "torchvision/mobilenet_v3_small", "--batch", "1",
+                                           "--format", "torchscript", "--dtype", "float16", "--out", out)
+            if torch_version() >= (2, 0):
+                self.assertEqual((code, meta["status"], meta["inputs"][0]["dtype"]), (0, "ok", "float16"), err)
+                return
+            self.assertEqual((code, meta["status"]), (4, "unsupported"), meta)
+            self.assertIn("float16 on cpu is not supported by this torch build", meta["message"])
+            self.assertIn("not implemented for 'Half'", meta["message"])
+            self.assertEqual(os.listdir(out), [])
+
 
 @unittest.skipUnless(HAVE_TORCH and HAVE_YAML, "needs torch and PyYAML")
 class ExportAotInductorTest(unittest.TestCase):
@@ -267,12 +296,56 @@ class ExportAotInductorTest(unittest.TestCase):
         self.assertTrue(all(isinstance(n, int) and n >= 0 for n in counts.values()), counts)
         self.assertEqual(meta["inductor_cache"] == "cold", counts["hit"] == 0, meta)
         self.assertIsInstance(meta["inductor_vec_isa"], str)
+        self.check_reference(out, meta, model)
         # The package is what the C++ loader reads: it runs at the recorded shapes.
         compiled = torch._inductor.aoti_load_package(artifact)
         with torch.no_grad():
             result = compiled(torch.randn(2, 3, 224, 224))
         self.assertEqual(list(result.shape), [2, 1000])
         self.assertTrue(bool(torch.isfinite(result).all()))
+
+    def read_reference(self, out: str, meta: Dict[str, Any]) -> Tuple[List[Any], List[Any]]:
+        """reference.bin's inputs and outputs, checked against its description."""
+        import torch
+
+        ref = meta["accuracy_reference"]
+        self.assertEqual(ref["file"], "reference.bin")
+        with open(os.path.join(out, "reference.bin"), "rb") as f:
+            data = f.read()
+        entries = ref["inputs"] + ref["outputs"]
+        self.assertEqual(sum(e["nbytes"] for e in entries), len(data))
+        tensors = []
+        for e in entries:
+            dtype = getattr(torch, e["dtype"])
+            self.assertEqual(e["nbytes"], torch.empty(e["shape"], dtype=dtype).numel() * dtype.itemsize, e)
+            chunk = bytearray(data[e["offset"]:e["offset"] + e["nbytes"]])
+            tensors.append(torch.frombuffer(chunk, dtype=dtype).reshape(e["shape"]))
+        return tensors[:len(ref["inputs"])], tensors[len(ref["inputs"]):]
+
+    def check_reference(self, out: str, meta: Dict[str, Any], model: str) -> None:
+        """reference.bin holds the exporter's seeded inputs and the float64 model's outputs on them."""
+        import torch
+
+        sys.dont_write_bytecode = True
+        sys.path.insert(0, os.path.dirname(EXPORTER))
+        import benchfleet_models as bm
+
+        ref = meta["accuracy_reference"]
+        self.assertIs(ref["eager_deterministic"], True)
+        self.assertEqual([(e["name"], e["dtype"], e["shape"]) for e in ref["inputs"]],
+                         [(i["name"], i["dtype"], i["shape"]) for i in meta["inputs"]])
+        self.assertEqual([(e["name"], e["dtype"], e["shape"]) for e in ref["outputs"]],
+                         [(o["name"], "float64", o["shape"]) for o in meta["outputs"]])
+        inputs, outputs = self.read_reference(out, meta)
+        spec = bm.find_model(bm.load_catalog(CATALOG), model)
+        expected_inputs = bm.make_inputs(spec, meta["batch"], meta["seed"])
+        self.assertTrue(all(torch.equal(a, b) for a, b in zip(inputs, expected_inputs)))
+        float64_model = bm.build_model(spec, seed=meta["seed"]).double()
+        with torch.no_grad():
+            expected = bm.flatten_tensors(float64_model(*[t.double() for t in expected_inputs]))
+        for e, got, want in zip(ref["outputs"], outputs, expected):
+            self.assertTrue(torch.allclose(got, want, rtol=1e-9, atol=0), e["name"])
+            self.assertTrue(0 < e["eager_error"] < 1e-4, e)  # float32 eager is close to float64
 
     def test_resnet18_default(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -304,6 +377,31 @@ class ExportAotInductorTest(unittest.TestCase):
                 self.assertEqual((code, meta["status"]), (4, "unsupported"), meta)
                 self.assertIn("CUDA graphs", meta["message"])
                 self.assertEqual(os.listdir(out), [])  # refused before building anything
+
+    def test_the_test_perturbation_is_baked_into_the_package_and_not_the_reference(self) -> None:
+        import torch
+        import torch._inductor
+
+        sys.path.insert(0, os.path.dirname(EXPORTER))
+        from benchfleet_accuracy import relative_error
+
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "art")
+            code, meta, err = run_exporter("--catalog", CATALOG, "--model", "torchvision/mobilenet_v3_small",
+                                           "--batch", "2", "--format", "aotinductor", "--device", "cpu", "--out", out,
+                                           env={"TORCHINDUCTOR_CACHE_DIR": os.path.join(tmp, "cache"),
+                                                "BENCHFLEET_TEST_PERTURB_COMPILED": "0.05"}, timeout=900)
+            # A package 5% off eager is no export failure: the worker's accuracy verdict judges it.
+            self.assertEqual(code, 0, err)
+            self.assertEqual(meta["test_perturb_compiled"], 0.05)
+            self.check_reference(out, meta, "torchvision/mobilenet_v3_small")
+            inputs, outputs = self.read_reference(out, meta)
+            compiled = torch._inductor.aoti_load_package(os.path.join(out, "model.pt2"))
+            with torch.no_grad():
+                result = compiled(*inputs)
+            result = result[0] if isinstance(result, (list, tuple)) else result
+            error = relative_error(result, outputs[0])
+            self.assertTrue(0.03 < error < 0.08, error)  # 0.05 x ||noise|| / sqrt(numel), noise ~ N(0, 1)
 
 
 class InductorCacheOutcomeTest(unittest.TestCase):
@@ -346,6 +444,12 @@ class ExportTransformersPathTest(unittest.TestCase):
                 ])
                 self.assertEqual(meta["outputs"], [{"name": "logits", "shape": [6, 5], "dtype": "float32"},
                                                    {"name": "pred_boxes", "shape": [6, 4], "dtype": "float32"}])
+            # Only floating inputs take the job's dtype: ids and masks stay integers.
+            code, meta, err = run_exporter("--catalog", catalog, "--model", "test/tiny-detector", "--batch", "1",
+                                           "--format", "torchscript", "--dtype", "bfloat16",
+                                           "--out", os.path.join(tmp, "bf16"), env=env)
+            self.assertEqual(code, 0, err)
+            self.assertEqual([i["dtype"] for i in meta["inputs"]], ["bfloat16", "int64", "int64"])
             code, meta, _ = run_exporter("--catalog", catalog, "--model", "test/tiny-detector", "--batch", "1",
                                          "--format", "aotinductor", "--out", os.path.join(tmp, "aoti"), env=env)
             self.assertEqual((code, meta["status"]), (4, "unsupported"))
@@ -393,6 +497,18 @@ class ExportFailureTest(unittest.TestCase):
         meta = self.expect_failure(1, "error", "--model", "torchvision/resnet18", "--batch", "two",
                                    "--format", "torchscript")
         self.assertIn("--batch", meta["message"])
+
+    def test_amp_is_the_python_runtimes_alone(self) -> None:
+        meta = self.expect_failure(4, "unsupported", "--model", "torchvision/resnet18", "--batch", "1",
+                                   "--format", "torchscript", "--dtype", "amp")
+        self.assertIn("python runtime only", meta["message"])
+
+    def test_a_bad_test_perturbation_is_an_error_naming_the_variable(self) -> None:
+        with tempfile.TemporaryDirectory() as out:
+            code, meta, _ = run_exporter("--model", "torchvision/resnet18", "--batch", "1", "--format", "aotinductor",
+                                         "--out", out, env={"BENCHFLEET_TEST_PERTURB_COMPILED": "lots"})
+            self.assertEqual((code, meta["status"]), (1, "error"), meta)
+            self.assertIn("BENCHFLEET_TEST_PERTURB_COMPILED='lots' must be a positive number", meta["message"])
 
     def test_unknown_format(self) -> None:
         meta = self.expect_failure(1, "error", "--model", "torchvision/resnet18", "--batch", "1", "--format", "onnx")
