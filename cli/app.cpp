@@ -58,6 +58,7 @@ struct ReportArgs {
   std::int64_t id = 0;
   std::string format = "md";
   std::string stat = "mean";
+  bool exclude_flagged = false;
   std::string output;
 };
 
@@ -107,8 +108,8 @@ int submit(const SubmitArgs& a, FleetClient& client, Console& console) {
     console.out << a.file << ": valid; " << matrix->job_count << " jobs (" << matrix->spec.models.size() << " models x "
                 << matrix->spec.batch_sizes.size() << " batch sizes x " << matrix->spec.modes.size() << " modes x "
                 << matrix->spec.torch_builds.size() << " builds x " << matrix->spec.gpus.size() << " GPU classes x "
-                << matrix->spec.runtimes.size() << " runtimes x " << matrix->spec.repetitions
-                << " repetitions); catalog ids are checked by the coordinator\n";
+                << matrix->spec.runtimes.size() << " runtimes x " << matrix->spec.dtypes.size() << " dtypes x "
+                << matrix->spec.repetitions << " repetitions); catalog ids are checked by the coordinator\n";
     return kExitOk;
   }
   auto created = client.submit(matrix->document.json);
@@ -135,7 +136,7 @@ int submit(const SubmitArgs& a, FleetClient& client, Console& console) {
 }
 
 int report(const ReportArgs& a, FleetClient& client, Console& console) {
-  auto text = client.report(a.id, a.format, a.stat);
+  auto text = client.report(a.id, a.format, a.stat, a.exclude_flagged);
   if (!text.ok()) return fail(console, text.error());
   if (!a.output.empty()) {
     if (auto s = write_file_atomically(a.output, *text); !s.ok()) return fail(console, s.error());
@@ -222,8 +223,10 @@ int run_cli(int argc, char** argv, Console& console) {
   ReportArgs report_args;
   auto* report_cmd = app.add_subcommand(
       "report",
-      "Print or save a run's comparison tables: per GPU class x batch size, latency per (build, mode)\n"
-      "and speedup against eager, OOM and other verdicts as such (Markdown in the seeds' format).");
+      "Print or save a run's comparison tables: per GPU class x batch size x dtype, latency per\n"
+      "(build, mode) and speedup against eager, OOM and other verdicts as such (Markdown in the seeds'\n"
+      "format); compiled cells marked wrong when their output failed the accuracy check (left out of\n"
+      "geomeans), noisy cells flagged; compile time, peak memory and memory ratio; pass rates.");
   report_cmd->add_option("id", report_args.id, "run id")->required()->check(kPositiveId);
   report_cmd->add_option("--format", report_args.format, "md, csv or json")
       ->check(CLI::IsMember({"md", "csv", "json"}))
@@ -231,6 +234,9 @@ int run_cli(int argc, char** argv, Console& console) {
   report_cmd->add_option("--stat", report_args.stat, "statistic per cell: mean (as the seeds) or median")
       ->check(CLI::IsMember({"mean", "median"}))
       ->capture_default_str();
+  report_cmd->add_flag("--exclude-flagged", report_args.exclude_flagged,
+                       "leave noise-flagged results (high_cv, clock_drop, throttled, ci_not_met) out of the "
+                       "geomeans too");
   report_cmd->add_option("-o,--output", report_args.output, "write to this file instead of stdout");
 
   std::int64_t cancel_id = 0;

@@ -63,11 +63,11 @@ Result<nlohmann::json> FleetClient::results_page(std::int64_t run_id, const std:
   return send_json(bhttp::verb::get, target, "results of run " + std::to_string(run_id), 200);
 }
 
-Result<std::string> FleetClient::report(std::int64_t run_id, const std::string& format, const std::string& stat) {
-  BF_ASSIGN_OR_RETURN(
-      auto r,
-      send(bhttp::verb::get, "/api/v1/runs/" + std::to_string(run_id) + "/report?format=" + format + "&stat=" + stat,
-           "report of run " + std::to_string(run_id), 200));
+Result<std::string> FleetClient::report(std::int64_t run_id, const std::string& format, const std::string& stat,
+                                        bool exclude_flagged) {
+  std::string target = "/api/v1/runs/" + std::to_string(run_id) + "/report?format=" + format + "&stat=" + stat;
+  if (exclude_flagged) target += "&exclude_flagged=true";
+  BF_ASSIGN_OR_RETURN(auto r, send(bhttp::verb::get, target, "report of run " + std::to_string(run_id), 200));
   return std::move(r.body);
 }
 

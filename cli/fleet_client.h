@@ -26,8 +26,10 @@ class FleetClient {
   Result<nlohmann::json> runs(int limit);                       // RunList (newest first)
   // One page of a run's results (samples omitted), from `cursor` ("" for the first page).
   Result<nlohmann::json> results_page(std::int64_t run_id, const std::string& cursor);
-  // The report as text: format json, md or csv; stat mean or median.
-  Result<std::string> report(std::int64_t run_id, const std::string& format, const std::string& stat);
+  // The report as text: format json, md or csv; stat mean or median; with exclude_flagged, the
+  // geomeans leave noise-flagged results out too.
+  Result<std::string> report(std::int64_t run_id, const std::string& format, const std::string& stat,
+                             bool exclude_flagged = false);
   Result<nlohmann::json> cancel(std::int64_t run_id);                  // CancelledRun
   Result<nlohmann::json> agents();                                     // AgentList
   Result<nlohmann::json> drain(std::int64_t agent_id, bool draining);  // Agent

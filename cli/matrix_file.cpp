@@ -133,7 +133,8 @@ Result<MatrixFile> parse_matrix(std::string_view text, std::string_view origin) 
   }
   MatrixFile out;
   out.job_count = spec->models.size() * spec->batch_sizes.size() * spec->modes.size() * spec->torch_builds.size() *
-                  spec->gpus.size() * spec->runtimes.size() * static_cast<std::size_t>(spec->repetitions);
+                  spec->gpus.size() * spec->runtimes.size() * spec->dtypes.size() *
+                  static_cast<std::size_t>(spec->repetitions);
   out.spec = std::move(spec).value();
   out.document = std::move(doc).value();
   return out;

@@ -35,7 +35,7 @@ struct MatrixFile {
   // The request body to submit (the file's fields as written) and where each field's line is,
   // for errors the coordinator reports about a field.
   JsonDocument document;
-  std::size_t job_count = 0;  // cells x repetitions
+  std::size_t job_count = 0;  // cells (every axis, dtypes included) x repetitions
 };
 
 // Parses and validates (everything but catalog ids, which the coordinator's catalog decides).

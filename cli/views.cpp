@@ -67,6 +67,36 @@ std::string nonzero_counts(const json& counts) {
   return out.empty() ? "-" : out;
 }
 
+// "dynamic shapes, shape walk" from the matrix's python compile options; "-" with neither.
+std::string compile_options(const json& matrix) {
+  std::string out;
+  if (matrix.value("dynamic", false)) out = "dynamic shapes";
+  if (matrix.value("shape_walk", false)) out += out.empty() ? "shape walk" : ", shape walk";
+  return out.empty() ? "-" : out;
+}
+
+// "cv > 0.1, clock drop > 0.1" from the matrix's noise thresholds.
+std::string noise_thresholds(const json& matrix) {
+  const json noise = matrix.value("noise", json::object());
+  if (!noise.is_object() || noise.empty()) return "-";
+  return "cv > " + text(noise, "max_cv") + ", clock drop > " + text(noise, "max_clock_drop");
+}
+
+// "accuracy wrong (0.049 > 0.0001)" or "accuracy pass"; "" without a verdict.
+std::string accuracy_text(const json& result) {
+  const auto it = result.find("accuracy");
+  if (it == result.end() || !it->is_object()) return "";
+  std::string out = "accuracy " + it->value("verdict", "?");
+  const std::string verdict = it->value("verdict", "");
+  if ((verdict == "pass" || verdict == "wrong") && it->contains("compiled_error") && it->contains("tolerance")) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " (%.3g %s %.3g)", it->value("compiled_error", 0.0), verdict == "pass" ? "<=" : ">",
+                  it->value("tolerance", 0.0));
+    out += buf;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_text_table(const std::vector<std::string>& headers,
@@ -123,6 +153,9 @@ std::string run_view(const json& run) {
       {"torch builds", join(matrix, "torch_builds", ", ")},
       {"gpus", join(matrix, "gpus", ", ")},
       {"runtimes", join(matrix, "runtimes", ", ")},
+      {"dtypes", join(matrix, "dtypes", ", ")},
+      {"compile", compile_options(matrix)},
+      {"noise flags", noise_thresholds(matrix)},
       {"repetitions", text(matrix, "repetitions")},
       {"memory limit", matrix.contains("memory_limit_mb") && matrix["memory_limit_mb"].is_number()
                            ? matrix["memory_limit_mb"].dump() + " MB"
@@ -192,7 +225,11 @@ std::string result_line(const json& row) {
   line.resize(std::max<std::size_t>(line.size(), 12), ' ');
   line += job.value("model", "?") + "  batch " + text(job, "batch") + "  " + job.value("mode", "?") + "  " +
           job.value("torch_build", "?") + "/" + job.value("gpu", "?") + "/" + job.value("runtime", "?");
+  // float32 is every run's default: only another precision is named.
+  if (const std::string dtype = job.value("dtype", "float32"); dtype != "float32") line += "/" + dtype;
   if (!detail.empty()) line += "  " + detail;
+  if (const std::string accuracy = accuracy_text(result); !accuracy.empty()) line += "  " + accuracy;
+  if (const std::string flags = join(row, "flags"); flags != "?" && flags != "-") line += "  flagged " + flags;
   return line;
 }
 

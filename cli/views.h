@@ -20,7 +20,9 @@ std::string runs_view(const nlohmann::json& run_list);
 std::string run_view(const nlohmann::json& run);
 // AgentList -> "ID  NAME  HOST  SLOTS  BUILDS  LAST SEEN  STATE  JOBS".
 std::string agents_view(const nlohmann::json& agent_list);
-// ResultRow -> "ok           torchvision/resnet18  batch 4  torchscript  local/cpu/libtorch  12.345 ms"
+// ResultRow -> "ok           torchvision/resnet18  batch 4  torchscript  local/cpu/libtorch  12.345 ms";
+// a dtype other than float32 follows the runtime ("local/cpu/python/bfloat16"), then the
+// accuracy verdict ("accuracy wrong (0.049 > 0.0001)") and noise flags ("flagged high_cv").
 std::string result_line(const nlohmann::json& row);
 
 }  // namespace benchfleet::cli

@@ -104,6 +104,44 @@ TEST(ParseMatrix, ErrorsNameFileLineAndField) {
   EXPECT_NE(list.error().message.find("must be a mapping"), std::string::npos);
 }
 
+// Issue 19's fields: dtypes multiply the jobs; dynamic, shape_walk and noise are read as the API
+// reads them, and an error names the file, the line and the field.
+TEST(ParseMatrix, DtypesDynamicShapeWalkAndNoise) {
+  const std::string extra =
+      "dtypes: [float32, bfloat16]\n"
+      "dynamic: true\n"
+      "shape_walk: yes\n"
+      "noise:\n"
+      "  max_cv: 0.05\n";
+  auto m = parse_matrix(std::string(kMatrix) + extra, "demo.yaml");
+  ASSERT_FALSE(m.ok()) << "yes is a string under the core schema";
+  EXPECT_EQ(m.error().field, "shape_walk");
+  EXPECT_EQ(m.error().message.rfind("demo.yaml: line 14: shape_walk: must be a boolean", 0), 0u) << m.error().message;
+
+  std::string good = std::string(kMatrix) + extra;
+  good.replace(good.find("shape_walk: yes"), 15, "shape_walk: true");
+  m = parse_matrix(good, "demo.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->job_count, 2u * 3 * 2 * 2) << "models x batches x modes x dtypes";
+  EXPECT_EQ(m->spec.dtypes, (std::vector<Dtype>{Dtype::kFloat32, Dtype::kBfloat16}));
+  EXPECT_TRUE(m->spec.dynamic);
+  EXPECT_TRUE(m->spec.shape_walk);
+  EXPECT_EQ(m->spec.noise, (NoiseSpec{0.05, NoiseSpec{}.max_clock_drop}));
+
+  std::string bad = good;
+  bad.replace(bad.find("[float32, bfloat16]"), 19, "[float32, fp16]");
+  m = parse_matrix(bad, "demo.yaml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().field, "dtypes[1]");
+  EXPECT_EQ(m.error().message.rfind("demo.yaml: line 12: dtypes[1]: unknown value \"fp16\"", 0), 0u)
+      << m.error().message;
+  bad = good;
+  bad.replace(bad.find("max_cv: 0.05"), 12, "max_cv: -1");
+  m = parse_matrix(bad, "demo.yaml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().message, "demo.yaml: line 16: noise.max_cv: must be > 0 and <= 10");
+}
+
 TEST(ParseMatrix, ShippedExamplesAreValid) {
   for (const char* name : {"examples/cpu-demo.yaml", "examples/seed-matrix.yaml"}) {
     auto m = load_matrix_file(std::string(BENCHFLEET_SOURCE_DIR) + "/" + name);

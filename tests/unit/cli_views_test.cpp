@@ -62,5 +62,52 @@ TEST(Views, ResultLines) {
   EXPECT_EQ(result_line(error).substr(result_line(error).size() - 12), "  first line");
 }
 
+// Issue 19: another dtype than float32 is named with the runtime; the accuracy verdict and the
+// noise flags follow the latency.
+TEST(Views, ResultLinesShowDtypeAccuracyAndFlags) {
+  json job = {{"model", "torchvision/resnet18"},
+              {"batch", 1},
+              {"mode", "default"},
+              {"torch_build", "trixie"},
+              {"gpu", "cpu"},
+              {"runtime", "python"},
+              {"dtype", "bfloat16"}};
+  json row = {
+      {"id", 9},
+      {"job", job},
+      {"result",
+       {{"status", "ok"},
+        {"stats", {{"mean_ms", 10.0}, {"median_ms", 9.5}}},
+        {"accuracy",
+         {{"verdict", "wrong"}, {"compiled_error", 0.049}, {"eager_error", 4.3e-7}, {"tolerance", 1.0129e-4}}}}},
+      {"flags", {"high_cv", "ci_not_met"}}};
+  EXPECT_EQ(result_line(row),
+            "ok          torchvision/resnet18  batch 1  default  trixie/cpu/python/bfloat16  mean 10.000 ms, median "
+            "9.500 ms  accuracy wrong (0.049 > 0.000101)  flagged high_cv,ci_not_met");
+  row["job"]["dtype"] = "float32";
+  row["result"]["accuracy"] = {{"verdict", "unchecked"}, {"detail", "no reference"}};
+  row["flags"] = json::array();
+  EXPECT_EQ(result_line(row),
+            "ok          torchvision/resnet18  batch 1  default  trixie/cpu/python  mean 10.000 ms, median 9.500 ms"
+            "  accuracy unchecked");
+}
+
+TEST(Views, RunShowsDtypesCompileOptionsAndNoise) {
+  json run = {{"id", 3},
+              {"name", "acc"},
+              {"matrix",
+               {{"dtypes", {"float32", "float16"}},
+                {"dynamic", true},
+                {"shape_walk", true},
+                {"noise", {{"max_cv", 0.05}, {"max_clock_drop", 0.1}}}}}};
+  const std::string view = run_view(run);
+  EXPECT_NE(view.find("dtypes:        float32, float16\n"), std::string::npos) << view;
+  EXPECT_NE(view.find("compile:       dynamic shapes, shape walk\n"), std::string::npos) << view;
+  EXPECT_NE(view.find("noise flags:   cv > 0.05, clock drop > 0.1\n"), std::string::npos) << view;
+  run["matrix"]["dynamic"] = false;
+  run["matrix"]["shape_walk"] = false;
+  EXPECT_NE(run_view(run).find("compile:       -\n"), std::string::npos) << run_view(run);
+}
+
 }  // namespace
 }  // namespace benchfleet::cli
