@@ -170,12 +170,13 @@ class Child {
 
 // Starts the exporter on one model; its stdout and stderr go to files next to `out_dir`.
 std::unique_ptr<Child> start_export(const std::string& model, const std::string& format, int batch,
-                                    const fs::path& out_dir) {
+                                    const fs::path& out_dir, const std::string& dtype = "float32") {
   const std::string source = kSourceDir;
   return std::make_unique<Child>(
       std::vector<std::string>{kPython, source + "/agent/python/benchfleet_export.py", "--catalog",
                                source + "/common/catalog/models.yaml", "--model", model, "--batch",
-                               std::to_string(batch), "--format", format, "--device", "cpu", "--out", out_dir.string()},
+                               std::to_string(batch), "--format", format, "--device", "cpu", "--out", out_dir.string(),
+                               "--dtype", dtype},
       "/dev/null", out_dir.string() + ".stdout", out_dir.string() + ".stderr");
 }
 
@@ -817,6 +818,84 @@ TEST_F(WorkerJobTest, CapabilitiesOfThisBuild) {
     EXPECT_EQ(caps["modes"].at("cpu"), json({"eager", "torchscript"}));
     EXPECT_EQ(caps["modes"].at("cuda"), json::array());
   }
+}
+
+// ---- dtypes (issue 19) ------------------------------------------------------------------------
+
+class WorkerDtypeTest : public ::testing::Test {
+ protected:
+  // mobilenet_v3_small exported in bfloat16 at batch 1 (once per process); bfloat16 convolutions
+  // run on the CPU in LibTorch 1.13 and 2.x.
+  static const Artifact& bfloat16_artifact() {
+    static const Artifact a = [] {
+      const fs::path out = Workspace::get().fresh_path("mobilenet-bfloat16");
+      const ProcessOutput done = start_export(kMobilenet, "torchscript", 1, out, "bfloat16")->wait();
+      auto meta = parse_json(done.out);
+      if (done.exit_code() != 0 || !meta.ok()) throw std::runtime_error("bfloat16 export: " + done.describe());
+      return Artifact{kMobilenet, "torchscript", 1, out / "model.pt", *meta};
+    }();
+    return a;
+  }
+  static WorkerJob bfloat16_job() {
+    WorkerJob job = job_for(bfloat16_artifact(), Mode::kEager);
+    job.dtype = Dtype::kBfloat16;
+    return job;
+  }
+};
+
+TEST_F(WorkerDtypeTest, ABfloat16ArtifactIsMeasuredInBfloat16) {
+  const WorkerJob job = bfloat16_job();
+  ASSERT_EQ(job.inputs.at(0).dtype, "bfloat16");  // the worker makes its inputs in the exporter's dtype
+  const WorkerRun run = run_worker(text_of(job));
+  ASSERT_NO_FATAL_FAILURE(expect_verdict(run, ResultStatus::kOk));
+  EXPECT_GT(run.result.stats->median_ms, 0.0);
+  EXPECT_FALSE(run.result.accuracy.has_value()) << run.describe();  // eager: nothing compiled to judge
+}
+
+TEST_F(WorkerDtypeTest, AJobOfAnotherDtypeThanItsArtifactIsAnError) {
+  WorkerJob job = bfloat16_job();
+  job.dtype = Dtype::kFloat32;
+  const WorkerRun run = run_worker(text_of(job));
+  ASSERT_NO_FATAL_FAILURE(expect_verdict(run, ResultStatus::kError));
+  EXPECT_TRUE(contains(run.result.error, "dtype: is float32, but the artifact was exported in bfloat16"))
+      << run.describe();
+}
+
+TEST_F(WorkerDtypeTest, AmpIsThePythonRuntimesAlone) {
+  WorkerJob job = bfloat16_job();
+  job.dtype = Dtype::kAmp;
+  job.artifact_metadata.erase("dtype");
+  const WorkerRun run = run_worker(text_of(job));
+  ASSERT_NO_FATAL_FAILURE(expect_verdict(run, ResultStatus::kUnsupported));
+  EXPECT_TRUE(contains(run.result.error, "python runtime only")) << run.describe();
+}
+
+// A kernel without the job's dtype ("slow_conv2d_cpu" not implemented for 'Half' in LibTorch
+// 1.13) makes the job unsupported with LibTorch's line, not an error. The exporter cannot trace a
+// float16 model where the kernel is missing, so the bfloat16 module is converted to float16.
+TEST_F(WorkerDtypeTest, AKernelWithoutTheDtypeMakesTheJobUnsupported) {
+  if (capabilities().value("torch_version", "").rfind("1.", 0) != 0) {
+    GTEST_SKIP() << "LibTorch " << capabilities().value("torch_version", "") << " has CPU float16 convolutions";
+  }
+  Workspace& ws = Workspace::get();
+  const fs::path half = ws.fresh_path("mobilenet-float16", ".pt");
+  const ProcessOutput converted =
+      Child({kPython, "-c",
+             "import sys, torch; m = torch.jit.load(sys.argv[1]); m.half(); torch.jit.save(m, sys.argv[2])",
+             bfloat16_artifact().path.string(), half.string()},
+            "/dev/null", ws.fresh_path("half", ".stdout"), ws.fresh_path("half", ".stderr"))
+          .wait();
+  ASSERT_EQ(converted.exit_code(), 0) << converted.describe();
+  WorkerJob job = bfloat16_job();
+  job.artifact = half.string();
+  job.dtype = Dtype::kFloat16;
+  job.artifact_metadata["dtype"] = "float16";
+  job.artifact_metadata.erase("outputs");
+  for (auto& input : job.inputs) input.dtype = "float16";
+  const WorkerRun run = run_worker(text_of(job));
+  ASSERT_NO_FATAL_FAILURE(expect_verdict(run, ResultStatus::kUnsupported));
+  EXPECT_TRUE(contains(run.result.error, "float16 on cpu is not supported by this LibTorch")) << run.describe();
+  EXPECT_TRUE(contains(run.result.error, "not implemented for 'Half'")) << run.describe();
 }
 
 // The exporter and the worker agree: neither makes nor runs AOTInductor packages here.
