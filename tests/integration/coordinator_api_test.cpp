@@ -83,6 +83,12 @@ TEST(CoordinatorApi, InvalidMatricesAreRejectedNamingTheField) {
   cases.push_back({"unknown mode", with("modes", {"eager", "turbo"}), "modes[1]"});
   cases.push_back({"unknown field", with("colour", "blue"), "colour"});
   cases.push_back({"wrong type", with("batch_sizes", "1,4"), "batch_sizes"});
+  cases.push_back({"unknown dtype", with("dtypes", {"float64"}), "dtypes[0]"});
+  cases.push_back({"duplicate dtype", with("dtypes", {"bfloat16", "bfloat16"}), "dtypes[1]"});
+  cases.push_back({"dynamic not a boolean", with("dynamic", "yes"), "dynamic"});
+  cases.push_back({"noise threshold out of range", with("noise", {{"max_clock_drop", 1.5}}), "noise.max_clock_drop"});
+  // 8 jobs x 3 dtypes = 24 > --max-cells 20: the dtypes count.
+  cases.push_back({"dtypes multiply the cells", with("dtypes", {"float32", "float16", "bfloat16"}), "models"});
   json no_name = small_matrix();
   no_name.erase("name");
   cases.push_back({"missing name", no_name, "name"});

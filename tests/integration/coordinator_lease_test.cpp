@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/support/coordinator_process.h"
+#include "tests/support/problem_assertions.h"
 #include "tests/support/raw_connection.h"
 
 namespace benchfleet::testing {
@@ -66,6 +67,69 @@ TEST(CoordinatorLease, SlotGetsOnlyJobsItsClassBuildRuntimeAndModesFit) {
   EXPECT_EQ(state["results"]["unsupported"], 2);
   EXPECT_EQ(state["jobs"]["queued"], 12);  // a100 and t4/nightly jobs: not this slot's to judge
   EXPECT_EQ(state["state"], "running");
+}
+
+// Issue 19 through the API: each dtype is its own job, leased with its dtype; a posted verdict's
+// accuracy and the noise flags (with the run's thresholds) come back in the listings; accuracy on
+// a verdict that measured nothing is refused naming it; python compiled leases carry the walk.
+TEST(CoordinatorLease, DtypesAccuracyAndNoiseFlagsTravelThroughTheApi) {
+  CoordinatorProcess coord;
+  json m = matrix({kResnet}, {1}, {"default"}, {"a100"}, {"stable"});
+  m["dtypes"] = {"float32", "bfloat16"};
+  m["noise"] = {{"max_cv", 0.05}};
+  const json run = coord.submit(m);
+  ASSERT_EQ(run["job_count"], 2);
+  FakeAgent agent(coord, FakeAgent::descriptor("a", {{"gpu0", "a100"}}, {{"stable", {"eager", "default"}}}));
+
+  auto first = agent.lease_job("gpu0");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->spec()["dtype"], "float32");
+  EXPECT_FALSE(first->job.contains("walk_batches")) << "libtorch jobs do not walk";
+  json wrong = ok_result(10.0);  // samples 0.9x to 1.1x: cv 0.08, above the run's 0.05
+  wrong["accuracy"] = {{"verdict", "wrong"},
+                       {"compiled_error", 0.049},
+                       {"eager_error", 4.3e-7},
+                       {"tolerance", 1.0129e-4},
+                       {"output", "output0"}};
+  ASSERT_EQ(agent.post_result(*first, wrong).status, 201u);
+
+  auto second = agent.lease_job("gpu0");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->spec()["dtype"], "bfloat16");
+  json error = {{"status", "error"}, {"error", "export failed"}, {"accuracy", {{"verdict", "unchecked"}}}};
+  expect_problem(agent.post_result(*second, error), 400, "result.accuracy");
+  error.erase("accuracy");
+  ASSERT_EQ(agent.post_result(*second, error).status, 201u);
+
+  const json results = coord.get_json(run_url(run) + "/results");
+  ASSERT_EQ(results["results"].size(), 2u) << results.dump();
+  for (const json& r : results["results"]) {
+    SCOPED_TRACE(r.dump());
+    if (r["job"]["dtype"] == "float32") {
+      EXPECT_EQ(r["result"]["accuracy"]["verdict"], "wrong");
+      EXPECT_EQ(r["flags"], json({"high_cv"}));
+    } else {
+      EXPECT_EQ(r["job"]["dtype"], "bfloat16");
+      EXPECT_EQ(r["flags"], json::array()) << "only ok results are flagged";
+    }
+  }
+  const json bf16 = coord.get_json(run_url(run) + "/results?dtype=bfloat16");
+  ASSERT_EQ(bf16["results"].size(), 1u);
+  EXPECT_EQ(bf16["results"][0]["result"]["status"], "error");
+  expect_problem(coord.get(run_url(run) + "/results?dtype=half"), 400, "query.dtype");
+
+  // A python build: its compiled job of a shape-walking matrix is told the walk.
+  json walk = matrix({kResnet}, {4, 1}, {"default"}, {"t4"}, {"stable"});
+  walk["runtimes"] = {"python"};
+  walk["dynamic"] = true;
+  walk["shape_walk"] = true;
+  coord.submit(walk);
+  FakeAgent python(coord, FakeAgent::descriptor("p", {{"gpu0", "t4"}}, {{"stable", {"eager", "default"}, "python"}}));
+  auto walking = python.lease_job("gpu0");
+  ASSERT_TRUE(walking);
+  EXPECT_EQ(walking->spec()["runtime"], "python");
+  EXPECT_EQ(walking->job["dynamic"], true);
+  EXPECT_EQ(walking->job["walk_batches"], json({1, 4}));
 }
 
 TEST(CoordinatorLease, ProgressAndHeartbeatRenewTheLease) {
