@@ -117,5 +117,37 @@ TEST(AgentRuntimes, LibtorchAndPythonRunSideBySide) {
   EXPECT_TRUE(poll_until([&] { return a1.spool_entries().empty(); }, 10s));
 }
 
+// The dtype axis through the agent (issue 19) on Debian's torch 1.13: the exporter gets the job's
+// dtype and the worker runs the artifact in it; a dtype the CPU lacks kernels for, and amp in the
+// libtorch runtime, end `unsupported` with the reason.
+TEST(AgentRuntimes, DtypesReachTheExporterAndTheWorker) {
+  CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
+  AgentProcess a1(agent_options(coord, "a1"));
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"})) << agents_of(coord).dump(1);
+
+  json matrix = cpu_matrix({kMobilenet}, {1}, {"eager"});
+  matrix["dtypes"] = {"bfloat16", "float16", "amp"};
+  matrix["measurement"]["max_iterations"] = 3;
+  const json run = coord.submit(matrix);
+  ASSERT_EQ(run["job_count"], 3);
+  ASSERT_TRUE(wait_run_state(coord, run, "done", 120s)) << run_of(coord, run).dump(1);
+  std::map<std::string, json> by_dtype;
+  for (const auto& r : results_of(coord, run)) by_dtype[r.at("job").value("dtype", "")] = r.at("result");
+  ASSERT_EQ(by_dtype.size(), 3u) << json(by_dtype).dump(1);
+
+  const json& bfloat16 = by_dtype["bfloat16"];
+  EXPECT_EQ(bfloat16.value("status", ""), "ok") << bfloat16.dump(1);
+  EXPECT_EQ(bfloat16["stats"].value("iterations", 0), 3) << bfloat16.dump(1);
+  EXPECT_FALSE(bfloat16.contains("accuracy")) << bfloat16.dump(1);  // eager: nothing compiled to judge
+  const json& float16 = by_dtype["float16"];
+  EXPECT_EQ(float16.value("status", ""), "unsupported") << float16.dump(1);
+  EXPECT_NE(float16.value("error", "").find("not implemented for 'Half'"), std::string::npos) << float16.dump(1);
+  const json& amp = by_dtype["amp"];
+  EXPECT_EQ(amp.value("status", ""), "unsupported") << amp.dump(1);
+  EXPECT_NE(amp.value("error", "").find("python runtime"), std::string::npos) << amp.dump(1);
+  EXPECT_TRUE(poll_until([&] { return a1.spool_entries().empty(); }, 10s));
+}
+
 }  // namespace
 }  // namespace benchfleet::testing
