@@ -1,5 +1,6 @@
 #include "coordinator/report/render.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <set>
 #include <string>
@@ -11,6 +12,25 @@
 namespace benchfleet::report {
 namespace {
 
+// The characters markdown_escape puts a backslash before.
+bool needs_markdown_backslash(char c) {
+  switch (c) {
+    case '\\':
+    case '|':
+    case '`':
+    case '*':
+    case '_':
+    case '[':
+    case ']':
+    case '<':
+    case '>':
+    case '~':
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Text placed in Markdown verbatim: '|' would end a table cell, a newline the row, '*', '_',
 // '`', '[', '<'... would format or link what is data (run names, error messages). Those get a
 // backslash; control characters become spaces.
@@ -21,7 +41,7 @@ std::string markdown_escape(std::string_view text) {
     const auto u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7F) {
       out += ' ';
-    } else if (std::string_view("\\|`*_[]<>~").find(c) != std::string_view::npos) {
+    } else if (needs_markdown_backslash(c)) {
       out += '\\';
       out += c;
     } else {
@@ -134,7 +154,10 @@ void append_markdown_table(std::string& out, const Table& table) {
 }
 
 void append_csv_field(std::string& out, std::string_view field) {
-  if (field.find_first_of(",\"\r\n") == std::string_view::npos) {
+  // One pass over the field (find_first_of with a set searches the set once per character).
+  const bool plain =
+      std::none_of(field.begin(), field.end(), [](char c) { return c == ',' || c == '"' || c == '\r' || c == '\n'; });
+  if (plain) {
     out += field;
     return;
   }

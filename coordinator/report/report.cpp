@@ -443,8 +443,7 @@ Cell memory_cell(const Cell& latency) {
   cell.value = static_cast<double>(*latency.peak_memory_bytes) / kMiB;
   cell.text = megabytes_text(*cell.value);
   cell.n = latency.n;
-  cell.result_ids = latency.result_ids;
-  cell.detail = std::to_string(*latency.peak_memory_bytes) + " bytes at peak";
+  cell.result_ids = latency.result_ids;  // the exact bytes are in peak_memory_bytes
   return cell;
 }
 
