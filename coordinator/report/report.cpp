@@ -638,8 +638,10 @@ Report build_report(const ReportInput& in) {
           table.columns.push_back(std::move(c));
         }
 
+        table.rows.reserve(models.size());
         for (const auto& [model, label] : models) {
           Row row{model, label, {}};
+          row.cells.reserve(plan.size());  // a Cell is big: no moves while the row grows
           for (const ColumnPlan& p : plan) {
             const Column& c = p.column;
             // Derived columns follow every latency column they refer to.
