@@ -147,6 +147,75 @@ TEST(CoordinatorResults, ReportShowsOomAndImpliedOomCells) {
   EXPECT_EQ(coord.get(run_url(run) + "/report").json().value()["exclude_flagged"], false);
 }
 
+// Issue 19 through the real coordinator: a table per dtype, the posted accuracy verdicts, noise
+// flags, compile time and peak memory in the report, and the wrong speedup out of its geomean.
+TEST(CoordinatorResults, ReportShowsAccuracyFlagsCompileAndMemoryPerDtype) {
+  CoordinatorProcess coord;
+  json spec = matrix({kResnet, kVit}, {1}, {"eager", "default"});
+  spec["dtypes"] = {"float32", "float16"};
+  const json run = coord.submit(spec);
+  ASSERT_EQ(run["job_count"], 8);
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager", "default"}}}));
+  for (int i = 0; i < 8; ++i) {
+    auto lease = agent.lease_job("gpu0");
+    ASSERT_TRUE(lease.has_value()) << "job " << i;
+    const std::string model = lease->spec()["model"];
+    const std::string mode = lease->spec()["mode"];
+    const std::string dtype = lease->spec()["dtype"];
+    json result = ok_result(mode == "eager" ? 20.0 : 10.0);
+    result["memory"]["peak_allocated_bytes"] = (mode == "eager" ? 400LL : 200LL) << 20;
+    if (mode == "default") {
+      result["export_s"] = 12.5;
+      const bool wrong = model == kResnet && dtype == "float32";
+      result["accuracy"] = {{"verdict", wrong ? "wrong" : "pass"},
+                            {"compiled_error", wrong ? 0.049 : 1e-6},
+                            {"eager_error", 4.3e-7},
+                            {"tolerance", 1.0013e-4},
+                            {"output", "output0"},
+                            {"detail", ""}};
+    }
+    // ViT's float16 eager ran while the GPU throttled (power cap).
+    if (model == kVit && dtype == "float16" && mode == "eager") result["telemetry"]["after_throttle_reasons"] = 4;
+    auto posted = agent.post_result(*lease, result);
+    ASSERT_EQ(posted.status, 201u) << posted.body;
+  }
+
+  const json report = coord.get_json(run_url(run) + "/report?format=json");
+  ASSERT_EQ(report["tables"].size(), 2u);
+  const json& f32 = report["tables"][0];
+  const json& f16 = report["tables"][1];
+  EXPECT_EQ(f32["dtype"], "float32");
+  EXPECT_EQ(f32["title"], "A100 (batch size: 1, float32)");
+  EXPECT_EQ(f16["title"], "A100 (batch size: 1, float16)");
+  const json& wrong = cell_for(f32, kResnet, "latency/stable/libtorch/default");
+  EXPECT_EQ(wrong["accuracy"], "wrong");
+  EXPECT_EQ(wrong["text"], "10.000") << "the latency stays";
+  EXPECT_EQ(cell_for(f32, kResnet, "speedup/stable/libtorch/default")["accuracy"], "wrong");
+  EXPECT_EQ(cell_for(f32, kVit, "latency/stable/libtorch/default")["accuracy"], "pass");
+  EXPECT_TRUE(cell_for(f32, kVit, "latency/stable/libtorch/eager")["accuracy"].is_null());
+  EXPECT_EQ(f32["geomeans"][0]["covered"], 1);
+  EXPECT_EQ(f32["geomeans"][0]["excluded_inaccurate"], 1);
+  EXPECT_EQ(f32["pass_rates"][0]["text"], "Pass rate stable - default: 1/2 (50%)");
+  const json& compile = cell_for(f32, kVit, "compile/stable/libtorch/default");
+  EXPECT_DOUBLE_EQ(compile["value"].get<double>(), 12'500);
+  EXPECT_EQ(compile["text"], "12.5 s");
+  EXPECT_DOUBLE_EQ(cell_for(f32, kVit, "memory/stable/libtorch/eager")["value"].get<double>(), 400);
+  EXPECT_DOUBLE_EQ(cell_for(f32, kVit, "memory_ratio/stable/libtorch/default")["value"].get<double>(), 2);
+
+  EXPECT_EQ(cell_for(f16, kVit, "latency/stable/libtorch/eager")["flags"], json({"throttled"}));
+  EXPECT_EQ(cell_for(f16, kVit, "speedup/stable/libtorch/default")["flags"], json({"throttled"}));
+  EXPECT_EQ(f16["geomeans"][0]["covered"], 2) << "flagged speedups count unless asked";
+  const json excluding = coord.get_json(run_url(run) + "/report?format=json&exclude_flagged=true");
+  EXPECT_EQ(excluding["tables"][1]["geomeans"][0]["covered"], 1);
+  EXPECT_EQ(excluding["tables"][1]["geomeans"][0]["excluded_flagged"], 1);
+
+  const auto md = coord.get(run_url(run) + "/report?format=md");
+  ASSERT_EQ(md.status, 200u);
+  EXPECT_NE(md.body.find("| 10.000 (wrong) | 2.00x (wrong) |"), std::string::npos) << md.body;
+  EXPECT_NE(md.body.find("| 20.000* | 10.000 | 2.00x* |"), std::string::npos) << md.body;
+  EXPECT_NE(md.body.find("#### Compile time and memory, A100 (batch size: 1, float16)"), std::string::npos) << md.body;
+}
+
 TEST(CoordinatorResults, AcknowledgedResultsSurviveKill9) {
   CoordinatorProcess coord;
   const json run = coord.submit(matrix({kResnet}, {1, 2, 4, 8}, {"eager", "default"}));  // 8 jobs
