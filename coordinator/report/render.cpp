@@ -62,10 +62,15 @@ std::string_view flag_meaning(std::string_view flag) {
   return {};
 }
 
+// Whether a latency or speedup cell gets marks: only a number does ("-" of a speedup whose
+// eager side failed says nothing about the compiled side's accuracy or flags).
+bool marked(const Cell& cell) { return cell.status == "ok"; }
+
 // A latency or speedup cell's text with its marks: " (wrong)" or " (eager nondeterministic)"
 // for an inaccurate compiled side, a trailing "*" when flagged.
 std::string marked_text(const Cell& cell) {
   std::string out = markdown_escape(cell.text);
+  if (!marked(cell)) return out;
   if (cell.accuracy == AccuracyVerdict::kWrong) out += " (wrong)";
   if (cell.accuracy == AccuracyVerdict::kEagerNondeterministic) out += " (eager nondeterministic)";
   if (!cell.flags.empty()) out += '*';
@@ -99,7 +104,7 @@ bool append_pipe_table(std::string& out, const Table& table, Wanted wanted, std:
       out += ' ';
       if (in_latency_table(table.columns[i].kind)) {
         out += marked_text(cell);
-        flags.insert(cell.flags.begin(), cell.flags.end());
+        if (marked(cell)) flags.insert(cell.flags.begin(), cell.flags.end());
       } else {
         out += markdown_escape(cell.text);
       }

@@ -440,6 +440,16 @@ TEST(ReportRenderers, MarkdownNamesEagerNondeterministicCells) {
   EXPECT_NE(md.find("| 7.000 (eager nondeterministic) | 1.29x (eager nondeterministic) |"), std::string::npos) << md;
 }
 
+TEST(ReportRenderers, MarkdownMarksOnlyCellsWithANumber) {
+  ReportInput in = everything();
+  in.cells[2] = verdict(job(kDetr, Mode::kEager), ResultStatus::kOom);  // DETR's speedup is "-"
+  in.cells[3].flags = {"throttled"};
+  const Report r = build_report(in);
+  EXPECT_EQ(cell(r.tables[0], 1, kSpeedup).flags, (std::vector<std::string>{"throttled"})) << "the JSON keeps it";
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("| Object Detection/DETR | OOM | 20.000* | - |"), std::string::npos) << md;
+}
+
 TEST(ReportRenderers, CsvCarriesDtypeAccuracyFlagsCompileAndMemory) {
   ReportInput in = everything();
   in.matrix.dtypes = {Dtype::kFloat32};
