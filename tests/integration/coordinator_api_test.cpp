@@ -87,6 +87,10 @@ TEST(CoordinatorApi, InvalidMatricesAreRejectedNamingTheField) {
   cases.push_back({"duplicate dtype", with("dtypes", {"bfloat16", "bfloat16"}), "dtypes[1]"});
   cases.push_back({"dynamic not a boolean", with("dynamic", "yes"), "dynamic"});
   cases.push_back({"noise threshold out of range", with("noise", {{"max_clock_drop", 1.5}}), "noise.max_clock_drop"});
+  json long_walk = with("shape_walk", true);
+  long_walk["batch_sizes"] = json::array();
+  for (int b = 1; b <= 65; ++b) long_walk["batch_sizes"].push_back(b);
+  cases.push_back({"a shape walk over 65 batch sizes", long_walk, "batch_sizes"});
   // 8 jobs x 3 dtypes = 24 > --max-cells 20: the dtypes count.
   cases.push_back({"dtypes multiply the cells", with("dtypes", {"float32", "float16", "bfloat16"}), "models"});
   json no_name = small_matrix();
