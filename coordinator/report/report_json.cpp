@@ -20,9 +20,11 @@ class JsonText {
   explicit JsonText(std::string& out) : out_(out) {}
 
   void raw(std::string_view s) { out_ += s; }
+  // REQUIRES: `k` needs no escaping (the member names below are plain ASCII literals).
   void key(std::string_view k) {
-    string(k);
-    out_ += ':';
+    out_ += '"';
+    out_ += k;
+    out_ += "\":";
   }
   void string(std::string_view s) {
     bool plain = true;
