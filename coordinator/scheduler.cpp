@@ -72,7 +72,7 @@ std::vector<std::pair<std::int64_t, int>> implied_oom(std::span<const QueuedJob>
     std::optional<int> smallest;
     for (const auto& o : oomed) {
       const bool same_cell = o.model == q.spec.model && o.mode == q.spec.mode && o.torch_build == q.spec.torch_build &&
-                             o.gpu == q.spec.gpu && o.runtime == q.spec.runtime;
+                             o.gpu == q.spec.gpu && o.runtime == q.spec.runtime && o.dtype == q.spec.dtype;
       if (same_cell && o.batch < q.spec.batch && (!smallest || o.batch < *smallest)) smallest = o.batch;
     }
     if (smallest) out.emplace_back(q.job_id, *smallest);

@@ -76,7 +76,8 @@ struct QueuedJob {
 };
 
 // Queued jobs that must not run because a smaller batch of the same (model, mode, build,
-// GPU class, runtime) ran out of memory. Returns (job id, the smallest OOMed batch below it).
+// GPU class, runtime, dtype) ran out of memory: a float16 OOM says nothing about float32. Returns (job id, the smallest
+// OOMed batch below it).
 std::vector<std::pair<std::int64_t, int>> implied_oom(std::span<const QueuedJob> queued,
                                                       std::span<const JobSpec> oomed);
 

@@ -23,13 +23,16 @@ ALTER TABLE results ADD COLUMN flags TEXT NOT NULL DEFAULT '';
 
 UPDATE results SET
   compile_ms = CASE
+    WHEN (SELECT mode FROM jobs WHERE jobs.id = results.job_id) IN ('eager', 'torchscript') THEN NULL
     WHEN json_type(body, '$.telemetry.compile_ms') IN ('real', 'integer') THEN json_extract(body, '$.telemetry.compile_ms')
-    WHEN json_type(body, '$.export_s') IN ('real', 'integer')
-         AND (SELECT mode FROM jobs WHERE jobs.id = results.job_id) NOT IN ('eager', 'torchscript')
-      THEN json_extract(body, '$.export_s') * 1000 END,
+    WHEN json_type(body, '$.export_s') IN ('real', 'integer') THEN json_extract(body, '$.export_s') * 1000 END,
   compile_cache = CASE
+    WHEN (SELECT mode FROM jobs WHERE jobs.id = results.job_id) IN ('eager', 'torchscript') THEN NULL
     WHEN json_type(body, '$.telemetry.inductor_cache') = 'text' THEN json_extract(body, '$.telemetry.inductor_cache')
-    WHEN json_extract(body, '$.telemetry.artifact_cached') = 1 THEN 'warm' END,
+    WHEN json_extract(body, '$.telemetry.artifact_cached') = 1 THEN 'warm'
+    WHEN json_type(body, '$.telemetry.export_inductor_cache') = 'text'
+      THEN json_extract(body, '$.telemetry.export_inductor_cache')
+    WHEN json_type(body, '$.export_s') IN ('real', 'integer') THEN 'cold' END,
   peak_memory_bytes = COALESCE(json_extract(body, '$.memory.peak_allocated_bytes'),
                                json_extract(body, '$.memory.peak_rss_bytes')),
   recompiles = CASE WHEN json_type(body, '$.telemetry.recompiles') = 'integer'

@@ -17,6 +17,11 @@ JobSpec job(std::string model, int batch, Mode mode, std::string build = "stable
   return JobSpec{std::move(model), batch, mode, std::move(build), std::move(gpu), rt, 0};
 }
 
+JobSpec bfloat16(JobSpec j) {
+  j.dtype = Dtype::kBfloat16;
+  return j;
+}
+
 SlotOffer a100_slot(std::int64_t agent = 1, std::string slot = "gpu0") {
   return SlotOffer{agent,
                    std::move(slot),
@@ -106,6 +111,7 @@ TEST(ImpliedOom, LargerBatchesOfTheSameCellOnly) {
       {5, job("vit", 16, Mode::kEager)},                   // other model: not implied
       {6, job("detr", 16, Mode::kEager, "stable", "t4")},  // other GPU class: not implied
       {7, job("detr", 64, Mode::kEager)},
+      {8, bfloat16(job("detr", 16, Mode::kEager))},  // other dtype: not implied
   };
   std::vector<JobSpec> oomed = {job("detr", 8, Mode::kEager), job("detr", 4, Mode::kEager)};
   auto implied = implied_oom(queued, oomed);
