@@ -146,8 +146,8 @@ def finish(started: Tuple[subprocess.Popen, Optional[str]], timeout: float = 300
     return Run(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
 
 
-def run_runner(job: Any, *args: str, env: Optional[Dict[str, str]] = None) -> Run:
-    return finish(start([sys.executable, RUNNER, "--job", "-", *args], job, env))
+def run_runner(job: Any, *args: str, env: Optional[Dict[str, str]] = None, timeout: float = 300) -> Run:
+    return finish(start([sys.executable, RUNNER, "--job", "-", *args], job, env), timeout)
 
 
 def run_in_process(job: Dict[str, Any]) -> Dict[str, Any]:
@@ -786,6 +786,9 @@ class CompileModesTest(unittest.TestCase):
     runs: Dict[str, Run] = {}
     ROOT_ENV = {"BENCHFLEET_BUILD_ROOT": "/roots/test-root", "BENCHFLEET_BUILD_ROOT_ID": "0123456789abcdef"}
     WALK = [1, 2, 4]
+    # One compile of mobilenet_v3_small takes 20-40 s on an idle 2-core CPU, minutes on a busy
+    # one; a walking run compiles up to three graphs.
+    TIMEOUT_S = 900
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -793,11 +796,13 @@ class CompileModesTest(unittest.TestCase):
         env = {"TORCHINDUCTOR_CACHE_DIR": cls.cache.name, **cls.ROOT_ENV}
         cls.runs = {}
         for name, mode in (("cold", "default"), ("warm", "default"), ("autotune", "max-autotune-no-cudagraphs")):
-            cls.runs[name] = run_runner(job_for(mode), env=env)
-        cls.runs["perturbed"] = run_runner(job_for("default"), env={**env, "BENCHFLEET_TEST_PERTURB_COMPILED": "0.05"})
+            cls.runs[name] = run_runner(job_for(mode), env=env, timeout=cls.TIMEOUT_S)
+        cls.runs["perturbed"] = run_runner(job_for("default"), env={**env, "BENCHFLEET_TEST_PERTURB_COMPILED": "0.05"},
+                                           timeout=cls.TIMEOUT_S)
         for name, dynamic in (("walk_static", False), ("walk_dynamic", True)):
-            cls.runs[name] = run_runner(job_for("default", batch=2, dynamic=dynamic, walk_batches=cls.WALK), env=env)
-        cls.runs["float16"] = run_runner(job_for("default", dtype="float16"), env=env)
+            cls.runs[name] = run_runner(job_for("default", batch=2, dynamic=dynamic, walk_batches=cls.WALK), env=env,
+                                        timeout=cls.TIMEOUT_S)
+        cls.runs["float16"] = run_runner(job_for("default", dtype="float16"), env=env, timeout=cls.TIMEOUT_S)
 
     def check_compiled(self, name: str) -> Dict[str, Any]:
         run = self.runs[name]
