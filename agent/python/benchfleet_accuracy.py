@@ -206,7 +206,7 @@ def check_compiled(eager: Callable[..., Any], compiled: Callable[..., Any], refe
     outputs: eager_deterministic), compiled once, the reference once, all under no_grad; outputs are
     named by `output_names` when they are as many, else output0, output1, ... Never raises: a
     failure of the check itself (out of memory, an exception) is verdict unchecked, with the
-    reason in detail."""
+    reason in detail; so is an eager output with NaN or Inf where the reference has none."""
     import torch
 
     try:
@@ -229,6 +229,10 @@ def check_compiled(eager: Callable[..., Any], compiled: Callable[..., Any], refe
                                  detail=f"{name} of the {what} model has shape {list(out.shape)}, the float64 "
                                         f"reference's {list(ref.shape)}")
         comparisons = [compare(name, c, e, r) for name, c, e, r in zip(names, got, first, expected)]
+        broken = next((c.name for c in comparisons if not math.isfinite(c.eager_error)), None)
+        if broken is not None:  # no bound to judge against (and no finite number to report)
+            return _info("unchecked", output=broken,
+                         detail=f"{broken} of the eager model has NaN or Inf where the float64 reference has none")
         return judge(dtype, on_cuda, outputs_equal(first, second), comparisons)
     except Exception as e:  # MemoryError and torch's OutOfMemoryError too: the check, not the job, failed
         message = f"{type(e).__name__}: {e}".split("\nException raised from")[0]

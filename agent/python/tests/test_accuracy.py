@@ -217,6 +217,17 @@ class CheckCompiledTest(unittest.TestCase):
         self.assertEqual((info["verdict"], info["output"]), ("wrong", "logits"), info)
         self.assertIn("shape [2, 8]", info["detail"])
 
+    def test_an_eager_model_that_overflows_leaves_nothing_to_judge(self) -> None:
+        import torch
+
+        def overflowing(x: Any) -> Any:
+            return self.model(x) * torch.tensor([math.inf] + [1.0] * 7)
+
+        info = self.check(self.model, eager=overflowing)
+        self.assertEqual((info["verdict"], info["output"]), ("unchecked", "logits"), info)
+        self.assertIn("NaN or Inf", info["detail"])
+        json.dumps(info, allow_nan=False)  # every number finite, as the C++ codec requires
+
     def test_a_failing_check_is_unchecked_not_an_error(self) -> None:
         def out_of_memory(x: Any) -> Any:
             raise MemoryError("out of memory: tried to allocate 8 GiB")
