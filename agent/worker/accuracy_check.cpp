@@ -1,7 +1,12 @@
 #include "agent/worker/accuracy_check.h"
 
+// ivalue.h before Functions.h: clang (clang-tidy) cannot parse LibTorch 1.13's Functions.h
+// after Tensor.h alone (IValue incomplete in ivalue_inl.h); GCC can.
+#include <ATen/core/ivalue.h>
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
 #include <c10/util/Exception.h>
-#include <torch/torch.h>
 
 #include <cmath>
 #include <filesystem>
@@ -61,7 +66,7 @@ AccuracyInfo judge(const WorkerJob& job, ModelRunner& runner) {
     return unchecked("the artifact's accuracy reference is unusable: " + reference.error().describe());
 
   std::vector<at::Tensor> inputs;
-  for (const auto& t : reference->inputs) inputs.push_back(t.to(torch::Device(job.device)));
+  for (const auto& t : reference->inputs) inputs.push_back(t.to(c10::Device(job.device)));
   const std::vector<at::Tensor> outputs = runner.run(std::move(inputs));
   if (outputs.size() != reference->outputs.size()) {
     return unchecked("the package returned " + std::to_string(outputs.size()) + " outputs on the reference inputs, " +
@@ -90,8 +95,8 @@ OutputComparison compare_output(const std::string& name, const at::Tensor& compi
   OutputComparison out;
   out.name = name;
   out.eager_error = eager_error;
-  const at::Tensor ref = reference.detach().to(torch::kCPU).flatten();
-  const at::Tensor got = compiled.detach().to(torch::kCPU).flatten();
+  const at::Tensor ref = reference.detach().to(at::kCPU).flatten();
+  const at::Tensor got = compiled.detach().to(at::kCPU).flatten();
   if (!at::isFloatingType(ref.scalar_type())) {
     out.floating = false;
     out.equal = got.to(ref.scalar_type()).equal(ref);

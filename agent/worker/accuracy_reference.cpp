@@ -1,6 +1,10 @@
 #include "agent/worker/accuracy_reference.h"
 
-#include <torch/torch.h>
+// ivalue.h before Functions.h: clang (clang-tidy) cannot parse LibTorch 1.13's Functions.h
+// after Tensor.h alone (IValue incomplete in ivalue_inl.h); GCC can.
+#include <ATen/core/ivalue.h>
+
+#include <ATen/Functions.h>
 
 #include <cmath>
 #include <filesystem>
@@ -160,7 +164,7 @@ Result<Reference> read_reference(const ReferenceLayout& layout, const std::strin
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::invalid(std::string(kField) + ".file", "cannot open " + path.string());
   const auto read = [&](const ReferenceEntry& e, at::Tensor& out) -> bool {
-    out = torch::empty(e.shape, torch::TensorOptions().dtype(dtypes().find(e.dtype)->second.type));
+    out = at::empty(e.shape, at::TensorOptions().dtype(dtypes().find(e.dtype)->second.type));
     if (e.nbytes == 0) return true;
     in.seekg(static_cast<std::streamoff>(e.offset));
     in.read(static_cast<char*>(out.data_ptr()), static_cast<std::streamsize>(e.nbytes));
