@@ -105,6 +105,50 @@ void expect_statistics_recompute(const json& result) {
   EXPECT_DOUBLE_EQ(stats.value("p90_ms", -1.0), again.p90_ms);
 }
 
+// Issue 19: the report's compile and memory columns agree with the stored results they come
+// from: compile time = the python runner's compile_ms or the AOTInductor export (export_s), marked
+// warm when a cache served it; peak memory = peak RSS on the CPU; memory ratio = eager / compiled.
+// Every compiled mode of the root's build has a pass rate counting its accurate cells.
+void expect_compile_and_memory_columns(const json& table, const std::map<CellKey, json>& cells, bool cold) {
+  std::map<std::string, std::size_t> column;
+  for (std::size_t i = 0; i < table["columns"].size(); ++i) column[table["columns"][i].value("key", "")] = i;
+  int checked = 0;
+  for (const auto& row : table["rows"]) {
+    const std::string model = row.value("model", "");
+    for (const std::string runtime : {"libtorch", "python"}) {
+      const std::string side = kNew + "/" + runtime + "/";
+      const json& eager = cells.at({kNew, runtime, "eager", model})["result"];
+      for (const std::string mode : {"default", "max-autotune-no-cudagraphs"}) {
+        SCOPED_TRACE(model + " " + runtime + " " + mode);
+        const json& r = cells.at({kNew, runtime, mode, model})["result"];
+        ASSERT_TRUE(column.contains("compile/" + side + mode)) << table["columns"].dump(1);
+        const json& compile = row["cells"][column["compile/" + side + mode]];
+        const double want_ms =
+            runtime == "python" ? r["telemetry"].value("compile_ms", -1.0) : 1000 * r.value("export_s", -1.0);
+        EXPECT_NEAR(compile.value("value", -1.0), want_ms, 1e-6 * want_ms) << compile.dump(1);
+        // A warm compile is marked (python: Inductor's cache; libtorch: the artifact cache).
+        EXPECT_EQ(compile.value("text", "").find("(warm)") != std::string::npos, !cold) << compile.dump(1);
+        const json& memory = row["cells"][column["memory/" + side + mode]];
+        const double rss = r["memory"].value("peak_rss_bytes", 0.0);
+        EXPECT_NEAR(memory.value("value", -1.0), rss / (1024 * 1024), 1e-6 * rss) << memory.dump(1);
+        const json& ratio = row["cells"][column["memory_ratio/" + side + mode]];
+        EXPECT_NEAR(ratio.value("value", -1.0), eager["memory"].value("peak_rss_bytes", 0.0) / rss, 1e-9)
+            << ratio.dump(1);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 8);
+  int rates = 0;
+  for (const auto& rate : table["pass_rates"]) {
+    if (rate.value("column", "").rfind("latency/" + kNew + "/", 0) != 0) continue;
+    EXPECT_EQ(rate.value("attempted", 0), 2) << rate.dump(1);
+    EXPECT_GE(rate.value("passed", 0), 1) << rate.dump(1);  // mobilenet_v3_small at least
+    ++rates;
+  }
+  EXPECT_EQ(rates, 4) << table["pass_rates"].dump(1);
+}
+
 TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
   REQUIRE_TORCH_ROOT();
   CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
@@ -170,6 +214,23 @@ TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
         EXPECT_GE(t.value("graphs", 0), 1) << t.dump(1);
         EXPECT_EQ(t.value("inductor_cache", ""), cold ? "cold" : "warm") << t.dump(1);
       }
+      if (compiled) {
+        // Issue 19: every compiled result of torch 2.6 carries an accuracy verdict against a
+        // float64 reference; mobilenet_v3_small compiles accurately in both runtimes, and any
+        // verdict is the rule applied to its own figures (common/accuracy.h).
+        ASSERT_TRUE(r.contains("accuracy")) << r.dump(1);
+        const json& a = r["accuracy"];
+        const double error = a.value("compiled_error", -1.0);
+        const double tolerance = a.value("tolerance", -1.0);
+        EXPECT_GT(a.value("eager_error", 0.0), 0.0) << a.dump(1);
+        EXPECT_GE(tolerance, 3 * a.value("eager_error", 0.0)) << a.dump(1);
+        EXPECT_EQ(a.value("verdict", ""), error <= tolerance ? "pass" : "wrong") << a.dump(1);
+        if (model == kMobilenet) {
+          EXPECT_EQ(a.value("verdict", ""), "pass") << a.dump(1);
+        }
+      } else {
+        EXPECT_FALSE(r.contains("accuracy")) << r.dump(1);
+      }
       if (runtime == "libtorch") {
         // The artifact (an AOTInductor package for compiled modes) is exported the first time
         // and comes from the agent's artifact cache the second time.
@@ -197,6 +258,7 @@ TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
     // The report's headers show the torch version each build's results recorded.
     const json report = coord.get_json(run_url(run) + "/report?format=json");
     ASSERT_EQ(report["tables"].size(), 1u) << report.dump(1);
+    expect_compile_and_memory_columns(report["tables"][0], cells, cold);
     std::set<std::string> headers;
     for (const auto& c : report["tables"][0]["columns"]) headers.insert(c.value("header", ""));
     for (const std::string& want : {kOld + " (torch 1.13", kNew + " (torch 2.6"}) {
