@@ -116,8 +116,12 @@ OutputComparison compare_output(const std::string& name, const at::Tensor& compi
   const double ref_norm = rm.norm().item<double>();
   const double got_norm = cm.norm().item<double>();
   out.compiled_error = ref_norm > 0 ? diff / ref_norm : diff;
-  if (rm.numel() > 0 && ref_norm > 0 && got_norm > 0) {
+  // As benchfleet_accuracy.cosine_similarity: none when both sides are all zeros (or empty), 0
+  // when exactly one is (a float16 output that underflowed to zeros is not close to anything).
+  if (ref_norm > 0 && got_norm > 0) {
     out.cosine = (cm * rm).sum().item<double>() / (got_norm * ref_norm);
+  } else if ((ref_norm > 0) != (got_norm > 0)) {
+    out.cosine = 0.0;
   }
   return out;
 }

@@ -17,7 +17,8 @@ namespace benchfleet::worker {
 
 // One output against its reference, in double on the CPU: relative L2 error ||c - r|| / ||r||
 // (||c - r|| when ||r|| is 0) and cosine similarity over the elements where the reference is
-// finite; NaN or Inf in `compiled` where the reference is finite makes compiled_finite false.
+// finite (none when both sides are all zeros, 0 when exactly one is); NaN or Inf in `compiled`
+// where the reference is finite makes compiled_finite false.
 // Non-floating references are compared for exact equality. `eager_error` is passed through.
 // REQUIRES: compiled and reference hold as many elements (throws std::invalid_argument if not).
 OutputComparison compare_output(const std::string& name, const at::Tensor& compiled, const at::Tensor& reference,

@@ -222,10 +222,18 @@ TEST(WorkerCompareOutput, RelativeL2ErrorAndCosineInDouble) {
   EXPECT_NEAR(compare_output("o", torch::tensor({3.0, 4.5}).to(at::kHalf), ref, 0).compiled_error, 0.1, 1e-12);
 }
 
-TEST(WorkerCompareOutput, AZeroReferenceGivesTheAbsoluteErrorAndNoCosine) {
+TEST(WorkerCompareOutput, AZeroReferenceGivesTheAbsoluteErrorAndACosineOfZero) {
   const auto out = compare_output("o", torch::tensor({0.0, 0.3, 0.4}), torch::zeros({3}, torch::kDouble), 0);
   EXPECT_NEAR(out.compiled_error, 0.5, 1e-7);
-  EXPECT_FALSE(out.cosine.has_value());
+  EXPECT_EQ(out.cosine, std::optional<double>(0.0));
+  // An output that underflowed to zeros (float16) is not close to a reference with values.
+  const auto underflow = compare_output("o", torch::zeros({2}, torch::kHalf), torch::tensor({1e-9, 2e-9}), 1.0);
+  EXPECT_EQ(underflow.compiled_error, 1.0);
+  EXPECT_EQ(underflow.cosine, std::optional<double>(0.0));
+  // Both all zeros: nothing to compare.
+  const auto zeros = compare_output("o", torch::zeros({2}), torch::zeros({2}, torch::kDouble), 0);
+  EXPECT_EQ(zeros.compiled_error, 0.0);
+  EXPECT_FALSE(zeros.cosine.has_value());
 }
 
 TEST(WorkerCompareOutput, NonFiniteValuesWhereTheReferenceIsFiniteFail) {
