@@ -13,7 +13,8 @@ walk_batches is the list as text ("1,4,16"). Without a graph counter (eager) the
 
 The job's own batch is measured after the walk, with whichever graph dynamo then picks for it
 (after an automatic-dynamic recompile possibly the dynamic one rather than its first, static
-graph): in a walking job the measured latency is the one after shapes changed.
+graph): in a walking job the measured latency is the one after shapes changed. Its memory
+peaks (result.memory) include the walk's batch sizes too.
 
 A failure at one batch size (out of memory at a batch larger than the job's, a compile error)
 ends the walk, not the job: walk_error holds the message, the keys of the batch sizes walked
