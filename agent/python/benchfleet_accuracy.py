@@ -30,6 +30,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 ERROR_MULTIPLIER = 3.0
 MIN_COSINE = 0.99
+# An output eager itself misses by more than this (in the job's dtype) is not judged: in float16,
+# random-init logits of ~1e-9 underflow to zeros. With no other output to judge: unchecked.
+MAX_EAGER_ERROR = 0.5
 VERDICTS = ("pass", "wrong", "eager_nondeterministic", "unchecked")
 
 
@@ -73,7 +76,15 @@ def judge(dtype: str, on_cuda: bool, eager_deterministic: bool,
     verdict = "pass"
     chosen: Optional[Dict[str, Any]] = None
     worst_ratio = -1.0
+    degenerate = ""
+    judged = False
     for out in outputs:
+        if out.floating and not out.eager_error <= MAX_EAGER_ERROR:
+            degenerate = degenerate or (
+                f"{out.name}: eager in {dtype} is itself {out.eager_error:.4g} off the float64 reference (values the"
+                " dtype cannot represent): nothing to judge the compiled output against")
+            continue
+        judged = True
         tolerance = ERROR_MULTIPLIER * out.eager_error + floor if out.floating else 0.0
         failure = ""
         if not out.floating:
@@ -96,6 +107,8 @@ def judge(dtype: str, on_cuda: bool, eager_deterministic: bool,
                            detail=failure)
             if first_failure:
                 verdict = "wrong"
+    if not judged:
+        return _info("unchecked", detail=degenerate)
     assert chosen is not None
     return chosen
 

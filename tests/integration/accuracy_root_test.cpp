@@ -9,8 +9,8 @@
 //     reference, eager 4.4e-7: `pass`; issue 19's 4.9% is not seen with these kernels, and
 //     torch.compile in the same root agrees);
 //   - float16 on this CPU: torch 2.6 has CPU float16 kernels, so the cell is measured (ok) and
-//     judged: `wrong`, since mobilenet_v3_small's random-init logits (~1e-9) underflow to zeros
-//     in float16 (cosine 0; eager loses them as well, eager_error 1); amp with the libtorch
+//     `unchecked`: mobilenet_v3_small's random-init logits (~1e-9) underflow to zeros in float16,
+//     in eager as in the package (eager_error 1: nothing to judge against); amp with the libtorch
 //     runtime: `unsupported`, nothing exported;
 //   - with BENCHFLEET_TEST_PERTURB_COMPILED=0.05 in the agent's environment the exporter bakes a
 //     5% perturbation into the package (test only) and the verdict is `wrong`.
@@ -117,15 +117,14 @@ TEST(AccuracyRoot, VerdictsAndDtypesOfTheLibtorchRuntime) {
 
   // float16: torch 2.6 has CPU float16 kernels (torch 1.13's conv has none): measured and judged
   // against the same float64 reference, the model's inputs in float16. The logits underflow to
-  // zeros: within 3 x eager's error (eager lost them too), but a cosine of 0 fails.
+  // zeros in eager as in the package: eager is 100% off the reference, so nothing can be judged
+  // against it (common/accuracy.h kMaxEagerError): unchecked, saying why.
   const json& float16 = cells[{kMobilenet, "float16"}];
   ASSERT_EQ(float16.value("status", ""), "ok") << float16.dump(1);
   ASSERT_TRUE(float16.contains("accuracy")) << float16.dump(1);
   const json& fa = float16["accuracy"];
-  EXPECT_NEAR(fa.value("tolerance", 0.0), 3 * fa.value("eager_error", -1.0) + 1e-2, 1e-9) << fa.dump(1);
-  EXPECT_EQ(fa.value("verdict", ""), "wrong") << fa.dump(1);
-  EXPECT_EQ(fa.value("cosine", -1.0), 0.0) << fa.dump(1);
-  EXPECT_NE(fa.value("detail", "").find("cosine"), std::string::npos) << fa.dump(1);
+  EXPECT_EQ(fa.value("verdict", ""), "unchecked") << fa.dump(1);
+  EXPECT_NE(fa.value("detail", "").find("eager in float16 is itself"), std::string::npos) << fa.dump(1);
 
   // amp: autocast is the python runtime's; the agent says so without exporting anything.
   const json& amp = cells[{kMobilenet, "amp"}];

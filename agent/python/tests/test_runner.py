@@ -864,15 +864,15 @@ class CompileModesTest(unittest.TestCase):
         self.assertEqual([dynamic[f"walk_b{b}_graphs"] for b in self.WALK], [2, 2, 2], dynamic)
         self.assertLess(dynamic["walk_recompiles"], static["walk_recompiles"])
 
-    def test_float16_runs_on_this_cpu_and_its_underflowed_logits_are_wrong(self) -> None:
+    def test_float16_runs_on_this_cpu_and_its_underflowed_logits_are_unchecked(self) -> None:
         # torch 2.6 has float16 CPU kernels (Debian 12's 1.13 has no Half convolution: test_dtypes).
         # mobilenet_v3_small's random-init logits are about 1e-9, below float16's smallest value:
-        # eager and compiled both return zeros, which the cosine rule calls wrong.
+        # eager and compiled both return zeros. Eager itself is 100% off the reference, so there is
+        # nothing to judge the compiled output against: unchecked, saying so.
         self.check_compiled("float16")
         a = self.runs["float16"].result["accuracy"]
-        self.assertEqual((a["verdict"], a["compiled_error"], a["eager_error"], a["cosine"]), ("wrong", 1.0, 1.0, 0.0),
-                         a)
-        self.assertIn("cosine similarity", a["detail"])
+        self.assertEqual(a["verdict"], "unchecked", a)
+        self.assertIn("eager in float16 is itself", a["detail"])
 
     def test_default_cold_then_warm(self) -> None:
         cold, warm = self.check_compiled("cold"), self.check_compiled("warm")
