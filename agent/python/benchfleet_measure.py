@@ -192,6 +192,35 @@ def apply_memory_limit(device: str, limit_mb: int, hooks: Hooks) -> None:
     hooks.memory_cap(soft)
 
 
+# oneDNN (through ideep) reports any failure to create a primitive as this, a failed allocation of
+# its scratchpad or JIT buffer included: under the CPU cap, and near it, that is an out-of-memory.
+_ONEDNN_PRIMITIVE_FAILED = "could not create a primitive"
+# How close the address-space peak must have come to the cap (the failed request is not in it):
+# agent/worker/native_oom.h's margin.
+AT_CAP_MARGIN = 64 << 20
+
+
+def vm_peak_bytes() -> int:
+    """VmPeak of this process; 0 if unknown."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmPeak:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def onednn_failed_at_cap(message: str) -> bool:
+    """Whether a failure with `message` is oneDNN's failed primitive with this process's address
+    space at (within AT_CAP_MARGIN of) its RLIMIT_AS cap. Call it before the cap is lifted."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if _ONEDNN_PRIMITIVE_FAILED not in message or soft == resource.RLIM_INFINITY:
+        return False
+    return vm_peak_bytes() + AT_CAP_MARGIN >= soft
+
+
 def lift_memory_limit() -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
@@ -512,10 +541,16 @@ def run_job(job: Job, caps: Capabilities, hooks: Hooks) -> Dict[str, Any]:
         result = _measure(job, spec, tracker, perturb_scale)
     except Exception as e:  # every failure becomes a verdict; MemoryError too
         error = e
-    if job.memory_limit_mb and job.device == "cpu":
+    capped = bool(job.memory_limit_mb) and job.device == "cpu"
+    at_cap = capped and error is not None and onednn_failed_at_cap(_describe(error))
+    if capped:
         lift_memory_limit()  # before reporting: that needs memory too
     if isinstance(error, JobError):
         result = failed("error", f"memory limit: {error}")
+    elif at_cap and error is not None:
+        result = failed("oom", f"out of memory at the CPU memory cap: {_describe(error)}"[:_MAX_ERROR_CHARS])
+        result["oom"] = {"phase": tracker.current}
+        result["memory"] = peak_memory(job.device)
     elif error is not None:
         reason = _dtype_unsupported(job, error)
         allocator_counted_oom = job.device == "cuda" and cuda_oom_count() > ooms_before

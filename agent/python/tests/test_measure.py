@@ -1,7 +1,7 @@
 """Tests of the python runner's measurement rules (agent/python/benchfleet_measure.py) that need no
 GPU: when the timed loop harvests its timer (HarvestSchedule, as agent/worker/timing.h), the CUDA
 event timer's pre-made event pairs (with stand-in events), and when a failure is an out-of-memory
-(is_oom_failure and classify, as agent/worker/oom.h).
+(is_oom_failure and classify, as agent/worker/oom.h; oneDNN's failed primitive at the CPU cap).
 
 Run with the system python that has Debian's torch:  /usr/bin/python3 -m unittest discover -s
 agent/python/tests -v. benchfleet_measure imports torch; without it these tests skip.
@@ -232,6 +232,24 @@ class OomFailureTest(unittest.TestCase):
         self.assertEqual(result["oom"], {"phase": "warmup", "bytes_requested": 20 * 1024 * 1024})
         counted = bm.classify(RuntimeError(CUDA_OOM), "warmup", "cpu", allocator_counted_oom=True)
         self.assertEqual(counted["error"], result["error"])  # the allocator's own words, no prefix
+
+    def test_onednns_failed_primitive_is_oom_at_the_cpu_cap_only(self) -> None:
+        import resource
+
+        message = "RuntimeError: could not create a primitive"
+        cap = 1 << 30
+
+        def at(peak: int, soft: int = cap) -> bool:
+            with mock.patch.object(bm, "vm_peak_bytes", return_value=peak), \
+                    mock.patch.object(bm.resource, "getrlimit", return_value=(soft, resource.RLIM_INFINITY)):
+                return bm.onednn_failed_at_cap(message)
+
+        self.assertTrue(at(cap - (1 << 20)))  # a scratchpad request beyond the cap failed
+        self.assertFalse(at(cap - (256 << 20)))  # far from the cap: oneDNN's own failure
+        self.assertFalse(at(cap, soft=resource.RLIM_INFINITY))  # no cap
+        with mock.patch.object(bm, "vm_peak_bytes", return_value=cap), \
+                mock.patch.object(bm.resource, "getrlimit", return_value=(cap, resource.RLIM_INFINITY)):
+            self.assertFalse(bm.onednn_failed_at_cap("RuntimeError: shape mismatch"))
 
     def test_no_cuda_no_count(self) -> None:
         import torch
