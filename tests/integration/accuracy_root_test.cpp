@@ -27,6 +27,7 @@
 #include <tuple>
 
 #include "tests/integration/agent_test_util.h"
+#include "tests/integration/torch_root_util.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -35,27 +36,6 @@ namespace fs = std::filesystem;
 
 const std::string kResnet = "torchvision/resnet18";
 const std::string kBuild = "torch26";  // Debian 13's torch 2.6, in its root
-
-std::string missing_root() {
-  std::error_code ec;
-  if (!fs::exists(fs::path(BENCHFLEET_TORCH_ROOT) / "etc" / "benchfleet-root.json", ec)) {
-    return std::string("no torch root at ") + BENCHFLEET_TORCH_ROOT + " (run scripts/torch-root.sh)";
-  }
-  if (!fs::exists(BENCHFLEET_ROOT_WORKER, ec)) {
-    return std::string("no worker built in the root at ") + BENCHFLEET_ROOT_WORKER +
-           " (run scripts/build-worker.sh --root " + BENCHFLEET_TORCH_ROOT + " --out <build>/torch-root-worker)";
-  }
-  return "";
-}
-
-#define REQUIRE_TORCH_ROOT()                                                  \
-  do {                                                                        \
-    if (const std::string why = missing_root(); !why.empty()) {               \
-      const char* required = std::getenv("BENCHFLEET_REQUIRE_TORCH_ROOT");    \
-      if (required != nullptr && std::string(required) == "1") FAIL() << why; \
-      GTEST_SKIP() << why;                                                    \
-    }                                                                         \
-  } while (false)
 
 // An agent config with the root's build alone.
 std::string write_root_config(const CoordinatorProcess& coord) {

@@ -20,6 +20,7 @@
 
 #include "common/stats.h"
 #include "tests/integration/agent_test_util.h"
+#include "tests/integration/torch_root_util.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -29,28 +30,6 @@ namespace fs = std::filesystem;
 const std::string kResnet = "torchvision/resnet18";
 const std::string kOld = "torch113";  // Debian 12's torch 1.13, on the host
 const std::string kNew = "torch26";   // Debian 13's torch 2.6, in its root
-
-// Why the root build cannot be tested here, or "" when it can.
-std::string missing_root() {
-  std::error_code ec;
-  if (!fs::exists(fs::path(BENCHFLEET_TORCH_ROOT) / "etc" / "benchfleet-root.json", ec)) {
-    return std::string("no torch root at ") + BENCHFLEET_TORCH_ROOT + " (run scripts/torch-root.sh)";
-  }
-  if (!fs::exists(BENCHFLEET_ROOT_WORKER, ec)) {
-    return std::string("no worker built in the root at ") + BENCHFLEET_ROOT_WORKER +
-           " (run scripts/build-worker.sh --root " + BENCHFLEET_TORCH_ROOT + " --out <build>/torch-root-worker)";
-  }
-  return "";
-}
-
-#define REQUIRE_TORCH_ROOT()                                                  \
-  do {                                                                        \
-    if (const std::string why = missing_root(); !why.empty()) {               \
-      const char* required = std::getenv("BENCHFLEET_REQUIRE_TORCH_ROOT");    \
-      if (required != nullptr && std::string(required) == "1") FAIL() << why; \
-      GTEST_SKIP() << why;                                                    \
-    }                                                                         \
-  } while (false)
 
 std::string root_id_of(const std::string& root) {
   std::ifstream in(fs::path(root) / "etc" / "benchfleet-root.json");
