@@ -69,6 +69,7 @@ from benchfleet_environment import (Capabilities, builder_fingerprint, fingerpri
                                     uses_cuda_graph)
 from benchfleet_job import COMPILE_MODES, Hooks, Job, JobError, TensorSpec, failed
 from benchfleet_models import ExportFailure, ModelSpec, build_model, find_model, load_catalog, make_inputs
+from benchfleet_native_oom import proc_status_bytes
 from benchfleet_precision import autocast_dtype, cast_inputs, cast_model, in_precision, unsupported_dtype_reason
 from benchfleet_shape_walk import shape_walk
 from benchfleet_stats import StoppingRule, compute_statistics
@@ -161,14 +162,7 @@ def classify(error: BaseException, phase: str, device: str, allocator_counted_oo
 
 def virtual_size_bytes() -> int:
     """VmSize of this process; 0 if unknown."""
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
+    return proc_status_bytes("VmSize")
 
 
 def apply_memory_limit(device: str, limit_mb: int, hooks: Hooks) -> None:
@@ -202,14 +196,7 @@ AT_CAP_MARGIN = 64 << 20
 
 def vm_peak_bytes() -> int:
     """VmPeak of this process; 0 if unknown."""
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("VmPeak:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
+    return proc_status_bytes("VmPeak")
 
 
 def onednn_failed_at_cap(message: str) -> bool:

@@ -91,11 +91,12 @@ def _run_child(fd: int, measure: Callable[[Hooks], Dict[str, Any]]) -> None:
         os._exit(code)  # no interpreter teardown: the parent has what it needs
 
 
-def _vm_peak(pid: int) -> int:
+def proc_status_bytes(key: str, pid: str = "self") -> int:
+    """A size from /proc/<pid>/status ("VmPeak", "VmSize"...) in bytes; 0 if unknown."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
             for line in f:
-                if line.startswith("VmPeak:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
@@ -130,7 +131,7 @@ def _follow(pid: int, fd: int) -> _Report:
     with os.fdopen(fd, "rb", buffering=0) as pipe:
         while True:
             ready, _, _ = select.select([pipe], [], [], _SAMPLE_EVERY_S)
-            report.vm_peak = max(report.vm_peak, _vm_peak(pid))
+            report.vm_peak = max(report.vm_peak, proc_status_bytes("VmPeak", str(pid)))
             if not ready:
                 continue
             chunk = os.read(fd, 1 << 16)
