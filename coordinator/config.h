@@ -46,6 +46,24 @@ struct CoordinatorConfig {
   std::string port_file;  // when set, the bound port is written here after listening
   // The directory served at / (the dashboard); empty disables the dashboard.
   std::string web_root = default_web_root();
+
+  // History (issue 20). How often due schedules are looked for, and how often the change
+  // detector looks at new points (it is also woken by each stored result).
+  int schedule_check_ms = 5000;
+  int detect_interval_ms = 2000;
+  // The change detector (coordinator/history/change_detector.h; README "Regression detection").
+  double detect_min_effect = 0.05;
+  double detect_alpha = 0.001;
+  int detect_confirm_runs = 2;
+  int detect_baseline_runs = 5;
+  int detect_min_baseline_runs = 3;
+  // Alerts: each new regression is POSTed as JSON to this http:// URL ("" disables), retried
+  // with exponential backoff (initial, doubling, capped) up to alert_max_attempts attempts.
+  std::string alert_webhook_url;
+  int alert_timeout_ms = 10000;
+  int alert_max_attempts = 8;
+  int alert_backoff_initial_ms = 1000;
+  int alert_backoff_max_ms = 300000;
 };
 
 // Parses argv (and $BENCHFLEET_* variables, and the --config file). For --help/--version it

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "common/types.h"
+#include "coordinator/history/change_detector.h"
 #include "coordinator/report/report.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/store/group_commit.h"
@@ -166,7 +167,148 @@ struct Gauges {
   std::int64_t agents = 0;
   std::int64_t agents_seen_recently = 0;  // last seen within the window passed to gauges()
   std::int64_t runs = 0;
-  GroupCommitStats store;  // operations and commits since the coordinator started
+  std::int64_t open_regressions = 0;  // direction regression, state open
+  std::int64_t acknowledged_regressions = 0;
+  std::int64_t alerts_pending = 0;  // webhook deliveries not yet made nor given up
+  std::int64_t alerts_failed = 0;   // given up
+  GroupCommitStats store;           // operations and commits since the coordinator started
+};
+
+// ---- history (issue 20) ------------------------------------------------------------------------
+
+// A recurring matrix (migration 011). The coordinator creates its run when due.
+struct ScheduleInfo {
+  std::int64_t id = 0;
+  std::string name;  // the matrix's name
+  MatrixSpec spec;
+  std::string cron;  // history::CronSchedule text
+  bool enabled = true;
+  TimestampMs created_at = 0;
+  TimestampMs updated_at = 0;
+  TimestampMs next_due_at = 0;
+  std::optional<TimestampMs> last_due_at;
+  std::optional<std::int64_t> last_run_id;
+  std::int64_t missed = 0;  // due times skipped (the coordinator was down, or it was paused)
+  std::int64_t runs = 0;    // runs it created
+};
+
+// A run a schedule created (Store::fire_due_schedules).
+struct FiredSchedule {
+  std::int64_t schedule_id = 0;
+  std::int64_t run_id = 0;
+  std::int64_t job_count = 0;
+  TimestampMs due_at = 0;    // the due time the run stands for (the latest one <= now)
+  std::int64_t skipped = 0;  // earlier due times it stands in for (missed windows)
+};
+
+// What identifies a series: a cell of the matrix, across runs.
+struct SeriesKey {
+  std::string model;
+  int batch = 1;
+  Mode mode = Mode::kEager;
+  Dtype dtype = Dtype::kFloat32;
+  Runtime runtime = Runtime::kLibtorch;
+  std::string gpu;  // GPU class
+  std::string torch_build;
+
+  bool operator==(const SeriesKey&) const = default;
+};
+
+struct SeriesInfo {
+  std::int64_t id = 0;
+  SeriesKey key;
+  std::int64_t points = 0;
+  std::optional<TimestampMs> last_point_at;
+  // The last point in series order (version, then time).
+  std::optional<double> last_median_ms;
+  std::optional<std::string> last_torch_version;
+  std::optional<ResultStatus> last_status;
+  std::int64_t open_regressions = 0;  // state open or acknowledged, direction regression
+};
+
+struct SeriesFilter {
+  std::optional<std::string> model, mode, dtype, runtime, gpu, torch_build;
+  std::optional<int> batch;
+};
+
+struct SeriesPage {
+  std::vector<SeriesInfo> series;           // by id
+  std::optional<std::int64_t> next_cursor;  // pass as `after_id` for the next page
+};
+
+// One stored result of a series (every status but unsupported and invalid).
+struct SeriesPoint {
+  std::int64_t id = 0;
+  std::int64_t result_id = 0;
+  std::int64_t run_id = 0;
+  ResultStatus status = ResultStatus::kOk;
+  std::optional<double> median_ms, ci_low_ms, ci_high_ms;
+  std::optional<std::string> torch_version, torch_git;
+  TimestampMs recorded_at = 0;
+  std::vector<std::string> flags;
+  std::optional<std::string> accuracy;
+};
+
+struct SeriesPoints {
+  SeriesInfo series;
+  std::vector<SeriesPoint> points;          // in series order
+  std::optional<std::int64_t> next_cursor;  // a point id: pass as `after_point` for the next page
+};
+
+enum class RegressionState { kOpen, kAcknowledged, kResolved };
+std::string_view to_string(RegressionState s);
+std::optional<RegressionState> parse_regression_state(std::string_view s);
+
+// A point named by a regression: where the change starts, or the last point before it.
+struct PointRef {
+  std::int64_t point_id = 0;
+  std::int64_t result_id = 0;
+  std::int64_t run_id = 0;
+  std::optional<std::string> torch_version, torch_git;
+  TimestampMs recorded_at = 0;
+  std::optional<double> median_ms;
+};
+
+// A change the detector confirmed (history::Change as stored).
+struct RegressionInfo {
+  std::int64_t id = 0;
+  std::int64_t series_id = 0;
+  SeriesKey key;
+  history::ChangeDirection direction = history::ChangeDirection::kRegression;
+  RegressionState state = RegressionState::kOpen;
+  PointRef first_bad;                 // the first run of the new level
+  std::optional<PointRef> last_good;  // the last run before it (the range to bisect)
+  double before_median_ms = 0, after_median_ms = 0, ratio = 1, p_value = 1;
+  int baseline_runs = 0, confirm_runs = 0;
+  TimestampMs detected_at = 0;
+  std::optional<TimestampMs> acknowledged_at, resolved_at;
+  std::optional<std::string> note;
+};
+
+struct RegressionFilter {
+  std::optional<RegressionState> state;               // nullopt: any
+  std::optional<history::ChangeDirection> direction;  // nullopt: any
+  std::optional<std::int64_t> series_id;
+};
+
+struct RegressionPage {
+  std::vector<RegressionInfo> regressions;  // newest first
+  std::optional<std::int64_t> next_cursor;  // pass as `before_id` for the next page
+};
+
+// A webhook delivery owed (alert_deliveries): its JSON body, sent as is.
+struct AlertDelivery {
+  std::int64_t id = 0;
+  std::int64_t regression_id = 0;
+  std::string event;  // "regression.opened"
+  std::string body;
+  int attempts = 0;  // made so far
+};
+
+struct DetectionPass {
+  std::int64_t series_examined = 0;
+  std::vector<RegressionInfo> changes;  // confirmed in this pass (regressions and improvements)
+  bool more = false;                    // series with unexamined points remain (call again)
 };
 
 class Store {
@@ -256,6 +398,68 @@ class Store {
   Result<LeaseState> release(std::int64_t agent_id, const LeaseRef& lease);
   // Requeues (or fails, after max attempts) jobs whose lease expired. Returns how many changed.
   Result<std::int64_t> expire_leases();
+
+  // ---- schedules (store_schedules.cpp) --------------------------------------------------------
+  // Stores a schedule; its first due time is cron's first after now. REQUIRES: `cron` parses
+  // (history::CronSchedule) and `spec` expands (the handler checked both).
+  Result<ScheduleInfo> create_schedule(const MatrixSpec& spec, const std::string& cron, bool enabled);
+  Result<std::vector<ScheduleInfo>> list_schedules();
+  Result<ScheduleInfo> get_schedule(std::int64_t schedule_id);
+  // Pause (false) or resume (true). Resuming skips the due times that passed while paused
+  // (counted in `missed`): the next due time is cron's first after now.
+  Result<ScheduleInfo> set_schedule_enabled(std::int64_t schedule_id, bool enabled);
+  // Deletes the schedule; the runs it created stay (their schedule_id becomes NULL).
+  Status delete_schedule(std::int64_t schedule_id);
+  // Creates the run of every enabled schedule due at `now` (next_due_at <= now), each in one
+  // transaction with the schedule's advance, so a run is created exactly once per due time, also
+  // across a crash or restart (runs (schedule_id, schedule_due_at) is unique). When several due
+  // times passed (the coordinator was down), one run is created, for the latest; the earlier ones
+  // are skipped and counted (`missed`, FiredSchedule::skipped): a nightly study wants tonight's
+  // numbers, not a burst of stale ones. `expand` turns the stored matrix into jobs (the
+  // catalog may have changed since the schedule was stored); a schedule whose matrix no longer
+  // expands is skipped for that due time, with the error logged by the caller (returned in
+  // `errors`).
+  struct FireOutcome {
+    std::vector<FiredSchedule> fired;
+    std::vector<std::pair<std::int64_t, Error>> errors;  // schedule id, why it created no run
+  };
+  Result<FireOutcome> fire_due_schedules(TimestampMs now,
+                                         const std::function<Result<std::vector<JobSpec>>(const MatrixSpec&)>& expand);
+  // The earliest next_due_at of the enabled schedules (the runner sleeps until then at most).
+  Result<std::optional<TimestampMs>> next_schedule_due();
+
+  // ---- series, regressions, alerts (store_history.cpp) ---------------------------------------
+  // record_result adds a point to the result's series (creating the series) in its own
+  // transaction, for every status but unsupported and invalid; the detector looks at it later.
+  Result<SeriesPage> list_series(const SeriesFilter& filter, std::optional<std::int64_t> after_id, int limit);
+  // The series with that key, if it has points.
+  Result<std::optional<std::int64_t>> find_series(const SeriesKey& key);
+  // A series and its points in series order, from the first after `after_point` (a point id),
+  // at most `limit`. kNotFound when the series does not exist or `after_point` is not its own.
+  Result<SeriesPoints> get_series(std::int64_t series_id, std::optional<std::int64_t> after_point, int limit);
+  // Runs the change detector over up to `max_series` series that have points it has not seen,
+  // one transaction per series: groups the points of the current level by run (a run's
+  // repetitions pool their samples), reads the samples of the last baseline + confirm runs
+  // (result_samples), and stores a confirmed change (history::change_at_tail) as a regression or
+  // improvement, moving the series' level start to it. For each new regression (direction
+  // regression) it enqueues a webhook delivery when `enqueue_alerts`. Points of non-ok results
+  // are skipped by the detector (they are shown, not tested).
+  Result<DetectionPass> detect_changes(const history::DetectorOptions& options, bool enqueue_alerts,
+                                       int max_series = 64);
+  Result<RegressionPage> list_regressions(const RegressionFilter& filter, std::optional<std::int64_t> before_id,
+                                          int limit);
+  Result<RegressionInfo> get_regression(std::int64_t regression_id);
+  // open -> acknowledged -> resolved (open -> resolved too; resolved -> open reopens). Setting
+  // the state it already has is a no-op; `note`, when given, replaces the note. kNotFound.
+  Result<RegressionInfo> set_regression_state(std::int64_t regression_id, RegressionState state,
+                                              const std::optional<std::string>& note);
+  // Deliveries whose next attempt is due at `now`, oldest first.
+  Result<std::vector<AlertDelivery>> due_alerts(TimestampMs now, int limit);
+  // The earliest next attempt of an undelivered delivery.
+  Result<std::optional<TimestampMs>> next_alert_due();
+  Status alert_delivered(std::int64_t delivery_id, TimestampMs at);
+  // Records a failed attempt; retried at `retry_at`, or given up when nullopt.
+  Status alert_attempt_failed(std::int64_t delivery_id, const std::string& error, std::optional<TimestampMs> retry_at);
 
   Result<Gauges> gauges(TimestampMs seen_within_ms);
 

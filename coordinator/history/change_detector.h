@@ -1,0 +1,70 @@
+// Change points in a series of benchmark runs, decided on the runs' raw latency samples. Pure.
+//
+// The method (README, "Regression detection"): each new run is compared with the baseline, the
+// last `baseline_runs` runs of the series' current level, by a two-sided Mann-Whitney U test on
+// the samples (the new run's against the baseline runs' pooled), and by the effect size, the
+// ratio of its median to the baseline's (the median of the baseline runs' medians). A run is
+// *suspect* when p < alpha and |ratio - 1| >= min_effect. A change is *confirmed* only when
+// `confirm_runs` consecutive runs are suspect in the same direction against the same baseline;
+// its first run starts a new level, so the runs after a real shift are compared with the new
+// level and raise nothing more. A single outlier run never confirms a change.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace benchfleet::history {
+
+struct DetectorOptions {
+  double min_effect = 0.05;   // smallest |after/before - 1| that counts
+  double alpha = 0.001;       // the U test's two-sided significance level
+  int confirm_runs = 2;       // consecutive suspect runs that confirm a change
+  int baseline_runs = 5;      // runs of the current level compared against (the most recent)
+  int min_baseline_runs = 3;  // fewer: no decision yet
+
+  bool operator==(const DetectorOptions&) const = default;
+};
+
+// One run's measurement of the series: its latency samples (ms), and their median (the stored
+// statistic; recomputed from the samples when they are given).
+struct RunSamples {
+  std::vector<double> samples_ms;
+  double median_ms = 0;
+};
+
+struct MannWhitney {
+  double u = 0;        // U of the first sample
+  double z = 0;        // normal approximation with tie and continuity correction
+  double p_value = 1;  // two-sided
+};
+
+// Two-sided Mann-Whitney U test (normal approximation, tie-corrected). p = 1 when either side
+// is empty.
+MannWhitney mann_whitney_u(std::span<const double> a, std::span<const double> b);
+
+enum class ChangeDirection { kRegression, kImprovement };  // slower, faster
+
+struct Change {
+  std::size_t first_index = 0;  // index (into the runs given) of the first run of the new level
+  ChangeDirection direction = ChangeDirection::kRegression;
+  double before_median_ms = 0;  // the baseline runs' median of medians
+  double after_median_ms = 0;   // the confirming runs' median of medians
+  double ratio = 1;             // after / before
+  double p_value = 1;           // the largest of the confirming runs' p-values
+  int baseline_runs = 0;
+  int confirm_runs = 0;
+};
+
+// Is there a change ending at the last run? `level` holds the runs of the series' current level
+// in order (its first run the level's start). Looks only at the last `confirm_runs` runs (the
+// candidates) against the up to `baseline_runs` runs before them; nullopt when there are not
+// enough runs or they do not all agree.
+std::optional<Change> change_at_tail(std::span<const RunSamples> level, const DetectorOptions& options);
+
+// Every change in a whole series, as the store finds them adding one run at a time: after each
+// confirmed change the level restarts at its first run.
+std::vector<Change> find_changes(std::span<const RunSamples> runs, const DetectorOptions& options);
+
+}  // namespace benchfleet::history
