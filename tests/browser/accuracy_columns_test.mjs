@@ -79,7 +79,7 @@ await browserSuite("browser_accuracy_columns", async (t) => {
     const cells = await page.evaluate(() => [...document.querySelectorAll(".report-table")].map((a) => [...a.querySelectorAll("tbody tr")].map((tr) =>
       [...tr.querySelectorAll("td")].map((td) => ({
         col: td.dataset.col, status: td.dataset.status, accuracy: td.dataset.accuracy ?? null, flags: td.dataset.flags ?? null,
-        value: td.querySelector("a")?.textContent ?? td.firstChild?.textContent ?? "",
+        value: td.querySelector("a:not(.series-link)")?.textContent ?? td.firstChild?.textContent ?? "",
         badge: td.querySelector(".badge.acc")?.textContent ?? null, flag: td.querySelector(".flag")?.title ?? null, struck: td.classList.contains("excluded"),
       })))));
     expected.forEach((tb, i) => tb.rows.forEach((row, r) => row.cells.forEach((cell, c) => {

@@ -1,4 +1,5 @@
-// The coordinator's REST API (coordinator/api/openapi.json), read-only, as the dashboard uses it.
+// The coordinator's REST API (coordinator/api/openapi.json) as the dashboard uses it: reads, and
+// the few writes of the history views (schedules, regressions), which need the operator token.
 // Errors are ApiError values carrying the problem detail (RFC 9457) the coordinator sent, e.g.
 // "run 99 does not exist"; a transport failure (coordinator down, proxy 502-504) is an ApiError
 // with `unreachable` set, and the connection listener hears about it so the app can show a banner.
@@ -7,6 +8,7 @@
 //
 //   const api = new Api(new URL("api/v1/", document.baseURI), { onConnection: (up, why) => ... });
 //   const run = await api.run(5);
+//   await api.regressionAction(3, "acknowledge");   // ApiError with status 401 without a token
 
 const TIMEOUT_MS = 15000;
 
@@ -43,7 +45,16 @@ export class Api {
     return res.json();
   }
 
-  async fetch(path, init = {}) {
+  // A write: `method` with an optional JSON body; the answer's JSON, or null (204). A 401 does not
+  // call the unauthorized listener (that one asks for a token to read): the caller asks.
+  async send(method, path, body) {
+    const headers = { Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const res = await this.fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, { promptOnUnauthorized: false });
+    return res.status === 204 ? null : res.json();
+  }
+
+  async fetch(path, init = {}, { promptOnUnauthorized = true } = {}) {
     const url = this.url(path);
     let res;
     const headers = { ...(init.headers || {}) };
@@ -59,7 +70,7 @@ export class Api {
     if (res.ok) return res;
     let problem = {};
     try { problem = await res.json(); } catch { /* not problem+json */ }
-    if (res.status === 401) this.onUnauthorized(problem.detail || "a token is needed");
+    if (res.status === 401 && promptOnUnauthorized) this.onUnauthorized(problem.detail || "a token is needed");
     throw new ApiError({
       status: res.status,
       title: problem.title || res.statusText,
@@ -119,6 +130,29 @@ export class Api {
   result(id) { return this.getJson(`results/${id}`); }
   agents() { return this.getJson("agents"); }
   models() { return this.getJson("models"); }
+
+  // ---- history (issue 20) ----------------------------------------------------------------------
+  schedules() { return this.getJson("schedules"); }
+  // `action`: "pause" or "resume".
+  scheduleAction(id, action) { return this.send("POST", `schedules/${id}/${action}`); }
+  deleteSchedule(id) { return this.send("DELETE", `schedules/${id}`); }
+  // `query`: history.js seriesQuery(...).
+  seriesList(query) { return this.getJson(`series?${query}`); }
+  // One series with a page of its points (after point `afterPoint`) and its latest regressions.
+  series(id, { limit = 1000, afterPoint } = {}) {
+    return this.getJson(`series/${id}?limit=${limit}${afterPoint ? `&after_point=${afterPoint}` : ""}`);
+  }
+  // `filter`: {state, direction, series, before, limit}; absent keys take the API's defaults.
+  regressions(filter = {}) {
+    const q = new URLSearchParams();
+    for (const k of ["state", "direction", "series", "limit", "before"]) if (filter[k] !== undefined && filter[k] !== null) q.set(k, String(filter[k]));
+    const query = q.toString();
+    return this.getJson(`regressions${query ? `?${query}` : ""}`);
+  }
+  // `action`: "acknowledge", "resolve" or "reopen"; `note` optional.
+  regressionAction(id, action, note) {
+    return this.send("POST", `regressions/${id}/${action}`, note ? { note } : undefined);
+  }
 
   // Every job of a run, following next_cursor.
   async jobs(id) {

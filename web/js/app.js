@@ -10,8 +10,14 @@ import { CompareView } from "./views/compare.js";
 import { ResultView } from "./views/result.js";
 import { AgentsView } from "./views/agents.js";
 import { NotFoundView } from "./views/notfound.js";
+import { SchedulesView } from "./views/schedules.js";
+import { SeriesView } from "./views/series.js";
+import { RegressionsView } from "./views/regressions.js";
 
-const VIEWS = { runs: RunsView, run: RunView, compare: CompareView, result: ResultView, agents: AgentsView, notfound: NotFoundView };
+const VIEWS = {
+  runs: RunsView, run: RunView, compare: CompareView, result: ResultView, agents: AgentsView,
+  schedules: SchedulesView, series: SeriesView, regressions: RegressionsView, notfound: NotFoundView,
+};
 const PROBE_MS = 2000;
 
 const root = document.getElementById("view");
@@ -50,7 +56,34 @@ const context = {
   },
   href: (route) => formatRoute(route),
   setTitle(text) { document.title = text ? `${text} · benchfleet` : "benchfleet"; },
+  // Runs a write (`action`: () => Promise). Without the operator token (401) it asks for it
+  // once, in the token banner, then tries again; rejects with the ApiError otherwise.
+  async write(action, what) {
+    try {
+      return await action();
+    } catch (e) {
+      if (e.status !== 401) throw e;
+      await askWriteToken(`${what} needs the operator token (${e.detail}). `);
+      return action();
+    }
+  },
 };
+
+// One pending "give the token" form for writes; every write waiting on it resumes on submit.
+let writeToken = null;
+function askWriteToken(text) {
+  if (!writeToken) {
+    writeToken = new Promise((resolve) => {
+      showTokenForm(text, (token) => {
+        api.setToken(token);
+        sessionStorage.setItem(TOKEN_KEY, token);
+        writeToken = null;
+        resolve();
+      });
+    });
+  }
+  return writeToken;
+}
 
 function onRoute() {
   const route = parseRoute(location.hash);
@@ -92,27 +125,43 @@ function onConnection(up, why) {
 
 // Private reads (public_reads: false): ask for the operator token once, keep it for this tab.
 function onUnauthorized(detail) {
-  if (document.getElementById("token-form")) return;
+  showTokenForm(`This coordinator needs a token to read (${detail}). `, (token) => {
+    api.setToken(token);
+    sessionStorage.setItem(TOKEN_KEY, token);
+    current?.view.destroy?.();
+    current = null;  // mount the view again, with the token
+    onRoute();
+  });
+}
+
+// The token form in the banner under the top bar: `text`, a password field, "Use token". While
+// it is shown, a second ask adds its callback (and replaces the text); all are called on submit.
+let tokenWaiters = [];
+function showTokenForm(text, onToken) {
+  tokenWaiters.push(onToken);
+  const shown = document.getElementById("token-form");
+  if (shown) {
+    shown.querySelector("span").textContent = text;
+    return;
+  }
   const input = document.createElement("input");
   Object.assign(input, { type: "password", name: "token", autocomplete: "off", placeholder: "operator token" });
   input.setAttribute("aria-label", "Operator token");
   const form = document.createElement("form");
   form.id = "token-form";
   form.className = "token-form";
-  const text = document.createElement("span");
-  text.textContent = `This coordinator needs a token to read (${detail}). `;
+  const span = document.createElement("span");
+  span.textContent = text;
   const button = document.createElement("button");
   Object.assign(button, { type: "submit", className: "btn", textContent: "Use token" });
-  form.append(text, input, " ", button);
+  form.append(span, input, " ", button);
   form.addEventListener("submit", (e) => {
     e.preventDefault();
-    api.setToken(input.value.trim());
-    sessionStorage.setItem(TOKEN_KEY, input.value.trim());
     form.remove();
     tokenBanner.hidden = true;
-    current?.view.destroy?.();
-    current = null;  // mount the view again, with the token
-    onRoute();
+    const waiters = tokenWaiters;
+    tokenWaiters = [];
+    for (const fn of waiters) fn(input.value.trim());
   });
   tokenBanner.replaceChildren(form);
   tokenBanner.hidden = false;

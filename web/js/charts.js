@@ -32,7 +32,8 @@ export function loadCharts() {
 }
 
 let defaultsSet = false;
-function setDefaults() {
+// Fonts and colours of every chart (the bar charts here, the trend chart of trend_chart.js).
+export function setDefaults() {
   if (defaultsSet) return;
   defaultsSet = true;
   const C = window.Chart;

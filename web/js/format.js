@@ -46,6 +46,19 @@ export function fmtAgo(iso, now = Date.now()) {
   return `${Math.round(s / 86400)} d ago`;
 }
 
+// "in 5 min", "in 3 h"; a time already passed: "due 2 min ago".
+export function fmtUntil(iso, now = Date.now()) {
+  if (!iso) return "never";
+  const t = new Date(iso).getTime();
+  if (Number.isNaN(t)) return iso;
+  if (t <= now) return `due ${fmtAgo(iso, now)}`;
+  const s = Math.round((t - now) / 1000);
+  if (s < 60) return `in ${s} s`;
+  if (s < 3600) return `in ${Math.round(s / 60)} min`;
+  if (s < 86400) return `in ${Math.round(s / 3600)} h`;
+  return `in ${Math.round(s / 86400)} d`;
+}
+
 export function percent(part, whole) {
   return whole > 0 ? Math.round((100 * part) / whole) : 0;
 }

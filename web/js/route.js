@@ -8,6 +8,12 @@
 //                                  two sides (run:build) side by side, ratio per cell
 //   #/results/12                   one result
 //   #/agents                       the fleet
+//   #/schedules                    recurring matrices
+//   #/series/7                     one series: trend chart, points, its regressions
+//   #/series?model=m&gpu=a100&dtype=float32&batch=1&mode=eager&runtime=libtorch&build=stable
+//                                  series matching a filter; a full key goes to its series
+//   #/regressions?state=all&direction=all&series=7&before=ID
+//                                  changes the detector confirmed
 //
 // parseRoute("#/runs/5?stat=median") -> {view: "run", id: 5, params: {stat: "median"}}
 // formatRoute({view: "run", id: 5, params: {stat: "median"}}) -> "#/runs/5?stat=median"
@@ -18,10 +24,14 @@ const VIEWS = [
   { view: "compare", pattern: /^\/compare$/, path: () => "/compare" },
   { view: "result", pattern: /^\/results\/(\d+)$/, path: (id) => `/results/${id}` },
   { view: "agents", pattern: /^\/agents$/, path: () => "/agents" },
+  { view: "schedules", pattern: /^\/schedules$/, path: () => "/schedules" },
+  { view: "series", pattern: /^\/series(?:\/(\d+))?$/, path: (id) => (id === null ? "/series" : `/series/${id}`) },
+  { view: "regressions", pattern: /^\/regressions$/, path: () => "/regressions" },
 ];
 
 // Query keys in the order they are written, so equal states give equal URLs.
-const PARAM_ORDER = ["a", "b", "gpu", "dtype", "batch", "stat", "flagged", "q", "status", "before"];
+const PARAM_ORDER = ["a", "b", "model", "gpu", "dtype", "batch", "mode", "runtime", "build", "stat", "flagged", "q",
+  "status", "state", "direction", "series", "before", "after"];
 
 export function parseRoute(hash) {
   const raw = (hash || "").replace(/^#/, "") || "/runs";

@@ -5,7 +5,10 @@
 // ones, geomean speedups with coverage and pass rates under it, and its figures. Updated in
 // place when a fresh report arrives (live runs).
 //
-//   const view = new ReportTableView({ resultHref, stat });
+//   const view = new ReportTableView({ resultHref, seriesHref });   // seriesHref optional
+// With `seriesHref(params)`, every cell but a not-run one ends with a small link to its series
+// (history.js cellSeriesParams: the row's model, the table's GPU class, batch and dtype, the
+// column's build, runtime and mode): the trend of that cell across runs and torch versions.
 //   parent.append(view.el);
 //   view.render(table, { q, stat });
 import { h, patch } from "../dom.js";
@@ -13,10 +16,12 @@ import { badgeClass, describeDetail } from "../status.js";
 import { fmtBytes } from "../format.js";
 import { gridNav } from "../grid_nav.js";
 import { TableCharts } from "./table_charts.js";
+import { cellSeriesParams } from "../history.js";
 
 export class ReportTableView {
-  constructor({ resultHref, eagerCharts = false }) {
+  constructor({ resultHref, seriesHref = null, eagerCharts = false }) {
     this.resultHref = resultHref;
+    this.seriesHref = seriesHref;
     this.heading = h("h3", { class: "table-title" });
     this.table = h("table", { class: "report" });
     this.detail = h("p", { class: "cell-detail", "aria-live": "polite" }, "Focus or point at a cell for its details.");
@@ -54,7 +59,7 @@ export class ReportTableView {
     table.rows.forEach((row, r) => {
       const tr = body.rows[r];
       tr.hidden = Boolean(needle) && !`${row.label} ${row.model}`.toLowerCase().includes(needle);
-      row.cells.forEach((cell, c) => this.renderCell(tr.cells[c + 1], cell, table.columns[c], stat));
+      row.cells.forEach((cell, c) => this.renderCell(tr.cells[c + 1], cell, table.columns[c], stat, this.seriesLink(table, table.columns[c], row, cell)));
     });
     const items = table.geomeans.map((g) => g.text);
     if (this.geomeans.dataset.key !== items.join("\n")) {
@@ -88,9 +93,16 @@ export class ReportTableView {
     this.table.replaceChildren(h("thead", null, head), body);
   }
 
-  renderCell(td, cell, col, stat) {
+  // The link to a cell's series, or null.
+  seriesLink(table, col, row, cell) {
+    if (!this.seriesHref) return null;
+    const params = cellSeriesParams(table, col, row, cell);
+    return params ? this.seriesHref(params) : null;
+  }
+
+  renderCell(td, cell, col, stat, series) {
     const flags = cell.flags ?? [];
-    const key = `${cell.status}|${cell.text}|${cell.detail}|${cell.result_ids.join(",")}|${stat}|${cell.accuracy ?? ""}|${flags.join(",")}`;
+    const key = `${cell.status}|${cell.text}|${cell.detail}|${cell.result_ids.join(",")}|${stat}|${cell.accuracy ?? ""}|${flags.join(",")}|${series ?? ""}`;
     if (td.dataset.key === key) return;
     td.dataset.key = key;
     td.dataset.status = cell.status;
@@ -116,6 +128,8 @@ export class ReportTableView {
       td.className = "status";
       td.replaceChildren(h("span", { class: `badge ${badgeClass(cell.status)}` }, cell.text));
     }
+    // No text of its own (the arrow is CSS): the cell's text stays its value.
+    if (series) td.append(h("a", { class: "series-link", href: series, tabindex: -1, title: "Trend of this cell across runs and torch versions", "aria-label": "trend" }));
   }
 
   showDetail(cell) {

@@ -204,7 +204,11 @@ export class RunView {
       const key = keyOf(table);
       let view = this.tableViews.get(key);
       if (!view) {
-        view = new ReportTableView({ resultHref: (id) => `#/results/${id}`, eagerCharts: i === 0 });
+        view = new ReportTableView({
+          resultHref: (id) => `#/results/${id}`,
+          seriesHref: (params) => this.ctx.href({ view: "series", params }),
+          eagerCharts: i === 0,
+        });
         this.tableViews.set(key, view);
       }
       if (s.tables.children[i] !== view.el) s.tables.insertBefore(view.el, s.tables.children[i] ?? null);
