@@ -60,6 +60,7 @@ await browserSuite("browser_history", async (t) => {
   });
 
   await t.step("the trend chart: every point, the CI band, the OOM marked (not a zero), the first bad point", async () => {
+    if (!page.url().endsWith(`#/series/${seriesId}`)) await page.goto(`${coord.url}/#/series/${seriesId}`);  // the step above failed
     await page.waitForSelector(".trend[data-drawn]");
     const chart = await page.evaluate(() => {
       const c = window.Chart.getChart(document.querySelector(".trend canvas"));
@@ -147,6 +148,15 @@ await browserSuite("browser_history", async (t) => {
     await page.waitForSelector("table.series-list tbody tr");
     t.equal(await page.locator("table.series-list tbody tr th a").getAttribute("href"), `#/series/${seriesId}`, "the series row links to it");
     t.equal(await page.locator("table.series-list tbody tr").count(), 1, "one series");
+    await page.fill(".series-filter input[name=mode]", "default");
+    await page.locator(".series-filter button").click();
+    await t.eventually(() => page.url().endsWith("#/series?gpu=a100&mode=default&build=nightly"), `the filter form's fields go to the URL (${page.url()})`);
+    await page.waitForSelector(".state-empty");
+    t.ok((await page.locator(".state-empty").textContent()).includes("No series match."), "no default-mode series");
+    await page.fill(".series-filter input[name=mode]", "");
+    for (const [k, v] of Object.entries(key)) await page.fill(`.series-filter input[name=${k}]`, v);
+    await page.locator(".series-filter button").click();
+    await t.eventually(() => page.url().endsWith(`#/series/${seriesId}`), `a full key goes to its series (${page.url()})`);
   });
 
   await t.step("the schedules page: pause, resume and delete (the token kept for the tab)", async () => {

@@ -7,7 +7,7 @@
 // HTML element (readable, testable) showing the torch version (+ short git hash), median, CI and
 // run of the point under the pointer.
 //
-//   const chart = trendChart(canvas, tooltipEl, trendModel(points, regressions), {title});
+//   const chart = trendChart(canvas, tooltipEl, trendModel(points, regressions));
 //   chart.destroy();
 
 import { setDefaults } from "./charts.js";
@@ -50,7 +50,7 @@ const changePlugin = {
   },
 };
 
-function config(model, { title }) {
+function config(model) {
   const n = model.labels.length;
   const missingAt = new Map(model.missing.map((m) => [m.index, m]));
   const changeAt = new Map(model.changes.map((c) => [c.index, c]));
@@ -106,12 +106,22 @@ function config(model, { title }) {
           position: "bottom",
           labels: { boxWidth: 12, boxHeight: 12, usePointStyle: true, filter: (item, data) => !data.datasets[item.datasetIndex].bfHidden && !data.datasets[item.datasetIndex].hidden },
         },
-        title: { display: Boolean(title), text: title, font: { weight: "600", size: 13 } },
         tooltip: { enabled: false },
         bfChanges: { changes: model.changes },
       },
       scales: {
-        x: { ticks: { autoSkip: true, maxRotation: 60, minRotation: 0 }, grid: { display: false }, title: { display: true, text: "torch version (git), in series order" } },
+        x: {
+          grid: { display: false },
+          title: { display: true, text: "torch version (git), in series order" },
+          // Narrow charts drop the git hash from the axis (the tooltip keeps it).
+          ticks: {
+            autoSkip: true, maxRotation: 60, minRotation: 0,
+            callback(value) {
+              const label = this.getLabelForValue(value);
+              return this.chart.width < 640 ? label.replace(/ \([^)]*\)$/, "") : label;
+            },
+          },
+        },
         y: { beginAtZero: false, grace: "10%", title: { display: true, text: "median latency (ms)" } },
         status: { display: false, min: 0, max: 1 },
       },
@@ -122,9 +132,9 @@ function config(model, { title }) {
 
 // Draws the chart into `canvas`; `tooltip` is an element (position: absolute, inside the
 // canvas' positioned parent) that shows the hovered point.
-export function trendChart(canvas, tooltip, model, { title = "" } = {}) {
+export function trendChart(canvas, tooltip, model) {
   setDefaults();
-  const cfg = config(model, { title });
+  const cfg = config(model);
   cfg.options.plugins.tooltip.external = ({ chart, tooltip: tip }) => {
     if (tip.opacity === 0 || !tip.dataPoints?.length) {
       tooltip.hidden = true;

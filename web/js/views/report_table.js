@@ -129,7 +129,12 @@ export class ReportTableView {
       td.replaceChildren(h("span", { class: `badge ${badgeClass(cell.status)}` }, cell.text));
     }
     // No text of its own (the arrow is CSS): the cell's text stays its value.
-    if (series) td.append(h("a", { class: "series-link", href: series, tabindex: -1, title: "Trend of this cell across runs and torch versions", "aria-label": "trend" }));
+    if (series) {
+      const title = col.kind === "latency_ms"
+        ? "Trend of this cell across runs and torch versions"
+        : `Trend of this model's ${col.mode} latency across runs and torch versions`;
+      td.append(h("a", { class: "series-link", href: series, tabindex: -1, title, "aria-label": "trend" }));
+    }
   }
 
   showDetail(cell) {

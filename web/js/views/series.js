@@ -77,17 +77,18 @@ export class SeriesView {
   renderList(page, params, after) {
     const given = SERIES_KEY_PARAMS.filter((k) => params[k]);
     const heading = h("h1", null, "Series");
+    const form = this.filterForm(params);
     const meta = h("p", { class: "meta" }, given.length
       ? `Matching ${given.map((k) => `${k} ${params[k]}`).join(", ")}.`
       : "Every series: one cell of a matrix (model, batch, mode, dtype, runtime, GPU class, build) across runs and torch versions.");
     if (!page.series.length) {
-      fill(this.root, heading, meta, emptyState(isFullKey(params)
+      fill(this.root, heading, form, meta, emptyState(isFullKey(params)
         ? "This cell has no series yet: its results are not stored, or were unsupported or invalid."
         : "No series match.", h("p", null, h("a", { href: "#/series" }, "All series"))));
       return;
     }
     const table = h("table", { class: "series-list", "aria-label": "Series" },
-      h("thead", null, h("tr", null, ["Model", "Batch", "Mode", "Dtype", "Runtime", "GPU class", "Build", "Points", "Last median (ms)", "Last torch version", "Last status", "Open regressions"]
+      h("thead", null, h("tr", null, ["Model", "Batch", "Mode", "Dtype", "Runtime", "GPU class", "Build", "Points", "Last median (ms)", "Last torch version", "Last status", "Unresolved regressions"]
         .map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", null, page.series.map((s) => h("tr", { dataset: { series: s.id } },
         h("th", { scope: "row" }, h("a", { href: `#/series/${s.id}` }, s.model)),
@@ -95,12 +96,29 @@ export class SeriesView {
         h("td", null, s.gpu), h("td", null, s.torch_build), h("td", { class: "num" }, String(s.points)),
         h("td", { class: "num" }, fmtMs(s.last_median_ms)), h("td", null, s.last_torch_version ?? "-"),
         h("td", null, s.last_status ? h("span", { class: `badge ${badgeClass(s.last_status)}` }, s.last_status) : "-"),
-        h("td", { class: "num" }, s.open_regressions ? h("a", { href: `#/regressions?series=${s.id}` }, String(s.open_regressions)) : "0")))));
+        h("td", { class: "num" }, s.open_regressions ? h("a", { href: `#/regressions?state=all&series=${s.id}` }, String(s.open_regressions)) : "0")))));
     const more = [];
     if (after) more.push(h("a", { class: "btn", href: this.ctx.href(withParams(this.route, { after: undefined })) }, "First page"));
     if (page.next_after) more.push(h("a", { class: "btn", href: this.ctx.href(withParams(this.route, { after: page.next_after })) }, "Next page"));
-    fill(this.root, heading, meta, h("div", { class: "table-scroll" }, table), more.length ? h("p", { class: "pager" }, more) : null);
+    fill(this.root, heading, form, meta, h("div", { class: "table-scroll" }, table), more.length ? h("p", { class: "pager" }, more) : null);
     gridNav(table);
+  }
+
+  // A field per key part; "Filter" goes to the list of the series matching the fields filled.
+  filterForm(params) {
+    const fields = SERIES_KEY_PARAMS.map((k) => h("label", { class: "control" }, h("span", { class: "label" }, k === "gpu" ? "GPU class" : k),
+      h("input", { name: k, value: params[k] ?? "", class: k === "batch" ? "narrow" : null, inputmode: k === "batch" ? "numeric" : null })));
+    return h("form", {
+      class: "toolbar series-filter", role: "search", "aria-label": "Filter series",
+      on: {
+        submit: (e) => {
+          e.preventDefault();
+          const next = {};
+          for (const k of SERIES_KEY_PARAMS) next[k] = e.target.elements[k].value.trim() || undefined;
+          this.ctx.navigate({ view: "series", params: next });
+        },
+      },
+    }, fields, h("button", { type: "submit", class: "btn" }, "Filter"));
   }
 
   // ---- one series ------------------------------------------------------------------------------
@@ -133,8 +151,8 @@ export class SeriesView {
     const regressions = series.regressions ?? [];
     const model = trendModel(points, regressions);
     this.ctx.setTitle(`${series.model} b${series.batch} ${series.mode} · series ${series.id}`);
-    const open = regressions.filter((r) => r.direction === "regression" && r.state !== "resolved").length;
-    const canvas = h("canvas", { role: "img", "aria-label": `Median latency of series ${series.id} per torch version, with its 95% CI` });
+    const open = series.open_regressions ?? 0;  // open or acknowledged
+    const canvas = h("canvas", { role: "img", "aria-label": `${seriesLabel(series)}: median latency (ms) per torch version, with its 95% CI` });
     const tooltip = h("div", { class: "trend-tooltip", role: "status", hidden: true });
     const figure = h("figure", { class: "chart-box trend", dataset: { points: points.length } },
       h("div", { class: "chart-wrap trend-wrap" }, canvas, tooltip),
@@ -151,7 +169,7 @@ export class SeriesView {
           (series.last_point_at ? ` · last ${fmtTime(series.last_point_at)}` : "") +
           (series.last_torch_version ? ` · last torch ${series.last_torch_version}` : "") +
           (series.last_median_ms !== null && series.last_median_ms !== undefined ? ` · last median ${fmtMs(series.last_median_ms)} ms` : ""),
-        open ? [" · ", h("a", { href: `#/regressions?series=${series.id}` }, `${open} open regression${open > 1 ? "s" : ""}`)] : null)),
+        open ? [" · ", h("a", { href: `#/regressions?state=all&series=${series.id}` }, `${open} unresolved regression${open > 1 ? "s" : ""}`)] : null)),
       h("section", { class: "panel", "aria-labelledby": "trend-heading" },
         h("h2", { id: "trend-heading" }, "Trend"),
         points.length ? figure : emptyState("No points yet."),
@@ -169,7 +187,7 @@ export class SeriesView {
           "Charts unavailable: vendor/chart.umd.js did not load (npm ci, then rebuild to copy chart.js). The table below has every point."));
         return;
       }
-      this.chart = trendChart(canvas, tooltip, model, { title: `${seriesLabel(series)}: median latency (ms)` });
+      this.chart = trendChart(canvas, tooltip, model);
       figure.dataset.drawn = "1";
     });
   }
