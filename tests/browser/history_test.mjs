@@ -126,6 +126,9 @@ await browserSuite("browser_history", async (t) => {
 
   await t.step("acknowledging asks for the operator token, then changes the state", async () => {
     const row = page.locator(`table.regressions tr[data-regression="${regression.id}"]`);
+    // Typed key by key: a space or an arrow in the field must not act on the table (grid keys).
+    await row.locator("input[name=note]").pressSequentially("bisecting nightly 1121..1122");
+    t.equal(await page.locator("#token-form").count(), 0, "typing a space clicked no button");
     await row.getByRole("button", { name: "Acknowledge" }).click();
     await page.waitForSelector("#token-form");
     t.ok((await page.locator("#token-banner").textContent()).includes(`Acknowledging regression ${regression.id} needs the operator token`), "the banner says why");
@@ -133,7 +136,9 @@ await browserSuite("browser_history", async (t) => {
     await page.locator("#token-form button").click();
     await t.eventually(async () => (await row.getAttribute("data-state")) === "acknowledged", "the row turns acknowledged");
     t.equal(await row.locator(".state-cell .badge").textContent(), "acknowledged", "the state badge");
-    t.equal((await api.getJson(`/api/v1/regressions/${regression.id}`)).state, "acknowledged", "the coordinator stored it");
+    const stored = await api.getJson(`/api/v1/regressions/${regression.id}`);
+    t.equal([stored.state, stored.note], ["acknowledged", "bisecting nightly 1121..1122"], "the coordinator stored the state and the note");
+    t.ok((await row.locator(".state-cell").textContent()).includes("bisecting nightly 1121..1122"), "the note is shown");
     t.equal(await row.locator("button").allTextContents(), ["Resolve", "Reopen"], "what can be done next");
     await page.locator("select[name=state]").selectOption("acknowledged");
     await t.eventually(() => page.url().includes("state=acknowledged"), "the filter is in the URL");

@@ -1,7 +1,8 @@
 // Keyboard navigation of a data table (WAI-ARIA grid pattern, "roving tabindex"): the table is a
 // single Tab stop; arrow keys, Home/End, Ctrl+Home/End and PageUp/PageDown move between the
-// body cells; Enter or Space follows the cell's link. Works across in-place updates: call
-// `refresh()` after rows or cells were added or removed.
+// body cells; Enter or Space follows the cell's link (keys typed into a field in a cell are the
+// field's). Works across in-place updates: call `refresh()` after rows or cells were added or
+// removed.
 //
 //   const nav = gridNav(table, { onFocus: (cell) => showDetail(cell) });
 
@@ -53,6 +54,7 @@ export function gridNav(table, { onFocus = () => {} } = {}) {
   table.addEventListener("keydown", (e) => {
     const cell = e.target.closest("td, th");
     if (!cell || e.altKey || e.metaKey) return;
+    if (e.target.matches("input, textarea, select")) return;  // typing in a field inside a cell
     const pos = position(cell);
     if (!pos) return;
     const { list } = pos;

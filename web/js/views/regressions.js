@@ -1,6 +1,7 @@
 // Changes the detector confirmed, newest first: the series, before/after medians, ratio, p-value,
 // the range to bisect (last good -> first bad torch version), when detected and the state, with
-// acknowledge / resolve / reopen buttons (operator token). An action updates its row in place.
+// acknowledge / resolve / reopen buttons (operator token) and an optional note sent with them.
+// An action updates its row in place.
 //   #/regressions?state=open|acknowledged|resolved|all&direction=regression|improvement|all&series=7&before=ID
 import { h, fill } from "../dom.js";
 import { withParams } from "../route.js";
@@ -110,9 +111,10 @@ export class RegressionsView {
         reg.note ? h("small", { class: "note-text", title: reg.note }, h("br"), reg.note) : null,
         reg.acknowledged_at && reg.state === "acknowledged" ? h("small", null, h("br"), `since ${fmtTime(reg.acknowledged_at)}`) : null,
         reg.resolved_at && reg.state === "resolved" ? h("small", null, h("br"), `since ${fmtTime(reg.resolved_at)}`) : null);
-      fill(actions, ...regressionActions(reg.state).map(([action, text]) => h("button", {
+      const note = h("input", { type: "text", name: "note", class: "note-input", placeholder: "note (optional)", "aria-label": `Note for regression ${reg.id}`, maxlength: 500 });
+      fill(actions, note, h("br"), ...regressionActions(reg.state).map(([action, text]) => h("button", {
         type: "button", class: "btn", dataset: { action },
-        on: { click: (e) => this.act(reg, action, e.target, tr, paint) },
+        on: { click: (e) => this.act(reg, action, e.target, tr, paint, note.value.trim()) },
       }, text)), message ? h("span", { class: "action-error", role: "alert" }, message) : null);
       this.nav?.refresh();
     };
@@ -136,10 +138,10 @@ export class RegressionsView {
     return tr;
   }
 
-  async act(reg, action, button, tr, paint) {
+  async act(reg, action, button, tr, paint, note) {
     for (const b of button.parentElement.querySelectorAll("button")) b.disabled = true;
     try {
-      const next = await this.ctx.write(() => this.ctx.api.regressionAction(reg.id, action), `${ACTION_VERB[action]} regression ${reg.id}`);
+      const next = await this.ctx.write(() => this.ctx.api.regressionAction(reg.id, action, note || undefined), `${ACTION_VERB[action]} regression ${reg.id}`);
       if (this.destroyed) return;
       paint(next);
       tr.querySelector("button[data-action]")?.focus();
