@@ -47,15 +47,22 @@ await browserSuite("browser_history", async (t) => {
 
   await t.step("a report cell links to its series, and the link opens the series", async () => {
     await page.goto(`${coord.url}/#/runs/${runs[STEP_AT].id}`);
-    await page.waitForSelector(".report-table td[data-status] a.series-link");
+    await page.waitForSelector(".report-table td[data-status]");
     const cell = page.locator('.report-table td[data-col="latency/nightly/libtorch/eager"]');
-    t.equal(await cell.locator("a.series-link").getAttribute("href"), seriesHash, "the cell's series link");
+    t.equal(await cell.locator("a.series-link").count(), 0, "no link before the cell is pointed at (made on demand)");
+    await cell.hover({ position: { x: 3, y: 3 } });
+    t.equal(await cell.locator("a.series-link").getAttribute("href"), seriesHash, "pointed at, the cell shows its series link");
     t.equal(await cell.locator("a").first().textContent(), "11.500", "the value still links to its result first");
     t.equal(await cell.locator("a.series-link").textContent(), "", "the link adds no text to the cell");
+    const memory = page.locator('.report-table td[data-col^="memory/"]');
+    await memory.hover({ position: { x: 3, y: 3 } });
+    t.equal(await memory.locator("a.series-link").getAttribute("href"), seriesHash, "a memory cell links to the same series");
     await page.goto(`${coord.url}/#/runs/${runs[OOM_AT].id}`);
-    await page.waitForSelector(".report-table td[data-status=oom] a.series-link");
-    t.equal(await page.locator(".report-table td[data-status=oom] a.series-link").getAttribute("href"), seriesHash, "an OOM cell links too");
-    await page.locator(".report-table td[data-status=oom] a.series-link").click();
+    const oom = page.locator('.report-table td[data-col="latency/nightly/libtorch/eager"][data-status=oom]');
+    await oom.waitFor();
+    await oom.focus();  // the keyboard path: a focused cell shows the link, Enter follows it
+    t.equal(await oom.locator("a.series-link").getAttribute("href"), seriesHash, "an OOM cell links too");
+    await page.keyboard.press("Enter");
     await t.eventually(() => page.url().endsWith(`#/series/${seriesId}`), `the key resolves to #/series/${seriesId} (${page.url()})`);
   });
 

@@ -6,9 +6,10 @@
 // place when a fresh report arrives (live runs).
 //
 //   const view = new ReportTableView({ resultHref, seriesHref });   // seriesHref optional
-// With `seriesHref(params)`, every cell but a not-run one ends with a small link to its series
-// (history.js cellSeriesParams: the row's model, the table's GPU class, batch and dtype, the
-// column's build, runtime and mode): the trend of that cell across runs and torch versions.
+// With `seriesHref(params)`, a cell pointed at or focused (every cell but a not-run one) ends
+// with a small link to its series (history.js cellSeriesParams: the row's model, the table's GPU
+// class, batch and dtype, the column's build, runtime and mode): the trend of that cell across
+// runs and torch versions. Made on demand, so that big tables pay nothing per cell for it.
 //   parent.append(view.el);
 //   view.render(table, { q, stat });
 import { h, patch } from "../dom.js";
@@ -39,11 +40,13 @@ export class ReportTableView {
     this.nav = gridNav(this.table, { onFocus: (cell) => this.showDetail(cell) });
     this.table.addEventListener("mouseover", (e) => {
       const cell = e.target.closest("td, th[scope=row]");
+      this.pointed = cell;
       if (cell) this.showDetail(cell);
     });
   }
 
   render(table, { q = "", stat = "mean" } = {}) {
+    this.shown = table;
     this.el.dataset.gpu = table.gpu;
     this.el.dataset.batch = String(table.batch);
     this.el.dataset.dtype = table.dtype ?? "float32";
@@ -59,7 +62,7 @@ export class ReportTableView {
     table.rows.forEach((row, r) => {
       const tr = body.rows[r];
       tr.hidden = Boolean(needle) && !`${row.label} ${row.model}`.toLowerCase().includes(needle);
-      row.cells.forEach((cell, c) => this.renderCell(tr.cells[c + 1], cell, table.columns[c], stat, this.seriesLink(table, table.columns[c], row, cell)));
+      row.cells.forEach((cell, c) => this.renderCell(tr.cells[c + 1], cell, table.columns[c], stat));
     });
     const items = table.geomeans.map((g) => g.text);
     if (this.geomeans.dataset.key !== items.join("\n")) {
@@ -93,16 +96,9 @@ export class ReportTableView {
     this.table.replaceChildren(h("thead", null, head), body);
   }
 
-  // The link to a cell's series, or null.
-  seriesLink(table, col, row, cell) {
-    if (!this.seriesHref) return null;
-    const params = cellSeriesParams(table, col, row, cell);
-    return params ? this.seriesHref(params) : null;
-  }
-
-  renderCell(td, cell, col, stat, series) {
+  renderCell(td, cell, col, stat) {
     const flags = cell.flags ?? [];
-    const key = `${cell.status}|${cell.text}|${cell.detail}|${cell.result_ids.join(",")}|${stat}|${cell.accuracy ?? ""}|${flags.join(",")}|${series ?? ""}`;
+    const key = `${cell.status}|${cell.text}|${cell.detail}|${cell.result_ids.join(",")}|${stat}|${cell.accuracy ?? ""}|${flags.join(",")}`;
     if (td.dataset.key === key) return;
     td.dataset.key = key;
     td.dataset.status = cell.status;
@@ -129,15 +125,27 @@ export class ReportTableView {
       td.replaceChildren(h("span", { class: `badge ${badgeClass(cell.status)}` }, cell.text));
     }
     // No text of its own (the arrow is CSS): the cell's text stays its value.
-    if (series) {
-      const title = col.kind === "latency_ms"
-        ? "Trend of this cell across runs and torch versions"
-        : `Trend of this model's ${col.mode} latency across runs and torch versions`;
-      td.append(h("a", { class: "series-link", href: series, tabindex: -1, title, "aria-label": "trend" }));
-    }
+    if (td === this.pointed || td === document.activeElement) this.addSeriesLink(td);  // a live update
+  }
+
+  // The link to the series of cell `td` of the table last rendered, once it is pointed at or
+  // focused. It has no text of its own (the arrow is CSS): the cell's text stays its value.
+  addSeriesLink(td) {
+    if (!this.seriesHref || !this.shown || td.querySelector("a.series-link")) return;
+    const r = td.parentElement.sectionRowIndex;
+    const c = td.cellIndex - 1;
+    const row = this.shown.rows[r];
+    const col = this.shown.columns[c];
+    const params = row && col ? cellSeriesParams(this.shown, col, row, row.cells[c]) : null;
+    if (!params) return;
+    const title = col.kind === "latency_ms"
+      ? "Trend of this cell across runs and torch versions"
+      : `Trend of this model's ${col.mode} latency across runs and torch versions`;
+    td.append(h("a", { class: "series-link", href: this.seriesHref(params), tabindex: -1, title, "aria-label": "trend" }));
   }
 
   showDetail(cell) {
+    if (cell.tagName === "TD") this.addSeriesLink(cell);
     const tr = cell.parentElement;
     const label = tr.cells[0].textContent;
     if (cell.tagName === "TH") { patch(this.detail, { text: `${label}: ${cell.title}` }); return; }
