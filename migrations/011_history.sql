@@ -79,7 +79,10 @@ CREATE TABLE regressions (
   resolved_at       INTEGER,
   note              TEXT
 );
+-- The regressions view pages newest first along the index its filter names (Store::list_regressions).
 CREATE INDEX regressions_state ON regressions (state, direction, id);
+CREATE INDEX regressions_by_state ON regressions (state, id);
+CREATE INDEX regressions_by_direction ON regressions (direction, id);
 CREATE INDEX regressions_series ON regressions (series_id, id);
 
 CREATE TABLE alert_deliveries (

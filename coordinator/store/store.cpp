@@ -40,6 +40,10 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Cl
     BF_RETURN_IF_ERROR(store->db_->run("UPDATE jobs SET lease_expires_at = ? WHERE id = ?", expires, job_id));
   }
   BF_RETURN_IF_ERROR(tx.commit());
+  // Results stored before migration 011 get their series points (and the detector's look).
+  if (Status filled = store->backfill_series_points(); !filled.ok()) {
+    return Error{filled.error().code, options.path + ": back-filling series: " + filled.error().message, {}};
+  }
   return store;
 }
 
@@ -60,6 +64,7 @@ void Store::on_group_decided(bool committed) {
     // The group's writes are gone: what was cached from them must go too.
     run_specs_.clear();
     descriptors_.clear();
+    series_ids_.clear();
     std::lock_guard lock(credentials_mu_);
     credentials_.clear();
   }
@@ -84,13 +89,21 @@ Result<Gauges> Store::gauges(TimestampMs seen_within_ms) {
             "SELECT (SELECT COUNT(*) FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')),"
             "       (SELECT COUNT(*) FROM agents),"
             "       (SELECT COUNT(*) FROM agents WHERE last_seen_at >= ?),"
-            "       (SELECT COUNT(*) FROM runs)",
+            "       (SELECT COUNT(*) FROM runs),"
+            "       (SELECT COUNT(*) FROM regressions WHERE state = 'open' AND direction = 'regression'),"
+            "       (SELECT COUNT(*) FROM regressions WHERE state = 'acknowledged' AND direction = 'regression'),"
+            "       (SELECT COUNT(*) FROM alert_deliveries WHERE delivered_at IS NULL AND failed_at IS NULL),"
+            "       (SELECT COUNT(*) FROM alert_deliveries WHERE failed_at IS NOT NULL)",
             clock_.now_ms() - seen_within_ms));
     if (counts.found()) {
       g.active_leases = counts->int64(0);
       g.agents = counts->int64(1);
       g.agents_seen_recently = counts->int64(2);
       g.runs = counts->int64(3);
+      g.open_regressions = counts->int64(4);
+      g.acknowledged_regressions = counts->int64(5);
+      g.alerts_pending = counts->int64(6);
+      g.alerts_failed = counts->int64(7);
     }
     g.store = group_.stats();
     return g;

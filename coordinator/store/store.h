@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/agent_protocol.h"
@@ -236,7 +237,7 @@ struct SeriesPage {
   std::optional<std::int64_t> next_cursor;  // pass as `after_id` for the next page
 };
 
-// One stored result of a series (every status but unsupported and invalid).
+// One stored result of a series (every status but unsupported, invalid and oom_implied).
 struct SeriesPoint {
   std::int64_t id = 0;
   std::int64_t result_id = 0;
@@ -430,7 +431,9 @@ class Store {
 
   // ---- series, regressions, alerts (store_history.cpp) ---------------------------------------
   // record_result adds a point to the result's series (creating the series) in its own
-  // transaction, for every status but unsupported and invalid; the detector looks at it later.
+  // transaction, for every status but unsupported, invalid and oom_implied (verdicts the
+  // coordinator inferred: nothing ran, no torch version to place them by); the detector looks at
+  // it later. Results stored before migration 011 get theirs when Store::open back-fills them.
   Result<SeriesPage> list_series(const SeriesFilter& filter, std::optional<std::int64_t> after_id, int limit);
   // The series with that key, if it has points.
   Result<std::optional<std::int64_t>> find_series(const SeriesKey& key);
@@ -529,13 +532,45 @@ class Store {
   Result<std::map<JobStatus, std::int64_t>> job_counts_locked(std::int64_t run_id);
   Result<RunInfo> run_info_locked(std::int64_t run_id);
   Result<AgentInfo> agent_info_locked(std::int64_t agent_id);
+  // create_run inside a caller's operation; a schedule's run names it and the due time it
+  // stands for (fire_due_schedules).
+  Result<RunCreated> create_run_locked(const MatrixSpec& spec, const std::vector<JobSpec>& jobs,
+                                       std::optional<std::int64_t> schedule_id = std::nullopt,
+                                       std::optional<TimestampMs> due_at = std::nullopt);
+  Result<ScheduleInfo> schedule_info_locked(std::int64_t schedule_id);
+  // Whether a result of `status` is a point of its series (see list_series).
+  static bool has_series_point(ResultStatus status);
+  // A result's point in its series (record_result, and the back-fill of older results).
+  struct NewPoint {
+    JobSpec job;
+    std::int64_t result_id = 0;
+    std::int64_t run_id = 0;
+    ResultStatus status = ResultStatus::kOk;
+    std::optional<double> median_ms, ci_low_ms, ci_high_ms;
+    std::optional<std::string> torch_version, torch_git;
+    TimestampMs recorded_at = 0;
+    std::string flags;
+    std::optional<std::string> accuracy;
+  };
+  // Adds `point` to its series (created on its first point; its count and last time bumped): two
+  // statements. Returns the series' key and id when series_ids_ does not hold them yet: the
+  // caller caches them once its operation succeeded (a failed one rolls the series back).
+  Result<std::optional<std::pair<std::string, std::int64_t>>> add_series_point_locked(const NewPoint& point);
+  // Store::open: points for the results stored before migration 011 (batched transactions).
+  Status backfill_series_points();
+  Result<SeriesInfo> series_info_locked(std::int64_t series_id);
+  Result<RegressionInfo> regression_info_locked(std::int64_t regression_id);
+  // detect_changes for one series, inside its own operation.
+  Status detect_series_locked(std::int64_t series_id, const history::DetectorOptions& options, bool enqueue_alerts,
+                              std::vector<RegressionInfo>& changes);
 
   StoreOptions options_;
   const Clock& clock_;
   std::unique_ptr<Database> db_;
   // Below: used under the group's lock.
-  std::map<std::int64_t, MatrixSpec> run_specs_;         // immutable once stored; cached for leases
-  std::map<std::int64_t, AgentDescriptor> descriptors_;  // decoded agents.descriptor, by agent id
+  std::map<std::int64_t, MatrixSpec> run_specs_;              // immutable once stored; cached for leases
+  std::map<std::int64_t, AgentDescriptor> descriptors_;       // decoded agents.descriptor, by agent id
+  std::unordered_map<std::string, std::int64_t> series_ids_;  // series id by key (series_key_text)
   std::function<void()> work_listener_;
   bool work_appeared_ = false;  // set by an operation, consumed when its group commits
   // Agents' credentials, read on every agent request; written under the group's lock too.

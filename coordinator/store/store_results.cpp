@@ -21,6 +21,15 @@ std::optional<std::string> recorded_torch_version(const JobResult& result) {
   return version;
 }
 
+// The fingerprint's torch git hash, when it recorded one.
+std::optional<std::string> recorded_torch_git(const JobResult& result) {
+  auto it = result.environment.find("torch_git");
+  if (it == result.environment.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
+    return std::nullopt;
+  }
+  return it->get<std::string>();
+}
+
 }  // namespace
 
 Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
@@ -108,10 +117,33 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
         " WHERE id = ?",
         now, now, lease.job_id));
     BF_RETURN_IF_ERROR(end_attempt(lease.job_id, attempt, "result"));
+    // The result's point in its series (migration 011), in the same transaction.
+    std::optional<std::pair<std::string, std::int64_t>> new_series;
+    if (has_series_point(result.status)) {
+      NewPoint point;
+      point.job = job;
+      point.result_id = out.result_id;
+      point.run_id = held->run_id;
+      point.status = result.status;
+      if (result.stats) {
+        point.median_ms = result.stats->median_ms;
+        point.ci_low_ms = result.stats->ci_low_ms;
+        point.ci_high_ms = result.stats->ci_high_ms;
+      }
+      point.torch_version = recorded_torch_version(result);
+      point.torch_git = recorded_torch_git(result);
+      point.recorded_at = now;
+      point.flags = columns.flags;
+      point.accuracy = columns.accuracy;
+      BF_ASSIGN_OR_RETURN(new_series, add_series_point_locked(point));
+    }
     if (result.status == ResultStatus::kOom) {
       BF_ASSIGN_OR_RETURN(out.implied_oom, mark_implied_oom(held->run_id, lease.job_id));
     }
     BF_RETURN_IF_ERROR(update_run_finished(held->run_id));
+    // Kept only now that the operation succeeded (its savepoint stays); a failed commit of the
+    // group forgets it (on_group_decided).
+    if (new_series) series_ids_.insert(std::move(*new_series));
     return out;
   });
 }

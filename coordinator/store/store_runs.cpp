@@ -9,44 +9,49 @@
 namespace benchfleet::store {
 
 Result<RunCreated> Store::create_run(const MatrixSpec& spec, const std::vector<JobSpec>& jobs) {
-  return group_.run([&]() -> Result<RunCreated> {
-    const TimestampMs now = clock_.now_ms();
-    BF_ASSIGN_OR_RETURN(
-        auto run,
-        db_->prepare("INSERT INTO runs (name, spec, priority, job_count, created_at) VALUES (?, ?, ?, ?, ?)"));
-    BF_RETURN_IF_ERROR(run->bind(1, spec.name)
-                           .bind(2, nlohmann::json(spec).dump())
-                           .bind(3, spec.priority)
-                           .bind(4, static_cast<std::int64_t>(jobs.size()))
-                           .bind(5, now)
+  return group_.run([&]() -> Result<RunCreated> { return create_run_locked(spec, jobs); });
+}
+
+Result<RunCreated> Store::create_run_locked(const MatrixSpec& spec, const std::vector<JobSpec>& jobs,
+                                            std::optional<std::int64_t> schedule_id,
+                                            std::optional<TimestampMs> due_at) {
+  const TimestampMs now = clock_.now_ms();
+  BF_ASSIGN_OR_RETURN(auto run, db_->prepare("INSERT INTO runs (name, spec, priority, job_count, created_at,"
+                                             " schedule_id, schedule_due_at) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+  BF_RETURN_IF_ERROR(run->bind(1, spec.name)
+                         .bind(2, nlohmann::json(spec).dump())
+                         .bind(3, spec.priority)
+                         .bind(4, static_cast<std::int64_t>(jobs.size()))
+                         .bind(5, now)
+                         .bind(6, schedule_id)
+                         .bind(7, due_at)
+                         .run());
+  const std::int64_t run_id = db_->last_insert_rowid();
+  BF_ASSIGN_OR_RETURN(
+      auto job,
+      db_->prepare(
+          "INSERT INTO jobs (run_id, model, batch, mode, torch_build, gpu_class, runtime, repetition, group_key,"
+          " status, priority, max_attempts, updated_at, dtype)"
+          " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)"));
+  for (const auto& j : jobs) {
+    BF_RETURN_IF_ERROR(job->bind(1, run_id)
+                           .bind(2, j.model)
+                           .bind(3, j.batch)
+                           .bind(4, to_string(j.mode))
+                           .bind(5, j.torch_build)
+                           .bind(6, j.gpu)
+                           .bind(7, to_string(j.runtime))
+                           .bind(8, j.repetition)
+                           .bind(9, group_key(run_id, j))
+                           .bind(10, spec.priority)
+                           .bind(11, options_.max_attempts)
+                           .bind(12, now)
+                           .bind(13, to_string(j.dtype))
                            .run());
-    const std::int64_t run_id = db_->last_insert_rowid();
-    BF_ASSIGN_OR_RETURN(
-        auto job,
-        db_->prepare(
-            "INSERT INTO jobs (run_id, model, batch, mode, torch_build, gpu_class, runtime, repetition, group_key,"
-            " status, priority, max_attempts, updated_at, dtype)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)"));
-    for (const auto& j : jobs) {
-      BF_RETURN_IF_ERROR(job->bind(1, run_id)
-                             .bind(2, j.model)
-                             .bind(3, j.batch)
-                             .bind(4, to_string(j.mode))
-                             .bind(5, j.torch_build)
-                             .bind(6, j.gpu)
-                             .bind(7, to_string(j.runtime))
-                             .bind(8, j.repetition)
-                             .bind(9, group_key(run_id, j))
-                             .bind(10, spec.priority)
-                             .bind(11, options_.max_attempts)
-                             .bind(12, now)
-                             .bind(13, to_string(j.dtype))
-                             .run());
-    }
-    BF_RETURN_IF_ERROR(mark_unsupported_for_run_locked(spec));
-    work_appeared_ = true;
-    return RunCreated{run_id, static_cast<std::int64_t>(jobs.size())};
-  });
+  }
+  BF_RETURN_IF_ERROR(mark_unsupported_for_run_locked(spec));
+  work_appeared_ = true;
+  return RunCreated{run_id, static_cast<std::int64_t>(jobs.size())};
 }
 
 Result<std::map<JobStatus, std::int64_t>> Store::job_counts_locked(std::int64_t run_id) {

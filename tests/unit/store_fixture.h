@@ -84,11 +84,24 @@ class StoreTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
 };
 
-// Takes the database back to schema 8: the jobs table rebuilt as 001 and 006 made it (010's
+// Takes the database back to schema 10: migration 011's tables (schedules, series, their points,
+// regressions, alert deliveries) and the runs' schedule columns gone. Foreign keys off, so the
+// drops cascade nowhere. The caller sets user_version.
+inline void undo_migration_011(Database& db) {
+  ASSERT_TRUE(db.exec("PRAGMA foreign_keys = OFF").ok());
+  ASSERT_TRUE(db.exec("DROP TABLE alert_deliveries; DROP TABLE regressions; DROP TABLE series_points;"
+                      " DROP TABLE series; DROP INDEX runs_schedule_due; ALTER TABLE runs DROP COLUMN schedule_due_at;"
+                      " ALTER TABLE runs DROP COLUMN schedule_id; DROP TABLE schedules;")
+                  .ok());
+  ASSERT_TRUE(db.exec("PRAGMA foreign_keys = ON").ok());
+}
+
+// Takes the database back to schema 8 (011 undone first): the jobs table rebuilt as 001 and 006 made it (010's
 // unique key with dtype and 009's dtype column gone, foreign keys off so nothing cascades),
 // migration 009's result columns dropped (the index holding them first) and results_cells and
 // jobs_cells as 004 and 008 left them.
 inline void undo_migration_009(Database& db) {
+  undo_migration_011(db);
   ASSERT_TRUE(db.exec("PRAGMA foreign_keys = OFF").ok());
   ASSERT_TRUE(db.exec(R"sql(
     DROP INDEX IF EXISTS results_cells;

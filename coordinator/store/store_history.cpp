@@ -1,0 +1,416 @@
+// Store: series (one per matrix cell across runs) and their points, and the change detector's
+// pass over them (migration 011). Regressions and alerts: store_regressions.cpp.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/codecs.h"
+#include "coordinator/history/series_order.h"
+#include "coordinator/store/result_columns.h"
+#include "coordinator/store/rows.h"
+#include "coordinator/store/store.h"
+
+namespace benchfleet::store {
+namespace {
+
+// series_ids_'s key: the series key's columns, joined by a separator no name holds.
+std::string series_key_text(const JobSpec& job) {
+  const std::string batch = std::to_string(job.batch);
+  std::string key = job.model;
+  for (std::string_view part : {std::string_view(batch), to_string(job.mode), to_string(job.dtype),
+                                to_string(job.runtime), std::string_view(job.gpu), std::string_view(job.torch_build)}) {
+    key += '\x1f';
+    key += part;
+  }
+  return key;
+}
+
+// Before every point in series order: (version_key, recorded_at, id) > this holds for all.
+struct OrderKey {
+  std::string version_key;
+  TimestampMs recorded_at = std::numeric_limits<TimestampMs>::min();
+  std::int64_t id = 0;
+};
+
+// The series columns series_at reads, then the last point's and the open regressions' count.
+constexpr const char* kSeriesSelect =
+    "SELECT s.id, s.model, s.batch, s.mode, s.dtype, s.runtime, s.gpu_class, s.torch_build, s.points,"
+    " s.last_point_at, p.median_ms, p.torch_version, p.status,"
+    " (SELECT COUNT(*) FROM regressions g WHERE g.series_id = s.id AND g.direction = 'regression'"
+    "  AND g.state IN ('open', 'acknowledged'))"
+    " FROM series s LEFT JOIN series_points p ON p.id = (SELECT l.id FROM series_points l WHERE l.series_id = s.id"
+    "  ORDER BY l.version_key DESC, l.recorded_at DESC, l.id DESC LIMIT 1)";
+
+SeriesInfo series_at(const Statement& s) {
+  SeriesInfo info;
+  info.id = s.int64(0);
+  info.key.model = s.text(1);
+  info.key.batch = static_cast<int>(s.int64(2));
+  info.key.mode = parse_mode(s.text(3)).value_or(Mode::kEager);
+  info.key.dtype = parse_dtype(s.text(4)).value_or(Dtype::kFloat32);
+  info.key.runtime = parse_runtime(s.text(5)).value_or(Runtime::kLibtorch);
+  info.key.gpu = s.text(6);
+  info.key.torch_build = s.text(7);
+  info.points = s.int64(8);
+  info.last_point_at = s.opt_int64(9);
+  info.last_median_ms = s.opt_real(10);
+  info.last_torch_version = s.opt_text(11);
+  if (auto status = s.opt_text(12)) info.last_status = parse_result_status(*status).value_or(ResultStatus::kInvalid);
+  info.open_regressions = s.int64(13);
+  return info;
+}
+
+SeriesPoint point_at(const Statement& s) {
+  SeriesPoint p;
+  p.id = s.int64(0);
+  p.result_id = s.int64(1);
+  p.run_id = s.int64(2);
+  p.status = parse_result_status(s.text(3)).value_or(ResultStatus::kInvalid);
+  p.median_ms = s.opt_real(4);
+  p.ci_low_ms = s.opt_real(5);
+  p.ci_high_ms = s.opt_real(6);
+  p.torch_version = s.opt_text(7);
+  p.torch_git = s.opt_text(8);
+  p.recorded_at = s.int64(9);
+  p.flags = split_flags(s.opt_text(10).value_or(""));
+  p.accuracy = s.opt_text(11);
+  return p;
+}
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  if (values.size() % 2 == 1) return *mid;
+  const double upper = *mid;
+  return (*std::max_element(values.begin(), mid) + upper) / 2;
+}
+
+std::string_view direction_name(history::ChangeDirection d) {
+  return d == history::ChangeDirection::kRegression ? "regression" : "improvement";
+}
+
+// Results stored per back-fill transaction.
+constexpr int kBackfillBatch = 5000;
+
+}  // namespace
+
+bool Store::has_series_point(ResultStatus status) {
+  return status != ResultStatus::kUnsupported && status != ResultStatus::kInvalid &&
+         status != ResultStatus::kOomImplied;
+}
+
+Result<std::optional<std::pair<std::string, std::int64_t>>> Store::add_series_point_locked(const NewPoint& p) {
+  std::optional<std::pair<std::string, std::int64_t>> uncached;
+  std::string key = series_key_text(p.job);
+  std::int64_t series_id = 0;
+  if (auto it = series_ids_.find(key); it != series_ids_.end()) {
+    series_id = it->second;
+    BF_RETURN_IF_ERROR(db_->run(
+        "UPDATE series SET points = points + 1, last_point_at = MAX(IFNULL(last_point_at, 0), ?1) WHERE id = ?2",
+        p.recorded_at, series_id));
+  } else {
+    BF_ASSIGN_OR_RETURN(
+        auto row,
+        db_->query_one(
+            "INSERT INTO series (model, batch, mode, dtype, runtime, gpu_class, torch_build, points, last_point_at)"
+            " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8)"
+            " ON CONFLICT (model, batch, mode, dtype, runtime, gpu_class, torch_build) DO UPDATE SET"
+            " points = points + 1, last_point_at = MAX(IFNULL(last_point_at, 0), excluded.last_point_at)"
+            " RETURNING id",
+            p.job.model, p.job.batch, to_string(p.job.mode), to_string(p.job.dtype), to_string(p.job.runtime),
+            p.job.gpu, p.job.torch_build, p.recorded_at));
+    if (!row.found()) return Error::internal("the series of result " + std::to_string(p.result_id) + " was not stored");
+    series_id = row->int64(0);
+    uncached.emplace(std::move(key), series_id);
+  }
+  BF_ASSIGN_OR_RETURN(
+      auto ins,
+      db_->prepare("INSERT INTO series_points (series_id, result_id, run_id, status, median_ms, ci_low_ms, ci_high_ms,"
+                   " torch_version, torch_git, version_key, recorded_at, flags, accuracy)"
+                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+  ins->bind(1, series_id).bind(2, p.result_id).bind(3, p.run_id).bind(4, to_string(p.status)).bind(5, p.median_ms);
+  ins->bind(6, p.ci_low_ms).bind(7, p.ci_high_ms).bind(8, p.torch_version).bind(9, p.torch_git);
+  ins->bind(10, history::version_sort_key(p.torch_version.value_or(""))).bind(11, p.recorded_at).bind(12, p.flags);
+  ins->bind(13, p.accuracy);
+  BF_RETURN_IF_ERROR(ins->run());
+  return uncached;
+}
+
+Status Store::backfill_series_points() {
+  // Results get their point in record_result's transaction, and the back-fill goes from the
+  // newest result without one downwards, a committed batch at a time, before the store serves.
+  // So the results that lack a point are always those below the lowest result with one: the
+  // check costs one index lookup when there is nothing to do, and an interrupted back-fill
+  // goes on where it stopped.
+  std::int64_t below = std::numeric_limits<std::int64_t>::max();
+  {
+    BF_ASSIGN_OR_RETURN(auto lowest, db_->query_one("SELECT MIN(result_id) FROM series_points"));
+    if (lowest.found() && !lowest->is_null(0)) below = lowest->int64(0);
+  }
+  while (true) {
+    Transaction tx(*db_);
+    BF_RETURN_IF_ERROR(tx.begin_status());
+    std::vector<NewPoint> points;
+    {
+      BF_ASSIGN_OR_RETURN(
+          auto s,
+          db_->prepare("SELECT r.id, r.run_id, r.status, r.median_ms, r.ci_low_ms, r.ci_high_ms, r.torch_version,"
+                       " json_extract(r.body, '$.environment.torch_git'), r.created_at, r.flags, r.accuracy, " +
+                       job_spec_columns("j") +
+                       " FROM results r JOIN jobs j ON j.id = r.job_id WHERE r.id < ?1"
+                       " AND r.status NOT IN ('unsupported', 'invalid', 'oom_implied') ORDER BY r.id DESC LIMIT ?2"));
+      s->bind(1, below).bind(2, kBackfillBatch);
+      while (true) {
+        BF_ASSIGN_OR_RETURN(bool row, s->step());
+        if (!row) break;
+        NewPoint p;
+        p.result_id = s->int64(0);
+        p.run_id = s->int64(1);
+        p.status = result_status_at(*s, 2);
+        p.median_ms = s->opt_real(3);
+        p.ci_low_ms = s->opt_real(4);
+        p.ci_high_ms = s->opt_real(5);
+        p.torch_version = s->opt_text(6);
+        if (p.torch_version && p.torch_version->empty()) p.torch_version.reset();
+        if (auto git = s->opt_text(7); git && !git->empty()) p.torch_git = std::move(git);
+        p.recorded_at = s->int64(8);
+        p.flags = s->opt_text(9).value_or("");
+        p.accuracy = s->opt_text(10);
+        p.job = job_spec_at(*s, 11);
+        points.push_back(std::move(p));
+      }
+    }
+    if (points.empty()) return Status::Ok();
+    for (const NewPoint& p : points) {
+      auto added = add_series_point_locked(p);
+      if (!added.ok()) {
+        series_ids_.clear();
+        return added.error();
+      }
+      if (*added) series_ids_.insert(std::move(**added));
+    }
+    if (Status committed = tx.commit(); !committed.ok()) {
+      series_ids_.clear();
+      return committed;
+    }
+    below = points.back().result_id;
+  }
+}
+
+Result<SeriesInfo> Store::series_info_locked(std::int64_t series_id) {
+  BF_ASSIGN_OR_RETURN(auto s, db_->query_one(std::string(kSeriesSelect) + " WHERE s.id = ?", series_id));
+  if (!s.found()) return Error::not_found("series " + std::to_string(series_id) + " does not exist");
+  return series_at(*s);
+}
+
+Result<SeriesPage> Store::list_series(const SeriesFilter& f, std::optional<std::int64_t> after_id, int limit) {
+  return group_.run([&]() -> Result<SeriesPage> {
+    // A NULL parameter means "no filter" on that column.
+    BF_ASSIGN_OR_RETURN(
+        auto s, db_->prepare(std::string(kSeriesSelect) +
+                             " WHERE s.id > ?1 AND (?2 IS NULL OR s.model = ?2) AND (?3 IS NULL OR s.batch = ?3)"
+                             " AND (?4 IS NULL OR s.mode = ?4) AND (?5 IS NULL OR s.dtype = ?5)"
+                             " AND (?6 IS NULL OR s.runtime = ?6) AND (?7 IS NULL OR s.gpu_class = ?7)"
+                             " AND (?8 IS NULL OR s.torch_build = ?8) ORDER BY s.id LIMIT ?9"));
+    s->bind(1, after_id.value_or(0)).bind(2, f.model).bind(3, f.batch).bind(4, f.mode).bind(5, f.dtype);
+    s->bind(6, f.runtime).bind(7, f.gpu).bind(8, f.torch_build).bind(9, limit + 1);
+    SeriesPage page;
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      page.series.push_back(series_at(*s));
+    }
+    if (static_cast<int>(page.series.size()) > limit) {
+      page.series.pop_back();
+      page.next_cursor = page.series.back().id;
+    }
+    return page;
+  });
+}
+
+Result<std::optional<std::int64_t>> Store::find_series(const SeriesKey& k) {
+  return group_.run([&]() -> Result<std::optional<std::int64_t>> {
+    BF_ASSIGN_OR_RETURN(auto s, db_->query_one("SELECT id FROM series WHERE model = ? AND batch = ? AND mode = ? AND"
+                                               " dtype = ? AND runtime = ? AND gpu_class = ? AND torch_build = ?",
+                                               k.model, k.batch, to_string(k.mode), to_string(k.dtype),
+                                               to_string(k.runtime), k.gpu, k.torch_build));
+    return s.found() ? std::optional<std::int64_t>(s->int64(0)) : std::nullopt;
+  });
+}
+
+Result<SeriesPoints> Store::get_series(std::int64_t series_id, std::optional<std::int64_t> after_point, int limit) {
+  return group_.run([&]() -> Result<SeriesPoints> {
+    SeriesPoints out;
+    BF_ASSIGN_OR_RETURN(out.series, series_info_locked(series_id));
+    OrderKey from;
+    if (after_point) {
+      BF_ASSIGN_OR_RETURN(
+          auto c, db_->query_one("SELECT series_id, version_key, recorded_at, id FROM series_points WHERE id = ?",
+                                 *after_point));
+      if (!c.found() || c->int64(0) != series_id) {
+        return Error::not_found("point " + std::to_string(*after_point) + " is not a point of series " +
+                                std::to_string(series_id));
+      }
+      from = {c->text(1), c->int64(2), c->int64(3)};
+    }
+    // Keyset pagination in series order (series_points_order).
+    BF_ASSIGN_OR_RETURN(
+        auto s, db_->prepare("SELECT p.id, p.result_id, p.run_id, p.status, p.median_ms, p.ci_low_ms, p.ci_high_ms,"
+                             " p.torch_version, p.torch_git, p.recorded_at, p.flags, p.accuracy FROM series_points p"
+                             " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) > (?2, ?3, ?4)"
+                             " ORDER BY p.version_key, p.recorded_at, p.id LIMIT ?5"));
+    s->bind(1, series_id).bind(2, from.version_key).bind(3, from.recorded_at).bind(4, from.id).bind(5, limit + 1);
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      out.points.push_back(point_at(*s));
+    }
+    if (static_cast<int>(out.points.size()) > limit) {
+      out.points.pop_back();
+      out.next_cursor = out.points.back().id;
+    }
+    return out;
+  });
+}
+
+Result<DetectionPass> Store::detect_changes(const history::DetectorOptions& options, bool enqueue_alerts,
+                                            int max_series) {
+  DetectionPass pass;
+  auto pending = group_.run([&]() -> Result<std::vector<std::int64_t>> {
+    // series_points_pending holds only the points the detector has not seen.
+    BF_ASSIGN_OR_RETURN(auto s, db_->prepare("SELECT series_id FROM series_points WHERE detected = 0"
+                                             " GROUP BY series_id ORDER BY series_id LIMIT ?"));
+    s->bind(1, max_series + 1);
+    std::vector<std::int64_t> ids;
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      ids.push_back(s->int64(0));
+    }
+    return ids;
+  });
+  if (!pending.ok()) return pending.error();
+  if (static_cast<int>(pending->size()) > max_series) {
+    pass.more = true;
+    pending->pop_back();
+  }
+  for (std::int64_t series_id : *pending) {
+    std::vector<RegressionInfo> changes;
+    BF_RETURN_IF_ERROR(group_.run([&]() -> Status {
+      changes.clear();
+      return detect_series_locked(series_id, options, enqueue_alerts, changes);
+    }));
+    ++pass.series_examined;
+    for (auto& c : changes) pass.changes.push_back(std::move(c));
+  }
+  return pass;
+}
+
+Status Store::detect_series_locked(std::int64_t series_id, const history::DetectorOptions& options, bool enqueue_alerts,
+                                   std::vector<RegressionInfo>& changes) {
+  // The current level: from the series' level start (its first point when no change was
+  // confirmed yet) on, in series order.
+  OrderKey from;
+  {
+    BF_ASSIGN_OR_RETURN(auto level, db_->query_one("SELECT p.version_key, p.recorded_at, p.id FROM series s"
+                                                   " JOIN series_points p ON p.id = s.level_start WHERE s.id = ?",
+                                                   series_id));
+    if (level.found()) from = {level->text(0), level->int64(1), level->int64(2)};
+  }
+  // Its ok points, consecutive points of one run grouped (a run's repetitions).
+  struct RunPoints {
+    std::int64_t run_id = 0;
+    std::vector<std::int64_t> point_ids, result_ids;
+    std::vector<double> medians;
+    bool pending = false;
+  };
+  std::vector<RunPoints> runs;
+  {
+    BF_ASSIGN_OR_RETURN(auto s,
+                        db_->prepare("SELECT p.id, p.run_id, p.result_id, p.median_ms, p.detected FROM series_points p"
+                                     " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) >= (?2, ?3, ?4)"
+                                     " AND p.status = 'ok' AND p.median_ms IS NOT NULL"
+                                     " ORDER BY p.version_key, p.recorded_at, p.id"));
+    s->bind(1, series_id).bind(2, from.version_key).bind(3, from.recorded_at).bind(4, from.id);
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      const std::int64_t run_id = s->int64(1);
+      if (runs.empty() || runs.back().run_id != run_id) runs.push_back(RunPoints{run_id, {}, {}, {}, false});
+      RunPoints& r = runs.back();
+      r.point_ids.push_back(s->int64(0));
+      r.result_ids.push_back(s->int64(2));
+      r.medians.push_back(s->real(3));
+      r.pending = r.pending || s->int64(4) == 0;
+    }
+  }
+
+  // The detector runs as if the unseen runs came one at a time: each is the tail once, against
+  // the runs of the level before it (history::change_at_tail); a confirmed change starts the
+  // level at its first run. Samples are read only for the runs a window holds.
+  const auto first_pending =
+      std::find_if(runs.begin(), runs.end(), [](const RunPoints& r) { return r.pending; }) - runs.begin();
+  const std::ptrdiff_t window = options.baseline_runs + options.confirm_runs;
+  std::ptrdiff_t level_begin = 0;
+  std::map<std::ptrdiff_t, history::RunSamples> loaded;
+  auto samples_of = [&](std::ptrdiff_t i) -> Result<history::RunSamples> {
+    if (auto it = loaded.find(i); it != loaded.end()) return it->second;
+    history::RunSamples run;
+    run.median_ms = median_of(runs[static_cast<std::size_t>(i)].medians);
+    for (std::int64_t result_id : runs[static_cast<std::size_t>(i)].result_ids) {
+      BF_ASSIGN_OR_RETURN(auto s,
+                          db_->query_one("SELECT samples_ms FROM result_samples WHERE result_id = ?", result_id));
+      if (!s.found()) continue;
+      const auto samples = nlohmann::json::parse(s->text(0), nullptr, false);
+      if (!samples.is_array()) continue;
+      for (const auto& v : samples) {
+        if (v.is_number()) run.samples_ms.push_back(v.get<double>());
+      }
+    }
+    loaded.emplace(i, run);
+    return run;
+  };
+  const TimestampMs now = clock_.now_ms();
+  for (std::ptrdiff_t k = first_pending; k < static_cast<std::ptrdiff_t>(runs.size()); ++k) {
+    const std::ptrdiff_t begin = std::max(level_begin, k + 1 - window);
+    loaded.erase(loaded.begin(), loaded.lower_bound(begin));
+    std::vector<history::RunSamples> level;
+    for (std::ptrdiff_t i = begin; i <= k; ++i) {
+      BF_ASSIGN_OR_RETURN(auto run, samples_of(i));
+      level.push_back(std::move(run));
+    }
+    const auto change = history::change_at_tail(level, options);
+    if (!change) continue;
+    const std::ptrdiff_t first = begin + static_cast<std::ptrdiff_t>(change->first_index);
+    const std::int64_t first_bad = runs[static_cast<std::size_t>(first)].point_ids.front();
+    std::optional<std::int64_t> last_good;
+    if (first > 0) last_good = runs[static_cast<std::size_t>(first - 1)].point_ids.back();
+    BF_RETURN_IF_ERROR(db_->run(
+        "INSERT INTO regressions (series_id, direction, state, first_bad_point, last_good_point, before_median_ms,"
+        " after_median_ms, ratio, p_value, baseline_runs, confirm_runs, detected_at)"
+        " VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        series_id, direction_name(change->direction), first_bad, last_good, change->before_median_ms,
+        change->after_median_ms, change->ratio, change->p_value, change->baseline_runs, change->confirm_runs, now));
+    const std::int64_t regression_id = db_->last_insert_rowid();
+    BF_RETURN_IF_ERROR(db_->run("UPDATE series SET level_start = ? WHERE id = ?", first_bad, series_id));
+    if (enqueue_alerts && change->direction == history::ChangeDirection::kRegression) {
+      // The outbox: the sender expands the body into the webhook's (regression_json) at send time.
+      const std::string body = nlohmann::json{{"event", "regression.opened"}, {"regression_id", regression_id}}.dump();
+      BF_RETURN_IF_ERROR(
+          db_->run("INSERT INTO alert_deliveries (regression_id, event, body, next_attempt_at)"
+                   " VALUES (?, 'regression.opened', ?, ?)",
+                   regression_id, body, now));
+    }
+    BF_ASSIGN_OR_RETURN(auto info, regression_info_locked(regression_id));
+    changes.push_back(std::move(info));
+    level_begin = first;
+  }
+  return db_->run("UPDATE series_points SET detected = 1 WHERE series_id = ? AND detected = 0", series_id);
+}
+
+}  // namespace benchfleet::store

@@ -1,0 +1,506 @@
+// Issue 20 in the store: results form series across torch versions, the change detector's pass
+// stores regressions (and their webhook deliveries), their states, and the back-fill of results
+// stored before migration 011. A real SQLite file, a manual clock.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/codecs.h"
+#include "coordinator/store/migrations.h"
+#include "coordinator/store/sqlite.h"
+#include "coordinator/store/store.h"
+#include "tests/unit/store_fixture.h"
+#include "tests/unit/store_test_results.h"
+
+namespace benchfleet::store {
+namespace {
+
+struct Posted {
+  std::int64_t run_id = 0;
+  std::int64_t result_id = 0;
+};
+
+class StoreHistoryTest : public StoreTest {
+ protected:
+  void SetUp() override {
+    StoreTest::SetUp();
+    agent_ = enroll("a", "a100", {Mode::kEager, Mode::kDefault});
+  }
+
+  // `n` latency samples around `ms` (+-2%, deterministic), as a run measures them.
+  std::vector<double> samples_around(double ms, int n = 40) {
+    std::vector<double> out;
+    for (int i = 0; i < n; ++i) {
+      seed_ = seed_ * 6364136223846793005ULL + 1442695040888963407ULL;
+      const double u = static_cast<double>(seed_ >> 11) / static_cast<double>(1ULL << 53);  // [0, 1)
+      out.push_back(ms * (1 + 0.04 * (u - 0.5)));
+    }
+    return out;
+  }
+
+  // A run of one job (resnet18, batch `batch`, eager) and its result: ok around `ms` recorded
+  // with torch `version` (none when empty), or `status` with no measurement.
+  Posted post(const std::string& version, double ms, ResultStatus status = ResultStatus::kOk, int batch = 1,
+              const std::string& git = "") {
+    const auto run = submit({"torchvision/resnet18"}, {batch}, {Mode::kEager});
+    const auto g = lease(agent_);
+    JobResult r;
+    if (status == ResultStatus::kOk) {
+      r = ok_result(ms);
+      r.samples_ms = samples_around(ms);
+      r.stats->median_ms = ms;
+      r.stats->ci_low_ms = ms * 0.99;
+      r.stats->ci_high_ms = ms * 1.01;
+    } else if (status == ResultStatus::kOom) {
+      r = oom_result();
+    } else {
+      r.status = status;
+      r.error = "failed";
+    }
+    if (!version.empty()) r.environment["torch_version"] = version;
+    if (!git.empty()) r.environment["torch_git"] = git;
+    clock_.advance_ms(1000);
+    auto out = store_->record_result(agent_, {g.job_id, g.lease_id}, g.attempt, r);
+    EXPECT_TRUE(out.ok()) << out.error().message;
+    EXPECT_EQ(out->kind, RecordKind::kStored);
+    return {run, out.ok() ? out->result_id : 0};
+  }
+
+  SeriesKey resnet_key(int batch = 1) {
+    SeriesKey k;
+    k.model = "torchvision/resnet18";
+    k.batch = batch;
+    k.mode = Mode::kEager;
+    k.gpu = "a100";
+    k.torch_build = "stable";
+    return k;
+  }
+  std::int64_t resnet_series(int batch = 1) {
+    auto id = store_->find_series(resnet_key(batch));
+    EXPECT_TRUE(id.ok() && id->has_value());
+    return id.ok() ? id->value_or(0) : 0;
+  }
+  std::vector<std::optional<std::string>> versions_of(const std::vector<SeriesPoint>& points) {
+    std::vector<std::optional<std::string>> out;
+    for (const auto& p : points) out.push_back(p.torch_version);
+    return out;
+  }
+  // 2.<minor>.0 for the i-th nightly-like version.
+  static std::string version(int i) { return "2." + std::to_string(i) + ".0"; }
+
+  DetectionPass detect(bool enqueue_alerts = true) {
+    auto pass = store_->detect_changes(history::DetectorOptions{}, enqueue_alerts);
+    EXPECT_TRUE(pass.ok()) << pass.error().message;
+    return pass.ok() ? *pass : DetectionPass{};
+  }
+
+  std::int64_t agent_ = 0;
+  std::uint64_t seed_ = 42;
+};
+
+TEST_F(StoreHistoryTest, ResultsFormASeriesInTorchVersionOrder) {
+  post("2.10.0", 10);
+  post("2.9.0", 11);
+  post("2.11.0.dev20250102", 12, ResultStatus::kOk, 1, "abc123");
+  post("2.11.0.dev20250101", 13);
+  post("", 14, ResultStatus::kError);  // failed before torch ran: no version, sorts first
+  post("2.9.0", 0, ResultStatus::kOom);
+  post("2.9.0", 0, ResultStatus::kUnsupported);  // no point
+  post("2.9.0", 9, ResultStatus::kOk, 4);        // another series
+
+  const auto id = resnet_series();
+  const auto s = store_->get_series(id, std::nullopt, 100).value();
+  EXPECT_EQ(versions_of(s.points),
+            (std::vector<std::optional<std::string>>{std::nullopt, "2.9.0", "2.9.0", "2.10.0", "2.11.0.dev20250101",
+                                                     "2.11.0.dev20250102"}));
+  EXPECT_EQ(s.points[0].status, ResultStatus::kError);
+  EXPECT_FALSE(s.points[0].median_ms.has_value());
+  EXPECT_EQ(s.points[1].median_ms, 11);
+  EXPECT_EQ(s.points[2].status, ResultStatus::kOom) << "same version: in the order recorded";
+  EXPECT_EQ(s.points[5].torch_git, "abc123");
+  EXPECT_EQ(s.points[5].ci_low_ms, 12 * 0.99);
+  EXPECT_FALSE(s.next_cursor.has_value());
+
+  EXPECT_EQ(s.series.key, resnet_key());
+  EXPECT_EQ(s.series.points, 6);
+  EXPECT_EQ(s.series.last_torch_version, "2.11.0.dev20250102") << "last in series order, not in time";
+  EXPECT_EQ(s.series.last_median_ms, 12);
+  EXPECT_EQ(s.series.last_status, ResultStatus::kOk);
+  EXPECT_EQ(s.series.last_point_at, clock_.now_ms() - 2000) << "the unsupported and batch-4 results came after";
+
+  auto all = store_->list_series({}, std::nullopt, 10).value();
+  ASSERT_EQ(all.series.size(), 2u);
+  EXPECT_EQ(all.series[0].id, id);
+  EXPECT_EQ(all.series[1].key.batch, 4);
+  SeriesFilter only4;
+  only4.batch = 4;
+  EXPECT_EQ(store_->list_series(only4, std::nullopt, 10).value().series.size(), 1u);
+  SeriesFilter other;
+  other.model = "torchvision/resnet50";
+  EXPECT_TRUE(store_->list_series(other, std::nullopt, 10).value().series.empty());
+  SeriesKey missing = resnet_key();
+  missing.dtype = Dtype::kFloat16;
+  EXPECT_FALSE(store_->find_series(missing).value().has_value());
+  EXPECT_EQ(store_->get_series(id + 100, std::nullopt, 10).error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(StoreHistoryTest, SeriesAndPointsPageInOrder) {
+  for (int i = 7; i >= 1; --i) post(version(i), 10 + i);
+  post(version(1), 5, ResultStatus::kOk, 2);
+  post(version(1), 5, ResultStatus::kOk, 4);
+  const auto id = resnet_series();
+  std::vector<std::optional<std::string>> seen;
+  std::optional<std::int64_t> after;
+  int pages = 0;
+  do {
+    auto page = store_->get_series(id, after, 3).value();
+    EXPECT_LE(page.points.size(), 3u);
+    for (const auto& v : versions_of(page.points)) seen.push_back(v);
+    after = page.next_cursor;
+    ++pages;
+  } while (after && pages < 10);
+  EXPECT_EQ(pages, 3);
+  std::vector<std::optional<std::string>> expected;
+  for (int i = 1; i <= 7; ++i) expected.push_back(version(i));
+  EXPECT_EQ(seen, expected);
+
+  // A point of another series is not a cursor of this one.
+  const auto other = store_->get_series(resnet_series(2), std::nullopt, 1).value();
+  auto wrong = store_->get_series(id, other.points[0].id, 3);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().code, ErrorCode::kNotFound);
+
+  auto first = store_->list_series({}, std::nullopt, 2).value();
+  ASSERT_EQ(first.series.size(), 2u);
+  ASSERT_TRUE(first.next_cursor.has_value());
+  auto second = store_->list_series({}, first.next_cursor, 2).value();
+  ASSERT_EQ(second.series.size(), 1u);
+  EXPECT_EQ(second.series[0].key.batch, 4);
+  EXPECT_FALSE(second.next_cursor.has_value());
+}
+
+TEST_F(StoreHistoryTest, AStepBecomesOneRegressionAtItsFirstRun) {
+  for (int i = 0; i < 6; ++i) post(version(i), 10);
+  for (int i = 6; i < 9; ++i) post(version(i), 11);  // +10% from 2.6.0 on
+  const auto pass = detect();
+  EXPECT_EQ(pass.series_examined, 1);
+  EXPECT_FALSE(pass.more);
+  ASSERT_EQ(pass.changes.size(), 1u);
+  const RegressionInfo& r = pass.changes[0];
+  EXPECT_EQ(r.direction, history::ChangeDirection::kRegression);
+  EXPECT_EQ(r.state, RegressionState::kOpen);
+  EXPECT_EQ(r.key, resnet_key());
+  EXPECT_EQ(r.first_bad.torch_version, version(6));
+  ASSERT_TRUE(r.last_good.has_value());
+  EXPECT_EQ(r.last_good->torch_version, version(5));
+  EXPECT_EQ(r.first_bad.median_ms, 11);
+  // Medians of the samples (+-2% around 10 and 11 ms).
+  EXPECT_NEAR(r.ratio, 1.1, 0.01);
+  EXPECT_NEAR(r.before_median_ms, 10, 0.1);
+  EXPECT_NEAR(r.after_median_ms, 11, 0.1);
+  EXPECT_LT(r.p_value, 0.001);
+  EXPECT_EQ(r.confirm_runs, 2);
+  EXPECT_EQ(r.baseline_runs, 5);
+  EXPECT_EQ(store_->get_regression(r.id).value().first_bad.point_id, r.first_bad.point_id);
+
+  // Seen: nothing more to examine, and the runs after the step are the new level.
+  EXPECT_EQ(detect().series_examined, 0);
+  for (int i = 9; i < 12; ++i) post(version(i), 11);
+  const auto later = detect();
+  EXPECT_EQ(later.series_examined, 1);
+  EXPECT_TRUE(later.changes.empty()) << "the new level raises nothing more";
+
+  // One webhook delivery owed, with the event and the regression's id.
+  const auto due = store_->due_alerts(clock_.now_ms(), 10).value();
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].regression_id, r.id);
+  EXPECT_EQ(due[0].event, "regression.opened");
+  EXPECT_EQ(nlohmann::json::parse(due[0].body),
+            (nlohmann::json{{"event", "regression.opened"}, {"regression_id", r.id}}));
+  EXPECT_EQ(due[0].attempts, 0);
+  const auto g = store_->gauges(1000).value();
+  EXPECT_EQ(g.open_regressions, 1);
+  EXPECT_EQ(g.alerts_pending, 1);
+  EXPECT_EQ(store_->get_series(resnet_series(), std::nullopt, 1).value().series.open_regressions, 1);
+}
+
+TEST_F(StoreHistoryTest, DetectingAfterEveryRunFindsTheSameChange) {
+  std::vector<RegressionInfo> found;
+  for (int i = 0; i < 10; ++i) {
+    post(version(i), i < 6 ? 10 : 11);
+    for (auto& c : detect().changes) found.push_back(c);
+  }
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].first_bad.torch_version, version(6));
+  EXPECT_EQ(found[0].last_good->torch_version, version(5));
+  EXPECT_EQ(store_->due_alerts(clock_.now_ms(), 10).value().size(), 1u) << "one alert per regression";
+}
+
+TEST_F(StoreHistoryTest, ASingleOutlierOrAFailedRunIsNoChange) {
+  for (int i = 0; i < 6; ++i) post(version(i), 10);
+  post(version(6), 15);  // one slow run
+  post(version(7), 0, ResultStatus::kOom);
+  post(version(8), 0, ResultStatus::kError);
+  for (int i = 9; i < 12; ++i) post(version(i), 10);
+  EXPECT_TRUE(detect().changes.empty());
+  EXPECT_TRUE(store_->list_regressions({}, std::nullopt, 10).value().regressions.empty());
+  EXPECT_TRUE(store_->due_alerts(clock_.now_ms(), 10).value().empty());
+}
+
+TEST_F(StoreHistoryTest, RepetitionsOfARunPoolTheirSamples) {
+  // Two results per run (repetitions): the detector sees one run of two points, so a step
+  // needs two runs (four results), not two results.
+  auto post_run = [&](const std::string& v, double ms) {
+    MatrixSpec spec = testing::stable_a100_matrix("reps", {"torchvision/resnet18"}, {1}, {Mode::kEager});
+    spec.repetitions = 2;
+    submit_spec(spec);
+    for (int rep = 0; rep < 2; ++rep) {
+      const auto g = lease(agent_);
+      JobResult r = ok_result(ms);
+      r.samples_ms = samples_around(ms);
+      r.environment["torch_version"] = v;
+      clock_.advance_ms(10);
+      ASSERT_TRUE(store_->record_result(agent_, {g.job_id, g.lease_id}, g.attempt, r).ok());
+    }
+  };
+  for (int i = 0; i < 5; ++i) post_run(version(i), 10);
+  post_run(version(5), 12);
+  EXPECT_TRUE(detect().changes.empty()) << "one suspect run confirms nothing";
+  post_run(version(6), 12);
+  const auto pass = detect();
+  ASSERT_EQ(pass.changes.size(), 1u);
+  EXPECT_EQ(pass.changes[0].first_bad.torch_version, version(5));
+  EXPECT_EQ(pass.changes[0].last_good->torch_version, version(4));
+  const auto points = store_->get_series(resnet_series(), std::nullopt, 100).value().points;
+  ASSERT_EQ(points.size(), 14u);
+  EXPECT_EQ(pass.changes[0].first_bad.point_id, points[10].id) << "the first point of the run";
+  EXPECT_EQ(pass.changes[0].last_good->point_id, points[9].id) << "the last point of the run before";
+}
+
+TEST_F(StoreHistoryTest, ImprovementsAndUnalertedRegressionsOweNoDelivery) {
+  for (int i = 0; i < 6; ++i) post(version(i), 10);
+  for (int i = 6; i < 8; ++i) post(version(i), 8);  // faster
+  const auto pass = detect();
+  ASSERT_EQ(pass.changes.size(), 1u);
+  EXPECT_EQ(pass.changes[0].direction, history::ChangeDirection::kImprovement);
+  EXPECT_TRUE(store_->due_alerts(clock_.now_ms(), 10).value().empty());
+  EXPECT_EQ(store_->gauges(1000).value().open_regressions, 0) << "an improvement is no open regression";
+
+  for (int i = 8; i < 13; ++i) post(version(i), 8);
+  for (int i = 13; i < 15; ++i) post(version(i), 10);  // slower again: a regression
+  const auto quiet = detect(/*enqueue_alerts=*/false);
+  ASSERT_EQ(quiet.changes.size(), 1u);
+  EXPECT_EQ(quiet.changes[0].direction, history::ChangeDirection::kRegression);
+  EXPECT_TRUE(store_->due_alerts(clock_.now_ms(), 10).value().empty()) << "alerts off: none owed";
+
+  // The view's filters: regressions by default, improvements, or both; newest first.
+  RegressionFilter open_regressions{RegressionState::kOpen, history::ChangeDirection::kRegression, std::nullopt};
+  auto page = store_->list_regressions(open_regressions, std::nullopt, 10).value();
+  ASSERT_EQ(page.regressions.size(), 1u);
+  EXPECT_EQ(page.regressions[0].id, quiet.changes[0].id);
+  RegressionFilter any_open{RegressionState::kOpen, std::nullopt, std::nullopt};
+  page = store_->list_regressions(any_open, std::nullopt, 1).value();
+  ASSERT_EQ(page.regressions.size(), 1u);
+  EXPECT_EQ(page.regressions[0].id, quiet.changes[0].id);
+  ASSERT_TRUE(page.next_cursor.has_value());
+  page = store_->list_regressions(any_open, page.next_cursor, 1).value();
+  ASSERT_EQ(page.regressions.size(), 1u);
+  EXPECT_EQ(page.regressions[0].id, pass.changes[0].id);
+  EXPECT_FALSE(page.next_cursor.has_value());
+  RegressionFilter improvements{std::nullopt, history::ChangeDirection::kImprovement, std::nullopt};
+  EXPECT_EQ(store_->list_regressions(improvements, std::nullopt, 10).value().regressions.size(), 1u);
+  RegressionFilter of_series{std::nullopt, std::nullopt, resnet_series()};
+  EXPECT_EQ(store_->list_regressions(of_series, std::nullopt, 10).value().regressions.size(), 2u);
+  RegressionFilter of_other{std::nullopt, std::nullopt, resnet_series() + 1};
+  EXPECT_TRUE(store_->list_regressions(of_other, std::nullopt, 10).value().regressions.empty());
+}
+
+TEST_F(StoreHistoryTest, RegressionStatesMoveOnlyAlongTheirTransitions) {
+  for (int i = 0; i < 6; ++i) post(version(i), 10);
+  for (int i = 6; i < 8; ++i) post(version(i), 12);
+  const auto id = detect().changes.at(0).id;
+
+  clock_.advance_ms(5000);
+  auto acked = store_->set_regression_state(id, RegressionState::kAcknowledged, "looking").value();
+  EXPECT_EQ(acked.state, RegressionState::kAcknowledged);
+  EXPECT_EQ(acked.acknowledged_at, clock_.now_ms());
+  EXPECT_EQ(acked.note, "looking");
+  auto g = store_->gauges(1000).value();
+  EXPECT_EQ(g.open_regressions, 0);
+  EXPECT_EQ(g.acknowledged_regressions, 1);
+  EXPECT_EQ(store_->get_series(resnet_series(), std::nullopt, 1).value().series.open_regressions, 1)
+      << "acknowledged is still open work";
+
+  auto again = store_->set_regression_state(id, RegressionState::kAcknowledged, std::nullopt).value();
+  EXPECT_EQ(again.acknowledged_at, acked.acknowledged_at) << "setting the same state is a no-op";
+  EXPECT_EQ(again.note, "looking");
+  auto back = store_->set_regression_state(id, RegressionState::kOpen, std::nullopt);
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.error().code, ErrorCode::kConflict);
+
+  clock_.advance_ms(5000);
+  auto resolved = store_->set_regression_state(id, RegressionState::kResolved, "fixed upstream").value();
+  EXPECT_EQ(resolved.state, RegressionState::kResolved);
+  EXPECT_EQ(resolved.resolved_at, clock_.now_ms());
+  EXPECT_EQ(resolved.acknowledged_at, acked.acknowledged_at);
+  EXPECT_EQ(resolved.note, "fixed upstream");
+  EXPECT_EQ(store_->set_regression_state(id, RegressionState::kAcknowledged, std::nullopt).error().code,
+            ErrorCode::kConflict);
+
+  auto reopened = store_->set_regression_state(id, RegressionState::kOpen, std::nullopt).value();
+  EXPECT_EQ(reopened.state, RegressionState::kOpen);
+  EXPECT_FALSE(reopened.resolved_at.has_value());
+  EXPECT_FALSE(reopened.acknowledged_at.has_value());
+  EXPECT_EQ(store_->set_regression_state(id, RegressionState::kResolved, std::nullopt).value().state,
+            RegressionState::kResolved)
+      << "open -> resolved directly";
+  EXPECT_EQ(store_->set_regression_state(id + 1, RegressionState::kResolved, std::nullopt).error().code,
+            ErrorCode::kNotFound);
+  EXPECT_EQ(store_->get_regression(id + 1).error().code, ErrorCode::kNotFound);
+
+  for (auto s : {RegressionState::kOpen, RegressionState::kAcknowledged, RegressionState::kResolved}) {
+    EXPECT_EQ(parse_regression_state(to_string(s)), s);
+  }
+  EXPECT_FALSE(parse_regression_state("closed").has_value());
+}
+
+TEST_F(StoreHistoryTest, AlertDeliveriesAreRetriedDeliveredOrGivenUp) {
+  // Two regressions, in two series: two deliveries.
+  for (int batch : {1, 2}) {
+    for (int i = 0; i < 6; ++i) post(version(i), 10, ResultStatus::kOk, batch);
+    for (int i = 6; i < 8; ++i) post(version(i), 12, ResultStatus::kOk, batch);
+  }
+  ASSERT_EQ(detect().changes.size(), 2u);
+  const TimestampMs now = clock_.now_ms();
+  auto due = store_->due_alerts(now, 10).value();
+  ASSERT_EQ(due.size(), 2u);
+  EXPECT_EQ(store_->next_alert_due().value(), now);
+
+  ASSERT_TRUE(store_->alert_attempt_failed(due[0].id, "HTTP 503", now + 30'000).ok());
+  ASSERT_TRUE(store_->alert_delivered(due[1].id, now).ok());
+  EXPECT_TRUE(store_->due_alerts(now, 10).value().empty()) << "the failed one waits for its retry";
+  EXPECT_EQ(store_->next_alert_due().value(), now + 30'000);
+  auto retried = store_->due_alerts(now + 30'000, 10).value();
+  ASSERT_EQ(retried.size(), 1u);
+  EXPECT_EQ(retried[0].attempts, 1);
+  EXPECT_EQ(store_->alert_delivered(due[1].id, now).error().code, ErrorCode::kNotFound) << "delivered once";
+
+  ASSERT_TRUE(store_->alert_attempt_failed(due[0].id, "HTTP 503", std::nullopt).ok());  // given up
+  EXPECT_TRUE(store_->due_alerts(now + 1'000'000, 10).value().empty());
+  EXPECT_FALSE(store_->next_alert_due().value().has_value());
+  const auto g = store_->gauges(1000).value();
+  EXPECT_EQ(g.alerts_pending, 0);
+  EXPECT_EQ(g.alerts_failed, 1);
+  EXPECT_EQ(store_->alert_attempt_failed(due[0].id, "late", std::nullopt).error().code, ErrorCode::kNotFound);
+}
+
+// A database written before migration 011: its results get their points when the store opens,
+// in series order, unseen by the detector (which then finds the step in them).
+TEST_F(StoreHistoryTest, OpeningBackFillsTheSeriesOfResultsStoredBefore) {
+  for (int i = 0; i < 6; ++i) post(version(i), 10);
+  for (int i = 6; i < 8; ++i) post(version(i), 11, ResultStatus::kOk, 1, "g" + std::to_string(i));
+  post(version(8), 0, ResultStatus::kOom);
+  post(version(8), 0, ResultStatus::kUnsupported);
+  post(version(8), 7, ResultStatus::kOk, 2);
+  const auto before = store_->get_series(resnet_series(), std::nullopt, 100).value();
+  ASSERT_EQ(before.points.size(), 9u);
+
+  store_.reset();
+  {
+    auto db = Database::open(options_.path);
+    ASSERT_TRUE(db.ok());
+    undo_migration_011(**db);
+    ASSERT_TRUE((*db)->exec("PRAGMA user_version = 10").ok());
+  }
+  reopen();
+  const auto after = store_->get_series(resnet_series(), std::nullopt, 100).value();
+  ASSERT_EQ(after.points.size(), before.points.size());
+  for (std::size_t i = 0; i < after.points.size(); ++i) {
+    SCOPED_TRACE(i);
+    const SeriesPoint& a = after.points[i];
+    const SeriesPoint& b = before.points[i];
+    EXPECT_EQ(a.result_id, b.result_id);
+    EXPECT_EQ(a.run_id, b.run_id);
+    EXPECT_EQ(a.status, b.status);
+    EXPECT_EQ(a.median_ms, b.median_ms);
+    EXPECT_EQ(a.ci_low_ms, b.ci_low_ms);
+    EXPECT_EQ(a.torch_version, b.torch_version);
+    EXPECT_EQ(a.torch_git, b.torch_git);
+    EXPECT_EQ(a.recorded_at, b.recorded_at);
+    EXPECT_EQ(a.flags, b.flags);
+  }
+  EXPECT_EQ(after.series.points, 9);
+  EXPECT_EQ(after.series.last_point_at, before.series.last_point_at);
+  EXPECT_EQ(store_->list_series({}, std::nullopt, 10).value().series.size(), 2u);
+
+  const auto pass = detect();
+  EXPECT_EQ(pass.series_examined, 2);
+  ASSERT_EQ(pass.changes.size(), 1u);
+  EXPECT_EQ(pass.changes[0].first_bad.torch_version, version(6));
+  EXPECT_EQ(pass.changes[0].first_bad.torch_git, "g6");
+
+  // Reopening back-fills nothing twice; a new result after it is one more point.
+  reopen();
+  EXPECT_EQ(store_->get_series(resnet_series(), std::nullopt, 100).value().points.size(), 9u);
+  post(version(9), 11);
+  EXPECT_EQ(store_->get_series(resnet_series(), std::nullopt, 100).value().series.points, 10);
+}
+
+// The same from a schema older still (8): every migration after it re-applied, the back-fill
+// last, over results with the columns 009 filled.
+TEST_F(StoreHistoryTest, OpeningASchema8DatabaseBackFillsItsSeries) {
+  for (int i = 0; i < 3; ++i) post(version(i), 10);
+  store_.reset();
+  {
+    auto db = Database::open(options_.path);
+    ASSERT_TRUE(db.ok());
+    undo_migration_009(**db);
+  }
+  reopen();
+  auto db = Database::open(options_.path);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ((*db)->query_one("PRAGMA user_version").value()->int64(0), 11);
+  EXPECT_EQ(store_->get_series(resnet_series(), std::nullopt, 100).value().points.size(), 3u);
+}
+
+// Many results back-filled in batches: every one gets exactly one point. The results are
+// written as a coordinator before migration 011 left them (rows without points; inserted by SQL
+// here, 6,000 through record_result would take a minute of fsyncs).
+TEST_F(StoreHistoryTest, BackFillCoversEveryResultAcrossBatches) {
+  MatrixSpec spec = testing::stable_a100_matrix("many", {"torchvision/resnet18"}, {1, 2, 4, 8}, {Mode::kEager});
+  spec.repetitions = 1500;  // 6,000 jobs: more than one back-fill batch of results
+  submit_spec(spec);
+  store_.reset();
+  {
+    auto db = Database::open(options_.path);
+    ASSERT_TRUE(db.ok());
+    undo_migration_011(**db);
+    ASSERT_TRUE((*db)
+                    ->exec("INSERT INTO results (job_id, run_id, attempt, status, median_ms, body, body_sha256,"
+                           " created_at, torch_version) SELECT id, run_id, 1, CASE WHEN id % 100 = 0 THEN"
+                           " 'unsupported' ELSE 'ok' END, 10, '{\"environment\": {\"torch_git\": \"abc\"}}',"
+                           " 'x', 1000 + id, '2.9.0' FROM jobs; PRAGMA user_version = 10;")
+                    .ok());
+  }
+  reopen();
+  auto db = Database::open(options_.path);
+  ASSERT_TRUE(db.ok());
+  auto counts = (*db)->query_one(
+      "SELECT COUNT(*), COUNT(DISTINCT result_id), (SELECT COUNT(*) FROM results WHERE status = 'ok'),"
+      " (SELECT SUM(points) FROM series), (SELECT COUNT(*) FROM series_points WHERE torch_git = 'abc'),"
+      " (SELECT COUNT(*) FROM series_points WHERE detected = 0) FROM series_points");
+  ASSERT_TRUE(counts.ok() && counts->found());
+  EXPECT_EQ((*counts)->int64(0), 5940);
+  EXPECT_EQ((*counts)->int64(1), 5940);
+  EXPECT_EQ((*counts)->int64(2), 5940);
+  EXPECT_EQ((*counts)->int64(3), 5940);
+  EXPECT_EQ((*counts)->int64(4), 5940);
+  EXPECT_EQ((*counts)->int64(5), 5940) << "the detector has yet to see them";
+  EXPECT_EQ(store_->list_series({}, std::nullopt, 10).value().series.size(), 4u);
+}
+
+}  // namespace
+}  // namespace benchfleet::store
