@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/cli_config.h"
+#include "cli/history_commands.h"
 #include "cli/matrix_file.h"
 #include "cli/progress.h"
 #include "cli/views.h"
@@ -21,7 +22,8 @@ namespace {
 
 constexpr const char* kDescription =
     "benchfleet: submit benchmark matrices to a benchfleet coordinator, follow their progress and\n"
-    "read the comparison tables.\n"
+    "read the comparison tables; keep nightly schedules and follow each cell's series across torch\n"
+    "versions and the regressions found in them.\n"
     "\n"
     "The coordinator's URL and the operator token come from flags, the environment\n"
     "(BENCHFLEET_URL, BENCHFLEET_OPERATOR_TOKEN, BENCHFLEET_OPERATOR_TOKEN_FILE) or a YAML config\n"
@@ -266,6 +268,8 @@ int run_cli(int argc, char** argv, Console& console) {
       ->capture_default_str();
   watch_cmd->add_flag("--no-results", watch_quiet, "only the progress, no line per result");
 
+  const HistoryCommands history(app);  // schedule, series, regressions
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -303,6 +307,7 @@ int run_cli(int argc, char** argv, Console& console) {
                 << "\n";
     return kExitOk;
   }
+  if (auto code = history.run(client, console)) return *code;
   if (watch_cmd->parsed()) {
     watch_options.show_results = !watch_quiet;
     return watch_run(client, watch_id, watch_options, console);

@@ -90,4 +90,56 @@ Result<nlohmann::json> FleetClient::models() {
   return send_json(bhttp::verb::get, "/api/v1/models", "list models", 200);
 }
 
+namespace {
+std::string with_query(std::string target, const std::string& query) {
+  if (!query.empty()) target += "?" + query;
+  return target;
+}
+}  // namespace
+
+Result<nlohmann::json> FleetClient::create_schedule(const nlohmann::json& request) {
+  return send_json(bhttp::verb::post, "/api/v1/schedules", "add schedule", 201, &request);
+}
+
+Result<nlohmann::json> FleetClient::schedules() {
+  return send_json(bhttp::verb::get, "/api/v1/schedules", "list schedules", 200);
+}
+
+Result<nlohmann::json> FleetClient::schedule(std::int64_t id) {
+  return send_json(bhttp::verb::get, "/api/v1/schedules/" + std::to_string(id), "schedule " + std::to_string(id), 200);
+}
+
+Result<nlohmann::json> FleetClient::set_schedule_enabled(std::int64_t id, bool enabled) {
+  return send_json(bhttp::verb::post, "/api/v1/schedules/" + std::to_string(id) + (enabled ? "/resume" : "/pause"),
+                   (enabled ? "resume schedule " : "pause schedule ") + std::to_string(id), 200);
+}
+
+Status FleetClient::delete_schedule(std::int64_t id) {
+  BF_ASSIGN_OR_RETURN(auto r, send(bhttp::verb::delete_, "/api/v1/schedules/" + std::to_string(id),
+                                   "delete schedule " + std::to_string(id), 204));
+  (void)r;
+  return Status::Ok();
+}
+
+Result<nlohmann::json> FleetClient::series_list(const std::string& query) {
+  return send_json(bhttp::verb::get, with_query("/api/v1/series", query), "list series", 200);
+}
+
+Result<nlohmann::json> FleetClient::series(std::int64_t id, const std::string& query) {
+  return send_json(bhttp::verb::get, with_query("/api/v1/series/" + std::to_string(id), query),
+                   "series " + std::to_string(id), 200);
+}
+
+Result<nlohmann::json> FleetClient::regressions(const std::string& query) {
+  return send_json(bhttp::verb::get, with_query("/api/v1/regressions", query), "list regressions", 200);
+}
+
+Result<nlohmann::json> FleetClient::change_regression(std::int64_t id, const std::string& action,
+                                                      const std::optional<std::string>& note) {
+  nlohmann::json body = nlohmann::json::object();
+  if (note) body["note"] = *note;
+  return send_json(bhttp::verb::post, "/api/v1/regressions/" + std::to_string(id) + "/" + action,
+                   action + " regression " + std::to_string(id), 200, &body);
+}
+
 }  // namespace benchfleet::cli

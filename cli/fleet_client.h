@@ -35,6 +35,19 @@ class FleetClient {
   Result<nlohmann::json> drain(std::int64_t agent_id, bool draining);  // Agent
   Result<nlohmann::json> models();                                     // ModelList
 
+  // History (issue 20). `query` is already encoded ("model=...&limit=20"), "" for none.
+  Result<nlohmann::json> create_schedule(const nlohmann::json& request);       // Schedule
+  Result<nlohmann::json> schedules();                                          // ScheduleList
+  Result<nlohmann::json> schedule(std::int64_t id);                            // Schedule
+  Result<nlohmann::json> set_schedule_enabled(std::int64_t id, bool enabled);  // Schedule
+  Status delete_schedule(std::int64_t id);
+  Result<nlohmann::json> series_list(const std::string& query);              // SeriesList
+  Result<nlohmann::json> series(std::int64_t id, const std::string& query);  // SeriesDetail
+  Result<nlohmann::json> regressions(const std::string& query);              // RegressionList
+  // action: "acknowledge", "resolve" or "reopen"; the note replaces the regression's.
+  Result<nlohmann::json> change_regression(std::int64_t id, const std::string& action,
+                                           const std::optional<std::string>& note);  // Regression
+
   const std::string& base_url() const { return base_url_; }
 
  private:

@@ -5,6 +5,7 @@
 
 #include "common/config_options.h"
 #include "common/install_dirs.h"
+#include "coordinator/history_worker.h"
 
 namespace benchfleet {
 namespace {
@@ -48,6 +49,25 @@ std::vector<Option> options(CoordinatorConfig& c) {
       option("web_root", c.web_root,
              "directory of the dashboard's files, served at / (default: <prefix>/share/benchfleet/web when "
              "installed, else the build tree's web/); empty disables the dashboard"),
+      option("schedule_check_ms", c.schedule_check_ms, "milliseconds between looks for due schedules"),
+      option("detect_interval_ms", c.detect_interval_ms,
+             "milliseconds between change-detection passes over new series points (each stored result also wakes "
+             "the detector)"),
+      option("detect_min_effect", c.detect_min_effect,
+             "smallest relative change of a run's median against the baseline's that counts (0.05 = 5%)"),
+      option("detect_alpha", c.detect_alpha, "two-sided significance level of the Mann-Whitney U test on the samples"),
+      option("detect_confirm_runs", c.detect_confirm_runs,
+             "consecutive runs that must change in the same direction to confirm a change"),
+      option("detect_baseline_runs", c.detect_baseline_runs, "most recent runs of the current level compared against"),
+      option("detect_min_baseline_runs", c.detect_min_baseline_runs,
+             "fewest baseline runs before the detector decides anything"),
+      option("alert_webhook_url", c.alert_webhook_url,
+             "http:// URL each new regression is POSTed to as JSON (event regression.opened); empty disables alerts"),
+      option("alert_timeout_ms", c.alert_timeout_ms, "milliseconds one webhook request may take"),
+      option("alert_max_attempts", c.alert_max_attempts, "webhook attempts per alert before it is given up"),
+      option("alert_backoff_initial_ms", c.alert_backoff_initial_ms,
+             "milliseconds before the first retry of a failed webhook; doubles with each further failure"),
+      option("alert_backoff_max_ms", c.alert_backoff_max_ms, "longest wait between two webhook attempts"),
   };
 }
 
@@ -88,6 +108,38 @@ Status validate(const CoordinatorConfig& c) {
   if (c.request_timeout_s < 1) return Error::invalid("request_timeout_s", "must be >= 1");
   if (c.threads < 1 || c.threads > 64) return Error::invalid("threads", "must be 1..64");
   if (c.store_threads < 1 || c.store_threads > 64) return Error::invalid("store_threads", "must be 1..64");
+  if (c.schedule_check_ms < 10 || c.schedule_check_ms > 3'600'000) {
+    return Error::invalid("schedule_check_ms", "must be between 10 and 3600000");
+  }
+  if (c.detect_interval_ms < 10 || c.detect_interval_ms > 3'600'000) {
+    return Error::invalid("detect_interval_ms", "must be between 10 and 3600000");
+  }
+  if (!(c.detect_min_effect >= 0 && c.detect_min_effect < 10)) {
+    return Error::invalid("detect_min_effect", "must be >= 0 and < 10 (a fraction: 0.05 is 5%)");
+  }
+  if (!(c.detect_alpha > 0 && c.detect_alpha < 1)) return Error::invalid("detect_alpha", "must be > 0 and < 1");
+  if (c.detect_confirm_runs < 1 || c.detect_confirm_runs > 100) {
+    return Error::invalid("detect_confirm_runs", "must be 1..100");
+  }
+  if (c.detect_baseline_runs < 1 || c.detect_baseline_runs > 1000) {
+    return Error::invalid("detect_baseline_runs", "must be 1..1000");
+  }
+  if (c.detect_min_baseline_runs < 1 || c.detect_min_baseline_runs > c.detect_baseline_runs) {
+    return Error::invalid("detect_min_baseline_runs", "must be >= 1 and at most detect_baseline_runs");
+  }
+  if (!c.alert_webhook_url.empty()) {
+    if (auto target = split_webhook_url(c.alert_webhook_url); !target.ok()) return target.error();
+  }
+  if (c.alert_timeout_ms < 1 || c.alert_timeout_ms > 600'000) {
+    return Error::invalid("alert_timeout_ms", "must be between 1 and 600000");
+  }
+  if (c.alert_max_attempts < 1 || c.alert_max_attempts > 100) {
+    return Error::invalid("alert_max_attempts", "must be 1..100");
+  }
+  if (c.alert_backoff_initial_ms < 1) return Error::invalid("alert_backoff_initial_ms", "must be >= 1");
+  if (c.alert_backoff_max_ms < c.alert_backoff_initial_ms) {
+    return Error::invalid("alert_backoff_max_ms", "must be >= alert_backoff_initial_ms");
+  }
   return Status::Ok();
 }
 

@@ -13,6 +13,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -25,7 +26,9 @@
 #include "coordinator/api/blocking.h"
 #include "coordinator/auth.h"
 #include "coordinator/config.h"
+#include "coordinator/history_worker.h"
 #include "coordinator/lease_sweeper.h"
+#include "coordinator/schedule_runner.h"
 
 namespace {
 
@@ -115,6 +118,19 @@ int run(int argc, char** argv) {
   (*store)->on_work_available([&work] { work.notify(); });
   Metrics metrics;
   std::atomic<bool> stopping{false};
+  HistoryWorkerOptions history_options;
+  history_options.detect_interval = std::chrono::milliseconds(config.detect_interval_ms);
+  history_options.detector.min_effect = config.detect_min_effect;
+  history_options.detector.alpha = config.detect_alpha;
+  history_options.detector.confirm_runs = config.detect_confirm_runs;
+  history_options.detector.baseline_runs = config.detect_baseline_runs;
+  history_options.detector.min_baseline_runs = config.detect_min_baseline_runs;
+  history_options.webhook_url = config.alert_webhook_url;
+  history_options.alert_timeout = std::chrono::milliseconds(config.alert_timeout_ms);
+  history_options.alert_max_attempts = config.alert_max_attempts;
+  history_options.alert_backoff_initial = std::chrono::milliseconds(config.alert_backoff_initial_ms);
+  history_options.alert_backoff_max = std::chrono::milliseconds(config.alert_backoff_max_ms);
+  HistoryWorker history(ioc, blocking.get_executor(), **store, clock, history_options);
   api::ApiContext ctx{**store,
                       *catalog,
                       config,
@@ -124,7 +140,8 @@ int run(int argc, char** argv) {
                       *operator_token,
                       *enrollment_token,
                       stopping,
-                      blocking.get_executor()};
+                      blocking.get_executor(),
+                      [&history] { history.wake(); }};
   http::Router router;
   api::register_routes(router, ctx);
 
@@ -163,6 +180,18 @@ int run(int argc, char** argv) {
 
   LeaseSweeper sweeper(ioc, blocking.get_executor(), **store, LeaseSweeper::period_for(config.lease_ttl_s));
   sweeper.start();
+  // Schedules read "now" from the system clock, or (tests only) from the file named by
+  // BENCHFLEET_TEST_SCHEDULE_CLOCK_FILE, re-read at each check.
+  ScheduleRunner::NowSource schedule_now = [&clock]() -> Result<TimestampMs> { return clock.now_ms(); };
+  if (const char* clock_file = std::getenv(kTestScheduleClockEnv); clock_file != nullptr && *clock_file != '\0') {
+    spdlog::warn("schedules: using the test clock file {} ({}), not the system clock", clock_file,
+                 kTestScheduleClockEnv);
+    schedule_now = [path = std::string(clock_file)] { return read_clock_file(path); };
+  }
+  ScheduleRunner schedules(ioc, blocking.get_executor(), **store, *catalog, work, std::move(schedule_now),
+                           {std::chrono::milliseconds(config.schedule_check_ms), config.max_cells});
+  schedules.start();
+  history.start();
 
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
@@ -171,6 +200,8 @@ int run(int argc, char** argv) {
     stopping.store(true);
     (*server)->stop();
     sweeper.stop();
+    schedules.stop();
+    history.stop();
   });
 
   std::vector<std::thread> threads;

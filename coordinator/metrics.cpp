@@ -30,6 +30,14 @@ std::string Metrics::render(const store::Gauges& g) const {
       << "benchfleet_agents{state=\"enrolled\"} " << g.agents << "\n"
       << "benchfleet_agents{state=\"seen\"} " << g.agents_seen_recently << "\n";
   out << "# HELP benchfleet_runs Runs stored.\n# TYPE benchfleet_runs gauge\nbenchfleet_runs " << g.runs << "\n";
+  out << "# HELP benchfleet_regressions Confirmed regressions (slower) by state; resolved ones are not counted.\n"
+      << "# TYPE benchfleet_regressions gauge\n"
+      << "benchfleet_regressions{state=\"open\"} " << g.open_regressions << "\n"
+      << "benchfleet_regressions{state=\"acknowledged\"} " << g.acknowledged_regressions << "\n";
+  out << "# HELP benchfleet_alert_deliveries Webhook alerts not delivered: pending (to be tried or retried) and"
+      << " failed (given up).\n# TYPE benchfleet_alert_deliveries gauge\n"
+      << "benchfleet_alert_deliveries{state=\"pending\"} " << g.alerts_pending << "\n"
+      << "benchfleet_alert_deliveries{state=\"failed\"} " << g.alerts_failed << "\n";
   out << "# HELP benchfleet_store_operations_total Store operations run (requests' reads and writes).\n"
       << "# TYPE benchfleet_store_operations_total counter\n"
       << "benchfleet_store_operations_total " << g.store.operations << "\n";

@@ -237,6 +237,7 @@ Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, con
   const std::string job = std::to_string(report.job_id);
   switch (outcome.kind) {
     case store::RecordKind::kStored:
+      if (ctx.on_result_stored) ctx.on_result_stored();
       return json_response(
           bhttp::status::created,
           {{"result_id", outcome.result_id}, {"duplicate", false}, {"implied_oom", outcome.implied_oom}}, req);

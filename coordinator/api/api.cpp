@@ -108,6 +108,25 @@ void register_routes(http::Router& r, ApiContext& ctx) {
   r.add(verb::get, "/api/v1/models", "models.list", offload(ctx, list_models), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/agents", "agents.list", offload(ctx, list_agents), admit(reader, kNoBody));
   r.add(verb::post, "/api/v1/agents/{id}/drain", "agents.drain", offload(ctx, drain_agent), admit(op, kControlBody));
+  r.add(verb::post, "/api/v1/schedules", "schedules.create", offload(ctx, create_schedule), admit(op, kDocumentBody));
+  r.add(verb::get, "/api/v1/schedules", "schedules.list", offload(ctx, list_schedules), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/schedules/{id}", "schedules.get", offload(ctx, get_schedule), admit(reader, kNoBody));
+  r.add(verb::post, "/api/v1/schedules/{id}/pause", "schedules.pause", offload(ctx, pause_schedule),
+        admit(op, kControlBody));
+  r.add(verb::post, "/api/v1/schedules/{id}/resume", "schedules.resume", offload(ctx, resume_schedule),
+        admit(op, kControlBody));
+  r.add(verb::delete_, "/api/v1/schedules/{id}", "schedules.delete", offload(ctx, delete_schedule),
+        admit(op, kControlBody));
+  r.add(verb::get, "/api/v1/series", "series.list", offload(ctx, list_series), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/series/{id}", "series.get", offload(ctx, get_series), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/regressions", "regressions.list", offload(ctx, list_regressions), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/regressions/{id}", "regressions.get", offload(ctx, get_regression), admit(reader, kNoBody));
+  r.add(verb::post, "/api/v1/regressions/{id}/acknowledge", "regressions.acknowledge",
+        offload(ctx, acknowledge_regression), admit(op, kControlBody));
+  r.add(verb::post, "/api/v1/regressions/{id}/resolve", "regressions.resolve", offload(ctx, resolve_regression),
+        admit(op, kControlBody));
+  r.add(verb::post, "/api/v1/regressions/{id}/reopen", "regressions.reopen", offload(ctx, reopen_regression),
+        admit(op, kControlBody));
   // Agents.
   r.add(verb::post, "/api/v1/agents/enroll", "agents.enroll", offload(ctx, enroll_agent),
         admit(enrolling, kDocumentBody));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -30,6 +31,8 @@ struct ApiContext {
   std::atomic<bool>& stopping;   // long polls return at once when set
   // Where handlers that touch the store run, so the I/O threads never block on SQLite.
   boost::asio::any_io_executor blocking;
+  // Called (cheap, never blocking) after a result was stored: wakes the change detector.
+  std::function<void()> on_result_stored = {};
 };
 
 // REQUIRES: `ctx` outlives the router.

@@ -31,6 +31,21 @@ Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, con
 Result<http::Response> list_agents(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> drain_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 
+// history_handlers.cpp: schedules, series, regressions (issue 20)
+Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> list_schedules(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> get_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> pause_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> resume_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> delete_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> list_series(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> get_series(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> list_regressions(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> get_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> acknowledge_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> resolve_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> reopen_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+
 // service_handlers.cpp
 Result<http::Response> healthz(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> metrics(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);

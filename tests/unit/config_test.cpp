@@ -123,4 +123,69 @@ TEST(CoordinatorConfig, WebRootDefaultsToTheAssembledDashboardAndEmptyDisablesIt
 }
 
 }  // namespace
+TEST(CoordinatorConfig, HistoryOptionsHaveFlagsYamlAndEnvironmentAndAreValidated) {
+  auto defaults = parse({});
+  ASSERT_TRUE(defaults.ok()) << defaults.error().describe();
+  EXPECT_EQ(defaults->config.schedule_check_ms, 5000);
+  EXPECT_EQ(defaults->config.detect_confirm_runs, 2);
+  EXPECT_DOUBLE_EQ(defaults->config.detect_min_effect, 0.05);
+  EXPECT_EQ(defaults->config.alert_webhook_url, "");
+
+  ::setenv("BENCHFLEET_DETECT_ALPHA", "0.01", 1);
+  auto set = parse({"--schedule-check-ms",        "50",
+                    "--detect-interval-ms",       "20",
+                    "--detect-min-effect",        "0.1",
+                    "--detect-confirm-runs",      "3",
+                    "--detect-baseline-runs",     "7",
+                    "--detect-min-baseline-runs", "4",
+                    "--alert-webhook-url",        "http://127.0.0.1:9/hook?x=1",
+                    "--alert-timeout-ms",         "300",
+                    "--alert-max-attempts",       "4",
+                    "--alert-backoff-initial-ms", "10",
+                    "--alert-backoff-max-ms",     "80"});
+  ::unsetenv("BENCHFLEET_DETECT_ALPHA");
+  ASSERT_TRUE(set.ok()) << set.error().describe();
+  const CoordinatorConfig& c = set->config;
+  EXPECT_EQ(c.schedule_check_ms, 50);
+  EXPECT_EQ(c.detect_interval_ms, 20);
+  EXPECT_DOUBLE_EQ(c.detect_min_effect, 0.1);
+  EXPECT_DOUBLE_EQ(c.detect_alpha, 0.01);
+  EXPECT_EQ(c.detect_confirm_runs, 3);
+  EXPECT_EQ(c.detect_baseline_runs, 7);
+  EXPECT_EQ(c.detect_min_baseline_runs, 4);
+  EXPECT_EQ(c.alert_webhook_url, "http://127.0.0.1:9/hook?x=1");
+  EXPECT_EQ(c.alert_timeout_ms, 300);
+  EXPECT_EQ(c.alert_max_attempts, 4);
+  EXPECT_EQ(c.alert_backoff_initial_ms, 10);
+  EXPECT_EQ(c.alert_backoff_max_ms, 80);
+
+  CoordinatorConfig y;
+  ASSERT_TRUE(apply_yaml_config("detect_alpha: 0.005\nalert_webhook_url: http://hooks:80/\n", "c.yaml", y).ok());
+  EXPECT_DOUBLE_EQ(y.detect_alpha, 0.005);
+  EXPECT_EQ(y.alert_webhook_url, "http://hooks:80/");
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--schedule-check-ms", "0"}, "schedule_check_ms"},
+      {{"--detect-interval-ms", "5"}, "detect_interval_ms"},
+      {{"--detect-min-effect", "-0.1"}, "detect_min_effect"},
+      {{"--detect-alpha", "0"}, "detect_alpha"},
+      {{"--detect-alpha", "1"}, "detect_alpha"},
+      {{"--detect-confirm-runs", "0"}, "detect_confirm_runs"},
+      {{"--detect-baseline-runs", "0"}, "detect_baseline_runs"},
+      {{"--detect-baseline-runs", "3", "--detect-min-baseline-runs", "4"}, "detect_min_baseline_runs"},
+      {{"--alert-webhook-url", "https://hooks.example/x"}, "alert_webhook_url"},
+      {{"--alert-webhook-url", "hooks.example/x"}, "alert_webhook_url"},
+      {{"--alert-webhook-url", "http:///x"}, "alert_webhook_url"},
+      {{"--alert-timeout-ms", "0"}, "alert_timeout_ms"},
+      {{"--alert-max-attempts", "0"}, "alert_max_attempts"},
+      {{"--alert-backoff-initial-ms", "0"}, "alert_backoff_initial_ms"},
+      {{"--alert-backoff-initial-ms", "100", "--alert-backoff-max-ms", "50"}, "alert_backoff_max_ms"},
+  };
+  for (const auto& [args, field] : bad) {
+    auto r = parse(args);
+    ASSERT_FALSE(r.ok()) << args[0] << " " << args[1];
+    EXPECT_EQ(r.error().field, field) << args[0] << " " << args[1];
+  }
+}
+
 }  // namespace benchfleet

@@ -1,0 +1,113 @@
+// The pure parts of the history services: webhook retry backoff, webhook URL splitting, the
+// test clock file of the schedule runner, and the JSON shapes of history_json.h.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "coordinator/api/history_json.h"
+#include "coordinator/history_worker.h"
+#include "coordinator/schedule_runner.h"
+
+namespace benchfleet {
+namespace {
+
+TEST(AlertRetry, DoublesFromTheInitialDelayCapsAtTheMaxAndGivesUpAfterMaxAttempts) {
+  HistoryWorkerOptions o;
+  o.alert_backoff_initial = std::chrono::milliseconds(100);
+  o.alert_backoff_max = std::chrono::milliseconds(1000);
+  o.alert_max_attempts = 6;
+  const TimestampMs now = 1'000'000;
+  EXPECT_EQ(alert_retry_at(now, 1, o), now + 100);
+  EXPECT_EQ(alert_retry_at(now, 2, o), now + 200);
+  EXPECT_EQ(alert_retry_at(now, 3, o), now + 400);
+  EXPECT_EQ(alert_retry_at(now, 4, o), now + 800);
+  EXPECT_EQ(alert_retry_at(now, 5, o), now + 1000);
+  EXPECT_EQ(alert_retry_at(now, 6, o), std::nullopt);
+  o.alert_max_attempts = 100;
+  EXPECT_EQ(alert_retry_at(now, 90, o), now + 1000) << "no overflow on many attempts";
+  o.alert_max_attempts = 1;
+  EXPECT_EQ(alert_retry_at(now, 1, o), std::nullopt);
+}
+
+TEST(WebhookUrl, SplitsIntoBaseAndTarget) {
+  auto a = split_webhook_url("http://hooks.example:9000/alerts/bf?token=x");
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->base_url, "http://hooks.example:9000");
+  EXPECT_EQ(a->target, "/alerts/bf?token=x");
+  auto b = split_webhook_url("http://127.0.0.1:81");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->base_url, "http://127.0.0.1:81");
+  EXPECT_EQ(b->target, "/");
+  auto c = split_webhook_url("http://h?x=1");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->target, "/?x=1");
+  for (const char* bad : {"https://h/x", "h/x", "http://", "http:///x", "http://:80/x", "http://h/x#frag"}) {
+    auto r = split_webhook_url(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().field, "alert_webhook_url") << bad;
+  }
+}
+
+TEST(ScheduleClockFile, HoldsMillisecondsAndIsReReadEachTime) {
+  const auto path = std::filesystem::temp_directory_path() / ("bf-clock-" + std::to_string(::getpid()));
+  std::ofstream(path) << "1767312000000\n";
+  auto t = read_clock_file(path.string());
+  ASSERT_TRUE(t.ok()) << t.error().describe();
+  EXPECT_EQ(*t, 1767312000000);
+  std::ofstream(path) << "  1767398400000 ";
+  EXPECT_EQ(*read_clock_file(path.string()), 1767398400000);
+  for (const char* bad : {"", "soon", "12x", "-5"}) {
+    std::ofstream(path) << bad;
+    auto r = read_clock_file(path.string());
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+  std::filesystem::remove(path);
+  auto missing = read_clock_file(path.string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().describe().find(path.string()), std::string::npos);
+}
+
+TEST(HistoryJson, RegressionHasTheContractShape) {
+  store::RegressionInfo r;
+  r.id = 7;
+  r.series_id = 3;
+  r.key.model = "microsoft/resnet-50";
+  r.key.gpu = "a100";
+  r.key.torch_build = "nightly";
+  r.direction = history::ChangeDirection::kRegression;
+  r.ratio = 1.15;
+  r.first_bad.point_id = 11;
+  r.first_bad.torch_version = "2.7.0.dev20250107";
+  r.detected_at = 1767312000000;
+  const auto j = api::regression_json(r);
+  EXPECT_EQ(j["direction"], "regression");
+  EXPECT_EQ(j["state"], "open");
+  EXPECT_EQ(j["series"]["model"], "microsoft/resnet-50");
+  EXPECT_EQ(j["series"]["mode"], "eager");
+  EXPECT_EQ(j["first_bad"]["torch_version"], "2.7.0.dev20250107");
+  EXPECT_TRUE(j["first_bad"]["torch_git"].is_null());
+  EXPECT_TRUE(j["last_good"].is_null());
+  EXPECT_TRUE(j["note"].is_null());
+  EXPECT_EQ(j["url"], "/api/v1/regressions/7");
+  EXPECT_EQ(j["series_url"], "/api/v1/series/3");
+  EXPECT_EQ(j["detected_at"], "2026-01-02T00:00:00.000Z");
+  const auto event = api::regression_opened_event(r, 5);
+  EXPECT_EQ(event["event"], "regression.opened");
+  EXPECT_EQ(event["delivery_id"], 5);
+  EXPECT_EQ(event["regression"], j);
+
+  store::ScheduleInfo s;
+  s.id = 2;
+  s.enabled = false;
+  s.next_due_at = 1767312000000;
+  EXPECT_TRUE(api::schedule_json(s)["next_due_at"].is_null()) << "null while paused";
+  s.enabled = true;
+  EXPECT_EQ(api::schedule_json(s)["next_due_at"], "2026-01-02T00:00:00.000Z");
+  EXPECT_EQ(api::parse_change_direction("improvement"), history::ChangeDirection::kImprovement);
+  EXPECT_EQ(api::parse_change_direction("worse"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace benchfleet
