@@ -170,7 +170,9 @@ Result<Store::FireOutcome> Store::fire_due_schedules(
       outcome.errors.emplace_back(d.id, cron.error());
       continue;
     }
-    const auto [due_at, skipped] = latest_due(*cron, d.next_due_at, now);
+    const auto latest = latest_due(*cron, d.next_due_at, now);
+    const TimestampMs due_at = latest.first;
+    const std::int64_t skipped = latest.second;
     const TimestampMs next_due_at = cron->next_after(due_at);
     auto jobs = expand(d.spec);
     auto fired = group_.run([&]() -> Result<std::optional<FiredSchedule>> {

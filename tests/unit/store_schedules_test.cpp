@@ -20,7 +20,7 @@ namespace benchfleet::store {
 namespace {
 
 constexpr TimestampMs kMinute = 60'000;
-constexpr TimestampMs kDay = 24 * 60 * kMinute;
+constexpr TimestampMs kDay = kMinute * 24 * 60;
 // ManualClock's start, 2023-11-14 22:13:20 UTC; "30 2 * * *" is first due at 02:30 the next day.
 constexpr TimestampMs kStart = 1'700'000'000'000;
 constexpr TimestampMs kFirstNightly = 1'700'015'400'000;  // 2023-11-15 02:30 UTC
@@ -149,7 +149,7 @@ TEST_F(StoreSchedulesTest, RacingCallersCreateOneRun) {
 TEST_F(StoreSchedulesTest, MissedWindowsGetOneRunForTheLatestDueTime) {
   const auto s = create();
   // The coordinator was down for three nights: one run, for the last of them.
-  const TimestampMs now = kFirstNightly + 2 * kDay + 3 * 60 * kMinute;
+  const TimestampMs now = kFirstNightly + 2 * kDay + kMinute * 180;
   const auto out = fire(now);
   ASSERT_EQ(out.fired.size(), 1u);
   EXPECT_EQ(out.fired[0].due_at, kFirstNightly + 2 * kDay);
