@@ -123,8 +123,8 @@ TEST_F(StoreSchedulesTest, ADueTimeCreatesOneRunExactlyOnceAlsoAcrossAReopen) {
   EXPECT_EQ(after.runs, 1);
   EXPECT_EQ(after.missed, 0);
   EXPECT_EQ(store_->next_schedule_due().value(), kFirstNightly + kDay);
-  EXPECT_EQ(run_schedule_columns(), (std::vector<std::pair<std::optional<std::int64_t>, std::optional<std::int64_t>>>{
-                                        {s.id, kFirstNightly}}));
+  EXPECT_EQ(run_schedule_columns(),
+            (std::vector<std::pair<std::optional<std::int64_t>, std::optional<std::int64_t>>>{{s.id, kFirstNightly}}));
 
   // The next night: one more.
   const auto second = fire(kFirstNightly + kDay);
