@@ -1,14 +1,23 @@
-// The pure parts of the history services: webhook retry backoff, webhook URL splitting, the
-// test clock file of the schedule runner, and the JSON shapes of history_json.h.
+// The history services: webhook retry backoff, webhook URL splitting, the schedule runner's
+// test clock file and its loop on a real store, the detector woken early, and the JSON shapes of
+// history_json.h.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "common/catalog.h"
 #include "coordinator/api/history_json.h"
 #include "coordinator/history_worker.h"
 #include "coordinator/schedule_runner.h"
+#include "tests/unit/store_test_results.h"
 
 namespace benchfleet {
 namespace {
@@ -67,6 +76,105 @@ TEST(ScheduleClockFile, HoldsMillisecondsAndIsReReadEachTime) {
   auto missing = read_clock_file(path.string());
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().describe().find(path.string()), std::string::npos);
+}
+
+// Polls `condition` every 10 ms for up to `limit`.
+template <class F>
+bool eventually(F condition, std::chrono::milliseconds limit = std::chrono::seconds(5)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+class HistoryServicesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("bf-history-services-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    store::StoreOptions options;
+    options.path = (dir_ / "bf.db").string();
+    auto s = store::Store::open(options, clock_);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    store_ = std::move(*s);
+    auto catalog = Catalog::load_file(default_catalog_path());
+    ASSERT_TRUE(catalog.ok()) << catalog.error().describe();
+    catalog_ = std::move(*catalog);
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::filesystem::path dir_;
+  ManualClock clock_{1'767'312'000'000};  // 2026-01-02T00:00:00Z
+  std::unique_ptr<store::Store> store_;
+  Catalog catalog_;
+};
+
+TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueRunOnce) {
+  const MatrixSpec spec = store::testing::stable_a100_matrix("nightly", {"torchvision/resnet18"}, {1}, {Mode::kEager});
+  auto schedule = store_->create_schedule(spec, "0 2 * * *", true);
+  ASSERT_TRUE(schedule.ok()) << schedule.error().describe();
+  const TimestampMs due = schedule->next_due_at;
+  EXPECT_EQ(due, clock_.now_ms() + 2 * 3'600'000);
+
+  std::atomic<int> calls{0};
+  // The first two checks have no time (an unreadable clock file); then it is past the due time.
+  ScheduleRunner::NowSource now = [&]() -> Result<TimestampMs> {
+    if (calls.fetch_add(1) < 2) return Error::invalid("clock", "cannot read the clock file");
+    return due + 1000;
+  };
+  boost::asio::io_context ioc;
+  boost::asio::thread_pool blocking(1);
+  WorkSignal work;
+  const auto generation = work.generation();
+  ScheduleRunner runner(ioc, blocking.get_executor(), *store_, catalog_, work, now,
+                        {std::chrono::milliseconds(10), 1000});
+  runner.start();
+  std::thread io([&] { ioc.run(); });
+  EXPECT_TRUE(eventually([&] { return runner.runs_created() == 1; }));
+  EXPECT_TRUE(eventually([&] { return runner.checks() >= 5; }));
+  runner.stop();
+  io.join();
+  blocking.join();
+  EXPECT_GE(calls.load(), 7);
+  EXPECT_EQ(runner.runs_created(), 1) << "one run per due time, however many checks";
+  EXPECT_GT(work.generation(), generation) << "waiting lease requests were woken";
+  auto after = store_->get_schedule(schedule->id);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->runs, 1);
+  EXPECT_EQ(after->last_due_at, due);
+  auto runs = store_->list_runs(10, std::nullopt);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->front().name, "nightly");
+}
+
+TEST_F(HistoryServicesTest, HistoryWorkerDetectsSoonAfterAWakeAndStops) {
+  HistoryWorkerOptions options;
+  options.detect_interval = std::chrono::hours(1);
+  boost::asio::io_context ioc;
+  boost::asio::thread_pool blocking(1);
+  HistoryWorker worker(ioc, blocking.get_executor(), *store_, clock_, options);
+  worker.start();
+  std::thread io([&] { ioc.run(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(worker.detection_passes(), 0) << "nothing before the interval or a wake";
+  const auto woken = std::chrono::steady_clock::now();
+  worker.wake();
+  worker.wake();  // wakes close together share a pass
+  EXPECT_TRUE(eventually([&] { return worker.detection_passes() >= 1; }));
+  EXPECT_LT(std::chrono::steady_clock::now() - woken, std::chrono::seconds(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(worker.detection_passes(), 1);
+  worker.stop();
+  io.join();  // both loops ended: run() returns
+  blocking.join();
 }
 
 TEST(HistoryJson, RegressionHasTheContractShape) {
