@@ -21,6 +21,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench/query_timing.h"
 #include "bench/report_fill.h"
 #include "common/catalog.h"
 #include "common/http/client.h"
@@ -38,6 +39,11 @@ using benchfleet::testing::file_tail;
 using benchfleet::testing::LaunchOptions;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using bench::Checks;
+using bench::ms_since;
+using bench::print_table;
+using bench::time_steps;
+using bench::Timing;
 
 constexpr const char* kOperatorToken = "report-bench-operator-token";
 
@@ -54,131 +60,6 @@ struct Options {
   std::string coordinator = testing::coordinator_binary();
   bool keep_dir = false;
 };
-
-struct Timing {
-  std::string what;
-  std::vector<double> ms;
-  std::size_t bytes = 0;
-  double server_mean_ms = -1;  // from the coordinator's /metrics; < 0 when not known
-};
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return percentile_sorted(v, q);
-}
-
-// Runs `f` `warmup` times untimed, then `n` times timed.
-Timing time_steps(const std::string& what, int warmup, int n, const std::function<std::size_t()>& f) {
-  Timing t{what, {}, 0, -1};
-  for (int i = 0; i < warmup; ++i) f();
-  for (int i = 0; i < n; ++i) {
-    const auto start = Clock::now();
-    t.bytes = f();
-    t.ms.push_back(ms_since(start));
-  }
-  return t;
-}
-
-void print_table(const std::string& title, const std::vector<Timing>& rows, bool server_column) {
-  std::printf("\n%s\n", title.c_str());
-  std::printf("%-58s | %10s | %8s | %9s | %8s | %8s%s\n", "", "bytes", "min ms", "median ms", "p90 ms", "mean ms",
-              server_column ? " | server mean ms" : "");
-  std::printf("%s\n", std::string(server_column ? 130 : 112, '-').c_str());
-  for (const auto& r : rows) {
-    std::printf("%-58s | %10zu | %8.2f | %9.2f | %8.2f | %8.2f", r.what.c_str(), r.bytes, quantile(r.ms, 0),
-                quantile(r.ms, 0.5), quantile(r.ms, 0.9), mean(r.ms));
-    if (server_column) {
-      if (r.server_mean_ms >= 0) {
-        std::printf(" | %15.2f", r.server_mean_ms);
-      } else {
-        std::printf(" | %15s", "-");
-      }
-    }
-    std::printf("\n");
-  }
-  std::fflush(stdout);
-}
-
-// sum and count of the coordinator's latency histogram for `route`, 2xx answers.
-std::pair<double, double> route_totals(http::Client& client, const std::string& route) {
-  auto res = client.get("/metrics", kOperatorToken);
-  if (!res.ok() || res->status != 200) return {0, 0};
-  const std::string labels = "{route=\"" + route + "\",code=\"2xx\"} ";
-  double sum = 0, count = 0;
-  std::istringstream lines(res->body);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("benchfleet_http_request_duration_seconds_sum" + labels, 0) == 0) {
-      sum = std::stod(line.substr(line.rfind(' ') + 1));
-    } else if (line.rfind("benchfleet_http_request_duration_seconds_count" + labels, 0) == 0) {
-      count = std::stod(line.substr(line.rfind(' ') + 1));
-    }
-  }
-  return {sum, count};
-}
-
-struct Checks {
-  bool failed = false;
-  std::vector<std::string> problems;
-  void fail(std::string what) {
-    failed = true;
-    problems.push_back(std::move(what));
-  }
-};
-
-// GET `target` `warmup` + `n` times; the server's mean comes from /metrics around the timed ones.
-Timing time_requests(http::Client& client, const std::string& label, const std::string& target,
-                     const std::string& route, const Options& o, Checks& checks,
-                     const std::function<std::string(const http::ClientResponse&)>& check = {}) {
-  Timing t{label, {}, 0, -1};
-  for (int i = 0; i < o.warmup; ++i) (void)client.get(target, kOperatorToken);
-  const auto before = route_totals(client, route);
-  for (int i = 0; i < o.requests; ++i) {
-    const auto start = Clock::now();
-    auto res = client.get(target, kOperatorToken, std::chrono::seconds(120));
-    t.ms.push_back(ms_since(start));
-    if (!res.ok() || res->status != 200) {
-      std::string why = target;
-      if (res.ok()) {
-        why += ": HTTP ";
-        why += std::to_string(res->status);
-      } else {
-        why += ": ";
-        why += res.error().describe();
-      }
-      checks.fail(std::move(why));
-      return t;
-    }
-    t.bytes = res->body.size();
-    if (check && i == 0) {
-      if (std::string why = check(*res); !why.empty()) checks.fail(target + ": " + why);
-    }
-  }
-  const auto after = route_totals(client, route);
-  if (after.second - before.second >= o.requests) {
-    t.server_mean_ms = (after.first - before.first) / (after.second - before.second) * 1000;
-  }
-  return t;
-}
-
-std::string make_dir(const Options& o) {
-  if (!o.dir.empty()) {
-    fs::create_directories(o.dir);
-    return o.dir;
-  }
-  std::string base = "/dev/shm";
-  if (::access(base.c_str(), W_OK) != 0) {
-    const char* tmp = std::getenv("TMPDIR");
-    base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
-  }
-  std::string pattern = base + "/benchfleet-report-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a directory from " + pattern);
-  return pattern;
-}
 
 // The server's steps for the big run, in process on the same database.
 std::vector<Timing> time_in_process(const Options& o, const std::string& db, const Catalog& catalog,
@@ -259,7 +140,7 @@ int run(int argc, char** argv) {
     std::cerr << "report_queries: " << catalog.error().describe() << "\n";
     return 2;
   }
-  const std::string dir = make_dir(o);
+  const std::string dir = bench::make_work_dir(o.dir, "benchfleet-report");
   std::string db = o.db;
   std::int64_t run_id = o.run_id;
   Checks checks;
@@ -340,31 +221,34 @@ int run(int argc, char** argv) {
     return body.ok() && !(*body)["tables"].empty() ? std::string() : std::string("no tables");
   };
 
+  const bench::RequestPlan plan{o.warmup, o.requests, kOperatorToken};
   std::cerr << "report_queries: timing " << o.requests << " requests per endpoint over loopback...\n";
   std::vector<Timing> http_rows;
   for (const char* stat : {"mean", "median"}) {
     for (const char* format : {"json", "md", "csv"}) {
       const std::string q = std::string("?format=") + format + "&stat=" + stat;
-      http_rows.push_back(time_requests(
-          client, "GET " + run + "/report" + q, run + "/report" + q, "runs.report", o, checks,
+      http_rows.push_back(bench::time_requests(
+          client, "GET " + run + "/report" + q, run + "/report" + q, "runs.report", plan, checks,
           std::string(format) == "json" ? has_tables : std::function<std::string(const http::ClientResponse&)>{}));
     }
   }
-  http_rows.push_back(time_requests(client, "GET " + run + "/report?format=json&exclude_flagged=true",
-                                    run + "/report?format=json&exclude_flagged=true", "runs.report", o, checks,
-                                    has_tables));
-  http_rows.push_back(time_requests(client, "GET " + run + "/jobs?limit=10000", run + "/jobs?limit=10000", "runs.jobs",
-                                    o, checks, expect_rows("jobs", std::min<std::int64_t>(job_count, 10000))));
-  http_rows.push_back(time_requests(client, "GET " + run + "/jobs (first page of 1000)", run + "/jobs", "runs.jobs", o,
-                                    checks, expect_rows("jobs", std::min<std::int64_t>(job_count, 1000))));
-  http_rows.push_back(time_requests(client, "GET " + run + "/results?samples=false&limit=1000",
-                                    run + "/results?samples=false&limit=1000", "runs.results", o, checks,
-                                    expect_rows("results", std::min<std::int64_t>(job_count, 1000))));
+  http_rows.push_back(bench::time_requests(client, "GET " + run + "/report?format=json&exclude_flagged=true",
+                                           run + "/report?format=json&exclude_flagged=true", "runs.report", plan,
+                                           checks, has_tables));
+  http_rows.push_back(bench::time_requests(client, "GET " + run + "/jobs?limit=10000", run + "/jobs?limit=10000",
+                                           "runs.jobs", plan, checks,
+                                           expect_rows("jobs", std::min<std::int64_t>(job_count, 10000))));
+  http_rows.push_back(bench::time_requests(client, "GET " + run + "/jobs (first page of 1000)", run + "/jobs",
+                                           "runs.jobs", plan, checks,
+                                           expect_rows("jobs", std::min<std::int64_t>(job_count, 1000))));
+  http_rows.push_back(bench::time_requests(client, "GET " + run + "/results?samples=false&limit=1000",
+                                           run + "/results?samples=false&limit=1000", "runs.results", plan, checks,
+                                           expect_rows("results", std::min<std::int64_t>(job_count, 1000))));
   // With samples a page holds at most 10 results (issue 16).
-  http_rows.push_back(time_requests(client, "GET " + run + "/results?samples=true (page of 10)",
-                                    run + "/results?samples=true&limit=10", "runs.results", o, checks,
-                                    expect_rows("results", std::min<std::int64_t>(job_count, 10))));
-  http_rows.push_back(time_requests(client, "GET " + run, run, "runs.get", o, checks));
+  http_rows.push_back(bench::time_requests(client, "GET " + run + "/results?samples=true (page of 10)",
+                                           run + "/results?samples=true&limit=10", "runs.results", plan, checks,
+                                           expect_rows("results", std::min<std::int64_t>(job_count, 10))));
+  http_rows.push_back(bench::time_requests(client, "GET " + run, run, "runs.get", plan, checks));
 
   // The whole result listing without samples, page by page, as one operation.
   Timing walk{"all of " + run + "/results?samples=false, 1000 per page", {}, 0, -1};
