@@ -6,8 +6,6 @@
 // /results?samples=false for the big run: client-side min/median/p90, and the server's own
 // mean from its /metrics histogram. Prints figures; the exit code only says whether every
 // request answered 200 with the expected number of rows.
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,7 +13,6 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
