@@ -60,7 +60,8 @@ class HistoryWorker {
   HistoryWorker& operator=(const HistoryWorker&) = delete;
 
   void start();
-  // Thread-safe; the loops end before their next step (one in progress finishes).
+  // Thread-safe; the loops end before their next step (one in progress finishes: a webhook
+  // request in flight ends within alert_timeout).
   void stop();
   // Thread-safe and cheap (a post): new points may be there; detection runs soon (debounced).
   void wake();

@@ -89,7 +89,7 @@ class CliHistoryTest : public ::testing::Test {
   CliRun cli(const std::vector<std::string>& args) { return run_cli(coord_.dir(), args, coord_.base_url()); }
 
   std::string write(const std::string& name, const std::string& text) {
-    const std::string path = coord_.dir() + "/" + name;
+    std::string path = coord_.dir() + "/" + name;
     std::ofstream(path) << text;
     return path;
   }

@@ -122,14 +122,14 @@ class WebhookReceiver {
 
 class Coordinator {
  public:
-  explicit Coordinator(std::map<std::string, std::string> flags) {
+  explicit Coordinator(const std::map<std::string, std::string>& flags) {
     std::string pattern = (std::filesystem::temp_directory_path() / "bf-history-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
     dir_ = pattern;
     clock_file_ = dir_ + "/clock";
     flags_ = {{"--db", dir_ + "/bf.db"}, {"--operator-token", kOperator}, {"--enrollment-token", kEnrollment},
               {"--log-level", "info"},   {"--schedule-check-ms", "50"},   {"--detect-interval-ms", "200"}};
-    for (auto& [k, v] : flags) flags_[k] = v;
+    for (const auto& [k, v] : flags) flags_[k] = v;
   }
   ~Coordinator() {
     child_.reset();

@@ -121,7 +121,7 @@ TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueR
   auto schedule = store_->create_schedule(spec, "0 2 * * *", true);
   ASSERT_TRUE(schedule.ok()) << schedule.error().describe();
   const TimestampMs due = schedule->next_due_at;
-  EXPECT_EQ(due, clock_.now_ms() + 2 * 3'600'000);
+  EXPECT_EQ(due, clock_.now_ms() + std::int64_t{2} * 3'600'000);
 
   std::atomic<int> calls{0};
   // The first two checks have no time (an unreadable clock file); then it is past the due time.
