@@ -410,6 +410,18 @@ TEST(History, NightlyScheduleFiresOnceAndAStepBecomesOneRegressionAlertedOnce) {
   EXPECT_EQ(coord.get_json("/api/v1/regressions?state=all&direction=all")["regressions"].size(), 1u);
   EXPECT_EQ(coord.get("/api/v1/regressions?state=closed").status, 400u);
 
+  // Missed windows: down for three due times, the coordinator creates one run, for the latest.
+  coord.stop();
+  coord.set_clock(*first_due + 10 * kDayMs + 30'000);
+  coord.start();
+  ASSERT_TRUE(eventually([&] { return run_count(coord) == 9; }, 10s));
+  std::this_thread::sleep_for(400ms);
+  EXPECT_EQ(run_count(coord), 9);
+  const json caught_up = coord.get_json(schedule_url);
+  EXPECT_EQ(caught_up["missed"], 2) << caught_up.dump();
+  EXPECT_EQ(caught_up["last_due_at"], format_time(*first_due + 10 * kDayMs));
+  EXPECT_EQ(caught_up["next_due_at"], format_time(*first_due + 11 * kDayMs));
+
   // Pause and resume; deleting keeps the runs.
   EXPECT_EQ(json::parse(coord.post(schedule_url + "/pause", json::object()).body)["next_due_at"], nullptr);
   EXPECT_EQ(json::parse(coord.post(schedule_url + "/resume", json::object()).body)["enabled"], true);
@@ -418,7 +430,7 @@ TEST(History, NightlyScheduleFiresOnceAndAStepBecomesOneRegressionAlertedOnce) {
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(deleted->status, 204u);
   EXPECT_EQ(coord.get(schedule_url).status, 404u);
-  EXPECT_EQ(run_count(coord), 8);
+  EXPECT_EQ(run_count(coord), 9);
   EXPECT_EQ(receiver.received().size(), 1u) << "still one webhook POST";
 }
 
