@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <random>
+#include <set>
 
 #include "common/clock.h"
 #include "common/matrix.h"
@@ -158,12 +160,21 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
   HistoryFillSummary summary;
   std::mt19937_64 rng(o.seed);
   std::int64_t stepped = 0;
+  // Per series key (model, batch, mode, GPU class, build): the step injected, and the night of
+  // each run id.
+  std::map<std::string, Step> steps;
+  std::map<std::int64_t, int> night_of_run;
+  const auto key_of = [](const std::string& model, int batch, Mode mode, const std::string& gpu,
+                         const std::string& build) {
+    return model + "|" + std::to_string(batch) + "|" + std::string(to_string(mode)) + "|" + gpu + "|" + build;
+  };
   for (int night = 0; night < o.nights; ++night) {
     clock.set_ms(kFirstMidnight + night * kDayMs + 2 * 3'600'000 + 60'000);  // 02:01, the schedule is due
     auto started = std::chrono::steady_clock::now();
     BF_ASSIGN_OR_RETURN(const auto fired, store->fire_due_schedules(clock.now_ms(), expand));
     if (fired.fired.size() != 1) return Error::internal("night " + std::to_string(night) + ": no run was created");
     ++summary.runs;
+    night_of_run[fired.fired.front().run_id] = night;
     std::vector<bool> idle(agents.size(), false);
     for (std::size_t busy = agents.size(); busy > 0;) {
       for (std::size_t a = 0; a < agents.size(); ++a) {
@@ -183,8 +194,12 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
                        mode_speed(grant.spec.mode) * (grant.spec.torch_build == "nightly" ? 0.95 : 1.0);
         const Step step = step_of(grant.spec, o.nights, o.seed);
         if (step.night >= 0 && night >= step.night) level *= step.factor;
-        if (step.night == night) ++stepped;
         const JobResult result = synthesize(grant.spec, kGpus[gpu_index], model_index, night, level, o.samples, rng);
+        if (step.night == night && result.status == ResultStatus::kOk) {  // an OOM cell shows no step
+          ++stepped;
+          steps[key_of(grant.spec.model, grant.spec.batch, grant.spec.mode, grant.spec.gpu, grant.spec.torch_build)] =
+              step;
+        }
         BF_ASSIGN_OR_RETURN(const auto outcome,
                             store->record_result(agent_id, {grant.job_id, grant.lease_id}, grant.attempt, result));
         if (outcome.kind != store::RecordKind::kStored) {
@@ -207,6 +222,23 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
     if (progress) progress(night + 1);
   }
   summary.injected_steps = stepped;
+  std::set<std::string> found;
+  BF_ASSIGN_OR_RETURN(const auto changes, store->list_regressions({}, std::nullopt, 100'000));
+  for (const auto& change : changes.regressions) {
+    const std::string key =
+        key_of(change.key.model, change.key.batch, change.key.mode, change.key.gpu, change.key.torch_build);
+    const auto step = steps.find(key);
+    const auto night = night_of_run.find(change.first_bad.run_id);
+    const bool slower = change.direction == history::ChangeDirection::kRegression;
+    if (step != steps.end() && night != night_of_run.end() && night->second == step->second.night &&
+        slower == (step->second.factor > 1)) {
+      ++summary.changes_at_step;
+      found.insert(key);
+    } else {
+      ++summary.changes_elsewhere;
+    }
+  }
+  summary.steps_missed = static_cast<std::int64_t>(steps.size() - found.size());
   BF_ASSIGN_OR_RETURN(const auto page, store->list_series({}, std::nullopt, 100'000));
   summary.series = static_cast<std::int64_t>(page.series.size());
   return summary;

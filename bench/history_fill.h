@@ -35,6 +35,11 @@ struct HistoryFillSummary {
   std::int64_t injected_steps = 0;  // series made to change level (regressions + improvements)
   std::int64_t regressions = 0;     // changes the detector confirmed, direction regression
   std::int64_t improvements = 0;
+  // The confirmed changes judged against what was injected: first bad run on the series' step
+  // night and in its direction, or anywhere else (a false alarm); steps never confirmed.
+  std::int64_t changes_at_step = 0;
+  std::int64_t changes_elsewhere = 0;
+  std::int64_t steps_missed = 0;
   double fill_seconds = 0;    // leases and results
   double detect_seconds = 0;  // Store::detect_changes, all nights
   std::int64_t detect_series_examined = 0;

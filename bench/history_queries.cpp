@@ -145,12 +145,15 @@ int run(int argc, char** argv) {
     std::printf(
         "filled %s: %lld runs, %lld results, %lld series in %.1f s (%.2f ms per lease + result); change detector"
         " %.1f s in all, %.3f ms per series examined (%lld); %lld series changed level, detector confirmed %lld"
-        " regressions and %lld improvements\n",
+        " regressions and %lld improvements: %lld at the injected night and direction, %lld elsewhere (false"
+        " alarms), %lld injected steps not found\n",
         db.c_str(), static_cast<long long>(f.runs), static_cast<long long>(f.results), static_cast<long long>(f.series),
         f.fill_seconds, f.fill_seconds * 1000 / std::max<double>(1, f.results), f.detect_seconds,
         f.detect_seconds * 1000 / std::max<double>(1, f.detect_series_examined),
         static_cast<long long>(f.detect_series_examined), static_cast<long long>(f.injected_steps),
-        static_cast<long long>(f.regressions), static_cast<long long>(f.improvements));
+        static_cast<long long>(f.regressions), static_cast<long long>(f.improvements),
+        static_cast<long long>(f.changes_at_step), static_cast<long long>(f.changes_elsewhere),
+        static_cast<long long>(f.steps_missed));
     if (f.regressions == 0 && o.nights >= 100) checks.fail("the detector confirmed no regression");
   }
   std::error_code ec;
