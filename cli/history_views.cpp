@@ -97,7 +97,7 @@ std::string series_list_view(const json& list) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& s : list.value("series", json::array())) {
     rows.push_back({text(s, "id"), text(s, "model"), text(s, "batch"), text(s, "mode"), text(s, "dtype"),
-                    text(s, "runtime"), text(s, "gpu"), text(s, "torch_build"), text(s, "points"),
+                    text(s, "runtime"), text(s, "gpu"), text(s, "torch_build"), text(s, "point_count"),
                     text(s, "last_torch_version"), number(s, "last_median_ms", "%.3f ms"),
                     text(s, "open_regressions")});
   }

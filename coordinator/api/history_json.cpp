@@ -57,7 +57,7 @@ json series_key_json(const store::SeriesKey& k) {
 json series_json(const store::SeriesInfo& s) {
   json out = series_key_json(s.key);
   out["id"] = s.id;
-  out["points"] = s.points;
+  out["point_count"] = s.points;
   out["last_point_at"] = time_or_null(s.last_point_at);
   out["last_median_ms"] = or_null(s.last_median_ms);
   out["last_torch_version"] = or_null(s.last_torch_version);

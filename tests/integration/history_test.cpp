@@ -348,7 +348,7 @@ TEST(History, NightlyScheduleFiresOnceAndAStepBecomesOneRegressionAlertedOnce) {
   const json listed = coord.get_json(kSeriesQuery);
   ASSERT_EQ(listed["series"].size(), 1u) << listed.dump();
   const json& series = listed["series"][0];
-  EXPECT_EQ(series["points"], 8);
+  EXPECT_EQ(series["point_count"], 8);
   EXPECT_EQ(series["last_torch_version"], nightly(8));
   const json detail = coord.get_json(series["url"].get<std::string>());
   ASSERT_EQ(detail["points"].size(), 8u) << detail.dump();

@@ -93,7 +93,7 @@ export class SeriesView {
       h("tbody", null, page.series.map((s) => h("tr", { dataset: { series: s.id } },
         h("th", { scope: "row" }, h("a", { href: `#/series/${s.id}` }, s.model)),
         h("td", { class: "num" }, String(s.batch)), h("td", null, s.mode), h("td", null, s.dtype), h("td", null, s.runtime),
-        h("td", null, s.gpu), h("td", null, s.torch_build), h("td", { class: "num" }, String(s.points)),
+        h("td", null, s.gpu), h("td", null, s.torch_build), h("td", { class: "num" }, String(s.point_count)),
         h("td", { class: "num" }, fmtMs(s.last_median_ms)), h("td", null, s.last_torch_version ?? "-"),
         h("td", null, s.last_status ? h("span", { class: `badge ${badgeClass(s.last_status)}` }, s.last_status) : "-"),
         h("td", { class: "num" }, s.open_regressions ? h("a", { href: `#/regressions?state=all&series=${s.id}` }, String(s.open_regressions)) : "0")))));
@@ -164,8 +164,7 @@ export class SeriesView {
       h("header", { class: "run-head" },
         h("h1", null, series.model),
         h("p", { class: "meta series-key" }, seriesLabel(series)),
-        // The detail's "points" is the list (series_json's count is replaced by it).
-        h("p", { class: "meta" }, `${truncated ? "over " : ""}${points.length} points` +
+        h("p", { class: "meta" }, `${truncated ? `${points.length} of ${series.point_count}` : points.length} points` +
           (series.last_point_at ? ` · last ${fmtTime(series.last_point_at)}` : "") +
           (series.last_torch_version ? ` · last torch ${series.last_torch_version}` : "") +
           (series.last_median_ms !== null && series.last_median_ms !== undefined ? ` · last median ${fmtMs(series.last_median_ms)} ms` : ""),
