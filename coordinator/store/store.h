@@ -440,13 +440,16 @@ class Store {
   // A series and its points in series order, from the first after `after_point` (a point id),
   // at most `limit`. kNotFound when the series does not exist or `after_point` is not its own.
   Result<SeriesPoints> get_series(std::int64_t series_id, std::optional<std::int64_t> after_point, int limit);
-  // Runs the change detector over up to `max_series` series that have points it has not seen,
-  // one transaction per series: groups the points of the current level by run (a run's
-  // repetitions pool their samples), reads the samples of the last baseline + confirm runs
-  // (result_samples), and stores a confirmed change (history::change_at_tail) as a regression or
-  // improvement, moving the series' level start to it. For each new regression (direction
-  // regression) it enqueues a webhook delivery when `enqueue_alerts`. Points of non-ok results
-  // are skipped by the detector (they are shown, not tested).
+  // Runs the change detector over up to `max_series` series that have points it has not seen:
+  // groups the points of the current level by run (a run's repetitions pool their samples),
+  // reads the samples of the last baseline + confirm runs (result_samples), and stores a
+  // confirmed change (history::change_at_tail) as a regression or improvement, moving the
+  // series' level start to it. For each new regression (direction regression) it enqueues a
+  // webhook delivery when `enqueue_alerts`. Points of non-ok results are skipped by the detector
+  // (they are shown, not tested). Per series: one operation reads, the samples are parsed and
+  // tested without the lock, one operation writes if the series is still as read (else its
+  // points stay unseen, and `more` is set); at most 16 runs of a series are judged per call
+  // (the rest: `more`).
   Result<DetectionPass> detect_changes(const history::DetectorOptions& options, bool enqueue_alerts,
                                        int max_series = 64);
   Result<RegressionPage> list_regressions(const RegressionFilter& filter, std::optional<std::int64_t> before_id,
@@ -560,9 +563,23 @@ class Store {
   Status backfill_series_points();
   Result<SeriesInfo> series_info_locked(std::int64_t series_id);
   Result<RegressionInfo> regression_info_locked(std::int64_t regression_id);
-  // detect_changes for one series, inside its own operation.
-  Status detect_series_locked(std::int64_t series_id, const history::DetectorOptions& options, bool enqueue_alerts,
-                              std::vector<RegressionInfo>& changes);
+  // detect_changes for one series, in three steps so that the samples are parsed and tested
+  // outside the lock: read (an operation: the level's runs, the samples texts of the runs its
+  // windows hold, for up to a few runs per call), walk (no lock: history::change_at_tail run by
+  // run), write (an operation: if the series is still as read, its changes, alerts, level start
+  // and the points judged seen; else nothing, and the next call walks it again).
+  struct DetectionRead;
+  struct FoundChange;
+  Result<DetectionRead> read_detection_locked(std::int64_t series_id, const history::DetectorOptions& options);
+  static std::vector<FoundChange> walk_detection(const DetectionRead& read, const history::DetectorOptions& options);
+  // Whether the series was still as read (false: nothing written).
+  Result<bool> write_detection_locked(std::int64_t series_id, const DetectionRead& read,
+                                      const std::vector<FoundChange>& found, bool enqueue_alerts,
+                                      std::vector<RegressionInfo>& changes);
+  // For tests (store_history_test.cpp, through StoreTestAccess): called between a series'
+  // detection read and its write, without the lock.
+  std::function<void(std::int64_t series_id)> between_detection_steps_;
+  friend struct StoreTestAccess;
 
   StoreOptions options_;
   const Clock& clock_;

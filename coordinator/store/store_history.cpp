@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -278,6 +279,99 @@ Result<SeriesPoints> Store::get_series(std::int64_t series_id, std::optional<std
   });
 }
 
+// What the detector's walk over one series needs, read under the lock (read_detection_locked),
+// walked without it (walk_detection) and written back if the series is still as read
+// (write_detection_locked).
+struct Store::DetectionRead {
+  // A run's ok points in the current level (consecutive points of one run: its repetitions).
+  struct Run {
+    std::int64_t run_id = 0;
+    std::vector<std::int64_t> point_ids, result_ids;
+    std::vector<double> medians;
+    OrderKey first;  // its first point's place in series order
+    bool pending = false;
+    // result_samples.samples_ms of its results, read for the runs a window of the walk holds.
+    std::vector<std::string> samples_text;
+  };
+  std::optional<std::int64_t> level_start;
+  std::vector<Run> runs;
+  std::ptrdiff_t first_pending = 0;  // the first run with an unseen point (runs.size(): none)
+  std::ptrdiff_t stop = 0;           // the walk judges the runs [first_pending, stop)
+  // The series' unseen points (every status) as read, and those the walk judges: all of them
+  // when it reaches the last run, else those ordered before runs[stop].
+  std::map<std::int64_t, OrderKey> pending;
+  std::vector<std::int64_t> judged;
+  // An unseen point ordered before this that was not read means the series changed under the
+  // walk; nullopt: no ok point was read (there was nothing to walk).
+  std::optional<OrderKey> bound;
+};
+
+// A change the walk confirmed, and the points it starts at and follows.
+struct Store::FoundChange {
+  history::Change change;
+  std::int64_t first_bad = 0;
+  std::optional<std::int64_t> last_good;
+};
+
+namespace {
+
+bool operator<(const OrderKey& a, const OrderKey& b) {
+  return std::tie(a.version_key, a.recorded_at, a.id) < std::tie(b.version_key, b.recorded_at, b.id);
+}
+
+// Runs of a series the detector judges per detect_changes call at most; the rest wait for the
+// next call (DetectionPass::more), so a series of a year of unseen runs (a back-fill) is not
+// read into memory at once.
+constexpr std::ptrdiff_t kMaxRunsPerCall = 16;
+
+// A run's samples, parsed from its results' samples texts.
+history::RunSamples parse_run(const std::vector<std::string>& texts, const std::vector<double>& medians) {
+  history::RunSamples run;
+  run.median_ms = median_of(medians);
+  for (const std::string& text : texts) {
+    const auto samples = nlohmann::json::parse(text, nullptr, false);
+    if (!samples.is_array()) continue;
+    for (const auto& v : samples) {
+      if (v.is_number()) run.samples_ms.push_back(v.get<double>());
+    }
+  }
+  return run;
+}
+
+}  // namespace
+
+// The detector runs as if the unseen runs came one at a time: each is the tail once, against
+// the runs of the level before it (history::change_at_tail); a confirmed change starts the
+// level at its first run. No lock held: `read` is this walk's own copy.
+std::vector<Store::FoundChange> Store::walk_detection(const DetectionRead& read,
+                                                      const history::DetectorOptions& options) {
+  std::vector<FoundChange> found;
+  const std::ptrdiff_t window = options.baseline_runs + options.confirm_runs;
+  std::ptrdiff_t level_begin = 0;
+  std::map<std::ptrdiff_t, history::RunSamples> parsed;  // the runs of the current window
+  for (std::ptrdiff_t k = read.first_pending; k < read.stop; ++k) {
+    const std::ptrdiff_t begin = std::max(level_begin, k + 1 - window);
+    parsed.erase(parsed.begin(), parsed.lower_bound(begin));
+    std::vector<history::RunSamples> level;
+    for (std::ptrdiff_t i = begin; i <= k; ++i) {
+      auto it = parsed.find(i);
+      if (it == parsed.end()) {
+        const auto& run = read.runs[static_cast<std::size_t>(i)];
+        it = parsed.emplace(i, parse_run(run.samples_text, run.medians)).first;
+      }
+      level.push_back(it->second);
+    }
+    const auto change = history::change_at_tail(level, options);
+    if (!change) continue;
+    const std::ptrdiff_t first = begin + static_cast<std::ptrdiff_t>(change->first_index);
+    FoundChange f{*change, read.runs[static_cast<std::size_t>(first)].point_ids.front(), std::nullopt};
+    if (first > 0) f.last_good = read.runs[static_cast<std::size_t>(first - 1)].point_ids.back();
+    found.push_back(f);
+    level_begin = first;
+  }
+  return found;
+}
+
 Result<DetectionPass> Store::detect_changes(const history::DetectorOptions& options, bool enqueue_alerts,
                                             int max_series) {
   DetectionPass pass;
@@ -300,19 +394,28 @@ Result<DetectionPass> Store::detect_changes(const history::DetectorOptions& opti
     pending->pop_back();
   }
   for (std::int64_t series_id : *pending) {
+    // Read under the lock, parse and test without it, write under it again.
+    auto read = group_.run([&]() { return read_detection_locked(series_id, options); });
+    if (!read.ok()) return read.error();
+    const std::vector<FoundChange> found = walk_detection(*read, options);
+    if (between_detection_steps_) between_detection_steps_(series_id);
     std::vector<RegressionInfo> changes;
-    BF_RETURN_IF_ERROR(group_.run([&]() -> Status {
+    auto written = group_.run([&]() -> Result<bool> {
       changes.clear();
-      return detect_series_locked(series_id, options, enqueue_alerts, changes);
-    }));
+      return write_detection_locked(series_id, *read, found, enqueue_alerts, changes);
+    });
+    if (!written.ok()) return written.error();
     ++pass.series_examined;
+    // A series changed under the walk, or with runs left to judge, has unseen points still.
+    if (!*written || read->stop < static_cast<std::ptrdiff_t>(read->runs.size())) pass.more = true;
     for (auto& c : changes) pass.changes.push_back(std::move(c));
   }
   return pass;
 }
 
-Status Store::detect_series_locked(std::int64_t series_id, const history::DetectorOptions& options, bool enqueue_alerts,
-                                   std::vector<RegressionInfo>& changes) {
+Result<Store::DetectionRead> Store::read_detection_locked(std::int64_t series_id,
+                                                          const history::DetectorOptions& options) {
+  DetectionRead read;
   // The current level: from the series' level start (its first point when no change was
   // confirmed yet) on, in series order.
   OrderKey from;
@@ -320,85 +423,108 @@ Status Store::detect_series_locked(std::int64_t series_id, const history::Detect
     BF_ASSIGN_OR_RETURN(auto level, db_->query_one("SELECT p.version_key, p.recorded_at, p.id FROM series s"
                                                    " JOIN series_points p ON p.id = s.level_start WHERE s.id = ?",
                                                    series_id));
-    if (level.found()) from = {level->text(0), level->int64(1), level->int64(2)};
+    if (level.found()) {
+      from = {level->text(0), level->int64(1), level->int64(2)};
+      read.level_start = from.id;
+    }
   }
   // Its ok points, consecutive points of one run grouped (a run's repetitions).
-  struct RunPoints {
-    std::int64_t run_id = 0;
-    std::vector<std::int64_t> point_ids, result_ids;
-    std::vector<double> medians;
-    bool pending = false;
-  };
-  std::vector<RunPoints> runs;
   {
-    BF_ASSIGN_OR_RETURN(auto s,
-                        db_->prepare("SELECT p.id, p.run_id, p.result_id, p.median_ms, p.detected FROM series_points p"
-                                     " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) >= (?2, ?3, ?4)"
-                                     " AND p.status = 'ok' AND p.median_ms IS NOT NULL"
-                                     " ORDER BY p.version_key, p.recorded_at, p.id"));
+    BF_ASSIGN_OR_RETURN(auto s, db_->prepare("SELECT p.id, p.run_id, p.result_id, p.median_ms, p.detected,"
+                                             " p.version_key, p.recorded_at FROM series_points p"
+                                             " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) >="
+                                             " (?2, ?3, ?4) AND p.status = 'ok' AND p.median_ms IS NOT NULL"
+                                             " ORDER BY p.version_key, p.recorded_at, p.id"));
     s->bind(1, series_id).bind(2, from.version_key).bind(3, from.recorded_at).bind(4, from.id);
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;
       const std::int64_t run_id = s->int64(1);
-      if (runs.empty() || runs.back().run_id != run_id) runs.push_back(RunPoints{run_id, {}, {}, {}, false});
-      RunPoints& r = runs.back();
-      r.point_ids.push_back(s->int64(0));
+      const OrderKey key{s->text(5), s->int64(6), s->int64(0)};
+      if (read.runs.empty() || read.runs.back().run_id != run_id) {
+        read.runs.push_back({});
+        read.runs.back().run_id = run_id;
+        read.runs.back().first = key;
+      }
+      auto& r = read.runs.back();
+      r.point_ids.push_back(key.id);
       r.result_ids.push_back(s->int64(2));
       r.medians.push_back(s->real(3));
       r.pending = r.pending || s->int64(4) == 0;
+      read.bound = key;
     }
   }
-
-  // The detector runs as if the unseen runs came one at a time: each is the tail once, against
-  // the runs of the level before it (history::change_at_tail); a confirmed change starts the
-  // level at its first run. Samples are read only for the runs a window holds.
-  const auto first_pending =
-      std::find_if(runs.begin(), runs.end(), [](const RunPoints& r) { return r.pending; }) - runs.begin();
+  // Its unseen points, of every status (the partial index series_points_pending).
+  {
+    BF_ASSIGN_OR_RETURN(auto s, db_->prepare("SELECT id, version_key, recorded_at FROM series_points"
+                                             " WHERE series_id = ? AND detected = 0"));
+    s->bind(1, series_id);
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      read.pending.emplace(s->int64(0), OrderKey{s->text(1), s->int64(2), s->int64(0)});
+    }
+  }
+  const auto size = static_cast<std::ptrdiff_t>(read.runs.size());
+  read.first_pending =
+      std::find_if(read.runs.begin(), read.runs.end(), [](const auto& r) { return r.pending; }) - read.runs.begin();
+  read.stop = std::min(size, read.first_pending + kMaxRunsPerCall);
+  if (read.stop < size) read.bound = read.runs[static_cast<std::size_t>(read.stop)].first;
+  for (const auto& [id, key] : read.pending) {
+    if (read.stop == size || key < *read.bound) read.judged.push_back(id);
+  }
+  // The samples of the runs the walk's windows can hold: the first pending run's window on.
   const std::ptrdiff_t window = options.baseline_runs + options.confirm_runs;
-  std::ptrdiff_t level_begin = 0;
-  std::map<std::ptrdiff_t, history::RunSamples> loaded;
-  auto samples_of = [&](std::ptrdiff_t i) -> Result<history::RunSamples> {
-    if (auto it = loaded.find(i); it != loaded.end()) return it->second;
-    history::RunSamples run;
-    run.median_ms = median_of(runs[static_cast<std::size_t>(i)].medians);
-    for (std::int64_t result_id : runs[static_cast<std::size_t>(i)].result_ids) {
+  for (std::ptrdiff_t i = std::max<std::ptrdiff_t>(0, read.first_pending + 1 - window); i < read.stop; ++i) {
+    auto& run = read.runs[static_cast<std::size_t>(i)];
+    for (std::int64_t result_id : run.result_ids) {
       BF_ASSIGN_OR_RETURN(auto s,
                           db_->query_one("SELECT samples_ms FROM result_samples WHERE result_id = ?", result_id));
-      if (!s.found()) continue;
-      const auto samples = nlohmann::json::parse(s->text(0), nullptr, false);
-      if (!samples.is_array()) continue;
-      for (const auto& v : samples) {
-        if (v.is_number()) run.samples_ms.push_back(v.get<double>());
+      if (s.found()) run.samples_text.push_back(s->text(0));
+    }
+  }
+  return read;
+}
+
+Result<bool> Store::write_detection_locked(std::int64_t series_id, const DetectionRead& read,
+                                           const std::vector<FoundChange>& found, bool enqueue_alerts,
+                                           std::vector<RegressionInfo>& changes) {
+  // Still as read: the same level start, the judged points still unseen, and no new point
+  // ordered among the runs walked (one ordered after them waits for the next call).
+  {
+    BF_ASSIGN_OR_RETURN(auto level, db_->query_one("SELECT level_start FROM series WHERE id = ?", series_id));
+    if (!level.found() || level->opt_int64(0) != read.level_start) return false;
+  }
+  std::size_t judged_unseen = 0;
+  {
+    BF_ASSIGN_OR_RETURN(auto s, db_->prepare("SELECT id, version_key, recorded_at FROM series_points"
+                                             " WHERE series_id = ? AND detected = 0"));
+    s->bind(1, series_id);
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      const std::int64_t id = s->int64(0);
+      if (read.pending.contains(id)) {
+        ++judged_unseen;
+      } else if (read.bound && OrderKey{s->text(1), s->int64(2), id} < *read.bound) {
+        return false;
       }
     }
-    loaded.emplace(i, run);
-    return run;
-  };
+  }
+  if (judged_unseen != read.pending.size()) return false;
+
   const TimestampMs now = clock_.now_ms();
-  for (std::ptrdiff_t k = first_pending; k < static_cast<std::ptrdiff_t>(runs.size()); ++k) {
-    const std::ptrdiff_t begin = std::max(level_begin, k + 1 - window);
-    loaded.erase(loaded.begin(), loaded.lower_bound(begin));
-    std::vector<history::RunSamples> level;
-    for (std::ptrdiff_t i = begin; i <= k; ++i) {
-      BF_ASSIGN_OR_RETURN(auto run, samples_of(i));
-      level.push_back(std::move(run));
-    }
-    const auto change = history::change_at_tail(level, options);
-    if (!change) continue;
-    const std::ptrdiff_t first = begin + static_cast<std::ptrdiff_t>(change->first_index);
-    const std::int64_t first_bad = runs[static_cast<std::size_t>(first)].point_ids.front();
-    std::optional<std::int64_t> last_good;
-    if (first > 0) last_good = runs[static_cast<std::size_t>(first - 1)].point_ids.back();
+  for (const FoundChange& f : found) {
+    const history::Change& change = f.change;
     BF_RETURN_IF_ERROR(db_->run(
         "INSERT INTO regressions (series_id, direction, state, first_bad_point, last_good_point, before_median_ms,"
         " after_median_ms, ratio, p_value, baseline_runs, confirm_runs, detected_at)"
         " VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        series_id, direction_name(change->direction), first_bad, last_good, change->before_median_ms,
-        change->after_median_ms, change->ratio, change->p_value, change->baseline_runs, change->confirm_runs, now));
+        series_id, direction_name(change.direction), f.first_bad, f.last_good, change.before_median_ms,
+        change.after_median_ms, change.ratio, change.p_value, change.baseline_runs, change.confirm_runs, now));
     const std::int64_t regression_id = db_->last_insert_rowid();
-    BF_RETURN_IF_ERROR(db_->run("UPDATE series SET level_start = ? WHERE id = ?", first_bad, series_id));
-    if (enqueue_alerts && change->direction == history::ChangeDirection::kRegression) {
+    BF_RETURN_IF_ERROR(db_->run("UPDATE series SET level_start = ? WHERE id = ?", f.first_bad, series_id));
+    if (enqueue_alerts && change.direction == history::ChangeDirection::kRegression) {
       // The outbox: the sender expands the body into the webhook's (regression_json) at send time.
       const std::string body = nlohmann::json{{"event", "regression.opened"}, {"regression_id", regression_id}}.dump();
       BF_RETURN_IF_ERROR(
@@ -408,9 +534,21 @@ Status Store::detect_series_locked(std::int64_t series_id, const history::Detect
     }
     BF_ASSIGN_OR_RETURN(auto info, regression_info_locked(regression_id));
     changes.push_back(std::move(info));
-    level_begin = first;
   }
-  return db_->run("UPDATE series_points SET detected = 1 WHERE series_id = ? AND detected = 0", series_id);
+  for (std::int64_t id : read.judged) {
+    BF_RETURN_IF_ERROR(db_->run("UPDATE series_points SET detected = 1 WHERE id = ?", id));
+  }
+  // Stopped before a run it had seen (the walk goes back over seen runs after a point that
+  // arrived out of order): its points become unseen again, so the next call starts there.
+  if (read.stop < static_cast<std::ptrdiff_t>(read.runs.size())) {
+    const auto& next = read.runs[static_cast<std::size_t>(read.stop)];
+    if (!next.pending) {
+      for (std::int64_t id : next.point_ids) {
+        BF_RETURN_IF_ERROR(db_->run("UPDATE series_points SET detected = 0 WHERE id = ?", id));
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace benchfleet::store

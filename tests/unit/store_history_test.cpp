@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,14 @@
 #include "tests/unit/store_test_results.h"
 
 namespace benchfleet::store {
+
+// The store's seam between a series' detection read and its write (store.h).
+struct StoreTestAccess {
+  static void between_detection_steps(Store& store, std::function<void(std::int64_t series_id)> f) {
+    store.between_detection_steps_ = std::move(f);
+  }
+};
+
 namespace {
 
 struct Posted {
@@ -51,6 +60,7 @@ class StoreHistoryTest : public StoreTest {
     if (status == ResultStatus::kOk) {
       r = ok_result(ms);
       r.samples_ms = samples_around(ms);
+      posted_runs_.push_back({r.samples_ms, ms});
       r.stats->median_ms = ms;
       r.stats->ci_low_ms = ms * 0.99;
       r.stats->ci_high_ms = ms * 1.01;
@@ -99,6 +109,7 @@ class StoreHistoryTest : public StoreTest {
 
   std::int64_t agent_ = 0;
   std::uint64_t seed_ = 42;
+  std::vector<history::RunSamples> posted_runs_;  // each ok result post() stored, in order
 };
 
 TEST_F(StoreHistoryTest, ResultsFormASeriesInTorchVersionOrder) {
@@ -395,6 +406,95 @@ TEST_F(StoreHistoryTest, AlertDeliveriesAreRetriedDeliveredOrGivenUp) {
   EXPECT_EQ(g.alerts_pending, 0);
   EXPECT_EQ(g.alerts_failed, 1);
   EXPECT_EQ(store_->alert_attempt_failed(due[0].id, "late", std::nullopt).error().code, ErrorCode::kNotFound);
+}
+
+// A series of more unseen runs than the detector judges per call (16) is finished over several
+// calls (pass.more), finding the changes history::find_changes finds in the whole series at once.
+TEST_F(StoreHistoryTest, ManyUnseenRunsAreJudgedOverSeveralCallsWithTheSameChanges) {
+  for (int i = 0; i < 40; ++i) post(version(i), i < 10 ? 10 : i < 24 ? 11 : i < 33 ? 9 : 10.5);
+  const auto expected = history::find_changes(posted_runs_, history::DetectorOptions{});
+  ASSERT_EQ(expected.size(), 3u) << "the three steps";
+
+  std::vector<RegressionInfo> found;
+  int calls = 0;
+  for (bool more = true; more && calls < 10; ++calls) {
+    const auto pass = detect();
+    EXPECT_EQ(pass.series_examined, 1);
+    for (const auto& c : pass.changes) found.push_back(c);
+    more = pass.more;
+  }
+  EXPECT_EQ(calls, 3) << "16 runs per call";
+  EXPECT_EQ(detect().series_examined, 0) << "all seen";
+
+  const auto points = store_->get_series(resnet_series(), std::nullopt, 100).value().points;
+  ASSERT_EQ(found.size(), expected.size());
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(found[i].first_bad.point_id, points[expected[i].first_index].id);
+    EXPECT_EQ(found[i].last_good->point_id, points[expected[i].first_index - 1].id);
+    EXPECT_EQ(found[i].direction, expected[i].direction);
+    EXPECT_EQ(found[i].p_value, expected[i].p_value);
+    EXPECT_EQ(found[i].ratio, expected[i].ratio);
+    EXPECT_EQ(found[i].before_median_ms, expected[i].before_median_ms);
+    EXPECT_EQ(found[i].baseline_runs, expected[i].baseline_runs);
+  }
+  EXPECT_EQ(found[0].first_bad.torch_version, version(10));
+  EXPECT_EQ(found[1].first_bad.torch_version, version(24));
+  EXPECT_EQ(found[2].first_bad.torch_version, version(33));
+}
+
+// A point of an older torch version arriving late is walked again with the seen runs after it,
+// 16 runs per call too: the call that stops at a seen run leaves it for the next call.
+TEST_F(StoreHistoryTest, ALatePointIsWalkedWithTheSeenRunsAfterItOverSeveralCalls) {
+  for (int i = 0; i < 20; ++i) post(version(i + 1), 10);
+  EXPECT_TRUE(detect().more);
+  EXPECT_FALSE(detect().more);
+  post(version(0), 10);  // first in series order, 21 runs to walk
+  post(version(0), 0, ResultStatus::kOom);
+  const auto first = detect();
+  EXPECT_EQ(first.series_examined, 1);
+  EXPECT_TRUE(first.more);
+  const auto second = detect();
+  EXPECT_EQ(second.series_examined, 1) << "the walk goes on where it stopped";
+  EXPECT_FALSE(second.more);
+  EXPECT_TRUE(first.changes.empty() && second.changes.empty());
+  EXPECT_EQ(detect().series_examined, 0);
+}
+
+// The detector parses and tests the samples without the store's lock: a point stored meanwhile
+// among the runs it walked (an older torch version's) makes it write nothing for the series,
+// which the next call walks again; one after them (a newer version's) waits for the next call.
+TEST_F(StoreHistoryTest, APointStoredAmongTheWalkedRunsMeanwhileVoidsTheWalk) {
+  for (int i = 0; i < 6; ++i) post(version(i), 10);
+  EXPECT_TRUE(detect().changes.empty());
+  for (int i = 6; i < 8; ++i) post(version(i), 11);  // +10%: confirmed by 2.7.0
+
+  int calls = 0;
+  StoreTestAccess::between_detection_steps(*store_, [&](std::int64_t) {
+    if (++calls == 1) post(version(4), 10);  // ordered among the level's runs
+  });
+  const auto voided = detect();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(voided.series_examined, 1);
+  EXPECT_TRUE(voided.changes.empty()) << "nothing written for a series that changed under the walk";
+  EXPECT_TRUE(voided.more) << "its points are still unseen";
+  EXPECT_TRUE(store_->list_regressions({}, std::nullopt, 10).value().regressions.empty());
+
+  StoreTestAccess::between_detection_steps(*store_, [&](std::int64_t) {
+    if (++calls == 2) post(version(8), 11);  // after every run read
+  });
+  const auto pass = detect();
+  EXPECT_EQ(calls, 2);
+  ASSERT_EQ(pass.changes.size(), 1u);
+  EXPECT_EQ(pass.changes[0].first_bad.torch_version, version(6));
+  EXPECT_EQ(pass.changes[0].last_good->torch_version, version(5));
+  EXPECT_FALSE(pass.more);
+  StoreTestAccess::between_detection_steps(*store_, {});
+  const auto after = detect();
+  EXPECT_EQ(after.series_examined, 1) << "the point stored during the walk is unseen";
+  EXPECT_TRUE(after.changes.empty()) << "and of the new level";
+  EXPECT_EQ(detect().series_examined, 0);
+  EXPECT_EQ(store_->due_alerts(clock_.now_ms(), 10).value().size(), 1u) << "one alert";
 }
 
 // A database written before migration 011: its results get their points when the store opens,
