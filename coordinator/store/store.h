@@ -455,8 +455,10 @@ class Store {
   Result<RegressionPage> list_regressions(const RegressionFilter& filter, std::optional<std::int64_t> before_id,
                                           int limit);
   Result<RegressionInfo> get_regression(std::int64_t regression_id);
-  // open -> acknowledged -> resolved (open -> resolved too; resolved -> open reopens). Setting
-  // the state it already has is a no-op; `note`, when given, replaces the note. kNotFound.
+  // open -> acknowledged -> resolved (open -> resolved too); back to open reopens a resolved one
+  // or takes back an acknowledgement (both forget their times); resolved -> acknowledged is
+  // kConflict. Setting the state it already has is a no-op; `note`, when given, replaces the
+  // note. kNotFound.
   Result<RegressionInfo> set_regression_state(std::int64_t regression_id, RegressionState state,
                                               const std::optional<std::string>& note);
   // Deliveries whose next attempt is due at `now`, oldest first.

@@ -76,8 +76,8 @@ bool may_move(RegressionState from, RegressionState to) {
       return from == RegressionState::kOpen;
     case RegressionState::kResolved:
       return true;
-    case RegressionState::kOpen:
-      return from == RegressionState::kResolved;
+    case RegressionState::kOpen:  // reopen a resolved one, or take back an acknowledgement
+      return true;
   }
   return false;
 }
@@ -159,8 +159,7 @@ Result<RegressionInfo> Store::set_regression_state(std::int64_t regression_id, R
     if (info.state != state && !may_move(info.state, state)) {
       return Error::conflict("regression " + std::to_string(regression_id) + " is " +
                              std::string(to_string(info.state)) + ": it cannot become " +
-                             std::string(to_string(state)) +
-                             (info.state == RegressionState::kAcknowledged ? " (resolve it, then reopen it)" : ""));
+                             std::string(to_string(state)));
     }
     const TimestampMs now = clock_.now_ms();
     if (info.state != state) {

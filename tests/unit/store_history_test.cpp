@@ -348,9 +348,13 @@ TEST_F(StoreHistoryTest, RegressionStatesMoveOnlyAlongTheirTransitions) {
   auto again = store_->set_regression_state(id, RegressionState::kAcknowledged, std::nullopt).value();
   EXPECT_EQ(again.acknowledged_at, acked.acknowledged_at) << "setting the same state is a no-op";
   EXPECT_EQ(again.note, "looking");
-  auto back = store_->set_regression_state(id, RegressionState::kOpen, std::nullopt);
-  ASSERT_FALSE(back.ok());
-  EXPECT_EQ(back.error().code, ErrorCode::kConflict);
+  // Taking an acknowledgement back reopens it and forgets when it was acknowledged.
+  auto back = store_->set_regression_state(id, RegressionState::kOpen, std::nullopt).value();
+  EXPECT_EQ(back.state, RegressionState::kOpen);
+  EXPECT_FALSE(back.acknowledged_at.has_value());
+  EXPECT_EQ(store_->gauges(1000).value().open_regressions, 1);
+  clock_.advance_ms(1000);
+  acked = store_->set_regression_state(id, RegressionState::kAcknowledged, std::nullopt).value();
 
   clock_.advance_ms(5000);
   auto resolved = store_->set_regression_state(id, RegressionState::kResolved, "fixed upstream").value();
