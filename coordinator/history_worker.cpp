@@ -24,8 +24,9 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// A wake() runs detection this long after it at the latest: results stored together share a pass.
-constexpr milliseconds kWakeDebounce{100};
+// A wake() runs detection this long after it at the latest: results stored together share a pass
+// (under load a pass a second, each reading a few runs per series, rather than ten re-reading them).
+constexpr milliseconds kWakeDebounce{1000};
 // detect_changes calls in one pass at most (each looks at up to 64 series).
 constexpr int kMaxDetectCallsPerPass = 1000;
 // Deliveries sent per step, and the longest the sender sleeps between looks at the store (a
