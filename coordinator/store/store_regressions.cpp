@@ -69,17 +69,11 @@ std::string_view direction_name(history::ChangeDirection d) {
   return d == history::ChangeDirection::kRegression ? "regression" : "improvement";
 }
 
-// Whether set_regression_state may take a regression from `from` to `to` (a different state).
+// Whether set_regression_state may take a regression from `from` to `to` (a different state):
+// anything may be resolved or reopened (a resolved one, or an acknowledgement taken back); only
+// an open one may be acknowledged.
 bool may_move(RegressionState from, RegressionState to) {
-  switch (to) {
-    case RegressionState::kAcknowledged:
-      return from == RegressionState::kOpen;
-    case RegressionState::kResolved:
-      return true;
-    case RegressionState::kOpen:  // reopen a resolved one, or take back an acknowledgement
-      return true;
-  }
-  return false;
+  return to != RegressionState::kAcknowledged || from == RegressionState::kOpen;
 }
 
 }  // namespace
