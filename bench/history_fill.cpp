@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "bench/fill_support.h"
 #include "common/clock.h"
 #include "common/matrix.h"
 #include "common/stats.h"
@@ -130,6 +131,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
   BF_ASSIGN_OR_RETURN(auto store, store::Store::open(so, clock));
 
   std::vector<std::pair<std::int64_t, std::size_t>> agents;  // (agent id, GPU class index)
+  std::vector<std::int64_t> agent_ids;
   for (std::size_t g = 0; g < kGpus.size(); ++g) {
     AgentDescriptor d;
     d.name = std::string("history-") + kGpus[g].name;
@@ -140,6 +142,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
                       {"nightly", "2.7.0.dev+cu126", {{Runtime::kLibtorch, kModes}}}};
     BF_ASSIGN_OR_RETURN(const std::int64_t id, store->enroll_agent(d, {"salt", "hash"}));
     agents.emplace_back(id, g);
+    agent_ids.push_back(id);
   }
 
   std::vector<std::string> seeds;
@@ -175,39 +178,25 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
     if (fired.fired.size() != 1) return Error::internal("night " + std::to_string(night) + ": no run was created");
     ++summary.runs;
     night_of_run[fired.fired.front().run_id] = night;
-    std::vector<bool> idle(agents.size(), false);
-    for (std::size_t busy = agents.size(); busy > 0;) {
-      for (std::size_t a = 0; a < agents.size(); ++a) {
-        if (idle[a]) continue;
-        const auto [agent_id, gpu_index] = agents[a];
-        BF_ASSIGN_OR_RETURN(const auto answer, store->lease(agent_id, "gpu0"));
-        if (!answer.grant) {
-          idle[a] = true;
-          --busy;
-          continue;
-        }
-        const auto& grant = *answer.grant;
-        const std::size_t model_index =
-            static_cast<std::size_t>(std::find(seeds.begin(), seeds.end(), grant.spec.model) - seeds.begin());
-        const ModelShape shape = kShapes[model_index];
-        double level = shape.base_ms * std::pow(grant.spec.batch, 0.8) * kGpus[gpu_index].slowdown *
-                       mode_speed(grant.spec.mode) * (grant.spec.torch_build == "nightly" ? 0.95 : 1.0);
-        const Step step = step_of(grant.spec, o.nights, o.seed);
-        if (step.night >= 0 && night >= step.night) level *= step.factor;
-        const JobResult result = synthesize(grant.spec, kGpus[gpu_index], model_index, night, level, o.samples, rng);
-        if (step.night == night && result.status == ResultStatus::kOk) {  // an OOM cell shows no step
-          ++stepped;
-          steps[key_of(grant.spec.model, grant.spec.batch, grant.spec.mode, grant.spec.gpu, grant.spec.torch_build)] =
-              step;
-        }
-        BF_ASSIGN_OR_RETURN(const auto outcome,
-                            store->record_result(agent_id, {grant.job_id, grant.lease_id}, grant.attempt, result));
-        if (outcome.kind != store::RecordKind::kStored) {
-          return Error::internal("job " + std::to_string(grant.job_id) + ": the store did not take its result");
-        }
-        ++summary.results;
+    const auto night_verdict = [&](std::size_t agent, const store::LeaseGrant& grant) {
+      const std::size_t gpu_index = agents[agent].second;
+      const std::size_t model_index =
+          static_cast<std::size_t>(std::find(seeds.begin(), seeds.end(), grant.spec.model) - seeds.begin());
+      const ModelShape shape = kShapes[model_index];
+      double level = shape.base_ms * std::pow(grant.spec.batch, 0.8) * kGpus[gpu_index].slowdown *
+                     mode_speed(grant.spec.mode) * (grant.spec.torch_build == "nightly" ? 0.95 : 1.0);
+      const Step step = step_of(grant.spec, o.nights, o.seed);
+      if (step.night >= 0 && night >= step.night) level *= step.factor;
+      JobResult result = synthesize(grant.spec, kGpus[gpu_index], model_index, night, level, o.samples, rng);
+      if (step.night == night && result.status == ResultStatus::kOk) {  // an OOM cell shows no step
+        ++stepped;
+        steps[key_of(grant.spec.model, grant.spec.batch, grant.spec.mode, grant.spec.gpu, grant.spec.torch_build)] =
+            step;
       }
-    }
+      return result;
+    };
+    BF_ASSIGN_OR_RETURN(const std::int64_t stored, drain_queue(*store, agent_ids, night_verdict));
+    summary.results += stored;
     summary.fill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     started = std::chrono::steady_clock::now();
     for (bool more = true; more;) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 
+#include "bench/fill_support.h"
 #include "common/matrix.h"
 #include "common/stats.h"
 #include "coordinator/store/store.h"
@@ -219,6 +220,7 @@ Result<FillSummary> fill_database(const FillOptions& o, const Catalog& catalog, 
 
   // One agent per GPU class, one slot each, both builds, libtorch with the four modes.
   std::vector<std::pair<std::int64_t, std::size_t>> agents;  // (agent id, GPU class index)
+  std::vector<std::int64_t> agent_ids;
   for (int g = 0; g < o.gpu_classes; ++g) {
     const GpuClass& gpu = kGpus[static_cast<std::size_t>(g)];
     AgentDescriptor d;
@@ -230,6 +232,7 @@ Result<FillSummary> fill_database(const FillOptions& o, const Catalog& catalog, 
                       {"nightly", "2.7.0.dev20250301+cu126", {{Runtime::kLibtorch, kModes}}}};
     BF_ASSIGN_OR_RETURN(const std::int64_t id, store->enroll_agent(d, {"salt", "hash"}));
     agents.emplace_back(id, static_cast<std::size_t>(g));
+    agent_ids.push_back(id);
   }
 
   std::vector<std::string> seeds;
@@ -241,32 +244,14 @@ Result<FillSummary> fill_database(const FillOptions& o, const Catalog& catalog, 
   std::mt19937_64 rng(o.seed);
   std::int64_t posted = 0;
   const auto drain = [&]() -> Status {
-    std::vector<bool> idle(agents.size(), false);
-    for (std::size_t busy = agents.size(); busy > 0;) {
-      for (std::size_t a = 0; a < agents.size(); ++a) {
-        if (idle[a]) continue;
-        const auto [agent_id, gpu_index] = agents[a];
-        BF_ASSIGN_OR_RETURN(const auto answer, store->lease(agent_id, "gpu0"));
-        if (!answer.grant) {
-          idle[a] = true;
-          --busy;
-          continue;
-        }
-        const auto& grant = *answer.grant;
-        const std::size_t model_index =
-            static_cast<std::size_t>(std::find(seeds.begin(), seeds.end(), grant.spec.model) - seeds.begin());
-        const JobResult result = synthesize(grant.spec, kGpus[gpu_index], model_index, rng);
-        BF_ASSIGN_OR_RETURN(const auto outcome,
-                            store->record_result(agent_id, {grant.job_id, grant.lease_id}, grant.attempt, result));
-        if (outcome.kind != store::RecordKind::kStored) {
-          std::string message = "job ";
-          message += std::to_string(grant.job_id);
-          message += ": the store did not take its result";
-          return Error::internal(std::move(message));
-        }
-        if (progress && ++posted % 10000 == 0) progress(posted);
-      }
-    }
+    const auto verdict = [&](std::size_t agent, const store::LeaseGrant& grant) {
+      const std::size_t model_index =
+          static_cast<std::size_t>(std::find(seeds.begin(), seeds.end(), grant.spec.model) - seeds.begin());
+      return synthesize(grant.spec, kGpus[agents[agent].second], model_index, rng);
+    };
+    BF_ASSIGN_OR_RETURN(const std::int64_t stored, drain_queue(*store, agent_ids, verdict));
+    if (progress && (posted + stored) / 10000 > posted / 10000) progress(posted + stored);
+    posted += stored;
     return Status::Ok();
   };
 
