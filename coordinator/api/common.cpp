@@ -5,6 +5,7 @@
 #include "common/codecs.h"
 #include "common/http/problem.h"
 #include "common/json_reader.h"
+#include "common/matrix.h"
 #include "coordinator/auth.h"
 
 namespace benchfleet::api {
@@ -118,6 +119,15 @@ std::optional<std::string> str_query(const http::RouteMatch& match, std::string_
   auto it = match.query.find(name);
   if (it == match.query.end()) return std::nullopt;
   return it->second;
+}
+
+Result<std::vector<JobSpec>> expand_submitted_matrix(const ApiContext& ctx, const MatrixSpec& spec) {
+  constexpr std::size_t kMaxWalkBatches = 64;
+  if (spec.shape_walk && spec.batch_sizes.size() > kMaxWalkBatches) {
+    return Error::invalid("batch_sizes", "a shape_walk matrix may have at most " + std::to_string(kMaxWalkBatches) +
+                                             " batch sizes, got " + std::to_string(spec.batch_sizes.size()));
+  }
+  return expand_matrix(spec, ctx.catalog, ExpansionLimits{ctx.config.max_cells});
 }
 
 nlohmann::json time_or_null(const std::optional<TimestampMs>& ms) {

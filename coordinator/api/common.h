@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -39,6 +40,11 @@ Result<std::int64_t> id_param(const http::RouteMatch& match, std::string_view na
 Result<std::optional<std::int64_t>> int_query(const http::RouteMatch& match, std::string_view name, std::int64_t min,
                                               std::int64_t max);
 std::optional<std::string> str_query(const http::RouteMatch& match, std::string_view name);
+
+// The jobs a submitted matrix (a run's, or a schedule's) expands to against the catalog and
+// max_cells, refusing a shape-walk matrix with more batch sizes than a lease carries (64: agents
+// refuse more, common/agent_protocol.cpp). Errors name the matrix's own fields ("batch_sizes").
+Result<std::vector<JobSpec>> expand_submitted_matrix(const ApiContext& ctx, const MatrixSpec& spec);
 
 // format_time (common/time_format.h), or null.
 nlohmann::json time_or_null(const std::optional<TimestampMs>& ms);

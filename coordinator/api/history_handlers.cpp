@@ -14,8 +14,6 @@ namespace bhttp = boost::beast::http;
 using http::json_response;
 using nlohmann::json;
 
-// Most batch sizes of a shape walk's matrix (as POST /runs, runs_handlers.cpp).
-constexpr std::size_t kMaxWalkBatches = 64;
 // Longest note on a regression.
 constexpr std::size_t kMaxNoteBytes = 4096;
 // Regressions listed with a series (GET /series/{id}).
@@ -71,13 +69,8 @@ Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req
   r.required("matrix", spec);
   BF_RETURN_IF_ERROR(r.finish());
   BF_ASSIGN_OR_RETURN(const auto schedule, history::CronSchedule::parse(cron));
-  if (spec.shape_walk && spec.batch_sizes.size() > kMaxWalkBatches) {
-    return Error::invalid("matrix.batch_sizes", "a shape_walk matrix may have at most " +
-                                                    std::to_string(kMaxWalkBatches) + " batch sizes, got " +
-                                                    std::to_string(spec.batch_sizes.size()));
-  }
   // The matrix must expand now; the schedule expands it again each time it fires.
-  if (auto jobs = expand_matrix(spec, ctx.catalog, ExpansionLimits{ctx.config.max_cells}); !jobs.ok()) {
+  if (auto jobs = expand_submitted_matrix(ctx, spec); !jobs.ok()) {
     return under_matrix(jobs.error());
   }
   BF_ASSIGN_OR_RETURN(const auto created, ctx.store.create_schedule(spec, schedule.text(), enabled));

@@ -14,9 +14,6 @@ using http::json_response;
 
 // Most results in one page of GET /runs/{id}/results?samples=true.
 constexpr int kMaxResultsWithSamples = 10;
-// Most batch sizes a shape walk calls: a lease's walk_batches holds at most 64 (agents refuse
-// more, common/agent_protocol.cpp), so a matrix that would need more is refused when submitted.
-constexpr std::size_t kMaxWalkBatches = 64;
 
 }  // namespace
 
@@ -24,11 +21,7 @@ Result<http::Response> submit_run(ApiContext& ctx, const http::Request& req, con
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
   BF_ASSIGN_OR_RETURN(const MatrixSpec spec, decode<MatrixSpec>(body));
-  if (spec.shape_walk && spec.batch_sizes.size() > kMaxWalkBatches) {
-    return Error::invalid("batch_sizes", "a shape_walk matrix may have at most " + std::to_string(kMaxWalkBatches) +
-                                             " batch sizes, got " + std::to_string(spec.batch_sizes.size()));
-  }
-  BF_ASSIGN_OR_RETURN(const auto jobs, expand_matrix(spec, ctx.catalog, ExpansionLimits{ctx.config.max_cells}));
+  BF_ASSIGN_OR_RETURN(const auto jobs, expand_submitted_matrix(ctx, spec));
   BF_ASSIGN_OR_RETURN(const auto created, ctx.store.create_run(spec, jobs));
   const std::string url = "/api/v1/runs/" + std::to_string(created.run_id);
   auto res = json_response(bhttp::status::created,
