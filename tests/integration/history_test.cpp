@@ -296,6 +296,13 @@ TEST(History, NightlyScheduleFiresOnceAndAStepBecomesOneRegressionAlertedOnce) {
   auto bad_matrix = coord.post("/api/v1/schedules", {{"cron", "0 2 * * *"}, {"matrix", unknown_model}});
   EXPECT_EQ(bad_matrix.status, 400u);
   EXPECT_EQ(json::parse(bad_matrix.body)["field"].get<std::string>().rfind("matrix.models", 0), 0u) << bad_matrix.body;
+  json long_walk = one_cell_matrix("nightly");  // more batch sizes than a lease carries, as POST /runs
+  long_walk["shape_walk"] = true;
+  long_walk["batch_sizes"] = json::array();
+  for (int b = 1; b <= 65; ++b) long_walk["batch_sizes"].push_back(b);
+  auto bad_walk = coord.post("/api/v1/schedules", {{"cron", "0 2 * * *"}, {"matrix", long_walk}});
+  EXPECT_EQ(bad_walk.status, 400u);
+  EXPECT_EQ(json::parse(bad_walk.body)["field"], "matrix.batch_sizes") << bad_walk.body;
   EXPECT_EQ(coord.post("/api/v1/schedules", {{"cron", "0 2 * * *"}, {"matrix", one_cell_matrix("x")}}, "wrong").status,
             401u);
 
