@@ -25,23 +25,7 @@ struct GpuClass {
 };
 constexpr std::array<GpuClass, 3> kGpus{{{"a100", 40, 1.0}, {"v100", 16, 1.9}, {"t4", 16, 4.2}}};
 
-// Per seed model (catalog order): latency at batch 1 on an A100, eager, and memory per image.
-struct ModelShape {
-  double base_ms;
-  double gb_per_image;
-};
-constexpr std::array<ModelShape, 12> kShapes{{{5.0, 0.40},
-                                              {4.0, 0.60},
-                                              {9.0, 0.80},
-                                              {6.0, 0.45},
-                                              {12.0, 0.90},
-                                              {10.0, 0.70},
-                                              {3.0, 0.25},
-                                              {40.0, 2.40},
-                                              {35.0, 2.00},
-                                              {6.0, 0.50},
-                                              {18.0, 1.50},
-                                              {14.0, 1.00}}};
+constexpr const auto& kShapes = kSeedShapes;
 
 const std::vector<Mode> kModes = {Mode::kEager, Mode::kDefault, Mode::kMaxAutotune};
 
