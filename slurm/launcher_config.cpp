@@ -116,6 +116,9 @@ Status validate_class(const ClassConfig& c, const std::string& prefix) {
   BF_RETURN_IF_ERROR(check_sbatch_value(prefix + "qos", c.qos));
   BF_RETURN_IF_ERROR(check_sbatch_value(prefix + "mem", c.mem));
   BF_RETURN_IF_ERROR(check_sbatch_value(prefix + "job_name", c.job_name));
+  if (c.job_name.find_first_of(",|'\"") != std::string::npos) {
+    return Error::invalid(prefix + "job_name", "must not contain , | or quotes (squeue --name takes a comma list)");
+  }
   if (c.time_limit.empty() || !parse_slurm_time_limit(c.time_limit)) {
     return Error::invalid(prefix + "time_limit",
                           "must be a Slurm time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED), got \"" +
