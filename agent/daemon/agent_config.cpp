@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, for the Slurm variables
+
 #include "common/catalog.h"
 #include "common/codecs.h"
 #include "common/config_options.h"
@@ -37,6 +39,17 @@ std::vector<config::Option> options(AgentConfig& c) {
       option("in_root", c.in_root,
              "path of in-root.sh, which runs the programs of a build that has a root (default: beside the exporter)"),
       option("log_level", c.log_level, "trace, debug, info, warn, error"),
+      option("allocation", c.allocation,
+             "none, or slurm: run inside one Slurm job (name slurm-<cluster>-<job id>, the job's GPUs or one "
+             "cpu slot, its time limit as the deadline, per-allocation state under <state_dir>/<name>)"),
+      option("end_at", c.end_at,
+             "deadline, unix seconds (0: none; slurm: squeue's time left, read again after each job): no job "
+             "starts that cannot finish before it"),
+      option("end_margin_s", c.end_margin_s,
+             "a job starts only if its estimate (longest measured for its cell, else timeout_s, plus "
+             "kill_grace_s) ends this long before the deadline; with less left the agent drains"),
+      option("idle_exit_s", c.idle_exit_s, "drain and exit 0 after this many seconds with no job (0: never)"),
+      option("squeue", c.squeue, "squeue command, for the time left in slurm mode"),
   };
 }
 
@@ -75,6 +88,16 @@ Status read_builds(const YAML::Node& node, const std::string& origin, std::vecto
   return Status::Ok();
 }
 
+std::map<std::string, std::string> process_environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
 std::string first_existing(const std::vector<fs::path>& candidates) {
   for (const auto& p : candidates) {
     if (fs::exists(p)) return fs::weakly_canonical(p).string();
@@ -83,6 +106,24 @@ std::string first_existing(const std::vector<fs::path>& candidates) {
 }
 
 }  // namespace
+
+Status apply_allocation(AgentConfig& c, bool name_given, const std::map<std::string, std::string>& env) {
+  if (c.allocation != "none" && c.allocation != "slurm") {
+    return Error::invalid("allocation", "must be none or slurm, got \"" + c.allocation + "\"");
+  }
+  if (c.end_at < 0) return Error::invalid("end_at", "must be >= 0 (unix seconds; 0: none)");
+  if (c.end_margin_s < 0) return Error::invalid("end_margin_s", "must be >= 0");
+  if (c.idle_exit_s < 0) return Error::invalid("idle_exit_s", "must be >= 0 (0: never)");
+  if (c.allocation != "slurm") return Status::Ok();
+  if (c.squeue.empty()) return Error::invalid("squeue", "must name the squeue command");
+  BF_ASSIGN_OR_RETURN(SlurmAllocation a, slurm_allocation_from(env));
+  if (!name_given) c.name = a.name;
+  if (c.artifact_dir.empty()) c.artifact_dir = c.state_dir + "/artifacts";  // shared by the allocations
+  c.state_dir = (fs::path(c.state_dir) / sanitized_agent_name(c.name)).string();
+  c.allocation_dir = c.state_dir;
+  c.slurm = std::move(a);
+  return Status::Ok();
+}
 
 std::string default_worker_path(const std::string& agent_executable) {
   const fs::path dir = fs::path(agent_executable).parent_path();
@@ -124,6 +165,9 @@ Result<AgentConfigParse> parse_agent_config(int argc, char** argv) {
       "bound to its GPU (python-runtime jobs: benchfleet_runner.py in the build's python, no export),\n"
       "and uploads the results (spooled to disk first, so none is lost).\n"
       "SIGTERM drains (running jobs finish and report, then exit 0); a second SIGTERM aborts.\n"
+      "In a batch job (--allocation slurm, as the sbatch scripts of benchfleet-slurm-launcher run it) the agent\n"
+      "takes the job's GPUs (or one cpu slot) and its time limit: it starts no job that cannot finish before\n"
+      "the limit, drains near it or after --idle-exit-s with no work, and exits 0 (`exiting: <why>`).\n"
       "Options also come from the YAML --config file (same names, underscores; torch builds as\n"
       "`builds: [{name, python, worker, root}]`; a build with a root runs its programs inside that root\n"
       "filesystem, see scripts/torch-root.sh) and from the environment variables shown."};
@@ -143,6 +187,7 @@ Result<AgentConfigParse> parse_agent_config(int argc, char** argv) {
     if (!in) return Error::invalid("enrollment_token_file", "cannot read " + c.enrollment_token_file);
     std::getline(in, c.enrollment_token);
   }
+  BF_RETURN_IF_ERROR(apply_allocation(c, !c.name.empty(), process_environment()));
   if (c.name.empty()) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);

@@ -2,9 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/daemon/allocation.h"
 #include "agent/daemon/job_runner.h"
 #include "common/result.h"
 
@@ -28,6 +31,17 @@ struct AgentConfig {
   std::string catalog;   // default: the shipped catalog
   std::string in_root;   // scripts/in-root.sh (builds with a root); default: beside the exporter
   std::string log_level = "info";
+  // A batch allocation (docs/design.md §7.1): "none", or "slurm" (name, GPUs and deadline from
+  // the Slurm job the agent runs in; per-allocation state, spool and work directories).
+  std::string allocation = "none";
+  std::int64_t end_at = 0;  // unix seconds; 0: none (slurm: squeue's time left)
+  int end_margin_s = 30;    // a job starts only if it ends this long before the deadline
+  int idle_exit_s = 0;      // drain and exit after this long with no job; 0: never
+  std::string squeue = "squeue";
+  // Filled by parse_agent_config, not options: the Slurm job (allocation "slurm"), and the
+  // per-allocation directory removed at a clean exit when its spool is empty.
+  std::optional<SlurmAllocation> slurm;
+  std::string allocation_dir;
   // Torch builds, from the YAML file only (a list of {name, python, worker, root}). None: one
   // build `local` = /usr/bin/python3 + the benchfleet-worker next to this binary. A build with a
   // root runs its python and worker inside that root filesystem (scripts/torch-root.sh).
@@ -42,6 +56,13 @@ struct AgentConfigParse {
 
 // argv + environment + --config file. Errors name the option or the YAML key.
 Result<AgentConfigParse> parse_agent_config(int argc, char** argv);
+
+// The allocation mode applied to a parsed config, with the Slurm variables of `env`: for
+// "slurm", the Slurm job (`slurm`), the name unless `name_given`, and the per-allocation
+// directories (state, spool and work under <state_dir>/<name>/ unless given; the artifact cache
+// stays shared at <state_dir>/artifacts). Errors name the option (`allocation`, `end_at`...).
+// REQUIRES: spool_dir, artifact_dir and work_dir are still empty unless the user set them.
+Status apply_allocation(AgentConfig& config, bool name_given, const std::map<std::string, std::string>& env);
 
 // The worker and exporter to use when the config names none, looked up from the agent's own
 // executable path: beside it, in <bin>/../share/benchfleet (the exporter, installed), or where

@@ -15,14 +15,34 @@ AgentLoops::AgentLoops(AgentLoopParts parts) : parts_(std::move(parts)) {
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->descriptor = d;
   }
+  idle_since_ = parts_.clock->now();
 }
 
 AgentLoops::~AgentLoops() = default;
 
 int AgentLoops::request_stop() {
   const int stops = stop_requests_.fetch_add(1) + 1;
+  {
+    std::lock_guard lock(reason_mu_);
+    if (exit_reason_.empty()) exit_reason_ = "drained on a stop request";
+  }
   parts_.clock->wake_all();
   return stops;
+}
+
+void AgentLoops::drain_by_itself(const std::string& why) {
+  {
+    std::lock_guard lock(reason_mu_);
+    if (exit_reason_.empty()) exit_reason_ = why;
+  }
+  if (!drained_by_itself_.exchange(true)) spdlog::info("draining: {}", why);
+  parts_.clock->wake_all();
+}
+
+std::string AgentLoops::exit_reason() const {
+  if (aborting()) return "aborted on a second stop request";
+  std::lock_guard lock(reason_mu_);
+  return exit_reason_;
 }
 
 // Sleeps up to `d`, waking early on drain/abort (and, with `or_new_intervals`, when the
@@ -30,10 +50,12 @@ int AgentLoops::request_stop() {
 // heartbeat is answered after failures).
 void AgentLoops::sleep_for(std::chrono::milliseconds d, bool or_new_intervals, bool or_reachable_again) {
   const int seen = stop_requests_.load();
+  const bool seen_drained = drained_by_itself_.load();
   const int seen_intervals = interval_changes_.load();
   const int seen_reachable = reachable_again_.load();
   parts_.clock->sleep_for(d, [&] {
-    return stop_requests_.load() != seen || (or_new_intervals && interval_changes_.load() != seen_intervals) ||
+    return stop_requests_.load() != seen || drained_by_itself_.load() != seen_drained ||
+           (or_new_intervals && interval_changes_.load() != seen_intervals) ||
            (or_reachable_again && reachable_again_.load() != seen_reachable);
   });
 }

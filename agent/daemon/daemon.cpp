@@ -8,8 +8,10 @@
 #include <mutex>
 #include <optional>
 
+#include "agent/daemon/agent_codecs.h"
 #include "agent/daemon/agent_loops.h"
 #include "agent/daemon/agent_token.h"
+#include "agent/daemon/allocation.h"
 #include "agent/daemon/artifact_cache.h"
 #include "agent/daemon/build_launcher.h"
 #include "agent/daemon/build_probe.h"
@@ -33,6 +35,60 @@ std::string resolved_path(const std::string& p) {
   if (ec) return p;
   const fs::path resolved = fs::weakly_canonical(absolute, ec);
   return ec ? absolute.lexically_normal().string() : resolved.string();
+}
+
+// The Slurm job's time left, from `squeue -h -j <job> -o %L` (its output kept in `scratch`).
+Result<std::optional<std::int64_t>> slurm_time_left(const std::string& squeue, const std::string& job_id,
+                                                    const std::string& scratch) {
+  SpawnOptions o;
+  o.argv = {squeue, "-h", "-j", job_id, "-o", "%L"};
+  o.stdout_path = scratch + "/squeue.out";
+  o.stderr_path = scratch + "/squeue.err";
+  auto child = Child::spawn(o);
+  if (!child.ok()) return Error::invalid("squeue", "cannot run " + squeue + ": " + child.error().message);
+  const ExitInfo exit = supervise(*child, 30s, 1s, 1s, nullptr);
+  if (exit.timed_out || exit.exit_code != 0) {
+    return Error::invalid("squeue", squeue + " -j " + job_id + " failed (exit " + std::to_string(exit.exit_code) +
+                                        (exit.timed_out ? ", timed out" : "") + "): " + tail_of_file(o.stderr_path, 3));
+  }
+  BF_ASSIGN_OR_RETURN(std::string text, read_file_bounded(o.stdout_path, 4096));
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Error::invalid("squeue", squeue + " does not list job " + job_id);
+  }
+  return parse_slurm_time_left(text);
+}
+
+// The allocation's end on the steady clock: --end-at, else (slurm) squeue's time left; nullopt
+// when there is none. A failed squeue keeps the end read before (logged).
+std::function<std::optional<std::chrono::steady_clock::time_point>()> deadline_reader(const AgentConfig& c) {
+  using std::chrono::steady_clock;
+  if (c.end_at > 0) {
+    const std::int64_t end_ms = c.end_at * 1000;
+    return [end_ms] {
+      const std::int64_t now_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
+      return std::optional<steady_clock::time_point>(steady_clock::now() + std::chrono::milliseconds(end_ms - now_ms));
+    };
+  }
+  if (!c.slurm) return nullptr;
+  auto last = std::make_shared<std::optional<steady_clock::time_point>>();
+  return [squeue = c.squeue, job = c.slurm->job_id, scratch = c.work_dir, last] {
+    auto left = slurm_time_left(squeue, job, scratch);
+    if (!left.ok()) {
+      spdlog::warn("cannot read the allocation's time left ({}); keeping the deadline read before",
+                   left.error().describe());
+      return *last;
+    }
+    *last = *left ? std::optional<steady_clock::time_point>(steady_clock::now() + std::chrono::seconds(**left))
+                  : std::nullopt;
+    if (*left) {
+      spdlog::info("slurm job {}: {} s left", job, **left);
+    } else {
+      spdlog::info("slurm job {}: no time limit", job);
+    }
+    return *last;
+  };
 }
 
 }  // namespace
@@ -102,10 +158,17 @@ int Daemon::run() {
   }
 
   const Discovery found = discover_gpus();
+  std::vector<GpuInfo> gpus = found.gpus;
   if (found.gpus.empty()) spdlog::info("no GPU: {}; offering one cpu slot", found.note);
-  const auto descriptors = slots_for(
-      found.gpus, c.gpus, c.memory_limit_mb > 0 ? std::optional<std::int64_t>(c.memory_limit_mb) : std::nullopt);
-  const std::string device = found.gpus.empty() ? "cpu" : "cuda";
+  if (c.slurm) {
+    // Only what Slurm bound: the node's other GPUs belong to other jobs.
+    gpus = allocated_gpus(found.gpus, c.slurm->bound_gpus);
+    spdlog::info("slurm job {} as agent {}: {} GPU(s) bound, {} of them found", c.slurm->job_id, c.name,
+                 c.slurm->bound_gpus.size(), gpus.size());
+  }
+  const auto descriptors =
+      slots_for(gpus, c.gpus, c.memory_limit_mb > 0 ? std::optional<std::int64_t>(c.memory_limit_mb) : std::nullopt);
+  const std::string device = gpus.empty() ? "cpu" : "cuda";
 
   std::vector<TorchBuild> builds = c.builds;
   if (builds.empty()) {
@@ -162,6 +225,10 @@ int Daemon::run() {
   };
   parts.descriptor = descriptor;
   parts.enrollment_token = c.enrollment_token;
+  parts.allocation.read_deadline = deadline_reader(c);
+  parts.allocation.end_margin = std::chrono::seconds(c.end_margin_s);
+  parts.allocation.idle_exit = std::chrono::seconds(c.idle_exit_s);
+  parts.allocation.kill_grace_s = c.kill_grace_s;
   auto loops = std::make_unique<AgentLoops>(std::move(parts));
   if (auto saved = load_agent_token(s.token_file(), coordinator, descriptor)) {
     loops->identity().set(saved->first, std::move(saved->second));
@@ -174,8 +241,31 @@ int Daemon::run() {
     s.loops = std::move(loops);
   }
   running->run();
-  spdlog::info("stopped");
+  const std::string why = running->exit_reason();
+  spdlog::info("exiting: {}; ran {} job(s)", why.empty() ? "stopped" : why, running->jobs_run());
+  remove_allocation_dir();
   return 0;
+}
+
+void Daemon::remove_allocation_dir() {
+  const AgentConfig& c = state_->config;
+  if (c.allocation_dir.empty()) return;
+  std::vector<std::string> skipped;
+  std::vector<SpoolEntry> left;
+  try {
+    left = state_->spool->list(&skipped);
+  } catch (const std::exception& e) {
+    spdlog::warn("keeping {}: cannot list its spool: {}", c.allocation_dir, e.what());
+    return;
+  }
+  if (!left.empty() || !skipped.empty()) {
+    spdlog::warn("keeping {}: {} result(s) not uploaded are in its spool", c.allocation_dir,
+                 left.size() + skipped.size());
+    return;
+  }
+  std::error_code ec;
+  fs::remove_all(c.allocation_dir, ec);
+  if (ec) spdlog::warn("cannot remove {}: {}", c.allocation_dir, ec.message());
 }
 
 }  // namespace benchfleet::agent

@@ -27,6 +27,9 @@ class Daemon {
 
  private:
   struct State;
+  // At a clean exit in an allocation: its directory (token, work, spool) goes when the spool
+  // is empty; a result still waiting there keeps it for an agent started on it again.
+  void remove_allocation_dir();
   std::unique_ptr<State> state_;
 };
 

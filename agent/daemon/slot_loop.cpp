@@ -1,6 +1,8 @@
 // AgentLoops: one slot's loop (lease -> run -> spool -> upload) and giving leases back.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "agent/daemon/agent_loops.h"
 
 namespace benchfleet::agent {
@@ -11,8 +13,10 @@ void AgentLoops::slot_loop(Slot& slot) {
   auto client = parts_.connect(identity_);
   Backoff backoff(parts_.uniform);
   while (!draining()) {
+    drain_if_time_is_up(/*after_no_work=*/false);
+    if (draining()) break;
     const Intervals iv = current_intervals();
-    auto answer = client->lease(slot.descriptor.id, iv.long_poll_timeout_s);
+    auto answer = client->lease(slot.descriptor.id, lease_wait_s(iv.long_poll_timeout_s));
     if (!answer.ok()) {
       if (answer.error().code == ErrorCode::kUnauthenticated) {
         ensure_enrolled(identity_.get().second);
@@ -26,6 +30,7 @@ void AgentLoops::slot_loop(Slot& slot) {
     adopt_intervals(answer->intervals);
     if (!answer->job) {
       if (answer->draining) sleep_for(std::chrono::seconds(answer->intervals.heartbeat_interval_s));
+      drain_if_time_is_up(/*after_no_work=*/true);
       continue;
     }
     const LeasedJob job = *answer->job;
@@ -35,10 +40,34 @@ void AgentLoops::slot_loop(Slot& slot) {
       give_back_untouched(*client, slot, job);
       continue;
     }
+    if (!fits_before_the_end(slot, job)) {
+      // Never started: back to the queue at the same attempt, for an allocation with time left.
+      give_back_untouched(*client, slot, job);
+      continue;
+    }
     spdlog::info("slot {}: job {} attempt {} ({} batch {} {} {} {})", slot.descriptor.id, job.job_id, job.attempt,
                  job.spec.model, job.spec.batch, to_string(job.spec.mode), job.spec.torch_build,
                  to_string(job.spec.runtime));
-    std::optional<JobResult> result = run_job(*client, slot, job);
+    slot_busy(true);
+    const auto started = parts_.clock->now();
+    std::optional<JobResult> result;
+    try {
+      result = run_job(*client, slot, job);
+    } catch (...) {
+      slot_busy(false);
+      throw;
+    }
+    slot_busy(false);
+    (void)deadline(/*refresh=*/true);  // an admin may have moved the allocation's end meanwhile
+    if (result && killed_from_outside(*result, draining())) {
+      // Slurm ending the allocation (scancel, preemption, time limit), not the job's fault: it
+      // runs again elsewhere.
+      spdlog::warn("slot {}: job {}'s worker was killed from outside (signal {}); releasing its lease, no verdict",
+                   slot.descriptor.id, job.job_id, result->signal.value_or(0));
+      result.reset();
+      if (auto s = client->release(job.job_id, job.lease_id); !s) spdlog::warn("release failed: {}", s.error().message);
+      continue;
+    }
     if (!result && aborting()) {
       // Give the job back now rather than leaving it to the lease's expiry.
       if (auto s = client->release(job.job_id, job.lease_id); !s) {
@@ -46,6 +75,8 @@ void AgentLoops::slot_loop(Slot& slot) {
       }
     }
     if (!result) continue;  // stopped: nothing to report
+    durations_.add(job.spec, std::chrono::duration_cast<std::chrono::milliseconds>(parts_.clock->now() - started));
+    jobs_run_.fetch_add(1);
     spdlog::info("slot {}: job {} -> {}", slot.descriptor.id, job.job_id, to_string(result->status));
     const SpoolEntry entry{job.job_id, job.lease_id, job.attempt, std::move(*result)};
     if (auto s = parts_.spool->put(entry); !s) spdlog::error("cannot spool job {}: {}", job.job_id, s.error().message);
@@ -53,6 +84,78 @@ void AgentLoops::slot_loop(Slot& slot) {
   }
   // A poll left without a readable answer may hold a grant nobody will ask for again.
   if (!aborting() && client->has_unanswered_poll(slot.descriptor.id)) give_back_untouched(*client, slot, std::nullopt);
+}
+
+std::optional<std::chrono::steady_clock::time_point> AgentLoops::deadline(bool refresh) {
+  std::lock_guard lock(deadline_mu_);
+  if ((refresh || !deadline_read_) && parts_.allocation.read_deadline) {
+    deadline_ = parts_.allocation.read_deadline();
+    deadline_read_ = true;
+  }
+  return deadline_;
+}
+
+bool AgentLoops::fits_before_the_end(const Slot& slot, const LeasedJob& job) {
+  const auto end = deadline();
+  if (!end) return true;
+  const auto longest = durations_.longest(job.spec);
+  const auto estimate = estimated_duration(job, longest, parts_.allocation.kill_grace_s);
+  const auto now = parts_.clock->now();
+  if (fits_before(now, *end, estimate, parts_.allocation.end_margin)) return true;
+  const auto left_s = std::chrono::duration_cast<std::chrono::seconds>(*end - now).count();
+  const std::string why =
+      "job " + std::to_string(job.job_id) + " (estimate " +
+      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(estimate).count()) + " s, " +
+      (longest ? "the longest measured for its cell" : "its timeout_s") + ", plus " +
+      std::to_string(parts_.allocation.kill_grace_s) + " s kill grace and a " +
+      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(parts_.allocation.end_margin).count()) +
+      " s margin) does not fit in the " + std::to_string(left_s) + " s left";
+  spdlog::info("slot {}: {}; giving it back untouched", slot.descriptor.id, why);
+  drain_by_itself(why);
+  return false;
+}
+
+int AgentLoops::lease_wait_s(int long_poll_s) {
+  using std::chrono::milliseconds;
+  milliseconds wait = std::chrono::seconds(long_poll_s);
+  const auto now = parts_.clock->now();
+  if (const auto end = deadline()) {
+    wait = std::min(wait, std::chrono::duration_cast<milliseconds>(*end - parts_.allocation.end_margin - now));
+  }
+  if (parts_.allocation.idle_exit > milliseconds(0)) {
+    std::lock_guard lock(idle_mu_);
+    if (busy_slots_ == 0) {
+      wait = std::min(wait, std::chrono::duration_cast<milliseconds>(idle_since_ + parts_.allocation.idle_exit - now));
+    }
+  }
+  // Whole seconds, rounded up; at least 1 (a poll of 0 answers at once and would spin).
+  const auto s = static_cast<int>((wait.count() + 999) / 1000);
+  return std::clamp(s, std::min(1, long_poll_s), long_poll_s);
+}
+
+void AgentLoops::drain_if_time_is_up(bool after_no_work) {
+  const auto now = parts_.clock->now();
+  if (const auto end = deadline(); end && now + parts_.allocation.end_margin >= *end) {
+    drain_by_itself(
+        "less than end_margin_s (" +
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(parts_.allocation.end_margin).count()) +
+        " s) left before the allocation's end");
+    return;
+  }
+  if (!after_no_work || parts_.allocation.idle_exit <= std::chrono::milliseconds(0)) return;
+  std::lock_guard lock(idle_mu_);
+  if (busy_slots_ == 0 && now - idle_since_ >= parts_.allocation.idle_exit) {
+    drain_by_itself(
+        "idle for " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - idle_since_).count()) +
+        " s (idle_exit_s " +
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(parts_.allocation.idle_exit).count()) + ")");
+  }
+}
+
+void AgentLoops::slot_busy(bool busy) {
+  std::lock_guard lock(idle_mu_);
+  busy_slots_ += busy ? 1 : -1;
+  if (busy_slots_ == 0) idle_since_ = parts_.clock->now();
 }
 
 // Runs `job` as the slot's current lease, which the heartbeat renews. While it runs, the job's

@@ -55,6 +55,7 @@ struct FakeCoordinator {
     return UploadAnswer{Upload::kAcknowledged, ""};
   };
   int polls = 0;
+  int last_wait_s = -1;  // the wait the last lease poll asked for
   // Called once the requests pass 200: a loop that would never end (a rule broken) is aborted,
   // so its test fails on what it expects instead of hanging.
   std::function<void()> on_runaway;
@@ -76,6 +77,7 @@ class FakeClient final : public CoordinatorApi {
   }
   Result<LeaseResponse> lease(const std::string& slot, int wait_s) override {
     if (!log_and_check("lease " + slot + " wait=" + std::to_string(wait_s))) return unauthenticated();
+    c_.last_wait_s = wait_s;
     return c_.on_lease(++c_.polls);
   }
   bool has_unanswered_poll(const std::string&) const override { return false; }
