@@ -110,8 +110,8 @@ bool AgentLoops::fits_before_the_end(const Slot& slot, const LeasedJob& job) {
       std::to_string(parts_.allocation.kill_grace_s) + " s kill grace and a " +
       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(parts_.allocation.end_margin).count()) +
       " s margin) does not fit in the " + std::to_string(left_s) + " s left";
-  spdlog::info("slot {}: {}; giving it back untouched", slot.descriptor.id, why);
   drain_by_itself(why);
+  spdlog::info("slot {}: giving job {} back untouched", slot.descriptor.id, job.job_id);
   return false;
 }
 
