@@ -111,7 +111,9 @@ Status apply_allocation(AgentConfig& c, bool name_given, const std::map<std::str
   if (c.allocation != "none" && c.allocation != "slurm") {
     return Error::invalid("allocation", "must be none or slurm, got \"" + c.allocation + "\"");
   }
-  if (c.end_at < 0) return Error::invalid("end_at", "must be >= 0 (unix seconds; 0: none)");
+  if (c.end_at < 0 || c.end_at > (std::int64_t{1} << 40)) {
+    return Error::invalid("end_at", "must be unix seconds (0: none), got " + std::to_string(c.end_at));
+  }
   if (c.end_margin_s < 0) return Error::invalid("end_margin_s", "must be >= 0");
   if (c.idle_exit_s < 0) return Error::invalid("idle_exit_s", "must be >= 0 (0: never)");
   if (c.allocation != "slurm") return Status::Ok();

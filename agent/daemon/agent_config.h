@@ -31,7 +31,7 @@ struct AgentConfig {
   std::string catalog;   // default: the shipped catalog
   std::string in_root;   // scripts/in-root.sh (builds with a root); default: beside the exporter
   std::string log_level = "info";
-  // A batch allocation (docs/design.md §7.1): "none", or "slurm" (name, GPUs and deadline from
+  // A batch allocation (docs/design.md §10.1): "none", or "slurm" (name, GPUs and deadline from
   // the Slurm job the agent runs in; per-allocation state, spool and work directories).
   std::string allocation = "none";
   std::int64_t end_at = 0;  // unix seconds; 0: none (slurm: squeue's time left)

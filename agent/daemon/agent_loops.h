@@ -2,7 +2,7 @@
 // slot's loop (lease -> run -> spool -> upload), the heartbeat loop and the spool replay; drain
 // on the first stop request and abort on the second; enrolling again when the coordinator
 // rejects the token (401); retries that back off; the intervals the coordinator dictates; in a
-// batch allocation (§7.1), a deadline no job may run past and an exit when idle.
+// batch allocation (§10.1), a deadline no job may run past and an exit when idle.
 // What they act through is injected (AgentLoopParts), so unit tests drive them with fakes; the
 // Daemon (daemon.h) wires the real coordinator client, job runner and clock.
 #pragma once
@@ -32,7 +32,7 @@ namespace benchfleet::agent {
 // sending and replacing the credentials held in `identity`.
 using ConnectToCoordinator = std::function<std::unique_ptr<CoordinatorApi>(AgentIdentity& identity)>;
 
-// The agent in a batch allocation (docs/design.md §7.1). The defaults: no deadline, no idle exit.
+// The agent in a batch allocation (docs/design.md §10.1). The defaults: no deadline, no idle exit.
 struct AllocationRules {
   // The allocation's end on the WaitClock's time line (nullopt: none), asked once at the start
   // and again after each job (an admin may move the limit). Called from the slot threads; it

@@ -136,6 +136,8 @@ TEST(SlurmAllocation, BadAllocationOptionsAreErrorsNamingTheOption) {
   c = AgentConfig{};
   c.end_at = -1;
   EXPECT_EQ(field_of(c), "end_at");
+  c.end_at = std::int64_t{1} << 50;  // milliseconds, not seconds
+  EXPECT_EQ(field_of(c), "end_at");
   c = AgentConfig{};
   c.end_margin_s = -5;
   EXPECT_EQ(field_of(c), "end_margin_s");
