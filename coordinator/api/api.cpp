@@ -107,6 +107,7 @@ void register_routes(http::Router& r, ApiContext& ctx) {
   r.add(verb::get, "/api/v1/results/{id}", "results.get", offload(ctx, get_result), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/models", "models.list", offload(ctx, list_models), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/agents", "agents.list", offload(ctx, list_agents), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/queue", "queue.summary", offload(ctx, queue_summary), admit(reader, kNoBody));
   r.add(verb::post, "/api/v1/agents/{id}/drain", "agents.drain", offload(ctx, drain_agent), admit(op, kControlBody));
   r.add(verb::post, "/api/v1/schedules", "schedules.create", offload(ctx, create_schedule), admit(op, kDocumentBody));
   r.add(verb::get, "/api/v1/schedules", "schedules.list", offload(ctx, list_schedules), admit(reader, kNoBody));

@@ -46,6 +46,9 @@ Result<http::Response> acknowledge_regression(ApiContext& ctx, const http::Reque
 Result<http::Response> resolve_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> reopen_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 
+// queue_handlers.cpp: the queue by GPU class and torch build (issue 21, the Slurm launcher's input)
+Result<http::Response> queue_summary(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+
 // service_handlers.cpp
 Result<http::Response> healthz(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> metrics(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);

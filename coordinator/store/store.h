@@ -162,6 +162,16 @@ struct JobPage {
   std::optional<std::int64_t> next_cursor;  // pass as `after_id` for the next page
 };
 
+// One (GPU class, torch build) of the queue (Store::queue_summary): what an autoscaler reads.
+struct QueueCell {
+  std::string gpu_class;
+  std::string torch_build;
+  std::int64_t queued = 0;
+  std::int64_t active = 0;  // leased + running
+
+  bool operator==(const QueueCell&) const = default;
+};
+
 struct Gauges {
   std::map<JobStatus, std::int64_t> jobs_by_status;
   std::int64_t active_leases = 0;
@@ -470,6 +480,12 @@ class Store {
   Status alert_attempt_failed(std::int64_t delivery_id, const std::string& error, std::optional<TimestampMs> retry_at);
 
   Result<Gauges> gauges(TimestampMs seen_within_ms);
+
+  // The queue by (GPU class, torch build): queued jobs, and leased + running ones; a row per
+  // pair with either, ordered by GPU class, then build. Done, failed and cancelled jobs are not
+  // counted. One pass in cell order over the partial index of queued jobs (jobs_queued_cells:
+  // its length is the queue, not the history), and the active jobs' rows; no sort.
+  Result<std::vector<QueueCell>> queue_summary();
 
   // For tests: `observer` sees the SQL text of every statement the store runs from now on, each
   // time it runs one (see Database::set_prepare_observer); {} stops it. Called with the store's

@@ -278,5 +278,49 @@ TEST(CoordinatorApi, HealthMetricsAndOpenApi) {
   EXPECT_NE(text.find("benchfleet_agents{state=\"enrolled\"} 1\n"), std::string::npos) << text;
 }
 
+// Issue 21: GET /api/v1/queue, what benchfleet-slurm-launcher sizes its allocations from.
+TEST(CoordinatorApi, QueueCountsQueuedAndActiveJobsPerGpuClassAndBuild) {
+  CoordinatorProcess coord;
+  EXPECT_EQ(coord.get_json("/api/v1/queue"), json({{"cells", json::array()}}));
+
+  json both = small_matrix();  // 8 jobs on (a100, stable) ...
+  both["gpus"] = {"t4", "a100"};
+  both["torch_builds"] = {"stable", "nightly"};
+  coord.submit(both);  // ... 8 on each of (a100, nightly), (t4, stable), (t4, nightly)
+  FakeAgent agent(
+      coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}, {"gpu1", "a100"}}, {{"stable", {"eager", "default"}}}));
+  auto leased = agent.lease_job("gpu0");
+  ASSERT_TRUE(leased.has_value());
+  auto done = agent.lease_job("gpu1");
+  ASSERT_TRUE(done.has_value());
+  ASSERT_EQ(agent.post_result(*done, ok_result(12.5)).status, 201u);
+  auto running = agent.lease_job("gpu1");
+  ASSERT_TRUE(running.has_value());
+  ASSERT_EQ(agent.progress(*running).status, 200u);
+  const json cancelled = coord.submit(matrix({kResnet}, {1}, {"eager"}));
+  ASSERT_EQ(
+      coord.post("/api/v1/runs/" + std::to_string(cancelled["id"].get<std::int64_t>()) + "/cancel", json::object())
+          .status,
+      200u);
+
+  auto cell = [](const char* gpu, const char* build, int queued, int active) {
+    return json{{"gpu_class", gpu}, {"torch_build", build}, {"queued", queued}, {"active", active}};
+  };
+  const auto res = coord.get("/api/v1/queue");
+  ASSERT_EQ(res.status, 200u) << res.body;
+  EXPECT_EQ(res.headers.at("content-type"), "application/json");
+  EXPECT_EQ(res.json().value(), json({{"cells",
+                                       {cell("a100", "nightly", 8, 0), cell("a100", "stable", 5, 2),
+                                        cell("t4", "nightly", 8, 0), cell("t4", "stable", 8, 0)}}}));
+}
+
+TEST(CoordinatorApi, QueueNeedsTheOperatorTokenWhenReadsAreNotPublic) {
+  CoordinatorProcess coord({{"--public-reads", "false"}});
+  auto anonymous = coord.client().get("/api/v1/queue");
+  ASSERT_TRUE(anonymous.ok());
+  expect_problem(*anonymous, 401);
+  EXPECT_EQ(coord.get_json("/api/v1/queue"), json({{"cells", json::array()}}));  // with the operator token
+}
+
 }  // namespace
 }  // namespace benchfleet::testing

@@ -182,7 +182,7 @@ TEST_F(OpenApiRoutes, EveryRouteIsDocumentedAndNothingElse) {
     ASSERT_TRUE(paths[r.pattern].contains(method)) << method << " " << r.pattern << " is not documented";
     EXPECT_EQ(paths[r.pattern][method]["operationId"], r.name) << method << " " << r.pattern;
   }
-  EXPECT_EQ(routes.size(), 35u);
+  EXPECT_EQ(routes.size(), 36u);
   for (const auto& [path, item] : paths.items()) {
     for (const auto& m : kMethods) {
       if (item.contains(m)) {
@@ -218,6 +218,11 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   EXPECT_EQ(call(verb::get, "/api/v1/runs/999").status, 404u);
   EXPECT_EQ(call(verb::get, "/api/v1/models").status, 200u);
   EXPECT_EQ(call(verb::get, "/api/v1/agents").status, 200u);
+  Call queue = call(verb::get, "/api/v1/queue");
+  ASSERT_EQ(queue.status, 200u) << queue.body;
+  ASSERT_EQ(queue.parsed["cells"].size(), 1u) << queue.body;
+  EXPECT_EQ(queue.parsed["cells"][0],
+            (json{{"gpu_class", "a100"}, {"torch_build", "stable"}, {"queued", 4}, {"active", 0}}));
 
   // An agent enrols, leases, reports progress and results.
   json descriptor = full_agent();
@@ -493,8 +498,8 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
        std::vector<std::string>{run, run + "/results", run + "/jobs", run + "/report", "/api/v1/results/1"}) {
     EXPECT_EQ(call(verb::get, target).status, 401u) << target;
   }
-  for (const char* target :
-       {"/api/v1/models", "/api/v1/agents", "/metrics", "/api/v1/schedules", "/api/v1/series", "/api/v1/regressions"}) {
+  for (const char* target : {"/api/v1/models", "/api/v1/agents", "/api/v1/queue", "/metrics", "/api/v1/schedules",
+                             "/api/v1/series", "/api/v1/regressions"}) {
     EXPECT_EQ(call(verb::get, target).status, 401u) << target;
   }
   EXPECT_EQ(call(verb::get, "/healthz").status, 200u);

@@ -1,0 +1,171 @@
+// Issue 21: Store::queue_summary, what GET /api/v1/queue answers and the Slurm launcher sizes its
+// allocations from: queued and active (leased + running) jobs per (GPU class, torch build), with
+// done, failed and cancelled jobs left out, and a plan that reads the partial index of queued
+// jobs (never the jobs table from end to end, never a sort).
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/unit/store_fixture.h"
+
+namespace benchfleet::store {
+namespace {
+
+class StoreQueueTest : public StoreTest {
+ protected:
+  std::vector<QueueCell> summary() {
+    auto cells = store_->queue_summary();
+    EXPECT_TRUE(cells.ok()) << cells.error().message;
+    return cells.ok() ? *cells : std::vector<QueueCell>{};
+  }
+
+  // `models` x batches {1, 2, 4, 8} x eager on `builds` and `gpus`, `repetitions` each.
+  std::int64_t submit_queue(const std::string& name, std::vector<std::string> builds, std::vector<std::string> gpus,
+                            int repetitions = 1) {
+    MatrixSpec spec = testing::stable_a100_matrix(name, {"torchvision/resnet18"}, {1, 2, 4, 8}, {Mode::kEager});
+    spec.torch_builds = std::move(builds);
+    spec.gpus = std::move(gpus);
+    spec.repetitions = repetitions;
+    return submit_spec(spec);
+  }
+};
+
+QueueCell cell(std::string gpu_class, std::string build, std::int64_t queued, std::int64_t active) {
+  return QueueCell{std::move(gpu_class), std::move(build), queued, active};
+}
+
+TEST_F(StoreQueueTest, AnEmptyQueueHasNoCells) {
+  EXPECT_TRUE(summary().empty());
+  submit_queue("cancelled", {"stable"}, {"a100"});
+  EXPECT_EQ(summary().size(), 1u);
+  ASSERT_TRUE(store_->cancel_run(1).ok());
+  EXPECT_TRUE(summary().empty());
+}
+
+TEST_F(StoreQueueTest, CountsQueuedAndActiveJobsPerGpuClassAndBuild) {
+  // 4 jobs in each of (a100, stable), (a100, nightly), (t4, stable), (t4, nightly).
+  submit_queue("first", {"stable", "nightly"}, {"t4", "a100"});
+  EXPECT_EQ(summary(), (std::vector<QueueCell>{cell("a100", "nightly", 4, 0), cell("a100", "stable", 4, 0),
+                                               cell("t4", "nightly", 4, 0), cell("t4", "stable", 4, 0)}));
+
+  // a100 (stable only): one job leased, one running (renewed), one done; one failed after its
+  // two attempts were given back.
+  const auto a = enroll("a");
+  const auto leased = lease(a);
+  const auto b = enroll("b");
+  const auto running = lease(b);
+  ASSERT_EQ(store_->renew(b, {running.job_id, running.lease_id}).value().state, LeaseState::kActive);
+  const auto c = enroll("c");
+  const auto done = lease(c);
+  ASSERT_EQ(store_->record_result(c, {done.job_id, done.lease_id}, done.attempt, ok_result(5)).value().kind,
+            RecordKind::kStored);
+  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    const auto given_back = lease(c);
+    ASSERT_EQ(store_->renew(c, {given_back.job_id, given_back.lease_id}).value().state, LeaseState::kActive);
+    ASSERT_EQ(store_->release(c, {given_back.job_id, given_back.lease_id}).value(), LeaseState::kActive);
+  }
+  (void)leased;
+  const auto run = store_->get_run(1).value();
+  EXPECT_EQ(run.jobs_by_status.at(JobStatus::kFailed), 1);
+  EXPECT_EQ(run.jobs_by_status.at(JobStatus::kDone), 1);
+  EXPECT_EQ(run.jobs_by_status.at(JobStatus::kLeased), 1);
+  EXPECT_EQ(run.jobs_by_status.at(JobStatus::kRunning), 1);
+  EXPECT_EQ(summary(), (std::vector<QueueCell>{cell("a100", "nightly", 4, 0), cell("a100", "stable", 0, 2),
+                                               cell("t4", "nightly", 4, 0), cell("t4", "stable", 4, 0)}));
+
+  // A second run adds to the same cells and brings a new class; cancelling it takes its queued
+  // jobs out again.
+  const auto second = submit_queue("second", {"stable"}, {"a100", "v100"}, 2);
+  EXPECT_EQ(summary(), (std::vector<QueueCell>{cell("a100", "nightly", 4, 0), cell("a100", "stable", 8, 2),
+                                               cell("t4", "nightly", 4, 0), cell("t4", "stable", 4, 0),
+                                               cell("v100", "stable", 8, 0)}));
+  ASSERT_TRUE(store_->cancel_run(second).ok());
+  // Cancelling the first run ends its leases too: nothing is queued or active any more.
+  EXPECT_EQ(summary().size(), 4u);
+  ASSERT_TRUE(store_->cancel_run(1).ok());
+  EXPECT_TRUE(summary().empty());
+}
+
+// EXPLAIN QUERY PLAN of `sql` on a second, read-only connection.
+std::vector<std::string> explain(const std::string& path, const std::string& sql) {
+  std::vector<std::string> out;
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  const std::string eqp = "EXPLAIN QUERY PLAN " + sql;
+  const int rc = sqlite3_prepare_v2(db, eqp.c_str(), -1, &stmt, nullptr);
+  EXPECT_EQ(rc, SQLITE_OK) << sqlite3_errmsg(db) << "\n" << sql;
+  while (rc == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
+    out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3)));
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return out;
+}
+
+// The queued count reads the partial index of queued jobs (one entry per queued job, in cell
+// order: no sort, no job row); the active jobs are an index SEARCH on their status. Timed at
+// 100,000 queued jobs (printed, not asserted).
+TEST_F(StoreQueueTest, ReadsThePartialIndexOfQueuedJobsAndIsCheapAt100kQueued) {
+  const auto a = enroll("a");
+  // Ten runs of 5 models x 5 batches x 2 builds x 2 classes x 100 repetitions: 100,000 queued
+  // jobs, one of them then running; an eleventh run's 400 jobs cancelled (not counted).
+  MatrixSpec spec =
+      testing::stable_a100_matrix("deep",
+                                  {"torchvision/resnet18", "torchvision/mobilenet_v3_small",
+                                   "torchvision/squeezenet1_1", "microsoft/resnet-50", "google/vit-base-patch16-224"},
+                                  {1, 2, 4, 8, 16}, {Mode::kEager});
+  spec.torch_builds = {"stable", "nightly"};
+  spec.gpus = {"a100", "t4"};
+  spec.repetitions = 100;
+  for (int i = 0; i < 10; ++i) submit_spec(spec);
+  const auto cancelled = submit_queue("cancelled", {"stable"}, {"a100"}, 100);
+  ASSERT_TRUE(store_->cancel_run(cancelled).ok());
+  const auto g = lease(a);
+  ASSERT_EQ(store_->renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kActive);
+
+  std::set<std::string> statements;
+  store_->observe_statements([&statements](const std::string& sql) { statements.insert(sql); });
+  std::vector<double> ms;
+  std::vector<QueueCell> cells;
+  for (int i = 0; i < 5; ++i) {
+    const auto started = std::chrono::steady_clock::now();
+    cells = summary();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+  }
+  store_->observe_statements({});
+  EXPECT_EQ(cells, (std::vector<QueueCell>{cell("a100", "nightly", 25'000, 0), cell("a100", "stable", 24'999, 1),
+                                           cell("t4", "nightly", 25'000, 0), cell("t4", "stable", 25'000, 0)}));
+  std::cout << "queue_summary at 99,999 queued + 1 running (400 cancelled), 5 calls:";
+  for (double m : ms) std::cout << " " << m << " ms";
+  std::cout << "\n";
+
+  ASSERT_EQ(statements.size(), 2u);
+  for (const auto& sql : statements) {
+    const auto plan = explain(options_.path, sql);
+    std::string shown;
+    for (const auto& step : plan) shown += "\n    " + step;
+    std::cout << sql << shown << "\n";
+    ASSERT_FALSE(plan.empty()) << sql;
+    for (const auto& step : plan) {
+      EXPECT_FALSE(step.starts_with("USE TEMP B-TREE")) << sql << shown;
+      if (step.starts_with("SCAN ")) {
+        // SQLite 3.40 reads each queued job's row for the status the index's WHERE implies
+        // (no COVERING); still one pass in cell order over queued jobs only.
+        EXPECT_TRUE(step == "SCAN jobs USING INDEX jobs_queued_cells" ||
+                    step == "SCAN jobs USING COVERING INDEX jobs_queued_cells")
+            << sql << shown;
+      } else {
+        EXPECT_TRUE(step.starts_with("SEARCH jobs USING INDEX ")) << sql << shown;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace benchfleet::store
