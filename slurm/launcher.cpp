@@ -108,9 +108,9 @@ Status Launcher::prepare() {
   return Status::Ok();
 }
 
-void Launcher::emit(nlohmann::json event) {
-  nlohmann::json line = {{"time", format_time(clock_.now_ms())}};
-  line.update(event);
+void Launcher::emit(const nlohmann::ordered_json& event) {
+  nlohmann::ordered_json line = {{"time", format_time(clock_.now_ms())}};
+  for (const auto& [key, value] : event.items()) line[key] = value;
   if (auto st = timeline_.append(line); !st.ok()) spdlog::error("timeline: {}", st.error().describe());
 }
 
@@ -127,7 +127,7 @@ void Launcher::record_ended(const std::string& job_id, const SlurmJob& how) {
   if (!how.end.empty()) event["end"] = how.end;
   spdlog::info("allocation {} ({}) ended: {}{}", job_id, it->second.gpu_class, how.state,
                how.reason.empty() ? "" : " (" + how.reason + ")");
-  emit(std::move(event));
+  emit(event);
   tracked_.erase(it);
 }
 

@@ -67,7 +67,7 @@ class Launcher {
   Status observe_allocations();  // squeue + the ended ones
   void record_ended(const std::string& job_id, const SlurmJob& how);
   Status submit(const ClassConfig& cls, const ClassDecision& decision, PassReport& report);
-  void emit(nlohmann::json event);
+  void emit(const nlohmann::ordered_json& event);
 
   const LauncherConfig& config_;
   SlurmCommands& slurm_;

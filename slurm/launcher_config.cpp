@@ -127,6 +127,11 @@ Status validate_class(const ClassConfig& c, const std::string& prefix) {
   if (c.cpus_per_task < 0) return Error::invalid(prefix + "cpus_per_task", "must be >= 0 (0: not given)");
   if (c.max_allocations < 1) return Error::invalid(prefix + "max_allocations", "must be >= 1");
   if (c.signal_s < 0 || c.signal_s > 65535) return Error::invalid(prefix + "signal_s", "must be 0..65535");
+  if (const auto limit = parse_slurm_time_limit(c.time_limit); limit && *limit > 0 && c.signal_s >= *limit) {
+    return Error::invalid(prefix + "signal_s",
+                          "must be shorter than time_limit (" + c.time_limit +
+                              "): the agent drains when the signal comes, so it would run nothing");
+  }
   if (c.idle_exit_s < 0) return Error::invalid(prefix + "idle_exit_s", "must be >= 0 (0: never)");
   if (c.agent_command.find_first_not_of(" \t") == std::string::npos) {
     return Error::invalid(prefix + "agent_command", "is required (the agent's command line)");

@@ -156,7 +156,12 @@ Result<std::vector<SlurmJob>> parse_scontrol_jobs(std::string_view out) {
     if (!looks_like_job_id(job.job_id)) return parse_error("scontrol show job", line, "no JobId");
     split_state(get("JobState"), job.state, job.reason);
     if (job.state.empty()) return parse_error("scontrol show job", line, "no JobState");
-    if (const auto reason = get("Reason"); !reason.empty() && reason != "None") job.reason = reason;
+    // A job that ended while pending keeps its last pending reason (Resources, Priority): not why it ended.
+    if (const auto reason = get("Reason");
+        !reason.empty() && reason != "None" &&
+        !(is_final_state(job.state) && (reason == "Resources" || reason == "Priority"))) {
+      job.reason = reason;
+    }
     job.name = get("JobName");
     job.node = get("NodeList");
     if (job.node == "(null)") job.node.clear();

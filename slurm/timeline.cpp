@@ -6,7 +6,7 @@
 
 namespace benchfleet::slurm {
 
-Status Timeline::append(const nlohmann::json& event) {
+Status Timeline::append(const nlohmann::ordered_json& event) {
   std::ofstream out(path_, std::ios::app);
   if (out) out << event.dump() << '\n' << std::flush;
   if (!out) return Error{ErrorCode::kUnavailable, "cannot append to " + path_ + ": " + std::strerror(errno), {}};

@@ -19,7 +19,7 @@ class Timeline {
   explicit Timeline(std::string path) : path_(std::move(path)) {}
 
   // Appends `event` as one line and flushes it; an error naming the file.
-  Status append(const nlohmann::json& event);
+  Status append(const nlohmann::ordered_json& event);
 
   // The file's events in order; a missing file is no events. Lines that are not JSON objects
   // (a line cut short by a crash) are skipped and counted in `skipped` when given.

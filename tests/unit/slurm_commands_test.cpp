@@ -74,7 +74,7 @@ TEST(SlurmParsers, Sacct) {
 TEST(SlurmParsers, ScontrolShowJob) {
   const std::string array_task =
       "JobId=5 ArrayJobId=4 ArrayTaskId=1 JobName=benchfleet-cpu UserId=root(0) GroupId=root(0) MCS_label=N/A "
-      "Priority=4294901757 Nice=0 Account=(null) QOS=(null) JobState=CANCELLED Reason=None Dependency=(null) "
+      "Priority=4294901757 Nice=0 Account=(null) QOS=(null) JobState=CANCELLED Reason=Resources Dependency=(null) "
       "Requeue=0 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:15 RunTime=00:00:05 TimeLimit=00:10:00 TimeMin=N/A "
       "SubmitTime=2026-11-25T12:00:00 EligibleTime=2026-11-25T12:00:00 AccrueTime=2026-11-25T12:00:00 "
       "StartTime=2026-11-25T12:00:01 EndTime=2026-11-25T12:00:06 Deadline=N/A SuspendTime=None SecsPreSuspend=0 "

@@ -114,6 +114,8 @@ TEST(SlurmLauncherConfig, ErrorsNameTheKey) {
   EXPECT_EQ(error_field(with_class_line("sbatch_options: [exclusive]")), "classes[0].sbatch_options[0]");
   EXPECT_EQ(error_field(with_class_line("job_name: a,b")), "classes[0].job_name");
   EXPECT_EQ(error_field(with_class_line("cpus_per_task: -1")), "classes[0].cpus_per_task");
+  EXPECT_EQ(error_field(with_class_line("time_limit: \"5\"")), "classes[0].signal_s");  // 300 s >= 5 min
+  EXPECT_EQ(error_field(with_class_line("time_limit: \"5:01\"")), "<ok>");
   EXPECT_EQ(error_field("classes:\n  - gpu_class: cpu\n    agent_command: \"  \"\n"), "classes[0].agent_command");
   EXPECT_EQ(error_field("classes:\n  - gpu_class: cpu\n"), "classes[0].agent_command");
   EXPECT_EQ(error_field("classes:\n  - agent_command: a\n"), "classes[0].gpu_class");
