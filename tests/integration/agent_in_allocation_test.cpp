@@ -23,7 +23,7 @@ class AgentInAllocation : public ::testing::Test {
   // name comes from the job), squeue answering `time_left` for job 4242 only.
   AgentOptions slurm_agent(const CoordinatorProcess& coord, const std::string& time_left,
                            std::vector<std::string> extra_args) {
-    const std::string dir = coord.dir();
+    const std::string& dir = coord.dir();
     std::ofstream(dir + "/time-left") << time_left << "\n";
     squeue_calls_ = dir + "/squeue-calls";
     const std::string squeue = dir + "/squeue";

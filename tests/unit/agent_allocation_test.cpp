@@ -124,7 +124,7 @@ TEST(SlurmAllocation, TheAllocationOptionSetsTheNameAndPerAllocationDirectories)
 }
 
 TEST(SlurmAllocation, BadAllocationOptionsAreErrorsNamingTheOption) {
-  const auto field_of = [](AgentConfig c, std::map<std::string, std::string> env = {{"SLURM_JOB_ID", "1"}}) {
+  const auto field_of = [](AgentConfig c, const std::map<std::string, std::string>& env = {{"SLURM_JOB_ID", "1"}}) {
     const Status s = apply_allocation(c, false, env);
     return s.ok() ? std::string("ok") : s.error().field;
   };
