@@ -15,6 +15,7 @@
 #include "cli/history_commands.h"
 #include "cli/matrix_file.h"
 #include "cli/progress.h"
+#include "cli/slurm_script.h"
 #include "cli/views.h"
 
 namespace benchfleet::cli {
@@ -23,7 +24,7 @@ namespace {
 constexpr const char* kDescription =
     "benchfleet: submit benchmark matrices to a benchfleet coordinator, follow their progress and\n"
     "read the comparison tables; keep nightly schedules and follow each cell's series across torch\n"
-    "versions and the regressions found in them.\n"
+    "versions and the regressions found in them; print the batch script of agents run as Slurm jobs.\n"
     "\n"
     "The coordinator's URL and the operator token come from flags, the environment\n"
     "(BENCHFLEET_URL, BENCHFLEET_OPERATOR_TOKEN, BENCHFLEET_OPERATOR_TOKEN_FILE) or a YAML config\n"
@@ -270,11 +271,29 @@ int run_cli(int argc, char** argv, Console& console) {
 
   const HistoryCommands history(app);  // schedule, series, regressions
 
+  std::string launcher_config, slurm_class;
+  auto* slurm_cmd = app.add_subcommand(
+      "slurm-script",
+      "Print the batch script benchfleet-slurm-launcher submits for one GPU class (#SBATCH lines from\n"
+      "the launcher's config, then the agent in allocation mode), for a manual `sbatch`. Reads only the\n"
+      "launcher's YAML config; asks no coordinator. Create the job's log directory (printed on stderr)\n"
+      "first; several agents at once: sbatch --array=0-N.");
+  slurm_cmd->add_option("--launcher-config", launcher_config, "the launcher's YAML config file")->required();
+  slurm_cmd->add_option("--class", slurm_class, "the GPU class (a classes[].gpu_class of the config)")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e, console.out, console.err);
     return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (slurm_cmd->parsed()) {  // needs no coordinator, URL or token
+    auto script = slurm_script(launcher_config, slurm_class);
+    if (!script.ok()) return fail(console, script.error());
+    console.out << script->script << std::flush;
+    console.err << "# the job writes its log under " << script->log_dir << ": mkdir -p " << script->log_dir
+                << " before sbatch\n";
+    return kExitOk;
   }
   if (auto s = validate(config); !s.ok()) return fail(console, Error::invalid("", s.error().describe()));
   auto token = resolve_operator_token(config);

@@ -6,7 +6,10 @@
 // "sleep" posts the next result, so the progress bar is checked frame by frame.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>  // mkdtemp
+
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,6 +20,8 @@
 #include "cli/fleet_client.h"
 #include "cli/progress.h"
 #include "cli/watch.h"
+#include "slurm/launcher_config.h"
+#include "slurm/sbatch_script.h"
 #include "tests/support/child_process.h"
 #include "tests/support/coordinator_process.h"
 
@@ -320,6 +325,77 @@ TEST_F(CliTest, DrainByNameAndConfigFilePrecedence) {
   r = cli({"drain", "nobody"});
   EXPECT_EQ(r.code, cli::kExitError);
   EXPECT_NE(r.err.find("no agent is named \"nobody\""), std::string::npos);
+}
+
+// ---- slurm-script (issue 21): no coordinator involved -------------------------------------------
+
+TEST(CliSlurmScript, PrintsTheLaunchersScriptForAClassAndNamesWhatIsWrong) {
+  char tmpl[] = "/tmp/benchfleet-cli-slurm-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string config = dir + "/launcher.yaml";
+  write_file(config, R"(coordinator: http://127.0.0.1:8080
+state_dir: )" + dir + R"(/state
+classes:
+  - gpu_class: a100
+    partition: gpu
+    gres: "gpu:a100:1"
+    account: bench
+    time_limit: "01:30:00"
+    cpus_per_task: 8
+    idle_exit_s: 90
+    agent_command: "/opt/benchfleet/bin/benchfleet-agent --config /etc/benchfleet/agent.yaml"
+    sbatch_options: ["--exclusive"]
+  - gpu_class: cpu
+    agent_command: "benchfleet-agent"
+)");
+  // No coordinator listens at this URL, and no token is set: the command needs neither.
+  const std::map<std::string, std::string> env = {{"BENCHFLEET_URL", "http://127.0.0.1:9"}};
+  auto run = [&](std::vector<std::string> args) { return CliProcess(dir, std::move(args), env).wait(); };
+
+  CliRun r = run({"slurm-script", "--launcher-config", config, "--class", "a100"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  auto loaded = slurm::load_launcher_config(config);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().describe();
+  EXPECT_EQ(r.out, slurm::render_sbatch_script(*loaded, *loaded->find_class("a100")));
+  EXPECT_TRUE(r.out.starts_with("#!/bin/bash\n")) << r.out;
+  for (const std::string& line : std::vector<std::string>{
+           "#SBATCH --job-name=benchfleet-a100\n", "#SBATCH --partition=gpu\n", "#SBATCH --gres=gpu:a100:1\n",
+           "#SBATCH --account=bench\n", "#SBATCH --time=01:30:00\n", "#SBATCH --cpus-per-task=8\n",
+           "#SBATCH --exclusive\n", "#SBATCH --output=" + dir + "/state/logs/slurm-%A_%a.out\n",
+           "\nexec /opt/benchfleet/bin/benchfleet-agent --config /etc/benchfleet/agent.yaml --allocation slurm "
+           "--idle-exit-s 90\n"}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " not in:\n" << r.out;
+  }
+  EXPECT_NE(r.err.find("mkdir -p " + dir + "/state/logs"), std::string::npos) << r.err;
+  // bash reads it (syntax only).
+  write_file(dir + "/a100.sbatch", r.out);
+  EXPECT_EQ(std::system(("bash -n " + dir + "/a100.sbatch").c_str()), 0);
+
+  r = run({"slurm-script", "--launcher-config", config, "--class", "cpu"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  EXPECT_EQ(r.out.find("--partition"), std::string::npos) << r.out;  // not configured, not given
+  EXPECT_NE(r.out.find("exec benchfleet-agent --allocation slurm --idle-exit-s 120\n"), std::string::npos) << r.out;
+
+  r = run({"slurm-script", "--launcher-config", config, "--class", "t4"});
+  EXPECT_EQ(r.code, cli::kExitError);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("--class: no class \"t4\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("configured: a100, cpu"), std::string::npos) << r.err;
+
+  write_file(dir + "/bad.yaml", "classes:\n  - gpu_class: a100\n    agent_command: x\n    max_allocations: 0\n");
+  r = run({"slurm-script", "--launcher-config", dir + "/bad.yaml", "--class", "a100"});
+  EXPECT_EQ(r.code, cli::kExitError);
+  EXPECT_NE(r.err.find("classes[0].max_allocations"), std::string::npos) << r.err;
+
+  r = run({"slurm-script", "--launcher-config", dir + "/missing.yaml", "--class", "a100"});
+  EXPECT_EQ(r.code, cli::kExitError);
+  EXPECT_NE(r.err.find("--launcher-config " + dir + "/missing.yaml"), std::string::npos) << r.err;
+
+  r = run({"slurm-script", "--launcher-config", config});
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  EXPECT_NE(r.err.find("--class"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
 }
 
 // ---- watch_run in process, on an injected terminal ---------------------------------------------
