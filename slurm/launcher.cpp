@@ -84,6 +84,11 @@ Status Launcher::prepare() {
     const auto gpu_class = string_field(event, "gpu_class");
     if (id.empty() || config_.find_class(gpu_class) == nullptr) continue;  // a class no longer configured
     if (kind == "submitted") {
+      // sbatch calls of the last minute still count: a launcher restarted in a loop cannot flood.
+      if (const auto at = parse_time(string_field(event, "time"));
+          at && *at > clock_.now_ms() - RateLimiter::kWindowMs && *at <= clock_.now_ms()) {
+        (void)limiter_.try_acquire(*at);
+      }
       const auto count = event.value("count", 1);
       auto track = [&](const std::string& task) { tracked_[task] = newly_submitted(gpu_class); };
       if (count > 1) {
@@ -117,7 +122,7 @@ void Launcher::emit(const nlohmann::ordered_json& event) {
 void Launcher::record_ended(const std::string& job_id, const SlurmJob& how) {
   const auto it = tracked_.find(job_id);
   if (it == tracked_.end()) return;
-  nlohmann::json event = {
+  nlohmann::ordered_json event = {
       {"event", "ended"}, {"gpu_class", it->second.gpu_class}, {"slurm_job_id", job_id}, {"state", how.state}};
   const std::string node = how.node.empty() ? it->second.node : how.node;
   if (!node.empty()) event["node"] = node;
@@ -244,9 +249,12 @@ PassReport Launcher::reconcile_unguarded() {
     if (d.submit > 0 && cls != nullptr) {
       if (auto st = submit(*cls, d, report); !st.ok() && report.status.ok()) report.status = st;
     } else if (d.rate_limited) {
-      spdlog::info("{}: {} allocation(s) wanted; {} sbatch call(s) a minute reached, waiting", d.gpu_class, d.wanted,
-                   config_.max_submissions_per_minute);
+      // Said once per wait, not every pass.
+      const auto level = rate_limited_.insert(d.gpu_class).second ? spdlog::level::info : spdlog::level::debug;
+      spdlog::log(level, "{}: {} allocation(s) wanted; {} sbatch call(s) a minute reached, waiting", d.gpu_class,
+                  d.wanted, config_.max_submissions_per_minute);
     }
+    if (d.submit > 0 || d.wanted == 0) rate_limited_.erase(d.gpu_class);
     spdlog::debug("{}: {} queued, {} active, {} wanted, {} submitted", d.gpu_class, d.queued, d.active, d.wanted,
                   d.submit);
   }

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,8 +48,9 @@ class Launcher {
   Launcher& operator=(const Launcher&) = delete;
 
   // Creates state_dir, its logs/ and scripts/, writes each class's script to
-  // scripts/<gpu_class>.sh, and tracks again the allocations the timeline shows submitted and
-  // not ended. REQUIRES: called once, before reconcile().
+  // scripts/<gpu_class>.sh, tracks again the allocations the timeline shows submitted and not
+  // ended, and counts the timeline's sbatch calls of the last minute against the rate limit.
+  // REQUIRES: called once, before reconcile().
   Status prepare();
 
   // One pass (see the top of this file). Never throws.
@@ -77,6 +79,7 @@ class Launcher {
   RateLimiter limiter_;
   std::map<std::string, TrackedAllocation> tracked_;
   std::map<std::string, std::string> class_of_name_;  // job name -> gpu_class
+  std::set<std::string> rate_limited_;                // classes waiting for the rate limit (logged once)
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

@@ -335,6 +335,24 @@ TEST_F(SlurmLauncherTest, ARestartAdoptsWhatIsRunningAndRecordsWhatEndedMeanwhil
   EXPECT_EQ(slurm_.sbatch_calls.size(), 1u);
 }
 
+TEST_F(SlurmLauncherTest, ARestartCountsTheLastMinutesSubmissions) {
+  config_.max_submissions_per_minute = 1;
+  {
+    auto first = make_launcher();
+    queue_.set_queued("cpu", 10);
+    EXPECT_EQ(first->reconcile().sbatch_calls, 1);
+  }
+  slurm_.end("7_0", "FAILED");  // the agent could not start, say; the launcher restarts at once
+  clock_.advance_ms(5'000);
+  auto second = make_launcher();
+  auto report = second->reconcile();
+  EXPECT_EQ(report.sbatch_calls, 0);
+  ASSERT_EQ(report.decisions.size(), 1u);
+  EXPECT_TRUE(report.decisions[0].rate_limited);
+  clock_.advance_ms(55'000);
+  EXPECT_EQ(second->reconcile().allocations_submitted, 1);
+}
+
 TEST_F(SlurmLauncherTest, SubmitsNothingBlind) {
   auto launcher = make_launcher();
   queue_.set_queued("cpu", 10);
