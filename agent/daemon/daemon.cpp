@@ -74,7 +74,12 @@ std::function<std::optional<std::chrono::steady_clock::time_point>()> deadline_r
   if (!c.slurm) return nullptr;
   auto last = std::make_shared<std::optional<steady_clock::time_point>>();
   return [squeue = c.squeue, job = c.slurm->job_id, scratch = c.work_dir, last] {
-    auto left = slurm_time_left(squeue, job, scratch);
+    Result<std::optional<std::int64_t>> left = Error::internal("not read");
+    try {
+      left = slurm_time_left(squeue, job, scratch);
+    } catch (const std::exception& e) {  // the loops' reader must not throw
+      left = Error::internal(e.what());
+    }
     if (!left.ok()) {
       spdlog::warn("cannot read the allocation's time left ({}); keeping the deadline read before",
                    left.error().describe());
