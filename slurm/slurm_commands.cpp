@@ -176,7 +176,7 @@ Result<std::vector<SlurmJob>> parse_scontrol_jobs(std::string_view out) {
 SlurmCommands::SlurmCommands(const LauncherConfig& config, CommandRunner& runner, std::chrono::milliseconds timeout)
     : config_(config), runner_(runner), timeout_(timeout) {}
 
-Result<CommandOutput> SlurmCommands::run(std::vector<std::string> argv) { return runner_.run(argv, timeout_); }
+Result<CommandOutput> SlurmCommands::run(const std::vector<std::string>& argv) { return runner_.run(argv, timeout_); }
 
 Result<std::string> SlurmCommands::submit(const std::string& script_path, int count) {
   std::vector<std::string> argv{config_.sbatch, "--parsable"};

@@ -70,7 +70,7 @@ class SlurmCommands {
   Result<std::optional<SlurmJob>> show(const std::string& job_id);
 
  private:
-  Result<CommandOutput> run(std::vector<std::string> argv);
+  Result<CommandOutput> run(const std::vector<std::string>& argv);
 
   const LauncherConfig& config_;
   CommandRunner& runner_;

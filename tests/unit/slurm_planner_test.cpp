@@ -143,7 +143,7 @@ TEST(SlurmPlanner, NeverFloodsWithABigQueue) {
   std::vector<TimestampMs> sbatch_calls;
   int submitted = 0;
   const TimestampMs poll_ms = 1'000;  // far faster than poll_s allows: the limiter must hold
-  for (TimestampMs now = 0; now < 6 * 3'600'000; now += poll_ms) {
+  for (TimestampMs now = 0; now < TimestampMs{6} * 3'600'000; now += poll_ms) {
     slurm.step(now, /*nodes=*/4);
     for (const auto& d : plan_pass(config, cells, slurm.active(), limiter, now)) {
       if (d.submit == 0) continue;
