@@ -8,16 +8,20 @@
 #   scripts/install-deps.sh --no-npm      # Debian packages only
 #   scripts/install-deps.sh --no-fuzz     # without clang and libFuzzer, which only the fuzz
 #                                          # targets use (the quick start)
+#   scripts/install-deps.sh --no-slurm    # without slurmctld, slurmd, munge and slurm-client,
+#                                          # which only the real-Slurm tests use (the quick start)
 set -euo pipefail
 with_npm=1
 with_browser=1
 with_fuzz=1
+with_slurm=1
 for arg in "$@"; do
   case "$arg" in
     --no-npm) with_npm=0 ;;
     --no-browser) with_browser=0 ;;
     --no-fuzz) with_fuzz=0 ;;
-    *) echo "usage: scripts/install-deps.sh [--no-browser] [--no-npm] [--no-fuzz]" >&2; exit 2 ;;
+    --no-slurm) with_slurm=0 ;;
+    *) echo "usage: scripts/install-deps.sh [--no-browser] [--no-npm] [--no-fuzz] [--no-slurm]" >&2; exit 2 ;;
   esac
 done
 
@@ -43,25 +47,58 @@ fi
 # The fuzz targets (scripts/fuzz.sh) are built with clang and its libFuzzer runtime.
 [ "$with_fuzz" = 1 ] && packages+=(clang-14 libclang-rt-14-dev)
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#packages[@]} packages already installed"
+# Slurm 22.05 for the real-Slurm tests (tests/slurm, label slurm), which start their own
+# single-node cluster as root and stop it afterwards. Installed apart, without starting the
+# packages' services (below): nothing of Slurm runs on this host unless a test starts it.
+slurm_packages=()
+[ "$with_slurm" = 1 ] && slurm_packages=(slurmctld slurmd munge slurm-client)
+
+not_installed() {  # not_installed PACKAGE...: prints those dpkg does not list as installed
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+mapfile -t missing < <(not_installed "${packages[@]}")
+mapfile -t missing_slurm < <(not_installed "${slurm_packages[@]}")
+if [ ${#missing[@]} -eq 0 ] && [ ${#missing_slurm[@]} -eq 0 ]; then
+  echo "install-deps: all $((${#packages[@]} + ${#slurm_packages[@]})) packages already installed"
 else
   if [ "$(id -u)" -eq 0 ]; then
     as_root=()
   elif command -v sudo >/dev/null 2>&1; then
     as_root=(sudo)
   else
-    echo "install-deps: need root or sudo to install: ${missing[*]}" >&2
+    echo "install-deps: need root or sudo to install: ${missing[*]} ${missing_slurm[*]}" >&2
     exit 1
   fi
 
-  echo "install-deps: installing ${missing[*]}"
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "install-deps: installing ${missing[*]}"
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+  if [ ${#missing_slurm[@]} -gt 0 ]; then
+    # A policy-rc.d answering 101 ("action forbidden") keeps the maintainer scripts
+    # (invoke-rc.d, deb-systemd-invoke) from starting munge, slurmctld and slurmd; an existing
+    # policy is put aside and restored, also when the install fails.
+    policy=/usr/sbin/policy-rc.d
+    restore_policy() {
+      # shellcheck disable=SC2016  # $1 is expanded by the inner sh
+      "${as_root[@]}" sh -c 'rm -f "$1" && if [ -e "$1.benchfleet-saved" ]; then mv "$1.benchfleet-saved" "$1"; fi' \
+        sh "$policy"
+    }
+    # shellcheck disable=SC2016  # $1 is expanded by the inner sh
+    "${as_root[@]}" sh -c 'if [ -e "$1" ]; then mv "$1" "$1.benchfleet-saved"; fi &&
+      printf "#!/bin/sh\n# scripts/install-deps.sh: no service starts while Slurm is installed\nexit 101\n" >"$1" &&
+      chmod 0755 "$1"' sh "$policy"
+    trap restore_policy EXIT
+    echo "install-deps: installing ${missing_slurm[*]} (their services are not started)"
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      "${missing_slurm[@]}"
+    restore_policy
+    trap - EXIT
+  fi
 fi
 
 # Node packages (package.json / package-lock.json in the repository root): chart.js, which the
