@@ -64,7 +64,7 @@ setup=1
 mkdir -p "$state"
 
 t0=$(date +%s)
-[ "$setup" = 1 ] && scripts/install-deps.sh --no-browser --no-fuzz
+[ "$setup" = 1 ] && scripts/install-deps.sh --no-browser --no-fuzz --no-slurm
 t1=$(date +%s)
 root_pid=""
 if [ "$setup" = 1 ] && [ "$torch_root" != none ]; then
