@@ -234,6 +234,7 @@ Result<LauncherConfig> parse_launcher_config(std::string_view yaml_text, std::st
       c.classes.push_back(std::move(cls));
     }
   }
+  while (c.coordinator.size() > 7 && c.coordinator.back() == '/') c.coordinator.pop_back();
   if (!c.state_dir.empty()) {
     std::error_code ec;
     auto absolute = std::filesystem::absolute(c.state_dir, ec);

@@ -75,19 +75,12 @@ int main(int argc, char** argv) {
     std::cout << benchfleet::slurm::render_sbatch_script(*config, *cls);
     return 0;
   }
+  signal(SIGPIPE, SIG_IGN);
   auto token = benchfleet::slurm::read_api_token(config->api_token_file);
   if (!token.ok()) {
     std::cerr << "benchfleet-slurm-launcher: " << token.error().describe() << "\n";
     return 2;
   }
-
-  // Signals go to one thread (sigwait); children get an empty mask (ProcessRunner).
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
 
   try {
     benchfleet::SystemClock clock;
@@ -107,6 +100,13 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    // Signals go to one thread (sigwait), so a pass is never cut short; children get an empty
+    // mask (ProcessRunner). --once keeps the default: a signal ends it at once.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     std::thread signals([&] {
       int signo = 0;
       if (sigwait(&stop_signals, &signo) == 0) {

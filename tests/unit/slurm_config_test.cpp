@@ -52,6 +52,8 @@ TEST(SlurmLauncherConfig, ReadsEveryKey) {
   ASSERT_TRUE(r.ok()) << r.error().describe();
   const auto& c = *r;
   EXPECT_EQ(c.coordinator, "http://coord.example:8080");
+  EXPECT_EQ(parse_launcher_config("coordinator: http://h:1/\n" + with_class_line("mem: 1G"), "t")->coordinator,
+            "http://h:1");
   EXPECT_EQ(c.api_token_file, "/etc/benchfleet/read-token");
   EXPECT_EQ(c.poll_s, 20);
   EXPECT_EQ(c.max_submissions_per_minute, 3);
