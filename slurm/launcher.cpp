@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +21,14 @@ namespace fs = std::filesystem;
 bool has_started(std::string_view state) {
   return state == "RUNNING" || state == "COMPLETING" || state == "SUSPENDED" || state == "STOPPED" ||
          state == "SIGNALING" || state == "STAGE_OUT";
+}
+
+// Pending reasons that resolve by themselves (squeue %r).
+bool is_transient_pending_reason(std::string_view reason) {
+  static constexpr std::array kTransient{
+      "",         "None",        "Priority", "Resources", "BeginTime", "Dependency",          "JobArrayTaskLimit",
+      "NodeDown", "Reservation", "Prolog",   "Cleaning",  "Licenses",  "BurstBufferResources"};
+  return std::find(kTransient.begin(), kTransient.end(), reason) != kTransient.end();
 }
 
 Status make_dir(const fs::path& dir) {
@@ -157,6 +167,16 @@ Status Launcher::observe_allocations() {
                    job.name);
     }
     t.state = job.state;
+    if (job.state == "PENDING" && job.reason != t.pending_reason) {
+      t.pending_reason = job.reason;
+      // A limit or a bad option keeps a job pending for good, and the launcher counts it: say so.
+      if (!is_transient_pending_reason(job.reason)) {
+        spdlog::warn(
+            "allocation {} ({}) is pending with reason {}: check the class's partition, time_limit, account, "
+            "qos and gres",
+            job.job_id, t.gpu_class, job.reason);
+      }
+    }
     if (!job.node.empty()) t.node = job.node;
     t.unseen_passes = 0;
     if (!t.started_logged && has_started(job.state)) {

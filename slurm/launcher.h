@@ -28,6 +28,7 @@ struct TrackedAllocation {
   std::string gpu_class;
   std::string state = "PENDING";  // as squeue last showed it
   std::string node;
+  std::string pending_reason;   // the last one squeue showed (warned about once per change)
   bool started_logged = false;  // a "started" event is in the timeline
   int unseen_passes = 0;        // passes in which squeue did not list it and Slurm said it is not over
 };
