@@ -142,7 +142,7 @@ echo "# run 2: the same matrix on one resident agent" >&2
 env -u SLURM_CONF "$agent_bin" --config "$work/agent-resident.yaml" --name resident >"$work/resident.log" 2>&1 &
 resident_pid=$!
 pids+=("$resident_pid")
-enrolled() { grep -q "enrolled as agent" "$work/resident.log"; }
+enrolled() { grep -qs "enrolled as agent" "$work/resident.log"; }
 wait_for 120 "the resident agent to enrol" enrolled
 resident_run=$(cli submit --print-id --name "resident agent" "$matrix")
 wait_for 3600 "run $resident_run" run_done "$resident_run"

@@ -96,7 +96,7 @@ class SlurmTest : public ::testing::Test {
   // The agent's YAML: this coordinator, its enrolment token, the real worker as build debian12
   // (cpu-demo's name for the host's torch), per-allocation state under <coord dir>/agents.
   std::string write_agent_config() {
-    const std::string path = coord_->dir() + "/agent.yaml";
+    std::string path = coord_->dir() + "/agent.yaml";
     std::ofstream(path) << "coordinator: " << coord_->base_url() << "\n"
                         << "enrollment_token: " << CoordinatorProcess::kEnrollmentToken << "\n"
                         << "state_dir: " << coord_->dir() << "/agents\n"
@@ -110,7 +110,7 @@ class SlurmTest : public ::testing::Test {
   std::string write_launcher_config(const ClassOptions& c) {
     const std::string token = coord_->dir() + "/operator.token";
     std::ofstream(token) << CoordinatorProcess::kOperatorToken << "\n";
-    const std::string path = coord_->dir() + "/launcher.yaml";
+    std::string path = coord_->dir() + "/launcher.yaml";
     std::ofstream(path) << "coordinator: " << coord_->base_url() << "\n"
                         << "api_token_file: " << token << "\n"
                         << "poll_s: 2\n"
@@ -377,7 +377,7 @@ TEST_F(SlurmTest, ShortTimeLimitTakesNoJobItCannotFinish) {
   EXPECT_EQ(exit_code(*once), 0) << launcher_->log_tail();
   const auto submitted = timeline_ids(timeline(), "submitted");
   ASSERT_EQ(submitted.size(), 1u);
-  const std::string id = submitted.front();
+  const std::string& id = submitted.front();
 
   ASSERT_TRUE(wait_no_allocations(120s)) << "the 1-minute allocation is still listed";
   std::map<std::string, CompletedJob> done;
