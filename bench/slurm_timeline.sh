@@ -263,4 +263,7 @@ print(f"| mean agent start -> enrolled (s) | {mean(enrol_latency):.1f} | "
       f"{(enrolled_r - first_r).total_seconds() if enrolled_r and first_r else float('nan'):.1f} |")
 print(f"\nOverhead per job through Slurm: {(total_s - total_r) / n:+.2f} s of total wall "
       f"({total_s - total_r:+.1f} s over {n} jobs), {mean(slurm_walls) - mean(resident_walls):+.2f} s of job wall.")
+if max_allocations > 1:
+    print(f"(max_allocations {max_allocations}: the Slurm run had up to {max_allocations} slots, the resident agent 1, "
+          "on the same cores: compare the job walls, not the totals.)")
 EOF
