@@ -266,10 +266,11 @@ TEST_F(SlurmTest, CpuDemoThroughLauncher) {
 }
 
 // A job of `created` in one of `statuses` on a Slurm allocation whose agent holds its lease
-// (GET /api/v1/agents), as {job, its agent}; polled every 200 ms up to `limit`. `seen` gets the
-// last jobs and agents looked at, for a failure message.
+// (GET /api/v1/agents), as {job, its agent}, skipping the agents in `skip_agents`; polled every 200 ms up to `limit`.
+// `seen` gets the last jobs and agents looked at, for a failure message.
 std::optional<std::pair<json, std::string>> find_leased_job(CoordinatorProcess& coord, const json& created,
                                                             const std::set<std::string>& statuses,
+                                                            const std::set<std::string>& skip_agents,
                                                             std::chrono::milliseconds limit, std::string& seen) {
   std::optional<std::pair<json, std::string>> found;
   poll_until(
@@ -279,7 +280,10 @@ std::optional<std::pair<json, std::string>> find_leased_job(CoordinatorProcess& 
         seen = jobs.dump() + "\n" + agents.dump();
         for (const json& job : jobs) {
           const std::string agent = text_of(job, "agent");
-          if (!statuses.contains(text_of(job, "status")) || !allocation_of_agent(agent)) continue;
+          if (!statuses.contains(text_of(job, "status")) || !allocation_of_agent(agent) ||
+              skip_agents.contains(agent)) {
+            continue;
+          }
           for (const json& a : agents) {
             if (text_of(a, "name") != agent) continue;
             for (const json& lease : a.value("leases", json::array())) {
@@ -313,9 +317,10 @@ TEST_F(SlurmTest, ScancelMidJobLosesNothing) {
     std::string agent, allocation;
   };
   std::vector<Victim> victims;
+  std::set<std::string> cancelled_agents;  // not picked again while Slurm is still ending them
   for (const std::string phase : {"leased", "running"}) {
     std::string seen;
-    const auto found = find_leased_job(*coord_, created, {phase}, 180s, seen);
+    const auto found = find_leased_job(*coord_, created, {phase}, cancelled_agents, 180s, seen);
     ASSERT_TRUE(found.has_value()) << "no job seen " << phase << " on a Slurm allocation; last seen:\n" << seen;
     const Victim v{found->first.at("id"), found->first.at("attempt"), found->second,
                    *allocation_of_agent(found->second)};
@@ -323,6 +328,7 @@ TEST_F(SlurmTest, ScancelMidJobLosesNothing) {
               << " (" << phase << ")\n";
     ASSERT_TRUE(g_cluster->scancel(v.allocation));
     victims.push_back(v);
+    cancelled_agents.insert(v.agent);
   }
 
   ASSERT_TRUE(wait_run_done(created, 300s)) << run_of(created).dump();
