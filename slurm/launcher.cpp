@@ -275,6 +275,14 @@ PassReport Launcher::reconcile_unguarded() {
                   d.wanted, config_.max_submissions_per_minute);
     }
     if (d.submit > 0 || d.wanted == 0) rate_limited_.erase(d.gpu_class);
+    if (d.too_long > 0 && cls != nullptr && too_long_warned_.insert(d.gpu_class).second) {
+      // Said once until it clears: these jobs wait for a class with longer allocations.
+      spdlog::warn(
+          "{}: {} queued job(s) have a timeout_s that does not fit in time_limit {} (with {} s for the agent's "
+          "start and margins): no allocation is submitted for them",
+          d.gpu_class, d.too_long, cls->time_limit, kAgentOverheadS);
+    }
+    if (d.too_long == 0) too_long_warned_.erase(d.gpu_class);
     spdlog::debug("{}: {} queued, {} active, {} wanted, {} submitted", d.gpu_class, d.queued, d.active, d.wanted,
                   d.submit);
   }

@@ -81,6 +81,7 @@ class Launcher {
   std::map<std::string, TrackedAllocation> tracked_;
   std::map<std::string, std::string> class_of_name_;  // job name -> gpu_class
   std::set<std::string> rate_limited_;                // classes waiting for the rate limit (logged once)
+  std::set<std::string> too_long_warned_;             // classes with queued jobs too long for their time_limit
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

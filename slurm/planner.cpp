@@ -30,16 +30,44 @@ Result<std::vector<QueueCell>> parse_queue_summary(std::string_view body) {
       }
       *field = it->get<std::int64_t>();
     }
+    if (const auto by = c.find("queued_by_timeout"); by != c.end()) {
+      if (!by->is_array()) return Error::invalid(at + ".queued_by_timeout", "must be an array");
+      cell.queued_by_timeout.emplace();
+      for (std::size_t j = 0; j < by->size(); ++j) {
+        const auto& entry = (*by)[j];
+        const std::string entry_at = at + ".queued_by_timeout[" + std::to_string(j) + "]";
+        const auto timeout = entry.is_object() ? entry.find("timeout_s") : entry.end();
+        if (timeout == entry.end() || !timeout->is_number_integer() || timeout->get<std::int64_t>() < 1 ||
+            timeout->get<std::int64_t>() > 604'800) {
+          return Error::invalid(entry_at + ".timeout_s", "must be an integer from 1 to 604800");
+        }
+        const auto queued = entry.find("queued");
+        if (queued == entry.end() || !queued->is_number_integer() || queued->get<std::int64_t>() < 0) {
+          return Error::invalid(entry_at + ".queued", "must be an integer >= 0");
+        }
+        cell.queued_by_timeout->emplace_back(timeout->get<int>(), queued->get<std::int64_t>());
+      }
+    }
     out.push_back(std::move(cell));
   }
   return out;
 }
 
-std::int64_t queued_for_class(const ClassConfig& cls, const std::vector<QueueCell>& cells) {
+std::int64_t queued_for_class(const ClassConfig& cls, const std::vector<QueueCell>& cells, std::int64_t* too_long) {
+  const std::int64_t limit_s = parse_slurm_time_limit(cls.time_limit).value_or(0);  // 0: UNLIMITED
   std::int64_t queued = 0;
+  std::int64_t left_out = 0;
   for (const auto& c : cells) {
-    if (c.gpu_class == cls.gpu_class && cls.counts_build(c.torch_build)) queued += c.queued;
+    if (c.gpu_class != cls.gpu_class || !cls.counts_build(c.torch_build)) continue;
+    if (limit_s == 0 || !c.queued_by_timeout) {
+      queued += c.queued;
+      continue;
+    }
+    for (const auto& [timeout_s, n] : *c.queued_by_timeout) {
+      (std::int64_t{timeout_s} + kAgentOverheadS <= limit_s ? queued : left_out) += n;
+    }
   }
+  if (too_long != nullptr) *too_long += left_out;
   return queued;
 }
 
@@ -76,7 +104,7 @@ std::vector<ClassDecision> plan_pass(const LauncherConfig& config, const std::ve
   for (const auto& cls : config.classes) {
     ClassDecision d;
     d.gpu_class = cls.gpu_class;
-    d.queued = queued_for_class(cls, cells);
+    d.queued = queued_for_class(cls, cells, &d.too_long);
     if (const auto it = active.find(cls.gpu_class); it != active.end()) d.active = it->second;
     d.wanted = allocations_to_submit(cls.max_allocations, d.queued, d.active);
     if (d.wanted > 0) {

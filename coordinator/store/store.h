@@ -168,6 +168,9 @@ struct QueueCell {
   std::string torch_build;
   std::int64_t queued = 0;
   std::int64_t active = 0;  // leased + running
+  // The queued jobs by their run's timeout_s, ascending (they sum to `queued`): an autoscaler
+  // whose allocations end sooner than a job may run leaves those jobs out of its count.
+  std::vector<std::pair<int, std::int64_t>> queued_by_timeout;
 
   bool operator==(const QueueCell&) const = default;
 };
@@ -483,8 +486,9 @@ class Store {
 
   // The queue by (GPU class, torch build): queued jobs, and leased + running ones; a row per
   // pair with either, ordered by GPU class, then build. Done, failed and cancelled jobs are not
-  // counted. One pass in cell order over the partial index of queued jobs (jobs_queued_cells:
-  // its length is the queue, not the history), and the active jobs' rows; no sort.
+  // counted. Each cell's queued jobs are also split by their run's timeout_s. One pass in cell
+  // order over the partial index of queued jobs (jobs_queued_cells: its length is the queue, not
+  // the history), each run's matrix once, and the active jobs' rows; no sort.
   Result<std::vector<QueueCell>> queue_summary();
 
   // For tests: `observer` sees the SQL text of every statement the store runs from now on, each

@@ -286,7 +286,8 @@ TEST(CoordinatorApi, QueueCountsQueuedAndActiveJobsPerGpuClassAndBuild) {
   json both = small_matrix();  // 8 jobs on (a100, stable) ...
   both["gpus"] = {"t4", "a100"};
   both["torch_builds"] = {"stable", "nightly"};
-  coord.submit(both);  // ... 8 on each of (a100, nightly), (t4, stable), (t4, nightly)
+  both["timeout_s"] = 300;  // the queued jobs by timeout: the launcher leaves out what cannot fit
+  coord.submit(both);       // ... 8 on each of (a100, nightly), (t4, stable), (t4, nightly)
   FakeAgent agent(
       coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}, {"gpu1", "a100"}}, {{"stable", {"eager", "default"}}}));
   auto leased = agent.lease_job("gpu0");
@@ -304,7 +305,13 @@ TEST(CoordinatorApi, QueueCountsQueuedAndActiveJobsPerGpuClassAndBuild) {
       200u);
 
   auto cell = [](const char* gpu, const char* build, int queued, int active) {
-    return json{{"gpu_class", gpu}, {"torch_build", build}, {"queued", queued}, {"active", active}};
+    json by_timeout = json::array();
+    if (queued > 0) by_timeout.push_back({{"timeout_s", 300}, {"queued", queued}});
+    return json{{"gpu_class", gpu},
+                {"torch_build", build},
+                {"queued", queued},
+                {"active", active},
+                {"queued_by_timeout", by_timeout}};
   };
   const auto res = coord.get("/api/v1/queue");
   ASSERT_EQ(res.status, 200u) << res.body;

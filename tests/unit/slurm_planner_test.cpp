@@ -58,6 +58,53 @@ TEST(SlurmPlanner, CountsTheClassAndItsBuilds) {
   EXPECT_EQ(queued_for_class(config.classes[1], cells), 7);
 }
 
+TEST(SlurmPlanner, ParsesTheQueuedJobsByTimeout) {
+  auto r = parse_queue_summary(
+      R"({"cells": [{"gpu_class": "a100", "torch_build": "stable", "queued": 12, "active": 1,
+                     "queued_by_timeout": [{"timeout_s": 600, "queued": 10}, {"timeout_s": 7200, "queued": 2}]}]})");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  ASSERT_TRUE((*r)[0].queued_by_timeout.has_value());
+  EXPECT_EQ(*(*r)[0].queued_by_timeout, (std::vector<std::pair<int, std::int64_t>>{{600, 10}, {7200, 2}}));
+  EXPECT_EQ(parse_queue_summary(R"({"cells": [{"gpu_class": "a", "torch_build": "b", "queued": 1, "active": 0,
+                                               "queued_by_timeout": [{"timeout_s": 0, "queued": 1}]}]})")
+                .error()
+                .field,
+            "cells[0].queued_by_timeout[0].timeout_s");
+  EXPECT_EQ(parse_queue_summary(R"({"cells": [{"gpu_class": "a", "torch_build": "b", "queued": 1, "active": 0,
+                                               "queued_by_timeout": {}}]})")
+                .error()
+                .field,
+            "cells[0].queued_by_timeout");
+}
+
+// A job whose timeout_s (+ the agent's start and margins) does not fit in the class's time_limit
+// is never started by an allocation's agent: it does not count, or allocations would start, give
+// it back and end, over and over.
+TEST(SlurmPlanner, LeavesOutJobsWhoseTimeoutDoesNotFitTheTimeLimit) {
+  auto config = two_classes();
+  ClassConfig& a100 = config.classes[0];
+  a100.time_limit = "30:00";  // 1800 s
+  QueueCell stable{"a100", "stable", 13, 0, std::vector<std::pair<int, std::int64_t>>{{600, 10}, {1740, 2}, {1741, 1}}};
+  std::int64_t too_long = 0;
+  EXPECT_EQ(queued_for_class(a100, {stable}, &too_long), 12);  // 1740 + 60 fits exactly
+  EXPECT_EQ(too_long, 1);
+  a100.time_limit = "10";  // 10 minutes: only the 600 s jobs' 660 s do not fit either
+  too_long = 0;
+  EXPECT_EQ(queued_for_class(a100, {stable}, &too_long), 0);
+  EXPECT_EQ(too_long, 13);
+  std::map<std::string, int> none;
+  RateLimiter limiter(4);
+  const auto decisions = plan_pass(config, {stable}, none, limiter, 0);
+  EXPECT_EQ(decisions[0].wanted, 0);
+  EXPECT_EQ(decisions[0].too_long, 13);
+  EXPECT_EQ(limiter.taken(0), 0);  // nothing submitted for them
+  a100.time_limit = "UNLIMITED";
+  EXPECT_EQ(queued_for_class(a100, {stable}), 13);
+  // A coordinator before queued_by_timeout: every queued job counts.
+  a100.time_limit = "10";
+  EXPECT_EQ(queued_for_class(a100, {QueueCell{"a100", "stable", 13, 0}}), 13);
+}
+
 TEST(SlurmPlanner, AllocationsToSubmit) {
   EXPECT_EQ(allocations_to_submit(4, 0, 0), 0);    // empty queue: nothing
   EXPECT_EQ(allocations_to_submit(4, 0, 3), 0);    // ... and never negative

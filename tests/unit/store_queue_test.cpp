@@ -35,8 +35,11 @@ class StoreQueueTest : public StoreTest {
   }
 };
 
+// A cell whose queued jobs all belong to runs of the default timeout_s (1800 s).
 QueueCell cell(std::string gpu_class, std::string build, std::int64_t queued, std::int64_t active) {
-  return QueueCell{std::move(gpu_class), std::move(build), queued, active};
+  QueueCell c{std::move(gpu_class), std::move(build), queued, active, {}};
+  if (queued > 0) c.queued_by_timeout = {{1800, queued}};
+  return c;
 }
 
 TEST_F(StoreQueueTest, AnEmptyQueueHasNoCells) {
@@ -91,6 +94,29 @@ TEST_F(StoreQueueTest, CountsQueuedAndActiveJobsPerGpuClassAndBuild) {
   EXPECT_TRUE(summary().empty());
 }
 
+// The launcher leaves out jobs that cannot finish in its allocations: each cell splits its
+// queued jobs by their run's timeout_s, runs of one timeout adding up, cancelled runs not counted.
+TEST_F(StoreQueueTest, SplitsEachCellsQueuedJobsByTheirRunsTimeout) {
+  auto submit_with_timeout = [&](const std::string& name, int timeout_s, std::vector<std::string> gpus) {
+    MatrixSpec spec = testing::stable_a100_matrix(name, {"torchvision/resnet18"}, {1, 2, 4, 8}, {Mode::kEager});
+    spec.gpus = std::move(gpus);
+    spec.timeout_s = timeout_s;
+    return submit_spec(spec);
+  };
+  submit_with_timeout("long", 3600, {"a100"});
+  submit_with_timeout("short", 120, {"a100", "t4"});
+  submit_with_timeout("short again", 120, {"a100"});
+  const auto cancelled = submit_with_timeout("cancelled", 60, {"a100"});
+  ASSERT_TRUE(store_->cancel_run(cancelled).ok());
+  const auto cells = summary();
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[0].gpu_class, "a100");
+  EXPECT_EQ(cells[0].queued, 12);
+  EXPECT_EQ(cells[0].queued_by_timeout, (std::vector<std::pair<int, std::int64_t>>{{120, 8}, {3600, 4}}));
+  EXPECT_EQ(cells[1].gpu_class, "t4");
+  EXPECT_EQ(cells[1].queued_by_timeout, (std::vector<std::pair<int, std::int64_t>>{{120, 4}}));
+}
+
 // EXPLAIN QUERY PLAN of `sql` on a second, read-only connection.
 std::vector<std::string> explain(const std::string& path, const std::string& sql) {
   std::vector<std::string> out;
@@ -109,7 +135,8 @@ std::vector<std::string> explain(const std::string& path, const std::string& sql
 }
 
 // The queued count reads the partial index of queued jobs (one entry per queued job, in cell
-// order: no sort, no job row); the active jobs are an index SEARCH on their status. Timed at
+// order: no sort), each run's matrix by its key; the active jobs are an index SEARCH on their
+// status. Timed at
 // 100,000 queued jobs (printed, not asserted).
 TEST_F(StoreQueueTest, ReadsThePartialIndexOfQueuedJobsAndIsCheapAt100kQueued) {
   const auto a = enroll("a");
@@ -145,7 +172,8 @@ TEST_F(StoreQueueTest, ReadsThePartialIndexOfQueuedJobsAndIsCheapAt100kQueued) {
   for (double m : ms) std::cout << " " << m << " ms";
   std::cout << "\n";
 
-  ASSERT_EQ(statements.size(), 2u);
+  // The queued jobs, the active ones, and each run's matrix (its timeout_s) once per run.
+  ASSERT_EQ(statements.size(), 3u);
   for (const auto& sql : statements) {
     const auto plan = explain(options_.path, sql);
     std::string shown;
@@ -161,7 +189,9 @@ TEST_F(StoreQueueTest, ReadsThePartialIndexOfQueuedJobsAndIsCheapAt100kQueued) {
                     step == "SCAN jobs USING COVERING INDEX jobs_queued_cells")
             << sql << shown;
       } else {
-        EXPECT_TRUE(step.starts_with("SEARCH jobs USING INDEX ")) << sql << shown;
+        EXPECT_TRUE(step.starts_with("SEARCH jobs USING INDEX ") ||
+                    step == "SEARCH runs USING INTEGER PRIMARY KEY (rowid=?)")
+            << sql << shown;
       }
     }
   }
