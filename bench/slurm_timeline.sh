@@ -183,7 +183,7 @@ def agent_log(path):
         first = first or t
         if msg.startswith("enrolled as agent") and enrolled is None:
             enrolled = t
-        if (s := re.match(r"slurm job (\d+) as agent", msg)):
+        if (s := re.match(r"slurm job \S+ \(SLURM_JOB_ID (\d+)\) as agent", msg)):
             raw_id = s.group(1)
         if (s := re.match(r"slot \S+: job (\d+) attempt \d+ \(", msg)):
             jobs[int(s.group(1))] = [t, None, None]

@@ -49,7 +49,7 @@ std::vector<config::Option> options(AgentConfig& c) {
              "a job starts only if its estimate (longest measured for its cell, else timeout_s, plus "
              "kill_grace_s) ends this long before the deadline; with less left the agent drains"),
       option("idle_exit_s", c.idle_exit_s, "drain and exit 0 after this many seconds with no job (0: never)"),
-      option("squeue", c.squeue, "squeue command, for the time left in slurm mode"),
+      option("squeue", c.squeue, "squeue command (a name on PATH or a path), for the time left in slurm mode"),
   };
 }
 

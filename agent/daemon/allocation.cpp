@@ -51,9 +51,11 @@ Result<SlurmAllocation> slurm_allocation_from(const std::map<std::string, std::s
   const std::string array_job = env_or(env, "SLURM_ARRAY_JOB_ID");
   const std::string array_task = env_or(env, "SLURM_ARRAY_TASK_ID");
   const bool array = !array_job.empty() && !array_task.empty();
-  // squeue -j takes the array form too; the job id of an array task is its own id anyway.
-  a.job_id = job;
+  // An array task is asked about in the array form: `squeue -j <its SLURM_JOB_ID>` lists every
+  // task of the array for the task whose own id is the array's (a line per task).
   const std::string id = array ? array_job + "_" + array_task : job;
+  a.job_id = id;
+  a.raw_job_id = job;
   const std::string cluster = env_or(env, "SLURM_CLUSTER_NAME");
   a.name = sanitized_agent_name(cluster.empty() ? "slurm-" + id : "slurm-" + cluster + "-" + id);
   const std::string job_gpus = env_or(env, "SLURM_JOB_GPUS");

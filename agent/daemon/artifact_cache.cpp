@@ -188,6 +188,10 @@ Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter
       out.message = "the exporter's answer is unusable: " + answer.error().describe();
     } else {
       out.message = "export failed (" + describe_exit(exit) + "): " + tail_of_file(o.stderr_path, 5);
+      if (exit.signal != 0) {
+        out.failure = ResultStatus::kCrash;
+        out.signal = exit.signal;
+      }
     }
     return out;
   }

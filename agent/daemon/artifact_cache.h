@@ -55,7 +55,10 @@ struct Artifact {
 // What became of a preparation: an artifact, or the verdict of a failed export.
 struct Prepared {
   std::optional<Artifact> artifact;
-  ResultStatus failure = ResultStatus::kError;  // error or unsupported, when no artifact
+  // error or unsupported when no artifact; crash when a signal ended the exporter (`signal`: a
+  // SIGTERM from outside, such as Slurm ending the allocation, is not the job's fault).
+  ResultStatus failure = ResultStatus::kError;
+  std::optional<int> signal;
   std::string message;
 };
 

@@ -168,8 +168,8 @@ int Daemon::run() {
   if (c.slurm) {
     // Only what Slurm bound: the node's other GPUs belong to other jobs.
     gpus = allocated_gpus(found.gpus, c.slurm->bound_gpus);
-    spdlog::info("slurm job {} as agent {}: {} GPU(s) bound, {} of them found", c.slurm->job_id, c.name,
-                 c.slurm->bound_gpus.size(), gpus.size());
+    spdlog::info("slurm job {} (SLURM_JOB_ID {}) as agent {}: {} GPU(s) bound, {} of them found", c.slurm->job_id,
+                 c.slurm->raw_job_id, c.name, c.slurm->bound_gpus.size(), gpus.size());
   }
   const auto descriptors =
       slots_for(gpus, c.gpus, c.memory_limit_mb > 0 ? std::optional<std::int64_t>(c.memory_limit_mb) : std::nullopt);

@@ -57,7 +57,11 @@ std::variant<WorkerJob, JobResult> libtorch_job(const LeasedJob& job, const JobE
     return env.launcher->wrap(*env.build, std::move(o));
   };
   prepared = env.cache->prepare(key, exporter);
-  if (!prepared.artifact) return verdict(prepared.failure, prepared.message);
+  if (!prepared.artifact) {
+    JobResult failed = verdict(prepared.failure, prepared.message);
+    failed.signal = prepared.signal;  // a crash: killed_from_outside tells Slurm's SIGTERM apart
+    return failed;
+  }
 
   WorkerJob w;
   w.artifact = prepared.artifact->path;

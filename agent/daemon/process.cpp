@@ -188,7 +188,9 @@ Result<Child> Child::spawn(const SpawnOptions& options) {
   envp.push_back(nullptr);
 
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  // posix_spawnp: a bare name (squeue in an allocation) is looked up on PATH as execvp does; a
+  // path with a slash is taken as is.
+  const int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {

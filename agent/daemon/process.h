@@ -16,7 +16,7 @@
 namespace benchfleet::agent {
 
 struct SpawnOptions {
-  std::vector<std::string> argv;               // argv[0] is the program path
+  std::vector<std::string> argv;               // argv[0]: a path, or a bare name looked up on PATH
   std::map<std::string, std::string> env_set;  // added to / replacing this process's environment
   std::vector<std::string> env_unset;
   std::string stdout_path;  // created/truncated; empty: /dev/null

@@ -1,7 +1,8 @@
 // Integration: the real benchfleet-agent in allocation mode (--allocation slurm, issue 21) against
 // the real coordinator, without Slurm: the agent runs in a Slurm job's environment
-// (SLURM_JOB_ID=4242, SLURM_CLUSTER_NAME=it, no --name) and its --squeue is a script of this test
-// printing the time left. It enrols as slurm-it-4242, exits 0 by itself when idle, takes no job
+// (SLURM_JOB_ID=4242, SLURM_CLUSTER_NAME=it, no --name) and the `squeue` first on its PATH is a
+// script of this test printing the time left (the agent's default squeue, found on PATH as in a
+// real batch job). It enrols as slurm-it-4242, exits 0 by itself when idle, takes no job
 // it cannot finish in the time left (the job stays queued, its attempt unused), and runs and
 // reports one that fits. (The real Slurm cluster: tests/slurm.)
 #include <sys/wait.h>
@@ -20,13 +21,14 @@ namespace fs = std::filesystem;
 class AgentInAllocation : public ::testing::Test {
  protected:
   // An agent of `coord` as sbatch would start it: the Slurm variables set, --name dropped (the
-  // name comes from the job), squeue answering `time_left` for job 4242 only.
+  // name comes from the job), the squeue on its PATH answering `time_left` for job 4242 only.
   AgentOptions slurm_agent(const CoordinatorProcess& coord, const std::string& time_left,
                            std::vector<std::string> extra_args) {
     const std::string& dir = coord.dir();
     std::ofstream(dir + "/time-left") << time_left << "\n";
     squeue_calls_ = dir + "/squeue-calls";
-    const std::string squeue = dir + "/squeue";
+    fs::create_directories(dir + "/slurm-bin");
+    const std::string squeue = dir + "/slurm-bin/squeue";
     std::ofstream(squeue) << "#!/bin/sh\n"
                           << "echo \"$*\" >> " << squeue_calls_ << "\n"
                           << "[ \"$*\" = \"-h -j 4242 -o %L\" ] || { echo \"unexpected: $*\" >&2; exit 1; }\n"
@@ -34,7 +36,7 @@ class AgentInAllocation : public ::testing::Test {
     fs::permissions(squeue, fs::perms::owner_all);
     const std::string in_job = dir + "/in-slurm-job";
     std::ofstream(in_job) << "#!/bin/sh\n"
-                          << "export SLURM_JOB_ID=4242 SLURM_CLUSTER_NAME=it\n"
+                          << "export SLURM_JOB_ID=4242 SLURM_CLUSTER_NAME=it PATH=" << dir << "/slurm-bin:$PATH\n"
                           << "skip=0\n"
                           << "for a in \"$@\"; do\n"
                           << "  shift\n"
@@ -46,7 +48,7 @@ class AgentInAllocation : public ::testing::Test {
     fs::permissions(in_job, fs::perms::owner_all);
     AgentOptions o = agent_options(coord, "slurm-it-4242");
     o.wrapper = {"/bin/sh", in_job};
-    o.extra_args = {"--allocation", "slurm", "--squeue", squeue};
+    o.extra_args = {"--allocation", "slurm"};
     o.extra_args.insert(o.extra_args.end(), extra_args.begin(), extra_args.end());
     return o;
   }

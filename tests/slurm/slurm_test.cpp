@@ -9,9 +9,12 @@
 //     shows each allocation submitted, started and ended; squeue (sampled) and the timeline never
 //     show more than max_allocations; nothing is submitted once the queue is empty.
 //   ScancelMidJobLosesNothing: scancel of the allocation whose agent measures a job; every job
-//     ends done, no crash verdict, the interrupted job was finished by a later attempt.
-//   ShortTimeLimitTakesNoJobItCannotFinish: a 1-minute allocation and a run whose timeout_s is
-//     600: the agent starts nothing, exits by itself, and Slurm records COMPLETED, not TIMEOUT.
+//     ends done, no crash verdict, the interrupted job was finished by a later attempt, and the
+//     run's report shows every cell ok.
+//   ShortTimeLimitTakesNoJobItCannotFinish: a run whose timeout_s is 600 and a class whose
+//     allocations have 1 minute: the launcher submits none for it and says why; an allocation
+//     submitted by hand from `benchfleet slurm-script` starts nothing, exits by itself, and Slurm
+//     records COMPLETED, not TIMEOUT.
 //
 // The process exits 77 (skip) with the reason when not root or Slurm is not installed.
 // Waits are bounded; nothing asserts how fast something happened.
@@ -251,6 +254,19 @@ TEST_F(SlurmTest, CpuDemoThroughLauncher) {
   }
   EXPECT_EQ(submitted_count, static_cast<int>(started.size()));
 
+  // Each agent read its allocation's time left from squeue (array tasks included), so its
+  // deadline was known.
+  const std::string logs = allocation_logs(20000);
+  EXPECT_EQ(logs.find("cannot read the allocation's time left"), std::string::npos) << logs;
+  for (const auto& allocation : started) {
+    EXPECT_NE(logs.find("as agent slurm-bftest-" + allocation + ":"), std::string::npos) << logs;
+  }
+  std::size_t time_left_lines = 0;
+  for (auto at = logs.find(" s left\n"); at != std::string::npos; at = logs.find(" s left\n", at + 1)) {
+    ++time_left_lines;
+  }
+  EXPECT_GE(time_left_lines, started.size()) << logs;
+
   // (d) never more than max_allocations pending + running.
   EXPECT_GT(samples.load(), 0);
   EXPECT_GE(most_listed.load(), 1);
@@ -342,6 +358,22 @@ TEST_F(SlurmTest, ScancelMidJobLosesNothing) {
   for (const json& r : results_of(created)) {
     EXPECT_EQ(r.at("result").value("status", ""), "ok") << "job " << r.value("job_id", 0) << ": " << r.dump();
   }
+  // The run's report shows every cell measured, the interrupted ones too: none failed or crashed.
+  const json report = coord_->get_json(run_url(created) + "/report?format=json");
+  int latency_cells = 0;
+  for (const json& table : report.at("tables")) {
+    const json& columns = table.at("columns");
+    for (const json& row : table.at("rows")) {
+      const json& cells = row.at("cells");
+      for (std::size_t i = 0; i < cells.size(); ++i) {
+        if (text_of(columns.at(i), "kind") != "latency_ms") continue;
+        ++latency_cells;
+        EXPECT_EQ(text_of(cells[i], "status"), "ok") << text_of(row, "model") << " " << text_of(columns.at(i), "header")
+                                                     << ": " << cells[i].dump();
+      }
+    }
+  }
+  EXPECT_EQ(latency_cells, 8) << report.dump();
   for (const Victim& v : victims) {
     const json& job = jobs[v.job];
     EXPECT_TRUE(job.value("attempt", 0) > v.attempt || text_of(job, "agent") != v.agent)
@@ -367,7 +399,7 @@ TEST_F(SlurmTest, ScancelMidJobLosesNothing) {
 }
 
 TEST_F(SlurmTest, ShortTimeLimitTakesNoJobItCannotFinish) {
-  // One job that may take up to 600 s; the allocation has 1 minute.
+  // One job that may take up to 600 s; the class's allocations have 1 minute.
   json matrix = cpu_demo({"torchvision/mobilenet_v3_small"}, {1});
   matrix["modes"] = {"eager"};
   matrix["timeout_s"] = 600;
@@ -377,13 +409,27 @@ TEST_F(SlurmTest, ShortTimeLimitTakesNoJobItCannotFinish) {
   c.max_allocations = 1;
   c.idle_exit_s = 300;  // so only the deadline can make it leave
   c.signal_s = 20;
+
+  // The launcher submits nothing for it (queued_by_timeout): an allocation would start, give the
+  // job back and end, over and over. It says why.
   start_launcher(c, {"--once"});
   const auto once = launcher_->wait_exit(60s);
   ASSERT_TRUE(once.has_value()) << "launcher --once did not exit";
   EXPECT_EQ(exit_code(*once), 0) << launcher_->log_tail();
-  const auto submitted = timeline_ids(timeline(), "submitted");
-  ASSERT_EQ(submitted.size(), 1u);
-  const std::string& id = submitted.front();
+  EXPECT_TRUE(timeline_ids(timeline(), "submitted").empty()) << file_tail(launcher_dir_ + "/timeline.jsonl", 4000);
+  EXPECT_NE(launcher_->log_tail().find("does not fit in time_limit 1"), std::string::npos) << launcher_->log_tail();
+
+  // An allocation submitted by hand, from the script `benchfleet slurm-script` prints for the
+  // class, meets the job all the same: its agent must not start it.
+  const std::string script = coord_->dir() + "/manual.sh";
+  const Captured printed = capture(sh_quote(BENCHFLEET_CLI_BIN) + " slurm-script --launcher-config " +
+                                   sh_quote(coord_->dir() + "/launcher.yaml") + " --class cpu >" + sh_quote(script));
+  ASSERT_EQ(printed.code, 0) << printed.output;
+  fs::create_directories(launcher_dir_ + "/logs");  // the script's --output directory
+  const Captured submitted = capture("sbatch --parsable " + sh_quote(script));
+  ASSERT_EQ(submitted.code, 0) << submitted.output;
+  const std::string id = submitted.output.substr(0, submitted.output.find_first_of(";\n"));
+  ASSERT_FALSE(id.empty()) << submitted.output;
 
   ASSERT_TRUE(wait_no_allocations(120s)) << "the 1-minute allocation is still listed";
   std::map<std::string, CompletedJob> done;

@@ -44,7 +44,10 @@ TEST(SlurmAllocation, TheNameIsTheClusterAndTheJobIdOrTheArrayTask) {
       slurm_allocation_from({{"SLURM_JOB_ID", "4245"}, {"SLURM_ARRAY_JOB_ID", "4242"}, {"SLURM_ARRAY_TASK_ID", "3"}});
   ASSERT_TRUE(task.ok());
   EXPECT_EQ(task->name, "slurm-4242_3");  // no cluster name: left out
-  EXPECT_EQ(task->job_id, "4245");        // what squeue -j is asked about
+  // What squeue -j is asked about: the task itself. `squeue -j 4242` would list every task of
+  // the array for the task whose SLURM_JOB_ID is 4242, and its time left would be unreadable.
+  EXPECT_EQ(task->job_id, "4242_3");
+  EXPECT_EQ(task->raw_job_id, "4245");
 
   auto odd = slurm_allocation_from({{"SLURM_JOB_ID", "7"}, {"SLURM_CLUSTER_NAME", "my cluster/α"}});
   ASSERT_TRUE(odd.ok());

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -159,6 +160,24 @@ TEST_F(ArtifactCacheTest, EachDtypeAndPerturbationIsItsOwnExport) {
   const std::string log = read(dir_ / "exports");
   EXPECT_NE(log.find("--dtype float32"), std::string::npos) << log;
   EXPECT_NE(log.find("--dtype bfloat16"), std::string::npos) << log;
+}
+
+// An exporter ended by a signal is a crash carrying that signal, so the slot can tell Slurm's
+// SIGTERM (scancel of the allocation while it exports: the job runs again elsewhere) from the
+// job's own failure; one that fails by itself stays an error. Neither is cached.
+TEST_F(ArtifactCacheTest, AnExporterKilledByASignalIsACrashWithItsSignal) {
+  write(dir_ / "export.sh", "echo exporting >&2; kill -TERM $$; sleep 5\n");
+  const Prepared killed = cache_.prepare(key_, exporter_);
+  EXPECT_FALSE(killed.artifact.has_value());
+  EXPECT_EQ(killed.failure, ResultStatus::kCrash) << killed.message;
+  EXPECT_EQ(killed.signal, SIGTERM);
+  EXPECT_NE(killed.message.find("signal 15"), std::string::npos) << killed.message;
+
+  write(dir_ / "export.sh", "echo broken >&2; exit 3\n");
+  const Prepared failed = cache_.prepare(key_, exporter_);
+  EXPECT_FALSE(failed.artifact.has_value());
+  EXPECT_EQ(failed.failure, ResultStatus::kError) << failed.message;
+  EXPECT_FALSE(failed.signal.has_value());
 }
 
 }  // namespace

@@ -129,6 +129,18 @@ TEST_F(ProcessTest, AMissingProgramIsAnErrorOrExit127) {
   }
 }
 
+// A bare program name is looked up on PATH, as the agent's default `squeue` must be inside a
+// Slurm allocation (it was taken as a path in the working directory, so the deadline was never read).
+TEST_F(ProcessTest, ABareProgramNameIsFoundOnPath) {
+  SpawnOptions o;
+  o.argv = {"sh", "-c", "echo found"};
+  o.stdout_path = (dir_ / "out").string();
+  auto child = Child::spawn(o);
+  ASSERT_TRUE(child.ok()) << child.error().describe();
+  EXPECT_EQ(supervise(*child, 10s, 1s, 1s, {}).exit_code, 0);
+  EXPECT_EQ(read("out"), "found\n");
+}
+
 // Whether `pid` is alive (a zombie is not).
 bool alive(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
