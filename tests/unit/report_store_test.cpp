@@ -18,6 +18,7 @@
 #include "coordinator/report/report.h"
 #include "coordinator/store/store.h"
 #include "tests/unit/store_test_results.h"
+#include "tests/unit/query_plan.h"
 
 namespace benchfleet::store {
 namespace {
@@ -151,23 +152,6 @@ TEST_F(ReportStoreTest, CellsCarryDtypeAccuracyCompileMemoryAndFlagsFromTheStore
   EXPECT_EQ(r.tables[1].pass_rates.at(0).text, "Pass rate stable - default: 2/2 (100%)");
 }
 
-// EXPLAIN QUERY PLAN of `sql` on a second, read-only connection.
-std::vector<std::string> explain(const std::string& path, const std::string& sql) {
-  std::vector<std::string> out;
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* stmt = nullptr;
-  const std::string eqp = "EXPLAIN QUERY PLAN " + sql;
-  const int rc = sqlite3_prepare_v2(db, eqp.c_str(), -1, &stmt, nullptr);
-  EXPECT_EQ(rc, SQLITE_OK) << sqlite3_errmsg(db) << "\n" << sql;
-  while (rc == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
-    out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3)));
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return out;
-}
-
 // A run's report reads its jobs by run and each job's result from the results_cells index alone:
 // never a results row (whose body can be large), never a whole table, no sort.
 TEST_F(ReportStoreTest, TheReportQueryReadsTheCoveringIndex) {
@@ -180,7 +164,7 @@ TEST_F(ReportStoreTest, TheReportQueryReadsTheCoveringIndex) {
     return sql.find("LEFT JOIN results r") != std::string::npos;
   });
   ASSERT_NE(it, seen.end()) << "the report query was not seen";
-  const auto plan = explain(options_.path, *it);
+  const auto plan = testing::explain(options_.path, *it);
   std::string all;
   for (const auto& step : plan) all += step + "\n";
   std::cout << *it << "\n" << all;

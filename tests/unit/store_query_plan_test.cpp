@@ -32,6 +32,7 @@
 #include "common/matrix.h"
 #include "coordinator/store/store.h"
 #include "tests/unit/store_test_results.h"
+#include "tests/unit/query_plan.h"
 
 namespace benchfleet::store {
 namespace {
@@ -180,24 +181,6 @@ class StoreQueryPlanTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
 };
 
-// EXPLAIN QUERY PLAN of `sql` on a separate connection to `path`; empty details for statements
-// without a plan (INSERT ... VALUES).
-std::vector<std::string> explain(const std::string& path, const std::string& sql) {
-  std::vector<std::string> out;
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* stmt = nullptr;
-  const std::string eqp = "EXPLAIN QUERY PLAN " + sql;
-  const int rc = sqlite3_prepare_v2(db, eqp.c_str(), -1, &stmt, nullptr);
-  EXPECT_EQ(rc, SQLITE_OK) << sqlite3_errmsg(db) << "\n" << sql;
-  while (rc == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
-    out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3)));
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return out;
-}
-
 // The rule in the file's comment: what a plan step may not do, or "" when it is bounded.
 std::string unbounded(const std::string& detail) {
   if (detail.starts_with("USE TEMP B-TREE")) return "sorts everything it found";
@@ -215,7 +198,7 @@ int check_plans(const std::string& path, const std::set<std::string>& statements
   std::string report;
   int failures = 0;
   for (const auto& sql : statements) {
-    const auto plan = explain(path, sql);
+    const auto plan = testing::explain(path, sql);
     std::string why;
     for (const auto& step : plan) {
       if (auto w = unbounded(step); !w.empty()) why += "\n    " + step + ": " + w;

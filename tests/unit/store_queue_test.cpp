@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/unit/store_fixture.h"
+#include "tests/unit/query_plan.h"
 
 namespace benchfleet::store {
 namespace {
@@ -117,23 +118,6 @@ TEST_F(StoreQueueTest, SplitsEachCellsQueuedJobsByTheirRunsTimeout) {
   EXPECT_EQ(cells[1].queued_by_timeout, (std::vector<std::pair<int, std::int64_t>>{{120, 4}}));
 }
 
-// EXPLAIN QUERY PLAN of `sql` on a second, read-only connection.
-std::vector<std::string> explain(const std::string& path, const std::string& sql) {
-  std::vector<std::string> out;
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* stmt = nullptr;
-  const std::string eqp = "EXPLAIN QUERY PLAN " + sql;
-  const int rc = sqlite3_prepare_v2(db, eqp.c_str(), -1, &stmt, nullptr);
-  EXPECT_EQ(rc, SQLITE_OK) << sqlite3_errmsg(db) << "\n" << sql;
-  while (rc == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
-    out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3)));
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return out;
-}
-
 // The queued count reads the partial index of queued jobs (one entry per queued job, in cell
 // order: no sort), each run's matrix by its key; the active jobs are an index SEARCH on their
 // status. Timed at
@@ -175,7 +159,7 @@ TEST_F(StoreQueueTest, ReadsThePartialIndexOfQueuedJobsAndIsCheapAt100kQueued) {
   // The queued jobs, the active ones, and each run's matrix (its timeout_s) once per run.
   ASSERT_EQ(statements.size(), 3u);
   for (const auto& sql : statements) {
-    const auto plan = explain(options_.path, sql);
+    const auto plan = testing::explain(options_.path, sql);
     std::string shown;
     for (const auto& step : plan) shown += "\n    " + step;
     std::cout << sql << shown << "\n";
