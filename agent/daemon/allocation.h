@@ -21,9 +21,9 @@ namespace benchfleet::agent {
 
 // The Slurm job this agent runs in, read from its environment (SLURM_* variables).
 struct SlurmAllocation {
-  std::string job_id;  // SLURM_JOB_ID; `<array job>_<task>` for an array task (as squeue shows it)
+  std::string job_id;      // SLURM_JOB_ID; `<array job>_<task>` for an array task (as squeue shows it)
   std::string raw_job_id;  // SLURM_JOB_ID itself, also for an array task (jobcomp records use it)
-  std::string name;    // slurm-<cluster>-<id>, or slurm-<id> without SLURM_CLUSTER_NAME
+  std::string name;        // slurm-<cluster>-<id>, or slurm-<id> without SLURM_CLUSTER_NAME
   // The GPUs Slurm bound to the job: SLURM_JOB_GPUS (global indices), else CUDA_VISIBLE_DEVICES
   // (indices or UUIDs); empty when it bound none.
   std::vector<std::string> bound_gpus;
@@ -73,7 +73,8 @@ bool fits_before(std::chrono::steady_clock::time_point now, std::chrono::steady_
 // A job's end by a signal from outside rather than its own fault: its worker or exporter (a
 // `crash` with its signal) ended by SIGTERM (Slurm's scancel, preemption or time limit: the agent
 // sends those SIGTERM only at their timeout, which is a `timeout` verdict or an export error, or
-// when it stops them, which reports nothing), or by SIGKILL while the agent is stopping. Its lease is released (the job runs again elsewhere), nothing is reported.
+// when it stops them, which reports nothing), or by SIGKILL while the agent is stopping. Its lease is released (the job
+// runs again elsewhere), nothing is reported.
 bool killed_from_outside(const JobResult& result, bool agent_stopping);
 
 }  // namespace benchfleet::agent

@@ -62,8 +62,9 @@ void AgentLoops::slot_loop(Slot& slot) {
     if (result && killed_from_outside(*result, draining())) {
       // Slurm ending the allocation (scancel, preemption, time limit), not the job's fault: it
       // runs again elsewhere.
-      spdlog::warn("slot {}: job {}'s worker or exporter was killed from outside (signal {}); releasing its lease, no verdict",
-                   slot.descriptor.id, job.job_id, result->signal.value_or(0));
+      spdlog::warn(
+          "slot {}: job {}'s worker or exporter was killed from outside (signal {}); releasing its lease, no verdict",
+          slot.descriptor.id, job.job_id, result->signal.value_or(0));
       result.reset();
       if (auto s = client->release(job.job_id, job.lease_id); !s) spdlog::warn("release failed: {}", s.error().message);
       continue;

@@ -49,27 +49,37 @@ for want in "SLURM_JOB_GPUS=0" "CUDA_VISIBLE_DEVICES=0" "SLURM_CLUSTER_NAME=bfte
 done
 grep -q "JobId=$gpu_job .*JobState=COMPLETED" "$dir/jobcomp.txt" || fail "jobcomp: $(cat "$dir/jobcomp.txt")"
 
+# The jobs' sleeps carry this test's pid in their argument, so pgrep finds them and never
+# another test's `sleep 300` running beside this one.
+long_sleep=300.$$
+left_sleep=301.$$
+
 # A long job: listed RUNNING, then cancelled.
-long_job=$(sbatch --parsable -o /dev/null --wrap 'sleep 300') || fail "sbatch failed: $long_job"
+long_job=$(sbatch --parsable -o /dev/null --wrap "sleep $long_sleep") || fail "sbatch failed: $long_job"
 is_running() { [[ $(squeue -h -j "$1" -o %T 2>/dev/null) == RUNNING ]]; }
 wait_for 30 is_running "$long_job" || fail "job $long_job not RUNNING in squeue within 30 s"
-sleeper=$(pgrep -f '^sleep 300$' | head -n1)
+sleeper=$(pgrep -f "^sleep ${long_sleep//./\\.}\$" | head -n1)
 scancel "$long_job" || fail "scancel $long_job"
 wait_for 30 job_over "$long_job" || fail "job $long_job still listed 30 s after scancel"
 grep -q "JobId=$long_job .*JobState=CANCELLED" "$dir/jobcomp.txt" || fail "jobcomp: $(cat "$dir/jobcomp.txt")"
 
 # A third job left running for stop to clean up.
-sbatch --parsable -o /dev/null --wrap 'sleep 301' >/dev/null || fail "sbatch (third job)"
-third_started() { pgrep -f '^sleep 301$' >/dev/null; }
+sbatch --parsable -o /dev/null --wrap "sleep $left_sleep" >/dev/null || fail "sbatch (third job)"
+third_started() { pgrep -f "^sleep ${left_sleep//./\\.}\$" >/dev/null; }
 wait_for 30 third_started || fail "third job did not start"
-left_sleeper=$(pgrep -f '^sleep 301$' | head -n1)
+left_sleeper=$(pgrep -f "^sleep ${left_sleep//./\\.}\$" | head -n1)
 daemons=$(cat "$dir/munged.pid" "$dir/slurmctld.pid" "$dir/slurmd.pid")
 
 "$script" stop "$dir" || fail "stop exited $?"
 [[ ! -e $dir ]] || fail "$dir still exists after stop"
+# gone PID: the process has exited (a zombie awaiting its reaper counts as gone).
+gone() { ! kill -0 "$1" 2>/dev/null || [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) == Z ]]; }
 for pid in $daemons $sleeper $left_sleeper; do
   [[ -n $pid ]] || continue
-  kill -0 "$pid" 2>/dev/null && fail "process $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)) survived stop"
+  # A SIGKILLed process may take a moment on a loaded machine to be scheduled and die.
+  wait_for 5 gone "$pid" ||
+    fail "process $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)) survived stop: state $(awk '{print $3}' \
+      "/proc/$pid/stat" 2>/dev/null), $(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -E '^SLURM_(CONF|JOB_ID)=' | tr '\n' ' ')"
 done
 # A second stop of a removed directory is fine.
 "$script" stop "$dir" || fail "second stop exited $?"

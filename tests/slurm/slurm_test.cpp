@@ -368,8 +368,8 @@ TEST_F(SlurmTest, ScancelMidJobLosesNothing) {
       for (std::size_t i = 0; i < cells.size(); ++i) {
         if (text_of(columns.at(i), "kind") != "latency_ms") continue;
         ++latency_cells;
-        EXPECT_EQ(text_of(cells[i], "status"), "ok") << text_of(row, "model") << " " << text_of(columns.at(i), "header")
-                                                     << ": " << cells[i].dump();
+        EXPECT_EQ(text_of(cells[i], "status"), "ok")
+            << text_of(row, "model") << " " << text_of(columns.at(i), "header") << ": " << cells[i].dump();
       }
     }
   }

@@ -222,7 +222,11 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   ASSERT_EQ(queue.status, 200u) << queue.body;
   ASSERT_EQ(queue.parsed["cells"].size(), 1u) << queue.body;
   EXPECT_EQ(queue.parsed["cells"][0],
-            (json{{"gpu_class", "a100"}, {"torch_build", "stable"}, {"queued", 4}, {"active", 0}}));
+            (json{{"gpu_class", "a100"},
+                  {"torch_build", "stable"},
+                  {"queued", 4},
+                  {"active", 0},
+                  {"queued_by_timeout", json::array({{{"timeout_s", 1800}, {"queued", 4}}})}}));
 
   // An agent enrols, leases, reports progress and results.
   json descriptor = full_agent();

@@ -17,8 +17,8 @@
 #include "common/matrix.h"
 #include "coordinator/report/report.h"
 #include "coordinator/store/store.h"
-#include "tests/unit/store_test_results.h"
 #include "tests/unit/query_plan.h"
+#include "tests/unit/store_test_results.h"
 
 namespace benchfleet::store {
 namespace {

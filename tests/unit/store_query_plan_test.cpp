@@ -31,8 +31,8 @@
 #include "common/catalog.h"
 #include "common/matrix.h"
 #include "coordinator/store/store.h"
-#include "tests/unit/store_test_results.h"
 #include "tests/unit/query_plan.h"
+#include "tests/unit/store_test_results.h"
 
 namespace benchfleet::store {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/unit/store_fixture.h"
 #include "tests/unit/query_plan.h"
+#include "tests/unit/store_fixture.h"
 
 namespace benchfleet::store {
 namespace {
