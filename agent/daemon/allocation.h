@@ -71,10 +71,10 @@ bool fits_before(std::chrono::steady_clock::time_point now, std::chrono::steady_
                  std::chrono::milliseconds estimate, std::chrono::milliseconds margin);
 
 // A job's end by a signal from outside rather than its own fault: its worker or exporter (a
-// `crash` with its signal) ended by SIGTERM (Slurm's scancel, preemption or time limit: the agent
-// sends those SIGTERM only at their timeout, which is a `timeout` verdict or an export error, or
-// when it stops them, which reports nothing), or by SIGKILL while the agent is stopping. Its lease is released (the job
-// runs again elsewhere), nothing is reported.
+// `crash` with its signal) ended by SIGTERM, or by SIGKILL while the agent is stopping. Slurm's
+// scancel, preemption and time limit send SIGTERM; the agent itself sends it only at a timeout
+// (a `timeout` verdict or an export error) or when it stops a job (which reports nothing). Its
+// lease is released (the job runs again elsewhere), nothing is reported.
 bool killed_from_outside(const JobResult& result, bool agent_stopping);
 
 }  // namespace benchfleet::agent
