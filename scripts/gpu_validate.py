@@ -359,6 +359,7 @@ def probe_figures(device: str, tools: Dict[str, str]) -> Dict[str, Any]:
             fig.update(gpu=p.name, gpu_memory_mb=p.total_memory // 2**20, gpu_capability=f"{p.major}.{p.minor}",
                        gpu_count=torch.cuda.device_count())
             a = torch.randn(4096, 4096, device="cuda")
+            b = a @ a  # untimed: the first product also creates cuBLAS's handle and workspace
             torch.cuda.synchronize()
             started = time.perf_counter()
             for _ in range(10):

@@ -347,6 +347,9 @@ class _Nvml:
         if self._call("nvmlDeviceGetPowerUsage", device, ctypes.byref(value)):
             out["power_w"] = value.value / 1000.0
         reasons = ctypes.c_ulonglong(0)
-        if self._call("nvmlDeviceGetCurrentClocksThrottleReasons", device, ctypes.byref(reasons)):
+        # The same bitmask under its current name (drivers >= 535); the older name is deprecated
+        # there and kept only for drivers that predate it.
+        if (self._call("nvmlDeviceGetCurrentClocksEventReasons", device, ctypes.byref(reasons))
+                or self._call("nvmlDeviceGetCurrentClocksThrottleReasons", device, ctypes.byref(reasons))):
             out["throttle_reasons"] = reasons.value
         return out

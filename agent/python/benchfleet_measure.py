@@ -18,7 +18,7 @@ Phases, as the worker's (and the OOM phase each failure is reported in):
            pairs of a batch created before the timed loop), read with one synchronize per 16 calls
            or once 0.25 s have passed since the last read (HarvestSchedule), host wall time kept
            apart in telemetry
-  (accuracy) compile modes, after the peaks are read and the CPU memory cap lifted, so neither
+  (accuracy) compile modes, after the peaks are read and the memory cap lifted, so neither
            the timing nor the memory columns see it: the compiled model judged against a float64
            run of the same model and inputs (benchfleet_accuracy.check_compiled) -> result
            "accuracy"; a failure of the check is verdict unchecked, never a failed job
@@ -208,7 +208,12 @@ def onednn_failed_at_cap(message: str) -> bool:
     return vm_peak_bytes() + AT_CAP_MARGIN >= soft
 
 
-def lift_memory_limit() -> None:
+def lift_memory_limit(device: str = "cpu") -> None:
+    """cpu: RLIMIT_AS back to its hard limit. cuda: the caching allocator may use the whole device
+    again (the float64 model of the accuracy check is twice the job's, at least)."""
+    if device == "cuda":
+        torch.cuda.set_per_process_memory_fraction(1.0, 0)
+        return
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
 
@@ -408,8 +413,8 @@ def _measure(job: Job, spec: ModelSpec, hooks: Hooks, perturb_scale: Optional[fl
 
         hooks.phase("measure")
         samples = _timed_loop(step, job, on_cuda, hooks, result)
-    if job.memory_limit_mb and not on_cuda:
-        lift_memory_limit()  # the statistics need memory the job may not have left
+    if job.memory_limit_mb:
+        lift_memory_limit(job.device)  # the statistics and the accuracy check need memory the job may not have left
     result["samples_ms"] = samples
     result["stats"] = compute_statistics(samples)
     result["memory"] = peak_memory(job.device)

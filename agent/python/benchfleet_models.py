@@ -330,7 +330,9 @@ def _build_transformers(spec: ModelSpec, weights: Optional[str], log: Any) -> to
         raise ExportFailure("unsupported", f"transformers {transformers.__version__} has no "
                                            f"{spec.model_class if model_cls is None else spec.config_class}")
     if weights and os.path.isdir(weights):
-        return model_cls.from_pretrained(weights)
+        # transformers 5 loads a checkpoint in the dtype it was saved in (dtype="auto" by default),
+        # often bfloat16; every path here starts from float32 (the job's dtype is cast later).
+        return model_cls.from_pretrained(weights).float()
     model = model_cls(_make_config(transformers, config_cls, spec.config or {}, log))
     if weights:
         _load_state_dict(model, weights, spec.id)

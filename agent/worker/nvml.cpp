@@ -37,7 +37,10 @@ const Api* api() {
     bind(a.lib, "nvmlDeviceGetClockInfo", a.clock);
     bind(a.lib, "nvmlDeviceGetTemperature", a.temperature);
     bind(a.lib, "nvmlDeviceGetPowerUsage", a.power);
-    bind(a.lib, "nvmlDeviceGetCurrentClocksThrottleReasons", a.throttle);
+    // The same bitmask under its current name (drivers >= 535); the older name is deprecated
+    // there and kept only for drivers that predate it.
+    bind(a.lib, "nvmlDeviceGetCurrentClocksEventReasons", a.throttle);
+    if (a.throttle == nullptr) bind(a.lib, "nvmlDeviceGetCurrentClocksThrottleReasons", a.throttle);
     bind(a.lib, "nvmlSystemGetDriverVersion", a.driver);
     if (a.init == nullptr || a.init() != kSuccess) a.lib = nullptr;
     return a;

@@ -21,6 +21,7 @@ import tempfile
 import textwrap
 import unittest
 from typing import Any, Dict, List, Optional, Tuple
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("BENCHFLEET_SOURCE_DIR") or os.path.normpath(os.path.join(HERE, "..", "..", ".."))
@@ -97,6 +98,12 @@ FAKE_TRANSFORMERS = textwrap.dedent('''
             rows = text.shape[0] // image.shape[0]
             joint = image.repeat_interleave(rows, dim=0) + text
             return _Output(self.head(joint), self.boxes(joint).sigmoid())
+
+        @classmethod
+        def from_pretrained(cls, path):
+            # As transformers 5 (dtype="auto" by default): the checkpoint's own dtype, here bfloat16.
+            config = TinyDetectorConfig(backbone_config=TinyBackboneConfig(), backbone=None)
+            return cls(config).to(torch.bfloat16).eval()
 ''')
 
 FAKE_CATALOG = textwrap.dedent('''
@@ -454,6 +461,26 @@ class ExportTransformersPathTest(unittest.TestCase):
                                          "--format", "aotinductor", "--out", os.path.join(tmp, "aoti"), env=env)
             self.assertEqual((code, meta["status"]), (4, "unsupported"))
             self.assertIn("torchscript, torchscript-frozen", meta["message"])
+
+    def test_a_checkpoint_directory_is_built_in_float32(self) -> None:
+        # transformers 5 loads a checkpoint in the dtype it was saved in; a float32 job (and the
+        # float16 / bfloat16 casts, and the float64 reference) must start from float32 weights.
+        import types
+
+        import torch
+
+        sys.path.insert(0, os.path.dirname(EXPORTER))
+        import benchfleet_models
+
+        fake = types.ModuleType("transformers")
+        exec(FAKE_TRANSFORMERS, fake.__dict__)
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(sys.modules, {"transformers": fake}):
+            catalog = os.path.join(tmp, "catalog.yaml")
+            with open(catalog, "w", encoding="utf-8") as f:
+                f.write(FAKE_CATALOG)
+            spec = benchfleet_models.find_model(benchfleet_models.load_catalog(catalog), "test/tiny-detector")
+            model = benchfleet_models.build_model(spec, weights=tmp, log=lambda _: None)
+        self.assertEqual({p.dtype for p in model.parameters()}, {torch.float32})
 
 
 @unittest.skipUnless(HAVE_TORCH and HAVE_YAML, "needs torch and PyYAML")

@@ -251,6 +251,15 @@ class OomFailureTest(unittest.TestCase):
                 mock.patch.object(bm.resource, "getrlimit", return_value=(cap, resource.RLIM_INFINITY)):
             self.assertFalse(bm.onednn_failed_at_cap("RuntimeError: shape mismatch"))
 
+    def test_lifting_the_cuda_cap_gives_back_the_whole_device(self) -> None:
+        # The accuracy check after the timed calls runs a float64 copy of the model: not under the
+        # job's cap, on CUDA as on the CPU.
+        with mock.patch.object(bm.torch.cuda, "set_per_process_memory_fraction") as fraction, \
+                mock.patch.object(bm.resource, "setrlimit") as setrlimit:
+            bm.lift_memory_limit("cuda")
+        fraction.assert_called_once_with(1.0, 0)
+        setrlimit.assert_not_called()
+
     def test_no_cuda_no_count(self) -> None:
         import torch
 
