@@ -13,7 +13,8 @@
 # bundle   (where the project builds) copies benchfleet, benchfleet-coordinator and
 #          benchfleet-agent from --build (default build/default) into --out (default
 #          .carry/gpu-study; git-ignored) with every shared library they load except the C and C++
-#          runtimes (lib/), and the dashboard (web/). The folder then travels with the sources.
+#          runtimes (lib/, found through the programs' RPATH $ORIGIN/../lib; needs patchelf), and
+#          the dashboard (web/). The folder then travels with the sources.
 # start    (on the GPU host) starts the coordinator (SQLite in --state, default
 #          build/gpu-study/state, 127.0.0.1 on a free port) and one agent in sessions of their own,
 #          so they outlive the command that started them, with one torch build --build-name
@@ -77,6 +78,7 @@ programs=(cli/benchfleet coordinator/benchfleet-coordinator agent/daemon/benchfl
 if [ "$command" = bundle ]; then
   [ -n "$out" ] || out="$bundle"
   for p in "${programs[@]}"; do [ -x "$build/$p" ] || die "$build/$p is missing (cmake --build --preset default first)"; done
+  command -v patchelf >/dev/null || die "patchelf is missing (apt-get install patchelf)"
   [ -f "$build/web/index.html" ] || die "$build/web has no dashboard (cmake --build --preset default builds it)"
   rm -rf "$out.new" && mkdir -p "$out.new/bin" "$out.new/lib" || die "cannot write $out.new"
   for p in "${programs[@]}"; do cp "$build/$p" "$out.new/bin/" && strip "$out.new/bin/${p##*/}"; done
@@ -87,6 +89,12 @@ if [ "$command" = bundle ]; then
       ld-linux*|libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libstdc++.so*|libgcc_s.so*) ;;
       *) cp -L "$lib" "$out.new/lib/" ;;
     esac
+  done
+  # DT_RPATH (not RUNPATH): it also serves the libraries' own dependencies (spdlog's fmt), and
+  # the programs need no LD_LIBRARY_PATH, which the agent would hand on to the torch build's
+  # python and worker.
+  for p in "${programs[@]}"; do
+    patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$out.new/bin/${p##*/}" || die "patchelf failed on ${p##*/}"
   done
   cp -r "$build/web" "$out.new/web"
   {
@@ -104,7 +112,6 @@ fi
 # collect and stop use the bundle start used.
 [ "$command" != start ] && [ -s "$state/bundle" ] && bundle="$(cat "$state/bundle")"
 cli() { "$bundle/bin/benchfleet" "$@"; }
-export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 base_url() { echo "http://127.0.0.1:$(cat "$state/port")"; }
 toolpy="$(command -v python3 || echo /usr/bin/python3)"  # JSON handling only: the standard library

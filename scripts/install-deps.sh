@@ -26,7 +26,7 @@ for arg in "$@"; do
 done
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git patchelf
   libboost1.81-all-dev nlohmann-json3-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libcli11-dev libyaml-cpp-dev libssl-dev

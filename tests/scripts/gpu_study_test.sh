@@ -24,9 +24,9 @@ trap cleanup EXIT
 for p in benchfleet benchfleet-coordinator benchfleet-agent; do
   [ -x "$bundle/bin/$p" ] || fail "bundle: no bin/$p"
   # Each library but the C/C++ runtimes comes from the bundle.
-  LD_LIBRARY_PATH="$bundle/lib" ldd "$bundle/bin/$p" | awk '/=> \//{print $1, $3}' | while read -r name path; do
+  ldd "$bundle/bin/$p" | awk '/=> \//{print $1, $3}' | while read -r name path; do
     case "$name" in ld-linux*|libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libstdc++.so*|libgcc_s.so*) ;;
-      *) case "$path" in "$bundle/lib/"*) ;; *) echo "FAIL: bundle: $p loads $name from $path" >&2; exit 1 ;; esac ;;
+      *) case "$path" in "$bundle/"*) ;; *) echo "FAIL: bundle: $p loads $name from $path" >&2; exit 1 ;; esac ;;
     esac
   done || failures=$((failures + 1))
 done
@@ -47,7 +47,7 @@ done
 quick="$(awk 'NR==1{print $1}' "$state/runs.txt")" long="$(awk 'NR==2{print $1}' "$state/runs.txt")"
 export BENCHFLEET_URL="http://127.0.0.1:$(cat "$state/port")"
 for _ in $(seq 240); do
-  LD_LIBRARY_PATH="$bundle/lib" "$bundle/bin/benchfleet" run "$quick" --json 2>/dev/null | grep -q '"state": *"done"' && break
+  "$bundle/bin/benchfleet" run "$quick" --json 2>/dev/null | grep -q '"state": *"done"' && break
   sleep 0.5
 done
 "$script" collect --state "$state" --out "$out" --final || fail "collect: exit $?"
