@@ -46,7 +46,9 @@
 #                      that the stages after it keep their minimum; a stage that cannot get its
 #                      minimum is SKIP
 #   --limit STAGE=S    that stage's own limit (defaults: probe 40, build 300, capabilities 30,
-#                      worker 200, oom 60, runner 180, seeds 200); a stage past it is killed (FAIL)
+#                      worker 200, oom 60, runner 360, seeds 200); a stage past it is killed (FAIL);
+#                      the runner's max-autotune case is SKIP when less than 150 s of its stage
+#                      are left when it would start (a cold max-autotune compile takes minutes)
 #   --seed-models IDS  comma-separated catalog ids for the seeds stage (default: the 12 seeds)
 #   --seed-jobs N      seed models at a time (default 4 on cuda, 1 on cpu)
 #   --no-overlap       run the seeds stage after the others instead of beside the build
@@ -61,7 +63,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 run_stage="$repo/scripts/gpu-validate-stage.sh"  # the stages themselves
 all_stages=(probe build capabilities worker oom runner seeds)
 # Each stage's own time limit and the minimum it needs to be worth starting (seconds).
-declare -A limit_of=([probe]=40 [build]=300 [capabilities]=30 [worker]=200 [oom]=60 [runner]=180 [seeds]=200)
+declare -A limit_of=([probe]=40 [build]=300 [capabilities]=30 [worker]=200 [oom]=60 [runner]=360 [seeds]=200)
 declare -A minimum_of=([probe]=10 [build]=60 [capabilities]=10 [worker]=45 [oom]=20 [runner]=45 [seeds]=60)
 
 now() { if [ -n "${EPOCHREALTIME:-}" ]; then printf '%s' "${EPOCHREALTIME/,/.}"; else date +%s.%N; fi; }

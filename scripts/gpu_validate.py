@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence
@@ -84,6 +85,16 @@ def _timed_out(rc: int) -> bool:
     return rc in (124, 137)
 
 
+def _exit_text(rc: int) -> str:
+    """exit 1 (error); killed by SIGSEGV (exit 139): what a shell's status says about a process."""
+    if rc > 128 and rc - 128 < signal.NSIG:
+        try:
+            return f"killed by {signal.Signals(rc - 128).name} (exit {rc})"
+        except ValueError:
+            return f"killed by signal {rc - 128} (exit {rc})"
+    return f"exit {rc}, {_EXIT_STATUS.get(rc, '?')}"
+
+
 # ---- jobs --------------------------------------------------------------------------------------
 
 def cmd_libtorch_job(a: argparse.Namespace) -> int:
@@ -129,7 +140,7 @@ def cmd_export_case(a: argparse.Namespace) -> int:
         _append_case(a.cases, a.name, _unsupported(a.unsupported), f"export unsupported: {out.get('message', '')}")
     else:
         message = out.get("message", "no JSON on stdout")
-        _append_case(a.cases, a.name, "FAIL", f"export {status} (exit {a.rc}): {message}")
+        _append_case(a.cases, a.name, "FAIL", f"export {status} ({_exit_text(a.rc)}): {message}")
     return 1
 
 
@@ -168,7 +179,7 @@ def cmd_result_case(a: argparse.Namespace) -> int:
         _append_case(a.cases, a.name, "FAIL", f"timed out after {a.limit} s")
         return 1
     if result is None:
-        _append_case(a.cases, a.name, "FAIL", f"no result JSON (exit {a.rc}, {_EXIT_STATUS.get(a.rc, 'signal?')})")
+        _append_case(a.cases, a.name, "FAIL", f"no result JSON ({_exit_text(a.rc)})")
         return 1
     status = result.get("status", "?")
     figures = _result_figures(result)

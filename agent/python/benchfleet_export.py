@@ -67,6 +67,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import faulthandler
 import hashlib
 import json
 import os
@@ -692,4 +693,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
+    # A crash in native code (a loaded AOTInductor package, a CUDA library) then leaves the Python
+    # stack on stderr, which the caller keeps, instead of only an exit status.
+    faulthandler.enable()
     sys.exit(main())

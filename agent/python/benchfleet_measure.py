@@ -30,7 +30,8 @@ call under torch.autocast. A failure saying this build or device lacks the job's
 "not implemented for 'Half'") is status unsupported, in any phase.
 
 Telemetry besides the worker's host_wall_ms / host_ms_per_iteration (and before_/after_ GPU
-readings on CUDA): compile modes add compile_ms, graph_breaks (sum of
+readings on CUDA: before_ once warm, as the timed loop starts; after_ when it ends): compile
+modes add compile_ms, graph_breaks (sum of
 torch._dynamo.utils.counters["graph_break"]), graphs (counters["stats"]["unique_graphs"]),
 recompiles (graphs compiled by the warm-up and timed calls at the job's batch: after the first
 call and after the shape walk, whose own are walk_recompiles), dynamic (Job.dynamic), and whether
@@ -352,8 +353,6 @@ def _measure(job: Job, spec: ModelSpec, hooks: Hooks, perturb_scale: Optional[fl
     result: Dict[str, Any] = {"status": "ok", "samples_ms": [], "environment": {}, "telemetry": {}}
     telemetry = result["telemetry"]
     hooks.phase("load")
-    if on_cuda:
-        telemetry.update({f"before_{k}": v for k, v in gpu_telemetry().items()})
     if job.memory_limit_mb:
         apply_memory_limit(job.device, job.memory_limit_mb, hooks)
     load_start = time.perf_counter()
@@ -410,6 +409,11 @@ def _measure(job: Job, spec: ModelSpec, hooks: Hooks, perturb_scale: Optional[fl
             step()
         synchronize()
         hooks.progress("warmup", 0, _seconds_since(warm))
+        if on_cuda:
+            # Read once warm, as the timed loop starts: a GPU idles at its lowest clock while
+            # the model is built (an H200 at 345 of 1980 MHz), so a reading from then would make
+            # every run look as if its clock rose and hide a drop while measuring (clock_drop).
+            telemetry.update({f"before_{k}": v for k, v in gpu_telemetry().items()})
 
         hooks.phase("measure")
         samples = _timed_loop(step, job, on_cuda, hooks, result)

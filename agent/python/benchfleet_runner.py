@@ -43,6 +43,7 @@ process under the cap still gets a verdict (benchfleet_native_oom.py).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import sys
@@ -178,4 +179,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
+    # A crash in native code (a loaded AOTInductor package, a CUDA library) then leaves the Python
+    # stack on stderr, which the caller keeps, instead of only an exit status.
+    faulthandler.enable()
     sys.exit(main())

@@ -34,6 +34,7 @@ and prints one line per model on stderr. Exit code 0 when no model is `error`, 1
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib.util
 import json
 import os
@@ -369,4 +370,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
+    # A crash in native code (a loaded AOTInductor package, a CUDA library) then leaves the Python
+    # stack on stderr, which the caller keeps, instead of only an exit status.
+    faulthandler.enable()
     sys.exit(main())

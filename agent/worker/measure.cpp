@@ -53,7 +53,6 @@ void add_telemetry(JobResult& r, std::string_view prefix, const nlohmann::json& 
 void measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressFn& progress, JobResult& r) {
   const bool on_cuda = job.device == "cuda";
   phase = OomPhase::kLoad;
-  if (on_cuda) add_telemetry(r, "before_", cuda::telemetry());
   if (job.memory_limit_mb) {
     if (auto s = apply_memory_limit(job.device, *job.memory_limit_mb); !s) {
       r = failure(ResultStatus::kError, "memory limit: " + s.error().message);
@@ -88,6 +87,10 @@ void measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressF
   if (uses_cuda_graph(job)) runner = capture_cuda_graph(std::move(runner));
   if (on_cuda) cuda::synchronize();
   progress("warmup", 0, seconds_since(warm));
+  // Read once warm, as the timed loop starts: a GPU idles at its lowest clock while the artifact
+  // loads (an H200 at 345 of 1980 MHz), so a reading from then would make every run look as if
+  // its clock rose and hide a drop while measuring (the clock_drop flag).
+  if (on_cuda) add_telemetry(r, "before_", cuda::telemetry());
 
   phase = OomPhase::kMeasure;
   auto timer = on_cuda ? cuda::make_event_timer(kCudaHarvestBatch) : make_cpu_timer();

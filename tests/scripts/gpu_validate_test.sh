@@ -7,7 +7,8 @@
 #   2. the real thing: probe, capabilities, worker (eager and torchscript measured; default
 #      unsupported on LibTorch 1.13 and reduce-overhead CUDA only: SKIP), oom (the 16 MB cap ends
 #      the worker's and the runner's eager jobs as `oom` in a named phase), runner (eager measured,
-#      torch.compile modes unsupported on 1.13: SKIP); exit 0, medians recorded.
+#      torch.compile modes unsupported on 1.13: SKIP, max-autotune SKIP for want of the time a cold
+#      compile needs); exit 0, medians recorded.
 #   3. a case past its stage's time limit: a runner that hangs, under --limit runner=10, FAILs
 #      "timed out" and leaves no process behind, while the seeds stage after it (ResNet-18 only)
 #      PASSes.
@@ -63,7 +64,8 @@ grep -Eq '^worker +SKIP +0\.0 +probe FAIL' "$scratch/missing/log/summary.txt" ||
 tail -n 1 "$scratch/missing/out.txt" | grep -q 'PASS 1 FAIL 1 SKIP 2' || fail "missing: the printed table's totals"
 
 # 2 --------------------------------------------------------------------------------------------
-run real 0 --python "$python" --worker "$worker" probe capabilities worker oom runner
+# GV_AUTOTUNE_MIN_S: more than any stage has, so the max-autotune case must be SKIP, not started.
+GV_AUTOTUNE_MIN_S=100000 run real 0 --python "$python" --worker "$worker" probe capabilities worker oom runner
 s="$scratch/real/log/summary.json"
 check "$s" '[x["stage"] for x in s["stages"]] == ["probe", "capabilities", "worker", "oom", "runner"]' "real: stages in order"
 check "$s" 'all(x["status"] == "PASS" for x in s["stages"]) and s["ok"] is True' "real: every stage PASSes"
@@ -83,6 +85,8 @@ done
 check "$s" 'case("runner", "eager")["status"] == "PASS" and case("runner", "eager")["figures"]["median_ms"] > 0' "real: runner eager measured"
 check "$s" 'case("runner", "default")["status"] == "SKIP" and case("runner", "default")["reason"].startswith("unsupported: ")' \
   "real: runner default unsupported on torch 1.13"
+check "$s" 'case("runner", "max-autotune-no-cudagraphs")["status"] == "SKIP" and "the case needs 100000 s" in case("runner", "max-autotune-no-cudagraphs")["reason"]' \
+  "real: the max-autotune case is SKIP when its stage has less left than it needs"
 [ -s "$scratch/real/log/results/worker-eager.result.json" ] || fail "real: the worker's result is kept"
 grep -Eq '^  eager +PASS +median [0-9.]+ ms' "$scratch/real/log/summary.txt" || fail "real: the table's eager row"
 

@@ -268,5 +268,57 @@ class OomFailureTest(unittest.TestCase):
         self.assertEqual(bm.cuda_oom_count(), 0)
 
 
+@unittest.skipUnless(HAVE_TORCH, "needs torch")
+class GpuReadingTest(unittest.TestCase):
+    """When the before_/after_ GPU readings are taken, driven as a CUDA job on the CPU: the model,
+    the inputs, the synchronize and the timed loop stand in for the device's."""
+
+    def test_the_before_reading_is_taken_warm_as_the_timed_loop_starts(self) -> None:
+        import torch
+
+        phases: List[str] = []
+        readings: List[str] = []
+
+        class Recorder(bj.Hooks):
+            def phase(self, name: str) -> None:
+                phases.append(name)
+
+            def progress(self, phase: str, iterations: int, seconds: float) -> None:
+                phases.append(f"progress:{phase}")
+
+        calls = []
+
+        def model(x: Any) -> Any:
+            calls.append(phases[-1])
+            return x * 2
+
+        def timed_loop(step: Any, job: Any, on_cuda: bool, hooks: Any,
+                       result: Any) -> List[float]:
+            readings.append(f"timed loop after {phases[-1]}")
+            step()
+            return [1.0, 1.0, 1.0]
+
+        def reading() -> Dict[str, Any]:
+            readings.append(f"read after {phases[-1]}, {len(calls)} calls made")
+            return {"sm_clock_mhz": 1980}
+
+        job = bj.parse_job('{"model": "torchvision/resnet18", "batch": 1, "mode": "eager", "device": "cuda", '
+                           '"measurement": {"warmup": 3}}')
+        catalog = bm.load_catalog(os.path.join(SOURCE_DIR, "common", "catalog", "models.yaml"))
+        spec = bm.find_model(catalog, "torchvision/resnet18")
+        with mock.patch.object(bm, "build_model", return_value=model), \
+                mock.patch.object(bm, "make_inputs", return_value=[torch.ones(1)]), \
+                mock.patch.object(bm, "gpu_telemetry", side_effect=reading), \
+                mock.patch.object(bm, "_timed_loop", side_effect=timed_loop), \
+                mock.patch.object(bm, "peak_memory", return_value={}), \
+                mock.patch.object(torch.cuda, "synchronize", return_value=None):
+            result = bm._measure(job, spec, Recorder(), None)
+        # First call and 3 warm-up calls before the first reading; the timed loop right after it.
+        self.assertEqual(readings, ["read after progress:warmup, 4 calls made", "timed loop after measure",
+                                    "read after measure, 5 calls made"])
+        self.assertEqual(result["telemetry"]["before_sm_clock_mhz"], 1980)
+        self.assertEqual(result["telemetry"]["after_sm_clock_mhz"], 1980)
+
+
 if __name__ == "__main__":
     unittest.main()
