@@ -29,8 +29,8 @@
 #          report.md (each run's comparison tables), report.json (each run's report, results with
 #          their fingerprints, and the agent list) and logs.tar.gz (logs, matrices, agent
 #          config). --final first cancels the runs that have not ended (their measured cells
-#          stay) and stops both services. At most three files, so they travel back from a
-#          device whose returns are counted.
+#          stay) and stops both services. Three files in all, so that a copy-back limited to a
+#          few files takes them all.
 # stop     stops the agent (drain, then kill) and the coordinator.
 # Exit status: 0 done, 1 an error (named), 2 usage.
 set -uo pipefail
@@ -280,7 +280,7 @@ json.dump({"runs": runs, "agents": load(f"{tmp}/agents.json")}, open(out, "w"), 
 PY
 ) || echo "gpu-study: report.json is incomplete" >&2
 [ "$final" = 1 ] && stop_all
-tar -czf "$out/logs.tar.gz" -C "$state" --exclude='*.db*' --exclude=./agent/artifacts --exclude=./collect \
+tar -czf "$out/logs.tar.gz" -C "$state" --exclude='*.db*' --exclude='*token*' --exclude=./agent/artifacts --exclude=./collect \
   --exclude=./collected . || echo "gpu-study: logs.tar.gz is incomplete" >&2
 echo "gpu-study: collected into $out: $(ls "$out" | tr '\n' ' ')" >&2
 cat "$state/runs-table.txt"

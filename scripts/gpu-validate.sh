@@ -6,11 +6,12 @@
 #                           [--limit STAGE=S]... [--seed-models IDS] [--seed-jobs N] [--no-overlap]
 #                           STAGE...|all
 #
-# On a lent GPU machine (one device `run` call; prepare the headers the worker build needs here
-# first, scripts/worker-deps.sh --out .carry/worker-deps, and carry them):
-#   run(command="scripts/gpu-validate.sh all", carry=[".carry"], timeout_s=600)
-# The table ends the output; $OUT/gpu-validate/ comes back with summary.txt, summary.json,
-# seeds.json and logs.tar.gz (each stage's log, jobs and results). On the CPU (a test of the
+# On a GPU host with a torch build but no Debian -dev packages (prepare the headers the worker
+# build needs on a Debian machine first, scripts/worker-deps.sh --out .carry/worker-deps, and copy
+# them along with the repository):
+#   scripts/gpu-validate.sh all
+# The table ends the output; the log folder holds summary.txt, summary.json, seeds.json and
+# logs.tar.gz (each stage's log, jobs and results). On the CPU (a test of the
 # script itself; CUDA-only cases SKIP with "CUDA only"):
 #   scripts/gpu-validate.sh --device cpu --python /usr/bin/python3 \
 #       --worker build/default/agent/worker/benchfleet-worker probe capabilities worker oom runner seeds
@@ -35,8 +36,8 @@
 #
 # Options:
 #   --log DIR          results (default $OUT/gpu-validate where $OUT is set, else build/gpu-validate/log);
-#                      inside $OUT the stage logs are packed into DIR/logs.tar.gz (the device tool
-#                      brings back at most 8 files)
+#                      inside $OUT the stage logs are packed into DIR/logs.tar.gz (four files in
+#                      all, for a copy-back that takes only a few)
 #   --python PY        the torch build's python (default python3)
 #   --device D         cuda (default) or cpu; on cuda an `unsupported` mode fails its case, on the
 #                      CPU it is SKIP with the build's reason
@@ -310,7 +311,7 @@ tool summary --state "$work/state" --stages "$stage_list" --json "$log/summary.j
   --meta "started=$started_at" --meta "seconds_s=$total" --meta "budget_s=$budget" --meta "host=$(uname -n)" \
   >"$work/summary.out"
 if [ "$pack" = 1 ]; then
-  # The device tool brings back at most 8 files: the logs travel as one archive.
+  # Under $OUT the logs travel as one archive: a copy-back may take only a few files.
   (cd "$log" && tar -czf logs.tar.gz -- *.log results && rm -rf -- *.log results)
 fi
 cat "$work/summary.out"

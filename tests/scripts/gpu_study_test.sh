@@ -68,6 +68,7 @@ assert doc["agents"]["agents"][0]["name"] == "study"
 PY
 tar -tzf "$out/logs.tar.gz" | grep -q 'agent.log' || fail "collect: logs.tar.gz has no agent.log"
 tar -tzf "$out/logs.tar.gz" | grep -q 'matrices/1-quick.yaml' || fail "collect: logs.tar.gz has no matrices"
+tar -tzf "$out/logs.tar.gz" | grep -q 'token' && fail "collect: logs.tar.gz holds a token"
 for f in coordinator agent; do [ -f "$state/$f.pid" ] && fail "collect --final: the $f is still running"; done
 [ "$failures" = 0 ] && echo "gpu_study_script: all checks passed"
 [ "$failures" = 0 ]

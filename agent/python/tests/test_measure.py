@@ -273,9 +273,12 @@ class GpuReadingTest(unittest.TestCase):
     """When the before_/after_ GPU readings are taken, driven as a CUDA job on the CPU: the model,
     the inputs, the synchronize and the timed loop stand in for the device's."""
 
-    def test_the_before_reading_is_taken_warm_as_the_timed_loop_starts(self) -> None:
+    def measure_as_cuda(self, warmup: int, call_s: float, min_warmup_s: float) -> List[str]:
+        """Runs _measure for a CUDA job whose model call takes `call_s` on a fake clock; returns
+        when the GPU was read and the timed loop started."""
         import torch
 
+        clock = FakeClock()
         phases: List[str] = []
         readings: List[str] = []
 
@@ -290,6 +293,7 @@ class GpuReadingTest(unittest.TestCase):
 
         def model(x: Any) -> Any:
             calls.append(phases[-1])
+            clock.now += call_s
             return x * 2
 
         def timed_loop(step: Any, job: Any, on_cuda: bool, hooks: Any,
@@ -303,7 +307,7 @@ class GpuReadingTest(unittest.TestCase):
             return {"sm_clock_mhz": 1980}
 
         job = bj.parse_job('{"model": "torchvision/resnet18", "batch": 1, "mode": "eager", "device": "cuda", '
-                           '"measurement": {"warmup": 3}}')
+                           f'"measurement": {{"warmup": {warmup}}}}}')
         catalog = bm.load_catalog(os.path.join(SOURCE_DIR, "common", "catalog", "models.yaml"))
         spec = bm.find_model(catalog, "torchvision/resnet18")
         with mock.patch.object(bm, "build_model", return_value=model), \
@@ -311,13 +315,28 @@ class GpuReadingTest(unittest.TestCase):
                 mock.patch.object(bm, "gpu_telemetry", side_effect=reading), \
                 mock.patch.object(bm, "_timed_loop", side_effect=timed_loop), \
                 mock.patch.object(bm, "peak_memory", return_value={}), \
-                mock.patch.object(torch.cuda, "synchronize", return_value=None):
+                mock.patch.object(torch.cuda, "synchronize", return_value=None), \
+                mock.patch.object(bm.time, "perf_counter", side_effect=clock), \
+                mock.patch.object(bm, "CUDA_MIN_WARMUP_S", min_warmup_s):
             result = bm._measure(job, spec, Recorder(), None)
-        # First call and 3 warm-up calls before the first reading; the timed loop right after it.
-        self.assertEqual(readings, ["read after progress:warmup, 4 calls made", "timed loop after measure",
-                                    "read after measure, 5 calls made"])
         self.assertEqual(result["telemetry"]["before_sm_clock_mhz"], 1980)
         self.assertEqual(result["telemetry"]["after_sm_clock_mhz"], 1980)
+        return readings
+
+    def test_the_before_reading_is_taken_warm_as_the_timed_loop_starts(self) -> None:
+        # The first call and 3 warm-up calls (more than the least warm-up time) before the first
+        # reading; the timed loop right after it.
+        self.assertEqual(self.measure_as_cuda(warmup=3, call_s=0.2, min_warmup_s=0.5),
+                         ["read after progress:warmup, 4 calls made", "timed loop after measure",
+                          "read after measure, 5 calls made"])
+
+    def test_warm_up_on_cuda_lasts_at_least_the_least_warm_up_time(self) -> None:
+        # 3 calls of 0.1 s are 0.3 s: one more batch of 8 reaches 0.5 s.
+        self.assertEqual(self.measure_as_cuda(warmup=3, call_s=0.1, min_warmup_s=0.5)[0],
+                         "read after progress:warmup, 12 calls made")
+        # No warm-up asked for: still 0.5 s of it, in batches of 8 calls.
+        self.assertEqual(self.measure_as_cuda(warmup=0, call_s=0.05, min_warmup_s=0.5)[0],
+                         "read after progress:warmup, 17 calls made")
 
 
 if __name__ == "__main__":
