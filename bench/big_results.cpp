@@ -1,4 +1,4 @@
-// big_results: issue 16's "a public read blocks the store" reproduction, timed. One agent posts
+// big_results: the "a public read blocks the store" reproduction, timed. One agent posts
 // R results of N samples each (default 10 x 1,000,000, the most a result may carry) to a real
 // benchfleet-coordinator; then the public listings of that run are read while a second agent
 // heartbeats in a loop, and each read's time is printed next to the heartbeats' latencies during

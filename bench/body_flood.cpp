@@ -1,4 +1,4 @@
-// body_flood: the memory-amplification attack of issue 16 against a real benchfleet-coordinator:
+// body_flood: the memory-amplification attack against a real benchfleet-coordinator:
 // N connections at once each send a request with a big body and no token, and the coordinator's
 // resident memory is read from /proc before, during (peak) and after. Before the fix, bodies were
 // read whole before the token was checked (40 x 16 MiB took it from 80 MB to 686 MB); now each

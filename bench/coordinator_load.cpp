@@ -1,7 +1,7 @@
 // coordinator_load: how many lease -> result cycles per second a real benchfleet-coordinator
 // sustains for N simulated agents over loopback with Q jobs kept queued, with lease and result
-// latency percentiles, next to the raw durable-commit rate of SQLite on the same disk (issue 17:
-// a lease's cost must not grow with the queue). Prints figures; it is not a pass/fail test (the
+// latency percentiles, next to the raw durable-commit rate of SQLite on the same disk (a lease's
+// cost must not grow with the queue). Prints figures; it is not a pass/fail test (the
 // exit code only says whether the protocol worked: cycles > 0, no errors).
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -201,7 +201,7 @@ void print_report(const Options& o, const std::string& dir, std::vector<Row>& ro
   std::printf(
       "\nEach cycle is two durable commits (lease, result): with one writer and no group commit the\n"
       "last column cannot exceed about 0.5. Latencies count requests started inside the window.\n");
-  // The same figures as issue 17's table, ready to paste.
+  // The same figures as the table, ready to paste.
   std::printf(
       "\n| queued jobs | agents | lease→result cycles/s | lease p50 / p99 ms | SQLite durable commits/s,"
       " same disk | cycles/s ÷ commits/s |\n|---|---|---|---|---|---|\n");

@@ -1,4 +1,4 @@
-// history_queries: issue 20's scale goal. Fills a database with a year of nightly runs of the
+// history_queries: the scale goal. Fills a database with a year of nightly runs of the
 // seeds' study (bench/history_fill.h: 648 cells a night, ~236,000 results, one series per cell)
 // through the store's real transactions, with the change detector running after each night,
 // then times the history reads in process and through the real benchfleet-coordinator over

@@ -241,7 +241,7 @@ int run(int argc, char** argv) {
   http_rows.push_back(bench::time_requests(client, "GET " + run + "/results?samples=false&limit=1000",
                                            run + "/results?samples=false&limit=1000", "runs.results", plan, checks,
                                            expect_rows("results", std::min<std::int64_t>(job_count, 1000))));
-  // With samples a page holds at most 10 results (issue 16).
+  // With samples a page holds at most 10 results.
   http_rows.push_back(bench::time_requests(client, "GET " + run + "/results?samples=true (page of 10)",
                                            run + "/results?samples=true&limit=10", "runs.results", plan, checks,
                                            expect_rows("results", std::min<std::int64_t>(job_count, 10))));

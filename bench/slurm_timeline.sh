@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 21's figures: a matrix (default examples/cpu-demo.yaml) run twice on this host,
+# The figures: a matrix (default examples/cpu-demo.yaml) run twice on this host,
 #   1. through Slurm: a single-node test cluster (tests/slurm/slurm-cluster.sh), the real
 #      coordinator and benchfleet-slurm-launcher submitting benchfleet-agent allocations;
 #   2. on one resident benchfleet-agent (started and enrolled before the run is submitted),

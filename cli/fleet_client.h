@@ -35,7 +35,7 @@ class FleetClient {
   Result<nlohmann::json> drain(std::int64_t agent_id, bool draining);  // Agent
   Result<nlohmann::json> models();                                     // ModelList
 
-  // History (issue 20). `query` is already encoded ("model=...&limit=20"), "" for none.
+  // History. `query` is already encoded ("model=...&limit=20"), "" for none.
   Result<nlohmann::json> create_schedule(const nlohmann::json& request);       // Schedule
   Result<nlohmann::json> schedules();                                          // ScheduleList
   Result<nlohmann::json> schedule(std::int64_t id);                            // Schedule

@@ -1,4 +1,4 @@
-// The CLI's history commands (issue 20):
+// The CLI's history commands:
 //   benchfleet schedule add MATRIX.yaml --cron EXPR [--paused] | list | show ID | pause ID |
 //                       resume ID | delete ID
 //   benchfleet series [--model M --batch N --mode X --dtype D --runtime R --gpu G --build B]

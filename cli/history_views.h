@@ -1,4 +1,4 @@
-// Text views of the history API's JSON (issue 20): schedules, series with their points, and
+// Text views of the history API's JSON: schedules, series with their points, and
 // regressions. Pure functions, as views.h: a missing member shows as "-" or "?".
 #pragma once
 

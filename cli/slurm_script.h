@@ -1,4 +1,4 @@
-// `benchfleet slurm-script --launcher-config FILE --class GPU_CLASS` (issue 21): the batch script
+// `benchfleet slurm-script --launcher-config FILE --class GPU_CLASS`: the batch script
 // benchfleet-slurm-launcher would submit for one GPU class, for a manual `sbatch`. It reads only
 // the launcher's YAML config: no coordinator is asked.
 #pragma once

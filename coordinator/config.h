@@ -47,7 +47,7 @@ struct CoordinatorConfig {
   // The directory served at / (the dashboard); empty disables the dashboard.
   std::string web_root = default_web_root();
 
-  // History (issue 20). How often due schedules are looked for, and how often the change
+  // History. How often due schedules are looked for, and how often the change
   // detector looks at new points (it is also woken by each stored result).
   int schedule_check_ms = 5000;
   int detect_interval_ms = 2000;

@@ -1,4 +1,4 @@
-// The history worker (issue 20), two loops off the I/O threads and off the result ingest path:
+// The history worker, two loops off the I/O threads and off the result ingest path:
 // - the change detector: every `detect_interval`, and soon after wake() (called when a result
 //   was stored), runs Store::detect_changes until no series has unseen points, logging each
 //   confirmed change;

@@ -1,4 +1,4 @@
--- Lease hand-over (issue 16). A lease is acknowledged once its holder shows it has it (a
+-- Lease hand-over. A lease is acknowledged once its holder shows it has it (a
 -- progress report or a heartbeat renewing it). Until then the lease may not have reached its
 -- agent: a new poll from the same slot is handed the same lease again (same lease id, same
 -- attempt) instead of burning an attempt, and a grant whose response could not be delivered

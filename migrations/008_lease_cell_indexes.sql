@@ -1,4 +1,4 @@
--- The lease and result paths read only what they act on, whatever the queue's depth (issue 17).
+-- The lease and result paths read only what they act on, whatever the queue's depth.
 -- Measured by tests/unit/store_query_plan_test (SQLite's steps per statement at 320 and at 41,600
 -- jobs queued) and bench/coordinator_load --queued.
 

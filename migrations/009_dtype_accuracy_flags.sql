@@ -1,4 +1,4 @@
--- 009 (issue 19): the dtype axis, accuracy verdicts, compile and memory columns, noise flags.
+-- 009: the dtype axis, accuracy verdicts, compile and memory columns, noise flags.
 --   jobs.dtype              Dtype wire name (float32, float16, bfloat16, amp); part of a cell's identity
 --   results.accuracy        AccuracyVerdict wire name of a compiled result; NULL: not checked
 --   results.accuracy_error  the judged output's relative L2 error against the float64 reference

@@ -1,4 +1,4 @@
--- 010 (issue 19): a job's identity includes its dtype. 001's UNIQUE (run_id, model, batch, mode,
+-- 010: a job's identity includes its dtype. 001's UNIQUE (run_id, model, batch, mode,
 -- torch_build, gpu_class, runtime, repetition) refused a second dtype of a cell, and SQLite
 -- changes a table's constraint only by rebuilding the table: create, copy, drop, rename
 -- (migrate() runs with foreign keys off, so the drop does not cascade to attempts and results,

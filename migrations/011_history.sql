@@ -1,4 +1,4 @@
--- 011 (issue 20): nightly history. Schedules (recurring matrices), series (one per cell across
+-- 011: nightly history. Schedules (recurring matrices), series (one per cell across
 -- runs), their points (one per stored result), the changes the detector confirmed, and the
 -- webhook deliveries it owes (an outbox: written with the change, sent after the commit).
 

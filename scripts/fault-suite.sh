@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the long forms of issue 16's fault-injection programs (tests/fault/) and prints their rows
+# Runs the long forms of the fault-injection programs (tests/fault/) and prints their rows
 # side by side in tests/fault/fault_table.h's table:
 #   R1  fault_agent_kill --kills 100                         kill -9 of the agent mid-job
 #   R2  fault_coordinator_kill --kills 20 --agents 100       kill -9 of the coordinator under load
@@ -80,7 +80,7 @@ for program in "${programs[@]}"; do
 done
 
 echo
-echo "== fault-injection suite (issue 16), long forms, from $build"
+echo "== fault-injection suite, long forms, from $build"
 /usr/bin/python3 - "$rows" <<'EOF'
 import json, statistics, sys
 

@@ -1,4 +1,4 @@
-// The agent inside one batch allocation (docs/design.md §10.1, issue 21): who it is (the Slurm
+// The agent inside one batch allocation (docs/design.md §10.1): who it is (the Slurm
 // job's name and GPUs, from its environment), how long it may run (squeue's time left), and
 // whether a leased job fits before the end. Pure functions and a small record of durations,
 // free of processes and real time; the daemon reads the environment and runs squeue.

@@ -31,7 +31,7 @@ Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, con
 Result<http::Response> list_agents(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> drain_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 
-// history_handlers.cpp: schedules, series, regressions (issue 20)
+// history_handlers.cpp: schedules, series, regressions
 Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> list_schedules(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> get_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
@@ -46,7 +46,7 @@ Result<http::Response> acknowledge_regression(ApiContext& ctx, const http::Reque
 Result<http::Response> resolve_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> reopen_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 
-// queue_handlers.cpp: the queue by GPU class and torch build (issue 21, the Slurm launcher's input)
+// queue_handlers.cpp: the queue by GPU class and torch build (the Slurm launcher's input)
 Result<http::Response> queue_summary(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 
 // service_handlers.cpp

@@ -1,4 +1,4 @@
-// Handlers for schedules, series and regressions (issue 20). Shapes: history_json.h.
+// Handlers for schedules, series and regressions. Shapes: history_json.h.
 #include <string>
 
 #include "common/codecs.h"

@@ -1,4 +1,4 @@
-// The JSON views of schedules, series, their points and regressions (issue 20): the one place
+// The JSON views of schedules, series, their points and regressions: the one place
 // their shapes are built, for the API handlers and for the webhook bodies the alert sender
 // posts (coordinator/history_worker.cpp). Shapes: docs/design.md and openapi.json.
 #pragma once

@@ -1,6 +1,6 @@
 // render_json and to_json (declared in render.h): the dashboard's source of truth. The text is
 // written directly, not through a JSON tree: a 5,000-cell report is 1.3 MB, and building the
-// tree cost more than everything else its request does (issue 17).
+// tree cost more than everything else its request does.
 #include <charconv>
 #include <cmath>
 #include <optional>

@@ -188,7 +188,7 @@ struct Gauges {
   GroupCommitStats store;           // operations and commits since the coordinator started
 };
 
-// ---- history (issue 20) ------------------------------------------------------------------------
+// ---- history ------------------------------------------------------------------------
 
 // A recurring matrix (migration 011). The coordinator creates its run when due.
 struct ScheduleInfo {

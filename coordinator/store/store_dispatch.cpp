@@ -1,7 +1,7 @@
 // Store: what a slot may run. Queued jobs an enrolled slot's builds declare unsupported get that
 // verdict when it is cheap (a run submitted, an agent enrolled), and the job a slot runs next is
 // chosen from the best queued job of each cell it can run. Both read only what they act on,
-// whatever the queue's depth (issues 16 and 17).
+// whatever the queue's depth.
 #include <map>
 #include <optional>
 #include <set>

@@ -77,7 +77,7 @@ Result<RunInfo> Store::run_info_locked(std::int64_t run_id) {
     info.id = s->int64(0);
     info.name = s->text(1);
     auto spec_json = nlohmann::json::parse(s->text(2), nullptr, false);
-    // The name is the column's: a run stored before names were restricted (issue 16) keeps its
+    // The name is the column's: a run stored before names were restricted keeps its
     // matrix readable.
     if (spec_json.is_object()) spec_json["name"] = "run";
     if (auto spec = decode<MatrixSpec>(spec_json); spec.ok()) {

@@ -1,4 +1,4 @@
-// Issue 19 on the run page, against the real coordinator: accuracy badges on compiled cells that
+// Accuracy and dtypes on the run page, against the real coordinator: accuracy badges on compiled cells that
 // are wrong (their speedups struck out and left out of geomeans), noise flags, the compile time,
 // peak memory and memory-ratio columns, pass rates, the dtype selector (one table per GPU x batch
 // x dtype), "exclude flagged from geomeans" (the report refetched with exclude_flagged=true, the

@@ -1,4 +1,4 @@
-// Issue 20's dashboard views against the real coordinator: a nightly series fed through the
+// The dashboard views against the real coordinator: a nightly series fed through the
 // agent API across seven torch versions (three at 10 ms, an OOM, three at 11.5 ms), so the
 // detector confirms a regression. A report cell links to its series; the trend chart draws every
 // point with its CI band, marks the OOM (never a zero) and the first bad point, and its hover

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deploy_slurm_launcher_role: a real converge of ansible/roles/slurm_launcher (issue 21) on this
+# deploy_slurm_launcher_role: a real converge of ansible/roles/slurm_launcher on this
 # machine into a scratch prefix (slurm_launcher_service_manager=none, the current user), with a
 # release archive holding the launcher binary of this build:
 #  1. the config is rendered and accepted by the launcher itself (--print-script of each class,

@@ -1,4 +1,4 @@
-// fault_agent_kill: issue 16's fault class R1 with real processes. A real benchfleet-coordinator
+// fault_agent_kill: the fault class R1 with real processes. A real benchfleet-coordinator
 // and one real benchfleet-agent (the real worker, a tiny CPU model measured for ~1.5 s a job);
 // N times: wait a random moment into a running worker, kill -9 the agent (its worker group is
 // left running, as after a real kill -9), start it again on the same state directory (same

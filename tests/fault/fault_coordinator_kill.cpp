@@ -1,4 +1,4 @@
-// fault_coordinator_kill (issue 16, fault class R2): kill -9 of a real benchfleet-coordinator
+// fault_coordinator_kill (fault class R2): kill -9 of a real benchfleet-coordinator
 // under load from N simulated agents (tests/fault/sim_fleet.h), K times. After each kill the
 // coordinator is started again on the same port and database, and the time until every agent is
 // served again (a 2xx answer) is taken. At the end every result the coordinator acknowledged is
@@ -205,7 +205,7 @@ KillRecord await_recovery(const Options& o, const SimFleet& fleet, Clock::time_p
 int run(int argc, char** argv) {
   Options o;
   CLI::App app{
-      "fault_coordinator_kill (issue 16, R2): kill -9 of a real benchfleet-coordinator under load from N\n"
+      "fault_coordinator_kill (R2): kill -9 of a real benchfleet-coordinator under load from N\n"
       "simulated agents, K times, restarting it on the same port and database each time. Reports the\n"
       "acknowledged results lost or duplicated and how long the agents took to be served again.\n"
       "Exits 0 only when nothing was lost or duplicated and every recovery took <= --recovery-limit-s."};

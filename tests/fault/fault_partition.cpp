@@ -1,4 +1,4 @@
-// fault_partition: issue 16's fault class R3. A real benchfleet-coordinator and a real
+// fault_partition: the fault class R3. A real benchfleet-coordinator and a real
 // benchfleet-agent (with the real worker on a tiny CPU model) run in two network namespaces joined
 // by a veth pair (netns.h); mid-job the link is cut (every packet dropped) for a while, then
 // healed. Two scenarios, one row of the fault table (fault_table.h) each:
@@ -382,7 +382,7 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{
       "fault_partition: a partition between the coordinator's and an agent's network namespaces mid-job "
-      "(issue 16, R3); the result must arrive once, from the spool, with the lease rules kept"};
+      "(R3); the result must arrive once, from the spool, with the lease rules kept"};
   app.add_option("--scenario", o.scenario, "a (lease outlives the partition), b (lease expires) or both")
       ->check(CLI::IsMember({"a", "b", "both"}));
   app.add_option("--partition-s", o.partition_s, "A: seconds the link stays cut")->check(CLI::Range(1.0, 600.0));

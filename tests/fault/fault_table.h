@@ -1,4 +1,4 @@
-// The fault-injection suite's common report (issue 16): each program in tests/fault injects one
+// The fault-injection suite's common report: each program in tests/fault injects one
 // class of fault into real processes (kill -9 of agents, kill -9 of the coordinator, a network
 // partition between namespaces) and prints one row of the same table, so scripts/fault-suite.sh
 // can put the rows side by side:

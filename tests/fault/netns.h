@@ -1,4 +1,4 @@
-// A network partition for the fault suite (issue 16, R3): two network namespaces joined by a
+// A network partition for the fault suite (R3): two network namespaces joined by a
 // veth pair with private addresses (10.231.N.1/30 and .2), made with ip(8), and a cut of the
 // link between them that drops every packet while both ends stay up, so connections in flight
 // hang as across a real partition instead of failing fast. Nothing is added to the host's own

@@ -1,4 +1,4 @@
-// Simulated agents that outlive their coordinator (issue 16, fault class R2): N agents, each a
+// Simulated agents that outlive their coordinator (fault class R2): N agents, each a
 // Boost.Asio coroutine with one keep-alive connection (tests/support/sim_http.h), one "a100"
 // slot, speaking the real agent protocol the way agent/daemon does:
 //   - enrol, retried with the daemon's backoff (exponential from 250 ms to 30 s, full jitter);

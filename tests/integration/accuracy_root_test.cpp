@@ -1,4 +1,4 @@
-// Integration (issue 19): accuracy verdicts and the dtype axis of the libtorch runtime with
+// Integration: accuracy verdicts and the dtype axis of the libtorch runtime with
 // Debian 13's torch 2.6 in its root (scripts/torch-root.sh), against the real coordinator and
 // agent. The exporter compiles real AOTInductor packages on the CPU and records a float64
 // reference beside each (reference.bin); the worker (compiled inside the root against LibTorch
@@ -6,7 +6,7 @@
 //   - mobilenet_v3_small, default mode, float32: `pass`;
 //   - resnet18, default mode, float32: judged like any other (in this root Inductor finds no
 //     vector ISA, its check build lacking sleef.h, and its scalar code is 4.8e-7 off the float64
-//     reference, eager 4.4e-7: `pass`; issue 19's 4.9% is not seen with these kernels, and
+//     reference, eager 4.4e-7: `pass`; the 4.9% is not seen with these kernels, and
 //     torch.compile in the same root agrees);
 //   - float16 on this CPU: torch 2.6 has CPU float16 kernels, so the cell is measured (ok) and
 //     `unchecked`: mobilenet_v3_small's random-init logits (~1e-9) underflow to zeros in float16,

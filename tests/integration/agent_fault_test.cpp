@@ -157,7 +157,7 @@ TEST(AgentFaults, AgentRestartedAfterADrainMidJobServesAgain) {
   for (const auto& r : results_of(coord, run)) EXPECT_EQ(r["result"].value("status", ""), "ok") << r.dump(1);
 }
 
-// Issue 16, R1 (tests/fault/fault_agent_kill): an agent restarted on its saved token does not
+// (tests/fault/fault_agent_kill) An agent restarted on its saved token does not
 // enrol, so the coordinator's intervals reach it only in lease answers. It used to keep its
 // built-in 15 s renewal pace: under a 3 s lease TTL every job it ran after a restart lost its
 // lease mid-measurement, its result was refused and the job failed after max_attempts.
@@ -251,7 +251,7 @@ TEST(AgentFaults, SecondSigtermAbortsKillingTheWorkerGroup) {
   EXPECT_TRUE(poll_until([&] { return run_of(coord, run)["jobs"]["queued"] == 1; }, 30s)) << run_of(coord, run).dump(1);
 }
 
-// Issue 16, item 6: an agent killed mid-job (kill -9) leaves its worker group running; the
+// An agent killed mid-job (kill -9) leaves its worker group running; the
 // agent that starts next kills it (found through its record in <work>/children) before it
 // leases anything, and leaves alone an unrelated process whose pid a record names.
 TEST(AgentFaults, AKilledAgentsOrphanedWorkersAreKilledBeforeTheNextLease) {
@@ -298,7 +298,7 @@ TEST(AgentFaults, AKilledAgentsOrphanedWorkersAreKilledBeforeTheNextLease) {
   (void)coord.post(run_url(run) + "/cancel", json::object());
 }
 
-// Issue 16, item 6: what other programs answer is decoded, never trusted. Malformed worker
+// What other programs answer is decoded, never trusted. Malformed worker
 // results, exporter metadata and --capabilities answers become error verdicts or a broken
 // build; the agent neither crashes nor stops serving.
 TEST(AgentFaults, MalformedResultsMetadataAndCapabilitiesAreErrorsAndTheAgentServesOn) {

@@ -1,4 +1,4 @@
-// Integration: the real benchfleet-agent in allocation mode (--allocation slurm, issue 21) against
+// Integration: the real benchfleet-agent in allocation mode (--allocation slurm) against
 // the real coordinator, without Slurm: the agent runs in a Slurm job's environment
 // (SLURM_JOB_ID=4242, SLURM_CLUSTER_NAME=it, no --name) and the `squeue` first on its PATH is a
 // script of this test printing the time left (the agent's default squeue, found on PATH as in a

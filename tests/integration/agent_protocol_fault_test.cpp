@@ -1,4 +1,4 @@
-// Integration (issue 16): a real benchfleet-agent talks to the real coordinator through
+// Integration: a real benchfleet-agent talks to the real coordinator through
 // FaultyProxy (tests/support/faulty_proxy.h), which replaces the coordinator's successful
 // answers to enrolment, lease, heartbeat and result with malformed ones (truncated, wrong types,
 // negative ids, a 1 MiB string, deep nesting, an HTML page, an empty body, a problem document

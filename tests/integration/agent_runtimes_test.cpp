@@ -1,4 +1,4 @@
-// Integration: one benchfleet-agent runs a matrix with both runtimes (issue 8) — libtorch jobs in
+// Integration: one benchfleet-agent runs a matrix with both runtimes — libtorch jobs in
 // the real benchfleet-worker on the real exporter's artifacts, python jobs in the real
 // agent/python/benchfleet_runner.py with the build's python (Debian's torch 1.13: eager only) —
 // against the real coordinator, and the report shows both runtimes side by side.
@@ -122,7 +122,7 @@ TEST(AgentRuntimes, LibtorchAndPythonRunSideBySide) {
   EXPECT_TRUE(poll_until([&] { return a1.spool_entries().empty(); }, 10s));
 }
 
-// The dtype axis through the agent (issue 19) on Debian's torch 1.13: the exporter gets the job's
+// The dtype axis through the agent on Debian's torch 1.13: the exporter gets the job's
 // dtype and the worker runs the artifact in it; a dtype the CPU lacks kernels for, and amp in the
 // libtorch runtime, end `unsupported` with the reason.
 TEST(AgentRuntimes, DtypesReachTheExporterAndTheWorker) {

@@ -1,4 +1,4 @@
-// Integration (issue 20): the real `benchfleet` CLI's schedule, series and regressions commands
+// Integration: the real `benchfleet` CLI's schedule, series and regressions commands
 // against the real coordinator; results come through the agent API from the protocol driver
 // (FakeAgent), eight nightly torch versions with a 15% step after the sixth.
 #include <gtest/gtest.h>

@@ -327,7 +327,7 @@ TEST_F(CliTest, DrainByNameAndConfigFilePrecedence) {
   EXPECT_NE(r.err.find("no agent is named \"nobody\""), std::string::npos);
 }
 
-// ---- slurm-script (issue 21): no coordinator involved -------------------------------------------
+// ---- slurm-script: no coordinator involved -------------------------------------------
 
 TEST(CliSlurmScript, PrintsTheLaunchersScriptForAClassAndNamesWhatIsWrong) {
   char tmpl[] = "/tmp/benchfleet-cli-slurm-XXXXXX";

@@ -1,4 +1,4 @@
-// Integration (issue 16): the real coordinator judges a request on its headers before reading
+// Integration: the real coordinator judges a request on its headers before reading
 // its body, bounds its connections and the request bodies it holds, and wants Host on HTTP/1.1.
 // Raw sockets, because a well-behaved client sends its body before reading the answer.
 #include <gtest/gtest.h>
@@ -21,7 +21,7 @@ std::string post_head(const std::string& target, std::size_t length, const std::
          "\r\n" + extra + "\r\n";
 }
 
-// Issue 16: 40 connections each sending a 16 MiB body without a token took the coordinator from
+// 40 connections each sending a 16 MiB body without a token took the coordinator from
 // 80 MB to 686 MB, because bodies were read whole before the token was checked. Now each gets
 // its 401 after the headers alone (the body is never sent here).
 TEST(CoordinatorAdmission, UnauthenticatedBodiesAreRefusedBeforeTheyAreSent) {
@@ -116,7 +116,7 @@ TEST(CoordinatorAdmission, BodiesBeyondMaxInflightBodyBytesGet503) {
   EXPECT_EQ(coord.submit(body)["job_count"], 1);
 }
 
-// Issue 16 (minor): HTTP/1.1 without Host got 200.
+// HTTP/1.1 without Host got 200.
 TEST(CoordinatorAdmission, Http11WithoutHostIs400) {
   CoordinatorProcess coord;
   const unsigned short port = static_cast<unsigned short>(std::stoi(coord.base_url().substr(17)));

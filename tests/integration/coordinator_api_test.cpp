@@ -185,7 +185,7 @@ TEST(CoordinatorApi, TokensAreRequiredAndChecked) {
     expect_problem(*r, 401);
   }
   // Both agents run every mode of the run: an agent lacking one would judge those cells
-  // unsupported as it enrols (issue 17), and the run must stay as it was.
+  // unsupported as it enrols, and the run must stay as it was.
   const json descriptor = FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager", "default"}}});
   {
     SCOPED_TRACE("enrol with the operator token");
@@ -278,7 +278,7 @@ TEST(CoordinatorApi, HealthMetricsAndOpenApi) {
   EXPECT_NE(text.find("benchfleet_agents{state=\"enrolled\"} 1\n"), std::string::npos) << text;
 }
 
-// Issue 21: GET /api/v1/queue, what benchfleet-slurm-launcher sizes its allocations from.
+// GET /api/v1/queue, what benchfleet-slurm-launcher sizes its allocations from.
 TEST(CoordinatorApi, QueueCountsQueuedAndActiveJobsPerGpuClassAndBuild) {
   CoordinatorProcess coord;
   EXPECT_EQ(coord.get_json("/api/v1/queue"), json({{"cells", json::array()}}));

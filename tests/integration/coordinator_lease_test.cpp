@@ -69,7 +69,7 @@ TEST(CoordinatorLease, SlotGetsOnlyJobsItsClassBuildRuntimeAndModesFit) {
   EXPECT_EQ(state["state"], "running");
 }
 
-// Issue 19 through the API: each dtype is its own job, leased with its dtype; a posted verdict's
+// Accuracy and dtypes through the API: each dtype is its own job, leased with its dtype; a posted verdict's
 // accuracy and the noise flags (with the run's thresholds) come back in the listings; accuracy on
 // a verdict that measured nothing is refused naming it; python compiled leases carry the walk.
 TEST(CoordinatorLease, DtypesAccuracyAndNoiseFlagsTravelThroughTheApi) {
@@ -360,7 +360,7 @@ TEST(CoordinatorLease, WaitingLeaseIsWokenBySubmission) {
   EXPECT_EQ(body["job"]["spec"]["batch"], 16);
 }
 
-// ---- issue 16: a lease goes only to a live poll, and a retried poll does not burn attempts ----
+// ---- a lease goes only to a live poll, and a retried poll does not burn attempts ----
 
 unsigned short port_of(const CoordinatorProcess& coord) {
   const std::string url = coord.base_url();

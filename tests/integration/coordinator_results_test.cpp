@@ -139,7 +139,7 @@ TEST(CoordinatorResults, ReportShowsOomAndImpliedOomCells) {
   auto bad = coord.get(run_url(run) + "/report?format=xml");
   EXPECT_EQ(bad.status, 400u);
 
-  // Issue 19: exclude_flagged is true or false, and the report says which it was built with.
+  // Exclude_flagged is true or false, and the report says which it was built with.
   expect_problem(coord.get(run_url(run) + "/report?exclude_flagged=yes"), 400, "query.exclude_flagged");
   auto excluding = coord.get(run_url(run) + "/report?exclude_flagged=true");
   ASSERT_EQ(excluding.status, 200u) << excluding.body;
@@ -147,7 +147,7 @@ TEST(CoordinatorResults, ReportShowsOomAndImpliedOomCells) {
   EXPECT_EQ(coord.get(run_url(run) + "/report").json().value()["exclude_flagged"], false);
 }
 
-// Issue 19 through the real coordinator: a table per dtype, the posted accuracy verdicts, noise
+// Accuracy and dtypes through the real coordinator: a table per dtype, the posted accuracy verdicts, noise
 // flags, compile time and peak memory in the report, and the wrong speedup out of its geomean.
 TEST(CoordinatorResults, ReportShowsAccuracyFlagsCompileAndMemoryPerDtype) {
   CoordinatorProcess coord;
@@ -364,7 +364,7 @@ TEST(CoordinatorResults, ExpiredLeaseIsRefusedEvenBeforeTheExpirySweep) {
   }
 }
 
-// Issue 16, item 4: results that contradict themselves are refused with a problem naming the
+// Results that contradict themselves are refused with a problem naming the
 // field, the lease stays the agent's, and a consistent result is stored afterwards.
 TEST(CoordinatorResults, NonsenseResultsAreRefusedNamingTheField) {
   CoordinatorProcess coord;

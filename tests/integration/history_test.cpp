@@ -1,4 +1,4 @@
-// Integration (issue 20): the real coordinator with an injected schedule clock
+// Integration: the real coordinator with an injected schedule clock
 // (BENCHFLEET_TEST_SCHEDULE_CLOCK_FILE) fires a nightly schedule exactly once per night, also
 // across a restart; results posted through the agent API across "torch versions" form a series;
 // a step becomes one regression, and a real HTTP server standing in for the webhook receives it

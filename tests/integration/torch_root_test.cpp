@@ -1,4 +1,4 @@
-// Integration (issue 13): two torch builds side by side on one agent — Debian 12's torch 1.13 on
+// Integration: two torch builds side by side on one agent — Debian 12's torch 1.13 on
 // the host and Debian 13's torch 2.6 in its own root filesystem (scripts/torch-root.sh), whose
 // exporter, python runner and worker (compiled inside the root against LibTorch 2.6) run inside
 // it through scripts/in-root.sh — against the real coordinator. torch.compile (python runtime)
@@ -84,7 +84,7 @@ void expect_statistics_recompute(const json& result) {
   EXPECT_DOUBLE_EQ(stats.value("p90_ms", -1.0), again.p90_ms);
 }
 
-// Issue 19: the report's compile and memory columns agree with the stored results they come
+// The report's compile and memory columns agree with the stored results they come
 // from: compile time = the python runner's compile_ms or the AOTInductor export (export_s), marked
 // warm when a cache served it; peak memory = peak RSS on the CPU; memory ratio = eager / compiled.
 // Every compiled mode of the root's build has a pass rate counting its accurate cells.
@@ -194,7 +194,7 @@ TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
         EXPECT_EQ(t.value("inductor_cache", ""), cold ? "cold" : "warm") << t.dump(1);
       }
       if (compiled) {
-        // Issue 19: every compiled result of torch 2.6 carries an accuracy verdict against a
+        // Every compiled result of torch 2.6 carries an accuracy verdict against a
         // float64 reference; mobilenet_v3_small compiles accurately in both runtimes, and any
         // verdict is the rule applied to its own figures (common/accuracy.h).
         ASSERT_TRUE(r.contains("accuracy")) << r.dump(1);

@@ -820,7 +820,7 @@ TEST_F(WorkerJobTest, CapabilitiesOfThisBuild) {
   }
 }
 
-// ---- dtypes (issue 19) ------------------------------------------------------------------------
+// ---- dtypes ------------------------------------------------------------------------
 
 class WorkerDtypeTest : public ::testing::Test {
  protected:

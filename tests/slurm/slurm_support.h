@@ -1,4 +1,4 @@
-// Support for the real-Slurm tests (issue 21): the single-node test cluster of
+// Support for the real-Slurm tests: the single-node test cluster of
 // tests/slurm/slurm-cluster.sh owned by the test process, the Slurm client commands run against
 // it, benchfleet-slurm-launcher as a child process, and readers of what the launcher and Slurm
 // recorded (the launcher's timeline.jsonl, the cluster's jobcomp file).

@@ -1,4 +1,4 @@
-// Issue 21 through a real Slurm: a single-node cluster on loopback (slurm-cluster.sh, started
+// Agents under a real Slurm: a single-node cluster on loopback (slurm-cluster.sh, started
 // once for this process), the real coordinator, benchfleet-slurm-launcher submitting
 // benchfleet-agent allocations with sbatch, the real worker measuring torchvision models on the
 // CPU. Every allocation asks for one fake `gpu:cpu` GRES and one CPU; the node has 4 CPUs, so

@@ -149,7 +149,7 @@ bool alive(pid_t pid) {
   return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
 }
 
-// Issue 16: an exception thrown by the tick unwinds through supervise(); the child's group
+// An exception thrown by the tick unwinds through supervise(); the child's group
 // (the shell and what it started) is killed on the way and its record removed.
 TEST_F(ProcessTest, AnExceptionUnwindingThroughSuperviseKillsTheGroup) {
   auto o = sh("sleep 60 & echo $! >" + (dir_ / "bg").string() + "; wait");

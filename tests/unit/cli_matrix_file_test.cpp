@@ -104,7 +104,7 @@ TEST(ParseMatrix, ErrorsNameFileLineAndField) {
   EXPECT_NE(list.error().message.find("must be a mapping"), std::string::npos);
 }
 
-// Issue 19's fields: dtypes multiply the jobs; dynamic, shape_walk and noise are read as the API
+// The fields: dtypes multiply the jobs; dynamic, shape_walk and noise are read as the API
 // reads them, and an error names the file, the line and the field.
 TEST(ParseMatrix, DtypesDynamicShapeWalkAndNoise) {
   const std::string extra =

@@ -62,7 +62,7 @@ TEST(Views, ResultLines) {
   EXPECT_EQ(result_line(error).substr(result_line(error).size() - 12), "  first line");
 }
 
-// Issue 19: another dtype than float32 is named with the runtime; the accuracy verdict and the
+// Another dtype than float32 is named with the runtime; the accuracy verdict and the
 // noise flags follow the latency.
 TEST(Views, ResultLinesShowDtypeAccuracyAndFlags) {
   json job = {{"model", "torchvision/resnet18"},

@@ -42,7 +42,7 @@ TEST(MatrixCodec, RoundTripsThroughJson) {
   EXPECT_EQ(*r, *r2);
 }
 
-// Issue 19: the dtype axis, dynamic shapes, the shape walk and the noise thresholds.
+// The dtype axis, dynamic shapes, the shape walk and the noise thresholds.
 TEST(MatrixCodec, DtypesDynamicShapeWalkAndNoiseRoundTrip) {
   json j = valid_matrix();
   j["dtypes"] = json::array({"float16", "amp", "bfloat16", "float32"});
@@ -169,7 +169,7 @@ TEST(ParseJson, RefusesDeepNestingAndMalformedText) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("malformed JSON"), std::string::npos);
 
-  // Issue 16: the parser's message quoted the failing token whole, so a 1 MiB unterminated
+  // The parser's message quoted the failing token whole, so a 1 MiB unterminated
   // string came back in the 400's detail.
   auto unterminated = parse_json("{\"name\": \"" + std::string(1 << 20, 'a'), 32);
   ASSERT_FALSE(unterminated.ok());
@@ -241,7 +241,7 @@ TEST(Enums, WireNamesRoundTrip) {
 }  // namespace
 }  // namespace benchfleet
 
-// Issue 16, item 5: an agent enrolled with 1.5 M copies of a mode (13.5 MB) and every lease of
+// An agent enrolled with 1.5 M copies of a mode (13.5 MB) and every lease of
 // it took seconds. Descriptor lists are bounded and hold distinct values.
 namespace benchfleet {
 namespace {
@@ -289,7 +289,7 @@ TEST(AgentCodec, BoundsAndDeduplicatesDescriptorLists) {
 }  // namespace
 }  // namespace benchfleet
 
-// Issue 16, item 7: run names are for people; NUL, U+202E (right-to-left override) and blank
+// Run names are for people; NUL, U+202E (right-to-left override) and blank
 // names were accepted and went verbatim into reports.
 namespace benchfleet {
 namespace {

@@ -86,7 +86,7 @@ class HttpAdmissionTest : public ::testing::Test {
   std::atomic<int> handled_{0};
 };
 
-// Issue 16: bodies were read whole before the token was checked, so unauthenticated clients
+// Bodies were read whole before the token was checked, so unauthenticated clients
 // could make the server hold 16 MiB each.
 TEST_F(HttpAdmissionTest, GuardRefusesOnTheHeadersWithoutWaitingForTheBody) {
   start(limits());
@@ -159,7 +159,7 @@ TEST_F(HttpAdmissionTest, RouteBodyLimitIs413BeforeTheBody) {
   EXPECT_TRUE(chunked_reply.starts_with("HTTP/1.1 413")) << chunked_reply;
 }
 
-// Issue 16 (minor): HTTP/1.1 without Host was answered 200.
+// HTTP/1.1 without Host was answered 200.
 TEST_F(HttpAdmissionTest, Http11WithoutHostIs400) {
   start(limits());
   {

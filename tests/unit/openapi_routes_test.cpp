@@ -400,7 +400,7 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
                 .status,
             409u);
 
-  // History: a schedule's life; a series and the regression found in 8 nightly runs (issue 20).
+  // History: a schedule's life; a series and the regression found in 8 nightly runs.
   json nightly = one;
   nightly["batch_sizes"] = json::array({2});
   EXPECT_EQ(call(verb::post, "/api/v1/schedules", json{{"cron", "0 2 * * *"}, {"matrix", nightly}}).status, 401u);

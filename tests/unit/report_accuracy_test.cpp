@@ -1,4 +1,4 @@
-// Issue 19 in the report: accuracy verdicts and noise flags on cells, geomeans that leave out
+// Accuracy and dtypes in the report: accuracy verdicts and noise flags on cells, geomeans that leave out
 // wrong (and, when asked, flagged) speedups, pass rates, a table per dtype, and the compile,
 // peak memory and memory ratio columns; and how the three renderers show them.
 #include <gtest/gtest.h>

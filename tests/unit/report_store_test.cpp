@@ -1,4 +1,4 @@
-// Issue 19: what a report reads from the store (Store::report_cells, store_report.cpp): the
+// What a report reads from the store (Store::report_cells, store_report.cpp): the
 // dtype of each job and the result columns of migration 009 (accuracy, compile, memory, noise
 // flags), through the store's real result path; and that the query stays an index read.
 #include <gtest/gtest.h>
@@ -49,7 +49,7 @@ class ReportStoreTest : public ::testing::Test {
   // resnet18 and mobilenet_v3_small x batch 1 x {eager, default} x `dtypes`.
   std::int64_t submit(std::vector<Dtype> dtypes) {
     MatrixSpec spec =
-        testing::stable_a100_matrix("issue 19", {kResnet, kMobilenet}, {1}, {Mode::kEager, Mode::kDefault});
+        testing::stable_a100_matrix("accuracy study", {kResnet, kMobilenet}, {1}, {Mode::kEager, Mode::kDefault});
     spec.dtypes = std::move(dtypes);
     auto catalog = Catalog::load_file(default_catalog_path());
     EXPECT_TRUE(catalog.ok());
@@ -66,7 +66,7 @@ class ReportStoreTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
 };
 
-// What the worker would post for `job`: compiled resnet18 in float32 is wrong (as issue 19
+// What the worker would post for `job`: compiled resnet18 in float32 is wrong (as
 // measured with Inductor), every other compiled cell passes; float16 eager of mobilenet is noisy
 // (high CV, CI target not met).
 JobResult result_for(const JobSpec& job) {
@@ -138,7 +138,7 @@ TEST_F(ReportStoreTest, CellsCarryDtypeAccuracyCompileMemoryAndFlagsFromTheStore
   // The report built from them: one table per dtype, the wrong speedup out of its geomean.
   report::ReportInput in;
   in.run_id = run;
-  in.run_name = "issue 19";
+  in.run_name = "accuracy study";
   in.matrix = store_->get_run(run).value().spec;
   in.cells = cells;
   const report::Report r = report::build_report(in);

@@ -71,7 +71,7 @@ ReportInput seeds_like() {
   return in;
 }
 
-// The report with only its latency and speedup columns (the tables before issue 19): what the
+// The report with only its latency and speedup columns (the tables before accuracy verdicts and dtypes): what the
 // tests of those columns compare whole rows and header lists with.
 Report latency_and_speedup_report(const ReportInput& in) {
   Report r = build_report(in);
@@ -395,7 +395,7 @@ TEST(Markdown, EscapesPipesAndNewlines) {
   EXPECT_NE(md.find("| Image\\|Classification ViT | 9.325 |"), std::string::npos);
 }
 
-// Issue 16, item 7: data in a cell cannot format, link or split the table.
+// Data in a cell cannot format, link or split the table.
 TEST(Markdown, EscapesMarkupAndControlCharacters) {
   ReportInput in = small_case();
   in.run_name = "a\\|b *c* _d_ `e` [f](g) <h>";
@@ -405,7 +405,7 @@ TEST(Markdown, EscapesMarkupAndControlCharacters) {
   EXPECT_NE(md.find("| x y y | 9.325 |"), std::string::npos) << md;
 }
 
-// Issue 16, item 4: a ratio that overflows is no speedup ("infx"), and the geomean does not
+// A ratio that overflows is no speedup ("infx"), and the geomean does not
 // count it.
 TEST(Report, AnOverflowingSpeedupIsUnavailable) {
   ReportInput in = seeds_like();
@@ -683,7 +683,7 @@ TEST(ReportTorchVersions, OnlyResultsWithAPlaceInTheTablesCount) {
 namespace benchfleet::report {
 namespace {
 
-// render_json writes its text directly (issue 17): what it writes must read back as the values
+// render_json writes its text directly: what it writes must read back as the values
 // it was given, whatever the strings hold.
 TEST(ReportJson, StringsAreEscapedAndNumbersReadBackExactly) {
   Report r;

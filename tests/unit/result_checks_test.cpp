@@ -1,4 +1,4 @@
-// check_posted_result: the nonsense agents could store (issue 16, item 4) is refused with the
+// check_posted_result: the nonsense agents could store (item 4) is refused with the
 // field named; what a real worker produces passes.
 #include "common/result_checks.h"
 
@@ -46,7 +46,7 @@ TEST(CheckPostedResult, AcceptsWhatAWorkerComputes) {
 }
 
 TEST(CheckPostedResult, RefusesStatisticsTheSamplesDoNotGive) {
-  // Issue 16: mean 5e8 with samples [1, 1, 1].
+  // Mean 5e8 with samples [1, 1, 1].
   JobResult r = ok_result({1, 1, 1});
   r.stats->mean_ms = 5e8;
   r.stats->max_ms = 5e8;
@@ -71,7 +71,7 @@ TEST(CheckPostedResult, RefusesStatisticsTheSamplesDoNotGive) {
 }
 
 TEST(CheckPostedResult, RefusesHugeOrNegativeFigures) {
-  // Issue 16: mean 1.7e308 (finite, so the decoder let it through).
+  // Mean 1.7e308 (finite, so the decoder let it through).
   JobResult r = ok_result({1.7e308, 1.7e308});
   EXPECT_EQ(field_of(r), "result.samples_ms[0]");
   r = ok_result();

@@ -1,4 +1,4 @@
-// The store with issue 19's parts: the dtype axis (stored, leased back, part of a cell), the
+// The store with the parts: the dtype axis (stored, leased back, part of a cell), the
 // shape walk a python compiled lease carries, the result columns reports read (accuracy,
 // compile, memory, noise flags) and migration 009 over a database written before it.
 #include <gtest/gtest.h>

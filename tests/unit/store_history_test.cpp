@@ -1,4 +1,4 @@
-// Issue 20 in the store: results form series across torch versions, the change detector's pass
+// Nightly history in the store: results form series across torch versions, the change detector's pass
 // stores regressions (and their webhook deliveries), their states, and the back-fill of results
 // stored before migration 011. A real SQLite file, a manual clock.
 #include <gtest/gtest.h>

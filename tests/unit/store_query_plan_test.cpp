@@ -1,4 +1,4 @@
-// Issue 17: the query plans of every statement the store runs per lease and per result (and at
+// The query plans of every statement the store runs per lease and per result (and at
 // an agent's enrolment, which judges what its builds lack).
 //
 // The statements are the store's own: a test observer (Store::observe_statements) records the
@@ -248,7 +248,7 @@ TEST_F(StoreQueryPlanTest, EveryStatementPerLeaseAndPerResultIsAnIndexLookup) {
   EXPECT_EQ(check_plans(options_.path, statements), 0);
 }
 
-// Issue 20: the history's reads (a series and its points, the series list, the regressions view
+// The history's reads (a series and its points, the series list, the regressions view
 // under each filter, a regression, the alert outbox) and the detector's pass are index lookups
 // too, so they stay fast as a year of nightly results accumulates.
 TEST_F(StoreQueryPlanTest, EveryStatementOfTheHistoryIsAnIndexLookup) {
@@ -300,7 +300,7 @@ std::map<std::string, double> steps_per_run(const std::map<std::string, Statemen
   return out;
 }
 
-// Issue 17: each lease read the queue of its GPU class row by row past jobs the slot cannot
+// Each lease read the queue of its GPU class row by row past jobs the slot cannot
 // run, and each OOM or requeue read every queued job of the run; both plans are index SEARCHes.
 TEST_F(StoreQueryPlanTest, NoStatementPerLeaseOrResultDoesMoreWorkWithALongerQueue) {
   const auto a = enroll("a", "a100", {Mode::kEager, Mode::kDefault}, /*nightly=*/false);

@@ -1,4 +1,4 @@
-// Issue 21: Store::queue_summary, what GET /api/v1/queue answers and the Slurm launcher sizes its
+// Store::queue_summary, what GET /api/v1/queue answers and the Slurm launcher sizes its
 // allocations from: queued and active (leased + running) jobs per (GPU class, torch build), with
 // done, failed and cancelled jobs left out, and a plan that reads the partial index of queued
 // jobs (never the jobs table from end to end, never a sort).

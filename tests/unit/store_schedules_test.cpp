@@ -1,4 +1,4 @@
-// Issue 20: schedules in the store. A run per due time, exactly once (also across a reopen and
+// Schedules in the store. A run per due time, exactly once (also across a reopen and
 // between racing callers); missed windows; pause and resume; delete. A real SQLite file, a
 // manual clock.
 #include <gtest/gtest.h>

@@ -119,7 +119,7 @@ TEST_F(StoreTest, UnsupportedIsJudgedPerBuildTheSlotOffers) {
   EXPECT_EQ(job("other", Mode::kDefault).status, JobStatus::kQueued) << "a build the slot lacks is not its to judge";
 }
 
-// Issue 17: unsupported cells are judged when a run is submitted (by every enrolled slot) and when
+// Unsupported cells are judged when a run is submitted (by every enrolled slot) and when
 // an agent enrols, not on each lease; a job no enrolled slot has the build of waits queued.
 TEST_F(StoreTest, UnsupportedIsJudgedAtSubmissionAndAtEnrolmentWithoutALease) {
   enroll("a", "a100", {Mode::kEager});
@@ -151,7 +151,7 @@ TEST_F(StoreTest, UnsupportedIsJudgedAtSubmissionAndAtEnrolmentWithoutALease) {
   EXPECT_EQ(info.jobs_by_status[JobStatus::kQueued], 1);
 }
 
-// Issue 16, R2: finding the jobs that became unsupported read every queued job of the class on
+// Finding the jobs that became unsupported read every queued job of the class on
 // each lease (~100 ms at 96,000 jobs queued, under the store's lock), so 100 agents reconnecting
 // after a coordinator restart waited 13-27 s. A lease's CPU time must not grow with the queue.
 TEST_F(StoreTest, ALeaseCostsTheSameWithAShortOrALongQueue) {
@@ -283,7 +283,7 @@ TEST_F(StoreTest, ResultsAreIdempotentPerAttempt) {
   EXPECT_EQ(page->rows[0].result, ok_result(3));
 }
 
-// Issue 16, item 3: samples live apart from the result row; a listing reads them only when
+// Samples live apart from the result row; a listing reads them only when
 // asked, the single result always has them, and the result is otherwise the same.
 TEST_F(StoreTest, ListingsLeaveSamplesOutUnlessAsked) {
   const auto a = enroll("a");
@@ -755,7 +755,7 @@ TEST_F(StoreTest, ListJobsPagesInIdOrderWithinItsRun) {
 namespace benchfleet::store {
 namespace {
 
-// Issue 17: agents leasing and posting at the same time share commits (one fsync for many
+// Agents leasing and posting at the same time share commits (one fsync for many
 // requests), and every job still ends with exactly one result.
 TEST_F(StoreTest, ConcurrentAgentsShareCommitsAndEveryJobGetsOneResult) {
   constexpr int kAgents = 8;

@@ -131,7 +131,7 @@ export class Api {
   agents() { return this.getJson("agents"); }
   models() { return this.getJson("models"); }
 
-  // ---- history (issue 20) ----------------------------------------------------------------------
+  // ---- history ----------------------------------------------------------------------
   schedules() { return this.getJson("schedules"); }
   // `action`: "pause" or "resume".
   scheduleAction(id, action) { return this.send("POST", `schedules/${id}/${action}`); }

@@ -1,4 +1,4 @@
-// Pure logic of the history views (issue 20): the series of a report cell, the trend chart's
+// Pure logic of the history views: the series of a report cell, the trend chart's
 // data (median, CI band, points without a value, where regressions start), the range to bisect,
 // ratio and p-value texts, and which actions a regression offers. No DOM: tested in node.
 

@@ -826,7 +826,7 @@ class CompileModesTest(unittest.TestCase):
 
     def test_accuracy_pass(self) -> None:
         # mobilenet_v3_small's compiled logits are about 1e-6 off the float64 reference, as eager's
-        # (issue 19: 9.2e-7); the bound is 3 x eager's error + 1e-4.
+        # (9.2e-7); the bound is 3 x eager's error + 1e-4.
         for name in ("cold", "warm", "autotune"):
             with self.subTest(run=name):
                 a = self.runs[name].result["accuracy"]
