@@ -24,8 +24,8 @@ std::optional<StopReason> StoppingRule::check(std::span<const double> samples_ms
 
   const Interval ci = bootstrap_median_ci(samples_ms, 0.95, kCheckResamples, /*seed=*/n);
   const double med = median(samples_ms);
-  last_width_ = med > 0 ? (ci.high - ci.low) / med : 0.0;
-  if (*last_width_ <= spec_.target_ci_rel_width) return StopReason::kCiTarget;
+  const double relative_width = med > 0 ? (ci.high - ci.low) / med : 0.0;
+  if (relative_width <= spec_.target_ci_rel_width) return StopReason::kCiTarget;
   next_ci_check_ = n + std::max<std::size_t>(10, n / 10);
   return std::nullopt;
 }

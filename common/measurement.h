@@ -22,13 +22,9 @@ class StoppingRule {
   // every max(10, n/10) iterations. Deterministic for the same inputs.
   std::optional<StopReason> check(std::span<const double> samples_ms, double elapsed_s);
 
-  // Relative width (ci_high - ci_low) / median of the last CI check, if one ran.
-  std::optional<double> last_relative_width() const { return last_width_; }
-
  private:
   MeasurementSpec spec_;
   std::size_t next_ci_check_ = 0;
-  std::optional<double> last_width_;
 };
 
 // Exit codes of a worker process, one per result status, so a supervisor that lost the JSON

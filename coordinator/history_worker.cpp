@@ -100,7 +100,7 @@ struct HistoryWorker::State {
   std::unique_ptr<http::Client> client;  // used by the sender loop only, one step at a time
   bool stopped = false;                  // on the strand
   bool wake_pending = false;             // on the strand
-  std::atomic<std::int64_t> passes{0}, changes{0}, delivered{0}, failed_attempts{0};
+  std::atomic<std::int64_t> passes{0};
 };
 
 namespace {
@@ -137,7 +137,6 @@ std::int64_t detect_pass(State& s) {
         break;
       }
       for (const auto& c : pass->changes) {
-        s.changes.fetch_add(1);
         if (c.direction == history::ChangeDirection::kRegression) ++opened;
         spdlog::info(
             "{} {} in series {} ({} batch={} {} {} {} gpu={} build={}): median {:.4g} -> {:.4g} ms (x{:.3f}, p={:.2g}) "
@@ -186,7 +185,6 @@ milliseconds send_due_alerts(State& s) {
       }
       now = s.clock.now_ms();
       if (error.empty()) {
-        s.delivered.fetch_add(1);
         if (auto st = s.store.alert_delivered(d.id, now); !st.ok()) {
           spdlog::warn("alerts: delivery {} made but not recorded: {}", d.id, st.error().describe());
         } else {
@@ -194,7 +192,6 @@ milliseconds send_due_alerts(State& s) {
         }
         continue;
       }
-      s.failed_attempts.fetch_add(1);
       const auto retry = alert_retry_at(now, d.attempts + 1, s.options);
       if (retry) {
         spdlog::warn("alerts: delivery {} (regression {}) attempt {} failed: {}; retry in {} ms", d.id, d.regression_id,
@@ -278,8 +275,5 @@ void HistoryWorker::wake() {
 }
 
 std::int64_t HistoryWorker::detection_passes() const { return state_->passes.load(); }
-std::int64_t HistoryWorker::changes_found() const { return state_->changes.load(); }
-std::int64_t HistoryWorker::alerts_delivered() const { return state_->delivered.load(); }
-std::int64_t HistoryWorker::alert_attempts_failed() const { return state_->failed_attempts.load(); }
 
 }  // namespace benchfleet

@@ -66,11 +66,8 @@ class HistoryWorker {
   // Thread-safe and cheap (a post): new points may be there; detection runs soon (debounced).
   void wake();
 
-  // For logs and tests.
+  // Detection passes run so far (tests wait on it).
   std::int64_t detection_passes() const;
-  std::int64_t changes_found() const;
-  std::int64_t alerts_delivered() const;
-  std::int64_t alert_attempts_failed() const;
 
   struct State;  // shared with the loops, which may outlive this object by one step
 

@@ -10,10 +10,24 @@
 #   BENCHFLEET_FUZZ=none scripts/test.sh  # without the fuzz targets (ctest fuzz_short)
 #   BENCHFLEET_CUDA_HEADERS=none scripts/test.sh  # without the CUDA compile check
 #                                        # (ctest worker_cuda_compile; headers from scripts/cuda-headers.sh)
+#   scripts/test.sh --fast               # the fast tier while developing: no installs, no root, no
+#                                        # CUDA headers, no fuzz tree; an incremental build, then the
+#                                        # tests labelled `fast` (ctest --preset fast: unit tests,
+#                                        # the light integration tests, lint format and python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${PRESET:-default}"
 jobs="${JOBS:-$(nproc)}"
+
+case "${1:-}" in
+  --fast)
+    [ "$preset" = default ] || { echo "test: --fast runs the default preset's build" >&2; exit 2; }
+    [ -f build/default/CMakeCache.txt ] || cmake --preset default
+    cmake --build --preset default -j "$jobs"
+    exec ctest --preset fast -j "$jobs" --timeout 300 ;;
+  "") ;;
+  *) echo "usage: scripts/test.sh [--fast]" >&2; exit 2 ;;
+esac
 root="${BENCHFLEET_TORCH_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots/trixie}"
 
 scripts/install-deps.sh

@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_PREFIXES = ("coordinator/", "common/", "agent/", "cli/")
+DEFAULT_PREFIXES = ("coordinator/", "common/", "agent/", "cli/", "slurm/")
 # Units clang cannot parse, with the reason.
 EXCLUDED = {
     "agent/worker/memory.cpp": "LibTorch 1.13's ATen/core/ivalue_inl.h does not compile under clang-14 here",

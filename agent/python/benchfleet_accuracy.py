@@ -59,10 +59,6 @@ class OutputComparison:
     compiled_finite: bool = True
 
 
-def _fmt(value: float) -> str:
-    return f"{value:.6f}"[:6] if value >= 1e-3 else f"{value:.6f}"
-
-
 def judge(dtype: str, on_cuda: bool, eager_deterministic: bool,
           outputs: Sequence[OutputComparison]) -> Dict[str, Any]:
     """An AccuracyInfo as JSON (common/codecs.cpp field names); the figures are those of the output
