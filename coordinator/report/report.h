@@ -40,7 +40,7 @@ struct CellResult {
   // worker's LibTorch, or torch.__version__ of the python runner), exactly as recorded.
   // Empty when there is no result or it recorded none (verdicts given before torch ran).
   std::string torch_version;
-  // From the result row (migration 009); empty/absent when the result did not carry them.
+  // From the result row; empty/absent when the result did not carry them.
   // (Initialized here so that aggregates naming only the fields above stay complete.)
   std::optional<AccuracyVerdict> accuracy{};   // compiled modes, when checked
   std::optional<double> accuracy_error{};      // relative L2 error the verdict judged

@@ -66,6 +66,20 @@ Result<int> migrate(Database& db, const std::vector<EmbeddedFile>& migrations) {
     current = static_cast<int>((*version)->int64(0));
   }
 
+  if (current > 0) {
+    // Made before the baseline (001_baseline.sql sets the mark): its schema's history was folded
+    // into the baseline, so it cannot be brought to this one; nothing is changed.
+    auto id = db.query_one("PRAGMA application_id");
+    if (!id.ok()) return id.error();
+    if ((*id)->int64(0) != kApplicationId) {
+      return Error{ErrorCode::kInternal,
+                   "database schema version " + std::to_string(current) +
+                       " was made before benchfleet's schema baseline (it has no benchfleet application id): this "
+                       "coordinator cannot migrate it; start a new database, or read this one with the coordinator "
+                       "that wrote it",
+                   {}};
+    }
+  }
   if (current > newest) {
     return Error{ErrorCode::kInternal,
                  "database schema version " + std::to_string(current) + " is newer than this coordinator supports (" +

@@ -1,4 +1,4 @@
-// The columns a stored result gets besides its body (migration 009), derived from the posted
+// The columns a stored result gets besides its body, derived from the posted
 // result, its job and its run's noise thresholds. Pure: the store binds them, the tests call it.
 #pragma once
 

@@ -10,7 +10,7 @@
 namespace benchfleet::store {
 
 // How many columns job_spec_columns lists: model, batch, mode, torch_build, gpu_class, runtime,
-// repetition, dtype (in that order; dtype since migration 009).
+// repetition, dtype (in that order).
 inline constexpr int kJobSpecColumns = 8;
 // SELECT list of the JobSpec columns of `jobs` aliased as `alias`; read back with job_spec_at.
 std::string job_spec_columns(const std::string& alias);

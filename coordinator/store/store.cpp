@@ -40,10 +40,6 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Cl
     BF_RETURN_IF_ERROR(store->db_->run("UPDATE jobs SET lease_expires_at = ? WHERE id = ?", expires, job_id));
   }
   BF_RETURN_IF_ERROR(tx.commit());
-  // Results stored before migration 011 get their series points (and the detector's look).
-  if (Status filled = store->backfill_series_points(); !filled.ok()) {
-    return Error{filled.error().code, options.path + ": back-filling series: " + filled.error().message, {}};
-  }
   return store;
 }
 
@@ -124,7 +120,7 @@ Status Store::update_run_finished(std::int64_t run_id) {
 
 Result<std::int64_t> Store::mark_implied_oom(std::int64_t run_id, std::int64_t job_id) {
   // Load what the pure rule needs: the cell's queued jobs and its jobs that ran out of memory,
-  // each one seek of jobs_cells (migrations 008, 009). The dtype is part of the cell: a float16
+  // each one seek of jobs_cells. The dtype is part of the cell: a float16
   // OOM says nothing about float32's memory.
   std::string model, mode, build, gpu, runtime, dtype;
   {

@@ -190,7 +190,7 @@ struct Gauges {
 
 // ---- history ------------------------------------------------------------------------
 
-// A recurring matrix (migration 011). The coordinator creates its run when due.
+// A recurring matrix. The coordinator creates its run when due.
 struct ScheduleInfo {
   std::int64_t id = 0;
   std::string name;  // the matrix's name
@@ -446,7 +446,7 @@ class Store {
   // record_result adds a point to the result's series (creating the series) in its own
   // transaction, for every status but unsupported, invalid and oom_implied (verdicts the
   // coordinator inferred: nothing ran, no torch version to place them by); the detector looks at
-  // it later. Results stored before migration 011 get theirs when Store::open back-fills them.
+  // it later.
   Result<SeriesPage> list_series(const SeriesFilter& filter, std::optional<std::int64_t> after_id, int limit);
   // The series with that key, if it has points.
   Result<std::optional<std::int64_t>> find_series(const SeriesKey& key);
@@ -565,7 +565,7 @@ class Store {
   Result<ScheduleInfo> schedule_info_locked(std::int64_t schedule_id);
   // Whether a result of `status` is a point of its series (see list_series).
   static bool has_series_point(ResultStatus status);
-  // A result's point in its series (record_result, and the back-fill of older results).
+  // A result's point in its series (record_result, in its transaction).
   struct NewPoint {
     JobSpec job;
     std::int64_t result_id = 0;
@@ -581,8 +581,6 @@ class Store {
   // statements. Returns the series' key and id when series_ids_ does not hold them yet: the
   // caller caches them once its operation succeeded (a failed one rolls the series back).
   Result<std::optional<std::pair<std::string, std::int64_t>>> add_series_point_locked(const NewPoint& point);
-  // Store::open: points for the results stored before migration 011 (batched transactions).
-  Status backfill_series_points();
   Result<SeriesInfo> series_info_locked(std::int64_t series_id);
   Result<RegressionInfo> regression_info_locked(std::int64_t regression_id);
   // detect_changes for one series, in three steps so that the samples are parsed and tested

@@ -41,7 +41,7 @@ std::string capability_set(const std::vector<TorchBuildDescriptor>& builds) {
 
 Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
   // Candidates: queued jobs of this class and of a build/runtime the slot has, in a mode it lacks.
-  // One seek of jobs_queued_cells (migrations 007, 008) per build/runtime, each row one verdict.
+  // One seek of jobs_queued_cells per build/runtime, each row one verdict.
   std::map<std::pair<std::string, Runtime>, std::set<Mode>> offered;
   for (const auto& b : offer.builds) {
     for (const auto& rt : b.runtimes) offered[{b.name, rt.runtime}].insert(rt.modes.begin(), rt.modes.end());
@@ -130,7 +130,7 @@ Result<std::optional<std::int64_t>> Store::pick_candidate_locked(const scheduler
   // tier is read only when the ones before it gave nothing. The slot's own groups are few (what
   // it started and has not finished): one seek of jobs_queued_owned. The other two tiers read one
   // row per (build, runtime, mode) the slot offers, an ordered seek of jobs_queued_unowned_cells
-  // or jobs_queued_cells (migration 008): the first row of a cell is the best of it, because the
+  // or jobs_queued_cells: the first row of a cell is the best of it, because the
   // SQL's filter is can_run's. Before, each tier read the class's queue in priority order and
   // filtered it row by row: every lease read all the queued jobs ahead that the slot cannot run.
   const std::string columns = "SELECT j.id, j.priority, j.owner_agent_id, j.owner_slot, " + job_spec_columns("j");

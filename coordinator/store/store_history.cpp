@@ -1,5 +1,5 @@
 // Store: series (one per matrix cell across runs) and their points, and the change detector's
-// pass over them (migration 011). Regressions and alerts: store_regressions.cpp.
+// pass over them. Regressions and alerts: store_regressions.cpp.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -95,9 +95,6 @@ std::string_view direction_name(history::ChangeDirection d) {
   return d == history::ChangeDirection::kRegression ? "regression" : "improvement";
 }
 
-// Results stored per back-fill transaction.
-constexpr int kBackfillBatch = 5000;
-
 }  // namespace
 
 bool Store::has_series_point(ResultStatus status) {
@@ -140,67 +137,6 @@ Result<std::optional<std::pair<std::string, std::int64_t>>> Store::add_series_po
   ins->bind(13, p.accuracy);
   BF_RETURN_IF_ERROR(ins->run());
   return uncached;
-}
-
-Status Store::backfill_series_points() {
-  // Results get their point in record_result's transaction, and the back-fill goes from the
-  // newest result without one downwards, a committed batch at a time, before the store serves.
-  // So the results that lack a point are always those below the lowest result with one: the
-  // check costs one index lookup when there is nothing to do, and an interrupted back-fill
-  // goes on where it stopped.
-  std::int64_t below = std::numeric_limits<std::int64_t>::max();
-  {
-    BF_ASSIGN_OR_RETURN(auto lowest, db_->query_one("SELECT MIN(result_id) FROM series_points"));
-    if (lowest.found() && !lowest->is_null(0)) below = lowest->int64(0);
-  }
-  while (true) {
-    Transaction tx(*db_);
-    BF_RETURN_IF_ERROR(tx.begin_status());
-    std::vector<NewPoint> points;
-    {
-      BF_ASSIGN_OR_RETURN(
-          auto s,
-          db_->prepare("SELECT r.id, r.run_id, r.status, r.median_ms, r.ci_low_ms, r.ci_high_ms, r.torch_version,"
-                       " json_extract(r.body, '$.environment.torch_git'), r.created_at, r.flags, r.accuracy, " +
-                       job_spec_columns("j") +
-                       " FROM results r JOIN jobs j ON j.id = r.job_id WHERE r.id < ?1"
-                       " AND r.status NOT IN ('unsupported', 'invalid', 'oom_implied') ORDER BY r.id DESC LIMIT ?2"));
-      s->bind(1, below).bind(2, kBackfillBatch);
-      while (true) {
-        BF_ASSIGN_OR_RETURN(bool row, s->step());
-        if (!row) break;
-        NewPoint p;
-        p.result_id = s->int64(0);
-        p.run_id = s->int64(1);
-        p.status = result_status_at(*s, 2);
-        p.median_ms = s->opt_real(3);
-        p.ci_low_ms = s->opt_real(4);
-        p.ci_high_ms = s->opt_real(5);
-        p.torch_version = s->opt_text(6);
-        if (p.torch_version && p.torch_version->empty()) p.torch_version.reset();
-        if (auto git = s->opt_text(7); git && !git->empty()) p.torch_git = std::move(git);
-        p.recorded_at = s->int64(8);
-        p.flags = s->opt_text(9).value_or("");
-        p.accuracy = s->opt_text(10);
-        p.job = job_spec_at(*s, 11);
-        points.push_back(std::move(p));
-      }
-    }
-    if (points.empty()) return Status::Ok();
-    for (const NewPoint& p : points) {
-      auto added = add_series_point_locked(p);
-      if (!added.ok()) {
-        series_ids_.clear();
-        return added.error();
-      }
-      if (*added) series_ids_.insert(std::move(**added));
-    }
-    if (Status committed = tx.commit(); !committed.ok()) {
-      series_ids_.clear();
-      return committed;
-    }
-    below = points.back().result_id;
-  }
 }
 
 Result<SeriesInfo> Store::series_info_locked(std::int64_t series_id) {
@@ -320,7 +256,7 @@ bool operator<(const OrderKey& a, const OrderKey& b) {
 }
 
 // Runs of a series the detector judges per detect_changes call at most; the rest wait for the
-// next call (DetectionPass::more), so a series of a year of unseen runs (a back-fill) is not
+// next call (DetectionPass::more), so a series of a year of unseen runs is not
 // read into memory at once.
 constexpr std::ptrdiff_t kMaxRunsPerCall = 16;
 

@@ -19,7 +19,7 @@ Result<std::vector<QueueCell>> Store::queue_summary() {
       return it->second;
     };
     {
-      // The partial index jobs_queued_cells (migration 008) holds one entry per queued job in
+      // The partial index jobs_queued_cells holds one entry per queued job in
       // (gpu_class, torch_build) order: one pass over it, no sort (SQLite 3.40 still reads each
       // row for the status its WHERE implies, and so the run id comes at no extra seek). Named,
       // since without statistics the planner prefers jobs_queue's status prefix and sorts what it

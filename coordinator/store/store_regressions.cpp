@@ -1,5 +1,5 @@
 // Store: the changes the detector confirmed (regressions, improvements), their states, and the
-// webhook deliveries they owe (migration 011). The detector's pass: store_history.cpp.
+// webhook deliveries they owe. The detector's pass: store_history.cpp.
 #include <limits>
 #include <string>
 #include <utility>

@@ -7,7 +7,7 @@ namespace benchfleet::store {
 namespace {
 
 // The columns after the job spec's, in this order. Every results column named here is in the
-// results_cells index (migration 009), so the join reads the index, never a result's row (its
+// results_cells index, so the join reads the index, never a result's row (its
 // body can be large).
 constexpr const char* kCellColumns =
     "j.status, r.id, r.status, r.mean_ms, r.median_ms, r.p90_ms, r.p99_ms, r.min_ms, r.max_ms, r.stddev_ms, r.cv,"

@@ -35,7 +35,7 @@ std::optional<std::string> recorded_torch_git(const JobResult& result) {
 Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
                                            const JobResult& result) {
   // The digest covers the whole result; the row's body leaves the samples out: they go to
-  // result_samples, which listings never read (migration 005).
+  // result_samples, which listings never read.
   nlohmann::json body_json = result;
   const std::string digest = auth::sha256_hex(body_json.dump());
   const std::string samples = body_json["samples_ms"].dump();
@@ -67,7 +67,7 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
       BF_RETURN_IF_ERROR(requeue_or_fail(lease.job_id, attempt, held->max_attempts, held->run_id, "expired"));
       return RecordOutcome{RecordKind::kLost, 0, 0};
     }
-    // The columns reports read (migration 009) need the job's mode and runtime and the run's
+    // The columns reports read need the job's mode and runtime and the run's
     // noise thresholds.
     JobSpec job;
     {
@@ -117,7 +117,7 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
         " WHERE id = ?",
         now, now, lease.job_id));
     BF_RETURN_IF_ERROR(end_attempt(lease.job_id, attempt, "result"));
-    // The result's point in its series (migration 011), in the same transaction.
+    // The result's point in its series, in the same transaction.
     std::optional<std::pair<std::string, std::int64_t>> new_series;
     if (has_series_point(result.status)) {
       NewPoint point;

@@ -1,4 +1,4 @@
-// Store: schedules, recurring matrices whose runs the coordinator creates when due (migration 011).
+// Store: schedules, recurring matrices whose runs the coordinator creates when due.
 #include <string>
 #include <utility>
 #include <vector>

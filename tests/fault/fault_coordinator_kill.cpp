@@ -292,7 +292,7 @@ int run(int argc, char** argv) {
   // Enough queued jobs that the agents never wait on an empty queue (a long poll would then
   // look like a slow recovery): the most they can finish in a kill interval (or the quiet
   // period) and a recovery, or --queue if more; topped up by that much again before each kill.
-  // --queue measures recovery with a long queue (before migration 007 each lease read every
+  // --queue measures recovery with a long queue (before the jobs_queued_cells index each lease read every
   // queued job: 96,000 queued made recoveries 13-27 s).
   const double avg_work_s = std::max(0.02, (o.work_min_ms + o.work_max_ms) / 2000.0);
   const double interval_s = std::max(o.max_load_s, o.quiet_s) + o.recovery_limit_s;

@@ -1,6 +1,6 @@
 // The store with the parts: the dtype axis (stored, leased back, part of a cell), the
 // shape walk a python compiled lease carries, the result columns reports read (accuracy,
-// compile, memory, noise flags) and migration 009 over a database written before it.
+// compile, memory, noise flags).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -193,59 +193,6 @@ TEST_F(StoreDtypeTest, APostedResultFillsTheReportColumnsWithTheRunsNoiseThresho
   EXPECT_EQ(page.rows[0].flags, (std::vector<std::string>{"high_cv", "ci_not_met"}));
   EXPECT_EQ(page.rows[0].result.accuracy, r.accuracy);
   EXPECT_EQ(store_->get_result(stored.result_id).value().flags, page.rows[0].flags);
-}
-
-// A database written by a coordinator before migration 009 keeps its rows; results get their
-// columns from their bodies, flags from cv and stop_reason with the default thresholds.
-TEST_F(StoreDtypeTest, MigrationFromSchema8KeepsRowsAndBackfillsTheColumns) {
-  const auto a = enroll("a", "a100", {Mode::kEager, Mode::kDefault});
-  const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager, Mode::kDefault});
-  std::map<Mode, std::int64_t> result_ids;
-  for (int i = 0; i < 2; ++i) {
-    const auto g = lease(a);
-    JobResult r = ok_result(2);
-    if (g.spec.mode == Mode::kDefault) {
-      r.export_s = 12.5;
-      r.telemetry = {{"artifact_cached", true}, {"recompiles", 3}};
-      r.memory = MemoryInfo{1'000'000, 2'000'000, 3'000'000};
-    } else {
-      r.export_s = 2.0;  // a TorchScript export is not a compile
-      r.stats->cv = 0.25;
-      r.stop_reason = StopReason::kMaxIterations;
-      r.memory = MemoryInfo{std::nullopt, std::nullopt, 3'000'000};
-    }
-    result_ids[g.spec.mode] = store_->record_result(a, {g.job_id, g.lease_id}, 1, r).value().result_id;
-  }
-  store_.reset();
-  {
-    auto db = Database::open(options_.path);
-    ASSERT_TRUE(db.ok());
-    undo_migration_009(**db);
-  }
-  reopen();
-  EXPECT_EQ(store_->get_run(run).value().results_by_status[ResultStatus::kOk], 2);
-  auto page = store_->list_jobs(run, std::nullopt, 10).value();
-  ASSERT_EQ(page.rows.size(), 2u);
-  for (const auto& j : page.rows) EXPECT_EQ(j.spec.dtype, Dtype::kFloat32);
-
-  const Columns compiled = stored_columns(result_ids[Mode::kDefault]);
-  EXPECT_EQ(compiled.compile_ms, 12500);
-  EXPECT_EQ(compiled.compile_cache, "warm");
-  EXPECT_EQ(compiled.peak_memory_bytes, 1'000'000);
-  EXPECT_EQ(compiled.recompiles, 3);
-  EXPECT_EQ(compiled.flags, "");
-  EXPECT_FALSE(compiled.accuracy.has_value());
-  const Columns eager = stored_columns(result_ids[Mode::kEager]);
-  EXPECT_FALSE(eager.compile_ms.has_value());
-  EXPECT_EQ(eager.peak_memory_bytes, 3'000'000);
-  EXPECT_EQ(eager.flags, "high_cv,ci_not_met");
-  // The backfill and the ingest agree on what they both can know.
-  const auto rows = store_->list_results(run, {}, std::nullopt, 10).value().rows;
-  for (const auto& row : rows) {
-    SCOPED_TRACE(to_string(row.spec.mode));
-    const Columns c = stored_columns(row.id);
-    EXPECT_EQ(row.flags, split_flags(c.flags));
-  }
 }
 
 }  // namespace

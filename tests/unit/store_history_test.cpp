@@ -1,6 +1,6 @@
 // Nightly history in the store: results form series across torch versions, the change detector's pass
-// stores regressions (and their webhook deliveries), their states, and the back-fill of results
-// stored before migration 011. A real SQLite file, a manual clock.
+// stores regressions (and their webhook deliveries) and their states. A real SQLite file, a
+// manual clock.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -499,111 +499,6 @@ TEST_F(StoreHistoryTest, APointStoredAmongTheWalkedRunsMeanwhileVoidsTheWalk) {
   EXPECT_TRUE(after.changes.empty()) << "and of the new level";
   EXPECT_EQ(detect().series_examined, 0);
   EXPECT_EQ(store_->due_alerts(clock_.now_ms(), 10).value().size(), 1u) << "one alert";
-}
-
-// A database written before migration 011: its results get their points when the store opens,
-// in series order, unseen by the detector (which then finds the step in them).
-TEST_F(StoreHistoryTest, OpeningBackFillsTheSeriesOfResultsStoredBefore) {
-  for (int i = 0; i < 6; ++i) post(version(i), 10);
-  for (int i = 6; i < 8; ++i) post(version(i), 11, ResultStatus::kOk, 1, "g" + std::to_string(i));
-  post(version(8), 0, ResultStatus::kOom);
-  post(version(8), 0, ResultStatus::kUnsupported);
-  post(version(8), 7, ResultStatus::kOk, 2);
-  const auto before = store_->get_series(resnet_series(), std::nullopt, 100).value();
-  ASSERT_EQ(before.points.size(), 9u);
-
-  store_.reset();
-  {
-    auto db = Database::open(options_.path);
-    ASSERT_TRUE(db.ok());
-    undo_migration_011(**db);
-    ASSERT_TRUE((*db)->exec("PRAGMA user_version = 10").ok());
-  }
-  reopen();
-  const auto after = store_->get_series(resnet_series(), std::nullopt, 100).value();
-  ASSERT_EQ(after.points.size(), before.points.size());
-  for (std::size_t i = 0; i < after.points.size(); ++i) {
-    SCOPED_TRACE(i);
-    const SeriesPoint& a = after.points[i];
-    const SeriesPoint& b = before.points[i];
-    EXPECT_EQ(a.result_id, b.result_id);
-    EXPECT_EQ(a.run_id, b.run_id);
-    EXPECT_EQ(a.status, b.status);
-    EXPECT_EQ(a.median_ms, b.median_ms);
-    EXPECT_EQ(a.ci_low_ms, b.ci_low_ms);
-    EXPECT_EQ(a.torch_version, b.torch_version);
-    EXPECT_EQ(a.torch_git, b.torch_git);
-    EXPECT_EQ(a.recorded_at, b.recorded_at);
-    EXPECT_EQ(a.flags, b.flags);
-  }
-  EXPECT_EQ(after.series.points, 9);
-  EXPECT_EQ(after.series.last_point_at, before.series.last_point_at);
-  EXPECT_EQ(store_->list_series({}, std::nullopt, 10).value().series.size(), 2u);
-
-  const auto pass = detect();
-  EXPECT_EQ(pass.series_examined, 2);
-  ASSERT_EQ(pass.changes.size(), 1u);
-  EXPECT_EQ(pass.changes[0].first_bad.torch_version, version(6));
-  EXPECT_EQ(pass.changes[0].first_bad.torch_git, "g6");
-
-  // Reopening back-fills nothing twice; a new result after it is one more point.
-  reopen();
-  EXPECT_EQ(store_->get_series(resnet_series(), std::nullopt, 100).value().points.size(), 9u);
-  post(version(9), 11);
-  EXPECT_EQ(store_->get_series(resnet_series(), std::nullopt, 100).value().series.points, 10);
-}
-
-// The same from a schema older still (8): every migration after it re-applied, the back-fill
-// last, over results with the columns 009 filled.
-TEST_F(StoreHistoryTest, OpeningASchema8DatabaseBackFillsItsSeries) {
-  for (int i = 0; i < 3; ++i) post(version(i), 10);
-  store_.reset();
-  {
-    auto db = Database::open(options_.path);
-    ASSERT_TRUE(db.ok());
-    undo_migration_009(**db);
-  }
-  reopen();
-  auto db = Database::open(options_.path);
-  ASSERT_TRUE(db.ok());
-  EXPECT_EQ((*db)->query_one("PRAGMA user_version").value()->int64(0), 11);
-  EXPECT_EQ(store_->get_series(resnet_series(), std::nullopt, 100).value().points.size(), 3u);
-}
-
-// Many results back-filled in batches: every one gets exactly one point. The results are
-// written as a coordinator before migration 011 left them (rows without points; inserted by SQL
-// here, 6,000 through record_result would take a minute of fsyncs).
-TEST_F(StoreHistoryTest, BackFillCoversEveryResultAcrossBatches) {
-  MatrixSpec spec = testing::stable_a100_matrix("many", {"torchvision/resnet18"}, {1, 2, 4, 8}, {Mode::kEager});
-  spec.repetitions = 1500;  // 6,000 jobs: more than one back-fill batch of results
-  submit_spec(spec);
-  store_.reset();
-  {
-    auto db = Database::open(options_.path);
-    ASSERT_TRUE(db.ok());
-    undo_migration_011(**db);
-    ASSERT_TRUE((*db)
-                    ->exec("INSERT INTO results (job_id, run_id, attempt, status, median_ms, body, body_sha256,"
-                           " created_at, torch_version) SELECT id, run_id, 1, CASE WHEN id % 100 = 0 THEN"
-                           " 'unsupported' ELSE 'ok' END, 10, '{\"environment\": {\"torch_git\": \"abc\"}}',"
-                           " 'x', 1000 + id, '2.9.0' FROM jobs; PRAGMA user_version = 10;")
-                    .ok());
-  }
-  reopen();
-  auto db = Database::open(options_.path);
-  ASSERT_TRUE(db.ok());
-  auto counts = (*db)->query_one(
-      "SELECT COUNT(*), COUNT(DISTINCT result_id), (SELECT COUNT(*) FROM results WHERE status = 'ok'),"
-      " (SELECT SUM(points) FROM series), (SELECT COUNT(*) FROM series_points WHERE torch_git = 'abc'),"
-      " (SELECT COUNT(*) FROM series_points WHERE detected = 0) FROM series_points");
-  ASSERT_TRUE(counts.ok() && counts->found());
-  EXPECT_EQ((*counts)->int64(0), 5940);
-  EXPECT_EQ((*counts)->int64(1), 5940);
-  EXPECT_EQ((*counts)->int64(2), 5940);
-  EXPECT_EQ((*counts)->int64(3), 5940);
-  EXPECT_EQ((*counts)->int64(4), 5940);
-  EXPECT_EQ((*counts)->int64(5), 5940) << "the detector has yet to see them";
-  EXPECT_EQ(store_->list_series({}, std::nullopt, 10).value().series.size(), 4u);
 }
 
 }  // namespace

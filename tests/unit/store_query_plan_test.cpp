@@ -186,7 +186,7 @@ std::string unbounded(const std::string& detail) {
   if (detail.starts_with("USE TEMP B-TREE")) return "sorts everything it found";
   if (!detail.starts_with("SCAN ")) return "";
   if (detail.starts_with("SCAN json_each VIRTUAL TABLE") || detail == "SCAN CONSTANT ROW") return "";
-  // The detector's pass reads the partial index of the points it has not seen (migration 011):
+  // The detector's pass reads the partial index of the points it has not seen:
   // its length is the work waiting, not the history.
   if (detail.starts_with("SCAN series_points USING ") && detail.ends_with("INDEX series_points_pending")) return "";
   return "reads a whole table or index";
@@ -237,7 +237,7 @@ TEST_F(StoreQueryPlanTest, EveryStatementPerLeaseAndPerResultIsAnIndexLookup) {
 
   const auto statements = per_lease_and_result_statements(a, lacking, v1, v2);
   ASSERT_GT(statements.size(), 20u) << "the observer saw too little";
-  // Every stored result adds its series point (migration 011): the series' update (its series
+  // Every stored result adds its series point: the series' update (its series
   // known, as here; else one upsert on the series' key) and the point's insert.
   auto ran = [&](const std::string& prefix) {
     return std::any_of(statements.begin(), statements.end(),

@@ -1,5 +1,5 @@
 // result_columns (coordinator/store/result_columns.h): what a posted result puts in the columns
-// reports read (migration 009), per runtime and mode.
+// reports read, per runtime and mode.
 #include "coordinator/store/result_columns.h"
 
 #include <gtest/gtest.h>

@@ -35,6 +35,58 @@ TEST_F(StoreTest, MigratesOnceAndRefusesANewerSchema) {
   EXPECT_NE(s.error().message.find("schema version 99 is newer"), std::string::npos) << s.error().message;
 }
 
+TEST_F(StoreTest, ABaselineDatabaseCarriesTheApplicationId) {
+  store_.reset();
+  auto db = Database::open(options_.path);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ((*db)->query_one("PRAGMA application_id").value()->int64(0), kApplicationId);
+  EXPECT_EQ((*db)->query_one("PRAGMA user_version").value()->int64(0), 1);
+}
+
+// A database made before the schema baseline (a version, no application id) is refused with the
+// reason and left as it was: nothing folded into the baseline can be replayed on it.
+TEST_F(StoreTest, RefusesADatabaseMadeBeforeTheBaselineAndLeavesItAlone) {
+  store_.reset();
+  std::filesystem::remove(options_.path);
+  {
+    auto db = Database::open(options_.path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)
+                    ->exec("CREATE TABLE runs (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO runs VALUES (7, 'old');"
+                           " PRAGMA user_version = 11;")
+                    .ok());
+  }
+  auto s = Store::open(options_, clock_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("schema version 11 was made before benchfleet's schema baseline"), std::string::npos)
+      << s.error().message;
+  auto db = Database::open(options_.path);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ((*db)->query_one("PRAGMA user_version").value()->int64(0), 11);
+  EXPECT_EQ((*db)->query_one("PRAGMA application_id").value()->int64(0), 0);
+  EXPECT_EQ((*db)->query_one("SELECT name FROM runs WHERE id = 7").value()->text(0), "old");
+  EXPECT_FALSE((*db)->query_one("SELECT 1 FROM sqlite_master WHERE name = 'jobs'").value().found());
+}
+
+// Later schema changes are new numbered files after the baseline: applied once, in order, and a
+// coordinator that lacks one refuses the database instead of using it.
+TEST_F(StoreTest, AMigrationAfterTheBaselineIsAppliedOnceAndAnOlderBinaryRefusesIt) {
+  const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  store_.reset();
+  auto later = embedded_migrations();
+  later.push_back({"002_note.sql", "ALTER TABLE runs ADD COLUMN note TEXT; UPDATE runs SET note = 'kept';"});
+  {
+    auto db = Database::open(options_.path);
+    ASSERT_TRUE(db.ok());
+    EXPECT_EQ(migrate(**db, later).value(), 2);
+    EXPECT_EQ(migrate(**db, later).value(), 2) << "nothing applied twice";
+    EXPECT_EQ((*db)->query_one("SELECT note FROM runs WHERE id = ?", run).value()->text(0), "kept");
+  }
+  auto s = Store::open(options_, clock_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("schema version 2 is newer"), std::string::npos) << s.error().message;
+}
+
 TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
   const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
   reopen();
@@ -356,67 +408,6 @@ TEST_F(StoreTest, ReportCellsCarryTheTorchVersionEachResultRecorded) {
       EXPECT_EQ(c.torch_version, c.job.batch == g1.spec.batch ? "2.6.0+debian" : "");
     }
   }
-}
-
-TEST_F(StoreTest, MigrationFillsTheTorchVersionOfResultsStoredBefore) {
-  const auto a = enroll("a", "a100", {Mode::kEager});
-  const auto run = submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager});
-  JobResult r = ok_result(2);
-  r.environment = {{"torch_version", "1.13.0"}};
-  const auto g1 = lease(a);
-  ASSERT_TRUE(store_->record_result(a, {g1.job_id, g1.lease_id}, 1, r).ok());
-  const auto g2 = lease(a);
-  ASSERT_TRUE(store_->record_result(a, {g2.job_id, g2.lease_id}, 1, ok_result(3)).ok());
-  // Back to schema 3 (results without torch_version), as a coordinator before it left it.
-  store_.reset();
-  {
-    auto db = Database::open(options_.path);
-    ASSERT_TRUE(db.ok());
-    undo_later_migrations(**db);
-    ASSERT_TRUE(
-        (*db)
-            ->exec(
-                "DROP INDEX results_cells; ALTER TABLE results DROP COLUMN torch_version;"
-                " CREATE INDEX results_cells ON results (job_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms,"
-                " min_ms, max_ms, stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, oom_phase, oom_bytes, signal, "
-                "error);"
-                " DROP TABLE result_samples; PRAGMA user_version = 3;")
-            .ok());
-  }
-  reopen();
-  const auto cells = store_->report_cells(run).value();
-  ASSERT_EQ(cells.size(), 2u);
-  ASSERT_EQ(cells[0].job.batch, g1.spec.batch);  // the result that recorded 1.13.0
-  EXPECT_EQ(cells[0].torch_version, "1.13.0");
-  EXPECT_EQ(cells[1].torch_version, "");
-  EXPECT_EQ(cells[1].result_status, ResultStatus::kOk);
-}
-
-// Migration 005 moves the samples of results stored before it out of their rows, losing none.
-TEST_F(StoreTest, MigrationMovesSamplesOutOfStoredResults) {
-  const auto a = enroll("a", "a100", {Mode::kEager});
-  const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
-  const JobResult posted = ok_result(2);
-  const auto g = lease(a);
-  const auto stored = store_->record_result(a, {g.job_id, g.lease_id}, 1, posted).value();
-  // Back to schema 4: the samples inside the row's body.
-  store_.reset();
-  {
-    auto db = Database::open(options_.path);
-    ASSERT_TRUE(db.ok());
-    undo_later_migrations(**db);
-    ASSERT_TRUE((*db)
-                    ->exec("UPDATE results SET body = json_set(body, '$.samples_ms',"
-                           " json((SELECT samples_ms FROM result_samples WHERE result_id = results.id)));"
-                           " DROP TABLE result_samples; PRAGMA user_version = 4;")
-                    .ok());
-  }
-  reopen();
-  EXPECT_EQ(store_->get_result(stored.result_id).value().result, posted);
-  const auto page = store_->list_results(run, {}, std::nullopt, 10).value();
-  ASSERT_EQ(page.rows.size(), 1u);
-  EXPECT_TRUE(page.rows[0].result.samples_ms.empty());
-  EXPECT_EQ(page.rows[0].result.stats, posted.stats);
 }
 
 TEST_F(StoreTest, CancelStopsQueuedJobsAndTellsLeaseHolders) {
