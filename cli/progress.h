@@ -14,7 +14,7 @@
 
 namespace benchfleet::cli {
 
-// Exit codes of the CLI (documented in --help and the README).
+// Exit codes of the CLI (documented in --help and docs/usage.md).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;      // the request failed, a file is invalid, ...
 inline constexpr int kExitUsage = 2;      // bad command line

@@ -34,7 +34,7 @@ nodes). SIGTERM/SIGINT: finish the pass and exit 0, leaving the allocations runn
 
 Exit status: 0 stopped (or --once pass without error, --print-script); 1 a --once pass had an
 error or the state directory cannot be prepared; 2 bad options or configuration.
-The configuration keys: README "Running under Slurm"; the design: docs/design.md §10.2.)";
+The configuration keys: docs/operations.md; the design: docs/design.md §10.2.)";
 
 }  // namespace
 

@@ -1,11 +1,10 @@
 // Change points in a series of benchmark runs, decided on the runs' raw latency samples. Pure.
 //
-// The method (README, "Regression detection"): each new run is compared with the baseline, the
-// last `baseline_runs` runs of the series' current level, by a two-sided Mann-Whitney U test on
-// the samples (the new run's against the baseline runs' pooled), and by the effect size, the
-// ratio of its median to the baseline's (the median of the baseline runs' medians). Baseline
-// runs whose median is at least min_effect away from the median of the baseline runs' medians
-// are left out of both (outlier runs that were never confirmed would otherwise pull the level
+// The method (docs/usage.md, "Nightly history and regression detection"): each new run is compared with the baseline,
+// the last `baseline_runs` runs of the series' current level, by a two-sided Mann-Whitney U test on the samples (the
+// new run's against the baseline runs' pooled), and by the effect size, the ratio of its median to the baseline's (the
+// median of the baseline runs' medians). Baseline runs whose median is at least min_effect away from the median of the
+// baseline runs' medians are left out of both (outlier runs that were never confirmed would otherwise pull the level
 // and the pooled samples their way). A run is
 // *suspect* when p < alpha and |ratio - 1| >= min_effect, and the test's direction (U above or
 // below its mean) agrees with the ratio's. A change is *confirmed* only when `confirm_runs`
