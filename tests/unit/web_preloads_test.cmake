@@ -1,0 +1,22 @@
+# ctest web_preloads (cmake -P): the assembled dashboard's index.html preloads exactly the modules
+# under web/js but app.js (which it loads), each once, and no marker line is left.
+#   -DSOURCE_DIR=<web sources> -DOUTPUT_DIR=<assembled dashboard>
+file(READ "${OUTPUT_DIR}/index.html" page)
+if(page MATCHES "<!-- modulepreload:")
+  message(FATAL_ERROR "the assembled index.html still holds the marker line")
+endif()
+file(GLOB_RECURSE modules LIST_DIRECTORIES false RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/js/*.js")
+list(REMOVE_ITEM modules "js/app.js")
+list(SORT modules)
+string(REGEX MATCHALL "<link rel=\"modulepreload\" href=\"[^\"]+\">" links "${page}")
+set(preloaded "")
+foreach(link IN LISTS links)
+  string(REGEX REPLACE ".*href=\"([^\"]+)\".*" "\\1" href "${link}")
+  list(APPEND preloaded "${href}")
+endforeach()
+list(SORT preloaded)
+if(NOT preloaded STREQUAL modules)
+  message(FATAL_ERROR "index.html preloads\n  ${preloaded}\nbut web/js holds\n  ${modules}")
+endif()
+list(LENGTH modules n)
+message(STATUS "index.html preloads the ${n} modules of web/js")
