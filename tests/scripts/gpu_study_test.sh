@@ -70,5 +70,11 @@ tar -tzf "$out/logs.tar.gz" | grep -q 'agent.log' || fail "collect: logs.tar.gz 
 tar -tzf "$out/logs.tar.gz" | grep -q 'matrices/1-quick.yaml' || fail "collect: logs.tar.gz has no matrices"
 tar -tzf "$out/logs.tar.gz" | grep -q 'token' && fail "collect: logs.tar.gz holds a token"
 for f in coordinator agent; do [ -f "$state/$f.pid" ] && fail "collect --final: the $f is still running"; done
-[ "$failures" = 0 ] && echo "gpu_study_script: all checks passed"
+if [ "$failures" = 0 ]; then
+  echo "gpu_study_script: all checks passed"
+else
+  for log in coordinator.log agent.log runs-table.txt; do  # what a failure needs to be understood
+    echo "---- $state/$log (end)"; tail -n 40 "$state/$log" 2>/dev/null
+  done
+fi
 [ "$failures" = 0 ]
