@@ -25,7 +25,7 @@
 #          order with the agent's GPU class and the build's name (--gpus, --builds). The run ids
 #          go to STATE/runs.txt.
 # collect  waits until every submitted run has ended or --wait-s (default 0) has passed, then
-#          writes into --out (default $OUT/gpu-study where $OUT is set, else STATE/collected):
+#          writes into --out (default STATE/collected):
 #          report.md (each run's comparison tables), report.json (each run's report, results with
 #          their fingerprints, and the agent list) and logs.tar.gz (logs, matrices, agent
 #          config). --final first cancels the runs that have not ended (their measured cells
@@ -198,7 +198,7 @@ fi
 export BENCHFLEET_URL; BENCHFLEET_URL="$(base_url)"
 export BENCHFLEET_OPERATOR_TOKEN_FILE="$state/benchfleet.db.operator-token"
 if [ -z "$out" ]; then
-  if [ -n "${OUT:-}" ]; then out="$OUT/gpu-study"; else out="$state/collected"; fi
+  out="$state/collected"
 fi
 mkdir -p "$out" || die "cannot write $out"
 alive "$state/coordinator.pid" || die "the coordinator is not running (its log: $state/coordinator.log)"

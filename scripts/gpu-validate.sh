@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Proves benchfleet's GPU paths on one machine in the least GPU time: staged, each stage bounded,
 # a failed stage never stopping the others, ending with a PASS/FAIL/SKIP table.
-#   scripts/gpu-validate.sh [--log DIR] [--work DIR] [--build-out DIR] [--python PY]
+#   scripts/gpu-validate.sh [--log DIR | --out DIR] [--work DIR] [--build-out DIR] [--python PY]
 #                           [--device cuda|cpu] [--deps DIR] [--worker PATH] [--budget S]
 #                           [--limit STAGE=S]... [--seed-models IDS] [--seed-jobs N] [--no-overlap]
 #                           STAGE...|all
@@ -35,9 +35,9 @@
 #                 build, forward, torch.jit.trace, torch.export (agent/python/benchfleet_seed_smoke.py)
 #
 # Options:
-#   --log DIR          results (default $OUT/gpu-validate where $OUT is set, else build/gpu-validate/log);
-#                      inside $OUT the stage logs are packed into DIR/logs.tar.gz (four files in
-#                      all, for a copy-back that takes only a few)
+#   --log DIR          results, each stage's log beside them (default build/gpu-validate/log)
+#   --out DIR          results with the stage logs packed into DIR/logs.tar.gz: four files in all,
+#                      for copying back from a GPU host (instead of --log)
 #   --python PY        the torch build's python (default python3)
 #   --device D         cuda (default) or cpu; on cuda an `unsupported` mode fails its case, on the
 #                      CPU it is SKIP with the build's reason
@@ -53,8 +53,8 @@
 #   --seed-models IDS  comma-separated catalog ids for the seeds stage (default: the 12 seeds)
 #   --seed-jobs N      seed models at a time (default 4 on cuda, 1 on cpu)
 #   --no-overlap       run the seeds stage after the others instead of beside the build
-#   --work DIR         artifacts, state and Inductor's cache (default build/gpu-validate/work; never
-#                      under $OUT, whose files all travel back)
+#   --work DIR         artifacts, state and Inductor's cache (default build/gpu-validate/work; keep
+#                      it out of --out, which should hold only what is copied back)
 #   --build-out DIR    where the build stage builds the worker (default build/gpu-worker; kept, so
 #                      a second run on the same machine rebuilds incrementally)
 # Exit status: 0 when no stage FAILed, 1 otherwise, 2 on a usage error.
@@ -72,19 +72,20 @@ tool() { "$GV_TOOLPY" "$repo/scripts/gpu_validate.py" "$@"; }
 
 # ---- the driver ----------------------------------------------------------------------------------
 
-usage="usage: gpu-validate.sh [--log DIR] [--work DIR] [--build-out DIR] [--python PY] [--device cuda|cpu] [--deps DIR] [--worker PATH] [--budget S] [--limit STAGE=S]... [--seed-models IDS] [--seed-jobs N] [--no-overlap] STAGE...|all
+usage="usage: gpu-validate.sh [--log DIR | --out DIR] [--work DIR] [--build-out DIR] [--python PY] [--device cuda|cpu] [--deps DIR] [--worker PATH] [--budget S] [--limit STAGE=S]... [--seed-models IDS] [--seed-jobs N] [--no-overlap] STAGE...|all
 stages: ${all_stages[*]}"
-log="" python=python3 device=cuda deps="" worker="" budget=540 seed_models="" seed_jobs="" work="" overlap_build=1
+log="" pack=0 python=python3 device=cuda deps="" worker="" budget=540 seed_models="" seed_jobs="" work="" overlap_build=1
 build_out=""
 stages=()
 # Paths are taken relative to the caller's directory (the stages run in the repository root).
 abspath() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --log|--work|--build-out|--python|--device|--deps|--worker|--budget|--seed-models|--seed-jobs|--limit)
+    --log|--out|--work|--build-out|--python|--device|--deps|--worker|--budget|--seed-models|--seed-jobs|--limit)
       [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
       case "$1" in
-        --log) log="$(abspath "$2")" ;;
+        --log) log="$(abspath "$2")" pack=0 ;;
+        --out) log="$(abspath "$2")" pack=1 ;;
         --work) work="$(abspath "$2")" ;;
         --build-out) build_out="$(abspath "$2")" ;;
         --python) case "$2" in */*) python="$(abspath "$2")" ;; *) python="$2" ;; esac ;;  # a bare name: PATH
@@ -123,10 +124,8 @@ done
 cd "$repo" || exit 1
 
 if [ -z "$log" ]; then
-  if [ -n "${OUT:-}" ]; then log="$OUT/gpu-validate"; else log="$repo/build/gpu-validate/log"; fi
+  log="$repo/build/gpu-validate/log"
 fi
-pack=0
-if [ -n "${OUT:-}" ]; then case "$log/" in "${OUT%/}"/*) pack=1 ;; esac; fi
 [ -z "$deps" ] && [ -d "$repo/.carry/worker-deps" ] && deps="$repo/.carry/worker-deps"
 [ -n "$work" ] || work="$repo/build/gpu-validate/work"
 [ -n "$build_out" ] || build_out="$repo/build/gpu-worker"
@@ -311,7 +310,7 @@ tool summary --state "$work/state" --stages "$stage_list" --json "$log/summary.j
   --meta "started=$started_at" --meta "seconds_s=$total" --meta "budget_s=$budget" --meta "host=$(uname -n)" \
   >"$work/summary.out"
 if [ "$pack" = 1 ]; then
-  # Under $OUT the logs travel as one archive: a copy-back may take only a few files.
+  # With --out the logs travel as one archive: a copy-back may take only a few files.
   (cd "$log" && tar -czf logs.tar.gz -- *.log results && rm -rf -- *.log results)
 fi
 cat "$work/summary.out"

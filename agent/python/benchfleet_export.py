@@ -13,7 +13,7 @@ Formats (one artifact per model, batch, format, mode and device):
                       call torch.jit.optimize_for_inference (C++: torch::jit::optimize_for_inference)
                       after loading: a module after that pass bakes in build-specific MKL-DNN/cuDNN
                       ops and cannot be saved (torch.jit.load fails: "required keyword attribute
-                      'value' is undefined"; pytorch issues 69608, 81085)
+                      'value' is undefined"; known upstream: PyTorch #69608, #81085)
   aotinductor         torch.export.export + torch._inductor.aoti_compile_and_package with the
                       inductor options of torch.compile(mode=MODE) (torch >= 2.6). The modes that
                       replay CUDA graphs (reduce-overhead, max-autotune) are CUDA only, as in the

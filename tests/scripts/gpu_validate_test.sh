@@ -12,6 +12,7 @@
 #   3. a case past its stage's time limit: a runner that hangs, under --limit runner=10, FAILs
 #      "timed out" and leaves no process behind, while the seeds stage after it (ResNet-18 only)
 #      PASSes.
+#   4. --out: the results and one archive of the stage logs, nothing else.
 #   gpu_validate_test.sh SOURCE_DIR WORKER PYTHON SCRATCH
 set -uo pipefail
 src="$1" worker="$2" python="$3" scratch="$4"
@@ -109,6 +110,15 @@ sleep 1
 if pgrep -f "$hang_marker" >/dev/null; then
   fail "timeout: a runner process outlived its time limit"
 fi
+
+# 4 --------------------------------------------------------------------------------------------
+# --out: the results and one archive of the logs, nothing else (a copy-back may take few files).
+mkdir -p "$scratch/out"
+"$script" --device cpu --python "$python" --out "$scratch/out/results" --work "$scratch/out/work" probe \
+  >"$scratch/out/out.txt" 2>&1 || fail "out: exit $?"
+[ "$(cd "$scratch/out/results" && ls | tr '\n' ' ')" = "logs.tar.gz summary.json summary.txt " ] ||
+  fail "out: $(ls "$scratch/out/results")"
+tar -tzf "$scratch/out/results/logs.tar.gz" | grep -q 'probe.log' || fail "out: no probe.log in logs.tar.gz"
 
 [ "$failures" = 0 ] || { echo "$failures check(s) failed" >&2; exit 1; }
 echo "gpu_validate_script: all checks passed"
