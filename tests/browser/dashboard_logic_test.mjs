@@ -1,6 +1,6 @@
 // The dashboard's pure modules (web/js) in node, without a browser: routes and permalinks,
 // the compare computation (ratio, CI overlap), histogram bins, the reproduce command, status
-// descriptions. Run: node tests/browser/dashboard_logic_test.mjs
+// descriptions, the views' polling lifecycle. Run: node tests/browser/dashboard_logic_test.mjs
 import test from "node:test";
 import assert from "node:assert/strict";
 import { parseRoute, formatRoute, withParams, parseSide, formatSide } from "../../web/js/route.js";
@@ -8,6 +8,7 @@ import { significance, compareTables, compareCells, histogram, improvementPercen
 import { reproduceCommand } from "../../web/js/reproduce.js";
 import { describeDetail, gridState, badgeClass } from "../../web/js/status.js";
 import { fmtBytes, shortLabel, fmtAgo } from "../../web/js/format.js";
+import { Poller } from "../../web/js/poll.js";
 
 test("routes: every view parses and formats back to the same hash", () => {
   const cases = [
@@ -162,4 +163,47 @@ test("formatting", () => {
   assert.equal(fmtBytes(12), "12 B");
   assert.equal(shortLabel("Image Classification/ViT"), "ViT");
   assert.equal(fmtAgo(new Date(1000).toISOString(), 66000), "1 min ago");
+});
+
+const tick = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test("polling: again while the load asks, never after stop", async () => {
+  let loads = 0;
+  let more = true;
+  const poller = new Poller(5, async () => { loads++; return more; });
+  await poller.now();
+  await tick(40);
+  assert.ok(loads >= 3, `polled ${loads} times`);
+  more = false;
+  await tick(20);
+  const settled = loads;
+  await tick(30);
+  assert.equal(loads, settled, "a load that asks for no more ends the polling");
+  more = true;
+  await poller.now();
+  poller.stop();
+  const stopped = loads;
+  await tick(30);
+  assert.equal(loads, stopped, "nothing after stop()");
+  await poller.now();
+  assert.equal(loads, stopped, "now() after stop() loads nothing");
+});
+
+test("polling: a newer load supersedes an older one's answer", async () => {
+  const answers = [];
+  let release;
+  const slow = new Promise((resolve) => { release = resolve; });
+  let call = 0;
+  const poller = new Poller(1000, async (current) => {
+    const mine = ++call;
+    if (mine === 1) await slow;
+    answers.push([mine, current()]);
+    return false;
+  });
+  const first = poller.now();
+  await poller.now();
+  release();
+  await first;
+  assert.deepEqual(answers, [[2, true], [1, false]]);
+  poller.stop();
 });

@@ -3,6 +3,7 @@
 import { h } from "../dom.js";
 import { fmtAgo, fmtTime, fmtMegabytes } from "../format.js";
 import { gridNav } from "../grid_nav.js";
+import { Poller } from "../poll.js";
 import { errorState, loadingState, emptyState } from "./states.js";
 
 const POLL_MS = 5000;
@@ -11,32 +12,30 @@ export class AgentsView {
   constructor(ctx, root) {
     this.ctx = ctx;
     this.root = root;
-    this.timer = null;
-    this.destroyed = false;
+    this.poller = new Poller(POLL_MS, (current) => this.load(current));
     this.shown = false;
   }
 
   mount() {
     this.ctx.setTitle("Agents");
     this.root.append(h("h1", null, "Agents"), this.body = h("div", null, loadingState()));
-    this.load();
+    this.poller.now();
   }
 
-  reconnected() { this.load(); }
+  reconnected() { this.poller.now(); }
 
-  destroy() { this.destroyed = true; clearTimeout(this.timer); }
+  destroy() { this.poller.stop(); }
 
-  async load() {
-    clearTimeout(this.timer);
+  async load(current) {
     try {
       const { agents } = await this.ctx.api.agents();
-      if (this.destroyed) return;
+      if (!current()) return false;
       this.render(agents);
     } catch (e) {
-      if (this.destroyed) return;
+      if (!current()) return false;
       if (!this.shown) this.body.replaceChildren(errorState(e));
     }
-    this.timer = setTimeout(() => this.load(), POLL_MS);
+    return true;
   }
 
   render(agents) {

@@ -11,6 +11,7 @@ import { ProgressGrid } from "./progress_grid.js";
 import { ReportTableView } from "./report_table.js";
 import { errorState, loadingState, emptyState } from "./states.js";
 import { selectControl, statSwitch, copyButton, focusKey, restoreFocus } from "./controls.js";
+import { Poller } from "../poll.js";
 
 const POLL_MS = 2000;
 const ACTIVE = new Set(["queued", "running"]);
@@ -20,10 +21,8 @@ export class RunView {
     this.ctx = ctx;
     this.root = root;
     this.data = null;    // {run, jobs, jobsError, report, labels}
-    this.timer = null;
-    this.seq = 0;
+    this.poller = new Poller(POLL_MS, (current) => this.load(current));
     this.tableViews = new Map();  // "gpu/batch/dtype" -> ReportTableView
-    this.destroyed = false;
   }
 
   mount(route) {
@@ -31,7 +30,7 @@ export class RunView {
     this.id = route.id;
     this.ctx.setTitle(`Run ${this.id}`);
     this.root.append(loadingState(`Loading run ${this.id}…`));
-    this.load();
+    this.poller.now();
   }
 
   update(route) {
@@ -39,23 +38,22 @@ export class RunView {
       this.excludeFlagged(route) !== this.excludeFlagged(this.route);
     this.route = route;
     if (!this.data) return;
-    if (reportChanged) this.load(); else this.render();
+    if (reportChanged) this.poller.now(); else this.render();
   }
 
-  reconnected() { this.load(); }
+  reconnected() { this.poller.now(); }
 
   destroy() {
-    this.destroyed = true;
-    clearTimeout(this.timer);
+    this.poller.stop();
     for (const v of this.tableViews.values()) v.destroy();
   }
 
   stat(route = this.route) { return route.params.stat === "median" ? "median" : "mean"; }
   excludeFlagged(route = this.route) { return route.params.flagged === "exclude"; }
 
-  async load() {
-    clearTimeout(this.timer);
-    const seq = ++this.seq;
+  // Polls on while the run is active, and through errors until it has been shown (the banner
+  // tells about an unreachable coordinator).
+  async load(current) {
     const stat = this.stat();
     const started = performance.now();
     try {
@@ -65,7 +63,7 @@ export class RunView {
         this.ctx.api.jobs(this.id).then((j) => ({ jobs: j }), (e) => ({ error: e })),
         this.ctx.models().catch(() => new Map()),
       ]);
-      if (this.destroyed || seq !== this.seq) return;
+      if (!current()) return false;
       if (jobs.error?.unreachable) throw jobs.error;
       this.data = { run, report, jobs: jobs.jobs ?? null, jobsError: jobs.error ?? null, labels };
       const first = !this.skeleton;
@@ -78,21 +76,16 @@ export class RunView {
           window.__benchfleet = { ...(window.__benchfleet || {}), runRenderMs: performance.now() - started, runRenderedAt: performance.now() };
         }, 0));
       }
-      if (ACTIVE.has(run.state)) this.schedule();
+      return ACTIVE.has(run.state);
     } catch (e) {
-      if (this.destroyed || seq !== this.seq) return;
+      if (!current()) return false;
       if (!this.data) {
         this.root.replaceChildren(errorState(e, h("p", null, h("a", { href: "#/runs" }, "Back to the runs"))));
         this.ctx.setTitle(e.status === 404 ? "Not found" : `Run ${this.id}`);
       }
       // Live runs keep polling through errors; the banner tells about an unreachable coordinator.
-      if (!this.data || ACTIVE.has(this.data.run.state) || e.unreachable) this.schedule();
+      return !this.data || ACTIVE.has(this.data.run.state) || Boolean(e.unreachable);
     }
-  }
-
-  schedule() {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.load(), POLL_MS);
   }
 
   // ---- rendering ------------------------------------------------------------------------------

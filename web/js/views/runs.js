@@ -4,6 +4,7 @@ import { h, fill } from "../dom.js";
 import { fmtTime, fmtAgo, percent } from "../format.js";
 import { badgeClass } from "../status.js";
 import { gridNav } from "../grid_nav.js";
+import { Poller } from "../poll.js";
 import { errorState, loadingState, emptyState } from "./states.js";
 
 const PAGE = 50;
@@ -13,8 +14,7 @@ export class RunsView {
   constructor(ctx, root) {
     this.ctx = ctx;
     this.root = root;
-    this.timer = null;
-    this.destroyed = false;
+    this.poller = new Poller(POLL_MS, (current) => this.load(current));
     this.table = null;
   }
 
@@ -22,35 +22,33 @@ export class RunsView {
     this.route = route;
     this.ctx.setTitle("Runs");
     this.root.append(h("h1", null, "Runs"), this.body = h("div", null, loadingState()));
-    this.load();
+    this.poller.now();
   }
 
   update(route) {
     this.route = route;
     this.table = null;
-    this.load();
+    this.poller.now();
   }
 
-  reconnected() { this.load(); }
+  reconnected() { this.poller.now(); }
 
-  destroy() { this.destroyed = true; clearTimeout(this.timer); }
+  destroy() { this.poller.stop(); }
 
-  async load() {
-    clearTimeout(this.timer);
+  // Polls on while a listed run is active, and through errors once a table is shown.
+  async load(current) {
     const before = Number(this.route.params.before) || undefined;
     try {
       const page = await this.ctx.api.runs({ limit: PAGE, before });
-      if (this.destroyed) return;
+      if (!current()) return false;
       this.render(page, before);
-      if (page.runs.some((r) => r.state === "queued" || r.state === "running")) this.schedule();
+      return page.runs.some((r) => r.state === "queued" || r.state === "running");
     } catch (e) {
-      if (this.destroyed) return;
+      if (!current()) return false;
       if (!this.table) this.body.replaceChildren(errorState(e));
-      if (e.unreachable || this.table) this.schedule();
+      return Boolean(e.unreachable || this.table);
     }
   }
-
-  schedule() { this.timer = setTimeout(() => this.load(), POLL_MS); }
 
   render(page, before) {
     if (!page.runs.length) {

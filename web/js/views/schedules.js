@@ -4,6 +4,7 @@
 import { h, fill } from "../dom.js";
 import { fmtTime, fmtUntil } from "../format.js";
 import { gridNav } from "../grid_nav.js";
+import { Poller } from "../poll.js";
 import { errorState, loadingState, emptyState } from "./states.js";
 
 const POLL_MS = 30000;
@@ -13,8 +14,7 @@ export class SchedulesView {
   constructor(ctx, root) {
     this.ctx = ctx;
     this.root = root;
-    this.timer = null;
-    this.destroyed = false;
+    this.poller = new Poller(POLL_MS, (current) => this.load(current));
     this.shown = false;
     this.busy = 0;  // writes in flight: no refresh redraws the table under them
   }
@@ -25,25 +25,25 @@ export class SchedulesView {
       h("p", { class: "meta" }, "Recurring matrices: the coordinator creates each run when due, exactly once. ",
         "Of due times missed (coordinator down), only the latest gets a run; the others are counted as missed, as are those passing while paused."),
       this.body = h("div", null, loadingState()));
-    this.load();
+    this.poller.now();
   }
 
-  reconnected() { this.load(); }
+  reconnected() { this.poller.now(); }
 
-  destroy() { this.destroyed = true; clearTimeout(this.timer); }
+  destroy() { this.poller.stop(); }
 
-  async load() {
-    clearTimeout(this.timer);
-    if (this.busy) return;
+  // While a write is in flight nothing polls; the write loads again when it ends.
+  async load(current) {
+    if (this.busy) return false;
     try {
       const { schedules } = await this.ctx.api.schedules();
-      if (this.destroyed) return;
+      if (!current()) return false;
       if (!this.busy) this.render(schedules);
     } catch (e) {
-      if (this.destroyed) return;
+      if (!current()) return false;
       if (!this.shown) this.body.replaceChildren(errorState(e));
     }
-    this.timer = setTimeout(() => this.load(), POLL_MS);
+    return true;
   }
 
   render(schedules) {
@@ -107,6 +107,6 @@ export class SchedulesView {
       return;
     }
     this.busy--;
-    if (!this.destroyed) this.load();
+    this.poller.now();
   }
 }
