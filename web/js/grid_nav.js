@@ -86,3 +86,18 @@ export function gridNav(table, { onFocus = () => {} } = {}) {
   refresh();
   return { refresh, focusCell };
 }
+
+// The focused cell of a table a view is about to rebuild, by its row's data-ATTR value and its
+// column, so that refocusCell can put focus back on the same cell of the new table (a live
+// refresh must not throw the keyboard user back to the top). null when no such cell has focus.
+export function focusedCell(rowAttr) {
+  const cell = document.activeElement?.closest?.("td, th");
+  const key = cell?.parentElement?.dataset?.[rowAttr];
+  return key === undefined ? null : { rowAttr, key, column: cell.cellIndex };
+}
+
+export function refocusCell(table, nav, at) {
+  if (!at) return;
+  const row = [...table.querySelectorAll("tr")].find((tr) => tr.dataset[at.rowAttr] === at.key);
+  nav.focusCell(row?.cells[at.column]);
+}

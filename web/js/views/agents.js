@@ -2,7 +2,7 @@
 // current jobs and whether it is online or draining. Refreshes every 5 s.
 import { h } from "../dom.js";
 import { fmtAgo, fmtTime, fmtMegabytes } from "../format.js";
-import { gridNav } from "../grid_nav.js";
+import { gridNav, focusedCell, refocusCell } from "../grid_nav.js";
 import { Poller } from "../poll.js";
 import { errorState, loadingState, emptyState } from "./states.js";
 
@@ -45,18 +45,13 @@ export class AgentsView {
         h("p", null, "Start one on a GPU host: ", h("code", null, "BENCHFLEET_ENROLLMENT_TOKEN=… benchfleet-agent --coordinator URL"))));
       return;
     }
-    const focused = document.activeElement?.closest?.("td, th");
-    const focusKey = focused ? `${focused.parentElement.dataset.agent}/${focused.cellIndex}` : null;
+    const focused = focusedCell("agent");
     const table = h("table", { class: "agents", "aria-label": "Agents" },
       h("thead", null, h("tr", null, ["Agent", "State", "Slots", "Torch builds", "Last seen", "Current jobs"].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", null, agents.map((a) => this.row(a))));
     this.body.replaceChildren(h("p", { class: "meta" }, `${agents.length} agents · ${agents.filter((a) => a.online).length} online`),
       h("div", { class: "table-scroll" }, table));
-    const nav = gridNav(table);
-    if (focusKey) {
-      const [agent, index] = focusKey.split("/");
-      nav.focusCell(table.querySelector(`tr[data-agent="${agent}"]`)?.cells[Number(index)]);
-    }
+    refocusCell(table, gridNav(table), focused);
   }
 
   row(a) {

@@ -3,7 +3,7 @@
 import { h, fill } from "../dom.js";
 import { fmtTime, fmtAgo, percent } from "../format.js";
 import { badgeClass } from "../status.js";
-import { gridNav } from "../grid_nav.js";
+import { gridNav, focusedCell, refocusCell } from "../grid_nav.js";
 import { Poller } from "../poll.js";
 import { errorState, loadingState, emptyState } from "./states.js";
 
@@ -57,7 +57,7 @@ export class RunsView {
         h("p", null, "Submit a matrix with the CLI: ", h("code", null, "benchfleet submit examples/cpu-demo.yaml --wait"))));
       return;
     }
-    const focused = document.activeElement?.closest?.("tr")?.dataset.run;
+    const focused = focusedCell("run");
     const table = h("table", { class: "runs", "aria-label": "Runs" },
       h("thead", null, h("tr", null, ["Run", "Name", "State", "Progress", "Verdicts", "GPU classes", "Builds", "Created"]
         .map((t) => h("th", { scope: "col" }, t)))),
@@ -66,8 +66,7 @@ export class RunsView {
     if (before) more.push(h("a", { class: "btn", href: "#/runs" }, "Newest runs"));
     if (page.next_before) more.push(h("a", { class: "btn", href: `#/runs?before=${page.next_before}` }, "Older runs"));
     fill(this.body, h("div", { class: "table-scroll" }, table), more.length ? h("p", { class: "pager" }, more) : null);
-    const nav = gridNav(table);
-    if (focused) nav.focusCell(table.querySelector(`tr[data-run="${focused}"] th`));
+    refocusCell(table, gridNav(table), focused);
     this.table = table;
   }
 

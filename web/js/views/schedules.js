@@ -3,7 +3,7 @@
 // delete (operator token; delete asks to confirm with a second click). Refreshes every 30 s.
 import { h, fill } from "../dom.js";
 import { fmtTime, fmtUntil } from "../format.js";
-import { gridNav } from "../grid_nav.js";
+import { gridNav, focusedCell, refocusCell } from "../grid_nav.js";
 import { Poller } from "../poll.js";
 import { errorState, loadingState, emptyState } from "./states.js";
 
@@ -53,6 +53,7 @@ export class SchedulesView {
         h("p", null, "Add one with the CLI: ", h("code", null, "benchfleet schedule add examples/cpu-demo.yaml --cron '30 2 * * *'"))));
       return;
     }
+    const focused = focusedCell("schedule");
     const table = h("table", { class: "schedules", "aria-label": "Schedules" },
       h("thead", null, h("tr", null, ["Schedule", "Cron (UTC)", "State", "Next due", "Last run", "Runs", "Missed", "Actions"]
         .map((t) => h("th", { scope: "col" }, t)))),
@@ -60,6 +61,7 @@ export class SchedulesView {
     fill(this.body, h("p", { class: "meta" }, `${schedules.length} schedule${schedules.length === 1 ? "" : "s"} · ${schedules.filter((s) => s.enabled).length} enabled`),
       h("div", { class: "table-scroll" }, table));
     this.nav = gridNav(table);
+    refocusCell(table, this.nav, focused);
   }
 
   row(s) {
