@@ -105,7 +105,8 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Leased
   r.optional("dynamic", out.dynamic);
   r.optional("walk_batches", out.walk_batches);
   r.check(out.job_id > 0, "id", "must be > 0");
-  r.check(out.walk_batches.size() <= 64, "walk_batches", "must list at most 64 batch sizes");
+  r.check(out.walk_batches.size() <= kMaxWalkBatches, "walk_batches",
+          "must list at most " + std::to_string(kMaxWalkBatches) + " batch sizes");
   r.check(out.run_id > 0, "run_id", "must be > 0");
   r.check(out.attempt >= 1, "attempt", "must be >= 1");
   r.check(!out.lease_id.empty() && out.lease_id.size() <= kMaxGrantedLeaseIdBytes, "lease_id",

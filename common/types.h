@@ -2,6 +2,7 @@
 // Plain values; validation lives in codecs.h, which is the only way JSON becomes these types.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -61,6 +62,10 @@ bool is_active(JobStatus s);
 bool is_compiled(Mode m);
 
 // ---- matrix -----------------------------------------------------------------------------------
+
+// The most batch sizes a shape walk (shape_walk; a job's walk_batches) visits: the lease and the
+// worker's job both hold it to this (agent/python/benchfleet_job.py MAX_WALK_BATCHES mirrors it).
+inline constexpr std::size_t kMaxWalkBatches = 64;
 
 struct MeasurementSpec {
   int warmup = 10;                    // untimed calls after the first (timed) call

@@ -104,7 +104,8 @@ std::optional<Error> decode_value(const nlohmann::json& j, const std::string& pa
   r.check(!out.memory_limit_mb || (*out.memory_limit_mb > 0 && *out.memory_limit_mb <= kMaxMemoryLimitMb),
           "memory_limit_mb", "must be null or between 1 and 16777216 (16 TiB)");
   r.check(!catalog || !catalog->empty(), "catalog", "must not be empty");
-  r.check(out.walk_batches.size() <= 64, "walk_batches", "must list at most 64 batch sizes");
+  r.check(out.walk_batches.size() <= kMaxWalkBatches, "walk_batches",
+          "must list at most " + std::to_string(kMaxWalkBatches) + " batch sizes");
   for (std::size_t i = 0; i < out.walk_batches.size(); ++i) {
     r.check(out.walk_batches[i] > 0 && out.walk_batches[i] <= 65536 &&
                 (i == 0 || out.walk_batches[i - 1] < out.walk_batches[i]),

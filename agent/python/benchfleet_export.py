@@ -78,6 +78,8 @@ import time
 import traceback
 from typing import Any, Dict, Iterator, List, NoReturn, Optional, Sequence
 
+from benchfleet_job import default_catalog
+
 EXIT_OK, EXIT_ERROR, EXIT_UNSUPPORTED = 0, 1, 4
 FORMATS = ("torchscript", "torchscript-frozen", "aotinductor")
 DTYPES = ("float32", "float16", "bfloat16", "amp")
@@ -114,17 +116,9 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
-def _default_catalog() -> str:
-    env = os.environ.get("BENCHFLEET_CATALOG")
-    if env:
-        return env
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.normpath(os.path.join(here, "..", "..", "common", "catalog", "models.yaml"))
-
-
 def _parser() -> _Parser:
     p = _Parser(prog="benchfleet_export.py", description="Export a catalog model for the benchfleet worker.")
-    p.add_argument("--catalog", default=_default_catalog(), help="catalog YAML (default: %(default)s)")
+    p.add_argument("--catalog", default=default_catalog(), help="catalog YAML (default: %(default)s)")
     p.add_argument("--model", required=True, help="catalog id, e.g. microsoft/resnet-50")
     p.add_argument("--batch", required=True, type=int, help="batch size baked into the artifact (> 0)")
     p.add_argument("--format", required=True, choices=FORMATS)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -52,8 +53,19 @@ FORMATS: Tuple[str, ...] = ("torchscript", "torchscript-frozen", "aotinductor")
 DTYPES: Tuple[str, ...] = ("float32", "float16", "bfloat16", "int64", "int32", "bool")
 # The precisions a job runs in (common/types.h Dtype); DTYPES above are a tensor's.
 JOB_DTYPES: Tuple[str, ...] = ("float32", "float16", "bfloat16", "amp")
-MAX_WALK_BATCHES = 64
+MAX_WALK_BATCHES = 64  # common/types.h kMaxWalkBatches
 MAX_WALK_BATCH = 65536
+
+
+def default_catalog() -> str:
+    """The model catalog the python side reads when no --catalog names one (the exporter, the
+    runner, the seed smoke test alike): $BENCHFLEET_CATALOG, else catalog/models.yaml beside these
+    files (an installed agent's share/benchfleet/), else the source tree's common/catalog/."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(here, "catalog", "models.yaml")
+    source = os.path.normpath(os.path.join(here, "..", "..", "common", "catalog", "models.yaml"))
+    return os.environ.get("BENCHFLEET_CATALOG") or (installed if os.path.exists(installed) else source)
+
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _INT64 = (-(1 << 63), (1 << 63) - 1)

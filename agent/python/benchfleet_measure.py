@@ -55,7 +55,6 @@ from __future__ import annotations
 import gc
 import importlib
 import math
-import os
 import re
 import resource
 import sys
@@ -70,7 +69,7 @@ from benchfleet_compile import (compile_model, compile_telemetry, dynamo_counter
                                 inductor_cache_dir, inductor_cache_state, mark_batch_dynamic)
 from benchfleet_environment import (Capabilities, builder_fingerprint, fingerprint, gpu_telemetry, unsupported_reason,
                                     uses_cuda_graph)
-from benchfleet_job import COMPILE_MODES, Hooks, Job, JobError, TensorSpec, failed
+from benchfleet_job import COMPILE_MODES, Hooks, Job, JobError, TensorSpec, default_catalog, failed
 from benchfleet_models import ExportFailure, ModelSpec, build_model, find_model, load_catalog, make_inputs
 from benchfleet_native_oom import proc_status_bytes
 from benchfleet_precision import autocast_dtype, cast_inputs, cast_model, in_precision, unsupported_dtype_reason
@@ -79,15 +78,6 @@ from benchfleet_stats import StoppingRule, compute_statistics
 
 _GRAIN_SIZE = 32768  # at::internal::GRAIN_SIZE: ops with more elements run on the intra-op threads
 _MAX_ERROR_CHARS = 4000
-
-
-def default_catalog() -> str:
-    """$BENCHFLEET_CATALOG, else the catalog beside an installed runner (share/benchfleet/catalog/),
-    else the source tree's. The agent names it in the job."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    installed = os.path.join(here, "catalog", "models.yaml")
-    source = os.path.normpath(os.path.join(here, "..", "..", "common", "catalog", "models.yaml"))
-    return os.environ.get("BENCHFLEET_CATALOG") or (installed if os.path.exists(installed) else source)
 
 
 # ---- out of memory (agent/worker/oom.cpp) ------------------------------------------------------

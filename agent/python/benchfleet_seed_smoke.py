@@ -46,14 +46,11 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from benchfleet_job import default_catalog
+
 STEPS = ("build", "forward", "trace", "export")
 SEED_COUNT = 12  # the catalog's first entries are the seeds' models (see its header)
 _HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _default_catalog() -> str:
-    return os.environ.get("BENCHFLEET_CATALOG") or os.path.normpath(
-        os.path.join(_HERE, "..", "..", "common", "catalog", "models.yaml"))
 
 
 def _short(error: BaseException, limit: int = 600) -> str:
@@ -349,7 +346,7 @@ def run_all(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="benchfleet_seed_smoke.py", description=__doc__.split("\n")[0])
-    p.add_argument("--catalog", default=_default_catalog())
+    p.add_argument("--catalog", default=default_catalog())
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--models", default="", help="comma-separated catalog ids (default: the first 12, the seeds')")
     p.add_argument("--jobs", type=int, default=1, help="models at a time (default: %(default)s)")
