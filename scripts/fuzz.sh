@@ -52,7 +52,9 @@ case "$action" in
       -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="" \
       -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >"$dir.configure.log" 2>&1 ||
       { cat "$dir.configure.log" >&2; die "configuring $dir failed"; }
-    cmake --build "$dir" >"$dir.build.log" 2>&1 || { tail -n 60 "$dir.build.log" >&2; die "building $dir failed"; }
+    # -g makes ccache hash the build directory too; without it a fresh clone elsewhere hits what
+    # another compiled (the debug info then names that clone's paths).
+    CCACHE_NOHASHDIR=1 cmake --build "$dir" >"$dir.build.log" 2>&1 || { tail -n 60 "$dir.build.log" >&2; die "building $dir failed"; }
     echo "fuzz: targets built in $dir/fuzz"
     ;;
   run)

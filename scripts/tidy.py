@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs clang-tidy (.clang-tidy) over the programs' translation units in a build's
 compile_commands.json, in parallel, and remembers clean results: a unit is checked again only
-when its command, the configuration or one of its files inside the repository changed (Ninja's
+when its command, the configuration or one of its files inside the repository changed (paths are
+taken relative to the repository, so another clone of the same sources shares the results) (Ninja's
 record of the build's dependencies lists them; a unit not built yet is always checked).
 Cache: $BENCHFLEET_CACHE or ~/.cache/benchfleet, folder clang-tidy. Exit status 1 when any unit
 has a finding (printed), 2 on bad usage.
@@ -50,14 +51,16 @@ def depfile_paths(entry, deps):
 
 
 def unit_key(entry, config, deps):
+    """The unit's command and files, with the repository's own path left out, so a clean result
+    from one clone counts for another clone elsewhere (CI's fresh clone)."""
     h = hashlib.sha256()
     h.update(config)
-    h.update(entry.get("command", " ".join(entry.get("arguments", []))).encode())
+    h.update(entry.get("command", " ".join(entry.get("arguments", []))).replace(ROOT, "@ROOT@").encode())
     files = depfile_paths(entry, deps)
     if files is None:
         return None  # not built yet: always check
     for path in files:
-        h.update(path.encode())
+        h.update(os.path.relpath(path, ROOT).encode())
         try:
             h.update(open(path, "rb").read())
         except OSError:
