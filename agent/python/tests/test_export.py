@@ -417,7 +417,7 @@ class InductorCacheOutcomeTest(unittest.TestCase):
     def test_outcome_of_the_counts(self) -> None:
         sys.dont_write_bytecode = True  # no __pycache__ next to the sources
         sys.path.insert(0, os.path.dirname(EXPORTER))
-        from benchfleet_export import inductor_cache_outcome
+        from benchfleet_aoti import inductor_cache_outcome
 
         self.assertEqual(inductor_cache_outcome(0, 0, 0), "cold")  # not consulted (torch 2.6 AOT compiles)
         self.assertEqual(inductor_cache_outcome(0, 3, 0), "cold")
