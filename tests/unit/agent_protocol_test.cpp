@@ -197,9 +197,9 @@ TEST(AgentProtocol, JobReportsSurviveEncodeAndDecode) {
   EXPECT_EQ(round_trip(release), release);
   EXPECT_EQ(json(release), json({{"lease_id", "lease-abc"}}));
 
-  const ResultRequest ok{"lease-abc", 2, ok_result(9.5)};
+  const ResultRequest ok{"lease-abc", 2, store::testing::ok_result(9.5)};
   EXPECT_EQ(round_trip(ok), ok);
-  const ResultRequest oom{"lease-abc", 1, oom_result()};
+  const ResultRequest oom{"lease-abc", 1, store::testing::oom_result()};
   EXPECT_EQ(round_trip(oom), oom);
   EXPECT_EQ(json(ok), json({{"lease_id", "lease-abc"}, {"attempt", 2}, {"result", ok.result}}));
 }
@@ -227,7 +227,7 @@ TEST(AgentProtocol, JobReportsAreCheckedAsDocumented) {
             "lease_id: must be 1 to 64 characters");
   EXPECT_EQ(error_of(decode<ReleaseRequest>(json({{"lease_id", "x"}, {"why", "drain"}}))), "why: is not a known field");
 
-  const json result = ok_result(9.5);
+  const json result = store::testing::ok_result(9.5);
   EXPECT_EQ(error_of(decode<ResultRequest>(json({{"lease_id", "x"}, {"result", result}}))), "attempt: is required");
   EXPECT_EQ(error_of(decode<ResultRequest>(json({{"lease_id", "x"}, {"attempt", 0}, {"result", result}}))),
             "attempt: must be >= 1");
