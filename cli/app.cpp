@@ -13,6 +13,7 @@
 
 #include "cli/cli_config.h"
 #include "cli/history_commands.h"
+#include "cli/id_option.h"
 #include "cli/matrix_file.h"
 #include "cli/progress.h"
 #include "cli/slurm_script.h"
@@ -34,17 +35,6 @@ constexpr const char* kDescription =
     "Exit codes: 0 success; 1 a request failed or a file is invalid (the server's problem detail is\n"
     "printed); 2 bad command line; 3 the run ended with failed jobs or error, crash, timeout or\n"
     "invalid verdicts; 4 the run was cancelled; 130 interrupted while waiting (the run goes on).";
-
-// A positive integer id, with a message that says so.
-const CLI::Validator kPositiveId(
-    [](std::string& value) -> std::string {
-      if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string::npos ||
-          std::stoll(value) < 1) {
-        return "must be a positive integer id, got \"" + value + "\"";
-      }
-      return {};
-    },
-    "ID");
 
 struct SubmitArgs {
   std::string file;
@@ -220,7 +210,7 @@ int run_cli(int argc, char** argv, Console& console) {
   std::int64_t run_id = 0;
   bool run_json = false;
   auto* run_cmd = app.add_subcommand("run", "Show one run: state, job and verdict counts, its matrix.");
-  run_cmd->add_option("id", run_id, "run id")->required()->check(kPositiveId);
+  run_cmd->add_option("id", run_id, "run id")->required()->check(positive_id());
   run_cmd->add_flag("--json", run_json, "print the API's JSON");
 
   ReportArgs report_args;
@@ -230,7 +220,7 @@ int run_cli(int argc, char** argv, Console& console) {
       "(build, mode) and speedup against eager, OOM and other verdicts as such (Markdown in the seeds'\n"
       "format); compiled cells marked wrong when their output failed the accuracy check (left out of\n"
       "geomeans), noisy cells flagged; compile time, peak memory and memory ratio; pass rates.");
-  report_cmd->add_option("id", report_args.id, "run id")->required()->check(kPositiveId);
+  report_cmd->add_option("id", report_args.id, "run id")->required()->check(positive_id());
   report_cmd->add_option("--format", report_args.format, "md, csv or json")
       ->check(CLI::IsMember({"md", "csv", "json"}))
       ->capture_default_str();
@@ -244,7 +234,7 @@ int run_cli(int argc, char** argv, Console& console) {
 
   std::int64_t cancel_id = 0;
   auto* cancel_cmd = app.add_subcommand("cancel", "Cancel a run: queued jobs never start, running ones are stopped.");
-  cancel_cmd->add_option("id", cancel_id, "run id")->required()->check(kPositiveId);
+  cancel_cmd->add_option("id", cancel_id, "run id")->required()->check(positive_id());
 
   bool agents_json = false;
   auto* agents_cmd = app.add_subcommand("agents", "List agents: slots (GPU, class, memory), builds, last seen, jobs.");
@@ -263,7 +253,7 @@ int run_cli(int argc, char** argv, Console& console) {
   bool watch_quiet = false;
   auto* watch_cmd =
       app.add_subcommand("watch", "Follow a run until it ends: a line per result as it arrives, and the progress bar.");
-  watch_cmd->add_option("id", watch_id, "run id")->required()->check(kPositiveId);
+  watch_cmd->add_option("id", watch_id, "run id")->required()->check(positive_id());
   watch_cmd->add_option("--interval", watch_options.interval_s, "seconds between polls")
       ->check(CLI::Range(0.05, 60.0))
       ->capture_default_str();

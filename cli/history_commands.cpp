@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/history_views.h"
+#include "cli/id_option.h"
 #include "cli/matrix_file.h"
 #include "cli/progress.h"
 
@@ -10,16 +11,6 @@ namespace benchfleet::cli {
 namespace {
 
 using nlohmann::json;
-
-const CLI::Validator kId(
-    [](std::string& value) -> std::string {
-      if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string::npos ||
-          std::stoll(value) < 1) {
-        return "must be a positive integer id, got \"" + value + "\"";
-      }
-      return {};
-    },
-    "ID");
 
 int fail(Console& console, const Error& error) {
   console.err << "benchfleet: " << error.message << "\n";
@@ -80,7 +71,7 @@ HistoryCommands::HistoryCommands(CLI::App& app) {
   schedule_resume_ = command(*schedule_, "resume", "Resume a schedule: next due time is the first after now.");
   schedule_delete_ = command(*schedule_, "delete", "Delete a schedule (the runs it created stay).");
   for (CLI::App* c : {schedule_show_, schedule_pause_, schedule_resume_, schedule_delete_}) {
-    c->add_option("id", schedule_id_, "schedule id")->required()->check(kId);
+    c->add_option("id", schedule_id_, "schedule id")->required()->check(positive_id());
   }
   for (CLI::App* c : {schedule_add_, schedule_list_, schedule_show_, schedule_pause_, schedule_resume_}) {
     c->add_flag("--json", json_, "print the API's JSON");
@@ -103,7 +94,7 @@ HistoryCommands::HistoryCommands(CLI::App& app) {
   series_show_ = command(*series_, "show",
                          "Show a series: a point per result (torch version, git, run, status,\n"
                          "median and its CI), then the series' regressions.");
-  series_show_->add_option("id", series_id_, "series id")->required()->check(kId);
+  series_show_->add_option("id", series_id_, "series id")->required()->check(positive_id());
   series_show_->add_option("--after-point", after_point_, "points after this point id (the next page)");
 
   regressions_ = command(app, "regressions",
@@ -115,14 +106,14 @@ HistoryCommands::HistoryCommands(CLI::App& app) {
   regressions_->add_option("--direction", direction_, "regression (slower), improvement (faster) or all")
       ->check(CLI::IsMember({"regression", "improvement", "all"}))
       ->capture_default_str();
-  regressions_->add_option("--series", regressions_series_, "only this series' changes")->check(kId);
+  regressions_->add_option("--series", regressions_series_, "only this series' changes")->check(positive_id());
   regressions_->add_option("--limit", regressions_limit_, "how many")->check(CLI::Range(1, 500))->capture_default_str();
   regressions_->add_flag("--json", json_, "print the API's JSON");
   ack_ = command(*regressions_, "ack", "Acknowledge a regression (someone is looking at it).");
   resolve_ = command(*regressions_, "resolve", "Resolve a regression.");
   reopen_ = command(*regressions_, "reopen", "Reopen a resolved or acknowledged regression.");
   for (CLI::App* c : {ack_, resolve_, reopen_})
-    c->add_option("id", regression_id_, "regression id")->required()->check(kId);
+    c->add_option("id", regression_id_, "regression id")->required()->check(positive_id());
   for (CLI::App* c : {ack_, resolve_}) c->add_option("--note", note_, "a note kept with it (replaces the last)");
 }
 

@@ -10,18 +10,9 @@ namespace {
 
 using nlohmann::json;
 
-std::string text(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return "-";
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_boolean()) return it->get<bool>() ? "yes" : "no";
-  if (it->is_number()) return it->dump();
-  return "?";
-}
-
 // "2026-11-21T20:05:00.123Z" -> "2026-11-21 20:05"
 std::string minute(const json& j, const char* key) {
-  std::string t = text(j, key);
+  std::string t = member_text(j, key);
   if (t.size() >= 16 && t[10] == 'T') {
     t[10] = ' ';
     t.resize(16);
@@ -39,15 +30,16 @@ std::string number(const json& j, const char* key, const char* format) {
 
 // "microsoft/resnet-50 b1 eager/float32/libtorch a100 nightly" from a series key.
 std::string key_text(const json& k) {
-  return text(k, "model") + " b" + text(k, "batch") + " " + text(k, "mode") + "/" + text(k, "dtype") + "/" +
-         text(k, "runtime") + " " + text(k, "gpu") + " " + text(k, "torch_build");
+  return member_text(k, "model") + " b" + member_text(k, "batch") + " " + member_text(k, "mode") + "/" +
+         member_text(k, "dtype") + "/" + member_text(k, "runtime") + " " + member_text(k, "gpu") + " " +
+         member_text(k, "torch_build");
 }
 
 // "2.7.0.dev20250106 (abc123)" of a point reference; "-" when null.
 std::string version_of(const json& ref) {
   if (!ref.is_object()) return "-";
-  std::string v = text(ref, "torch_version");
-  if (const std::string git = text(ref, "torch_git"); git != "-") v += " (" + git.substr(0, 12) + ")";
+  std::string v = member_text(ref, "torch_version");
+  if (const std::string git = member_text(ref, "torch_git"); git != "-") v += " (" + git.substr(0, 12) + ")";
   return v;
 }
 
@@ -60,8 +52,9 @@ std::string bisect_range(const json& r) {
 std::string schedules_view(const json& list) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& s : list.value("schedules", json::array())) {
-    rows.push_back({text(s, "id"), text(s, "name"), text(s, "cron"), s.value("enabled", false) ? "enabled" : "paused",
-                    minute(s, "next_due_at"), text(s, "last_run_id"), text(s, "runs"), text(s, "missed")});
+    rows.push_back({member_text(s, "id"), member_text(s, "name"), member_text(s, "cron"),
+                    s.value("enabled", false) ? "enabled" : "paused", minute(s, "next_due_at"),
+                    member_text(s, "last_run_id"), member_text(s, "runs"), member_text(s, "missed")});
   }
   if (rows.empty()) return "no schedules\n";
   return render_text_table({"ID", "NAME", "CRON", "STATE", "NEXT DUE (UTC)", "LAST RUN", "RUNS", "MISSED"}, rows);
@@ -78,12 +71,12 @@ std::string schedule_view(const json& s) {
     return out.empty() ? std::string("-") : out;
   };
   std::string out;
-  out += "schedule " + text(s, "id") + " \"" + text(s, "name") + "\"\n";
-  out += "  cron:        " + text(s, "cron") + " (UTC)\n";
+  out += "schedule " + member_text(s, "id") + " \"" + member_text(s, "name") + "\"\n";
+  out += "  cron:        " + member_text(s, "cron") + " (UTC)\n";
   out += "  state:       " + std::string(s.value("enabled", false) ? "enabled" : "paused") + "\n";
   out += "  next due:    " + minute(s, "next_due_at") + "\n";
-  out += "  last due:    " + minute(s, "last_due_at") + " (run " + text(s, "last_run_id") + ")\n";
-  out += "  runs:        " + text(s, "runs") + " created, " + text(s, "missed") + " due times missed\n";
+  out += "  last due:    " + minute(s, "last_due_at") + " (run " + member_text(s, "last_run_id") + ")\n";
+  out += "  runs:        " + member_text(s, "runs") + " created, " + member_text(s, "missed") + " due times missed\n";
   out += "  models:      " + axis("models") + "\n";
   out += "  batch sizes: " + axis("batch_sizes") + "\n";
   out += "  modes:       " + axis("modes") + "\n";
@@ -96,10 +89,10 @@ std::string schedule_view(const json& s) {
 std::string series_list_view(const json& list) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& s : list.value("series", json::array())) {
-    rows.push_back({text(s, "id"), text(s, "model"), text(s, "batch"), text(s, "mode"), text(s, "dtype"),
-                    text(s, "runtime"), text(s, "gpu"), text(s, "torch_build"), text(s, "point_count"),
-                    text(s, "last_torch_version"), number(s, "last_median_ms", "%.3f ms"),
-                    text(s, "open_regressions")});
+    rows.push_back({member_text(s, "id"), member_text(s, "model"), member_text(s, "batch"), member_text(s, "mode"),
+                    member_text(s, "dtype"), member_text(s, "runtime"), member_text(s, "gpu"),
+                    member_text(s, "torch_build"), member_text(s, "point_count"), member_text(s, "last_torch_version"),
+                    number(s, "last_median_ms", "%.3f ms"), member_text(s, "open_regressions")});
   }
   if (rows.empty()) return "no series match\n";
   std::string out = render_text_table({"ID", "MODEL", "BATCH", "MODE", "DTYPE", "RUNTIME", "GPU", "BUILD", "POINTS",
@@ -112,16 +105,16 @@ std::string series_list_view(const json& list) {
 }
 
 std::string series_view(const json& s) {
-  std::string out = "series " + text(s, "id") + ": " + key_text(s) + "\n";
+  std::string out = "series " + member_text(s, "id") + ": " + key_text(s) + "\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& p : s.value("points", json::array())) {
     std::string ci = "-";
     if (p.value("ci_low_ms", json()).is_number() && p.value("ci_high_ms", json()).is_number()) {
       ci = number(p, "ci_low_ms", "%.3f") + " .. " + number(p, "ci_high_ms", "%.3f");
     }
-    std::string git = text(p, "torch_git");
+    std::string git = member_text(p, "torch_git");
     if (git.size() > 12) git.resize(12);
-    rows.push_back({text(p, "torch_version"), git, text(p, "run_id"), text(p, "status"),
+    rows.push_back({member_text(p, "torch_version"), git, member_text(p, "run_id"), member_text(p, "status"),
                     number(p, "median_ms", "%.3f ms"), ci, minute(p, "recorded_at")});
   }
   if (rows.empty()) {
@@ -140,10 +133,10 @@ std::string series_view(const json& s) {
 std::string regressions_view(const json& list) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : list.value("regressions", json::array())) {
-    rows.push_back({text(r, "id"), key_text(r.value("series", json::object())), text(r, "direction"), text(r, "state"),
-                    number(r, "before_median_ms", "%.3f ms"), number(r, "after_median_ms", "%.3f ms"),
-                    number(r, "ratio", "x%.3f"), number(r, "p_value", "%.2g"), bisect_range(r),
-                    minute(r, "detected_at")});
+    rows.push_back({member_text(r, "id"), key_text(r.value("series", json::object())), member_text(r, "direction"),
+                    member_text(r, "state"), number(r, "before_median_ms", "%.3f ms"),
+                    number(r, "after_median_ms", "%.3f ms"), number(r, "ratio", "x%.3f"), number(r, "p_value", "%.2g"),
+                    bisect_range(r), minute(r, "detected_at")});
   }
   if (rows.empty()) return "no regressions match\n";
   return render_text_table(
@@ -152,10 +145,10 @@ std::string regressions_view(const json& list) {
 }
 
 std::string regression_line(const json& r) {
-  std::string out = text(r, "direction") + " " + text(r, "id") + " " + text(r, "state") + ": " +
+  std::string out = member_text(r, "direction") + " " + member_text(r, "id") + " " + member_text(r, "state") + ": " +
                     number(r, "before_median_ms", "%.3f") + " -> " + number(r, "after_median_ms", "%.3f") + " ms (" +
                     number(r, "ratio", "x%.3f") + ", p=" + number(r, "p_value", "%.2g") + "), torch " + bisect_range(r);
-  if (const std::string note = text(r, "note"); note != "-") out += "; note: " + note;
+  if (const std::string note = member_text(r, "note"); note != "-") out += "; note: " + note;
   return out;
 }
 

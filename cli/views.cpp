@@ -13,15 +13,6 @@ std::size_t display_width(const std::string& s) {
   return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
 }
 
-std::string text(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return "-";
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_boolean()) return it->get<bool>() ? "yes" : "no";
-  if (it->is_number()) return it->dump();
-  return "?";
-}
-
 std::string join(const json& j, const char* key, const char* separator = ",") {
   auto it = j.find(key);
   if (it == j.end() || !it->is_array()) return "?";
@@ -35,7 +26,7 @@ std::string join(const json& j, const char* key, const char* separator = ",") {
 
 // "2026-11-21T20:05:00.123Z" -> "2026-11-21 20:05:00"
 std::string timestamp(const json& j, const char* key) {
-  std::string t = text(j, key);
+  std::string t = member_text(j, key);
   if (t.size() >= 19 && t[10] == 'T') {
     t[10] = ' ';
     t.resize(19);
@@ -79,7 +70,7 @@ std::string compile_options(const json& matrix) {
 std::string noise_thresholds(const json& matrix) {
   const json noise = matrix.value("noise", json::object());
   if (!noise.is_object() || noise.empty()) return "-";
-  return "cv > " + text(noise, "max_cv") + ", clock drop > " + text(noise, "max_clock_drop");
+  return "cv > " + member_text(noise, "max_cv") + ", clock drop > " + member_text(noise, "max_clock_drop");
 }
 
 // "accuracy wrong (0.049 > 0.0001)" or "accuracy pass"; "" without a verdict.
@@ -98,6 +89,15 @@ std::string accuracy_text(const json& result) {
 }
 
 }  // namespace
+
+std::string member_text(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return "-";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_boolean()) return it->get<bool>() ? "yes" : "no";
+  if (it->is_number()) return it->dump();
+  return "?";
+}
 
 std::string render_text_table(const std::vector<std::string>& headers,
                               const std::vector<std::vector<std::string>>& rows) {
@@ -129,9 +129,10 @@ std::string runs_view(const json& run_list) {
   std::vector<std::vector<std::string>> rows;
   if (auto it = run_list.find("runs"); it != run_list.end() && it->is_array()) {
     for (const json& r : *it) {
-      rows.push_back({text(r, "id"), text(r, "name"), text(r, "state"),
-                      text(r, "finished_jobs") + "/" + text(r, "job_count"), nonzero_counts(r.value("results", json())),
-                      join(r, "gpus"), join(r, "torch_builds"), timestamp(r, "created_at")});
+      rows.push_back({member_text(r, "id"), member_text(r, "name"), member_text(r, "state"),
+                      member_text(r, "finished_jobs") + "/" + member_text(r, "job_count"),
+                      nonzero_counts(r.value("results", json())), join(r, "gpus"), join(r, "torch_builds"),
+                      timestamp(r, "created_at")});
     }
   }
   if (rows.empty()) return "no runs yet\n";
@@ -141,10 +142,10 @@ std::string runs_view(const json& run_list) {
 std::string run_view(const json& run) {
   const json matrix = run.value("matrix", json::object());
   std::vector<std::vector<std::string>> rows = {
-      {"run", text(run, "id")},
-      {"name", text(run, "name")},
-      {"state", text(run, "state")},
-      {"progress", text(run, "finished_jobs") + "/" + text(run, "job_count") + " jobs finished"},
+      {"run", member_text(run, "id")},
+      {"name", member_text(run, "name")},
+      {"state", member_text(run, "state")},
+      {"progress", member_text(run, "finished_jobs") + "/" + member_text(run, "job_count") + " jobs finished"},
       {"jobs", nonzero_counts(run.value("jobs", json()))},
       {"results", nonzero_counts(run.value("results", json()))},
       {"models", join(matrix, "models", ", ")},
@@ -156,7 +157,7 @@ std::string run_view(const json& run) {
       {"dtypes", join(matrix, "dtypes", ", ")},
       {"compile", compile_options(matrix)},
       {"noise flags", noise_thresholds(matrix)},
-      {"repetitions", text(matrix, "repetitions")},
+      {"repetitions", member_text(matrix, "repetitions")},
       {"memory limit", matrix.contains("memory_limit_mb") && matrix["memory_limit_mb"].is_number()
                            ? matrix["memory_limit_mb"].dump() + " MB"
                            : "-"},
@@ -193,10 +194,11 @@ std::string agents_view(const json& agent_list) {
       std::string jobs;
       for (const json& l : a.value("leases", json::array())) {
         if (!jobs.empty()) jobs += ", ";
-        jobs += l.value("slot", "?") + ": job " + text(l, "job_id") + " (run " + text(l, "run_id") + ")";
+        jobs += l.value("slot", "?") + ": job " + member_text(l, "job_id") + " (run " + member_text(l, "run_id") + ")";
       }
-      rows.push_back({text(a, "id"), text(a, "name"), text(a, "hostname"), slots.empty() ? "-" : slots,
-                      builds.empty() ? "-" : builds, timestamp(a, "last_seen_at"), state, jobs.empty() ? "-" : jobs});
+      rows.push_back({member_text(a, "id"), member_text(a, "name"), member_text(a, "hostname"),
+                      slots.empty() ? "-" : slots, builds.empty() ? "-" : builds, timestamp(a, "last_seen_at"), state,
+                      jobs.empty() ? "-" : jobs});
     }
   }
   if (rows.empty()) return "no agents enrolled\n";
@@ -223,7 +225,7 @@ std::string result_line(const json& row) {
   }
   std::string line = status;
   line.resize(std::max<std::size_t>(line.size(), 12), ' ');
-  line += job.value("model", "?") + "  batch " + text(job, "batch") + "  " + job.value("mode", "?") + "  " +
+  line += job.value("model", "?") + "  batch " + member_text(job, "batch") + "  " + job.value("mode", "?") + "  " +
           job.value("torch_build", "?") + "/" + job.value("gpu", "?") + "/" + job.value("runtime", "?");
   // float32 is every run's default: only another precision is named.
   if (const std::string dtype = job.value("dtype", "float32"); dtype != "float32") line += "/" + dtype;

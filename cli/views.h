@@ -10,6 +10,10 @@
 
 namespace benchfleet::cli {
 
+// Member `key` of `j` as a table cell: a string as it is, a number as JSON writes it, yes/no for a
+// boolean, "-" when missing or null, "?" for an array or object.
+std::string member_text(const nlohmann::json& j, const char* key);
+
 // Columns padded to their widest cell (UTF-8 aware), two spaces apart, a header row first.
 std::string render_text_table(const std::vector<std::string>& headers,
                               const std::vector<std::vector<std::string>>& rows);

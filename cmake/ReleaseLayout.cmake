@@ -5,9 +5,11 @@
 # name them (roles/*/templates, roles/agent/tasks/torch_builds.yml):
 #   share/benchfleet/catalog/models.yaml   the model catalog
 #   share/benchfleet/benchfleet_*.py       the agent's python modules (the exporter, the runner...)
+#   share/benchfleet/rules/*.json          the rules they share with the C++ programs (common/rules)
 #   share/benchfleet/in-root.sh            runs the programs of a build that lives in its own root
 #   share/benchfleet/src/                  the worker's sources: the top CMakeLists.txt,
-#                                          cmake/TorchApi.cmake, common/, agent/worker/
+#                                          cmake/TorchApi.cmake, cmake/EmbedFiles*.cmake, common/,
+#                                          agent/worker/
 #   share/benchfleet/build-worker.sh       builds a worker from src/ against a torch build's LibTorch
 #   share/benchfleet/SOURCE_ID             a digest of src/ (cmake/SourceId.cmake): releases with the
 #                                          same worker sources share the workers built from them
@@ -20,6 +22,8 @@ set(benchfleet_share share/benchfleet)
 install(FILES ${PROJECT_SOURCE_DIR}/common/catalog/models.yaml DESTINATION ${benchfleet_share}/catalog)
 file(GLOB agent_python_modules CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/agent/python/benchfleet_*.py)
 install(FILES ${agent_python_modules} DESTINATION ${benchfleet_share})
+file(GLOB shared_rules CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/common/rules/*.json)
+install(FILES ${shared_rules} DESTINATION ${benchfleet_share}/rules)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/in-root.sh ${PROJECT_SOURCE_DIR}/scripts/build-worker.sh
         DESTINATION ${benchfleet_share})
 
@@ -27,7 +31,8 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/in-root.sh ${PROJECT_SOURCE_DIR}/
 # earlier install and change SOURCE_ID.
 install(CODE "file(REMOVE_RECURSE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${benchfleet_share}/src\")")
 install(FILES ${PROJECT_SOURCE_DIR}/CMakeLists.txt DESTINATION ${benchfleet_share}/src)
-install(FILES ${PROJECT_SOURCE_DIR}/cmake/TorchApi.cmake DESTINATION ${benchfleet_share}/src/cmake)
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/TorchApi.cmake ${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/EmbedFilesScript.cmake DESTINATION ${benchfleet_share}/src/cmake)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/common DESTINATION ${benchfleet_share}/src)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/agent/worker DESTINATION ${benchfleet_share}/src/agent)
 

@@ -19,6 +19,7 @@ constexpr std::size_t kMaxGrantedLeaseIdBytes = 256;
 constexpr std::size_t kMaxTokenBytes = 1024;
 constexpr std::size_t kMaxLeaseRefIdBytes = 64;
 constexpr std::size_t kMaxHeartbeatLeases = 64;
+constexpr std::size_t kMaxProgressMessageBytes = 4096;
 
 const char* const kTimeExample = "an RFC 3339 UTC time with milliseconds such as 2026-11-21T20:05:00.123Z";
 
@@ -33,6 +34,26 @@ void read_intervals(JsonReader& r, Intervals& i) {
           "must be between 1 and " + std::to_string(kMaxIntervalS));
   r.check(i.long_poll_timeout_s >= 0 && i.long_poll_timeout_s <= kMaxLongPollS, "long_poll_timeout_s",
           "must be between 0 and " + std::to_string(kMaxLongPollS));
+}
+
+// What a decoder returns: the reader's first error, or nullopt.
+std::optional<Error> finished(JsonReader& r) {
+  if (auto s = r.finish(); !s) return s.error();
+  return std::nullopt;
+}
+
+// Records "<key>: must be 1 to <max> <unit>" (min 1) or "must be at most <max> <unit>" (min 0)
+// unless `value`'s length lies within.
+void check_length(JsonReader& r, std::string_view key, const std::string& value, std::size_t min, std::size_t max,
+                  std::string_view unit) {
+  const std::string bound = min == 0 ? "at most " + std::to_string(max) : "1 to " + std::to_string(max);
+  r.check(value.size() >= min && value.size() <= max, key, "must be " + bound + " " + std::string(unit));
+}
+
+// The "lease_id" member of a request about a lease the agent holds (LeaseRef and the job reports).
+void read_held_lease_id(JsonReader& r, std::string& out) {
+  r.required("lease_id", out);
+  check_length(r, "lease_id", out, 1, kMaxLeaseRefIdBytes, "characters");
 }
 
 // A time member written by format_time.
@@ -84,8 +105,7 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Enroll
   r.check(out.agent_id > 0, "agent_id", "must be > 0");
   r.check(is_header_token(out.agent_token), "agent_token",
           "must be 1 to " + std::to_string(kMaxTokenBytes) + " visible ASCII characters");
-  if (auto s = r.finish(); !s) return s.error();
-  return std::nullopt;
+  return finished(r);
 }
 
 std::optional<Error> decode_value(const json& j, const std::string& path, LeasedJob& out) {
@@ -109,8 +129,7 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Leased
           "must list at most " + std::to_string(kMaxWalkBatches) + " batch sizes");
   r.check(out.run_id > 0, "run_id", "must be > 0");
   r.check(out.attempt >= 1, "attempt", "must be >= 1");
-  r.check(!out.lease_id.empty() && out.lease_id.size() <= kMaxGrantedLeaseIdBytes, "lease_id",
-          "must be 1 to " + std::to_string(kMaxGrantedLeaseIdBytes) + " bytes");
+  check_length(r, "lease_id", out.lease_id, 1, kMaxGrantedLeaseIdBytes, "bytes");
   if (!r.failed()) {
     std::optional<TimestampMs> expires;
     read_time(r, "lease_expires_at", expires_at, expires);
@@ -119,8 +138,7 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Leased
   r.check(!out.memory_limit_mb || *out.memory_limit_mb > 0, "memory_limit_mb", "must be > 0");
   r.check(out.timeout_s >= 1 && out.timeout_s <= kMaxJobTimeoutS, "timeout_s",
           "must be between 1 and " + std::to_string(kMaxJobTimeoutS));
-  if (auto s = r.finish(); !s) return s.error();
-  return std::nullopt;
+  return finished(r);
 }
 
 std::optional<Error> decode_value(const json& j, const std::string& path, LeaseResponse& out) {
@@ -164,11 +182,9 @@ std::optional<Error> decode_value(const json& j, const std::string& path, LeaseR
   r.required("lease_id", out.lease_id);
   r.optional("lease_expires_at", expires_at);
   r.check(out.job_id > 0, "job_id", "must be > 0");
-  r.check(!out.lease_id.empty() && out.lease_id.size() <= kMaxGrantedLeaseIdBytes, "lease_id",
-          "must be 1 to " + std::to_string(kMaxGrantedLeaseIdBytes) + " bytes");
+  check_length(r, "lease_id", out.lease_id, 1, kMaxGrantedLeaseIdBytes, "bytes");
   if (!r.failed()) read_time(r, "lease_expires_at", expires_at, out.expires_at);
-  if (auto s = r.finish(); !s) return s.error();
-  return std::nullopt;
+  return finished(r);
 }
 
 std::optional<Error> decode_value(const json& j, const std::string& path, HeartbeatResponse& out) {
@@ -239,12 +255,9 @@ void to_json(json& j, const HeartbeatResponse& v) {
 std::optional<Error> decode_value(const json& j, const std::string& path, LeaseRef& out) {
   JsonReader r(j, path);
   r.required("job_id", out.job_id);
-  r.required("lease_id", out.lease_id);
   r.check(out.job_id > 0, "job_id", "must be > 0");
-  r.check(!out.lease_id.empty() && out.lease_id.size() <= kMaxLeaseRefIdBytes, "lease_id",
-          "must be 1 to " + std::to_string(kMaxLeaseRefIdBytes) + " characters");
-  if (auto s = r.finish(); !s) return s.error();
-  return std::nullopt;
+  read_held_lease_id(r, out.lease_id);
+  return finished(r);
 }
 
 std::optional<Error> decode_value(const json& j, const std::string& path, LeaseRequest& out) {
@@ -255,8 +268,7 @@ std::optional<Error> decode_value(const json& j, const std::string& path, LeaseR
   r.check(!out.wait_s || *out.wait_s >= 0, "wait_s", "must be >= 0");
   r.check(!out.request_id || is_request_id(*out.request_id), "request_id",
           "must be 1 to 64 characters of A-Z a-z 0-9 - _ . :");
-  if (auto s = r.finish(); !s) return s.error();
-  return std::nullopt;
+  return finished(r);
 }
 
 std::optional<Error> decode_value(const json& j, const std::string& path, HeartbeatRequest& out) {
@@ -265,8 +277,32 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Heartb
   r.optional("draining", out.draining);
   r.check(out.leases.size() <= kMaxHeartbeatLeases, "leases",
           "must list at most " + std::to_string(kMaxHeartbeatLeases) + " leases");
-  if (auto s = r.finish(); !s) return s.error();
-  return std::nullopt;
+  return finished(r);
+}
+
+std::optional<Error> decode_value(const json& j, const std::string& path, ProgressRequest& out) {
+  JsonReader r(j, path);
+  read_held_lease_id(r, out.lease_id);
+  r.optional("phase", out.phase);
+  r.optional("message", out.message);
+  r.optional("iterations", out.iterations);
+  check_length(r, "message", out.message, 0, kMaxProgressMessageBytes, "characters");
+  return finished(r);
+}
+
+std::optional<Error> decode_value(const json& j, const std::string& path, ResultRequest& out) {
+  JsonReader r(j, path);
+  read_held_lease_id(r, out.lease_id);
+  r.required("attempt", out.attempt);
+  r.check(out.attempt >= 1, "attempt", "must be >= 1");
+  r.required("result", out.result);
+  return finished(r);
+}
+
+std::optional<Error> decode_value(const json& j, const std::string& path, ReleaseRequest& out) {
+  JsonReader r(j, path);
+  read_held_lease_id(r, out.lease_id);
+  return finished(r);
 }
 
 void to_json(json& j, const LeaseRef& v) { j = {{"job_id", v.job_id}, {"lease_id", v.lease_id}}; }
@@ -280,6 +316,18 @@ void to_json(json& j, const LeaseRequest& v) {
 void to_json(json& j, const HeartbeatRequest& v) {
   j = {{"leases", json::array()}, {"draining", v.draining}};
   for (const auto& l : v.leases) j["leases"].push_back(json(l));
+}
+
+void to_json(json& j, const ProgressRequest& v) {
+  j = {{"lease_id", v.lease_id}, {"phase", v.phase}};
+  if (!v.message.empty()) j["message"] = v.message;
+  if (v.iterations) j["iterations"] = *v.iterations;
+}
+
+void to_json(json& j, const ReleaseRequest& v) { j = {{"lease_id", v.lease_id}}; }
+
+void to_json(json& j, const ResultRequest& v) {
+  j = {{"lease_id", v.lease_id}, {"attempt", v.attempt}, {"result", v.result}};
 }
 
 }  // namespace benchfleet

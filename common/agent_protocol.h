@@ -1,6 +1,6 @@
 // The records of the agent protocol (docs/design.md §7), each named after its OpenAPI schema:
 // what the coordinator answers agents (enrolment, lease, heartbeat) and what agents send it
-// (lease and heartbeat requests). One type and one codec per record, used by both ends: the
+// (lease, heartbeat, progress, release and result requests). One type and one codec per record, used by both ends: the
 // coordinator encodes its answers and decodes the requests with them, the agent the other way.
 //   nlohmann::json j = LeaseResponse{...};                      // coordinator
 //   Result<LeaseResponse> a = decode<LeaseResponse>(j, "lease answer");  // agent
@@ -128,6 +128,30 @@ struct HeartbeatRequest {
   bool operator==(const HeartbeatRequest&) const = default;
 };
 
+// POST /jobs/{id}/progress body (ProgressRequest): renews the lease and marks the job running.
+struct ProgressRequest {
+  std::string lease_id;           // 1 to 64 characters, as every lease an agent names (LeaseRef)
+  std::string phase;              // free-form (load, compile, warmup, measure); optional, "" when absent
+  std::string message;            // at most 4096 bytes; optional, "" when absent
+  std::optional<int> iterations;  // timed iterations so far; optional, null allowed
+  bool operator==(const ProgressRequest&) const = default;
+};
+
+// POST /jobs/{id}/release body (ReleaseRequest): gives the lease back unfinished.
+struct ReleaseRequest {
+  std::string lease_id;  // 1 to 64 characters
+  bool operator==(const ReleaseRequest&) const = default;
+};
+
+// POST /jobs/{id}/result body (ResultRequest): the verdict of one attempt. The decoder checks
+// types and members only; the consistency rules are check_posted_result's (common/result_checks.h).
+struct ResultRequest {
+  std::string lease_id;  // 1 to 64 characters
+  int attempt = 0;       // >= 1, the attempt of the lease grant
+  JobResult result;
+  bool operator==(const ResultRequest&) const = default;
+};
+
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, EnrollResponse& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, LeasedJob& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, LeaseResponse& out);
@@ -137,6 +161,9 @@ std::optional<Error> decode_value(const nlohmann::json& j, const std::string& pa
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, LeaseRef& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, LeaseRequest& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, HeartbeatRequest& out);
+std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, ProgressRequest& out);
+std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, ReleaseRequest& out);
+std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, ResultRequest& out);
 
 void to_json(nlohmann::json& j, const Intervals& v);  // an object of the three members
 void to_json(nlohmann::json& j, const EnrollResponse& v);
@@ -148,5 +175,8 @@ void to_json(nlohmann::json& j, const HeartbeatResponse& v);
 void to_json(nlohmann::json& j, const LeaseRef& v);
 void to_json(nlohmann::json& j, const LeaseRequest& v);
 void to_json(nlohmann::json& j, const HeartbeatRequest& v);
+void to_json(nlohmann::json& j, const ProgressRequest& v);  // message and iterations only when set
+void to_json(nlohmann::json& j, const ReleaseRequest& v);
+void to_json(nlohmann::json& j, const ResultRequest& v);
 
 }  // namespace benchfleet

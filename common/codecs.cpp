@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <set>
 
+#include "common/shared_rules.h"
+
 namespace benchfleet {
 namespace {
 
@@ -12,7 +14,6 @@ using nlohmann::json;
 
 constexpr std::size_t kMaxNameBytes = 200;
 constexpr std::size_t kMaxAxisValues = 1000;
-constexpr std::size_t kMaxSamples = 1'000'000;
 constexpr std::size_t kMaxMessageBytes = std::size_t{16} * 1024;
 constexpr std::size_t kMaxAgentBuilds = 64;
 
@@ -206,9 +207,11 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Measur
   r.optional("max_duration_s", out.max_duration_s);
   r.optional("target_ci_rel_width", out.target_ci_rel_width);
   r.check(out.warmup >= 0 && out.warmup <= 100000, "warmup", "must be between 0 and 100000");
-  r.check(out.min_iterations >= 1 && out.min_iterations <= 1000000, "min_iterations", "must be between 1 and 1000000");
-  r.check(out.max_iterations >= out.min_iterations && out.max_iterations <= 1000000, "max_iterations",
-          "must be between min_iterations and 1000000");
+  const auto most = static_cast<std::int64_t>(max_iterations());
+  r.check(out.min_iterations >= 1 && out.min_iterations <= most, "min_iterations",
+          "must be between 1 and " + std::to_string(most));
+  r.check(out.max_iterations >= out.min_iterations && out.max_iterations <= most, "max_iterations",
+          "must be between min_iterations and " + std::to_string(most));
   r.check(out.min_duration_s >= 0 && out.min_duration_s <= 86400, "min_duration_s", "must be between 0 and 86400");
   r.check(out.max_duration_s > 0 && out.max_duration_s <= 86400 && out.max_duration_s >= out.min_duration_s,
           "max_duration_s", "must be > 0, >= min_duration_s and <= 86400");
@@ -559,7 +562,8 @@ std::optional<Error> decode_job_result(const json& j, const std::string& path, J
   const bool ok = out.status == ResultStatus::kOk;
   r.check(!ok || out.stats.has_value(), "stats", "is required when status is ok");
   r.check(!with_samples || !ok || !out.samples_ms.empty(), "samples_ms", "is required when status is ok");
-  r.check(out.samples_ms.size() <= kMaxSamples, "samples_ms", "has more than 1000000 samples");
+  r.check(out.samples_ms.size() <= max_iterations(), "samples_ms",
+          "has more than " + std::to_string(max_iterations()) + " samples");
   for (std::size_t i = 0; i < out.samples_ms.size() && !r.failed(); ++i) {
     r.check(out.samples_ms[i] >= 0, "samples_ms[" + std::to_string(i) + "]", "must be >= 0");
   }

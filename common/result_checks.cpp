@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/json_reader.h"
+#include "common/shared_rules.h"
 #include "common/stats.h"
 
 namespace benchfleet {
@@ -73,8 +74,8 @@ std::optional<Error> check_posted_result(const JobResult& r, const std::string& 
     return Error::invalid(at(r.stats ? "samples_ms" : "stats"), "is required when status is ok");
   }
   if (r.stats && r.samples_ms.empty()) return Error::invalid(at("samples_ms"), "is required with stats");
-  if (r.samples_ms.size() > kMaxResultSamples) {
-    return Error::invalid(at("samples_ms"), "has more than " + std::to_string(kMaxResultSamples) + " samples");
+  if (r.samples_ms.size() > max_iterations()) {
+    return Error::invalid(at("samples_ms"), "has more than " + std::to_string(max_iterations()) + " samples");
   }
   for (std::size_t i = 0; i < r.samples_ms.size(); ++i) {
     const double v = r.samples_ms[i];

@@ -13,8 +13,6 @@
 
 namespace benchfleet {
 
-// Most samples one result may carry: the ceiling of MeasurementSpec::max_iterations.
-inline constexpr std::size_t kMaxResultSamples = 1'000'000;
 // Longest latency, first call or phase a result may report: the longest job timeout (7 days).
 inline constexpr double kMaxResultMs = 7.0 * 86400 * 1000;
 
@@ -22,7 +20,7 @@ inline constexpr double kMaxResultMs = 7.0 * 86400 * 1000;
 //  - status is one a worker or agent can reach: never oom_implied (the scheduler's verdict);
 //  - stats, samples_ms and stop_reason only on ok (required there) and invalid (optional);
 //  - every sample, first_call_ms, export_s and load_s finite, >= 0 and at most kMaxResultMs;
-//    at most kMaxResultSamples samples;
+//    at most max_iterations() samples (common/shared_rules.h);
 //  - stats equal what compute_statistics gives for samples_ms (mean, median, p90, p99, min,
 //    max, stddev, cv, iterations; relative tolerance 1e-9): a mismatch is refused, never
 //    silently replaced, so a broken worker is noticed. The bootstrap CI is not recomputed

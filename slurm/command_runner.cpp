@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
+#include "common/process_spawn.h"
 
 namespace benchfleet::slurm {
 namespace {
@@ -71,32 +70,11 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv, s
   BF_RETURN_IF_ERROR(make_pipe(out_read, out_write));
   BF_RETURN_IF_ERROR(make_pipe(err_read, err_write));
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_write.fd, 1);
-  posix_spawn_file_actions_adddup2(&actions, err_write.fd, 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t no_signals;
-  sigemptyset(&no_signals);
-  sigset_t default_signals;
-  sigemptyset(&default_signals);
-  sigaddset(&default_signals, SIGPIPE);
-  sigaddset(&default_signals, SIGTERM);
-  sigaddset(&default_signals, SIGINT);
-  posix_spawnattr_setsigmask(&attr, &no_signals);  // the launcher blocks SIGTERM for its sigwait thread
-  posix_spawnattr_setsigdefault(&attr, &default_signals);
-  posix_spawnattr_setpgroup(&attr, 0);  // its own group: a timeout kills what it started too
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));  // NOLINT: execve's signature
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int spawn_errno = ::posix_spawnp(&pid, program.c_str(), &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (spawn_errno != 0) return unavailable(std::string("cannot start: ") + std::strerror(spawn_errno));
+  SpawnSpec spec;
+  spec.argv = argv;
+  spec.stdout_to = ChildOutput::to_fd(out_write.fd);
+  spec.stderr_to = ChildOutput::to_fd(err_write.fd);
+  BF_ASSIGN_OR_RETURN(const pid_t pid, spawn_in_own_group(spec));
   out_write.reset();
   err_write.reset();
 

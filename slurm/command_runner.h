@@ -25,13 +25,14 @@ class CommandRunner {
  public:
   virtual ~CommandRunner() = default;
   // Runs argv[0] (found on PATH when it has no '/') with the rest as arguments, no shell. Any
-  // exit status is a successful Result. Errors: the program cannot be started (kUnavailable
-  // naming it), or it ran past `timeout` (killed with its process group; kUnavailable saying
+  // exit status is a successful Result. Errors: the program cannot be started (kUnavailable,
+  // "cannot start <argv[0]>: <why>"), or it ran past `timeout` (killed with its process group; kUnavailable saying
   // so). REQUIRES: !argv.empty().
   virtual Result<CommandOutput> run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) = 0;
 };
 
-// Runs real processes (posix_spawn, own process group, empty signal mask, stdin /dev/null).
+// Runs real processes (common/process_spawn.h: own process group, empty signal mask, stdin
+// /dev/null).
 // Thread safety: safe for concurrent use.
 class ProcessRunner final : public CommandRunner {
  public:

@@ -74,7 +74,7 @@ Result<LeaseState> CoordinatorClient::progress(std::int64_t job_id, const std::s
                                                std::string_view phase) {
   const auto [id, token] = identity_.get();
   BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/jobs/" + std::to_string(job_id) + "/progress",
-                                   {{"lease_id", lease_id}, {"phase", phase}}, token, 30s));
+                                   ProgressRequest{lease_id, std::string(phase), {}, {}}, token, 30s));
   if (r.status == 200 || r.status == 409) return renewal_of(r);
   return http::error_for_response(r, "progress");
 }
@@ -91,9 +91,8 @@ Result<HeartbeatResponse> CoordinatorClient::heartbeat(const std::vector<LeaseRe
 
 Result<UploadAnswer> CoordinatorClient::upload(const SpoolEntry& e) {
   const auto [id, token] = identity_.get();
-  BF_ASSIGN_OR_RETURN(auto r,
-                      post("/api/v1/jobs/" + std::to_string(e.job_id) + "/result",
-                           {{"lease_id", e.lease_id}, {"attempt", e.attempt}, {"result", e.result}}, token, 60s));
+  BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/jobs/" + std::to_string(e.job_id) + "/result",
+                                   ResultRequest{e.lease_id, e.attempt, e.result}, token, 60s));
   if (r.status == 200 || r.status == 201) return UploadAnswer{Upload::kAcknowledged, ""};
   if (r.status == 409 || r.status == 404) return UploadAnswer{Upload::kRefused, r.problem_detail()};
   if (r.status == 400 || r.status == 413) return UploadAnswer{Upload::kInvalid, r.problem_detail()};
@@ -103,7 +102,7 @@ Result<UploadAnswer> CoordinatorClient::upload(const SpoolEntry& e) {
 Status CoordinatorClient::release(std::int64_t job_id, const std::string& lease_id) {
   const auto [id, token] = identity_.get();
   BF_ASSIGN_OR_RETURN(
-      auto r, post("/api/v1/jobs/" + std::to_string(job_id) + "/release", {{"lease_id", lease_id}}, token, 10s));
+      auto r, post("/api/v1/jobs/" + std::to_string(job_id) + "/release", ReleaseRequest{lease_id}, token, 10s));
   if (r.status == 200 || r.status == 409) return Status::Ok();  // 409: nothing left to release
   return http::error_for_response(r, "release");
 }

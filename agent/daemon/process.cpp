@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_reader.h"
+#include "common/process_spawn.h"
 
 extern char** environ;
 
@@ -157,46 +157,17 @@ Result<Child> Child::spawn(const SpawnOptions& options) {
     write_record(record, record_json);
     o.env_set[kChildTokenVariable] = token;
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  const std::string out = o.stdout_path.empty() ? "/dev/null" : o.stdout_path;
-  const std::string err = o.stderr_path.empty() ? "/dev/null" : o.stderr_path;
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // A new process group (pgid = child pid), so a kill reaches everything the child starts.
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGTERM);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-
-  std::vector<char*> argv;
-  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const auto env_strings = child_environment(o);
-  std::vector<char*> envp;
-  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-
-  pid_t pid = -1;
-  // posix_spawnp: a bare name (squeue in an allocation) is looked up on PATH as execvp does; a
-  // path with a slash is taken as is.
-  const int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
+  SpawnSpec spec;
+  spec.argv = o.argv;
+  spec.env = child_environment(o);
+  spec.stdout_to = ChildOutput::to_file(o.stdout_path);
+  spec.stderr_to = ChildOutput::to_file(o.stderr_path);
+  const auto spawned = spawn_in_own_group(spec);
+  if (!spawned.ok()) {
     if (!record.empty()) ::unlink(record.c_str());
-    return Error::internal("cannot start " + o.argv[0] + ": " + std::strerror(rc));
+    return spawned.error();
   }
+  const pid_t pid = *spawned;
   if (!record.empty()) {
     record_json["pid"] = pid;  // also its process group (POSIX_SPAWN_SETPGROUP, pgid 0)
     if (auto st = proc_stat(pid)) record_json["start_ticks"] = st->start_ticks;

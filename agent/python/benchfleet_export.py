@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import faulthandler
 import hashlib
 import json
@@ -78,23 +77,18 @@ import time
 import traceback
 from typing import Any, Dict, Iterator, List, NoReturn, Optional, Sequence
 
+from benchfleet_aoti import (CACHE_COUNTERS, AotiPlan, aoti_plan, aoti_unsupported_reason, inductor_cache_counts,
+                             inductor_cache_outcome, run_aotinductor)
+from benchfleet_export_check import (PERTURB_VARIABLE, REFERENCE_FILE, compare, perturbed, test_perturbation,
+                                     write_accuracy_reference)
 from benchfleet_job import default_catalog
+from benchfleet_unsupported_dtype import unsupported_dtype_line
 
 EXIT_OK, EXIT_ERROR, EXIT_UNSUPPORTED = 0, 1, 4
 FORMATS = ("torchscript", "torchscript-frozen", "aotinductor")
 DTYPES = ("float32", "float16", "bfloat16", "amp")
-REFERENCE_FILE = "reference.bin"
-PERTURB_VARIABLE = "BENCHFLEET_TEST_PERTURB_COMPILED"  # test only (see the module docstring)
-_PERTURB_SEED = 20240519
-# torch's words for a kernel that has no implementation for a dtype on this device/build.
-_DTYPE_UNSUPPORTED = re.compile(r"not implemented for '(Half|BFloat16|ComplexHalf)'|"
-                                r"(does not support|unsupported) (dtype )?(Half|BFloat16|float16|bfloat16)", re.I)
 # The worker mode each TorchScript format serves; aotinductor serves the --mode it was built for.
 _WORKER_MODE = {"torchscript": "eager", "torchscript-frozen": "torchscript"}
-# Exported vs eager output: |diff| <= ATOL + RTOL * max|eager| (whole-output scale, so random-init
-# outputs near zero do not fail on relative error).
-_ATOL, _RTOL = 1e-3, 2e-2
-_AOTI_MIN_TORCH = (2, 6)
 # Modes whose packages the worker replays as CUDA graphs (as agent/worker/capabilities.cpp says).
 _CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 
@@ -154,28 +148,6 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _torch_version_tuple(version: str) -> tuple:
-    parts = []
-    for piece in version.split("+")[0].split(".")[:2]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits or 0))
-    return tuple(parts)
-
-
-def _aoti_unsupported_reason(torch: Any) -> Optional[str]:
-    needs = f"AOTInductor needs torch >= 2.6 (this is {torch.__version__})"
-    if _torch_version_tuple(torch.__version__) < _AOTI_MIN_TORCH:
-        return needs
-    try:
-        import torch._inductor  # noqa: F401 (lazily imported submodules)
-        import torch.export  # noqa: F401
-    except ImportError as e:
-        return f"AOTInductor is not usable in this torch ({torch.__version__}): {e}"
-    if not hasattr(torch._inductor, "aoti_compile_and_package"):
-        return needs
-    return None
-
-
 def _sha256(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -184,156 +156,19 @@ def _sha256(path: str) -> str:
     return digest.hexdigest()
 
 
-def _compare(reference: Any, exported: Any, numeric: bool = True) -> float:
-    """max |exported - reference| over all outputs; raises on a structural mismatch (count, shape,
-    NaN pattern), and with `numeric` on a difference beyond the tolerance too."""
-    import torch
-
-    from benchfleet_models import ExportFailure, flatten_tensors
-
-    ref, out = flatten_tensors(reference), flatten_tensors(exported)
-    if len(ref) != len(out):
-        raise ExportFailure("error", f"exported module returns {len(out)} tensors, the model {len(ref)}")
-    worst = 0.0
-    for i, (a, b) in enumerate(zip(ref, out)):
-        if tuple(a.shape) != tuple(b.shape):
-            raise ExportFailure("error", f"output {i}: exported shape {tuple(b.shape)} != eager {tuple(a.shape)}")
-        a64, b64 = a.detach().double().cpu(), b.detach().double().cpu()
-        if bool(torch.isnan(a64).ne(torch.isnan(b64)).any()):
-            raise ExportFailure("error", f"output {i}: NaNs differ between exported module and eager model")
-        finite = torch.isfinite(a64) & torch.isfinite(b64)
-        if a64[finite].numel() == 0:
-            continue
-        diff = float((a64[finite] - b64[finite]).abs().max())
-        scale = float(a64[finite].abs().max())
-        if numeric and diff > _ATOL + _RTOL * scale:
-            raise ExportFailure("error", f"output {i}: exported module differs from the eager model "
-                                         f"(max |diff| {diff:.3g}, max |eager| {scale:.3g})")
-        worst = max(worst, diff)
-    return worst
-
-
 def _dtype_unsupported(error: BaseException, dtype: str, device: str) -> Optional[Exception]:
     """The `unsupported` verdict for an error that says a kernel lacks `dtype` on this device."""
     from benchfleet_models import ExportFailure
 
-    text = str(error)
-    match = _DTYPE_UNSUPPORTED.search(text)
-    if match is None or dtype == "float32":
+    line = unsupported_dtype_line(dtype, str(error))
+    if line is None:
         return None
-    line = next((ln.strip() for ln in text.splitlines() if _DTYPE_UNSUPPORTED.search(ln)), match.group(0))
     return ExportFailure("unsupported", f"{dtype} on {device} is not supported by this torch build: {line[:500]}")
 
 
 def _cast_inputs(inputs: Sequence[Any], dtype: Any) -> List[Any]:
     """Floating inputs in `dtype`; ids and masks as they are."""
     return [t.to(dtype) if t.is_floating_point() else t for t in inputs]
-
-
-def _test_perturbation() -> Optional[float]:
-    """The relative scale of BENCHFLEET_TEST_PERTURB_COMPILED, or None when it is not set."""
-    from benchfleet_models import ExportFailure
-
-    raw = os.environ.get(PERTURB_VARIABLE, "")
-    if not raw:
-        return None
-    try:
-        scale = float(raw)
-    except ValueError:
-        scale = -1.0
-    if not (0 < scale < 1e6):
-        raise ExportFailure("error", f"{PERTURB_VARIABLE}={raw!r} must be a positive number (a relative scale, "
-                                     "e.g. 0.05)")
-    return scale
-
-
-def _perturbed(model: Any, outputs: Sequence[Any], scale: float) -> Any:
-    """`model` whose floating outputs get scale x ||out|| / sqrt(numel) x a fixed seeded noise
-    (test only: an AOTInductor package that computes wrong numbers)."""
-    import math
-
-    import torch
-
-    from benchfleet_models import flatten_tensors
-
-    class Perturbed(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-            generator = torch.Generator().manual_seed(_PERTURB_SEED)
-            self.floating = [t.is_floating_point() for t in outputs]
-            for i, t in enumerate(outputs):
-                noise = torch.randn(tuple(t.shape), generator=generator, dtype=torch.float32) if self.floating[i] \
-                    else torch.zeros(0)
-                self.register_buffer(f"noise{i}", noise.to(device=t.device, dtype=t.dtype if self.floating[i]
-                                                           else torch.float32))
-
-        def forward(self, *inputs: Any) -> Any:
-            result = flatten_tensors(self.model(*inputs))
-            perturbed = []
-            for i, out in enumerate(result):
-                if self.floating[i]:
-                    size = out.float().norm() * (scale / math.sqrt(max(out.numel(), 1)))
-                    out = out + size.to(out.dtype) * getattr(self, f"noise{i}")
-                perturbed.append(out)
-            return perturbed[0] if len(perturbed) == 1 else tuple(perturbed)
-
-    return Perturbed().eval()
-
-
-def _tensor_bytes(tensor: Any) -> bytes:
-    """The raw little-endian, C-contiguous bytes of a tensor (on the CPU)."""
-    import ctypes
-
-    t = tensor.detach().cpu().contiguous()
-    return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""
-
-
-def _write_accuracy_reference(out_dir: str, model: Any, reference_model: Any, inputs: Sequence[Any],
-                              eager: Sequence[Any], input_names: Sequence[str],
-                              output_names: Sequence[str]) -> Dict[str, Any]:
-    """Writes reference.bin (the inputs, then the float64 reference outputs) and returns its
-    description (metadata `accuracy_reference`). `eager`: the model's outputs on `inputs`."""
-    import math
-
-    import torch
-
-    from benchfleet_accuracy import compare, float64_inputs, outputs_equal
-    from benchfleet_models import flatten_tensors
-
-    if sys.byteorder != "little":
-        raise RuntimeError("reference.bin is little-endian; this host is not")
-    with torch.no_grad():
-        again = flatten_tensors(model(*inputs))
-        reference = flatten_tensors(reference_model(*float64_inputs(inputs)))
-    if len(reference) != len(eager):
-        raise RuntimeError(f"the float64 model returns {len(reference)} tensors, the model {len(eager)}")
-    described: Dict[str, Any] = {"file": REFERENCE_FILE, "eager_deterministic": outputs_equal(list(eager), again),
-                                 "inputs": [], "outputs": []}
-    offset = 0
-    path = os.path.join(out_dir, REFERENCE_FILE)
-    with open(path, "wb") as f:
-        def put(tensor: Any, name: str) -> Dict[str, Any]:
-            nonlocal offset
-            data = _tensor_bytes(tensor)
-            f.write(data)
-            entry = {"name": name, "dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape),
-                     "offset": offset, "nbytes": len(data)}
-            offset += len(data)
-            return entry
-
-        for name, tensor in zip(input_names, inputs):
-            described["inputs"].append(put(tensor, name))
-        for name, ref, out in zip(output_names, reference, eager):
-            if tuple(ref.shape) != tuple(out.shape):
-                raise RuntimeError(f"{name}: the float64 model's shape {tuple(ref.shape)} != {tuple(out.shape)}")
-            entry = put(ref, name)
-            error = compare(name, out, out, ref).eager_error if ref.is_floating_point() else 0.0
-            # null: eager itself has NaN or Inf where the reference has none (nothing to judge against)
-            entry["eager_error"] = error if math.isfinite(error) else None
-            described["outputs"].append(entry)
-    os.chmod(path, 0o644)
-    return described
 
 
 def _export_torchscript(model: Any, inputs: Sequence[Any], path: str, frozen: bool) -> None:
@@ -357,23 +192,6 @@ def _run_torchscript(path: str, inputs: Sequence[Any], device: str, frozen: bool
         return module(*inputs)
 
 
-_CACHE_COUNTERS = ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass")
-
-
-def _inductor_cache_counts() -> Dict[str, int]:
-    """Inductor's FX graph cache lookups so far in this process (torch._dynamo's counters)."""
-    from torch._dynamo.utils import counters
-
-    return {name: int(counters["inductor"][name]) for name in _CACHE_COUNTERS}
-
-
-def inductor_cache_outcome(hits: int, misses: int, bypasses: int) -> str:
-    """cold: nothing came from the cache (also when it was not consulted); warm: every lookup hit."""
-    if hits == 0:
-        return "cold"
-    return "warm" if misses == 0 and bypasses == 0 else "mixed"
-
-
 def _export_aotinductor(model: Any, inputs: Sequence[Any], path: str, configs: Dict[str, Any],
                         fallback: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Exports and compiles the package; returns what the metadata says about the compile:
@@ -384,7 +202,7 @@ def _export_aotinductor(model: Any, inputs: Sequence[Any], path: str, configs: D
     import torch._inductor
 
     report: Dict[str, Any] = {"inductor_configs": configs}
-    before = _inductor_cache_counts()
+    before = inductor_cache_counts()
     with torch.no_grad():
         program = torch.export.export(model, tuple(inputs))
         started = time.monotonic()
@@ -401,69 +219,14 @@ def _export_aotinductor(model: Any, inputs: Sequence[Any], path: str, configs: D
             report.update(inductor_configs=fallback,
                           inductor_fallback=f"the compile with {configs} failed ({why}); compiled with {fallback}")
         compile_s = time.monotonic() - started
-    after = _inductor_cache_counts()
-    hits, misses, bypasses = (after[k] - before[k] for k in _CACHE_COUNTERS)
+    after = inductor_cache_counts()
+    hits, misses, bypasses = (after[k] - before[k] for k in CACHE_COUNTERS)
     report.update({
         "compile_s": round(compile_s, 3),
         "inductor_cache": inductor_cache_outcome(hits, misses, bypasses),
         "inductor_cache_counts": {"hit": hits, "miss": misses, "bypass": bypasses},
     })
     return report
-
-
-def _cpu_gemm_without_template(configs: Dict[str, Any]) -> Dict[str, Any]:
-    """max-autotune's GEMM choices on the CPU without Inductor's C++ GEMM template (ATen's only)."""
-    return {**configs, "max_autotune_gemm_backends": "ATEN"}
-
-
-@dataclasses.dataclass
-class _AotiPlan:
-    """How an AOTInductor package is compiled: with `configs`, else (if set) with `fallback`."""
-
-    configs: Dict[str, Any] = dataclasses.field(default_factory=dict)
-    fallback: Optional[Dict[str, Any]] = None
-    note: str = ""  # why `configs` differ from the mode's, when they do
-    vec_isa: str = ""  # on the CPU: the vector ISA of Inductor's kernels, or "none"
-
-
-def _aoti_plan(mode_configs: Dict[str, Any], device: str) -> _AotiPlan:
-    # An AOTInductor package has no CUDA graphs; the worker captures them itself.
-    plan = _AotiPlan(configs={k: v for k, v in mode_configs.items() if "cudagraph" not in k})
-    if device != "cpu":
-        return plan
-    plan.vec_isa = _inductor_vec_isa()
-    # max-autotune on the CPU tries Inductor's C++ GEMM template besides ATen. In torch 2.6 the
-    # template fails for some models (mobilenet_v3_small: a LoweringException), and without a
-    # vector ISA it is reference code that does not even compile: then it is left out from the
-    # start, else only when the compile with it fails.
-    if plan.configs.get("max_autotune") and "max_autotune_gemm_backends" not in plan.configs:
-        if plan.vec_isa == "none":
-            plan.configs = _cpu_gemm_without_template(plan.configs)
-            plan.note = ("compiled without the C++ GEMM template: with no vector ISA it would be reference code "
-                         "(which torch 2.6 does not compile)")
-        else:
-            plan.fallback = _cpu_gemm_without_template(plan.configs)
-    return plan
-
-
-def _inductor_vec_isa() -> str:
-    """The vector ISA Inductor's CPU kernels are built for, or "none" (scalar code)."""
-    try:
-        from torch._inductor import cpu_vec_isa  # torch >= 2.5
-
-        isa = cpu_vec_isa.pick_vec_isa()
-    except (ImportError, AttributeError):
-        return "unknown"
-    return str(isa) if isa else "none"
-
-
-def _run_aotinductor(path: str, inputs: Sequence[Any]) -> Any:
-    import torch
-    import torch._inductor
-
-    compiled = torch._inductor.aoti_load_package(path)
-    with torch.no_grad():
-        return compiled(*inputs)
 
 
 def _describe(tensors: Sequence[Any], names: Sequence[str]) -> List[Dict[str, Any]]:
@@ -497,22 +260,22 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
     if args.dtype == "amp":
         raise ExportFailure("unsupported", "amp (autocast over float32 weights) runs in the python runtime only: an "
                                            "exported artifact has one fixed dtype (use float16 or bfloat16)")
-    perturbation = _test_perturbation() if args.format == "aotinductor" else None
+    perturbation = test_perturbation() if args.format == "aotinductor" else None
     spec = find_model(load_catalog(args.catalog), args.model)
     if spec.formats and args.format not in spec.formats:
         raise ExportFailure("unsupported", f"the catalog lists {args.model} as exportable to "
                                            f"{', '.join(spec.formats)}, not {args.format}")
 
-    plan = _AotiPlan()
+    plan = AotiPlan()
     if args.format == "aotinductor":
-        reason = _aoti_unsupported_reason(torch)
+        reason = aoti_unsupported_reason(torch)
         if reason:
             raise ExportFailure("unsupported", reason)
         if args.mode in _CUDA_GRAPH_MODES and args.device != "cuda":
             instead = "default" if args.mode == "reduce-overhead" else "max-autotune-no-cudagraphs"
             raise ExportFailure("unsupported", f"{args.mode} replays CUDA graphs and needs a CUDA device; on "
                                                f"{args.device} its package would be {instead}'s")
-        plan = _aoti_plan(inductor_configs_for_mode(args.mode), args.device)
+        plan = aoti_plan(inductor_configs_for_mode(args.mode), args.device)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ExportFailure("error", f"--device cuda, but this torch ({torch.__version__}) sees no CUDA device")
 
@@ -548,7 +311,7 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
             exported_model = model
             if perturbation is not None:
                 _log(f"test only: {PERTURB_VARIABLE}={perturbation}: the package's outputs are perturbed")
-                exported_model = _perturbed(model, flatten_tensors(reference), perturbation)
+                exported_model = perturbed(model, flatten_tensors(reference), perturbation)
             compile_report = _export_aotinductor(exported_model, inputs, artifact_path, plan.configs, plan.fallback)
         else:
             _export_torchscript(model, inputs, artifact_path, frozen=args.format == "torchscript-frozen")
@@ -565,17 +328,17 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
     accuracy_reference: Optional[Dict[str, Any]] = None
     try:
         if args.format == "aotinductor":
-            exported = _run_aotinductor(artifact_path, inputs)
+            exported = run_aotinductor(artifact_path, inputs)
             # Only the structure: the numbers are the worker's accuracy verdict to judge.
-            max_abs_diff = _compare(reference, exported, numeric=False)
+            max_abs_diff = compare(reference, exported, numeric=False)
             _log("writing the float64 accuracy reference")
-            accuracy_reference = _write_accuracy_reference(args.out, model, reference_model, inputs,
-                                                           flatten_tensors(reference),
-                                                           [item.name for item in spec.inputs], output_names)
+            accuracy_reference = write_accuracy_reference(args.out, model, reference_model, inputs,
+                                                          flatten_tensors(reference),
+                                                          [item.name for item in spec.inputs], output_names)
         else:
             exported = _run_torchscript(artifact_path, inputs, args.device,
                                         frozen=args.format == "torchscript-frozen")
-            max_abs_diff = _compare(reference, exported)
+            max_abs_diff = compare(reference, exported)
     except Exception as e:  # an unchecked artifact is not left behind
         for leftover in (artifact_path, os.path.join(args.out, REFERENCE_FILE)):
             if os.path.exists(leftover):

@@ -40,6 +40,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from benchfleet_rules import rule, shipped_file
 from benchfleet_stats import MEASUREMENT_DEFAULTS
 
 # The benchfleet version this runner belongs to: the project version in the top CMakeLists.txt
@@ -61,10 +62,7 @@ def default_catalog() -> str:
     """The model catalog the python side reads when no --catalog names one (the exporter, the
     runner, the seed smoke test alike): $BENCHFLEET_CATALOG, else catalog/models.yaml beside these
     files (an installed agent's share/benchfleet/), else the source tree's common/catalog/."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    installed = os.path.join(here, "catalog", "models.yaml")
-    source = os.path.normpath(os.path.join(here, "..", "..", "common", "catalog", "models.yaml"))
-    return os.environ.get("BENCHFLEET_CATALOG") or (installed if os.path.exists(installed) else source)
+    return os.environ.get("BENCHFLEET_CATALOG") or shipped_file("catalog", "models.yaml")
 
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
@@ -295,9 +293,10 @@ def _measurement(value: Any, path: str) -> Dict[str, Any]:
         "target_ci_rel_width": r.optional("target_ci_rel_width", _number, d["target_ci_rel_width"]),
     }
     r.check(0 <= m["warmup"] <= 100000, "warmup", "must be between 0 and 100000")
-    r.check(1 <= m["min_iterations"] <= 1000000, "min_iterations", "must be between 1 and 1000000")
-    r.check(m["min_iterations"] <= m["max_iterations"] <= 1000000, "max_iterations",
-            "must be between min_iterations and 1000000")
+    most = rule("measurement_limits.json")["max_iterations"]
+    r.check(1 <= m["min_iterations"] <= most, "min_iterations", f"must be between 1 and {most}")
+    r.check(m["min_iterations"] <= m["max_iterations"] <= most, "max_iterations",
+            f"must be between min_iterations and {most}")
     r.check(0 <= m["min_duration_s"] <= 86400, "min_duration_s", "must be between 0 and 86400")
     r.check(0 < m["max_duration_s"] <= 86400 and m["max_duration_s"] >= m["min_duration_s"], "max_duration_s",
             "must be > 0, >= min_duration_s and <= 86400")

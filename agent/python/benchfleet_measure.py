@@ -1,5 +1,6 @@
 """One job, start to verdict, in this process: the Python runner's counterpart of
-agent/worker/measure.cpp (with runner.cpp, timing.cpp, memory.cpp and oom.cpp).
+agent/worker/measure.cpp (with runner.cpp; timing.cpp's is benchfleet_timing.py, memory.cpp's and
+oom.cpp's benchfleet_memory.py).
 
     result = run_job(job, caps, hooks)   # a JobResult as a dict; never raises
 
@@ -54,12 +55,8 @@ from __future__ import annotations
 
 import gc
 import importlib
-import math
-import re
-import resource
 import sys
 import time
-import traceback
 from typing import Any, Callable, Dict, List, Optional
 
 import torch
@@ -70,246 +67,13 @@ from benchfleet_compile import (compile_model, compile_telemetry, dynamo_counter
 from benchfleet_environment import (Capabilities, builder_fingerprint, fingerprint, gpu_telemetry, unsupported_reason,
                                     uses_cuda_graph)
 from benchfleet_job import COMPILE_MODES, Hooks, Job, JobError, TensorSpec, default_catalog, failed
+from benchfleet_memory import (MAX_ERROR_CHARS, apply_memory_limit, classify, cuda_oom_count, describe_error,
+                               lift_memory_limit, onednn_failed_at_cap, peak_memory)
 from benchfleet_models import ExportFailure, ModelSpec, build_model, find_model, load_catalog, make_inputs
-from benchfleet_native_oom import proc_status_bytes
 from benchfleet_precision import autocast_dtype, cast_inputs, cast_model, in_precision, unsupported_dtype_reason
 from benchfleet_shape_walk import shape_walk
 from benchfleet_stats import StoppingRule, compute_statistics
-
-_GRAIN_SIZE = 32768  # at::internal::GRAIN_SIZE: ops with more elements run on the intra-op threads
-_MAX_ERROR_CHARS = 4000
-
-
-# ---- out of memory (agent/worker/oom.cpp) ------------------------------------------------------
-
-_OOM_NEEDLES = ("can't allocate memory", "out of memory", "OutOfMemoryError", "std::bad_alloc",
-                "Cannot allocate memory")
-_REQUESTED = re.compile(r"tried to allocate ([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?) *(KiB|MiB|GiB|TiB|bytes|B)?",
-                        re.IGNORECASE)
-_UNIT_BYTES = {"kib": 1024, "mib": 1024 ** 2, "gib": 1024 ** 3, "tib": 1024 ** 4, "bytes": 1, "b": 1}
-
-
-def is_oom_message(message: str) -> bool:
-    return any(needle in message for needle in _OOM_NEEDLES)
-
-
-def oom_bytes_requested(message: str) -> Optional[int]:
-    """"you tried to allocate 123 bytes" (CPU) or "Tried to allocate 2.50 GiB" (CUDA)."""
-    match = _REQUESTED.search(message)
-    if match is None or match.group(2) is None:
-        return None
-    return int(math.floor(float(match.group(1)) * _UNIT_BYTES[match.group(2).lower()] + 0.5))
-
-
-def oom_line(message: str) -> str:
-    """The line reporting the failed allocation, or the whole message."""
-    return next((line for line in message.splitlines() if is_oom_message(line)), message)
-
-
-def _describe(error: BaseException) -> str:
-    text = f"{type(error).__name__}: {error}"
-    cut = text.find("\nException raised from")  # the rest is a C++ backtrace
-    return text if cut < 0 else text[:cut]
-
-
-def is_oom_failure(message: str, allocator_counted_oom: bool) -> bool:
-    """agent/worker/oom.h is_oom_failure: the message says out-of-memory, or the CUDA caching
-    allocator counted a new one while the job ran (its num_ooms grew), whatever the message, since
-    a runtime may report it as a generic failure."""
-    return allocator_counted_oom or is_oom_message(message)
-
-
-def cuda_oom_count() -> int:
-    """How many allocations the CUDA caching allocator of device 0 has refused so far (its
-    num_ooms); 0 before CUDA is initialised (memory_stats does not initialise it) or without it."""
-    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
-        return 0
-    return int(torch.cuda.memory_stats(0).get("num_ooms", 0))
-
-
-def classify(error: BaseException, phase: str, device: str, allocator_counted_oom: bool = False) -> Dict[str, Any]:
-    """A failed job's result: oom (with phase and bytes) when the failure is one, else error.
-    allocator_counted_oom: the CUDA caching allocator's num_ooms grew during the job."""
-    if isinstance(error, ExportFailure):
-        return failed(error.status, error.message)
-    if isinstance(error, MemoryError):
-        text = f"MemoryError: {error}" if str(error) else "MemoryError: Python could not allocate memory"
-    else:
-        text = _describe(error)
-    says_oom = isinstance(error, MemoryError) or is_oom_message(text)
-    if not says_oom:  # where it failed: an error, or an oom only the allocator's counter saw
-        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
-    if not says_oom and not is_oom_failure(text, allocator_counted_oom):
-        return failed("error", text[:_MAX_ERROR_CHARS])
-    message = oom_line(text) if says_oom else f"out of memory (counted by the CUDA caching allocator): {text}"
-    result = failed("oom", message[:_MAX_ERROR_CHARS])
-    bytes_requested = oom_bytes_requested(text)
-    result["oom"] = {"phase": phase}
-    if bytes_requested is not None:
-        result["oom"]["bytes_requested"] = bytes_requested
-    result["memory"] = peak_memory(device)
-    return result
-
-
-# ---- memory caps and peaks (agent/worker/memory.cpp) -------------------------------------------
-
-def virtual_size_bytes() -> int:
-    """VmSize of this process; 0 if unknown."""
-    return proc_status_bytes("VmSize")
-
-
-def apply_memory_limit(device: str, limit_mb: int, hooks: Hooks) -> None:
-    """cuda: the caching allocator's per-process memory fraction = limit / device total.
-    cpu: the address space may grow by at most the limit beyond what it is now (torch imported,
-    its intra-op threads started; the model not yet built), via RLIMIT_AS."""
-    limit = limit_mb * 1024 * 1024
-    if device == "cuda":
-        total = torch.cuda.get_device_properties(0).total_memory
-        if limit < total:  # a cap above the card is no cap
-            torch.cuda.set_per_process_memory_fraction(limit / total, 0)
-        return
-    if torch.get_num_threads() > 1:  # libgomp's thread stacks are torch's, not the model's
-        torch.ones(2 * _GRAIN_SIZE)
-    base = virtual_size_bytes()
-    if base <= 0:
-        raise JobError("", "cannot read VmSize from /proc/self/status to apply the memory limit")
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    soft = base + limit if hard == resource.RLIM_INFINITY else min(base + limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-    hooks.memory_cap(soft)
-
-
-# oneDNN (through ideep) reports any failure to create a primitive as this, a failed allocation of
-# its scratchpad or JIT buffer included: under the CPU cap, and near it, that is an out-of-memory.
-_ONEDNN_PRIMITIVE_FAILED = "could not create a primitive"
-# How close the address-space peak must have come to the cap (the failed request is not in it):
-# agent/worker/native_oom.h's margin.
-AT_CAP_MARGIN = 64 << 20
-
-
-def vm_peak_bytes() -> int:
-    """VmPeak of this process; 0 if unknown."""
-    return proc_status_bytes("VmPeak")
-
-
-def onednn_failed_at_cap(message: str) -> bool:
-    """Whether a failure with `message` is oneDNN's failed primitive with this process's address
-    space at (within AT_CAP_MARGIN of) its RLIMIT_AS cap. Call it before the cap is lifted."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if _ONEDNN_PRIMITIVE_FAILED not in message or soft == resource.RLIM_INFINITY:
-        return False
-    return vm_peak_bytes() + AT_CAP_MARGIN >= soft
-
-
-def lift_memory_limit(device: str = "cpu") -> None:
-    """cpu: RLIMIT_AS back to its hard limit. cuda: the caching allocator may use the whole device
-    again (the float64 model of the accuracy check is twice the job's, at least)."""
-    if device == "cuda":
-        torch.cuda.set_per_process_memory_fraction(1.0, 0)
-        return
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
-
-
-def peak_memory(device: str) -> Dict[str, int]:
-    """Peak RSS, and on CUDA the caching allocator's peaks (allocated, reserved) of device 0."""
-    out = {"peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
-    if device == "cuda" and torch.cuda.is_initialized():
-        out["peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated(0))
-        out["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved(0))
-    return out
-
-
-# ---- timers (agent/worker/timing.cpp, cuda.cpp) ------------------------------------------------
-
-class CpuTimer:
-    """CPU work is synchronous: the steady clock around the call is the iteration's time."""
-
-    def __init__(self) -> None:
-        self._pending: List[float] = []
-
-    def time(self, fn: Callable[[], None]) -> None:
-        start = time.perf_counter_ns()
-        fn()
-        self._pending.append((time.perf_counter_ns() - start) / 1e6)
-
-    def harvest(self, samples_ms: List[float]) -> None:
-        samples_ms.extend(self._pending)
-        self._pending.clear()
-
-
-def _timing_event() -> Any:
-    return torch.cuda.Event(enable_timing=True)
-
-
-class CudaEventTimer:
-    """An event pair per call on the current stream; one synchronize per harvest. The pairs of
-    `batch` calls are made up front and reused after each harvest (more are made, before the
-    timed window, if a batch runs longer). torch.cuda.Event creates its CUDA event at its first
-    record, so each new event is recorded once when made, not first inside a timed call.
-    make_event: for tests (default: a timing torch.cuda.Event)."""
-
-    def __init__(self, batch: int, make_event: Optional[Callable[[], Any]] = None) -> None:
-        self._make_event = make_event or _timing_event
-        self._pool: List[Any] = []
-        self._used = 0  # pairs recorded since the last harvest
-        self._grow(max(1, batch))
-
-    def _grow(self, more: int) -> None:
-        for _ in range(more):
-            start, stop = self._make_event(), self._make_event()
-            start.record()
-            stop.record()
-            self._pool.append((start, stop))
-
-    def time(self, fn: Callable[[], None]) -> None:
-        if self._used == len(self._pool):
-            self._grow(len(self._pool))
-        start, stop = self._pool[self._used]
-        self._used += 1
-        start.record()
-        fn()
-        stop.record()
-
-    def harvest(self, samples_ms: List[float]) -> None:
-        if not self._used:
-            return
-        self._pool[self._used - 1][1].synchronize()  # one wait for the whole batch
-        samples_ms.extend(float(start.elapsed_time(stop)) for start, stop in self._pool[:self._used])
-        self._used = 0
-
-
-# On CUDA a harvest synchronizes with the device: once per this many timed calls, or once per
-# interval when calls are slower (agent/worker/measure.cpp's constants).
-CUDA_HARVEST_BATCH = 16
-HARVEST_INTERVAL_S = 0.25
-
-
-class HarvestSchedule:
-    """agent/worker/timing.h HarvestSchedule: when a measurement loop harvests its timer. Due once
-    `batch` calls are pending, or once `interval_s` has passed since the last harvest, on the
-    schedule's own clock (nothing else, a progress report say, restarts it). With batch 1 every
-    call is harvested without reading the clock. now: for tests."""
-
-    def __init__(self, batch: int, interval_s: float, now: Callable[[], float] = time.perf_counter) -> None:
-        self.batch = max(1, batch)
-        self.pending = 0
-        self._interval_s = interval_s
-        self._now = now
-        self._last_harvest = now()
-
-    def iteration_timed(self) -> bool:
-        """Counts one more timed call; True when the caller must harvest now, which counts as that
-        harvest (nothing pending, the interval starts again)."""
-        if self.batch == 1:
-            return True
-        self.pending += 1
-        now = self._now()
-        if self.pending < self.batch and now - self._last_harvest < self._interval_s:
-            return False
-        self.pending = 0
-        self._last_harvest = now
-        return True
+from benchfleet_timing import CUDA_HARVEST_BATCH, HARVEST_INTERVAL_S, CpuTimer, CudaEventTimer, HarvestSchedule
 
 
 # ---- the job -----------------------------------------------------------------------------------
@@ -542,13 +306,13 @@ def run_job(job: Job, caps: Capabilities, hooks: Hooks) -> Dict[str, Any]:
     except Exception as e:  # every failure becomes a verdict; MemoryError too
         error = e
     capped = bool(job.memory_limit_mb) and job.device == "cpu"
-    at_cap = capped and error is not None and onednn_failed_at_cap(_describe(error))
+    at_cap = capped and error is not None and onednn_failed_at_cap(describe_error(error))
     if capped:
         lift_memory_limit()  # before reporting: that needs memory too
     if isinstance(error, JobError):
         result = failed("error", f"memory limit: {error}")
     elif at_cap and error is not None:
-        result = failed("oom", f"out of memory at the CPU memory cap: {_describe(error)}"[:_MAX_ERROR_CHARS])
+        result = failed("oom", f"out of memory at the CPU memory cap: {describe_error(error)}"[:MAX_ERROR_CHARS])
         result["oom"] = {"phase": tracker.current}
         result["memory"] = peak_memory(job.device)
     elif error is not None:
@@ -563,7 +327,7 @@ def _dtype_unsupported(job: Job, error: BaseException) -> Optional[str]:
     """Why the job is unsupported when `error` says this build or device lacks its dtype."""
     if isinstance(error, ExportFailure):
         return None
-    return unsupported_dtype_reason(job.dtype, job.device, _describe(error))
+    return unsupported_dtype_reason(job.dtype, job.device, describe_error(error))
 
 
 def _finish(result: Dict[str, Any], environment: Dict[str, Any], job: Job) -> Dict[str, Any]:

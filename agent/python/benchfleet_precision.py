@@ -15,19 +15,13 @@ job unsupported, with the reason (unsupported_dtype_reason), whichever phase it 
 from __future__ import annotations
 
 import contextlib
-import re
 from typing import Any, Callable, ContextManager, List, Optional, Sequence
 
 import torch
 
-_CAST = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+from benchfleet_unsupported_dtype import unsupported_dtype_line
 
-# Messages of kernels, compilers and devices that lack a dtype. Only read for jobs not in float32.
-_UNSUPPORTED_DTYPE = re.compile(
-    r"not implemented for '(Half|BFloat16|ComplexHalf)'"
-    r"|\b(bf16|bfloat16|fp16|float16|half)\b[^\n]{0,60}\b(not |un)supported"
-    r"|\b(not |un)supported\b[^\n]{0,60}\b(bf16|bfloat16|fp16|float16|half)\b",
-    re.IGNORECASE)
+_CAST = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 def autocast_dtype(device: str) -> torch.dtype:
@@ -68,13 +62,8 @@ def in_precision(fn: Callable[..., Any], dtype: str, device: str) -> Callable[..
 
 def unsupported_dtype_reason(dtype: str, device: str, message: str) -> Optional[str]:
     """Why the job is unsupported when `message` (a failure's) says this build or device cannot run
-    `dtype`; None otherwise, and always for float32."""
-    if dtype == "float32":
+    `dtype` (benchfleet_unsupported_dtype); None otherwise, and always for float32."""
+    line = unsupported_dtype_line(dtype, message)
+    if line is None:
         return None
-    match = _UNSUPPORTED_DTYPE.search(message)
-    if match is None:
-        return None
-    start = message.rfind("\n", 0, match.start()) + 1
-    end = message.find("\n", match.end())
-    line = message[start:end if end >= 0 else len(message)].strip()
     return f"{dtype} on {device}: this torch build or device cannot run it: {line}"[:4000]

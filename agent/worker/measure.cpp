@@ -18,10 +18,10 @@
 #include "agent/worker/output_check.h"
 #include "agent/worker/runner.h"
 #include "agent/worker/stream_tail.h"
-#include "agent/worker/unsupported_dtype.h"
 #include "common/codecs.h"
 #include "common/measurement.h"
 #include "common/stats.h"
+#include "common/unsupported_dtype.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -149,7 +149,7 @@ void measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressF
 
 // `allocator_counted_oom`: the CUDA caching allocator's out-of-memory counter grew during the job.
 JobResult classify(std::string_view what, OomPhase phase, const WorkerJob& job, bool allocator_counted_oom) {
-  if (const auto line = dtype_not_implemented(what)) {
+  if (const auto line = unsupported_dtype_line(to_string(job.dtype), what)) {
     return failure(ResultStatus::kUnsupported, std::string(to_string(job.dtype)) + " on " + job.device +
                                                    " is not supported by this LibTorch: " + *line);
   }

@@ -3,8 +3,9 @@
 # programs use it, not the build machine's trees.
 #  1. Install into a scratch prefix (outside the build tree) with BENCHFLEET_RELEASE_VERSION set:
 #     bin/ has every program this build made; share/benchfleet/ has the dashboard, the catalog,
-#     every agent/python/benchfleet_*.py, in-root.sh and build-worker.sh (executable), VERSION, the
-#     worker's sources in src/ (the top CMakeLists.txt, cmake/TorchApi.cmake, common/,
+#     every agent/python/benchfleet_*.py and beside them rules/ (common/rules/*.json), in-root.sh and
+#     build-worker.sh (executable), VERSION, the worker's sources in src/ (the top CMakeLists.txt,
+#     cmake/TorchApi.cmake and cmake/EmbedFiles*.cmake, common/,
 #     agent/worker/, equal to the source tree's), and SOURCE_ID equal to the digest releases have
 #     always carried (find | sort | sha256sum, below), which the agent role keys built workers on.
 #  2. Install again without the variable over a stale file in src/: VERSION is the project's,
@@ -58,12 +59,15 @@ for module in "$root"/agent/python/benchfleet_*.py; do
   modules=$((modules + 1))
 done
 [ "$modules" -gt 0 ] && [ -f "$share/benchfleet_export.py" ] || fail "the agent's exporter is not installed"
+diff -r "$root/common/rules" "$share/rules" >/dev/null || fail "share/benchfleet/rules differs from common/rules/"
 for script in in-root.sh build-worker.sh; do
   [ -x "$share/$script" ] && cmp -s "$root/scripts/$script" "$share/$script" || fail "share/benchfleet/$script differs or is not executable"
 done
 [ "$(cat "$share/VERSION")" = 7.7.7-installtest ] || fail "VERSION is '$(cat "$share/VERSION")', not 7.7.7-installtest"
 cmp -s "$root/CMakeLists.txt" "$share/src/CMakeLists.txt" || fail "src/CMakeLists.txt differs or is missing"
-cmp -s "$root/cmake/TorchApi.cmake" "$share/src/cmake/TorchApi.cmake" || fail "src/cmake/TorchApi.cmake differs or is missing"
+for file in TorchApi.cmake EmbedFiles.cmake EmbedFilesScript.cmake; do
+  cmp -s "$root/cmake/$file" "$share/src/cmake/$file" || fail "src/cmake/$file differs or is missing"
+done
 diff -r "$root/common" "$share/src/common" >/dev/null || fail "src/common differs from the source tree's common/"
 diff -r "$root/agent/worker" "$share/src/agent/worker" >/dev/null || fail "src/agent/worker differs from agent/worker/"
 [ "$(ls "$share/src")" = "$(printf 'CMakeLists.txt\nagent\ncmake\ncommon')" ] || fail "src/ holds more than the worker's sources: $(ls "$share/src")"

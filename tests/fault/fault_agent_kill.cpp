@@ -45,6 +45,7 @@
 #include "tests/fault/fault_table.h"
 #include "tests/support/agent_process.h"
 #include "tests/support/coordinator_child.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -460,18 +461,16 @@ int main(int argc, char** argv) {
   app.add_flag("--keep-dir", o.keep_dir, "keep the work directory (it is always kept when the run is not clean)");
   app.add_flag("--json", o.json_row, "print the row as JSON too");
   CLI11_PARSE(app, argc, argv);
-  const bool own_dir = o.dir.empty();
-  if (own_dir) o.dir = (fs::temp_directory_path() / ("fault_agent_kill." + std::to_string(::getpid()))).string();
+  std::optional<bt::TempDir> own_dir;  // removed at the end of a clean run unless --keep-dir
+  if (o.dir.empty()) o.dir = own_dir.emplace("fault_agent_kill").str();
   int code = 1;
   try {
     code = run(o);
   } catch (const std::exception& e) {
     std::cerr << "fault_agent_kill: " << e.what() << "\n";
   }
-  if (code == 0 && own_dir && !o.keep_dir) {
-    std::error_code ec;
-    fs::remove_all(o.dir, ec);
-  } else {
+  if (code != 0 || !own_dir || o.keep_dir) {
+    if (own_dir) own_dir->keep();
     std::cerr << "work directory kept: " << o.dir << "\n";
   }
   return code;

@@ -40,6 +40,7 @@
 #include "tests/fault/netns.h"
 #include "tests/support/agent_process.h"
 #include "tests/support/coordinator_child.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -424,7 +425,8 @@ int main(int argc, char** argv) {
   }
 
   const Log log;
-  const fs::path dir = fs::temp_directory_path() / ("fault_partition." + std::to_string(::getpid()));
+  benchfleet::testing::TempDir tmp("fault_partition");
+  const fs::path& dir = tmp.path();
   std::vector<FaultRow> rows;
   std::vector<std::string> problems;
   try {
@@ -446,10 +448,8 @@ int main(int argc, char** argv) {
   bool clean = problems.empty() && rows.size() == scenarios.size();
   for (const auto& row : rows) clean = clean && fault_row_clean(row);
   for (const auto& p : problems) std::printf("FAIL: %s\n", p.c_str());
-  std::error_code ec;
-  if (clean && !o.keep) {
-    fs::remove_all(dir, ec);
-  } else {
+  if (!clean || o.keep) {
+    tmp.keep();
     std::printf("logs and databases kept in %s\n", dir.c_str());
   }
   return clean ? 0 : 1;

@@ -6,8 +6,6 @@
 // "sleep" posts the next result, so the progress bar is checked frame by frame.
 #include <gtest/gtest.h>
 
-#include <stdlib.h>  // mkdtemp
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -24,6 +22,7 @@
 #include "slurm/sbatch_script.h"
 #include "tests/support/child_process.h"
 #include "tests/support/coordinator_process.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -330,9 +329,8 @@ TEST_F(CliTest, DrainByNameAndConfigFilePrecedence) {
 // ---- slurm-script: no coordinator involved -------------------------------------------
 
 TEST(CliSlurmScript, PrintsTheLaunchersScriptForAClassAndNamesWhatIsWrong) {
-  char tmpl[] = "/tmp/benchfleet-cli-slurm-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  const TempDir tmp("benchfleet-cli-slurm");
+  const std::string dir = tmp.str();
   const std::string config = dir + "/launcher.yaml";
   write_file(config, R"(coordinator: http://127.0.0.1:8080
 state_dir: )" + dir + R"(/state
@@ -395,7 +393,6 @@ classes:
   r = run({"slurm-script", "--launcher-config", config});
   EXPECT_EQ(r.code, cli::kExitUsage);
   EXPECT_NE(r.err.find("--class"), std::string::npos) << r.err;
-  std::filesystem::remove_all(dir);
 }
 
 // ---- watch_run in process, on an injected terminal ---------------------------------------------

@@ -15,6 +15,7 @@
 
 #include "tests/support/coordinator_process.h"
 #include "tests/support/problem_assertions.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -168,10 +169,6 @@ TEST(CoordinatorJobs, FollowsPublicReads) {
 class Dashboard : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string tmpl = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/benchfleet-web-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    base_ = tmpl;
     root_ = base_ / "web";
     fs::create_directories(root_ / "vendor");
     write("index.html", "<!doctype html><title>benchfleet</title><script src=\"app.js\"></script>\n");
@@ -193,16 +190,13 @@ class Dashboard : public ::testing::Test {
     fs::create_symlink("/etc/passwd", root_ / "passwd");
     fs::create_symlink(base_, root_ / "parent");
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(base_, ec);
-  }
 
   void write(const std::string& name, const std::string& bytes) {
     std::ofstream(root_ / name, std::ios::binary) << bytes;
   }
 
-  fs::path base_;
+  TempDir tmp_{"benchfleet-web"};
+  const fs::path base_ = tmp_.path();
   fs::path root_;
 };
 

@@ -27,6 +27,7 @@
 #include "common/time_format.h"
 #include "tests/support/coordinator_child.h"
 #include "tests/support/coordinator_process.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -123,9 +124,6 @@ class WebhookReceiver {
 class Coordinator {
  public:
   explicit Coordinator(const std::map<std::string, std::string>& flags) {
-    std::string pattern = (std::filesystem::temp_directory_path() / "bf-history-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    dir_ = pattern;
     clock_file_ = dir_ + "/clock";
     flags_ = {{"--db", dir_ + "/bf.db"}, {"--operator-token", kOperator}, {"--enrollment-token", kEnrollment},
               {"--log-level", "info"},   {"--schedule-check-ms", "50"},   {"--detect-interval-ms", "200"}};
@@ -140,9 +138,8 @@ class Coordinator {
       const std::string text = log.str();
       std::cerr << "---- coordinator log (kept in " << dir_ << ") ----\n"
                 << text.substr(text.size() > 12000 ? text.size() - 12000 : 0) << "\n---- end ----\n";
-      return;
+      tmp_.keep();
     }
-    std::filesystem::remove_all(dir_);
   }
 
   void set_clock(std::int64_t ms) {
@@ -196,7 +193,9 @@ class Coordinator {
   }
 
  private:
-  std::string dir_, clock_file_;
+  TempDir tmp_{"bf-history"};
+  const std::string dir_ = tmp_.str();
+  std::string clock_file_;
   std::map<std::string, std::string> flags_;
   std::unique_ptr<CoordinatorChild> child_;
   std::unique_ptr<http::Client> client_;

@@ -30,6 +30,7 @@
 
 #include "common/http/client.h"
 #include "tests/support/child_process.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -255,9 +256,8 @@ std::string dashboard_url(const std::string& output) {
 }
 
 TEST(QuickStart, TwoRunsPrintTheStoredResultsWithARealOomCell) {
-  const fs::path dir = fs::temp_directory_path() / ("benchfleet-qs-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  TempDir tmp("benchfleet-qs");
+  const fs::path& dir = tmp.path();
   const auto env = quickstart_env((dir / "state").string());
   Reaper reaper(env);
 
@@ -299,7 +299,7 @@ TEST(QuickStart, TwoRunsPrintTheStoredResultsWithARealOomCell) {
   EXPECT_NE(stop.output.find("coordinator stopped"), std::string::npos) << stop.output;
   EXPECT_FALSE(client.get("/healthz", {}, 2s).ok()) << "the coordinator still answers";
 
-  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+  if (::testing::Test::HasFailure()) tmp.keep();
 }
 
 }  // namespace

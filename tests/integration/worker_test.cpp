@@ -43,6 +43,7 @@
 #include "common/measurement.h"
 #include "common/stats.h"
 #include "common/worker_job.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -196,13 +197,8 @@ class Workspace : public ::testing::Environment {
   static Workspace& get() { return *instance_; }
 
   const fs::path& dir() {
-    if (dir_.empty()) {
-      const char* tmp = std::getenv("TMPDIR");
-      std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/benchfleet-worker-test.XXXXXX";
-      if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
-      dir_ = pattern;
-    }
-    return dir_;
+    if (!dir_) dir_.emplace("benchfleet-worker-test");
+    return dir_->path();
   }
 
   // A fresh path in the directory: "<dir>/<stem>-<n><suffix>".
@@ -257,17 +253,15 @@ class Workspace : public ::testing::Environment {
   }
 
   void TearDown() override {
-    if (dir_.empty()) return;
-    if (::testing::UnitTest::GetInstance()->Failed()) {
-      std::fprintf(stderr, "worker_test: kept %s for inspection\n", dir_.c_str());
-      return;
+    if (dir_ && ::testing::UnitTest::GetInstance()->Failed()) {
+      std::fprintf(stderr, "worker_test: kept %s for inspection\n", dir_->str().c_str());
+      dir_->keep();
     }
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
+    dir_.reset();
   }
 
  private:
-  fs::path dir_;
+  std::optional<TempDir> dir_;
   int counter_ = 0;
   bool exported_ = false;
   std::string errors_;

@@ -33,6 +33,7 @@
 #include "cli/matrix_file.h"
 #include "tests/slurm/slurm_support.h"
 #include "tests/support/coordinator_process.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -471,10 +472,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
-    const char* base = std::getenv("TMPDIR");
-    std::string dir = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/benchfleet-slurm-XXXXXX";
-    if (::mkdtemp(dir.data()) == nullptr) throw std::runtime_error("mkdtemp " + dir + " failed");
-    benchfleet::testing::SlurmCluster cluster(dir);
+    const benchfleet::testing::TempDir dir("benchfleet-slurm");  // `stop` removes it first
+    benchfleet::testing::SlurmCluster cluster(dir.str());
     benchfleet::testing::g_cluster = &cluster;
     const int rc = RUN_ALL_TESTS();
     benchfleet::testing::g_cluster = nullptr;

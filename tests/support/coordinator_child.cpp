@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
+
 namespace benchfleet::testing {
 namespace {
 
@@ -52,11 +54,14 @@ Result<std::string> work_directory(const std::string& requested, const std::stri
     if (ec) return Error::invalid("dir", "cannot create " + requested + ": " + ec.message());
     return requested;
   }
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/" + prefix + "-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) return Error::internal("cannot create a directory from " + pattern);
-  made = true;
-  return pattern;
+  try {
+    TempDir dir(prefix);
+    dir.keep();  // the caller removes it
+    made = true;
+    return dir.str();
+  } catch (const std::exception& e) {
+    return Error::internal(e.what());
+  }
 }
 
 int free_loopback_port() {

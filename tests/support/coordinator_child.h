@@ -85,9 +85,9 @@ class CoordinatorChild {
 // fault programs start.
 LaunchOptions launch_in(const std::string& dir, std::map<std::string, std::string> flags);
 
-// A work directory: `requested` (created if missing), or, when it is empty, a new one made by
-// mkdtemp as $TMPDIR/<prefix>-XXXXXX (else under /tmp). `made` says whether a new one was made
-// (the caller removes it when done). An Error naming the path when it cannot be made.
+// A work directory: `requested` (created if missing), or, when it is empty, a new one made as
+// TempDir does ($TMPDIR/<prefix>.XXXXXX, else under /tmp) but kept: `made` says whether a new one
+// was made (the caller removes it when done). An Error naming the path when it cannot be made.
 Result<std::string> work_directory(const std::string& requested, const std::string& prefix, bool& made);
 
 // A port on 127.0.0.1 that nothing listens on now, below the kernel's ephemeral range (so no

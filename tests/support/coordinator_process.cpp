@@ -9,31 +9,17 @@
 
 #include <gtest/gtest.h>
 
+#include "common/agent_protocol.h"
 #include "common/codecs.h"
 #include "common/stats.h"
 
 namespace benchfleet::testing {
-namespace {
-
-std::string make_temp_dir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/benchfleet-it-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (::mkdtemp(buf.data()) == nullptr) {
-    throw std::runtime_error("mkdtemp(" + tmpl + "): " + std::strerror(errno));
-  }
-  return buf.data();
-}
-
-}  // namespace
 
 // ---- CoordinatorProcess ------------------------------------------------------------------------
 
 CoordinatorProcess::CoordinatorProcess(std::initializer_list<Flag> flags) : CoordinatorProcess(flags, 0) {}
 
-CoordinatorProcess::CoordinatorProcess(std::initializer_list<Flag> flags, int port)
-    : fixed_port_(port), dir_(make_temp_dir()) {
+CoordinatorProcess::CoordinatorProcess(std::initializer_list<Flag> flags, int port) : fixed_port_(port) {
   if (port < 0) throw std::invalid_argument("CoordinatorProcess: negative port");
   flags_ = {
       {"--db", db_path()},
@@ -54,10 +40,8 @@ CoordinatorProcess::~CoordinatorProcess() {
   if (::testing::Test::HasFailure()) {
     std::cerr << "---- coordinator log (" << log_path() << "), kept for inspection ----\n"
               << log_tail() << "\n---- end of coordinator log ----\n";
-    return;
+    tmp_.keep();
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
 }
 
 void CoordinatorProcess::start() {
@@ -220,7 +204,7 @@ std::optional<Lease> FakeAgent::lease_job(const std::string& slot, int wait_s) {
 
 http::ClientResponse FakeAgent::progress(const Lease& lease) {
   return post("/api/v1/jobs/" + std::to_string(lease.job_id) + "/progress",
-              {{"lease_id", lease.lease_id}, {"phase", "measure"}, {"iterations", 10}});
+              ProgressRequest{lease.lease_id, "measure", {}, 10});
 }
 
 http::ClientResponse FakeAgent::heartbeat(const std::vector<Lease>& leases, bool draining) {

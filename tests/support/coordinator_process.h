@@ -32,6 +32,7 @@
 
 #include "common/http/client.h"
 #include "tests/support/coordinator_child.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::testing {
 
@@ -92,8 +93,9 @@ class CoordinatorProcess {
   CoordinatorProcess(std::initializer_list<Flag> flags, int port);
 
   std::map<std::string, std::string> flags_;
-  int fixed_port_ = 0;  // 0: a new free port at every start
-  std::string dir_;
+  int fixed_port_ = 0;            // 0: a new free port at every start
+  TempDir tmp_{"benchfleet-it"};  // kept when the test failed
+  std::string dir_ = tmp_.str();
   std::unique_ptr<CoordinatorChild> child_;
   int port_ = 0;  // of the last process started: clients made before a stop keep using it
   std::unique_ptr<http::Client> client_;

@@ -20,6 +20,7 @@
 #include "agent/daemon/agent_config.h"
 #include "agent/daemon/agent_loops.h"
 #include "agent/daemon/allocation.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/agent_loops_fakes.h"
 
 namespace benchfleet::agent {
@@ -227,9 +228,6 @@ TEST(KilledFromOutside, SigtermAlwaysAndSigkillOnlyWhileTheAgentStops) {
 class AllocationLoopsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/agent_allocation_test.XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
     spool_ = std::make_unique<Spool>(dir_ + "/spool");
     ASSERT_TRUE(spool_->open().ok());
     rules_.end_margin = 30s;
@@ -239,7 +237,6 @@ class AllocationLoopsTest : public ::testing::Test {
       return deadline_;
     };
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // One cpu slot holding the token "t1"; `runner` replaces the fake runner.
   AgentLoops& loops(JobRunner* runner = nullptr) {
@@ -289,7 +286,8 @@ class AllocationLoopsTest : public ::testing::Test {
   AllocationRules rules_;
   std::optional<TimePoint> deadline_;
   int deadline_reads_ = 0;
-  std::string dir_;
+  testing::TempDir tmp_{"agent_allocation_test"};
+  const std::string dir_ = tmp_.str();
   std::unique_ptr<Spool> spool_;
   std::unique_ptr<AgentLoops> loops_;
 };

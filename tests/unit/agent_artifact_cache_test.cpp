@@ -15,6 +15,7 @@
 
 #include "agent/daemon/artifact_cache.h"
 #include "agent/daemon/file_digest.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::agent {
 namespace {
@@ -27,13 +28,7 @@ constexpr char kEmpty[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca4959
 
 class ArtifactCacheTest : public ::testing::Test {
  protected:
-  static fs::path test_dir() {
-    return fs::temp_directory_path() / ("bf-artifacts-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  }
   void SetUp() override {
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     // Writes "abc" as the artifact, its metadata beside it and on stdout, and counts its runs.
     write(dir_ / "export.sh",
           "args=\"$*\"\n"
@@ -49,8 +44,6 @@ class ArtifactCacheTest : public ::testing::Test {
     exporter_.catalog = "unused";
     exporter_.timeout_s = 30;
   }
-  void TearDown() override { fs::remove_all(dir_); }
-
   static void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
   static std::string read(const fs::path& path) {
     std::ifstream in(path);
@@ -66,7 +59,8 @@ class ArtifactCacheTest : public ::testing::Test {
     return static_cast<int>(std::count(log.begin(), log.end(), '\n'));
   }
 
-  fs::path dir_ = test_dir();
+  testing::TempDir tmp_{"bf-artifacts"};
+  const fs::path dir_ = tmp_.path();
   ArtifactCache cache_{(dir_ / "cache").string()};
   Exporter exporter_;
   ArtifactKey key_{"torchvision/resnet18", "local", "1.13.0", "", "torchscript", Mode::kEager, 1, "cpu", "cpu",
@@ -74,8 +68,8 @@ class ArtifactCacheTest : public ::testing::Test {
 };
 
 TEST(FileDigest, HashesTheFileOrNamesItWhenUnreadable) {
-  const fs::path dir = fs::temp_directory_path() / ("bf-digest-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const testing::TempDir tmp("bf-digest");
+  const fs::path& dir = tmp.path();
   std::ofstream(dir / "abc") << "abc";
   std::ofstream(dir / "empty").flush();
   EXPECT_EQ(file_sha256((dir / "abc").string()).value(), kAbc);
@@ -83,7 +77,6 @@ TEST(FileDigest, HashesTheFileOrNamesItWhenUnreadable) {
   const auto missing = file_sha256((dir / "missing").string());
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find((dir / "missing").string()), std::string::npos) << missing.error().message;
-  fs::remove_all(dir);
 }
 
 TEST_F(ArtifactCacheTest, TheExportAndEveryCachedUseCarryTheAgentsHash) {

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "agent/daemon/build_launcher.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::agent {
 namespace {
@@ -15,14 +16,9 @@ namespace fs = std::filesystem;
 
 class BuildLauncherTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("bf-launch-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string path(const std::string& p) const { return (dir_ / p).string(); }
-  fs::path dir_;
+  testing::TempDir tmp_{"bf-launch"};
+  const fs::path dir_ = tmp_.path();
 };
 
 SpawnOptions runner_call() {

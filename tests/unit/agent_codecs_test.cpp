@@ -14,6 +14,7 @@
 
 #include "common/codecs.h"
 #include "common/time_format.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::agent {
 namespace {
@@ -493,9 +494,8 @@ TEST(AgentCodecs, KnownMembersKeepsOnlyTheNamedOnes) {
 }
 
 TEST(AgentCodecs, ReadFileBoundedRefusesWhatItCannotReadWhole) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("bf-agent-codecs-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const testing::TempDir tmp("bf-agent-codecs");
+  const std::filesystem::path& dir = tmp.path();
   const std::string file = (dir / "result.json").string();
   std::ofstream(file) << "0123456789";
   EXPECT_EQ(read_file_bounded(file, 10).value(), "0123456789");
@@ -504,7 +504,6 @@ TEST(AgentCodecs, ReadFileBoundedRefusesWhatItCannotReadWhole) {
   auto missing = read_file_bounded((dir / "missing").string(), 100);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "agent/daemon/gpu_discovery.h"
 #include "agent/daemon/spool.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::agent {
 namespace {
@@ -78,8 +79,8 @@ TEST(GpuDiscovery, MalformedOutputNamesTheLine) {
 
 TEST(Spool, SurvivesReopenAndSetsCorruptEntriesAside) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("bf-spool-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const testing::TempDir tmp("bf-spool");
+  const fs::path dir = tmp.path() / "spool";
   {
     Spool spool(dir.string());
     ASSERT_TRUE(spool.open().ok());
@@ -106,7 +107,6 @@ TEST(Spool, SurvivesReopenAndSetsCorruptEntriesAside) {
   EXPECT_TRUE(fs::exists(dir / "job-9-attempt-1.json.bad"));
   ASSERT_TRUE(again.remove(3, 1).ok());
   EXPECT_EQ(again.list().size(), 1u);
-  fs::remove_all(dir);
 }
 
 }  // namespace

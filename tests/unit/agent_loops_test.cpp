@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agent/daemon/agent_loops.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/agent_loops_fakes.h"
 
 namespace benchfleet::agent {
@@ -27,13 +28,9 @@ using namespace fakes;  // NOLINT(google-build-using-namespace)
 class AgentLoopsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/agent_loops_test.XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    spool_dir_ = dir;
     spool_ = std::make_unique<Spool>(spool_dir_);
     ASSERT_TRUE(spool_->open().ok());
   }
-  void TearDown() override { std::filesystem::remove_all(spool_dir_); }
 
   // The loops of an agent with one slot, "cpu", holding the token "t1" the coordinator knows.
   AgentLoops& loops() {
@@ -80,7 +77,8 @@ class AgentLoopsTest : public ::testing::Test {
   FakeCoordinator coordinator_;
   FakeRunner runner_;
   FakeWaitClock clock_;
-  std::string spool_dir_;
+  testing::TempDir tmp_{"agent_loops_test"};
+  const std::string spool_dir_ = tmp_.str();
   std::unique_ptr<Spool> spool_;
   std::vector<std::pair<std::int64_t, std::int64_t>> draws_;
   std::vector<std::string> saved_tokens_;

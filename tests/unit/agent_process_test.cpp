@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "agent/daemon/process.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::agent {
 namespace {
@@ -19,12 +20,6 @@ using namespace std::chrono_literals;
 
 class ProcessTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("bf-proc-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   SpawnOptions sh(const std::string& script) {
     SpawnOptions o;
     o.argv = {"/bin/sh", "-c", script};
@@ -36,7 +31,8 @@ class ProcessTest : public ::testing::Test {
     std::ifstream in(dir_ / name);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
-  fs::path dir_;
+  testing::TempDir tmp_{"bf-proc"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_F(ProcessTest, ExitCodeOutputAndEnvironment) {

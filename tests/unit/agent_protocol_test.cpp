@@ -19,6 +19,7 @@
 #include "common/time_format.h"
 #include "coordinator/api/common.h"
 #include "coordinator/store/store.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/store_test_results.h"
 
 namespace benchfleet {
@@ -183,14 +184,67 @@ TEST(AgentProtocol, RequestsAreCheckedAsTheCoordinatorAlwaysDid) {
   EXPECT_EQ(error_of(decode<HeartbeatRequest>(json({{"draining", "yes"}}))), "draining: must be a boolean, got string");
 }
 
+// ---- the job reports: progress, release, result --------------------------------------------------
+
+TEST(AgentProtocol, JobReportsSurviveEncodeAndDecode) {
+  const ProgressRequest progress{"lease-abc", "measure", "120 of 200", 120};
+  EXPECT_EQ(round_trip(progress), progress);
+  const ProgressRequest bare{"lease-abc", "", "", std::nullopt};
+  EXPECT_EQ(round_trip(bare), bare);
+  EXPECT_EQ(json(bare), json({{"lease_id", "lease-abc"}, {"phase", ""}})) << "absent optionals are left out";
+
+  const ReleaseRequest release{"lease-abc"};
+  EXPECT_EQ(round_trip(release), release);
+  EXPECT_EQ(json(release), json({{"lease_id", "lease-abc"}}));
+
+  const ResultRequest ok{"lease-abc", 2, store::testing::ok_result(9.5)};
+  EXPECT_EQ(round_trip(ok), ok);
+  const ResultRequest oom{"lease-abc", 1, store::testing::oom_result()};
+  EXPECT_EQ(round_trip(oom), oom);
+  EXPECT_EQ(json(ok), json({{"lease_id", "lease-abc"}, {"attempt", 2}, {"result", ok.result}}));
+}
+
+// The members and bounds of ProgressRequest, ReleaseRequest and ResultRequest: those of
+// openapi.json and coordinator/api/agents_handlers.cpp's job_progress, job_release and job_result,
+// and a lease id of 1 to 64 characters in each, as in every request that names a lease.
+TEST(AgentProtocol, JobReportsAreCheckedAsDocumented) {
+  const auto error_of = [](const auto& result) {
+    return result.ok() ? std::string("<ok>") : result.error().describe();
+  };
+  EXPECT_EQ(error_of(decode<ProgressRequest>(json::object())), "lease_id: is required");
+  EXPECT_EQ(error_of(decode<ProgressRequest>(json({{"lease_id", ""}}))), "lease_id: must be 1 to 64 characters");
+  EXPECT_EQ(error_of(decode<ProgressRequest>(json({{"lease_id", "x"}, {"iterations", nullptr}}))), "<ok>");
+  EXPECT_EQ(error_of(decode<ProgressRequest>(json({{"lease_id", "x"}, {"message", std::string(4097, 'm')}}))),
+            "message: must be at most 4096 characters");
+  EXPECT_EQ(error_of(decode<ProgressRequest>(json({{"lease_id", "x"}, {"phase", 3}}))),
+            "phase: must be a string, got number");
+  EXPECT_EQ(error_of(decode<ProgressRequest>(json({{"lease_id", "x"}, {"percent", 3}}))),
+            "percent: is not a known field");
+
+  EXPECT_EQ(error_of(decode<ReleaseRequest>(json::object())), "lease_id: is required");
+  EXPECT_EQ(error_of(decode<ReleaseRequest>(json({{"lease_id", ""}}))), "lease_id: must be 1 to 64 characters");
+  EXPECT_EQ(error_of(decode<ReleaseRequest>(json({{"lease_id", std::string(65, 'l')}}))),
+            "lease_id: must be 1 to 64 characters");
+  EXPECT_EQ(error_of(decode<ReleaseRequest>(json({{"lease_id", "x"}, {"why", "drain"}}))), "why: is not a known field");
+
+  const json result = store::testing::ok_result(9.5);
+  EXPECT_EQ(error_of(decode<ResultRequest>(json({{"lease_id", "x"}, {"result", result}}))), "attempt: is required");
+  EXPECT_EQ(error_of(decode<ResultRequest>(json({{"lease_id", "x"}, {"attempt", 0}, {"result", result}}))),
+            "attempt: must be >= 1");
+  EXPECT_EQ(error_of(decode<ResultRequest>(json({{"lease_id", "x"}, {"attempt", 1}, {"result", {{"status", "fine"}}}})))
+                .rfind("result.status", 0),
+            0u);
+  EXPECT_EQ(error_of(decode<ResultRequest>(json({{"lease_id", "x"}, {"attempt", 1}}))), "result: is required");
+  EXPECT_EQ(
+      error_of(decode<ResultRequest>(json({{"lease_id", std::string(65, 'l')}, {"attempt", 1}, {"result", result}}))),
+      "lease_id: must be 1 to 64 characters");
+}
+
 // ---- the coordinator's answer, read by the agent -------------------------------------------------
 
 class LeaseAnswerOfARealGrant : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("bf-agent-protocol-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     store::StoreOptions options;
     options.path = (dir_ / "bf.db").string();
     auto s = store::Store::open(options, clock_);
@@ -200,12 +254,10 @@ class LeaseAnswerOfARealGrant : public ::testing::Test {
     ASSERT_TRUE(catalog.ok()) << catalog.error().message;
     catalog_ = std::make_unique<Catalog>(std::move(*catalog));
   }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { store_.reset(); }
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"bf-agent-protocol"};
+  const std::filesystem::path dir_ = tmp_.path();
   ManualClock clock_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<Catalog> catalog_;

@@ -1,4 +1,5 @@
 #include "coordinator/config.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -47,14 +48,14 @@ TEST(CoordinatorConfig, ValidationNamesTheOption) {
 }
 
 TEST(CoordinatorConfig, FlagsBeatEnvironmentWhichBeatsTheFile) {
-  const auto path = std::filesystem::temp_directory_path() / ("bf-config-" + std::to_string(::getpid()) + ".yaml");
+  const testing::TempDir tmp("bf-config");
+  const auto path = tmp.path() / "coordinator.yaml";
   std::ofstream(path) << "lease_ttl_s: 70\nmax_attempts: 5\nlong_poll_timeout_s: 11\n";
   ::setenv("BENCHFLEET_MAX_ATTEMPTS", "7", 1);
   ::setenv("BENCHFLEET_LONG_POLL_TIMEOUT_S", "12", 1);
   auto r = parse({"--config", path.string(), "--long-poll-timeout-s", "13"});
   ::unsetenv("BENCHFLEET_MAX_ATTEMPTS");
   ::unsetenv("BENCHFLEET_LONG_POLL_TIMEOUT_S");
-  std::filesystem::remove(path);
   ASSERT_TRUE(r.ok()) << r.error().describe();
   EXPECT_FALSE(r->exit_now);
   EXPECT_EQ(r->config.lease_ttl_s, 70) << "file only";

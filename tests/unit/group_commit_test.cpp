@@ -3,6 +3,7 @@
 // own writes, and a failed commit fails every operation of its group. What is committed is
 // checked through a second connection, as another process would see it.
 #include "coordinator/store/group_commit.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -52,10 +53,6 @@ class Observer {
 class GroupCommitTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("bf-group-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     path_ = (dir_ / "g.db").string();
     auto db = Database::open(path_);
     ASSERT_TRUE(db.ok()) << db.error().message;
@@ -76,7 +73,6 @@ class GroupCommitTest : public ::testing::Test {
   void TearDown() override {
     group_.reset();
     db_.reset();
-    fs::remove_all(dir_);
   }
 
   Status insert(std::int64_t id) {
@@ -85,7 +81,8 @@ class GroupCommitTest : public ::testing::Test {
     return (*s)->bind(1, id).run();
   }
 
-  fs::path dir_;
+  testing::TempDir tmp_{"bf-group"};
+  const fs::path dir_ = tmp_.path();
   std::string path_;
   std::unique_ptr<Database> db_;
   std::unique_ptr<GroupCommit> group_;

@@ -17,6 +17,7 @@
 #include "coordinator/api/history_json.h"
 #include "coordinator/history_worker.h"
 #include "coordinator/schedule_runner.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/store_test_results.h"
 
 namespace benchfleet {
@@ -60,7 +61,8 @@ TEST(WebhookUrl, SplitsIntoBaseAndTarget) {
 }
 
 TEST(ScheduleClockFile, HoldsMillisecondsAndIsReReadEachTime) {
-  const auto path = std::filesystem::temp_directory_path() / ("bf-clock-" + std::to_string(::getpid()));
+  const testing::TempDir tmp("bf-clock");
+  const auto path = tmp.path() / "clock";
   std::ofstream(path) << "1767312000000\n";
   auto t = read_clock_file(path.string());
   ASSERT_TRUE(t.ok()) << t.error().describe();
@@ -92,10 +94,6 @@ bool eventually(F condition, std::chrono::milliseconds limit = std::chrono::seco
 class HistoryServicesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("bf-history-services-" + std::to_string(::getpid()) + "-" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     store::StoreOptions options;
     options.path = (dir_ / "bf.db").string();
     auto s = store::Store::open(options, clock_);
@@ -105,12 +103,10 @@ class HistoryServicesTest : public ::testing::Test {
     ASSERT_TRUE(catalog.ok()) << catalog.error().describe();
     catalog_ = std::move(*catalog);
   }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { store_.reset(); }
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"bf-history-services"};
+  const std::filesystem::path dir_ = tmp_.path();
   ManualClock clock_{1'767'312'000'000};  // 2026-01-02T00:00:00Z
   std::unique_ptr<store::Store> store_;
   Catalog catalog_;

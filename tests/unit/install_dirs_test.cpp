@@ -12,6 +12,7 @@
 
 #include "agent/daemon/agent_config.h"
 #include "common/install_dirs.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet {
 namespace {
@@ -21,15 +22,12 @@ namespace fs = std::filesystem;
 class InstallDirsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("bf-install-dirs-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
     const auto tree = build_tree_of(running_executable());
     ASSERT_TRUE(tree.has_value()) << running_executable() << " is a test of the build tree";
     tree_ = *tree;
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  testing::TempDir tmp_{"bf-install-dirs"};
+  const fs::path dir_ = tmp_.path();
   BuildTree tree_;
 };
 

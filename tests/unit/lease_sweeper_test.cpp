@@ -14,6 +14,7 @@
 
 #include "common/catalog.h"
 #include "common/matrix.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/store_test_results.h"
 
 namespace benchfleet {
@@ -25,10 +26,6 @@ using namespace std::chrono_literals;
 class LeaseSweeperTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("bf-sweeper-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     store::StoreOptions options;
     options.path = (dir_ / "bf.db").string();
     options.lease_ttl_ms = 10'000;
@@ -37,10 +34,7 @@ class LeaseSweeperTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.error().message;
     store_ = std::move(*s);
   }
-  void TearDown() override {
-    store_.reset();
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { store_.reset(); }
 
   // A run of one job, leased by a fresh agent; returns the run id.
   std::int64_t leased_job() {
@@ -64,7 +58,8 @@ class LeaseSweeperTest : public ::testing::Test {
     return info.ok() ? info->jobs_by_status[JobStatus::kQueued] : -1;
   }
 
-  fs::path dir_;
+  testing::TempDir tmp_{"bf-sweeper"};
+  const fs::path dir_ = tmp_.path();
   ManualClock clock_;
   std::unique_ptr<store::Store> store_;
 };

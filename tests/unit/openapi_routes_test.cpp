@@ -31,6 +31,7 @@
 #include "coordinator/metrics.h"
 #include "coordinator/store/store.h"
 #include "coordinator/work_signal.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/openapi_support.h"
 
 namespace benchfleet::testing {
@@ -53,9 +54,6 @@ std::string lower(std::string_view s) {
 class OpenApiRoutes : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("bf-openapi-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
     fs::create_directories(dir_ / "web" / "vendor");
     std::ofstream(dir_ / "web" / "index.html") << "<!doctype html><title>benchfleet</title>\n";
     std::ofstream(dir_ / "web" / "app.js") << "console.log('hi');\n";
@@ -84,7 +82,6 @@ class OpenApiRoutes : public ::testing::Test {
   void TearDown() override {
     ctx_.reset();
     store_.reset();
-    fs::remove_all(dir_);
   }
 
   struct Call {
@@ -155,7 +152,8 @@ class OpenApiRoutes : public ::testing::Test {
     EXPECT_TRUE(errors.empty()) << where << join(errors) << "\nbody: " << c.body;
   }
 
-  fs::path dir_;
+  testing::TempDir tmp_{"bf-openapi"};
+  const fs::path dir_ = tmp_.path();
   SystemClock clock_;
   std::unique_ptr<store::Store> store_;
   Catalog catalog_;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/codecs.h"
+#include "common/shared_rules.h"
 #include "common/stats.h"
 
 namespace benchfleet {
@@ -84,7 +85,7 @@ TEST(CheckPostedResult, RefusesHugeOrNegativeFigures) {
   r.memory = MemoryInfo{-1, std::nullopt, std::nullopt};
   EXPECT_EQ(field_of(r), "result.memory.peak_allocated_bytes");
   r = ok_result();
-  r.samples_ms.assign(kMaxResultSamples + 1, 1.0);
+  r.samples_ms.assign(max_iterations() + 1, 1.0);
   EXPECT_EQ(field_of(r), "result.samples_ms");
 }
 

@@ -217,7 +217,7 @@ TEST(ProcessRunner, MissingProgram) {
   ProcessRunner runner;
   auto r = runner.run({"/nonexistent/sbatch", "--parsable"}, milliseconds(1000));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("/nonexistent/sbatch: cannot start"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("cannot start /nonexistent/sbatch: "), std::string::npos) << r.error().message;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "slurm/launcher_config.h"
 #include "slurm/sbatch_script.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::slurm {
 namespace {
@@ -142,14 +143,13 @@ TEST(SlurmLauncherConfig, MissingOrMalformedFile) {
   EXPECT_FALSE(parse_launcher_config("classes: [", "test.yaml").ok());
   EXPECT_FALSE(parse_launcher_config("- a\n- b\n", "test.yaml").ok());
 
-  const auto path =
-      std::filesystem::temp_directory_path() / ("slurm_config_test_" + std::to_string(::getpid()) + ".yaml");
+  const testing::TempDir tmp("slurm_config_test");
+  const auto path = tmp.path() / "launcher.yaml";
   {
     std::ofstream out(path);
     out << kFull;
   }
   auto loaded = load_launcher_config(path.string());
-  std::filesystem::remove(path);
   ASSERT_TRUE(loaded.ok()) << loaded.error().describe();
   EXPECT_EQ(loaded->classes.size(), 2u);
 }

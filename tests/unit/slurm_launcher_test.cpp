@@ -10,6 +10,7 @@
 
 #include "slurm/launcher.h"
 #include "slurm/sbatch_script.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::slurm {
 namespace {
@@ -151,9 +152,6 @@ class FakeQueue final : public QueueSource {
 class SlurmLauncherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("slurm_launcher_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
     config_.state_dir = dir_.string();
     config_.max_submissions_per_minute = 4;
     ClassConfig cpu;
@@ -164,7 +162,6 @@ class SlurmLauncherTest : public ::testing::Test {
     config_.classes = {cpu};
     ASSERT_TRUE(validate(config_).ok());
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::unique_ptr<Launcher> make_launcher() {
     auto l = std::make_unique<Launcher>(config_, commands_, queue_, clock_);
@@ -186,7 +183,8 @@ class SlurmLauncherTest : public ::testing::Test {
     return out;
   }
 
-  fs::path dir_;
+  testing::TempDir tmp_{"slurm_launcher_test"};
+  const fs::path dir_ = tmp_.path();
   LauncherConfig config_;
   FakeSlurm slurm_;
   SlurmCommands commands_{config_, slurm_};

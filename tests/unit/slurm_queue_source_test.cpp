@@ -13,6 +13,7 @@
 #include "common/http/router.h"
 #include "common/http/server.h"
 #include "slurm/queue_source.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::slurm {
 namespace {
@@ -98,7 +99,8 @@ TEST_F(QueueSourceTest, RefusalsAndMalformedAnswersAreErrors) {
 
 TEST(ReadApiToken, FirstLineOrAnErrorNamingTheKey) {
   EXPECT_EQ(*read_api_token(""), "");
-  const auto path = std::filesystem::temp_directory_path() / ("slurm_token_" + std::to_string(::getpid()));
+  const testing::TempDir tmp("slurm_token");
+  const auto path = tmp.path() / "token";
   { std::ofstream(path) << "tok123\nignored\n"; }
   EXPECT_EQ(*read_api_token(path.string()), "tok123");
   { std::ofstream(path) << "\n"; }

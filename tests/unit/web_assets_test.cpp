@@ -1,6 +1,7 @@
 // The dashboard's file serving: the path-safety rule, content types and validators as pure
 // functions, and serve_asset against a real directory (symlinks, hidden files, directories).
 #include "coordinator/web_assets.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -91,9 +92,6 @@ TEST(NoneMatch, ListsWildcardAndWeakComparison) {
 class ServeAsset : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("bf-web-" + std::to_string(::getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(base_);
     root_ = base_ / "web";
     fs::create_directories(root_ / "vendor");
     fs::create_directories(root_ / ".hidden");
@@ -108,7 +106,6 @@ class ServeAsset : public ::testing::Test {
     fs::create_symlink(root_ / "app.js", root_ / "alias.js");  // inside the root: fine
     fs::create_symlink(root_ / ".env", root_ / "env.txt");     // into a hidden file
   }
-  void TearDown() override { fs::remove_all(base_); }
 
   static void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
@@ -126,7 +123,8 @@ class ServeAsset : public ::testing::Test {
     EXPECT_EQ(res.body().find("/tmp"), std::string::npos) << what << ": a 404 names no server path";
   }
 
-  fs::path base_;
+  testing::TempDir tmp_{"bf-web"};
+  const fs::path base_ = tmp_.path();
   fs::path root_;
 };
 

@@ -1,8 +1,8 @@
 // The worker's accuracy check without a model: reading and validating the exporter's
 // reference.bin (accuracy_reference.cpp), comparing one output with its reference in double
 // (relative L2 error, cosine), judging a runner that returns chosen outputs (accuracy_check.cpp),
-// recognising a dtype a kernel lacks (unsupported_dtype.cpp), and the dtype rules of
-// capabilities.cpp.
+// and the dtype rules of capabilities.cpp. (Recognising a dtype a kernel lacks is
+// unsupported_dtype_test.cpp's.)
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -23,7 +23,7 @@
 #include "agent/worker/accuracy_check.h"
 #include "agent/worker/accuracy_reference.h"
 #include "agent/worker/capabilities.h"
-#include "agent/worker/unsupported_dtype.h"
+#include "tests/support/temp_dir.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -38,13 +38,10 @@ using nlohmann::json;
 class ReferenceFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     input_ = torch::tensor({0.5F, -1.0F, 2.0F}).reshape({1, 3});
     output_ = torch::tensor({3.0, 4.0, 0.0, -1.0}, torch::kDouble).reshape({1, 4});
     write_bytes({input_, output_});
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   void write_bytes(const std::vector<at::Tensor>& tensors, std::size_t cut = 0) {
     std::string bytes;
@@ -87,8 +84,8 @@ class ReferenceFile : public ::testing::Test {
     return j;
   }
 
-  fs::path dir_ = fs::temp_directory_path() / ("bf-reference-" + std::to_string(::getpid()) + "-" +
-                                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  testing::TempDir tmp_{"bf-reference"};
+  const fs::path dir_ = tmp_.path();
   at::Tensor input_;
   at::Tensor output_;
 };
@@ -343,17 +340,6 @@ TEST_F(ReferenceFile, WhatCannotBeCheckedIsUncheckedWithTheReason) {
 }
 
 // ---- dtypes -----------------------------------------------------------------------------------
-
-TEST(WorkerUnsupportedDtype, RecognisesKernelsWithoutTheDtype) {
-  EXPECT_EQ(dtype_not_implemented("\"slow_conv2d_cpu\" not implemented for 'Half'"),
-            std::optional<std::string>("\"slow_conv2d_cpu\" not implemented for 'Half'"));
-  // The line that says so, from a longer message.
-  EXPECT_EQ(dtype_not_implemented("Error: run failed\n\"addmm_impl_cpu_\" not implemented for 'BFloat16'\nmore"),
-            std::optional<std::string>("\"addmm_impl_cpu_\" not implemented for 'BFloat16'"));
-  EXPECT_EQ(dtype_not_implemented("\"foo\" not implemented for 'Float'"), std::nullopt);
-  EXPECT_EQ(dtype_not_implemented("CUDA out of memory"), std::nullopt);
-  EXPECT_EQ(dtype_not_implemented(""), std::nullopt);
-}
 
 TEST(WorkerDtype, AmpIsThePythonRuntimesAlone) {
   WorkerJob job;

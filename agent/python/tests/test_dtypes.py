@@ -17,8 +17,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 
-from test_runner import (RUNNER, SMALL_MEASUREMENT, assert_job_result, finish, job_for, run_in_process,  # noqa: E402
-                         start)
+from runner_support import (RUNNER, SMALL_MEASUREMENT, assert_job_result, finish, job_for,  # noqa: E402
+                            run_in_process, start)
 
 HAVE_TORCH = all(importlib.util.find_spec(m) is not None for m in ("torch", "torchvision", "yaml"))
 

@@ -1,7 +1,8 @@
-"""Tests of the python runner's measurement rules (agent/python/benchfleet_measure.py) that need no
-GPU: when the timed loop harvests its timer (HarvestSchedule, as agent/worker/timing.h), the CUDA
-event timer's pre-made event pairs (with stand-in events), and when a failure is an out-of-memory
-(is_oom_failure and classify, as agent/worker/oom.h; oneDNN's failed primitive at the CPU cap).
+"""Tests of the python runner's measurement rules (agent/python/benchfleet_measure.py,
+benchfleet_timing.py, benchfleet_memory.py) that need no GPU: when the timed loop harvests its
+timer (HarvestSchedule, as agent/worker/timing.h), the CUDA event timer's pre-made event pairs (with
+stand-in events), and when a failure is an out-of-memory (is_oom_failure and classify, as
+agent/worker/oom.h; oneDNN's failed primitive at the CPU cap).
 
 Run with the system python that has Debian's torch:  /usr/bin/python3 -m unittest discover -s
 agent/python/tests -v. benchfleet_measure imports torch; without it these tests skip.
@@ -28,6 +29,8 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 if HAVE_TORCH:
     import benchfleet_job as bj  # noqa: E402
     import benchfleet_measure as bm  # noqa: E402
+    import benchfleet_memory as bmem  # noqa: E402
+    import benchfleet_timing as btime  # noqa: E402
 
 # What AOTInductor's runtime throws for any failure of the model, a CUDA out-of-memory included.
 AOTI_GENERIC = ("run_func_( container_handle_, input_handles.data(), input_handles.size(), output_handles.data(), "
@@ -66,7 +69,7 @@ def harvests_over(schedule: Any, clock: FakeClock, n: int, each_s: float) -> Lis
 class HarvestScheduleTest(unittest.TestCase):
     def schedule(self, batch: int = 16, interval_s: float = 0.25) -> Any:
         self.clock = FakeClock()
-        return bm.HarvestSchedule(batch, interval_s, now=self.clock)
+        return btime.HarvestSchedule(batch, interval_s, now=self.clock)
 
     def test_harvests_when_a_batch_is_pending(self) -> None:
         s = self.schedule()
@@ -109,7 +112,7 @@ class HarvestScheduleTest(unittest.TestCase):
         reads = self.clock.reads
         self.assertEqual(harvests_over(s, self.clock, 5, 0.001), [1, 2, 3, 4, 5])
         self.assertEqual(self.clock.reads, reads)
-        self.assertEqual(bm.HarvestSchedule(0, 0.25).batch, 1)
+        self.assertEqual(btime.HarvestSchedule(0, 0.25).batch, 1)
 
 
 class FakeEvent:
@@ -144,7 +147,7 @@ class CudaEventTimerTest(unittest.TestCase):
         FakeEvent.serial = 0
 
     def test_the_events_of_a_batch_are_made_and_recorded_before_any_call(self) -> None:
-        timer = bm.CudaEventTimer(4, make_event=FakeEvent)
+        timer = btime.CudaEventTimer(4, make_event=FakeEvent)
         self.assertEqual(len(FakeEvent.made), 8)
         self.assertTrue(all(e.records == 1 for e in FakeEvent.made))  # the CUDA event exists now
         calls: List[int] = []
@@ -166,7 +169,7 @@ class CudaEventTimerTest(unittest.TestCase):
         self.assertEqual(FakeEvent.made[0].records, 3)
 
     def test_a_longer_batch_makes_more_pairs_outside_the_calls(self) -> None:
-        timer = bm.CudaEventTimer(2, make_event=FakeEvent)
+        timer = btime.CudaEventTimer(2, make_event=FakeEvent)
         for _ in range(3):
             timer.time(lambda: None)
         self.assertEqual(len(FakeEvent.made), 8)  # the pool doubled before the third call
@@ -185,15 +188,15 @@ def fixed_count_job(count: int) -> Any:
 class TimedLoopTest(unittest.TestCase):
     def test_cuda_loop_harvests_in_batches_and_stops_at_a_fixed_count(self) -> None:
         FakeEvent.made = []
-        with mock.patch.object(bm, "_timing_event", FakeEvent):
+        with mock.patch.object(btime, "_timing_event", FakeEvent):
             result: Dict[str, Any] = {"telemetry": {}}
             samples = bm._timed_loop(lambda: None, fixed_count_job(40), True, bj.Hooks(), result)
         self.assertEqual(len(samples), 40)  # not 48, the next whole batch
         self.assertEqual(result["stop_reason"], "fixed_count")
-        self.assertEqual(len(FakeEvent.made), 2 * bm.CUDA_HARVEST_BATCH)
+        self.assertEqual(len(FakeEvent.made), 2 * btime.CUDA_HARVEST_BATCH)
         waits = sum(e.synchronized for e in FakeEvent.made)
         # After the 16th, the 32nd and the 40th; more only if a 0.25 s interval ran out first.
-        late = int(result["telemetry"]["host_wall_ms"] / (bm.HARVEST_INTERVAL_S * 1000))
+        late = int(result["telemetry"]["host_wall_ms"] / (btime.HARVEST_INTERVAL_S * 1000))
         self.assertGreaterEqual(waits, 3)
         self.assertLessEqual(waits, 3 + late)
 
@@ -207,18 +210,18 @@ class TimedLoopTest(unittest.TestCase):
 @unittest.skipUnless(HAVE_TORCH, "benchfleet_measure needs torch")
 class OomFailureTest(unittest.TestCase):
     def test_a_generic_failure_is_oom_only_when_the_allocator_counted_one(self) -> None:
-        self.assertTrue(bm.is_oom_failure(AOTI_GENERIC, allocator_counted_oom=True))
-        self.assertFalse(bm.is_oom_failure(AOTI_GENERIC, allocator_counted_oom=False))
+        self.assertTrue(bmem.is_oom_failure(AOTI_GENERIC, allocator_counted_oom=True))
+        self.assertFalse(bmem.is_oom_failure(AOTI_GENERIC, allocator_counted_oom=False))
 
     def test_oom_messages_are_oom_without_the_counter(self) -> None:
         for message in (CUDA_OOM, CPU_OOM, "std::bad_alloc", "torch.OutOfMemoryError: CUDA error"):
-            self.assertTrue(bm.is_oom_failure(message, allocator_counted_oom=False), message)
-        self.assertFalse(bm.is_oom_failure("Expected all tensors to be on the same device", False))
+            self.assertTrue(bmem.is_oom_failure(message, allocator_counted_oom=False), message)
+        self.assertFalse(bmem.is_oom_failure("Expected all tensors to be on the same device", False))
 
     def test_classify_with_the_counter(self) -> None:
         with mock.patch("sys.stderr"):  # classify prints the traceback of what it calls an error
-            counted = bm.classify(RuntimeError(AOTI_GENERIC), "measure", "cpu", allocator_counted_oom=True)
-            not_counted = bm.classify(RuntimeError(AOTI_GENERIC), "measure", "cpu", allocator_counted_oom=False)
+            counted = bmem.classify(RuntimeError(AOTI_GENERIC), "measure", "cpu", allocator_counted_oom=True)
+            not_counted = bmem.classify(RuntimeError(AOTI_GENERIC), "measure", "cpu", allocator_counted_oom=False)
         self.assertEqual(counted["status"], "oom")
         self.assertEqual(counted["oom"], {"phase": "measure"})
         self.assertTrue(counted["error"].startswith("out of memory (counted by the CUDA caching allocator): "
@@ -227,10 +230,10 @@ class OomFailureTest(unittest.TestCase):
         self.assertNotIn("oom", not_counted)
 
     def test_classify_keeps_phase_and_bytes_of_an_oom_message(self) -> None:
-        result = bm.classify(RuntimeError(CUDA_OOM), "warmup", "cpu", allocator_counted_oom=False)
+        result = bmem.classify(RuntimeError(CUDA_OOM), "warmup", "cpu", allocator_counted_oom=False)
         self.assertEqual(result["status"], "oom")
         self.assertEqual(result["oom"], {"phase": "warmup", "bytes_requested": 20 * 1024 * 1024})
-        counted = bm.classify(RuntimeError(CUDA_OOM), "warmup", "cpu", allocator_counted_oom=True)
+        counted = bmem.classify(RuntimeError(CUDA_OOM), "warmup", "cpu", allocator_counted_oom=True)
         self.assertEqual(counted["error"], result["error"])  # the allocator's own words, no prefix
 
     def test_onednns_failed_primitive_is_oom_at_the_cpu_cap_only(self) -> None:
@@ -240,23 +243,23 @@ class OomFailureTest(unittest.TestCase):
         cap = 1 << 30
 
         def at(peak: int, soft: int = cap) -> bool:
-            with mock.patch.object(bm, "vm_peak_bytes", return_value=peak), \
-                    mock.patch.object(bm.resource, "getrlimit", return_value=(soft, resource.RLIM_INFINITY)):
-                return bm.onednn_failed_at_cap(message)
+            with mock.patch.object(bmem, "vm_peak_bytes", return_value=peak), \
+                    mock.patch.object(bmem.resource, "getrlimit", return_value=(soft, resource.RLIM_INFINITY)):
+                return bmem.onednn_failed_at_cap(message)
 
         self.assertTrue(at(cap - (1 << 20)))  # a scratchpad request beyond the cap failed
         self.assertFalse(at(cap - (256 << 20)))  # far from the cap: oneDNN's own failure
         self.assertFalse(at(cap, soft=resource.RLIM_INFINITY))  # no cap
-        with mock.patch.object(bm, "vm_peak_bytes", return_value=cap), \
-                mock.patch.object(bm.resource, "getrlimit", return_value=(cap, resource.RLIM_INFINITY)):
-            self.assertFalse(bm.onednn_failed_at_cap("RuntimeError: shape mismatch"))
+        with mock.patch.object(bmem, "vm_peak_bytes", return_value=cap), \
+                mock.patch.object(bmem.resource, "getrlimit", return_value=(cap, resource.RLIM_INFINITY)):
+            self.assertFalse(bmem.onednn_failed_at_cap("RuntimeError: shape mismatch"))
 
     def test_lifting_the_cuda_cap_gives_back_the_whole_device(self) -> None:
         # The accuracy check after the timed calls runs a float64 copy of the model: not under the
         # job's cap, on CUDA as on the CPU.
-        with mock.patch.object(bm.torch.cuda, "set_per_process_memory_fraction") as fraction, \
-                mock.patch.object(bm.resource, "setrlimit") as setrlimit:
-            bm.lift_memory_limit("cuda")
+        with mock.patch.object(bmem.torch.cuda, "set_per_process_memory_fraction") as fraction, \
+                mock.patch.object(bmem.resource, "setrlimit") as setrlimit:
+            bmem.lift_memory_limit("cuda")
         fraction.assert_called_once_with(1.0, 0)
         setrlimit.assert_not_called()
 
@@ -265,7 +268,7 @@ class OomFailureTest(unittest.TestCase):
 
         if torch.cuda.is_available():
             self.skipTest("a CUDA device is visible")
-        self.assertEqual(bm.cuda_oom_count(), 0)
+        self.assertEqual(bmem.cuda_oom_count(), 0)
 
 
 @unittest.skipUnless(HAVE_TORCH, "needs torch")

@@ -1,0 +1,37 @@
+#include "common/shared_rules.h"
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/embedded_file.h"
+
+namespace benchfleet {
+
+// Generated from common/rules/*.json (common/CMakeLists.txt).
+std::vector<EmbeddedFile> embedded_rules();
+
+namespace {
+
+std::map<std::string, nlohmann::json, std::less<>> parse_rules() {
+  std::map<std::string, nlohmann::json, std::less<>> rules;
+  for (const auto& file : embedded_rules()) rules[file.name] = nlohmann::json::parse(file.content);
+  return rules;
+}
+
+}  // namespace
+
+const nlohmann::json& shared_rule(std::string_view name) {
+  static const auto rules = parse_rules();
+  const auto it = rules.find(name);
+  if (it == rules.end()) throw std::logic_error("common/rules/" + std::string(name) + " is not embedded");
+  return it->second;
+}
+
+std::size_t max_iterations() {
+  static const auto value = shared_rule("measurement_limits.json").at("max_iterations").get<std::size_t>();
+  return value;
+}
+
+}  // namespace benchfleet
