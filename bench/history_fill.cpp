@@ -197,7 +197,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
   summary.injected_steps = stepped;
   std::set<std::string> found;
   BF_ASSIGN_OR_RETURN(const auto changes, store->list_regressions({}, std::nullopt, 100'000));
-  for (const auto& change : changes.regressions) {
+  for (const auto& change : changes.items) {
     const std::string key =
         key_of(change.key.model, change.key.batch, change.key.mode, change.key.gpu, change.key.torch_build);
     const auto step = steps.find(key);
@@ -213,7 +213,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
   }
   summary.steps_missed = static_cast<std::int64_t>(steps.size() - found.size());
   BF_ASSIGN_OR_RETURN(const auto page, store->list_series({}, std::nullopt, 100'000));
-  summary.series = static_cast<std::int64_t>(page.series.size());
+  summary.series = static_cast<std::int64_t>(page.items.size());
   return summary;
 }
 

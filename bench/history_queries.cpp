@@ -57,8 +57,8 @@ struct Picked {
 Result<Picked> pick_series(store::Store& store) {
   Picked p;
   BF_ASSIGN_OR_RETURN(const auto page, store.list_series({}, std::nullopt, 100'000));
-  if (page.series.empty()) return Error::not_found("the database has no series");
-  std::vector<store::SeriesInfo> all = page.series;
+  if (page.items.empty()) return Error::not_found("the database has no series");
+  std::vector<store::SeriesInfo> all = page.items;
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.points > b.points; });
   p.longest = all.front().id;
   p.longest_points = all.front().points;
@@ -80,15 +80,14 @@ std::vector<Timing> time_in_process(const Options& o, store::Store& store, const
   open.state = store::RegressionState::kOpen;
   open.direction = history::ChangeDirection::kRegression;
   rows.push_back(bench::time_steps("store.list_regressions (open, first 100)", o.warmup, o.requests, [&] {
-    return store.list_regressions(open, std::nullopt, 100).value().regressions.size();
+    return store.list_regressions(open, std::nullopt, 100).value().items.size();
   }));
-  rows.push_back(
-      bench::time_steps("store.list_regressions (any state or direction, first 100)", o.warmup, o.requests,
-                        [&] { return store.list_regressions({}, std::nullopt, 100).value().regressions.size(); }));
+  rows.push_back(bench::time_steps("store.list_regressions (any state or direction, first 100)", o.warmup, o.requests,
+                                   [&] { return store.list_regressions({}, std::nullopt, 100).value().items.size(); }));
   store::SeriesFilter by_model;
   by_model.model = picked.model;
   rows.push_back(bench::time_steps("store.list_series (one model, first 500)", o.warmup, o.requests, [&] {
-    return store.list_series(by_model, std::nullopt, 500).value().series.size();
+    return store.list_series(by_model, std::nullopt, 500).value().items.size();
   }));
   return rows;
 }

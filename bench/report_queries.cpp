@@ -24,7 +24,7 @@
 #include "common/http/client.h"
 #include "common/stats.h"
 #include "coordinator/report/render.h"
-#include "coordinator/report/report.h"
+#include "coordinator/rules/report.h"
 #include "coordinator/store/store.h"
 #include "tests/support/coordinator_child.h"
 
@@ -99,9 +99,9 @@ std::vector<Timing> time_in_process(const Options& o, const std::string& db, con
       time_steps("report::render_markdown", o.warmup, n, [&] { return report::render_markdown(built).size(); }));
   rows.push_back(time_steps("report::render_csv", o.warmup, n, [&] { return report::render_csv(built).size(); }));
   rows.push_back(time_steps("store.list_jobs (limit 10000)", o.warmup, n,
-                            [&] { return store.list_jobs(run_id, std::nullopt, 10000).value().rows.size(); }));
+                            [&] { return store.list_jobs(run_id, std::nullopt, 10000).value().items.size(); }));
   rows.push_back(time_steps("store.list_results (limit 1000, first page)", o.warmup, n,
-                            [&] { return store.list_results(run_id, {}, std::nullopt, 1000).value().rows.size(); }));
+                            [&] { return store.list_results(run_id, {}, std::nullopt, 1000).value().items.size(); }));
   return rows;
 }
 

@@ -14,9 +14,9 @@
 #include "common/codecs.h"
 #include "common/http/problem.h"
 #include "common/result_checks.h"
-#include "coordinator/api/blocking.h"
 #include "coordinator/api/handlers.h"
-#include "coordinator/auth.h"
+#include "coordinator/rules/tokens.h"
+#include "coordinator/services/blocking.h"
 
 namespace benchfleet::api {
 namespace {

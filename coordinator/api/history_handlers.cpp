@@ -5,7 +5,7 @@
 #include "common/matrix.h"
 #include "coordinator/api/handlers.h"
 #include "coordinator/api/history_json.h"
-#include "coordinator/history/cron.h"
+#include "coordinator/rules/cron.h"
 
 namespace benchfleet::api {
 namespace {
@@ -124,21 +124,17 @@ Result<http::Response> list_series(ApiContext& ctx, const http::Request& req, co
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 500));
   BF_ASSIGN_OR_RETURN(const auto after, int_query(m, "after", 0, INT64_MAX));
-  BF_ASSIGN_OR_RETURN(const auto batch, int_query(m, "batch", 1, 65536));
-  store::SeriesFilter f;
-  f.model = str_query(m, "model");
-  f.mode = str_query(m, "mode");
-  f.dtype = str_query(m, "dtype");
-  f.runtime = str_query(m, "runtime");
-  f.gpu = str_query(m, "gpu");
-  f.torch_build = str_query(m, "build");
-  if (batch) f.batch = static_cast<int>(*batch);
-  if (f.mode && !parse_mode(*f.mode)) return Error::invalid("query.mode", "unknown mode");
-  if (f.dtype && !parse_dtype(*f.dtype)) return Error::invalid("query.dtype", "unknown dtype");
-  if (f.runtime && !parse_runtime(*f.runtime)) return Error::invalid("query.runtime", "unknown runtime");
+  BF_ASSIGN_OR_RETURN(const CellQuery cell, cell_query(m));
+  const store::SeriesFilter f{.model = cell.model,
+                              .mode = cell.mode,
+                              .dtype = cell.dtype,
+                              .runtime = cell.runtime,
+                              .gpu = cell.gpu,
+                              .torch_build = cell.torch_build,
+                              .batch = cell.batch};
   BF_ASSIGN_OR_RETURN(const auto page, ctx.store.list_series(f, after, static_cast<int>(limit.value_or(100))));
   json out = json::array();
-  for (const auto& s : page.series) out.push_back(series_json(s));
+  for (const auto& s : page.items) out.push_back(series_json(s));
   const json next = page.next_cursor ? json(*page.next_cursor) : json();
   return json_response(bhttp::status::ok, {{"series", out}, {"next_after", next}}, req);
 }
@@ -156,7 +152,7 @@ Result<http::Response> get_series(ApiContext& ctx, const http::Request& req, con
   json points = json::array();
   for (const auto& p : series.points) points.push_back(point_json(p));
   json changes = json::array();
-  for (const auto& r : regressions.regressions) changes.push_back(regression_json(r));
+  for (const auto& r : regressions.items) changes.push_back(regression_json(r));
   out["points"] = std::move(points);
   out["next_after_point"] = series.next_cursor ? json(*series.next_cursor) : json();
   out["regressions"] = std::move(changes);
@@ -179,12 +175,12 @@ Result<http::Response> list_regressions(ApiContext& ctx, const http::Request& re
   }
   const std::string direction = str_query(m, "direction").value_or("regression");
   if (direction != "all") {
-    f.direction = parse_change_direction(direction);
+    f.direction = history::parse_change_direction(direction);
     if (!f.direction) return Error::invalid("query.direction", "must be regression, improvement or all");
   }
   BF_ASSIGN_OR_RETURN(const auto page, ctx.store.list_regressions(f, before, static_cast<int>(limit.value_or(100))));
   json out = json::array();
-  for (const auto& r : page.regressions) out.push_back(regression_json(r));
+  for (const auto& r : page.items) out.push_back(regression_json(r));
   const json next = page.next_cursor ? json(*page.next_cursor) : json();
   return json_response(bhttp::status::ok, {{"regressions", out}, {"next_before", next}}, req);
 }

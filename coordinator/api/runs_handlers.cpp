@@ -4,7 +4,7 @@
 #include "common/codecs.h"
 #include "common/matrix.h"
 #include "coordinator/report/render.h"
-#include "coordinator/report/report.h"
+#include "coordinator/rules/report.h"
 
 namespace benchfleet::api {
 namespace {
@@ -65,20 +65,16 @@ Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, c
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 1000));
   BF_ASSIGN_OR_RETURN(const auto cursor, int_query(m, "cursor", 0, INT64_MAX));
-  BF_ASSIGN_OR_RETURN(const auto batch, int_query(m, "batch", 1, 65536));
-  store::ResultFilter f;
-  f.model = str_query(m, "model");
-  f.mode = str_query(m, "mode");
-  f.torch_build = str_query(m, "build");
-  f.gpu = str_query(m, "gpu");
-  f.runtime = str_query(m, "runtime");
-  f.status = str_query(m, "status");
-  f.dtype = str_query(m, "dtype");
-  if (batch) f.batch = static_cast<int>(*batch);
-  if (f.mode && !parse_mode(*f.mode)) return Error::invalid("query.mode", "unknown mode");
-  if (f.runtime && !parse_runtime(*f.runtime)) return Error::invalid("query.runtime", "unknown runtime");
+  BF_ASSIGN_OR_RETURN(const CellQuery cell, cell_query(m));
+  const store::ResultFilter f{.model = cell.model,
+                              .mode = cell.mode,
+                              .torch_build = cell.torch_build,
+                              .gpu = cell.gpu,
+                              .runtime = cell.runtime,
+                              .status = str_query(m, "status"),
+                              .dtype = cell.dtype,
+                              .batch = cell.batch};
   if (f.status && !parse_result_status(*f.status)) return Error::invalid("query.status", "unknown result status");
-  if (f.dtype && !parse_dtype(*f.dtype)) return Error::invalid("query.dtype", "unknown dtype");
   const auto samples = str_query(m, "samples");
   if (samples && *samples != "true" && *samples != "false") {
     return Error::invalid("query.samples", "must be true or false");
@@ -90,7 +86,7 @@ Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, c
   if (with_samples) n = std::min(n, kMaxResultsWithSamples);
   BF_ASSIGN_OR_RETURN(const auto page, ctx.store.list_results(id, f, cursor, n, with_samples));
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : page.rows) rows.push_back(result_json(r, with_samples));
+  for (const auto& r : page.items) rows.push_back(result_json(r, with_samples));
   nlohmann::json next = page.next_cursor ? nlohmann::json(std::to_string(*page.next_cursor)) : nlohmann::json();
   return json_response(bhttp::status::ok, {{"results", rows}, {"next_cursor", next}}, req);
 }
@@ -102,7 +98,7 @@ Result<http::Response> list_jobs(ApiContext& ctx, const http::Request& req, cons
   BF_ASSIGN_OR_RETURN(const auto cursor, int_query(m, "cursor", 0, INT64_MAX));
   BF_ASSIGN_OR_RETURN(const auto page, ctx.store.list_jobs(id, cursor, static_cast<int>(limit.value_or(1000))));
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& job : page.rows) rows.push_back(job_json(job));
+  for (const auto& job : page.items) rows.push_back(job_json(job));
   nlohmann::json next = page.next_cursor ? nlohmann::json(std::to_string(*page.next_cursor)) : nlohmann::json();
   return json_response(bhttp::status::ok, {{"jobs", rows}, {"next_cursor", next}}, req);
 }

@@ -1,7 +1,7 @@
 #include "coordinator/store/store.h"
 
 #include "common/codecs.h"
-#include "coordinator/scheduler.h"
+#include "coordinator/rules/scheduler.h"
 #include "coordinator/store/migrations.h"
 #include "coordinator/store/rows.h"
 

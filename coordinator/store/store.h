@@ -18,10 +18,14 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "common/types.h"
-#include "coordinator/history/change_detector.h"
-#include "coordinator/report/report.h"
-#include "coordinator/scheduler.h"
+#include "coordinator/rules/change_detector.h"
+#include "coordinator/rules/report.h"
+#include "coordinator/rules/scheduler.h"
+#include "coordinator/store/agent_types.h"
 #include "coordinator/store/group_commit.h"
+#include "coordinator/store/history_types.h"
+#include "coordinator/store/page.h"
+#include "coordinator/store/run_types.h"
 #include "coordinator/store/sqlite.h"
 
 namespace benchfleet::store {
@@ -35,146 +39,6 @@ struct StoreOptions {
   GroupCommitOptions group_commit;
 };
 
-struct RunCreated {
-  std::int64_t run_id = 0;
-  std::int64_t job_count = 0;
-};
-
-struct RunInfo {
-  std::int64_t id = 0;
-  std::string name;
-  MatrixSpec spec;
-  std::int64_t job_count = 0;
-  TimestampMs created_at = 0;
-  std::optional<TimestampMs> cancelled_at;
-  std::optional<TimestampMs> finished_at;
-  std::map<JobStatus, std::int64_t> jobs_by_status;
-  std::map<ResultStatus, std::int64_t> results_by_status;
-  std::string state;  // scheduler::RunState name
-};
-
-struct CancelOutcome {
-  std::int64_t cancelled_jobs = 0;  // queued or leased jobs that became cancelled now
-  bool already_cancelled = false;
-};
-
-struct AgentInfo {
-  std::int64_t id = 0;
-  AgentDescriptor descriptor;
-  TimestampMs enrolled_at = 0;
-  TimestampMs last_seen_at = 0;
-  bool draining = false;
-  struct ActiveLease {
-    std::string slot;
-    std::int64_t job_id = 0;
-    std::int64_t run_id = 0;
-    JobSpec spec;
-    std::string status;  // leased / running
-  };
-  std::vector<ActiveLease> leases;
-};
-
-// Stored credentials of an agent, for verification by the caller.
-struct AgentCredentials {
-  std::string salt;
-  std::string hash;
-};
-
-// A lease the store granted: the record its agent gets (LeasedJob, common/agent_protocol.h) and
-// how it was granted.
-struct LeaseGrant : LeasedJob {
-  // The slot's unacknowledged lease handed over again (a retried or concurrent poll), not a
-  // new grant: withdrawing it is not this answer's to do.
-  bool redelivered = false;
-};
-
-struct LeaseAnswer {
-  std::optional<LeaseGrant> grant;
-  bool draining = false;
-};
-
-// A lease's state (LeaseState) and a holder's reference to it (LeaseRef) are the protocol's
-// (common/agent_protocol.h): kActive renewed; kLost expired and requeued, or leased to someone
-// else; kCancelled its run was cancelled. The last two tell the holder to stop the work.
-struct Renewal {
-  LeaseState state = LeaseState::kLost;
-  TimestampMs expires_at = 0;  // when kActive
-};
-
-enum class RecordKind {
-  kStored,     // new result row
-  kDuplicate,  // identical result for this attempt already stored: acknowledged, no new row
-  kMismatch,   // a different result for this attempt is stored
-  kLost,       // the lease is not current (expired, or another attempt holds the job)
-  kCancelled,  // the run was cancelled
-  kNotFound,   // no such job
-};
-
-struct RecordOutcome {
-  RecordKind kind = RecordKind::kStored;
-  std::int64_t result_id = 0;
-  std::int64_t implied_oom = 0;  // jobs marked oom_implied because of this result
-};
-
-struct ResultFilter {
-  std::optional<std::string> model, mode, torch_build, gpu, runtime, status, dtype;
-  std::optional<int> batch;
-};
-
-struct ResultRow {
-  std::int64_t id = 0;
-  std::int64_t job_id = 0;
-  std::int64_t run_id = 0;
-  int attempt = 0;
-  JobSpec spec;
-  JobResult result;
-  // The noise flags the coordinator gave it when stored (results.flags; common/noise_flags.h).
-  std::vector<std::string> flags;
-  std::optional<std::string> agent_name;
-  std::optional<std::string> slot;
-  TimestampMs created_at = 0;
-};
-
-struct ResultPage {
-  std::vector<ResultRow> rows;
-  std::optional<std::int64_t> next_cursor;  // pass as `after_id` for the next page
-};
-
-// One job of a run as the progress grid shows it.
-struct JobRow {
-  std::int64_t id = 0;
-  JobSpec spec;
-  JobStatus status = JobStatus::kQueued;
-  int attempt = 0;  // attempts started so far (0 before the first lease)
-  // The job's latest result (its highest attempt), if any.
-  std::optional<std::int64_t> result_id;
-  std::optional<ResultStatus> result_status;
-  // Who holds the lease of a leased or running job, posted a done job's verdict, held a failed
-  // job's last attempt or a cancelled job's lease when the run was cancelled. None for queued
-  // jobs and for verdicts the coordinator inferred (oom_implied, unsupported).
-  std::optional<std::string> agent_name;
-  std::optional<std::string> slot;
-  TimestampMs updated_at = 0;
-};
-
-struct JobPage {
-  std::vector<JobRow> rows;
-  std::optional<std::int64_t> next_cursor;  // pass as `after_id` for the next page
-};
-
-// One (GPU class, torch build) of the queue (Store::queue_summary): what an autoscaler reads.
-struct QueueCell {
-  std::string gpu_class;
-  std::string torch_build;
-  std::int64_t queued = 0;
-  std::int64_t active = 0;  // leased + running
-  // The queued jobs by their run's timeout_s, ascending (they sum to `queued`): an autoscaler
-  // whose allocations end sooner than a job may run leaves those jobs out of its count.
-  std::vector<std::pair<int, std::int64_t>> queued_by_timeout;
-
-  bool operator==(const QueueCell&) const = default;
-};
-
 struct Gauges {
   std::map<JobStatus, std::int64_t> jobs_by_status;
   std::int64_t active_leases = 0;
@@ -186,143 +50,6 @@ struct Gauges {
   std::int64_t alerts_pending = 0;  // webhook deliveries not yet made nor given up
   std::int64_t alerts_failed = 0;   // given up
   GroupCommitStats store;           // operations and commits since the coordinator started
-};
-
-// ---- history ------------------------------------------------------------------------
-
-// A recurring matrix. The coordinator creates its run when due.
-struct ScheduleInfo {
-  std::int64_t id = 0;
-  std::string name;  // the matrix's name
-  MatrixSpec spec;
-  std::string cron;  // history::CronSchedule text
-  bool enabled = true;
-  TimestampMs created_at = 0;
-  TimestampMs updated_at = 0;
-  TimestampMs next_due_at = 0;
-  std::optional<TimestampMs> last_due_at;
-  std::optional<std::int64_t> last_run_id;
-  std::int64_t missed = 0;  // due times skipped (the coordinator was down, or it was paused)
-  std::int64_t runs = 0;    // runs it created
-};
-
-// A run a schedule created (Store::fire_due_schedules).
-struct FiredSchedule {
-  std::int64_t schedule_id = 0;
-  std::int64_t run_id = 0;
-  std::int64_t job_count = 0;
-  TimestampMs due_at = 0;    // the due time the run stands for (the latest one <= now)
-  std::int64_t skipped = 0;  // earlier due times it stands in for (missed windows)
-};
-
-// What identifies a series: a cell of the matrix, across runs.
-struct SeriesKey {
-  std::string model;
-  int batch = 1;
-  Mode mode = Mode::kEager;
-  Dtype dtype = Dtype::kFloat32;
-  Runtime runtime = Runtime::kLibtorch;
-  std::string gpu;  // GPU class
-  std::string torch_build;
-
-  bool operator==(const SeriesKey&) const = default;
-};
-
-struct SeriesInfo {
-  std::int64_t id = 0;
-  SeriesKey key;
-  std::int64_t points = 0;
-  std::optional<TimestampMs> last_point_at;
-  // The last point in series order (version, then time).
-  std::optional<double> last_median_ms;
-  std::optional<std::string> last_torch_version;
-  std::optional<ResultStatus> last_status;
-  std::int64_t open_regressions = 0;  // state open or acknowledged, direction regression
-};
-
-struct SeriesFilter {
-  std::optional<std::string> model, mode, dtype, runtime, gpu, torch_build;
-  std::optional<int> batch;
-};
-
-struct SeriesPage {
-  std::vector<SeriesInfo> series;           // by id
-  std::optional<std::int64_t> next_cursor;  // pass as `after_id` for the next page
-};
-
-// One stored result of a series (every status but unsupported, invalid and oom_implied).
-struct SeriesPoint {
-  std::int64_t id = 0;
-  std::int64_t result_id = 0;
-  std::int64_t run_id = 0;
-  ResultStatus status = ResultStatus::kOk;
-  std::optional<double> median_ms, ci_low_ms, ci_high_ms;
-  std::optional<std::string> torch_version, torch_git;
-  TimestampMs recorded_at = 0;
-  std::vector<std::string> flags;
-  std::optional<std::string> accuracy;
-};
-
-struct SeriesPoints {
-  SeriesInfo series;
-  std::vector<SeriesPoint> points;          // in series order
-  std::optional<std::int64_t> next_cursor;  // a point id: pass as `after_point` for the next page
-};
-
-enum class RegressionState { kOpen, kAcknowledged, kResolved };
-std::string_view to_string(RegressionState s);
-std::optional<RegressionState> parse_regression_state(std::string_view s);
-
-// A point named by a regression: where the change starts, or the last point before it.
-struct PointRef {
-  std::int64_t point_id = 0;
-  std::int64_t result_id = 0;
-  std::int64_t run_id = 0;
-  std::optional<std::string> torch_version, torch_git;
-  TimestampMs recorded_at = 0;
-  std::optional<double> median_ms;
-};
-
-// A change the detector confirmed (history::Change as stored).
-struct RegressionInfo {
-  std::int64_t id = 0;
-  std::int64_t series_id = 0;
-  SeriesKey key;
-  history::ChangeDirection direction = history::ChangeDirection::kRegression;
-  RegressionState state = RegressionState::kOpen;
-  PointRef first_bad;                 // the first run of the new level
-  std::optional<PointRef> last_good;  // the last run before it (the range to bisect)
-  double before_median_ms = 0, after_median_ms = 0, ratio = 1, p_value = 1;
-  int baseline_runs = 0, confirm_runs = 0;
-  TimestampMs detected_at = 0;
-  std::optional<TimestampMs> acknowledged_at, resolved_at;
-  std::optional<std::string> note;
-};
-
-struct RegressionFilter {
-  std::optional<RegressionState> state;               // nullopt: any
-  std::optional<history::ChangeDirection> direction;  // nullopt: any
-  std::optional<std::int64_t> series_id;
-};
-
-struct RegressionPage {
-  std::vector<RegressionInfo> regressions;  // newest first
-  std::optional<std::int64_t> next_cursor;  // pass as `before_id` for the next page
-};
-
-// A webhook delivery owed (alert_deliveries): its JSON body, sent as is.
-struct AlertDelivery {
-  std::int64_t id = 0;
-  std::int64_t regression_id = 0;
-  std::string event;  // "regression.opened"
-  std::string body;
-  int attempts = 0;  // made so far
-};
-
-struct DetectionPass {
-  std::int64_t series_examined = 0;
-  std::vector<RegressionInfo> changes;  // confirmed in this pass (regressions and improvements)
-  bool more = false;                    // series with unexamined points remain (call again)
 };
 
 class Store {
@@ -357,13 +84,13 @@ class Store {
   Result<CancelOutcome> cancel_run(std::int64_t run_id);
   // Results without their samples unless `with_samples` (each may hold 10^6: ask for a few).
   // Bodies are parsed after the store lock is released, so a big read never stalls agents.
-  Result<ResultPage> list_results(std::int64_t run_id, const ResultFilter& filter, std::optional<std::int64_t> after_id,
-                                  int limit, bool with_samples = false);
+  Result<Page<ResultRow>> list_results(std::int64_t run_id, const ResultFilter& filter,
+                                       std::optional<std::int64_t> after_id, int limit, bool with_samples = false);
   // One result with its samples.
   Result<ResultRow> get_result(std::int64_t result_id);
   // The run's jobs with id > `after_id`, ascending, at most `limit` (one indexed query).
   // kNotFound when the run does not exist.
-  Result<JobPage> list_jobs(std::int64_t run_id, std::optional<std::int64_t> after_id, int limit);
+  Result<Page<JobRow>> list_jobs(std::int64_t run_id, std::optional<std::int64_t> after_id, int limit);
   // One entry per job of the run, with its result when there is one (for reports), including
   // the torch version the result recorded (results.torch_version, from its fingerprint).
   Result<std::vector<report::CellResult>> report_cells(std::int64_t run_id);
@@ -403,7 +130,9 @@ class Store {
   Result<Renewal> renew(std::int64_t agent_id, const LeaseRef& lease);
   // Heartbeat: records the agent as seen and renews (and acknowledges) each listed lease.
   Result<std::vector<Renewal>> heartbeat(std::int64_t agent_id, const std::vector<LeaseRef>& leases);
-  // Stores the verdict of an attempt. `body` is the result's canonical JSON text.
+  // Stores the verdict of `attempt` for the holder of `lease` (kLost / kCancelled as for renew):
+  // one row per attempt (kDuplicate for the same result again, kMismatch for another one), with
+  // its noise flags, its series point (see list_series), and the OOM pruning it implies.
   Result<RecordOutcome> record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
                                       const JobResult& result);
   // The holder gives a lease back unfinished (an aborting agent): the job is requeued at once
@@ -447,7 +176,7 @@ class Store {
   // transaction, for every status but unsupported, invalid and oom_implied (verdicts the
   // coordinator inferred: nothing ran, no torch version to place them by); the detector looks at
   // it later.
-  Result<SeriesPage> list_series(const SeriesFilter& filter, std::optional<std::int64_t> after_id, int limit);
+  Result<Page<SeriesInfo>> list_series(const SeriesFilter& filter, std::optional<std::int64_t> after_id, int limit);
   // The series with that key, if it has points.
   Result<std::optional<std::int64_t>> find_series(const SeriesKey& key);
   // A series and its points in series order, from the first after `after_point` (a point id),
@@ -465,8 +194,8 @@ class Store {
   // (the rest: `more`).
   Result<DetectionPass> detect_changes(const history::DetectorOptions& options, bool enqueue_alerts,
                                        int max_series = 64);
-  Result<RegressionPage> list_regressions(const RegressionFilter& filter, std::optional<std::int64_t> before_id,
-                                          int limit);
+  Result<Page<RegressionInfo>> list_regressions(const RegressionFilter& filter, std::optional<std::int64_t> before_id,
+                                                int limit);
   Result<RegressionInfo> get_regression(std::int64_t regression_id);
   // open -> acknowledged -> resolved (open -> resolved too); back to open reopens a resolved one
   // or takes back an acknowledgement (both forget their times); resolved -> acknowledged is
@@ -507,8 +236,6 @@ class Store {
   // only jobs of one cell, and runs whenever a cell changes (an OOM stored, a job requeued), so
   // the rest of the run needs no look.
   Result<std::int64_t> mark_implied_oom(std::int64_t run_id, std::int64_t job_id);
-  // Ends a lease that will not produce a result: requeue, or fail after max attempts; then
-  // applies OOM pruning and the run's completion. Sets work_appeared_.
   // Queued jobs this slot's builds declare unsupported get that verdict now (scheduler rule):
   // called for each slot class of an agent that enrols (its capabilities may have changed).
   Status mark_unsupported(const scheduler::SlotOffer& offer);
@@ -517,6 +244,8 @@ class Store {
   // The job `offer` should run next (scheduler::pick_job over the best queued job of each cell
   // the slot can run, tier by tier), or nullopt when none fits.
   Result<std::optional<std::int64_t>> pick_candidate_locked(const scheduler::SlotOffer& offer);
+  // Ends a lease that will not produce a result: requeue, or fail after max attempts; then
+  // applies OOM pruning and the run's completion. Sets work_appeared_.
   Status requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts, std::int64_t run_id,
                          std::string_view outcome);
   // After each group's commit (GroupCommit's callback): tells the listener if work appeared;

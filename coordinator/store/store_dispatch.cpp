@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "common/codecs.h"
-#include "coordinator/scheduler.h"
+#include "coordinator/rules/scheduler.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/store.h"
 

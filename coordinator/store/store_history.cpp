@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/codecs.h"
-#include "coordinator/history/series_order.h"
+#include "coordinator/rules/series_order.h"
 #include "coordinator/store/result_columns.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/store.h"
@@ -145,8 +145,8 @@ Result<SeriesInfo> Store::series_info_locked(std::int64_t series_id) {
   return series_at(*s);
 }
 
-Result<SeriesPage> Store::list_series(const SeriesFilter& f, std::optional<std::int64_t> after_id, int limit) {
-  return group_.run([&]() -> Result<SeriesPage> {
+Result<Page<SeriesInfo>> Store::list_series(const SeriesFilter& f, std::optional<std::int64_t> after_id, int limit) {
+  return group_.run([&]() -> Result<Page<SeriesInfo>> {
     // A NULL parameter means "no filter" on that column.
     BF_ASSIGN_OR_RETURN(
         auto s, db_->prepare(std::string(kSeriesSelect) +
@@ -156,17 +156,13 @@ Result<SeriesPage> Store::list_series(const SeriesFilter& f, std::optional<std::
                              " AND (?8 IS NULL OR s.torch_build = ?8) ORDER BY s.id LIMIT ?9"));
     s->bind(1, after_id.value_or(0)).bind(2, f.model).bind(3, f.batch).bind(4, f.mode).bind(5, f.dtype);
     s->bind(6, f.runtime).bind(7, f.gpu).bind(8, f.torch_build).bind(9, limit + 1);
-    SeriesPage page;
+    std::vector<SeriesInfo> rows;
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;
-      page.series.push_back(series_at(*s));
+      rows.push_back(series_at(*s));
     }
-    if (static_cast<int>(page.series.size()) > limit) {
-      page.series.pop_back();
-      page.next_cursor = page.series.back().id;
-    }
-    return page;
+    return keyset_page(std::move(rows), limit, [](const SeriesInfo& series) { return series.id; });
   });
 }
 
@@ -202,15 +198,15 @@ Result<SeriesPoints> Store::get_series(std::int64_t series_id, std::optional<std
                              " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) > (?2, ?3, ?4)"
                              " ORDER BY p.version_key, p.recorded_at, p.id LIMIT ?5"));
     s->bind(1, series_id).bind(2, from.version_key).bind(3, from.recorded_at).bind(4, from.id).bind(5, limit + 1);
+    std::vector<SeriesPoint> rows;
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;
-      out.points.push_back(point_at(*s));
+      rows.push_back(point_at(*s));
     }
-    if (static_cast<int>(out.points.size()) > limit) {
-      out.points.pop_back();
-      out.next_cursor = out.points.back().id;
-    }
+    Page<SeriesPoint> page = keyset_page(std::move(rows), limit, [](const SeriesPoint& p) { return p.id; });
+    out.points = std::move(page.items);
+    out.next_cursor = page.next_cursor;
     return out;
   });
 }

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "common/codecs.h"
-#include "coordinator/auth.h"
-#include "coordinator/scheduler.h"
+#include "coordinator/rules/scheduler.h"
+#include "coordinator/rules/tokens.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/store.h"
 

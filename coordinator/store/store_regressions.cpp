@@ -104,8 +104,8 @@ Result<RegressionInfo> Store::regression_info_locked(std::int64_t regression_id)
   return regression_at(*s);
 }
 
-Result<RegressionPage> Store::list_regressions(const RegressionFilter& f, std::optional<std::int64_t> before_id,
-                                               int limit) {
+Result<Page<RegressionInfo>> Store::list_regressions(const RegressionFilter& f, std::optional<std::int64_t> before_id,
+                                                     int limit) {
   // Newest first along the index the filter names, so a page reads only the rows it returns (and
   // those a series' own filter passes over): the series' regressions, a state's (of a direction,
   // or of both), a direction's, or all of them.
@@ -122,23 +122,19 @@ Result<RegressionPage> Store::list_regressions(const RegressionFilter& f, std::o
   const std::string sql = std::string(kRegressionSelect) + from + kRegressionJoins + " WHERE g.id < ?1" +
                           (f.series_id ? " AND g.series_id = ?2" : "") + (f.state ? " AND g.state = ?3" : "") +
                           (f.direction ? " AND g.direction = ?4" : "") + " ORDER BY g.id DESC LIMIT ?5";
-  return group_.run([&]() -> Result<RegressionPage> {
+  return group_.run([&]() -> Result<Page<RegressionInfo>> {
     BF_ASSIGN_OR_RETURN(auto s, db_->prepare(sql));
     s->bind(1, before_id.value_or(std::numeric_limits<std::int64_t>::max())).bind(5, limit + 1);
     if (f.series_id) s->bind(2, *f.series_id);
     if (f.state) s->bind(3, to_string(*f.state));
     if (f.direction) s->bind(4, direction_name(*f.direction));
-    RegressionPage page;
+    std::vector<RegressionInfo> rows;
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;
-      page.regressions.push_back(regression_at(*s));
+      rows.push_back(regression_at(*s));
     }
-    if (static_cast<int>(page.regressions.size()) > limit) {
-      page.regressions.pop_back();
-      page.next_cursor = page.regressions.back().id;
-    }
-    return page;
+    return keyset_page(std::move(rows), limit, [](const RegressionInfo& r) { return r.id; });
   });
 }
 

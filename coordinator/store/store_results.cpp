@@ -3,7 +3,7 @@
 #include <string>
 
 #include "common/codecs.h"
-#include "coordinator/auth.h"
+#include "coordinator/rules/tokens.h"
 #include "coordinator/store/result_columns.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/store.h"

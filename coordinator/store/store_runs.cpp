@@ -1,7 +1,8 @@
 // Store: runs, their jobs and results (report cells: store_report.cpp).
 #include "common/codecs.h"
 #include "common/matrix.h"
-#include "coordinator/scheduler.h"
+#include "coordinator/rules/scheduler.h"
+#include "coordinator/store/page.h"
 #include "coordinator/store/result_columns.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/store.h"
@@ -209,8 +210,8 @@ ResultRow decode_result_row(RawResultRow raw) {
 
 }  // namespace
 
-Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& f, std::optional<std::int64_t> after_id,
-                                       int limit, bool with_samples) {
+Result<Page<ResultRow>> Store::list_results(std::int64_t run_id, const ResultFilter& f,
+                                            std::optional<std::int64_t> after_id, int limit, bool with_samples) {
   std::vector<RawResultRow> raw;
   // The read runs under the store lock; parsing the bodies waits until it is released.
   Status read = group_.run([&]() -> Status {
@@ -239,18 +240,16 @@ Result<ResultPage> Store::list_results(std::int64_t run_id, const ResultFilter& 
     return Status::Ok();
   });
   BF_RETURN_IF_ERROR(read);
-  ResultPage page;
-  if (static_cast<int>(raw.size()) > limit) {
-    raw.pop_back();
-    page.next_cursor = raw.back().row.id;
-  }
-  page.rows.reserve(raw.size());
-  for (auto& r : raw) page.rows.push_back(decode_result_row(std::move(r)));
+  Page<RawResultRow> raw_page = keyset_page(std::move(raw), limit, [](const RawResultRow& r) { return r.row.id; });
+  Page<ResultRow> page;
+  page.next_cursor = raw_page.next_cursor;
+  page.items.reserve(raw_page.items.size());
+  for (auto& r : raw_page.items) page.items.push_back(decode_result_row(std::move(r)));
   return page;
 }
 
-Result<JobPage> Store::list_jobs(std::int64_t run_id, std::optional<std::int64_t> after_id, int limit) {
-  return group_.run([&]() -> Result<JobPage> {
+Result<Page<JobRow>> Store::list_jobs(std::int64_t run_id, std::optional<std::int64_t> after_id, int limit) {
+  return group_.run([&]() -> Result<Page<JobRow>> {
     // jobs_run (run_id, id) gives the order; the latest result comes from results' (job_id,
     // attempt) key, the attempt by its primary key.
     BF_ASSIGN_OR_RETURN(
@@ -266,7 +265,7 @@ Result<JobPage> Store::list_jobs(std::int64_t run_id, std::optional<std::int64_t
             " LEFT JOIN agents a ON a.id = t.agent_id"
             " WHERE j.run_id = ?1 AND j.id > ?2 ORDER BY j.id LIMIT ?3"));
     s->bind(1, run_id).bind(2, after_id.value_or(0)).bind(3, limit + 1);
-    JobPage page;
+    std::vector<JobRow> rows;
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;
@@ -281,13 +280,10 @@ Result<JobPage> Store::list_jobs(std::int64_t run_id, std::optional<std::int64_t
       if (job.result_id) job.result_status = result_status_at(*s, c + 4);
       job.agent_name = s->opt_text(c + 5);
       if (job.agent_name) job.slot = s->opt_text(c + 6);
-      page.rows.push_back(std::move(job));
+      rows.push_back(std::move(job));
     }
-    if (static_cast<int>(page.rows.size()) > limit) {
-      page.rows.pop_back();
-      page.next_cursor = page.rows.back().id;
-    }
-    if (page.rows.empty()) {
+    Page<JobRow> page = keyset_page(std::move(rows), limit, [](const JobRow& j) { return j.id; });
+    if (page.items.empty()) {
       BF_ASSIGN_OR_RETURN(auto exists, db_->query_one("SELECT 1 FROM runs WHERE id = ?", run_id));
       if (!exists.found()) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
     }

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "common/codecs.h"
-#include "coordinator/history/cron.h"
+#include "coordinator/rules/cron.h"
 #include "coordinator/store/store.h"
 
 namespace benchfleet::store {

@@ -15,8 +15,8 @@
 
 #include "common/catalog.h"
 #include "coordinator/api/history_json.h"
-#include "coordinator/history_worker.h"
-#include "coordinator/schedule_runner.h"
+#include "coordinator/services/history_worker.h"
+#include "coordinator/services/schedule_runner.h"
 #include "tests/unit/store_test_results.h"
 
 namespace benchfleet {
@@ -189,7 +189,7 @@ TEST(HistoryJson, RegressionHasTheContractShape) {
   r.first_bad.point_id = 11;
   r.first_bad.torch_version = "2.7.0.dev20250107";
   r.detected_at = 1767312000000;
-  const auto j = api::regression_json(r);
+  const auto j = regression_json(r);
   EXPECT_EQ(j["direction"], "regression");
   EXPECT_EQ(j["state"], "open");
   EXPECT_EQ(j["series"]["model"], "microsoft/resnet-50");
@@ -201,7 +201,7 @@ TEST(HistoryJson, RegressionHasTheContractShape) {
   EXPECT_EQ(j["url"], "/api/v1/regressions/7");
   EXPECT_EQ(j["series_url"], "/api/v1/series/3");
   EXPECT_EQ(j["detected_at"], "2026-01-02T00:00:00.000Z");
-  const auto event = api::regression_opened_event(r, 5);
+  const auto event = regression_opened_event(r, 5);
   EXPECT_EQ(event["event"], "regression.opened");
   EXPECT_EQ(event["delivery_id"], 5);
   EXPECT_EQ(event["regression"], j);
@@ -213,8 +213,8 @@ TEST(HistoryJson, RegressionHasTheContractShape) {
   EXPECT_TRUE(api::schedule_json(s)["next_due_at"].is_null()) << "null while paused";
   s.enabled = true;
   EXPECT_EQ(api::schedule_json(s)["next_due_at"], "2026-01-02T00:00:00.000Z");
-  EXPECT_EQ(api::parse_change_direction("improvement"), history::ChangeDirection::kImprovement);
-  EXPECT_EQ(api::parse_change_direction("worse"), std::nullopt);
+  EXPECT_EQ(history::parse_change_direction("improvement"), history::ChangeDirection::kImprovement);
+  EXPECT_EQ(history::parse_change_direction("worse"), std::nullopt);
 }
 
 }  // namespace

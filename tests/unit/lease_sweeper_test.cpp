@@ -1,6 +1,6 @@
 // The lease expiry sweeper against a real store: an expired lease is requeued without anybody
 // asking, and stop() ends the loop.
-#include "coordinator/lease_sweeper.h"
+#include "coordinator/services/lease_sweeper.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -27,10 +27,10 @@
 #include "common/http/router.h"
 #include "common/stats.h"
 #include "coordinator/api/api.h"
-#include "coordinator/config.h"
-#include "coordinator/metrics.h"
+#include "coordinator/api/metrics.h"
+#include "coordinator/config/config.h"
+#include "coordinator/services/work_signal.h"
 #include "coordinator/store/store.h"
-#include "coordinator/work_signal.h"
 #include "tests/unit/openapi_support.h"
 
 namespace benchfleet::testing {

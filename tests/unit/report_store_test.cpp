@@ -15,7 +15,7 @@
 #include "common/catalog.h"
 #include "common/clock.h"
 #include "common/matrix.h"
-#include "coordinator/report/report.h"
+#include "coordinator/rules/report.h"
 #include "coordinator/store/store.h"
 #include "tests/unit/query_plan.h"
 #include "tests/unit/store_test_results.h"

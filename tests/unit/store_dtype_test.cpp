@@ -35,7 +35,7 @@ class StoreDtypeTest : public StoreTest {
     auto page = store_->list_jobs(run, std::nullopt, 100);
     EXPECT_TRUE(page.ok());
     if (!page.ok()) return out;
-    for (const auto& j : page->rows) out[{j.spec.batch, j.spec.dtype, j.spec.mode}] = j.status;
+    for (const auto& j : page->items) out[{j.spec.batch, j.spec.dtype, j.spec.mode}] = j.status;
     return out;
   }
   // One row of the results table, read past the store (the columns reports read).
@@ -86,11 +86,11 @@ TEST_F(StoreDtypeTest, EachDtypeIsAJobStoredAndLeasedBackWithIt) {
   ResultFilter bf16;
   bf16.dtype = "bfloat16";
   const auto page = store_->list_results(run, bf16, std::nullopt, 10).value();
-  ASSERT_EQ(page.rows.size(), 1u);
-  EXPECT_EQ(page.rows[0].spec.dtype, Dtype::kBfloat16);
-  EXPECT_EQ(page.rows[0].result.stats->mean_ms, 1);
-  EXPECT_EQ(store_->get_result(page.rows[0].id).value().spec.dtype, Dtype::kBfloat16);
-  EXPECT_EQ(store_->list_results(run, {}, std::nullopt, 10).value().rows.size(), 2u);
+  ASSERT_EQ(page.items.size(), 1u);
+  EXPECT_EQ(page.items[0].spec.dtype, Dtype::kBfloat16);
+  EXPECT_EQ(page.items[0].result.stats->mean_ms, 1);
+  EXPECT_EQ(store_->get_result(page.items[0].id).value().spec.dtype, Dtype::kBfloat16);
+  EXPECT_EQ(store_->list_results(run, {}, std::nullopt, 10).value().items.size(), 2u);
 }
 
 TEST_F(StoreDtypeTest, AnOomInOneDtypeImpliesNothingForAnother) {
@@ -108,7 +108,7 @@ TEST_F(StoreDtypeTest, AnOomInOneDtypeImpliesNothingForAnother) {
   for (int batch : {1, 4, 16}) EXPECT_EQ((states[{batch, Dtype::kFloat32, Mode::kEager}]), JobStatus::kQueued) << batch;
   ResultFilter implied;
   implied.status = "oom_implied";
-  const auto rows = store_->list_results(run, implied, std::nullopt, 10).value().rows;
+  const auto rows = store_->list_results(run, implied, std::nullopt, 10).value().items;
   ASSERT_EQ(rows.size(), 2u);
   for (const auto& r : rows) {
     EXPECT_EQ(r.spec.dtype, Dtype::kFloat16);
@@ -189,10 +189,10 @@ TEST_F(StoreDtypeTest, APostedResultFillsTheReportColumnsWithTheRunsNoiseThresho
   EXPECT_EQ(c.flags, "high_cv,ci_not_met");
 
   const auto page = store_->list_results(run, {}, std::nullopt, 10).value();
-  ASSERT_EQ(page.rows.size(), 1u);
-  EXPECT_EQ(page.rows[0].flags, (std::vector<std::string>{"high_cv", "ci_not_met"}));
-  EXPECT_EQ(page.rows[0].result.accuracy, r.accuracy);
-  EXPECT_EQ(store_->get_result(stored.result_id).value().flags, page.rows[0].flags);
+  ASSERT_EQ(page.items.size(), 1u);
+  EXPECT_EQ(page.items[0].flags, (std::vector<std::string>{"high_cv", "ci_not_met"}));
+  EXPECT_EQ(page.items[0].result.accuracy, r.accuracy);
+  EXPECT_EQ(store_->get_result(stored.result_id).value().flags, page.items[0].flags);
 }
 
 }  // namespace

@@ -259,13 +259,13 @@ TEST_F(StoreQueryPlanTest, EveryStatementOfTheHistoryIsAnIndexLookup) {
   std::set<std::string> seen;
   store_->observe_statements([&seen](const std::string& sql) { seen.insert(sql); });
   const auto series = store_->list_series({}, std::nullopt, 50).value();
-  ASSERT_FALSE(series.series.empty());
+  ASSERT_FALSE(series.items.empty());
   SeriesFilter of_model;
   of_model.model = kModels[0];
   of_model.batch = 4;
   EXPECT_TRUE(store_->list_series(of_model, std::nullopt, 50).ok());
-  const auto id = series.series[0].id;
-  EXPECT_EQ(store_->find_series(series.series[0].key).value(), id);
+  const auto id = series.items[0].id;
+  EXPECT_EQ(store_->find_series(series.items[0].key).value(), id);
   const auto first = store_->get_series(id, std::nullopt, 2).value();
   ASSERT_TRUE(first.next_cursor.has_value());
   EXPECT_TRUE(store_->get_series(id, first.next_cursor, 2).ok());

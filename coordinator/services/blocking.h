@@ -1,4 +1,5 @@
-// Runs blocking work (SQLite, report rendering) off the I/O threads.
+// Runs blocking work (SQLite, report rendering, webhook requests) off the I/O threads: used by
+// the services and the API handlers alike.
 #pragma once
 
 #include <optional>
@@ -9,7 +10,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-namespace benchfleet::api {
+namespace benchfleet {
 
 // Calls f() on `executor` and resumes the caller on its own executor with the value.
 // An exception from f() is rethrown in the caller.
@@ -26,4 +27,4 @@ boost::asio::awaitable<std::invoke_result_t<F&>> run_blocking(boost::asio::any_i
   co_return std::move(*out);
 }
 
-}  // namespace benchfleet::api
+}  // namespace benchfleet

@@ -1,4 +1,4 @@
-#include "coordinator/report/format.h"
+#include "coordinator/rules/format.h"
 
 #include <array>
 #include <charconv>

@@ -1,12 +1,6 @@
-#include "coordinator/history_worker.h"
+#include "coordinator/services/history_worker.h"
 
 #include <spdlog/spdlog.h>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -14,12 +8,10 @@
 #include <utility>
 
 #include "common/http/client.h"
-#include "coordinator/api/blocking.h"
-#include "coordinator/api/history_json.h"
+#include "coordinator/services/regression_json.h"
 
 namespace benchfleet {
 
-namespace asio = boost::asio;
 using std::chrono::milliseconds;
 
 namespace {
@@ -73,14 +65,7 @@ Result<WebhookTarget> split_webhook_url(const std::string& url) {
 }
 
 struct HistoryWorker::State {
-  State(asio::io_context& ioc, asio::any_io_executor b, store::Store& s, const Clock& c, HistoryWorkerOptions o)
-      : strand(asio::make_strand(ioc)),
-        detect_timer(strand),
-        alert_timer(strand),
-        blocking(std::move(b)),
-        store(s),
-        clock(c),
-        options(std::move(o)) {
+  State(store::Store& s, const Clock& c, HistoryWorkerOptions o) : store(s), clock(c), options(std::move(o)) {
     if (!options.webhook_url.empty()) {
       if (auto target = split_webhook_url(options.webhook_url); target.ok()) {
         webhook = *target;
@@ -90,39 +75,17 @@ struct HistoryWorker::State {
       }
     }
   }
-  asio::strand<asio::io_context::executor_type> strand;
-  asio::steady_timer detect_timer, alert_timer;
-  asio::any_io_executor blocking;
   store::Store& store;
   const Clock& clock;
   const HistoryWorkerOptions options;
   std::optional<WebhookTarget> webhook;
-  std::unique_ptr<http::Client> client;  // used by the sender loop only, one step at a time
-  bool stopped = false;                  // on the strand
-  bool wake_pending = false;             // on the strand
+  std::unique_ptr<http::Client> client;  // used by the sender's steps only, one at a time
   std::atomic<std::int64_t> passes{0};
 };
 
 namespace {
 
 using State = HistoryWorker::State;
-
-// Waits on `timer` until it expires; a wait cancelled because its expiry moved is resumed with
-// the new expiry. False when the worker stopped.
-asio::awaitable<bool> wait_on(State& s, asio::steady_timer& timer) {
-  for (;;) {
-    boost::system::error_code ec;
-    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (s.stopped) co_return false;
-    if (!ec) co_return true;
-  }
-}
-
-// Moves `timer` to expire within `within` from now, unless it expires sooner. On the strand.
-void expire_within(asio::steady_timer& timer, milliseconds within) {
-  const auto soon = asio::steady_timer::clock_type::now() + within;
-  if (timer.expiry() > soon) timer.expires_at(soon);
-}
 
 // One detection pass, on the blocking pool: detect_changes until no series has unseen points.
 // Returns the regressions it opened. Never throws.
@@ -141,7 +104,7 @@ std::int64_t detect_pass(State& s) {
         spdlog::info(
             "{} {} in series {} ({} batch={} {} {} {} gpu={} build={}): median {:.4g} -> {:.4g} ms (x{:.3f}, p={:.2g}) "
             "first bad torch {} (result {}), last good torch {}",
-            api::to_string(c.direction), c.id, c.series_id, c.key.model, c.key.batch, to_string(c.key.mode),
+            to_string(c.direction), c.id, c.series_id, c.key.model, c.key.batch, to_string(c.key.mode),
             to_string(c.key.dtype), to_string(c.key.runtime), c.key.gpu, c.key.torch_build, c.before_median_ms,
             c.after_median_ms, c.ratio, c.p_value, c.first_bad.torch_version.value_or("?"), c.first_bad.result_id,
             c.last_good && c.last_good->torch_version ? *c.last_good->torch_version : std::string("?"));
@@ -171,7 +134,7 @@ milliseconds send_due_alerts(State& s) {
       if (!regression.ok()) {
         error = "regression " + std::to_string(d.regression_id) + ": " + regression.error().describe();
       } else {
-        const std::string body = api::regression_opened_event(*regression, d.id).dump();
+        const std::string body = regression_opened_event(*regression, d.id).dump();
         const http::Client::Headers headers = {{"Content-Type", "application/json"},
                                                {"X-Benchfleet-Event", d.event},
                                                {"X-Benchfleet-Delivery", std::to_string(d.id)}};
@@ -214,65 +177,38 @@ milliseconds send_due_alerts(State& s) {
   }
 }
 
-asio::awaitable<void> detect_loop(std::shared_ptr<State> s) {
-  const milliseconds debounce = std::min(kWakeDebounce, s->options.detect_interval);
-  while (!s->stopped) {
-    s->detect_timer.expires_after(s->wake_pending ? debounce : s->options.detect_interval);
-    if (!co_await wait_on(*s, s->detect_timer)) break;
-    s->wake_pending = false;
-    const std::int64_t opened = co_await api::run_blocking(s->blocking, [&] { return detect_pass(*s); });
-    if (opened > 0 && s->client && !s->stopped) expire_within(s->alert_timer, milliseconds(0));
-  }
-}
-
-asio::awaitable<void> alert_loop(std::shared_ptr<State> s) {
-  milliseconds sleep = kAlertPollMin;
-  while (!s->stopped) {
-    s->alert_timer.expires_after(sleep);
-    if (!co_await wait_on(*s, s->alert_timer)) break;
-    sleep = co_await api::run_blocking(s->blocking, [&] { return send_due_alerts(*s); });
-  }
-}
-
-void spawn(State& s, asio::awaitable<void> loop, const char* what) {
-  asio::co_spawn(s.strand, std::move(loop), [what](const std::exception_ptr& e) {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      spdlog::error("{} stopped: {}", what, ex.what());
-    }
-  });
+milliseconds wake_debounce(const HistoryWorkerOptions& options) {
+  return std::min(kWakeDebounce, options.detect_interval);
 }
 
 }  // namespace
 
-HistoryWorker::HistoryWorker(asio::io_context& ioc, asio::any_io_executor blocking, store::Store& store,
+HistoryWorker::HistoryWorker(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::Store& store,
                              const Clock& clock, HistoryWorkerOptions options)
-    : state_(std::make_shared<State>(ioc, std::move(blocking), store, clock, std::move(options))) {}
-
-HistoryWorker::~HistoryWorker() { stop(); }
+    : state_(std::make_shared<State>(store, clock, std::move(options))) {
+  if (state_->client) {
+    alerts_.emplace(ioc, blocking, "alert sender", kAlertPollMin, [s = state_] { return send_due_alerts(*s); });
+  }
+  // A pass that opened a regression makes the sender look at once.
+  std::function<void(milliseconds)> alerts_due = alerts_ ? alerts_->poker() : nullptr;
+  detect_.emplace(ioc, std::move(blocking), "change detector", state_->options.detect_interval,
+                  [s = state_, alerts_due = std::move(alerts_due)] {
+                    if (detect_pass(*s) > 0 && alerts_due) alerts_due(milliseconds(0));
+                    return s->options.detect_interval;
+                  });
+}
 
 void HistoryWorker::start() {
-  spawn(*state_, detect_loop(state_), "change detector");
-  if (state_->client) spawn(*state_, alert_loop(state_), "alert sender");
+  detect_->start();
+  if (alerts_) alerts_->start();
 }
 
 void HistoryWorker::stop() {
-  asio::post(state_->strand, [s = state_] {
-    s->stopped = true;
-    s->detect_timer.cancel();
-    s->alert_timer.cancel();
-  });
+  detect_->stop();
+  if (alerts_) alerts_->stop();
 }
 
-void HistoryWorker::wake() {
-  asio::post(state_->strand, [s = state_] {
-    if (s->stopped) return;
-    s->wake_pending = true;
-    expire_within(s->detect_timer, std::min(kWakeDebounce, s->options.detect_interval));
-  });
-}
+void HistoryWorker::wake() { detect_->poke(wake_debounce(state_->options)); }
 
 std::int64_t HistoryWorker::detection_passes() const { return state_->passes.load(); }
 

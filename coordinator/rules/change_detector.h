@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace benchfleet::history {
@@ -72,6 +73,9 @@ struct MannWhitney {
 MannWhitney mann_whitney_u(std::span<const double> a, std::span<const double> b);
 
 enum class ChangeDirection { kRegression, kImprovement };  // slower, faster
+// "regression" or "improvement".
+std::string_view to_string(ChangeDirection direction);
+std::optional<ChangeDirection> parse_change_direction(std::string_view s);
 
 struct Change {
   std::size_t first_index = 0;  // index (into the runs given) of the first run of the new level

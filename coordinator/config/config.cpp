@@ -1,11 +1,11 @@
-#include "coordinator/config.h"
+#include "coordinator/config/config.h"
 
 #include <filesystem>
 #include <system_error>
 
 #include "common/config_options.h"
 #include "common/install_dirs.h"
-#include "coordinator/history_worker.h"
+#include "coordinator/services/history_worker.h"
 
 namespace benchfleet {
 namespace {

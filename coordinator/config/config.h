@@ -51,7 +51,7 @@ struct CoordinatorConfig {
   // detector looks at new points (it is also woken by each stored result).
   int schedule_check_ms = 5000;
   int detect_interval_ms = 2000;
-  // The change detector (coordinator/history/change_detector.h; docs/usage.md, "Nightly history and regression
+  // The change detector (coordinator/rules/change_detector.h; docs/usage.md, "Nightly history and regression
   // detection").
   double detect_min_effect = 0.05;
   double detect_alpha = 0.001;

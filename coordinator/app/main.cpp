@@ -1,6 +1,5 @@
-// benchfleet-coordinator: a thin main over the coordinator library (see --help).
-#include <sys/resource.h>
-#include <sys/stat.h>
+// benchfleet-coordinator: wiring only (see --help). Parses the configuration, opens the store,
+// constructs the services and the API over it, serves until SIGINT/SIGTERM, then stops them.
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
@@ -23,35 +22,16 @@
 #include "common/catalog.h"
 #include "common/http/server.h"
 #include "coordinator/api/api.h"
-#include "coordinator/api/blocking.h"
-#include "coordinator/auth.h"
-#include "coordinator/config.h"
-#include "coordinator/history_worker.h"
-#include "coordinator/lease_sweeper.h"
-#include "coordinator/schedule_runner.h"
+#include "coordinator/config/config.h"
+#include "coordinator/config/layer_options.h"
+#include "coordinator/services/history_worker.h"
+#include "coordinator/services/lease_sweeper.h"
+#include "coordinator/services/schedule_runner.h"
 
 namespace {
 
 using namespace benchfleet;
 namespace asio = boost::asio;
-
-// The configured token, else the one kept in `path`, else a new one written there (0600).
-Result<std::string> resolve_token(const std::string& configured, const std::string& path) {
-  if (!configured.empty()) return configured;
-  if (std::ifstream in(path); in) {
-    std::string token;
-    std::getline(in, token);
-    if (!token.empty()) return token;
-  }
-  const std::string token = auth::generate_secret();
-  const mode_t old = umask(077);
-  std::ofstream out(path, std::ios::trunc);
-  umask(old);
-  if (!out || !(out << token << "\n") || !out.flush()) return Error::internal("cannot write " + path);
-  ::chmod(path.c_str(), 0600);
-  spdlog::info("generated a token into {} (mode 0600)", path);
-  return token;
-}
 
 int run(int argc, char** argv) {
   auto parsed = parse_coordinator_config(argc, argv);
@@ -79,32 +59,13 @@ int run(int argc, char** argv) {
   }
 
   SystemClock clock;
-  store::StoreOptions options;
-  options.path = config.db;
-  options.max_attempts = config.max_attempts;
-  options.lease_ttl_ms = config.lease_ttl_s * 1000LL;
-  options.restart_grace_ms = config.restart_grace_s * 1000LL;
-  auto store = store::Store::open(options, clock);
+  auto store = store::Store::open(store_options(config), clock);
   if (!store.ok()) {
     spdlog::error("cannot open the store: {}", store.error().message);
     return 1;
   }
 
-  // max_connections bounds the sockets, not the soft open-file limit (often 1024): raise it to
-  // the hard limit, and say so when the bound still cannot be reached.
-  if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0) {
-    if (files.rlim_cur < files.rlim_max) {
-      files.rlim_cur = files.rlim_max;
-      ::setrlimit(RLIMIT_NOFILE, &files);
-      ::getrlimit(RLIMIT_NOFILE, &files);
-    }
-    if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < static_cast<rlim_t>(config.max_connections) + 64) {
-      spdlog::warn(
-          "the open-file limit ({}) is below max_connections ({}) + 64: connections beyond it wait in the "
-          "listen backlog instead of getting 503",
-          static_cast<unsigned long long>(files.rlim_cur), config.max_connections);
-    }
-  }
+  raise_open_file_limit(config);
 
   auto endpoint = http::parse_listen_address(config.listen);
   if (!endpoint.ok()) {
@@ -118,19 +79,7 @@ int run(int argc, char** argv) {
   (*store)->on_work_available([&work] { work.notify(); });
   Metrics metrics;
   std::atomic<bool> stopping{false};
-  HistoryWorkerOptions history_options;
-  history_options.detect_interval = std::chrono::milliseconds(config.detect_interval_ms);
-  history_options.detector.min_effect = config.detect_min_effect;
-  history_options.detector.alpha = config.detect_alpha;
-  history_options.detector.confirm_runs = config.detect_confirm_runs;
-  history_options.detector.baseline_runs = config.detect_baseline_runs;
-  history_options.detector.min_baseline_runs = config.detect_min_baseline_runs;
-  history_options.webhook_url = config.alert_webhook_url;
-  history_options.alert_timeout = std::chrono::milliseconds(config.alert_timeout_ms);
-  history_options.alert_max_attempts = config.alert_max_attempts;
-  history_options.alert_backoff_initial = std::chrono::milliseconds(config.alert_backoff_initial_ms);
-  history_options.alert_backoff_max = std::chrono::milliseconds(config.alert_backoff_max_ms);
-  HistoryWorker history(ioc, blocking.get_executor(), **store, clock, history_options);
+  HistoryWorker history(ioc, blocking.get_executor(), **store, clock, history_options(config));
   api::ApiContext ctx{**store,
                       *catalog,
                       config,
@@ -145,13 +94,7 @@ int run(int argc, char** argv) {
   http::Router router;
   api::register_routes(router, ctx);
 
-  http::ServerLimits limits;
-  limits.body_limit = static_cast<std::size_t>(config.max_body_bytes);
-  limits.header_limit = static_cast<std::size_t>(config.max_header_bytes);
-  limits.request_timeout = std::chrono::seconds(config.request_timeout_s);
-  limits.max_connections = static_cast<std::size_t>(config.max_connections);
-  limits.max_inflight_body_bytes = static_cast<std::size_t>(config.max_inflight_body_bytes);
-  auto server = http::Server::listen(ioc, *endpoint, router, limits,
+  auto server = http::Server::listen(ioc, *endpoint, router, server_limits(config),
                                      [&metrics](std::string_view route, unsigned status, double seconds) {
                                        metrics.observe_request(route, status, seconds);
                                      });

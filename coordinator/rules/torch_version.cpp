@@ -1,4 +1,4 @@
-#include "coordinator/report/torch_version.h"
+#include "coordinator/rules/torch_version.h"
 
 #include <algorithm>
 #include <cctype>

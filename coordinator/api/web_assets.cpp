@@ -1,4 +1,4 @@
-#include "coordinator/web_assets.h"
+#include "coordinator/api/web_assets.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -16,8 +16,9 @@
 #include "common/catalog.h"
 #include "common/clock.h"
 #include "common/result.h"
+#include "coordinator/services/periodic_task.h"
+#include "coordinator/services/work_signal.h"
 #include "coordinator/store/store.h"
-#include "coordinator/work_signal.h"
 
 namespace benchfleet {
 
@@ -43,7 +44,6 @@ class ScheduleRunner {
   // and `work` must outlive the runner's loop (until `ioc` stops).
   ScheduleRunner(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::Store& store,
                  const Catalog& catalog, WorkSignal& work, NowSource now, Options options);
-  ~ScheduleRunner();
   ScheduleRunner(const ScheduleRunner&) = delete;
   ScheduleRunner& operator=(const ScheduleRunner&) = delete;
 
@@ -59,6 +59,7 @@ class ScheduleRunner {
 
  private:
   std::shared_ptr<State> state_;
+  PeriodicTask task_;
 };
 
 }  // namespace benchfleet

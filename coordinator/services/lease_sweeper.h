@@ -11,6 +11,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include "coordinator/services/periodic_task.h"
 #include "coordinator/store/store.h"
 
 namespace benchfleet {
@@ -18,9 +19,9 @@ namespace benchfleet {
 class LeaseSweeper {
  public:
   // The timer runs on `ioc` (its own strand); the sweep itself on `blocking`, off the I/O threads.
+  // `store` must outlive the loop (until `ioc` stops).
   LeaseSweeper(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::Store& store,
                std::chrono::milliseconds period);
-  ~LeaseSweeper();
   LeaseSweeper(const LeaseSweeper&) = delete;
   LeaseSweeper& operator=(const LeaseSweeper&) = delete;
 
@@ -35,10 +36,11 @@ class LeaseSweeper {
   std::int64_t sweeps() const;
   std::int64_t expired() const;
 
-  struct State;  // shared with the sweep loop, which may outlive this object by one step
+  struct Counts;  // shared with the sweep loop, which may outlive this object by one step
 
  private:
-  std::shared_ptr<State> state_;
+  std::shared_ptr<Counts> counts_;
+  PeriodicTask task_;
 };
 
 }  // namespace benchfleet

@@ -1,4 +1,4 @@
-#include "coordinator/history/cron.h"
+#include "coordinator/rules/cron.h"
 
 #include <algorithm>
 #include <array>

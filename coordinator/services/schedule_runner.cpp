@@ -1,12 +1,6 @@
-#include "coordinator/schedule_runner.h"
+#include "coordinator/services/schedule_runner.h"
 
 #include <spdlog/spdlog.h>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <atomic>
 #include <charconv>
@@ -16,11 +10,8 @@
 #include <utility>
 
 #include "common/matrix.h"
-#include "coordinator/api/blocking.h"
 
 namespace benchfleet {
-
-namespace asio = boost::asio;
 
 Result<TimestampMs> read_clock_file(const std::string& path) {
   std::ifstream in(path);
@@ -41,25 +32,13 @@ Result<TimestampMs> read_clock_file(const std::string& path) {
 }
 
 struct ScheduleRunner::State {
-  State(asio::io_context& ioc, asio::any_io_executor b, store::Store& s, const Catalog& c, WorkSignal& w, NowSource n,
-        Options o)
-      : strand(asio::make_strand(ioc)),
-        timer(strand),
-        blocking(std::move(b)),
-        store(s),
-        catalog(c),
-        work(w),
-        now(std::move(n)),
-        options(o) {}
-  asio::strand<asio::io_context::executor_type> strand;
-  asio::steady_timer timer;
-  asio::any_io_executor blocking;
+  State(store::Store& s, const Catalog& c, WorkSignal& w, NowSource n, Options o)
+      : store(s), catalog(c), work(w), now(std::move(n)), options(o) {}
   store::Store& store;
   const Catalog& catalog;
   WorkSignal& work;
   const NowSource now;
   const Options options;
-  bool stopped = false;  // on the strand
   std::atomic<std::int64_t> checks{0}, runs_created{0};
 };
 
@@ -97,44 +76,18 @@ void check_once(ScheduleRunner::State& s) {
   }
 }
 
-asio::awaitable<void> schedule_loop(std::shared_ptr<ScheduleRunner::State> s) {
-  while (!s->stopped) {
-    s->timer.expires_after(s->options.period);
-    boost::system::error_code ec;
-    co_await s->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec == asio::error::operation_aborted || s->stopped) break;
-    co_await api::run_blocking(s->blocking, [&] {
-      check_once(*s);
-      return 0;
-    });
-  }
-}
-
 }  // namespace
 
-ScheduleRunner::ScheduleRunner(asio::io_context& ioc, asio::any_io_executor blocking, store::Store& store,
+ScheduleRunner::ScheduleRunner(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::Store& store,
                                const Catalog& catalog, WorkSignal& work, NowSource now, Options options)
-    : state_(std::make_shared<State>(ioc, std::move(blocking), store, catalog, work, std::move(now), options)) {}
+    : state_(std::make_shared<State>(store, catalog, work, std::move(now), options)),
+      task_(ioc, std::move(blocking), "schedule runner", options.period, [s = state_] {
+        check_once(*s);
+        return s->options.period;
+      }) {}
 
-ScheduleRunner::~ScheduleRunner() { stop(); }
-
-void ScheduleRunner::start() {
-  asio::co_spawn(state_->strand, schedule_loop(state_), [](const std::exception_ptr& e) {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      spdlog::error("schedule runner stopped: {}", ex.what());
-    }
-  });
-}
-
-void ScheduleRunner::stop() {
-  asio::post(state_->strand, [s = state_] {
-    s->stopped = true;
-    s->timer.cancel();
-  });
-}
+void ScheduleRunner::start() { task_.start(); }
+void ScheduleRunner::stop() { task_.stop(); }
 
 std::int64_t ScheduleRunner::checks() const { return state_->checks.load(); }
 std::int64_t ScheduleRunner::runs_created() const { return state_->runs_created.load(); }

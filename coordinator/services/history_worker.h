@@ -20,7 +20,8 @@
 #include <boost/asio/io_context.hpp>
 
 #include "common/clock.h"
-#include "coordinator/history/change_detector.h"
+#include "coordinator/rules/change_detector.h"
+#include "coordinator/services/periodic_task.h"
 #include "coordinator/store/store.h"
 
 namespace benchfleet {
@@ -55,7 +56,6 @@ class HistoryWorker {
   // and `clock` must outlive the loops (until `ioc` stops).
   HistoryWorker(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::Store& store,
                 const Clock& clock, HistoryWorkerOptions options);
-  ~HistoryWorker();
   HistoryWorker(const HistoryWorker&) = delete;
   HistoryWorker& operator=(const HistoryWorker&) = delete;
 
@@ -73,6 +73,8 @@ class HistoryWorker {
 
  private:
   std::shared_ptr<State> state_;
+  std::optional<PeriodicTask> alerts_;  // when a webhook URL is set
+  std::optional<PeriodicTask> detect_;
 };
 
 }  // namespace benchfleet

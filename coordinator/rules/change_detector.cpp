@@ -1,4 +1,4 @@
-#include "coordinator/history/change_detector.h"
+#include "coordinator/rules/change_detector.h"
 
 #include <algorithm>
 #include <cmath>
@@ -152,6 +152,16 @@ std::vector<Change> find_changes(std::span<const RunSamples> runs, const Detecto
     changes.push_back(*change);
   }
   return changes;
+}
+
+std::string_view to_string(ChangeDirection direction) {
+  return direction == ChangeDirection::kRegression ? "regression" : "improvement";
+}
+
+std::optional<ChangeDirection> parse_change_direction(std::string_view s) {
+  if (s == "regression") return ChangeDirection::kRegression;
+  if (s == "improvement") return ChangeDirection::kImprovement;
+  return std::nullopt;
 }
 
 }  // namespace benchfleet::history

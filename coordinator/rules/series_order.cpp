@@ -1,4 +1,4 @@
-#include "coordinator/history/series_order.h"
+#include "coordinator/rules/series_order.h"
 
 #include <algorithm>
 #include <cctype>
