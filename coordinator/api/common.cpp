@@ -66,7 +66,7 @@ Result<std::int64_t> authenticate_agent(const ApiContext& ctx, const http::Reque
   const auto sep = rest.find('_');
   std::int64_t agent_id = 0;
   if (sep == std::string_view::npos || !parse_int64(rest.substr(0, sep), agent_id)) return unauthenticated;
-  auto creds = ctx.store.agent_credentials(agent_id);
+  auto creds = ctx.store.agents().agent_credentials(agent_id);
   if (!creds.ok()) {
     if (creds.error().code == ErrorCode::kNotFound) return unauthenticated;
     return creds.error();

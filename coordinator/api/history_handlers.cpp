@@ -48,7 +48,7 @@ Result<http::Response> change_regression_state(ApiContext& ctx, const http::Requ
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto note, read_note(ctx, req));
-  BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.set_regression_state(id, state, note));
+  BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.history().set_regression_state(id, state, note));
   return json_response(bhttp::status::ok, regression_json(regression), req);
 }
 
@@ -73,7 +73,7 @@ Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req
   if (auto jobs = expand_submitted_matrix(ctx, spec); !jobs.ok()) {
     return under_matrix(jobs.error());
   }
-  BF_ASSIGN_OR_RETURN(const auto created, ctx.store.create_schedule(spec, schedule.text(), enabled));
+  BF_ASSIGN_OR_RETURN(const auto created, ctx.store.history().create_schedule(spec, schedule.text(), enabled));
   auto res = json_response(bhttp::status::created, schedule_json(created), req);
   res.set(bhttp::field::location, "/api/v1/schedules/" + std::to_string(created.id));
   return res;
@@ -81,7 +81,7 @@ Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req
 
 Result<http::Response> list_schedules(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
-  BF_ASSIGN_OR_RETURN(const auto schedules, ctx.store.list_schedules());
+  BF_ASSIGN_OR_RETURN(const auto schedules, ctx.store.history().list_schedules());
   json out = json::array();
   for (const auto& s : schedules) out.push_back(schedule_json(s));
   return json_response(bhttp::status::ok, {{"schedules", out}}, req);
@@ -90,28 +90,28 @@ Result<http::Response> list_schedules(ApiContext& ctx, const http::Request& req,
 Result<http::Response> get_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.get_schedule(id));
+  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.history().get_schedule(id));
   return schedule_response(bhttp::status::ok, schedule, req);
 }
 
 Result<http::Response> pause_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.set_schedule_enabled(id, false));
+  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.history().set_schedule_enabled(id, false));
   return schedule_response(bhttp::status::ok, schedule, req);
 }
 
 Result<http::Response> resume_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.set_schedule_enabled(id, true));
+  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.history().set_schedule_enabled(id, true));
   return schedule_response(bhttp::status::ok, schedule, req);
 }
 
 Result<http::Response> delete_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_RETURN_IF_ERROR(ctx.store.delete_schedule(id));
+  BF_RETURN_IF_ERROR(ctx.store.history().delete_schedule(id));
   http::Response res{bhttp::status::no_content, req.version()};
   res.keep_alive(req.keep_alive());
   res.prepare_payload();
@@ -132,7 +132,8 @@ Result<http::Response> list_series(ApiContext& ctx, const http::Request& req, co
                               .gpu = cell.gpu,
                               .torch_build = cell.torch_build,
                               .batch = cell.batch};
-  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.list_series(f, after, static_cast<int>(limit.value_or(100))));
+  BF_ASSIGN_OR_RETURN(const auto page,
+                      ctx.store.history().list_series(f, after, static_cast<int>(limit.value_or(100))));
   json out = json::array();
   for (const auto& s : page.items) out.push_back(series_json(s));
   const json next = page.next_cursor ? json(*page.next_cursor) : json();
@@ -144,10 +145,12 @@ Result<http::Response> get_series(ApiContext& ctx, const http::Request& req, con
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 5000));
   BF_ASSIGN_OR_RETURN(const auto after_point, int_query(m, "after_point", 1, INT64_MAX));
-  BF_ASSIGN_OR_RETURN(const auto series, ctx.store.get_series(id, after_point, static_cast<int>(limit.value_or(1000))));
+  BF_ASSIGN_OR_RETURN(const auto series,
+                      ctx.store.history().get_series(id, after_point, static_cast<int>(limit.value_or(1000))));
   store::RegressionFilter f;
   f.series_id = id;
-  BF_ASSIGN_OR_RETURN(const auto regressions, ctx.store.list_regressions(f, std::nullopt, kSeriesRegressions));
+  BF_ASSIGN_OR_RETURN(const auto regressions,
+                      ctx.store.history().list_regressions(f, std::nullopt, kSeriesRegressions));
   json out = series_json(series.series);
   json points = json::array();
   for (const auto& p : series.points) points.push_back(point_json(p));
@@ -178,7 +181,8 @@ Result<http::Response> list_regressions(ApiContext& ctx, const http::Request& re
     f.direction = history::parse_change_direction(direction);
     if (!f.direction) return Error::invalid("query.direction", "must be regression, improvement or all");
   }
-  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.list_regressions(f, before, static_cast<int>(limit.value_or(100))));
+  BF_ASSIGN_OR_RETURN(const auto page,
+                      ctx.store.history().list_regressions(f, before, static_cast<int>(limit.value_or(100))));
   json out = json::array();
   for (const auto& r : page.items) out.push_back(regression_json(r));
   const json next = page.next_cursor ? json(*page.next_cursor) : json();
@@ -188,7 +192,7 @@ Result<http::Response> list_regressions(ApiContext& ctx, const http::Request& re
 Result<http::Response> get_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.get_regression(id));
+  BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.history().get_regression(id));
   return json_response(bhttp::status::ok, regression_json(regression), req);
 }
 

@@ -79,7 +79,7 @@ int run(int argc, char** argv) {
   (*store)->on_work_available([&work] { work.notify(); });
   Metrics metrics;
   std::atomic<bool> stopping{false};
-  HistoryWorker history(ioc, blocking.get_executor(), **store, clock, history_options(config));
+  HistoryWorker history(ioc, blocking.get_executor(), (*store)->history(), clock, history_options(config));
   api::ApiContext ctx{**store,
                       *catalog,
                       config,
@@ -121,7 +121,7 @@ int run(int argc, char** argv) {
     std::rename((config.port_file + ".tmp").c_str(), config.port_file.c_str());
   }
 
-  LeaseSweeper sweeper(ioc, blocking.get_executor(), **store, LeaseSweeper::period_for(config.lease_ttl_s));
+  LeaseSweeper sweeper(ioc, blocking.get_executor(), (*store)->agents(), LeaseSweeper::period_for(config.lease_ttl_s));
   sweeper.start();
   // Schedules read "now" from the system clock, or (tests only) from the file named by
   // BENCHFLEET_TEST_SCHEDULE_CLOCK_FILE, re-read at each check.
@@ -131,7 +131,7 @@ int run(int argc, char** argv) {
                  kTestScheduleClockEnv);
     schedule_now = [path = std::string(clock_file)] { return read_clock_file(path); };
   }
-  ScheduleRunner schedules(ioc, blocking.get_executor(), **store, *catalog, work, std::move(schedule_now),
+  ScheduleRunner schedules(ioc, blocking.get_executor(), (*store)->history(), *catalog, work, std::move(schedule_now),
                            {std::chrono::milliseconds(config.schedule_check_ms), config.max_cells});
   schedules.start();
   history.start();

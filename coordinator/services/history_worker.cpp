@@ -65,7 +65,7 @@ Result<WebhookTarget> split_webhook_url(const std::string& url) {
 }
 
 struct HistoryWorker::State {
-  State(store::Store& s, const Clock& c, HistoryWorkerOptions o) : store(s), clock(c), options(std::move(o)) {
+  State(store::HistoryStore& h, const Clock& c, HistoryWorkerOptions o) : history(h), clock(c), options(std::move(o)) {
     if (!options.webhook_url.empty()) {
       if (auto target = split_webhook_url(options.webhook_url); target.ok()) {
         webhook = *target;
@@ -75,7 +75,7 @@ struct HistoryWorker::State {
       }
     }
   }
-  store::Store& store;
+  store::HistoryStore& history;
   const Clock& clock;
   const HistoryWorkerOptions options;
   std::optional<WebhookTarget> webhook;
@@ -94,7 +94,7 @@ std::int64_t detect_pass(State& s) {
   try {
     const bool enqueue = s.client != nullptr;
     for (int i = 0; i < kMaxDetectCallsPerPass; ++i) {
-      auto pass = s.store.detect_changes(s.options.detector, enqueue);
+      auto pass = s.history.detect_changes(s.options.detector, enqueue);
       if (!pass.ok()) {
         spdlog::warn("change detection failed: {}", pass.error().describe());
         break;
@@ -123,14 +123,14 @@ std::int64_t detect_pass(State& s) {
 milliseconds send_due_alerts(State& s) {
   try {
     TimestampMs now = s.clock.now_ms();
-    auto due = s.store.due_alerts(now, kAlertsPerStep);
+    auto due = s.history.due_alerts(now, kAlertsPerStep);
     if (!due.ok()) {
       spdlog::warn("alerts: cannot read the deliveries due: {}", due.error().describe());
       return kAlertPollMax;
     }
     for (const auto& d : *due) {
       std::string error;
-      auto regression = s.store.get_regression(d.regression_id);
+      auto regression = s.history.get_regression(d.regression_id);
       if (!regression.ok()) {
         error = "regression " + std::to_string(d.regression_id) + ": " + regression.error().describe();
       } else {
@@ -148,7 +148,7 @@ milliseconds send_due_alerts(State& s) {
       }
       now = s.clock.now_ms();
       if (error.empty()) {
-        if (auto st = s.store.alert_delivered(d.id, now); !st.ok()) {
+        if (auto st = s.history.alert_delivered(d.id, now); !st.ok()) {
           spdlog::warn("alerts: delivery {} made but not recorded: {}", d.id, st.error().describe());
         } else {
           spdlog::info("alerts: delivered {} (regression {}) attempt {}", d.id, d.regression_id, d.attempts + 1);
@@ -163,12 +163,12 @@ milliseconds send_due_alerts(State& s) {
         spdlog::error("alerts: delivery {} (regression {}) given up after {} attempts: {}", d.id, d.regression_id,
                       d.attempts + 1, error);
       }
-      if (auto st = s.store.alert_attempt_failed(d.id, error, retry); !st.ok()) {
+      if (auto st = s.history.alert_attempt_failed(d.id, error, retry); !st.ok()) {
         spdlog::warn("alerts: cannot record the failed attempt of {}: {}", d.id, st.error().describe());
       }
     }
     if (static_cast<int>(due->size()) == kAlertsPerStep) return milliseconds(0);
-    auto next = s.store.next_alert_due();
+    auto next = s.history.next_alert_due();
     if (!next.ok() || !*next) return kAlertPollMax;
     return std::clamp(milliseconds(**next - s.clock.now_ms()), kAlertPollMin, kAlertPollMax);
   } catch (const std::exception& e) {
@@ -183,9 +183,9 @@ milliseconds wake_debounce(const HistoryWorkerOptions& options) {
 
 }  // namespace
 
-HistoryWorker::HistoryWorker(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::Store& store,
-                             const Clock& clock, HistoryWorkerOptions options)
-    : state_(std::make_shared<State>(store, clock, std::move(options))) {
+HistoryWorker::HistoryWorker(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking,
+                             store::HistoryStore& history, const Clock& clock, HistoryWorkerOptions options)
+    : state_(std::make_shared<State>(history, clock, std::move(options))) {
   if (state_->client) {
     alerts_.emplace(ioc, blocking, "alert sender", kAlertPollMin, [s = state_] { return send_due_alerts(*s); });
   }

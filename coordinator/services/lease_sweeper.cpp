@@ -11,11 +11,11 @@ struct LeaseSweeper::Counts {
   std::atomic<std::int64_t> sweeps{0}, expired{0};
 };
 
-LeaseSweeper::LeaseSweeper(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::Store& store,
-                           std::chrono::milliseconds period)
+LeaseSweeper::LeaseSweeper(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking,
+                           store::AgentStore& agents, std::chrono::milliseconds period)
     : counts_(std::make_shared<Counts>()),
-      task_(ioc, std::move(blocking), "lease expiry sweeper", period, [&store, counts = counts_, period] {
-        auto n = store.expire_leases();
+      task_(ioc, std::move(blocking), "lease expiry sweeper", period, [&agents, counts = counts_, period] {
+        auto n = agents.expire_leases();
         if (!n.ok()) {
           spdlog::warn("lease expiry sweep failed: {}", n.error().message);
           return period;

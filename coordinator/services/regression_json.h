@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "coordinator/store/store.h"
+#include "coordinator/store/history_types.h"
 
 namespace benchfleet {
 

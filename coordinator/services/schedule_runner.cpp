@@ -32,9 +32,9 @@ Result<TimestampMs> read_clock_file(const std::string& path) {
 }
 
 struct ScheduleRunner::State {
-  State(store::Store& s, const Catalog& c, WorkSignal& w, NowSource n, Options o)
-      : store(s), catalog(c), work(w), now(std::move(n)), options(o) {}
-  store::Store& store;
+  State(store::HistoryStore& h, const Catalog& c, WorkSignal& w, NowSource n, Options o)
+      : history(h), catalog(c), work(w), now(std::move(n)), options(o) {}
+  store::HistoryStore& history;
   const Catalog& catalog;
   WorkSignal& work;
   const NowSource now;
@@ -53,7 +53,7 @@ void check_once(ScheduleRunner::State& s) {
       return;
     }
     const ExpansionLimits limits{s.options.max_cells};
-    auto outcome = s.store.fire_due_schedules(
+    auto outcome = s.history.fire_due_schedules(
         *now, [&](const MatrixSpec& spec) { return expand_matrix(spec, s.catalog, limits); });
     s.checks.fetch_add(1);
     if (!outcome.ok()) {
@@ -78,9 +78,10 @@ void check_once(ScheduleRunner::State& s) {
 
 }  // namespace
 
-ScheduleRunner::ScheduleRunner(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::Store& store,
-                               const Catalog& catalog, WorkSignal& work, NowSource now, Options options)
-    : state_(std::make_shared<State>(store, catalog, work, std::move(now), options)),
+ScheduleRunner::ScheduleRunner(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking,
+                               store::HistoryStore& history, const Catalog& catalog, WorkSignal& work, NowSource now,
+                               Options options)
+    : state_(std::make_shared<State>(history, catalog, work, std::move(now), options)),
       task_(ioc, std::move(blocking), "schedule runner", options.period, [s = state_] {
         check_once(*s);
         return s->options.period;

@@ -75,7 +75,7 @@ struct JobRow {
   TimestampMs updated_at = 0;
 };
 
-// One (GPU class, torch build) of the queue (Store::queue_summary): what an autoscaler reads.
+// One (GPU class, torch build) of the queue (RunStore::queue_summary): what an autoscaler reads.
 struct QueueCell {
   std::string gpu_class;
   std::string torch_build;

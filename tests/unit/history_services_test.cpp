@@ -118,7 +118,7 @@ class HistoryServicesTest : public ::testing::Test {
 
 TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueRunOnce) {
   const MatrixSpec spec = store::testing::stable_a100_matrix("nightly", {"torchvision/resnet18"}, {1}, {Mode::kEager});
-  auto schedule = store_->create_schedule(spec, "0 2 * * *", true);
+  auto schedule = store_->history().create_schedule(spec, "0 2 * * *", true);
   ASSERT_TRUE(schedule.ok()) << schedule.error().describe();
   const TimestampMs due = schedule->next_due_at;
   EXPECT_EQ(due, clock_.now_ms() + std::int64_t{2} * 3'600'000);
@@ -133,7 +133,7 @@ TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueR
   boost::asio::thread_pool blocking(1);
   WorkSignal work;
   const auto generation = work.generation();
-  ScheduleRunner runner(ioc, blocking.get_executor(), *store_, catalog_, work, now,
+  ScheduleRunner runner(ioc, blocking.get_executor(), store_->history(), catalog_, work, now,
                         {std::chrono::milliseconds(10), 1000});
   runner.start();
   std::thread io([&] { ioc.run(); });
@@ -145,11 +145,11 @@ TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueR
   EXPECT_GE(calls.load(), 7);
   EXPECT_EQ(runner.runs_created(), 1) << "one run per due time, however many checks";
   EXPECT_GT(work.generation(), generation) << "waiting lease requests were woken";
-  auto after = store_->get_schedule(schedule->id);
+  auto after = store_->history().get_schedule(schedule->id);
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->runs, 1);
   EXPECT_EQ(after->last_due_at, due);
-  auto runs = store_->list_runs(10, std::nullopt);
+  auto runs = store_->runs().list_runs(10, std::nullopt);
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 1u);
   EXPECT_EQ(runs->front().name, "nightly");
@@ -160,7 +160,7 @@ TEST_F(HistoryServicesTest, HistoryWorkerDetectsSoonAfterAWakeAndStops) {
   options.detect_interval = std::chrono::hours(1);
   boost::asio::io_context ioc;
   boost::asio::thread_pool blocking(1);
-  HistoryWorker worker(ioc, blocking.get_executor(), *store_, clock_, options);
+  HistoryWorker worker(ioc, blocking.get_executor(), store_->history(), clock_, options);
   worker.start();
   std::thread io([&] { ioc.run(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -447,7 +447,7 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
               201u);
   }
   for (bool more = true; more;) {
-    auto pass = store_->detect_changes(history::DetectorOptions{}, /*enqueue_alerts=*/false);
+    auto pass = store_->history().detect_changes(history::DetectorOptions{}, /*enqueue_alerts=*/false);
     ASSERT_TRUE(pass.ok()) << pass.error().describe();
     more = pass->more;
   }

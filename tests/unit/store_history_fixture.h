@@ -20,10 +20,10 @@
 
 namespace benchfleet::store {
 
-// The store's seam between a series' detection read and its write (store.h).
+// The seam between a series' detection read and its write (history_store.h).
 struct StoreTestAccess {
   static void between_detection_steps(Store& store, std::function<void(std::int64_t series_id)> f) {
-    store.between_detection_steps_ = std::move(f);
+    store.history().between_detection_steps_ = std::move(f);
   }
 };
 
@@ -75,7 +75,7 @@ class StoreHistoryTest : public StoreTest {
     if (!version.empty()) r.environment["torch_version"] = version;
     if (!git.empty()) r.environment["torch_git"] = git;
     clock_.advance_ms(1000);
-    auto out = store_->record_result(agent_, {g.job_id, g.lease_id}, g.attempt, r);
+    auto out = store_->results().record_result(agent_, {g.job_id, g.lease_id}, g.attempt, r);
     EXPECT_TRUE(out.ok()) << out.error().message;
     EXPECT_EQ(out->kind, RecordKind::kStored);
     return {run, out.ok() ? out->result_id : 0};
@@ -91,7 +91,7 @@ class StoreHistoryTest : public StoreTest {
     return k;
   }
   std::int64_t resnet_series(int batch = 1) {
-    auto id = store_->find_series(resnet_key(batch));
+    auto id = store_->history().find_series(resnet_key(batch));
     EXPECT_TRUE(id.ok() && id->has_value());
     return id.ok() ? id->value_or(0) : 0;
   }
@@ -104,7 +104,7 @@ class StoreHistoryTest : public StoreTest {
   static std::string version(int i) { return "2." + std::to_string(i) + ".0"; }
 
   DetectionPass detect(bool enqueue_alerts = true) {
-    auto pass = store_->detect_changes(history::DetectorOptions{}, enqueue_alerts);
+    auto pass = store_->history().detect_changes(history::DetectorOptions{}, enqueue_alerts);
     EXPECT_TRUE(pass.ok()) << pass.error().message;
     return pass.ok() ? *pass : DetectionPass{};
   }

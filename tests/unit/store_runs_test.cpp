@@ -27,13 +27,14 @@ TEST_F(StoreTest, ResultsAreIdempotentPerAttempt) {
   const auto a = enroll("a");
   const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
   const auto g = lease(a);
-  auto first = store_->record_result(a, {g.job_id, g.lease_id}, 1, ok_result(3));
+  auto first = store_->results().record_result(a, {g.job_id, g.lease_id}, 1, ok_result(3));
   ASSERT_EQ(first.value().kind, RecordKind::kStored);
-  auto again = store_->record_result(a, {g.job_id, g.lease_id}, 1, ok_result(3));
+  auto again = store_->results().record_result(a, {g.job_id, g.lease_id}, 1, ok_result(3));
   EXPECT_EQ(again.value().kind, RecordKind::kDuplicate);
   EXPECT_EQ(again->result_id, first->result_id);
-  EXPECT_EQ(store_->record_result(a, {g.job_id, g.lease_id}, 1, ok_result(4)).value().kind, RecordKind::kMismatch);
-  auto page = store_->list_results(run, {}, std::nullopt, 10, /*with_samples=*/true);
+  EXPECT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, 1, ok_result(4)).value().kind,
+            RecordKind::kMismatch);
+  auto page = store_->results().list_results(run, {}, std::nullopt, 10, /*with_samples=*/true);
   ASSERT_TRUE(page.ok());
   ASSERT_EQ(page->items.size(), 1u);
   EXPECT_EQ(page->items[0].result, ok_result(3));
@@ -47,18 +48,18 @@ TEST_F(StoreTest, ListingsLeaveSamplesOutUnlessAsked) {
   const auto g = lease(a);
   const JobResult posted = ok_result(3);
   ASSERT_FALSE(posted.samples_ms.empty());
-  const auto stored = store_->record_result(a, {g.job_id, g.lease_id}, 1, posted).value();
+  const auto stored = store_->results().record_result(a, {g.job_id, g.lease_id}, 1, posted).value();
   ASSERT_EQ(stored.kind, RecordKind::kStored);
 
-  auto page = store_->list_results(run, {}, std::nullopt, 10);
+  auto page = store_->results().list_results(run, {}, std::nullopt, 10);
   ASSERT_TRUE(page.ok());
   ASSERT_EQ(page->items.size(), 1u);
   JobResult without = posted;
   without.samples_ms.clear();
   EXPECT_EQ(page->items[0].result, without);
-  EXPECT_EQ(store_->get_result(stored.result_id).value().result, posted);
+  EXPECT_EQ(store_->results().get_result(stored.result_id).value().result, posted);
   // A retry is still recognised as the same result (the digest covers the samples).
-  EXPECT_EQ(store_->record_result(a, {g.job_id, g.lease_id}, 1, posted).value().kind, RecordKind::kDuplicate);
+  EXPECT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, 1, posted).value().kind, RecordKind::kDuplicate);
 }
 
 TEST_F(StoreTest, OomPrunesLargerBatchesOfTheSameCellIncludingRequeuedOnes) {
@@ -70,9 +71,9 @@ TEST_F(StoreTest, OomPrunesLargerBatchesOfTheSameCellIncludingRequeuedOnes) {
   const auto other = enroll("other");
   const auto b4 = lease(other);
   ASSERT_EQ(b4.spec.batch, 4);
-  auto out = store_->record_result(a, {b1.job_id, b1.lease_id}, 1, oom_result());
+  auto out = store_->results().record_result(a, {b1.job_id, b1.lease_id}, 1, oom_result());
   ASSERT_EQ(out.value().implied_oom, 1);
-  auto cells = store_->report_cells(run).value();
+  auto cells = store_->results().report_cells(run).value();
   ASSERT_EQ(cells.size(), 3u);
   EXPECT_EQ(cells[0].result_status, ResultStatus::kOom);
   EXPECT_EQ(cells[0].detail.rfind("phase=warmup bytes=1073741824", 0), 0u) << cells[0].detail;
@@ -81,10 +82,10 @@ TEST_F(StoreTest, OomPrunesLargerBatchesOfTheSameCellIncludingRequeuedOnes) {
   EXPECT_EQ(cells[2].job_status, JobStatus::kDone);
   // When the running batch-4 lease expires, its requeued job is implied too, not rerun.
   clock_.advance_ms(options_.lease_ttl_ms);
-  EXPECT_EQ(store_->expire_leases().value(), 1);
-  cells = store_->report_cells(run).value();
+  EXPECT_EQ(store_->agents().expire_leases().value(), 1);
+  cells = store_->results().report_cells(run).value();
   EXPECT_EQ(cells[1].result_status, ResultStatus::kOomImplied);
-  EXPECT_EQ(store_->get_run(run).value().state, "done");
+  EXPECT_EQ(store_->runs().get_run(run).value().state, "done");
 }
 
 TEST_F(StoreTest, ReportCellsCarryTheTorchVersionEachResultRecorded) {
@@ -93,13 +94,13 @@ TEST_F(StoreTest, ReportCellsCarryTheTorchVersionEachResultRecorded) {
   JobResult with_version = ok_result(2);
   with_version.environment = {{"torch_version", "2.6.0+debian"}, {"host", "h1"}};
   const auto g1 = lease(a);
-  ASSERT_TRUE(store_->record_result(a, {g1.job_id, g1.lease_id}, 1, with_version).ok());
+  ASSERT_TRUE(store_->results().record_result(a, {g1.job_id, g1.lease_id}, 1, with_version).ok());
   JobResult numeric = ok_result(3);  // a fingerprint is a flat map; only a text version counts
   numeric.environment = {{"torch_version", 2.6}};
   const auto g2 = lease(a);
-  ASSERT_TRUE(store_->record_result(a, {g2.job_id, g2.lease_id}, 1, numeric).ok());
+  ASSERT_TRUE(store_->results().record_result(a, {g2.job_id, g2.lease_id}, 1, numeric).ok());
 
-  const auto cells = store_->report_cells(run).value();
+  const auto cells = store_->results().report_cells(run).value();
   ASSERT_EQ(cells.size(), 4u);
   for (const auto& c : cells) {
     SCOPED_TRACE(std::string(to_string(c.job.mode)) + " batch " + std::to_string(c.job.batch));
@@ -120,7 +121,7 @@ TEST_F(StoreTest, ListJobsFollowsLeasesAndVerdicts) {
   const auto run = submit({"torchvision/resnet18"}, {1, 4, 16}, {Mode::kEager});
   const TimestampMs created = clock_.now_ms();
   auto jobs = [&] {
-    auto page = store_->list_jobs(run, std::nullopt, 100);
+    auto page = store_->runs().list_jobs(run, std::nullopt, 100);
     EXPECT_TRUE(page.ok()) << page.error().message;
     EXPECT_FALSE(page->next_cursor.has_value());
     return page.ok() ? page->items : std::vector<JobRow>{};
@@ -146,7 +147,7 @@ TEST_F(StoreTest, ListJobsFollowsLeasesAndVerdicts) {
   EXPECT_EQ(rows[0].slot, "gpu0");
 
   clock_.advance_ms(1000);
-  ASSERT_EQ(store_->renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kActive);
+  ASSERT_EQ(store_->agents().renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kActive);
   const auto g2 = lease(b);
   ASSERT_EQ(g2.job_id, rows[1].id);
   rows = jobs();
@@ -155,7 +156,7 @@ TEST_F(StoreTest, ListJobsFollowsLeasesAndVerdicts) {
   EXPECT_EQ(rows[1].status, JobStatus::kLeased);
   EXPECT_EQ(rows[1].agent_name, "b");
 
-  const auto stored = store_->record_result(a, {g1.job_id, g1.lease_id}, 1, ok_result(2.5)).value();
+  const auto stored = store_->results().record_result(a, {g1.job_id, g1.lease_id}, 1, ok_result(2.5)).value();
   ASSERT_EQ(stored.kind, RecordKind::kStored);
   rows = jobs();
   EXPECT_EQ(rows[0].status, JobStatus::kDone);
@@ -165,7 +166,7 @@ TEST_F(StoreTest, ListJobsFollowsLeasesAndVerdicts) {
 
   // b's lease expires: the job waits again, held by nobody, its attempt counted.
   clock_.advance_ms(options_.lease_ttl_ms);
-  ASSERT_EQ(store_->expire_leases().value(), 1);
+  ASSERT_EQ(store_->agents().expire_leases().value(), 1);
   rows = jobs();
   EXPECT_EQ(rows[1].status, JobStatus::kQueued);
   EXPECT_EQ(rows[1].attempt, 1);
@@ -177,7 +178,7 @@ TEST_F(StoreTest, ListJobsFollowsLeasesAndVerdicts) {
   const auto g3 = lease(b);
   ASSERT_EQ(g3.job_id, rows[1].id);
   ASSERT_EQ(g3.attempt, 2);
-  const auto oom = store_->record_result(b, {g3.job_id, g3.lease_id}, 2, oom_result()).value();
+  const auto oom = store_->results().record_result(b, {g3.job_id, g3.lease_id}, 2, oom_result()).value();
   ASSERT_EQ(oom.implied_oom, 1);
   rows = jobs();
   EXPECT_EQ(rows[1].status, JobStatus::kDone);
@@ -197,11 +198,11 @@ TEST_F(StoreTest, ListJobsNamesTheLastHolderOfFailedAndCancelledJobs) {
   const auto failing = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
   lease(a);
   clock_.advance_ms(options_.lease_ttl_ms);
-  ASSERT_EQ(store_->expire_leases().value(), 1);
+  ASSERT_EQ(store_->agents().expire_leases().value(), 1);
   lease(b);  // the second and last attempt (max_attempts 2)
   clock_.advance_ms(options_.lease_ttl_ms);
-  ASSERT_EQ(store_->expire_leases().value(), 1);
-  auto rows = store_->list_jobs(failing, std::nullopt, 10).value().items;
+  ASSERT_EQ(store_->agents().expire_leases().value(), 1);
+  auto rows = store_->runs().list_jobs(failing, std::nullopt, 10).value().items;
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].status, JobStatus::kFailed);
   EXPECT_EQ(rows[0].attempt, 2);
@@ -210,8 +211,8 @@ TEST_F(StoreTest, ListJobsNamesTheLastHolderOfFailedAndCancelledJobs) {
 
   const auto cancelled = submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager});
   const auto g = lease(a);
-  ASSERT_TRUE(store_->cancel_run(cancelled).ok());
-  rows = store_->list_jobs(cancelled, std::nullopt, 10).value().items;
+  ASSERT_TRUE(store_->runs().cancel_run(cancelled).ok());
+  rows = store_->runs().list_jobs(cancelled, std::nullopt, 10).value().items;
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].id, g.job_id);
   EXPECT_EQ(rows[0].status, JobStatus::kCancelled);
@@ -227,7 +228,7 @@ TEST_F(StoreTest, ListJobsPagesInIdOrderWithinItsRun) {
   std::optional<std::int64_t> cursor;
   int pages = 0;
   do {
-    auto page = store_->list_jobs(first, cursor, 2);
+    auto page = store_->runs().list_jobs(first, cursor, 2);
     ASSERT_TRUE(page.ok()) << page.error().message;
     EXPECT_LE(page->items.size(), 2u);
     for (const auto& row : page->items) seen.push_back(row.id);
@@ -242,15 +243,15 @@ TEST_F(StoreTest, ListJobsPagesInIdOrderWithinItsRun) {
   EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
   EXPECT_EQ(std::set<std::int64_t>(seen.begin(), seen.end()).size(), 5u);
 
-  const auto exact = store_->list_jobs(first, std::nullopt, 5).value();
+  const auto exact = store_->runs().list_jobs(first, std::nullopt, 5).value();
   EXPECT_EQ(exact.items.size(), 5u);
   EXPECT_FALSE(exact.next_cursor.has_value()) << "no empty last page";
-  const auto past_end = store_->list_jobs(first, seen.back(), 5).value();
+  const auto past_end = store_->runs().list_jobs(first, seen.back(), 5).value();
   EXPECT_TRUE(past_end.items.empty());
   EXPECT_FALSE(past_end.next_cursor.has_value());
-  EXPECT_EQ(store_->list_jobs(other, std::nullopt, 10).value().items.size(), 2u);
+  EXPECT_EQ(store_->runs().list_jobs(other, std::nullopt, 10).value().items.size(), 2u);
 
-  const auto missing = store_->list_jobs(other + 1, std::nullopt, 10);
+  const auto missing = store_->runs().list_jobs(other + 1, std::nullopt, 10);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
 }

@@ -90,7 +90,7 @@ TEST_F(StoreTest, AMigrationAfterTheBaselineIsAppliedOnceAndAnOlderBinaryRefuses
 TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
   const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
   reopen();
-  auto info = store_->get_run(run);
+  auto info = store_->runs().get_run(run);
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->job_count, 1);
   auto db = Database::open(options_.path);
@@ -114,13 +114,14 @@ TEST_F(StoreTest, ConcurrentAgentsShareCommitsAndEveryJobGetsOneResult) {
   for (auto agent : agents) {
     threads.emplace_back([&, agent] {
       while (true) {
-        auto a = store_->lease(agent, "gpu0");
+        auto a = store_->agents().lease(agent, "gpu0");
         if (!a.ok()) {
           ++errors;
           return;
         }
         if (!a->grant) return;
-        auto r = store_->record_result(agent, {a->grant->job_id, a->grant->lease_id}, a->grant->attempt, ok_result(2));
+        auto r = store_->results().record_result(agent, {a->grant->job_id, a->grant->lease_id}, a->grant->attempt,
+                                                 ok_result(2));
         if (!r.ok() || r->kind != RecordKind::kStored) ++errors;
         if (r.ok() && r->kind == RecordKind::kStored) ++stored;
       }
@@ -128,7 +129,7 @@ TEST_F(StoreTest, ConcurrentAgentsShareCommitsAndEveryJobGetsOneResult) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(errors.load(), 0);
-  auto info = store_->get_run(run);
+  auto info = store_->runs().get_run(run);
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(stored.load(), info->job_count);
   EXPECT_EQ(info->jobs_by_status[JobStatus::kDone], info->job_count);

@@ -1,12 +1,15 @@
-// Store: a lease holder's verdict (Store::record_result), stored once per attempt.
+// ResultStore: a lease holder's verdict (ResultStore::record_result), stored once per attempt.
+#include "coordinator/store/result_store.h"
+
 #include <optional>
 #include <string>
 
 #include "common/codecs.h"
 #include "coordinator/rules/tokens.h"
+#include "coordinator/store/history_store.h"
 #include "coordinator/store/result_columns.h"
 #include "coordinator/store/rows.h"
-#include "coordinator/store/store.h"
+#include "coordinator/store/store_core.h"
 
 namespace benchfleet::store {
 namespace {
@@ -32,8 +35,8 @@ std::optional<std::string> recorded_torch_git(const JobResult& result) {
 
 }  // namespace
 
-Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
-                                           const JobResult& result) {
+Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
+                                                 const JobResult& result) {
   // The digest covers the whole result; the row's body leaves the samples out: they go to
   // result_samples, which listings never read.
   nlohmann::json body_json = result;
@@ -41,12 +44,13 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
   const std::string samples = body_json["samples_ms"].dump();
   body_json.erase("samples_ms");
   const std::string body = body_json.dump();
-  return group_.run([&]() -> Result<RecordOutcome> {
+  return core_.group.run([&]() -> Result<RecordOutcome> {
     {
-      BF_ASSIGN_OR_RETURN(auto prior, db_->query_one("SELECT r.id, r.body_sha256, r.agent_id, a.lease_id FROM results r"
-                                                     " LEFT JOIN attempts a ON a.job_id = r.job_id AND a.attempt = "
-                                                     "r.attempt WHERE r.job_id = ? AND r.attempt = ?",
-                                                     lease.job_id, attempt));
+      BF_ASSIGN_OR_RETURN(auto prior,
+                          core_.db->query_one("SELECT r.id, r.body_sha256, r.agent_id, a.lease_id FROM results r"
+                                              " LEFT JOIN attempts a ON a.job_id = r.job_id AND a.attempt = "
+                                              "r.attempt WHERE r.job_id = ? AND r.attempt = ?",
+                                              lease.job_id, attempt));
       if (prior.found()) {
         // Only the holder of that attempt's lease learns about the stored result (a retry after a
         // lost acknowledgement); anyone else is told its lease is not current.
@@ -58,13 +62,13 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
       }
     }
 
-    BF_ASSIGN_OR_RETURN(std::optional<HeldLease> held, held_lease_locked(agent_id, lease, attempt));
+    BF_ASSIGN_OR_RETURN(std::optional<StoreCore::HeldLease> held, core_.held_lease_locked(agent_id, lease, attempt));
     if (!held) return RecordOutcome{RecordKind::kNotFound, 0, 0};
     if (held->state == LeaseState::kCancelled) return RecordOutcome{RecordKind::kCancelled, 0, 0};
     if (held->state != LeaseState::kActive) return RecordOutcome{RecordKind::kLost, 0, 0};
-    const TimestampMs now = clock_.now_ms();
+    const TimestampMs now = core_.clock.now_ms();
     if (held->expires_at <= now) {
-      BF_RETURN_IF_ERROR(requeue_or_fail(lease.job_id, attempt, held->max_attempts, held->run_id, "expired"));
+      BF_RETURN_IF_ERROR(core_.requeue_or_fail(lease.job_id, attempt, held->max_attempts, held->run_id, "expired"));
       return RecordOutcome{RecordKind::kLost, 0, 0};
     }
     // The columns reports read need the job's mode and runtime and the run's
@@ -72,16 +76,17 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
     JobSpec job;
     {
       BF_ASSIGN_OR_RETURN(
-          auto row, db_->query_one("SELECT " + job_spec_columns("jobs") + " FROM jobs WHERE id = ?", lease.job_id));
+          auto row,
+          core_.db->query_one("SELECT " + job_spec_columns("jobs") + " FROM jobs WHERE id = ?", lease.job_id));
       if (!row.found()) return RecordOutcome{RecordKind::kNotFound, 0, 0};
       job = job_spec_at(*row, 0);
     }
-    BF_ASSIGN_OR_RETURN(const MatrixSpec run_spec, run_spec_locked(held->run_id));
+    BF_ASSIGN_OR_RETURN(const MatrixSpec run_spec, core_.run_spec_locked(held->run_id));
     const ResultColumns columns = result_columns(job, result, run_spec.noise);
     {
       BF_ASSIGN_OR_RETURN(
           auto ins,
-          db_->prepare(
+          core_.db->prepare(
               "INSERT INTO results (job_id, run_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms, min_ms, "
               "max_ms,"
               " stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, first_call_ms, stop_reason, export_s, oom_phase,"
@@ -107,20 +112,20 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
       ins->bind(35, columns.recompiles).bind(36, columns.flags);
       BF_RETURN_IF_ERROR(ins->run());
     }
-    RecordOutcome out{RecordKind::kStored, db_->last_insert_rowid(), 0};
+    RecordOutcome out{RecordKind::kStored, core_.db->last_insert_rowid(), 0};
     if (!result.samples_ms.empty()) {
       BF_RETURN_IF_ERROR(
-          db_->run("INSERT INTO result_samples (result_id, samples_ms) VALUES (?, ?)", out.result_id, samples));
+          core_.db->run("INSERT INTO result_samples (result_id, samples_ms) VALUES (?, ?)", out.result_id, samples));
     }
-    BF_RETURN_IF_ERROR(db_->run(
+    BF_RETURN_IF_ERROR(core_.db->run(
         "UPDATE jobs SET status = 'done', finished_at = ?, updated_at = ?, lease_id = NULL, lease_expires_at = NULL"
         " WHERE id = ?",
         now, now, lease.job_id));
-    BF_RETURN_IF_ERROR(end_attempt(lease.job_id, attempt, "result"));
+    BF_RETURN_IF_ERROR(core_.end_attempt(lease.job_id, attempt, "result"));
     // The result's point in its series, in the same transaction.
     std::optional<std::pair<std::string, std::int64_t>> new_series;
-    if (has_series_point(result.status)) {
-      NewPoint point;
+    if (HistoryStore::has_series_point(result.status)) {
+      HistoryStore::NewPoint point;
       point.job = job;
       point.result_id = out.result_id;
       point.run_id = held->run_id;
@@ -135,15 +140,15 @@ Result<RecordOutcome> Store::record_result(std::int64_t agent_id, const LeaseRef
       point.recorded_at = now;
       point.flags = columns.flags;
       point.accuracy = columns.accuracy;
-      BF_ASSIGN_OR_RETURN(new_series, add_series_point_locked(point));
+      BF_ASSIGN_OR_RETURN(new_series, history_.add_series_point_locked(point));
     }
     if (result.status == ResultStatus::kOom) {
-      BF_ASSIGN_OR_RETURN(out.implied_oom, mark_implied_oom(held->run_id, lease.job_id));
+      BF_ASSIGN_OR_RETURN(out.implied_oom, core_.mark_implied_oom(held->run_id, lease.job_id));
     }
-    BF_RETURN_IF_ERROR(update_run_finished(held->run_id));
+    BF_RETURN_IF_ERROR(core_.update_run_finished(held->run_id));
     // Kept only now that the operation succeeded (its savepoint stays); a failed commit of the
     // group forgets it (on_group_decided).
-    if (new_series) series_ids_.insert(std::move(*new_series));
+    if (new_series) core_.series_ids.insert(std::move(*new_series));
     return out;
   });
 }

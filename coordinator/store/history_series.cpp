@@ -1,5 +1,7 @@
-// Store: series (one per matrix cell across runs) and their points, and the change detector's
-// pass over them. Regressions and alerts: store_regressions.cpp.
+// HistoryStore: series (one per matrix cell across runs) and their points, and the change detector's
+// pass over them. Regressions and alerts: history_regressions.cpp.
+#include "coordinator/store/history_store.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -13,12 +15,12 @@
 #include "coordinator/rules/series_order.h"
 #include "coordinator/store/result_columns.h"
 #include "coordinator/store/rows.h"
-#include "coordinator/store/store.h"
+#include "coordinator/store/store_core.h"
 
 namespace benchfleet::store {
 namespace {
 
-// series_ids_'s key: the series key's columns, joined by a separator no name holds.
+// core_.series_ids's key: the series key's columns, joined by a separator no name holds.
 std::string series_key_text(const JobSpec& job) {
   const std::string batch = std::to_string(job.batch);
   std::string key = job.model;
@@ -97,24 +99,24 @@ std::string_view direction_name(history::ChangeDirection d) {
 
 }  // namespace
 
-bool Store::has_series_point(ResultStatus status) {
+bool HistoryStore::has_series_point(ResultStatus status) {
   return status != ResultStatus::kUnsupported && status != ResultStatus::kInvalid &&
          status != ResultStatus::kOomImplied;
 }
 
-Result<std::optional<std::pair<std::string, std::int64_t>>> Store::add_series_point_locked(const NewPoint& p) {
+Result<std::optional<std::pair<std::string, std::int64_t>>> HistoryStore::add_series_point_locked(const NewPoint& p) {
   std::optional<std::pair<std::string, std::int64_t>> uncached;
   std::string key = series_key_text(p.job);
   std::int64_t series_id = 0;
-  if (auto it = series_ids_.find(key); it != series_ids_.end()) {
+  if (auto it = core_.series_ids.find(key); it != core_.series_ids.end()) {
     series_id = it->second;
-    BF_RETURN_IF_ERROR(db_->run(
+    BF_RETURN_IF_ERROR(core_.db->run(
         "UPDATE series SET points = points + 1, last_point_at = MAX(IFNULL(last_point_at, 0), ?1) WHERE id = ?2",
         p.recorded_at, series_id));
   } else {
     BF_ASSIGN_OR_RETURN(
         auto row,
-        db_->query_one(
+        core_.db->query_one(
             "INSERT INTO series (model, batch, mode, dtype, runtime, gpu_class, torch_build, points, last_point_at)"
             " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8)"
             " ON CONFLICT (model, batch, mode, dtype, runtime, gpu_class, torch_build) DO UPDATE SET"
@@ -127,10 +129,10 @@ Result<std::optional<std::pair<std::string, std::int64_t>>> Store::add_series_po
     uncached.emplace(std::move(key), series_id);
   }
   BF_ASSIGN_OR_RETURN(
-      auto ins,
-      db_->prepare("INSERT INTO series_points (series_id, result_id, run_id, status, median_ms, ci_low_ms, ci_high_ms,"
-                   " torch_version, torch_git, version_key, recorded_at, flags, accuracy)"
-                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+      auto ins, core_.db->prepare(
+                    "INSERT INTO series_points (series_id, result_id, run_id, status, median_ms, ci_low_ms, ci_high_ms,"
+                    " torch_version, torch_git, version_key, recorded_at, flags, accuracy)"
+                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
   ins->bind(1, series_id).bind(2, p.result_id).bind(3, p.run_id).bind(4, to_string(p.status)).bind(5, p.median_ms);
   ins->bind(6, p.ci_low_ms).bind(7, p.ci_high_ms).bind(8, p.torch_version).bind(9, p.torch_git);
   ins->bind(10, history::version_sort_key(p.torch_version.value_or(""))).bind(11, p.recorded_at).bind(12, p.flags);
@@ -139,21 +141,22 @@ Result<std::optional<std::pair<std::string, std::int64_t>>> Store::add_series_po
   return uncached;
 }
 
-Result<SeriesInfo> Store::series_info_locked(std::int64_t series_id) {
-  BF_ASSIGN_OR_RETURN(auto s, db_->query_one(std::string(kSeriesSelect) + " WHERE s.id = ?", series_id));
+Result<SeriesInfo> HistoryStore::series_info_locked(std::int64_t series_id) {
+  BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one(std::string(kSeriesSelect) + " WHERE s.id = ?", series_id));
   if (!s.found()) return Error::not_found("series " + std::to_string(series_id) + " does not exist");
   return series_at(*s);
 }
 
-Result<Page<SeriesInfo>> Store::list_series(const SeriesFilter& f, std::optional<std::int64_t> after_id, int limit) {
-  return group_.run([&]() -> Result<Page<SeriesInfo>> {
+Result<Page<SeriesInfo>> HistoryStore::list_series(const SeriesFilter& f, std::optional<std::int64_t> after_id,
+                                                   int limit) {
+  return core_.group.run([&]() -> Result<Page<SeriesInfo>> {
     // A NULL parameter means "no filter" on that column.
     BF_ASSIGN_OR_RETURN(
-        auto s, db_->prepare(std::string(kSeriesSelect) +
-                             " WHERE s.id > ?1 AND (?2 IS NULL OR s.model = ?2) AND (?3 IS NULL OR s.batch = ?3)"
-                             " AND (?4 IS NULL OR s.mode = ?4) AND (?5 IS NULL OR s.dtype = ?5)"
-                             " AND (?6 IS NULL OR s.runtime = ?6) AND (?7 IS NULL OR s.gpu_class = ?7)"
-                             " AND (?8 IS NULL OR s.torch_build = ?8) ORDER BY s.id LIMIT ?9"));
+        auto s, core_.db->prepare(std::string(kSeriesSelect) +
+                                  " WHERE s.id > ?1 AND (?2 IS NULL OR s.model = ?2) AND (?3 IS NULL OR s.batch = ?3)"
+                                  " AND (?4 IS NULL OR s.mode = ?4) AND (?5 IS NULL OR s.dtype = ?5)"
+                                  " AND (?6 IS NULL OR s.runtime = ?6) AND (?7 IS NULL OR s.gpu_class = ?7)"
+                                  " AND (?8 IS NULL OR s.torch_build = ?8) ORDER BY s.id LIMIT ?9"));
     s->bind(1, after_id.value_or(0)).bind(2, f.model).bind(3, f.batch).bind(4, f.mode).bind(5, f.dtype);
     s->bind(6, f.runtime).bind(7, f.gpu).bind(8, f.torch_build).bind(9, limit + 1);
     std::vector<SeriesInfo> rows;
@@ -166,25 +169,27 @@ Result<Page<SeriesInfo>> Store::list_series(const SeriesFilter& f, std::optional
   });
 }
 
-Result<std::optional<std::int64_t>> Store::find_series(const SeriesKey& k) {
-  return group_.run([&]() -> Result<std::optional<std::int64_t>> {
-    BF_ASSIGN_OR_RETURN(auto s, db_->query_one("SELECT id FROM series WHERE model = ? AND batch = ? AND mode = ? AND"
-                                               " dtype = ? AND runtime = ? AND gpu_class = ? AND torch_build = ?",
-                                               k.model, k.batch, to_string(k.mode), to_string(k.dtype),
-                                               to_string(k.runtime), k.gpu, k.torch_build));
+Result<std::optional<std::int64_t>> HistoryStore::find_series(const SeriesKey& k) {
+  return core_.group.run([&]() -> Result<std::optional<std::int64_t>> {
+    BF_ASSIGN_OR_RETURN(
+        auto s, core_.db->query_one("SELECT id FROM series WHERE model = ? AND batch = ? AND mode = ? AND"
+                                    " dtype = ? AND runtime = ? AND gpu_class = ? AND torch_build = ?",
+                                    k.model, k.batch, to_string(k.mode), to_string(k.dtype), to_string(k.runtime),
+                                    k.gpu, k.torch_build));
     return s.found() ? std::optional<std::int64_t>(s->int64(0)) : std::nullopt;
   });
 }
 
-Result<SeriesPoints> Store::get_series(std::int64_t series_id, std::optional<std::int64_t> after_point, int limit) {
-  return group_.run([&]() -> Result<SeriesPoints> {
+Result<SeriesPoints> HistoryStore::get_series(std::int64_t series_id, std::optional<std::int64_t> after_point,
+                                              int limit) {
+  return core_.group.run([&]() -> Result<SeriesPoints> {
     SeriesPoints out;
     BF_ASSIGN_OR_RETURN(out.series, series_info_locked(series_id));
     OrderKey from;
     if (after_point) {
       BF_ASSIGN_OR_RETURN(
-          auto c, db_->query_one("SELECT series_id, version_key, recorded_at, id FROM series_points WHERE id = ?",
-                                 *after_point));
+          auto c, core_.db->query_one("SELECT series_id, version_key, recorded_at, id FROM series_points WHERE id = ?",
+                                      *after_point));
       if (!c.found() || c->int64(0) != series_id) {
         return Error::not_found("point " + std::to_string(*after_point) + " is not a point of series " +
                                 std::to_string(series_id));
@@ -193,10 +198,11 @@ Result<SeriesPoints> Store::get_series(std::int64_t series_id, std::optional<std
     }
     // Keyset pagination in series order (series_points_order).
     BF_ASSIGN_OR_RETURN(
-        auto s, db_->prepare("SELECT p.id, p.result_id, p.run_id, p.status, p.median_ms, p.ci_low_ms, p.ci_high_ms,"
-                             " p.torch_version, p.torch_git, p.recorded_at, p.flags, p.accuracy FROM series_points p"
-                             " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) > (?2, ?3, ?4)"
-                             " ORDER BY p.version_key, p.recorded_at, p.id LIMIT ?5"));
+        auto s,
+        core_.db->prepare("SELECT p.id, p.result_id, p.run_id, p.status, p.median_ms, p.ci_low_ms, p.ci_high_ms,"
+                          " p.torch_version, p.torch_git, p.recorded_at, p.flags, p.accuracy FROM series_points p"
+                          " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) > (?2, ?3, ?4)"
+                          " ORDER BY p.version_key, p.recorded_at, p.id LIMIT ?5"));
     s->bind(1, series_id).bind(2, from.version_key).bind(3, from.recorded_at).bind(4, from.id).bind(5, limit + 1);
     std::vector<SeriesPoint> rows;
     while (true) {
@@ -214,7 +220,7 @@ Result<SeriesPoints> Store::get_series(std::int64_t series_id, std::optional<std
 // What the detector's walk over one series needs, read under the lock (read_detection_locked),
 // walked without it (walk_detection) and written back if the series is still as read
 // (write_detection_locked).
-struct Store::DetectionRead {
+struct HistoryStore::DetectionRead {
   // A run's ok points in the current level (consecutive points of one run: its repetitions).
   struct Run {
     std::int64_t run_id = 0;
@@ -239,7 +245,7 @@ struct Store::DetectionRead {
 };
 
 // A change the walk confirmed, and the points it starts at and follows.
-struct Store::FoundChange {
+struct HistoryStore::FoundChange {
   history::Change change;
   std::int64_t first_bad = 0;
   std::optional<std::int64_t> last_good;
@@ -275,8 +281,8 @@ history::RunSamples parse_run(const std::vector<std::string>& texts, const std::
 // The detector runs as if the unseen runs came one at a time: each is the tail once, against
 // the runs of the level before it (history::change_at_tail); a confirmed change starts the
 // level at its first run. No lock held: `read` is this walk's own copy.
-std::vector<Store::FoundChange> Store::walk_detection(const DetectionRead& read,
-                                                      const history::DetectorOptions& options) {
+std::vector<HistoryStore::FoundChange> HistoryStore::walk_detection(const DetectionRead& read,
+                                                                    const history::DetectorOptions& options) {
   std::vector<FoundChange> found;
   const std::ptrdiff_t window = options.baseline_runs + options.confirm_runs;
   std::ptrdiff_t level_begin = 0;
@@ -304,13 +310,13 @@ std::vector<Store::FoundChange> Store::walk_detection(const DetectionRead& read,
   return found;
 }
 
-Result<DetectionPass> Store::detect_changes(const history::DetectorOptions& options, bool enqueue_alerts,
-                                            int max_series) {
+Result<DetectionPass> HistoryStore::detect_changes(const history::DetectorOptions& options, bool enqueue_alerts,
+                                                   int max_series) {
   DetectionPass pass;
-  auto pending = group_.run([&]() -> Result<std::vector<std::int64_t>> {
+  auto pending = core_.group.run([&]() -> Result<std::vector<std::int64_t>> {
     // series_points_pending holds only the points the detector has not seen.
-    BF_ASSIGN_OR_RETURN(auto s, db_->prepare("SELECT series_id FROM series_points WHERE detected = 0"
-                                             " GROUP BY series_id ORDER BY series_id LIMIT ?"));
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT series_id FROM series_points WHERE detected = 0"
+                                                  " GROUP BY series_id ORDER BY series_id LIMIT ?"));
     s->bind(1, max_series + 1);
     std::vector<std::int64_t> ids;
     while (true) {
@@ -327,12 +333,12 @@ Result<DetectionPass> Store::detect_changes(const history::DetectorOptions& opti
   }
   for (std::int64_t series_id : *pending) {
     // Read under the lock, parse and test without it, write under it again.
-    auto read = group_.run([&]() { return read_detection_locked(series_id, options); });
+    auto read = core_.group.run([&]() { return read_detection_locked(series_id, options); });
     if (!read.ok()) return read.error();
     const std::vector<FoundChange> found = walk_detection(*read, options);
     if (between_detection_steps_) between_detection_steps_(series_id);
     std::vector<RegressionInfo> changes;
-    auto written = group_.run([&]() -> Result<bool> {
+    auto written = core_.group.run([&]() -> Result<bool> {
       changes.clear();
       return write_detection_locked(series_id, *read, found, enqueue_alerts, changes);
     });
@@ -345,16 +351,16 @@ Result<DetectionPass> Store::detect_changes(const history::DetectorOptions& opti
   return pass;
 }
 
-Result<Store::DetectionRead> Store::read_detection_locked(std::int64_t series_id,
-                                                          const history::DetectorOptions& options) {
+Result<HistoryStore::DetectionRead> HistoryStore::read_detection_locked(std::int64_t series_id,
+                                                                        const history::DetectorOptions& options) {
   DetectionRead read;
   // The current level: from the series' level start (its first point when no change was
   // confirmed yet) on, in series order.
   OrderKey from;
   {
-    BF_ASSIGN_OR_RETURN(auto level, db_->query_one("SELECT p.version_key, p.recorded_at, p.id FROM series s"
-                                                   " JOIN series_points p ON p.id = s.level_start WHERE s.id = ?",
-                                                   series_id));
+    BF_ASSIGN_OR_RETURN(auto level, core_.db->query_one("SELECT p.version_key, p.recorded_at, p.id FROM series s"
+                                                        " JOIN series_points p ON p.id = s.level_start WHERE s.id = ?",
+                                                        series_id));
     if (level.found()) {
       from = {level->text(0), level->int64(1), level->int64(2)};
       read.level_start = from.id;
@@ -362,11 +368,11 @@ Result<Store::DetectionRead> Store::read_detection_locked(std::int64_t series_id
   }
   // Its ok points, consecutive points of one run grouped (a run's repetitions).
   {
-    BF_ASSIGN_OR_RETURN(auto s, db_->prepare("SELECT p.id, p.run_id, p.result_id, p.median_ms, p.detected,"
-                                             " p.version_key, p.recorded_at FROM series_points p"
-                                             " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) >="
-                                             " (?2, ?3, ?4) AND p.status = 'ok' AND p.median_ms IS NOT NULL"
-                                             " ORDER BY p.version_key, p.recorded_at, p.id"));
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT p.id, p.run_id, p.result_id, p.median_ms, p.detected,"
+                                                  " p.version_key, p.recorded_at FROM series_points p"
+                                                  " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) >="
+                                                  " (?2, ?3, ?4) AND p.status = 'ok' AND p.median_ms IS NOT NULL"
+                                                  " ORDER BY p.version_key, p.recorded_at, p.id"));
     s->bind(1, series_id).bind(2, from.version_key).bind(3, from.recorded_at).bind(4, from.id);
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
@@ -388,8 +394,8 @@ Result<Store::DetectionRead> Store::read_detection_locked(std::int64_t series_id
   }
   // Its unseen points, of every status (the partial index series_points_pending).
   {
-    BF_ASSIGN_OR_RETURN(auto s, db_->prepare("SELECT id, version_key, recorded_at FROM series_points"
-                                             " WHERE series_id = ? AND detected = 0"));
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT id, version_key, recorded_at FROM series_points"
+                                                  " WHERE series_id = ? AND detected = 0"));
     s->bind(1, series_id);
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
@@ -411,26 +417,26 @@ Result<Store::DetectionRead> Store::read_detection_locked(std::int64_t series_id
     auto& run = read.runs[static_cast<std::size_t>(i)];
     for (std::int64_t result_id : run.result_ids) {
       BF_ASSIGN_OR_RETURN(auto s,
-                          db_->query_one("SELECT samples_ms FROM result_samples WHERE result_id = ?", result_id));
+                          core_.db->query_one("SELECT samples_ms FROM result_samples WHERE result_id = ?", result_id));
       if (s.found()) run.samples_text.push_back(s->text(0));
     }
   }
   return read;
 }
 
-Result<bool> Store::write_detection_locked(std::int64_t series_id, const DetectionRead& read,
-                                           const std::vector<FoundChange>& found, bool enqueue_alerts,
-                                           std::vector<RegressionInfo>& changes) {
+Result<bool> HistoryStore::write_detection_locked(std::int64_t series_id, const DetectionRead& read,
+                                                  const std::vector<FoundChange>& found, bool enqueue_alerts,
+                                                  std::vector<RegressionInfo>& changes) {
   // Still as read: the same level start, the judged points still unseen, and no new point
   // ordered among the runs walked (one ordered after them waits for the next call).
   {
-    BF_ASSIGN_OR_RETURN(auto level, db_->query_one("SELECT level_start FROM series WHERE id = ?", series_id));
+    BF_ASSIGN_OR_RETURN(auto level, core_.db->query_one("SELECT level_start FROM series WHERE id = ?", series_id));
     if (!level.found() || level->opt_int64(0) != read.level_start) return false;
   }
   std::size_t judged_unseen = 0;
   {
-    BF_ASSIGN_OR_RETURN(auto s, db_->prepare("SELECT id, version_key, recorded_at FROM series_points"
-                                             " WHERE series_id = ? AND detected = 0"));
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT id, version_key, recorded_at FROM series_points"
+                                                  " WHERE series_id = ? AND detected = 0"));
     s->bind(1, series_id);
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
@@ -445,30 +451,30 @@ Result<bool> Store::write_detection_locked(std::int64_t series_id, const Detecti
   }
   if (judged_unseen != read.pending.size()) return false;
 
-  const TimestampMs now = clock_.now_ms();
+  const TimestampMs now = core_.clock.now_ms();
   for (const FoundChange& f : found) {
     const history::Change& change = f.change;
-    BF_RETURN_IF_ERROR(db_->run(
+    BF_RETURN_IF_ERROR(core_.db->run(
         "INSERT INTO regressions (series_id, direction, state, first_bad_point, last_good_point, before_median_ms,"
         " after_median_ms, ratio, p_value, baseline_runs, confirm_runs, detected_at)"
         " VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         series_id, direction_name(change.direction), f.first_bad, f.last_good, change.before_median_ms,
         change.after_median_ms, change.ratio, change.p_value, change.baseline_runs, change.confirm_runs, now));
-    const std::int64_t regression_id = db_->last_insert_rowid();
-    BF_RETURN_IF_ERROR(db_->run("UPDATE series SET level_start = ? WHERE id = ?", f.first_bad, series_id));
+    const std::int64_t regression_id = core_.db->last_insert_rowid();
+    BF_RETURN_IF_ERROR(core_.db->run("UPDATE series SET level_start = ? WHERE id = ?", f.first_bad, series_id));
     if (enqueue_alerts && change.direction == history::ChangeDirection::kRegression) {
       // The outbox: the sender expands the body into the webhook's (regression_json) at send time.
       const std::string body = nlohmann::json{{"event", "regression.opened"}, {"regression_id", regression_id}}.dump();
       BF_RETURN_IF_ERROR(
-          db_->run("INSERT INTO alert_deliveries (regression_id, event, body, next_attempt_at)"
-                   " VALUES (?, 'regression.opened', ?, ?)",
-                   regression_id, body, now));
+          core_.db->run("INSERT INTO alert_deliveries (regression_id, event, body, next_attempt_at)"
+                        " VALUES (?, 'regression.opened', ?, ?)",
+                        regression_id, body, now));
     }
     BF_ASSIGN_OR_RETURN(auto info, regression_info_locked(regression_id));
     changes.push_back(std::move(info));
   }
   for (std::int64_t id : read.judged) {
-    BF_RETURN_IF_ERROR(db_->run("UPDATE series_points SET detected = 1 WHERE id = ?", id));
+    BF_RETURN_IF_ERROR(core_.db->run("UPDATE series_points SET detected = 1 WHERE id = ?", id));
   }
   // Stopped before a run it had seen (the walk goes back over seen runs after a point that
   // arrived out of order): its points become unseen again, so the next call starts there.
@@ -476,7 +482,7 @@ Result<bool> Store::write_detection_locked(std::int64_t series_id, const Detecti
     const auto& next = read.runs[static_cast<std::size_t>(read.stop)];
     if (!next.pending) {
       for (std::int64_t id : next.point_ids) {
-        BF_RETURN_IF_ERROR(db_->run("UPDATE series_points SET detected = 0 WHERE id = ?", id));
+        BF_RETURN_IF_ERROR(core_.db->run("UPDATE series_points SET detected = 0 WHERE id = ?", id));
       }
     }
   }

@@ -1,11 +1,13 @@
-// Store: the changes the detector confirmed (regressions, improvements), their states, and the
-// webhook deliveries they owe. The detector's pass: store_history.cpp.
+// HistoryStore: the changes the detector confirmed (regressions, improvements), their states, and the
+// webhook deliveries they owe. The detector's pass: history_series.cpp.
+#include "coordinator/store/history_store.h"
+
 #include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "coordinator/store/store.h"
+#include "coordinator/store/store_core.h"
 
 namespace benchfleet::store {
 namespace {
@@ -97,15 +99,15 @@ std::optional<RegressionState> parse_regression_state(std::string_view s) {
   return std::nullopt;
 }
 
-Result<RegressionInfo> Store::regression_info_locked(std::int64_t regression_id) {
-  BF_ASSIGN_OR_RETURN(
-      auto s, db_->query_one(std::string(kRegressionSelect) + kRegressionJoins + " WHERE g.id = ?", regression_id));
+Result<RegressionInfo> HistoryStore::regression_info_locked(std::int64_t regression_id) {
+  BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one(std::string(kRegressionSelect) + kRegressionJoins + " WHERE g.id = ?",
+                                                  regression_id));
   if (!s.found()) return Error::not_found("regression " + std::to_string(regression_id) + " does not exist");
   return regression_at(*s);
 }
 
-Result<Page<RegressionInfo>> Store::list_regressions(const RegressionFilter& f, std::optional<std::int64_t> before_id,
-                                                     int limit) {
+Result<Page<RegressionInfo>> HistoryStore::list_regressions(const RegressionFilter& f,
+                                                            std::optional<std::int64_t> before_id, int limit) {
   // Newest first along the index the filter names, so a page reads only the rows it returns (and
   // those a series' own filter passes over): the series' regressions, a state's (of a direction,
   // or of both), a direction's, or all of them.
@@ -122,8 +124,8 @@ Result<Page<RegressionInfo>> Store::list_regressions(const RegressionFilter& f, 
   const std::string sql = std::string(kRegressionSelect) + from + kRegressionJoins + " WHERE g.id < ?1" +
                           (f.series_id ? " AND g.series_id = ?2" : "") + (f.state ? " AND g.state = ?3" : "") +
                           (f.direction ? " AND g.direction = ?4" : "") + " ORDER BY g.id DESC LIMIT ?5";
-  return group_.run([&]() -> Result<Page<RegressionInfo>> {
-    BF_ASSIGN_OR_RETURN(auto s, db_->prepare(sql));
+  return core_.group.run([&]() -> Result<Page<RegressionInfo>> {
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare(sql));
     s->bind(1, before_id.value_or(std::numeric_limits<std::int64_t>::max())).bind(5, limit + 1);
     if (f.series_id) s->bind(2, *f.series_id);
     if (f.state) s->bind(3, to_string(*f.state));
@@ -138,39 +140,39 @@ Result<Page<RegressionInfo>> Store::list_regressions(const RegressionFilter& f, 
   });
 }
 
-Result<RegressionInfo> Store::get_regression(std::int64_t regression_id) {
-  return group_.run([&]() -> Result<RegressionInfo> { return regression_info_locked(regression_id); });
+Result<RegressionInfo> HistoryStore::get_regression(std::int64_t regression_id) {
+  return core_.group.run([&]() -> Result<RegressionInfo> { return regression_info_locked(regression_id); });
 }
 
-Result<RegressionInfo> Store::set_regression_state(std::int64_t regression_id, RegressionState state,
-                                                   const std::optional<std::string>& note) {
-  return group_.run([&]() -> Result<RegressionInfo> {
+Result<RegressionInfo> HistoryStore::set_regression_state(std::int64_t regression_id, RegressionState state,
+                                                          const std::optional<std::string>& note) {
+  return core_.group.run([&]() -> Result<RegressionInfo> {
     BF_ASSIGN_OR_RETURN(RegressionInfo info, regression_info_locked(regression_id));
     if (info.state != state && !may_move(info.state, state)) {
       return Error::conflict("regression " + std::to_string(regression_id) + " is " +
                              std::string(to_string(info.state)) + ": it cannot become " +
                              std::string(to_string(state)));
     }
-    const TimestampMs now = clock_.now_ms();
+    const TimestampMs now = core_.clock.now_ms();
     if (info.state != state) {
       // Reopening forgets the acknowledgement and the resolution; the others stamp their time.
-      BF_RETURN_IF_ERROR(db_->run(
+      BF_RETURN_IF_ERROR(core_.db->run(
           "UPDATE regressions SET state = ?1,"
           " acknowledged_at = CASE ?1 WHEN 'acknowledged' THEN ?2 WHEN 'open' THEN NULL ELSE acknowledged_at END,"
           " resolved_at = CASE ?1 WHEN 'resolved' THEN ?2 ELSE NULL END WHERE id = ?3",
           to_string(state), now, regression_id));
     }
-    if (note) BF_RETURN_IF_ERROR(db_->run("UPDATE regressions SET note = ? WHERE id = ?", *note, regression_id));
+    if (note) BF_RETURN_IF_ERROR(core_.db->run("UPDATE regressions SET note = ? WHERE id = ?", *note, regression_id));
     return regression_info_locked(regression_id);
   });
 }
 
-Result<std::vector<AlertDelivery>> Store::due_alerts(TimestampMs now, int limit) {
-  return group_.run([&]() -> Result<std::vector<AlertDelivery>> {
+Result<std::vector<AlertDelivery>> HistoryStore::due_alerts(TimestampMs now, int limit) {
+  return core_.group.run([&]() -> Result<std::vector<AlertDelivery>> {
     BF_ASSIGN_OR_RETURN(auto s,
-                        db_->prepare("SELECT id, regression_id, event, body, attempts FROM alert_deliveries"
-                                     " WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?"
-                                     " ORDER BY next_attempt_at, id LIMIT ?"));
+                        core_.db->prepare("SELECT id, regression_id, event, body, attempts FROM alert_deliveries"
+                                          " WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?"
+                                          " ORDER BY next_attempt_at, id LIMIT ?"));
     s->bind(1, now).bind(2, limit);
     std::vector<AlertDelivery> out;
     while (true) {
@@ -182,37 +184,37 @@ Result<std::vector<AlertDelivery>> Store::due_alerts(TimestampMs now, int limit)
   });
 }
 
-Result<std::optional<TimestampMs>> Store::next_alert_due() {
-  return group_.run([&]() -> Result<std::optional<TimestampMs>> {
-    BF_ASSIGN_OR_RETURN(auto s, db_->query_one("SELECT MIN(next_attempt_at) FROM alert_deliveries"
-                                               " WHERE delivered_at IS NULL AND failed_at IS NULL"));
+Result<std::optional<TimestampMs>> HistoryStore::next_alert_due() {
+  return core_.group.run([&]() -> Result<std::optional<TimestampMs>> {
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one("SELECT MIN(next_attempt_at) FROM alert_deliveries"
+                                                    " WHERE delivered_at IS NULL AND failed_at IS NULL"));
     return s.found() ? s->opt_int64(0) : std::nullopt;
   });
 }
 
-Status Store::alert_delivered(std::int64_t delivery_id, TimestampMs at) {
-  return group_.run([&]() -> Status {
+Status HistoryStore::alert_delivered(std::int64_t delivery_id, TimestampMs at) {
+  return core_.group.run([&]() -> Status {
     BF_RETURN_IF_ERROR(
-        db_->run("UPDATE alert_deliveries SET delivered_at = ?, attempts = attempts + 1, last_error = NULL"
-                 " WHERE id = ? AND delivered_at IS NULL AND failed_at IS NULL",
-                 at, delivery_id));
-    if (db_->changes() == 0) {
+        core_.db->run("UPDATE alert_deliveries SET delivered_at = ?, attempts = attempts + 1, last_error = NULL"
+                      " WHERE id = ? AND delivered_at IS NULL AND failed_at IS NULL",
+                      at, delivery_id));
+    if (core_.db->changes() == 0) {
       return Error::not_found("alert delivery " + std::to_string(delivery_id) + " does not exist or is not pending");
     }
     return Status::Ok();
   });
 }
 
-Status Store::alert_attempt_failed(std::int64_t delivery_id, const std::string& error,
-                                   std::optional<TimestampMs> retry_at) {
-  return group_.run([&]() -> Status {
+Status HistoryStore::alert_attempt_failed(std::int64_t delivery_id, const std::string& error,
+                                          std::optional<TimestampMs> retry_at) {
+  return core_.group.run([&]() -> Status {
     // Given up (no retry): failed_at takes the attempt's time; next_attempt_at stays as it was.
     BF_RETURN_IF_ERROR(
-        db_->run("UPDATE alert_deliveries SET attempts = attempts + 1, last_error = ?1,"
-                 " next_attempt_at = IFNULL(?2, next_attempt_at), failed_at = CASE WHEN ?2 IS NULL THEN ?3 END"
-                 " WHERE id = ?4 AND delivered_at IS NULL AND failed_at IS NULL",
-                 error, retry_at, clock_.now_ms(), delivery_id));
-    if (db_->changes() == 0) {
+        core_.db->run("UPDATE alert_deliveries SET attempts = attempts + 1, last_error = ?1,"
+                      " next_attempt_at = IFNULL(?2, next_attempt_at), failed_at = CASE WHEN ?2 IS NULL THEN ?3 END"
+                      " WHERE id = ?4 AND delivered_at IS NULL AND failed_at IS NULL",
+                      error, retry_at, core_.clock.now_ms(), delivery_id));
+    if (core_.db->changes() == 0) {
       return Error::not_found("alert delivery " + std::to_string(delivery_id) + " does not exist or is not pending");
     }
     return Status::Ok();

@@ -1,7 +1,9 @@
-// Store: what a slot may run. Queued jobs an enrolled slot's builds declare unsupported get that
+// AgentStore: what a slot may run. Queued jobs an enrolled slot's builds declare unsupported get that
 // verdict when it is cheap (a run submitted, an agent enrolled), and the job a slot runs next is
 // chosen from the best queued job of each cell it can run. Both read only what they act on,
 // whatever the queue's depth.
+#include "coordinator/store/agent_store.h"
+
 #include <map>
 #include <optional>
 #include <set>
@@ -12,7 +14,7 @@
 #include "common/codecs.h"
 #include "coordinator/rules/scheduler.h"
 #include "coordinator/store/rows.h"
-#include "coordinator/store/store.h"
+#include "coordinator/store/store_core.h"
 
 namespace benchfleet::store {
 namespace {
@@ -39,7 +41,7 @@ std::string capability_set(const std::vector<TorchBuildDescriptor>& builds) {
 
 }  // namespace
 
-Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
+Status AgentStore::mark_unsupported(const scheduler::SlotOffer& offer) {
   // Candidates: queued jobs of this class and of a build/runtime the slot has, in a mode it lacks.
   // One seek of jobs_queued_cells per build/runtime, each row one verdict.
   std::map<std::pair<std::string, Runtime>, std::set<Mode>> offered;
@@ -47,10 +49,11 @@ Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
     for (const auto& rt : b.runtimes) offered[{b.name, rt.runtime}].insert(rt.modes.begin(), rt.modes.end());
   }
   BF_ASSIGN_OR_RETURN(
-      auto q, db_->prepare("SELECT j.id, j.run_id, " + job_spec_columns("j") +
-                           " FROM jobs j INDEXED BY jobs_queued_cells"
-                           " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2 AND j.runtime = ?3"
-                           " AND j.mode IN (SELECT value FROM json_each(?4))"));
+      auto q,
+      core_.db->prepare("SELECT j.id, j.run_id, " + job_spec_columns("j") +
+                        " FROM jobs j INDEXED BY jobs_queued_cells"
+                        " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2 AND j.runtime = ?3"
+                        " AND j.mode IN (SELECT value FROM json_each(?4))"));
   std::vector<std::tuple<std::int64_t, std::int64_t, std::string>> verdicts;
   for (const auto& [build_runtime, modes] : offered) {
     nlohmann::json missing = nlohmann::json::array();
@@ -69,33 +72,33 @@ Status Store::mark_unsupported(const scheduler::SlotOffer& offer) {
     }
     q->reset();  // bound again for the next build and runtime
   }
-  const TimestampMs now = clock_.now_ms();
+  const TimestampMs now = core_.clock.now_ms();
   std::set<std::int64_t> runs;
   for (const auto& [job_id, run_id, reason] : verdicts) {
-    BF_RETURN_IF_ERROR(db_->run(
+    BF_RETURN_IF_ERROR(core_.db->run(
         "UPDATE jobs SET status = 'done', finished_at = ?1, updated_at = ?1 WHERE id = ?2 AND status = 'queued'", now,
         job_id));
     JobResult verdict;
     verdict.status = ResultStatus::kUnsupported;
     verdict.error = reason;
     BF_RETURN_IF_ERROR(
-        db_->run("INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at)"
-                 " VALUES (?, ?, 0, 'unsupported', ?, ?, 'scheduler', ?)",
-                 job_id, run_id, reason, nlohmann::json(verdict).dump(), now));
+        core_.db->run("INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at)"
+                      " VALUES (?, ?, 0, 'unsupported', ?, ?, 'scheduler', ?)",
+                      job_id, run_id, reason, nlohmann::json(verdict).dump(), now));
     runs.insert(run_id);
   }
-  for (auto run_id : runs) BF_RETURN_IF_ERROR(update_run_finished(run_id));
+  for (auto run_id : runs) BF_RETURN_IF_ERROR(core_.update_run_finished(run_id));
   return Status::Ok();
 }
 
-Status Store::mark_unsupported_for_run_locked(const MatrixSpec& spec) {
+Status AgentStore::mark_unsupported_for_run_locked(const MatrixSpec& spec) {
   // Every enrolled slot judges the run's cells; slots alike (GPU class and builds) judge once.
   // Agents are few next to jobs: one read of their descriptors per submitted run.
   const std::set<std::string> gpus(spec.gpus.begin(), spec.gpus.end());
   const std::set<std::string> builds(spec.torch_builds.begin(), spec.torch_builds.end());
   const std::set<Runtime> runtimes(spec.runtimes.begin(), spec.runtimes.end());
   std::vector<AgentDescriptor> fleet;
-  BF_ASSIGN_OR_RETURN(auto agents, db_->prepare("SELECT descriptor FROM agents"));
+  BF_ASSIGN_OR_RETURN(auto agents, core_.db->prepare("SELECT descriptor FROM agents"));
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, agents->step());
     if (!row) break;
@@ -125,7 +128,7 @@ Status Store::mark_unsupported_for_run_locked(const MatrixSpec& spec) {
   return Status::Ok();
 }
 
-Result<std::optional<std::int64_t>> Store::pick_candidate_locked(const scheduler::SlotOffer& offer) {
+Result<std::optional<std::int64_t>> AgentStore::pick_candidate_locked(const scheduler::SlotOffer& offer) {
   // scheduler::pick_job ranks groups this slot owns, then groups nobody owns, then the rest; each
   // tier is read only when the ones before it gave nothing. The slot's own groups are few (what
   // it started and has not finished): one seek of jobs_queued_owned. The other two tiers read one
@@ -152,7 +155,7 @@ Result<std::optional<std::int64_t>> Store::pick_candidate_locked(const scheduler
 
   BF_ASSIGN_OR_RETURN(
       auto owned,
-      db_->prepare(
+      core_.db->prepare(
           columns +
           " FROM jobs j INDEXED BY jobs_queued_owned WHERE j.status = 'queued' AND j.owner_agent_id = ?1"
           " AND j.owner_slot = ?2 AND j.gpu_class = ?3 AND (j.torch_build || '|' || j.runtime || '|' || j.mode) IN"
@@ -171,7 +174,7 @@ Result<std::optional<std::int64_t>> Store::pick_candidate_locked(const scheduler
       columns + " FROM jobs j INDEXED BY jobs_queued_cells" + per_cell + best,
   };
   for (const auto& sql : tiers) {
-    BF_ASSIGN_OR_RETURN(auto q, db_->prepare(sql));
+    BF_ASSIGN_OR_RETURN(auto q, core_.db->prepare(sql));
     for (const auto& b : offer.builds) {
       for (const auto& rt : b.runtimes) {
         for (Mode m : rt.modes) {

@@ -1,11 +1,14 @@
-// Store: schedules, recurring matrices whose runs the coordinator creates when due.
+// HistoryStore: schedules, recurring matrices whose runs the coordinator creates when due.
+#include "coordinator/store/history_store.h"
+
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/codecs.h"
 #include "coordinator/rules/cron.h"
-#include "coordinator/store/store.h"
+#include "coordinator/store/run_store.h"
+#include "coordinator/store/store_core.h"
 
 namespace benchfleet::store {
 namespace {
@@ -62,30 +65,30 @@ std::string not_found_message(std::int64_t schedule_id) {
 
 }  // namespace
 
-Result<ScheduleInfo> Store::schedule_info_locked(std::int64_t schedule_id) {
+Result<ScheduleInfo> HistoryStore::schedule_info_locked(std::int64_t schedule_id) {
   BF_ASSIGN_OR_RETURN(
       auto s,
-      db_->query_one(std::string("SELECT ") + kScheduleColumns + " FROM schedules s WHERE s.id = ?", schedule_id));
+      core_.db->query_one(std::string("SELECT ") + kScheduleColumns + " FROM schedules s WHERE s.id = ?", schedule_id));
   if (!s.found()) return Error::not_found(not_found_message(schedule_id));
   return schedule_at(*s);
 }
 
-Result<ScheduleInfo> Store::create_schedule(const MatrixSpec& spec, const std::string& cron_text, bool enabled) {
+Result<ScheduleInfo> HistoryStore::create_schedule(const MatrixSpec& spec, const std::string& cron_text, bool enabled) {
   BF_ASSIGN_OR_RETURN(const history::CronSchedule cron, history::CronSchedule::parse(cron_text));
-  return group_.run([&]() -> Result<ScheduleInfo> {
-    const TimestampMs now = clock_.now_ms();
-    BF_RETURN_IF_ERROR(
-        db_->run("INSERT INTO schedules (name, spec, cron, enabled, created_at, updated_at, next_due_at)"
-                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                 spec.name, nlohmann::json(spec).dump(), cron.text(), enabled ? 1 : 0, now, now, cron.next_after(now)));
-    return schedule_info_locked(db_->last_insert_rowid());
+  return core_.group.run([&]() -> Result<ScheduleInfo> {
+    const TimestampMs now = core_.clock.now_ms();
+    BF_RETURN_IF_ERROR(core_.db->run(
+        "INSERT INTO schedules (name, spec, cron, enabled, created_at, updated_at, next_due_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        spec.name, nlohmann::json(spec).dump(), cron.text(), enabled ? 1 : 0, now, now, cron.next_after(now)));
+    return schedule_info_locked(core_.db->last_insert_rowid());
   });
 }
 
-Result<std::vector<ScheduleInfo>> Store::list_schedules() {
-  return group_.run([&]() -> Result<std::vector<ScheduleInfo>> {
-    BF_ASSIGN_OR_RETURN(auto s,
-                        db_->prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules s ORDER BY s.id"));
+Result<std::vector<ScheduleInfo>> HistoryStore::list_schedules() {
+  return core_.group.run([&]() -> Result<std::vector<ScheduleInfo>> {
+    BF_ASSIGN_OR_RETURN(
+        auto s, core_.db->prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules s ORDER BY s.id"));
     std::vector<ScheduleInfo> out;
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
@@ -96,40 +99,41 @@ Result<std::vector<ScheduleInfo>> Store::list_schedules() {
   });
 }
 
-Result<ScheduleInfo> Store::get_schedule(std::int64_t schedule_id) {
-  return group_.run([&]() -> Result<ScheduleInfo> { return schedule_info_locked(schedule_id); });
+Result<ScheduleInfo> HistoryStore::get_schedule(std::int64_t schedule_id) {
+  return core_.group.run([&]() -> Result<ScheduleInfo> { return schedule_info_locked(schedule_id); });
 }
 
-Result<ScheduleInfo> Store::set_schedule_enabled(std::int64_t schedule_id, bool enabled) {
-  return group_.run([&]() -> Result<ScheduleInfo> {
+Result<ScheduleInfo> HistoryStore::set_schedule_enabled(std::int64_t schedule_id, bool enabled) {
+  return core_.group.run([&]() -> Result<ScheduleInfo> {
     BF_ASSIGN_OR_RETURN(ScheduleInfo info, schedule_info_locked(schedule_id));
     if (info.enabled == enabled) return info;
-    const TimestampMs now = clock_.now_ms();
+    const TimestampMs now = core_.clock.now_ms();
     if (!enabled) {
-      BF_RETURN_IF_ERROR(db_->run("UPDATE schedules SET enabled = 0, updated_at = ? WHERE id = ?", now, schedule_id));
+      BF_RETURN_IF_ERROR(
+          core_.db->run("UPDATE schedules SET enabled = 0, updated_at = ? WHERE id = ?", now, schedule_id));
       return schedule_info_locked(schedule_id);
     }
     // Resuming: the due times that passed while paused are skipped, and counted.
     BF_ASSIGN_OR_RETURN(const history::CronSchedule cron, parse_stored_cron(schedule_id, info.cron));
     std::int64_t skipped = 0;
     if (info.next_due_at <= now) skipped = latest_due(cron, info.next_due_at, now).second + 1;
-    BF_RETURN_IF_ERROR(db_->run(
+    BF_RETURN_IF_ERROR(core_.db->run(
         "UPDATE schedules SET enabled = 1, updated_at = ?1, next_due_at = ?2, missed = missed + ?3 WHERE id = ?4", now,
         cron.next_after(now), skipped, schedule_id));
     return schedule_info_locked(schedule_id);
   });
 }
 
-Status Store::delete_schedule(std::int64_t schedule_id) {
-  return group_.run([&]() -> Status {
+Status HistoryStore::delete_schedule(std::int64_t schedule_id) {
+  return core_.group.run([&]() -> Status {
     // runs.schedule_id becomes NULL (ON DELETE SET NULL): the runs stay.
-    BF_RETURN_IF_ERROR(db_->run("DELETE FROM schedules WHERE id = ?", schedule_id));
-    if (db_->changes() == 0) return Error::not_found(not_found_message(schedule_id));
+    BF_RETURN_IF_ERROR(core_.db->run("DELETE FROM schedules WHERE id = ?", schedule_id));
+    if (core_.db->changes() == 0) return Error::not_found(not_found_message(schedule_id));
     return Status::Ok();
   });
 }
 
-Result<Store::FireOutcome> Store::fire_due_schedules(
+Result<HistoryStore::FireOutcome> HistoryStore::fire_due_schedules(
     TimestampMs now, const std::function<Result<std::vector<JobSpec>>(const MatrixSpec&)>& expand) {
   // Which schedules are due, read first; each is then expanded without the store's lock (the
   // catalog walk of a big matrix is not the store's work) and fired in its own operation, which
@@ -140,10 +144,10 @@ Result<Store::FireOutcome> Store::fire_due_schedules(
     std::string cron;
     TimestampMs next_due_at = 0;
   };
-  auto due = group_.run([&]() -> Result<std::vector<Due>> {
-    BF_ASSIGN_OR_RETURN(auto s,
-                        db_->prepare("SELECT id, name, spec, cron, next_due_at FROM schedules WHERE enabled = 1 AND"
-                                     " next_due_at <= ? ORDER BY next_due_at"));
+  auto due = core_.group.run([&]() -> Result<std::vector<Due>> {
+    BF_ASSIGN_OR_RETURN(
+        auto s, core_.db->prepare("SELECT id, name, spec, cron, next_due_at FROM schedules WHERE enabled = 1 AND"
+                                  " next_due_at <= ? ORDER BY next_due_at"));
     s->bind(1, now);
     std::vector<Due> out;
     while (true) {
@@ -175,25 +179,25 @@ Result<Store::FireOutcome> Store::fire_due_schedules(
     const std::int64_t skipped = latest.second;
     const TimestampMs next_due_at = cron->next_after(due_at);
     auto jobs = expand(d.spec);
-    auto fired = group_.run([&]() -> Result<std::optional<FiredSchedule>> {
+    auto fired = core_.group.run([&]() -> Result<std::optional<FiredSchedule>> {
       // Still enabled and still at the due time read (not paused, deleted or fired meanwhile)?
-      BF_ASSIGN_OR_RETURN(auto row, db_->query_one("SELECT 1 FROM schedules WHERE id = ? AND enabled = 1 AND"
-                                                   " next_due_at = ?",
-                                                   d.id, d.next_due_at));
+      BF_ASSIGN_OR_RETURN(auto row, core_.db->query_one("SELECT 1 FROM schedules WHERE id = ? AND enabled = 1 AND"
+                                                        " next_due_at = ?",
+                                                        d.id, d.next_due_at));
       if (!row.found()) return std::optional<FiredSchedule>();
-      const TimestampMs at = clock_.now_ms();
+      const TimestampMs at = core_.clock.now_ms();
       if (!jobs.ok()) {
         // This due time creates no run: it is missed like the ones before it.
         BF_RETURN_IF_ERROR(
-            db_->run("UPDATE schedules SET next_due_at = ?1, missed = missed + ?2, updated_at = ?3 WHERE id = ?4",
-                     next_due_at, skipped + 1, at, d.id));
+            core_.db->run("UPDATE schedules SET next_due_at = ?1, missed = missed + ?2, updated_at = ?3 WHERE id = ?4",
+                          next_due_at, skipped + 1, at, d.id));
         return std::optional<FiredSchedule>();
       }
-      BF_ASSIGN_OR_RETURN(RunCreated run, create_run_locked(d.spec, *jobs, d.id, due_at));
+      BF_ASSIGN_OR_RETURN(RunCreated run, runs_.create_run_locked(d.spec, *jobs, d.id, due_at));
       BF_RETURN_IF_ERROR(
-          db_->run("UPDATE schedules SET next_due_at = ?1, last_due_at = ?2, last_run_id = ?3,"
-                   " missed = missed + ?4, updated_at = ?5 WHERE id = ?6",
-                   next_due_at, due_at, run.run_id, skipped, at, d.id));
+          core_.db->run("UPDATE schedules SET next_due_at = ?1, last_due_at = ?2, last_run_id = ?3,"
+                        " missed = missed + ?4, updated_at = ?5 WHERE id = ?6",
+                        next_due_at, due_at, run.run_id, skipped, at, d.id));
       return std::optional<FiredSchedule>(FiredSchedule{d.id, run.run_id, run.job_count, due_at, skipped});
     });
     if (!fired.ok()) {
@@ -207,9 +211,9 @@ Result<Store::FireOutcome> Store::fire_due_schedules(
   return outcome;
 }
 
-Result<std::optional<TimestampMs>> Store::next_schedule_due() {
-  return group_.run([&]() -> Result<std::optional<TimestampMs>> {
-    BF_ASSIGN_OR_RETURN(auto s, db_->query_one("SELECT MIN(next_due_at) FROM schedules WHERE enabled = 1"));
+Result<std::optional<TimestampMs>> HistoryStore::next_schedule_due() {
+  return core_.group.run([&]() -> Result<std::optional<TimestampMs>> {
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one("SELECT MIN(next_due_at) FROM schedules WHERE enabled = 1"));
     return s.found() ? s->opt_int64(0) : std::nullopt;
   });
 }

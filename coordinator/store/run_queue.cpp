@@ -1,13 +1,15 @@
-// Store: the queue by GPU class and torch build (GET /api/v1/queue, the Slurm launcher's input).
+// RunStore: the queue by GPU class and torch build (GET /api/v1/queue, the Slurm launcher's input).
+#include "coordinator/store/run_store.h"
+
 #include <map>
 #include <utility>
 
-#include "coordinator/store/store.h"
+#include "coordinator/store/store_core.h"
 
 namespace benchfleet::store {
 
-Result<std::vector<QueueCell>> Store::queue_summary() {
-  return group_.run([&]() -> Result<std::vector<QueueCell>> {
+Result<std::vector<QueueCell>> RunStore::queue_summary() {
+  return core_.group.run([&]() -> Result<std::vector<QueueCell>> {
     std::map<std::pair<std::string, std::string>, QueueCell> cells;
     auto cell = [&](std::string gpu_class, std::string torch_build) -> QueueCell& {
       auto key = std::make_pair(std::move(gpu_class), std::move(torch_build));
@@ -25,8 +27,8 @@ Result<std::vector<QueueCell>> Store::queue_summary() {
       // since without statistics the planner prefers jobs_queue's status prefix and sorts what it
       // read (tests/unit/store_queue_test.cpp). The counts per run are summed here rather than by
       // a GROUP BY, which would sort on run_id.
-      BF_ASSIGN_OR_RETURN(auto s, db_->prepare("SELECT gpu_class, torch_build, run_id FROM jobs"
-                                               " INDEXED BY jobs_queued_cells WHERE status = 'queued'"));
+      BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT gpu_class, torch_build, run_id FROM jobs"
+                                                    " INDEXED BY jobs_queued_cells WHERE status = 'queued'"));
       QueueCell* current = nullptr;
       std::map<std::int64_t, std::int64_t> per_run;
       std::map<std::int64_t, int> timeouts;  // run id -> its timeout_s, read once per call
@@ -36,7 +38,7 @@ Result<std::vector<QueueCell>> Store::queue_summary() {
         for (const auto& [run_id, n] : per_run) {
           auto t = timeouts.find(run_id);
           if (t == timeouts.end()) {
-            BF_ASSIGN_OR_RETURN(const MatrixSpec spec, run_spec_locked(run_id));
+            BF_ASSIGN_OR_RETURN(const MatrixSpec spec, core_.run_spec_locked(run_id));
             t = timeouts.emplace(run_id, spec.timeout_s).first;
           }
           by_timeout[t->second] += n;
@@ -70,8 +72,8 @@ Result<std::vector<QueueCell>> Store::queue_summary() {
     {
       // Active jobs are at most one per slot: their rows are read through jobs_queue's status
       // prefix and counted here (no sort in SQLite).
-      BF_ASSIGN_OR_RETURN(auto s,
-                          db_->prepare("SELECT gpu_class, torch_build FROM jobs WHERE status IN ('leased','running')"));
+      BF_ASSIGN_OR_RETURN(
+          auto s, core_.db->prepare("SELECT gpu_class, torch_build FROM jobs WHERE status IN ('leased','running')"));
       while (true) {
         BF_ASSIGN_OR_RETURN(bool row, s->step());
         if (!row) break;
