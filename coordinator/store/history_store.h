@@ -84,8 +84,8 @@ class HistoryStore {
 
   // ---- regressions and alerts (history_regressions.cpp) -------------------------------------
   // Newest first, from the first before `before_id`, at most `limit`.
-  Result<Page<RegressionInfo>> list_regressions(const RegressionFilter& filter,
-                                                std::optional<std::int64_t> before_id, int limit);
+  Result<Page<RegressionInfo>> list_regressions(const RegressionFilter& filter, std::optional<std::int64_t> before_id,
+                                                int limit);
   Result<RegressionInfo> get_regression(std::int64_t regression_id);
   // open -> acknowledged -> resolved (open -> resolved too); back to open reopens a resolved one
   // or takes back an acknowledgement (both forget their times); resolved -> acknowledged is

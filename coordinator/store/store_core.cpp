@@ -36,7 +36,7 @@ void StoreCore::on_group_decided(bool committed) {
 
 Status StoreCore::end_attempt(std::int64_t job_id, int attempt, std::string_view outcome) {
   return db->run("UPDATE attempts SET ended_at = ?, outcome = ? WHERE job_id = ? AND attempt = ? AND ended_at IS NULL",
-                  clock.now_ms(), outcome, job_id, attempt);
+                 clock.now_ms(), outcome, job_id, attempt);
 }
 
 Status StoreCore::update_run_finished(std::int64_t run_id) {
@@ -69,7 +69,7 @@ Result<std::int64_t> StoreCore::mark_implied_oom(std::int64_t run_id, std::int64
   std::vector<scheduler::QueuedJob> queued;
   BF_ASSIGN_OR_RETURN(
       auto q, db->prepare("SELECT j.id, " + job_spec_columns("j") + " FROM jobs j INDEXED BY jobs_cells" + same_cell +
-                           " AND j.status = 'queued'"));
+                          " AND j.status = 'queued'"));
   bind_cell(*q);
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, q->step());
@@ -80,8 +80,8 @@ Result<std::int64_t> StoreCore::mark_implied_oom(std::int64_t run_id, std::int64
 
   std::vector<JobSpec> oomed;
   BF_ASSIGN_OR_RETURN(auto o, db->prepare("SELECT " + job_spec_columns("j") +
-                                           " FROM jobs j INDEXED BY jobs_cells JOIN results r ON r.job_id = j.id" +
-                                           same_cell + " AND r.status = 'oom'"));
+                                          " FROM jobs j INDEXED BY jobs_cells JOIN results r ON r.job_id = j.id" +
+                                          same_cell + " AND r.status = 'oom'"));
   bind_cell(*o);
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, o->step());
@@ -102,8 +102,8 @@ Result<std::int64_t> StoreCore::mark_implied_oom(std::int64_t run_id, std::int64
     const std::string body = nlohmann::json(verdict).dump();
     BF_RETURN_IF_ERROR(
         db->run("INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at) "
-                 "SELECT id, run_id, attempt, 'oom_implied', ?, ?, 'implied', ? FROM jobs WHERE id = ?",
-                 *verdict.error, body, now, job_id));
+                "SELECT id, run_id, attempt, 'oom_implied', ?, ?, 'implied', ? FROM jobs WHERE id = ?",
+                *verdict.error, body, now, job_id));
   }
   return static_cast<std::int64_t>(implied.size());
 }
@@ -119,7 +119,7 @@ Result<MatrixSpec> StoreCore::run_spec_locked(std::int64_t run_id) {
 }
 
 Result<std::optional<StoreCore::HeldLease>> StoreCore::held_lease_locked(std::int64_t agent_id, const LeaseRef& lease,
-                                                                 std::optional<int> attempt) {
+                                                                         std::optional<int> attempt) {
   BF_ASSIGN_OR_RETURN(
       auto row,
       db->query_one(
@@ -146,14 +146,14 @@ Result<std::optional<StoreCore::HeldLease>> StoreCore::held_lease_locked(std::in
 }
 
 Status StoreCore::requeue_or_fail(std::int64_t job_id, int attempt, int max_attempts, std::int64_t run_id,
-                              std::string_view outcome) {
+                                  std::string_view outcome) {
   const TimestampMs now = clock.now_ms();
   BF_RETURN_IF_ERROR(end_attempt(job_id, attempt, outcome));
   const bool fail = scheduler::on_lease_expired(attempt, max_attempts) == scheduler::ExpiryAction::kFail;
   BF_RETURN_IF_ERROR(
       db->run("UPDATE jobs SET status = ?, finished_at = ?, updated_at = ?, lease_id = NULL, lease_agent_id = NULL,"
-               " lease_slot = NULL, lease_expires_at = NULL, lease_request_id = NULL WHERE id = ?",
-               fail ? "failed" : "queued", fail ? std::optional<TimestampMs>(now) : std::nullopt, now, job_id));
+              " lease_slot = NULL, lease_expires_at = NULL, lease_request_id = NULL WHERE id = ?",
+              fail ? "failed" : "queued", fail ? std::optional<TimestampMs>(now) : std::nullopt, now, job_id));
   if (!fail) work_appeared = true;
   // A requeued job may be implied by an OOM that arrived meanwhile; a failed one may end the run.
   BF_ASSIGN_OR_RETURN(const std::int64_t implied, mark_implied_oom(run_id, job_id));

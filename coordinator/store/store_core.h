@@ -49,7 +49,7 @@ class StoreCore {
   std::map<std::int64_t, AgentDescriptor> descriptors;       // decoded agents.descriptor, by agent id
   std::unordered_map<std::string, std::int64_t> series_ids;  // series id by key (series_key_text)
   std::function<void()> work_listener;                       // see Store::on_work_available
-  bool work_appeared = false;  // set by an operation, consumed when its group commits
+  bool work_appeared = false;                                // set by an operation, consumed when its group commits
   // Agents' credentials, read on every agent request.
   std::mutex credentials_mu;
   std::map<std::int64_t, AgentCredentials> credentials;
