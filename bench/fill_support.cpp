@@ -11,15 +11,16 @@ Result<std::int64_t> drain_queue(store::Store& store, const std::vector<std::int
   for (std::size_t busy = agent_ids.size(); busy > 0;) {
     for (std::size_t a = 0; a < agent_ids.size(); ++a) {
       if (idle[a]) continue;
-      BF_ASSIGN_OR_RETURN(const auto answer, store.lease(agent_ids[a], "gpu0"));
+      BF_ASSIGN_OR_RETURN(const auto answer, store.agents().lease(agent_ids[a], "gpu0"));
       if (!answer.grant) {
         idle[a] = true;
         --busy;
         continue;
       }
       const auto& grant = *answer.grant;
-      BF_ASSIGN_OR_RETURN(const auto outcome, store.record_result(agent_ids[a], {grant.job_id, grant.lease_id},
-                                                                  grant.attempt, verdict(a, grant)));
+      BF_ASSIGN_OR_RETURN(const auto outcome,
+                          store.results().record_result(agent_ids[a], {grant.job_id, grant.lease_id}, grant.attempt,
+                                                        verdict(a, grant)));
       if (outcome.kind != store::RecordKind::kStored) {
         return Error::internal("job " + std::to_string(grant.job_id) + ": the store did not take its result");
       }

@@ -124,7 +124,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
     d.slots = {{"gpu0", kGpus[g].name, std::nullopt, std::nullopt}};
     d.torch_builds = {{"stable", "2.6.0+cu124", {{Runtime::kLibtorch, kModes}}},
                       {"nightly", "2.7.0.dev+cu126", {{Runtime::kLibtorch, kModes}}}};
-    BF_ASSIGN_OR_RETURN(const std::int64_t id, store->enroll_agent(d, {"salt", "hash"}));
+    BF_ASSIGN_OR_RETURN(const std::int64_t id, store->agents().enroll_agent(d, {"salt", "hash"}));
     agents.emplace_back(id, g);
     agent_ids.push_back(id);
   }
@@ -140,7 +140,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
   for (const auto& gpu : kGpus) spec.gpus.push_back(gpu.name);
   spec.measurement.min_iterations = o.samples;
   spec.measurement.max_iterations = o.samples;
-  BF_ASSIGN_OR_RETURN(const auto schedule, store->create_schedule(spec, "0 2 * * *", true));
+  BF_ASSIGN_OR_RETURN(const auto schedule, store->history().create_schedule(spec, "0 2 * * *", true));
   (void)schedule;
   const auto expand = [&catalog](const MatrixSpec& m) { return expand_matrix(m, catalog, ExpansionLimits{100'000}); };
 
@@ -158,7 +158,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
   for (int night = 0; night < o.nights; ++night) {
     clock.set_ms(kFirstMidnight + night * kDayMs + 2 * 3'600'000 + 60'000);  // 02:01, the schedule is due
     auto started = std::chrono::steady_clock::now();
-    BF_ASSIGN_OR_RETURN(const auto fired, store->fire_due_schedules(clock.now_ms(), expand));
+    BF_ASSIGN_OR_RETURN(const auto fired, store->history().fire_due_schedules(clock.now_ms(), expand));
     if (fired.fired.size() != 1) return Error::internal("night " + std::to_string(night) + ": no run was created");
     ++summary.runs;
     night_of_run[fired.fired.front().run_id] = night;
@@ -184,7 +184,8 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
     summary.fill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     started = std::chrono::steady_clock::now();
     for (bool more = true; more;) {
-      BF_ASSIGN_OR_RETURN(const auto pass, store->detect_changes(history::DetectorOptions{}, /*enqueue_alerts=*/true));
+      BF_ASSIGN_OR_RETURN(const auto pass,
+                          store->history().detect_changes(history::DetectorOptions{}, /*enqueue_alerts=*/true));
       summary.detect_series_examined += pass.series_examined;
       for (const auto& change : pass.changes) {
         ++(change.direction == history::ChangeDirection::kRegression ? summary.regressions : summary.improvements);
@@ -196,8 +197,8 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
   }
   summary.injected_steps = stepped;
   std::set<std::string> found;
-  BF_ASSIGN_OR_RETURN(const auto changes, store->list_regressions({}, std::nullopt, 100'000));
-  for (const auto& change : changes.regressions) {
+  BF_ASSIGN_OR_RETURN(const auto changes, store->history().list_regressions({}, std::nullopt, 100'000));
+  for (const auto& change : changes.items) {
     const std::string key =
         key_of(change.key.model, change.key.batch, change.key.mode, change.key.gpu, change.key.torch_build);
     const auto step = steps.find(key);
@@ -212,8 +213,8 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
     }
   }
   summary.steps_missed = static_cast<std::int64_t>(steps.size() - found.size());
-  BF_ASSIGN_OR_RETURN(const auto page, store->list_series({}, std::nullopt, 100'000));
-  summary.series = static_cast<std::int64_t>(page.series.size());
+  BF_ASSIGN_OR_RETURN(const auto page, store->history().list_series({}, std::nullopt, 100'000));
+  summary.series = static_cast<std::int64_t>(page.items.size());
   return summary;
 }
 

@@ -212,7 +212,7 @@ Result<FillSummary> fill_database(const FillOptions& o, const Catalog& catalog, 
     d.slots = {{"gpu0", gpu.name, std::nullopt, std::nullopt}};
     d.torch_builds = {{"stable", "2.5.1+cu124", {{Runtime::kLibtorch, kModes}}},
                       {"nightly", "2.7.0.dev20250301+cu126", {{Runtime::kLibtorch, kModes}}}};
-    BF_ASSIGN_OR_RETURN(const std::int64_t id, store->enroll_agent(d, {"salt", "hash"}));
+    BF_ASSIGN_OR_RETURN(const std::int64_t id, store->agents().enroll_agent(d, {"salt", "hash"}));
     agents.emplace_back(id, static_cast<std::size_t>(g));
     agent_ids.push_back(id);
   }
@@ -253,7 +253,7 @@ Result<FillSummary> fill_database(const FillOptions& o, const Catalog& catalog, 
     }
     const MatrixSpec spec = study(name, models, o.gpu_classes, o.repetitions);
     BF_ASSIGN_OR_RETURN(const auto jobs, expand_matrix(spec, catalog, ExpansionLimits{1'000'000}));
-    BF_ASSIGN_OR_RETURN(const auto created, store->create_run(spec, jobs));
+    BF_ASSIGN_OR_RETURN(const auto created, store->runs().create_run(spec, jobs));
     if (summary.runs == 0) {
       summary.big_run_id = created.run_id;
       summary.big_run_jobs = created.job_count;
@@ -264,7 +264,7 @@ Result<FillSummary> fill_database(const FillOptions& o, const Catalog& catalog, 
   }
 
   for (std::int64_t run = summary.big_run_id; run < summary.big_run_id + summary.runs; ++run) {
-    BF_ASSIGN_OR_RETURN(const auto info, store->get_run(run));
+    BF_ASSIGN_OR_RETURN(const auto info, store->runs().get_run(run));
     for (const auto& [status, n] : info.results_by_status) {
       summary.results += n;
       if (status == ResultStatus::kOk) summary.ok += n;

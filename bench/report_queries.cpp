@@ -24,7 +24,7 @@
 #include "common/http/client.h"
 #include "common/stats.h"
 #include "coordinator/report/render.h"
-#include "coordinator/report/report.h"
+#include "coordinator/rules/report.h"
 #include "coordinator/store/store.h"
 #include "tests/support/coordinator_child.h"
 
@@ -70,7 +70,7 @@ std::vector<Timing> time_in_process(const Options& o, const std::string& db, con
     return {};
   }
   store::Store& store = **opened;
-  auto run = store.get_run(run_id);
+  auto run = store.runs().get_run(run_id);
   if (!run.ok()) {
     checks.fail(run.error().message);
     return {};
@@ -80,13 +80,13 @@ std::vector<Timing> time_in_process(const Options& o, const std::string& db, con
   input.run_name = run->name;
   input.matrix = run->spec;
   for (const auto& model : catalog.models()) input.labels.push_back({model.id, model.display_name()});
-  input.cells = store.report_cells(run_id).value();
+  input.cells = store.results().report_cells(run_id).value();
   const report::Report built = report::build_report(input);
 
   std::vector<Timing> rows;
   const int n = o.requests;
   rows.push_back(time_steps("store.report_cells (one row per job, no samples)", o.warmup, n,
-                            [&] { return store.report_cells(run_id).value().size(); }));
+                            [&] { return store.results().report_cells(run_id).value().size(); }));
   for (report::Stat stat : {report::Stat::kMean, report::Stat::kMedian}) {
     report::ReportInput in = input;
     in.stat = stat;
@@ -99,9 +99,10 @@ std::vector<Timing> time_in_process(const Options& o, const std::string& db, con
       time_steps("report::render_markdown", o.warmup, n, [&] { return report::render_markdown(built).size(); }));
   rows.push_back(time_steps("report::render_csv", o.warmup, n, [&] { return report::render_csv(built).size(); }));
   rows.push_back(time_steps("store.list_jobs (limit 10000)", o.warmup, n,
-                            [&] { return store.list_jobs(run_id, std::nullopt, 10000).value().rows.size(); }));
-  rows.push_back(time_steps("store.list_results (limit 1000, first page)", o.warmup, n,
-                            [&] { return store.list_results(run_id, {}, std::nullopt, 1000).value().rows.size(); }));
+                            [&] { return store.runs().list_jobs(run_id, std::nullopt, 10000).value().items.size(); }));
+  rows.push_back(time_steps("store.list_results (limit 1000, first page)", o.warmup, n, [&] {
+    return store.results().list_results(run_id, {}, std::nullopt, 1000).value().items.size();
+  }));
   return rows;
 }
 

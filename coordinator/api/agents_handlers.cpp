@@ -14,9 +14,9 @@
 #include "common/codecs.h"
 #include "common/http/problem.h"
 #include "common/result_checks.h"
-#include "coordinator/api/blocking.h"
 #include "coordinator/api/handlers.h"
-#include "coordinator/auth.h"
+#include "coordinator/rules/tokens.h"
+#include "coordinator/services/blocking.h"
 
 namespace benchfleet::api {
 namespace {
@@ -55,7 +55,7 @@ http::Response lease_answer(const ApiContext& ctx, const store::LeaseAnswer& ans
 void withdraw_undelivered(ApiContext& ctx, std::int64_t agent_id, const store::LeaseGrant& grant) {
   if (grant.redelivered) return;
   const LeaseRef ref{grant.job_id, grant.lease_id};
-  auto withdrawn = ctx.store.withdraw_lease(agent_id, ref);
+  auto withdrawn = ctx.store.agents().withdraw_lease(agent_id, ref);
   if (!withdrawn.ok()) {
     spdlog::warn("withdrawing undelivered lease of job {} failed: {}", ref.job_id, withdrawn.error().message);
   } else if (*withdrawn) {
@@ -109,7 +109,7 @@ Result<http::Response> enroll_agent(ApiContext& ctx, const http::Request& req, c
   store::AgentCredentials creds;
   creds.salt = auth::random_bytes(16);
   creds.hash = auth::hash_token(creds.salt, secret);
-  BF_ASSIGN_OR_RETURN(const std::int64_t id, ctx.store.enroll_agent(descriptor, creds));
+  BF_ASSIGN_OR_RETURN(const std::int64_t id, ctx.store.agents().enroll_agent(descriptor, creds));
   const EnrollResponse out{id, compose_agent_token(id, secret), intervals(ctx)};
   return json_response(bhttp::status::created, out, req);
 }
@@ -121,9 +121,9 @@ Result<http::Response> agent_heartbeat(ApiContext& ctx, const http::Request& req
   BF_ASSIGN_OR_RETURN(const HeartbeatRequest request, decode<HeartbeatRequest>(body));
   std::vector<LeaseRef> leases;
   for (const auto& l : request.leases) leases.push_back({l.job_id, l.lease_id});
-  BF_RETURN_IF_ERROR(ctx.store.set_self_draining(agent_id, request.draining));
-  BF_ASSIGN_OR_RETURN(const auto renewals, ctx.store.heartbeat(agent_id, leases));
-  BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.get_agent(agent_id));
+  BF_RETURN_IF_ERROR(ctx.store.agents().set_self_draining(agent_id, request.draining));
+  BF_ASSIGN_OR_RETURN(const auto renewals, ctx.store.agents().heartbeat(agent_id, leases));
+  BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.agents().get_agent(agent_id));
 
   HeartbeatResponse response;
   response.drain = agent.draining;
@@ -160,7 +160,7 @@ asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request
     if (client_gone()) co_return lease_answer(ctx, store::LeaseAnswer{}, req);  // nobody reads it
     const auto generation = ctx.work.generation();
     auto answer = co_await run_blocking(
-        ctx.blocking, [&] { return ctx.store.lease(agent_id, lease_req.slot, lease_req.request_id); });
+        ctx.blocking, [&] { return ctx.store.agents().lease(agent_id, lease_req.slot, lease_req.request_id); });
     if (!answer.ok()) co_return error_response(answer.error(), req);
     if (answer->grant && client_gone()) {
       co_await run_blocking(ctx.blocking, [&] {
@@ -203,7 +203,7 @@ Result<http::Response> job_progress(ApiContext& ctx, const http::Request& req, c
   r.check(message.size() <= 4096, "message", "must be at most 4096 characters");
   BF_RETURN_IF_ERROR(r.finish());
 
-  BF_ASSIGN_OR_RETURN(const auto renewal, ctx.store.renew(report.agent_id, ref));
+  BF_ASSIGN_OR_RETURN(const auto renewal, ctx.store.agents().renew(report.agent_id, ref));
   if (renewal.state != LeaseState::kActive) return renewal_conflict(renewal.state, report.job_id, req);
   return json_response(bhttp::status::ok, {{"state", "active"}, {"lease_expires_at", format_time(renewal.expires_at)}},
                        req);
@@ -215,7 +215,7 @@ Result<http::Response> job_release(ApiContext& ctx, const http::Request& req, co
   JsonReader r(report.body, "");
   r.required("lease_id", ref.lease_id);
   BF_RETURN_IF_ERROR(r.finish());
-  BF_ASSIGN_OR_RETURN(const auto state, ctx.store.release(report.agent_id, ref));
+  BF_ASSIGN_OR_RETURN(const auto state, ctx.store.agents().release(report.agent_id, ref));
   if (state != LeaseState::kActive) return renewal_conflict(state, report.job_id, req);
   return json_response(bhttp::status::ok, {{"state", "released"}}, req);
 }
@@ -233,7 +233,7 @@ Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, con
   BF_RETURN_IF_ERROR(r.finish());
   if (auto err = check_posted_result(result, "result")) return *err;
 
-  BF_ASSIGN_OR_RETURN(const auto outcome, ctx.store.record_result(report.agent_id, ref, attempt, result));
+  BF_ASSIGN_OR_RETURN(const auto outcome, ctx.store.results().record_result(report.agent_id, ref, attempt, result));
   const std::string job = std::to_string(report.job_id);
   switch (outcome.kind) {
     case store::RecordKind::kStored:
@@ -259,7 +259,7 @@ Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, con
 
 Result<http::Response> list_agents(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
-  BF_ASSIGN_OR_RETURN(const auto agents, ctx.store.list_agents());
+  BF_ASSIGN_OR_RETURN(const auto agents, ctx.store.agents().list_agents());
   nlohmann::json out = nlohmann::json::array();
   const TimestampMs now = ctx.clock.now_ms();
   for (const auto& a : agents) out.push_back(agent_json(a, now, ctx.config.heartbeat_interval_s));
@@ -276,8 +276,8 @@ Result<http::Response> drain_agent(ApiContext& ctx, const http::Request& req, co
     r.optional("draining", draining);
     BF_RETURN_IF_ERROR(r.finish());
   }
-  BF_RETURN_IF_ERROR(ctx.store.set_draining(id, draining));
-  BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.get_agent(id));
+  BF_RETURN_IF_ERROR(ctx.store.agents().set_draining(id, draining));
+  BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.agents().get_agent(id));
   return json_response(bhttp::status::ok, agent_json(agent, ctx.clock.now_ms(), ctx.config.heartbeat_interval_s), req);
 }
 

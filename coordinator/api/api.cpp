@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "common/embedded_file.h"
-#include "coordinator/api/blocking.h"
 #include "coordinator/api/handlers.h"
+#include "coordinator/services/blocking.h"
 
 namespace benchfleet::api {
 

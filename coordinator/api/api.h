@@ -1,6 +1,7 @@
 // The coordinator's REST API: registers every route of /api/v1 (and /healthz, /metrics, the
 // OpenAPI document and the dashboard) on a Router. Handlers get their dependencies from
-// ApiContext; the business rules they call live in the store, matrix and scheduler modules.
+// ApiContext; the rules they apply live below them (coordinator/rules/, common/matrix.h), the
+// state in the store (coordinator/store/).
 #pragma once
 
 #include <atomic>
@@ -12,10 +13,10 @@
 #include "common/catalog.h"
 #include "common/clock.h"
 #include "common/http/router.h"
-#include "coordinator/config.h"
-#include "coordinator/metrics.h"
+#include "coordinator/api/metrics.h"
+#include "coordinator/config/config.h"
+#include "coordinator/services/work_signal.h"
 #include "coordinator/store/store.h"
-#include "coordinator/work_signal.h"
 
 namespace benchfleet::api {
 

@@ -6,7 +6,7 @@
 #include "common/http/problem.h"
 #include "common/json_reader.h"
 #include "common/matrix.h"
-#include "coordinator/auth.h"
+#include "coordinator/rules/tokens.h"
 
 namespace benchfleet::api {
 namespace {
@@ -66,7 +66,7 @@ Result<std::int64_t> authenticate_agent(const ApiContext& ctx, const http::Reque
   const auto sep = rest.find('_');
   std::int64_t agent_id = 0;
   if (sep == std::string_view::npos || !parse_int64(rest.substr(0, sep), agent_id)) return unauthenticated;
-  auto creds = ctx.store.agent_credentials(agent_id);
+  auto creds = ctx.store.agents().agent_credentials(agent_id);
   if (!creds.ok()) {
     if (creds.error().code == ErrorCode::kNotFound) return unauthenticated;
     return creds.error();
@@ -119,6 +119,22 @@ std::optional<std::string> str_query(const http::RouteMatch& match, std::string_
   auto it = match.query.find(name);
   if (it == match.query.end()) return std::nullopt;
   return it->second;
+}
+
+Result<CellQuery> cell_query(const http::RouteMatch& m) {
+  BF_ASSIGN_OR_RETURN(const auto batch, int_query(m, "batch", 1, 65536));
+  CellQuery q;
+  q.model = str_query(m, "model");
+  q.mode = str_query(m, "mode");
+  q.dtype = str_query(m, "dtype");
+  q.runtime = str_query(m, "runtime");
+  q.gpu = str_query(m, "gpu");
+  q.torch_build = str_query(m, "build");
+  if (batch) q.batch = static_cast<int>(*batch);
+  if (q.mode && !parse_mode(*q.mode)) return Error::invalid("query.mode", "unknown mode");
+  if (q.dtype && !parse_dtype(*q.dtype)) return Error::invalid("query.dtype", "unknown dtype");
+  if (q.runtime && !parse_runtime(*q.runtime)) return Error::invalid("query.runtime", "unknown runtime");
+  return q;
 }
 
 Result<std::vector<JobSpec>> expand_submitted_matrix(const ApiContext& ctx, const MatrixSpec& spec) {

@@ -41,6 +41,15 @@ Result<std::optional<std::int64_t>> int_query(const http::RouteMatch& match, std
                                               std::int64_t max);
 std::optional<std::string> str_query(const http::RouteMatch& match, std::string_view name);
 
+// The cell axes a listing filters on, from its query (?model, mode, dtype, runtime, gpu, build,
+// batch), each value checked ("query.<name>" in errors): the one parse of the results and the
+// series listings.
+struct CellQuery {
+  std::optional<std::string> model, mode, dtype, runtime, gpu, torch_build;
+  std::optional<int> batch;
+};
+Result<CellQuery> cell_query(const http::RouteMatch& match);
+
 // The jobs a submitted matrix (a run's, or a schedule's) expands to against the catalog and
 // max_cells, refusing a shape-walk matrix with more batch sizes than a lease carries (64: agents
 // refuse more, common/agent_protocol.cpp). Errors name the matrix's own fields ("batch_sizes").

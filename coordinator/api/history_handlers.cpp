@@ -5,7 +5,7 @@
 #include "common/matrix.h"
 #include "coordinator/api/handlers.h"
 #include "coordinator/api/history_json.h"
-#include "coordinator/history/cron.h"
+#include "coordinator/rules/cron.h"
 
 namespace benchfleet::api {
 namespace {
@@ -48,7 +48,7 @@ Result<http::Response> change_regression_state(ApiContext& ctx, const http::Requ
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto note, read_note(ctx, req));
-  BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.set_regression_state(id, state, note));
+  BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.history().set_regression_state(id, state, note));
   return json_response(bhttp::status::ok, regression_json(regression), req);
 }
 
@@ -73,7 +73,7 @@ Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req
   if (auto jobs = expand_submitted_matrix(ctx, spec); !jobs.ok()) {
     return under_matrix(jobs.error());
   }
-  BF_ASSIGN_OR_RETURN(const auto created, ctx.store.create_schedule(spec, schedule.text(), enabled));
+  BF_ASSIGN_OR_RETURN(const auto created, ctx.store.history().create_schedule(spec, schedule.text(), enabled));
   auto res = json_response(bhttp::status::created, schedule_json(created), req);
   res.set(bhttp::field::location, "/api/v1/schedules/" + std::to_string(created.id));
   return res;
@@ -81,7 +81,7 @@ Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req
 
 Result<http::Response> list_schedules(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
-  BF_ASSIGN_OR_RETURN(const auto schedules, ctx.store.list_schedules());
+  BF_ASSIGN_OR_RETURN(const auto schedules, ctx.store.history().list_schedules());
   json out = json::array();
   for (const auto& s : schedules) out.push_back(schedule_json(s));
   return json_response(bhttp::status::ok, {{"schedules", out}}, req);
@@ -90,28 +90,28 @@ Result<http::Response> list_schedules(ApiContext& ctx, const http::Request& req,
 Result<http::Response> get_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.get_schedule(id));
+  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.history().get_schedule(id));
   return schedule_response(bhttp::status::ok, schedule, req);
 }
 
 Result<http::Response> pause_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.set_schedule_enabled(id, false));
+  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.history().set_schedule_enabled(id, false));
   return schedule_response(bhttp::status::ok, schedule, req);
 }
 
 Result<http::Response> resume_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.set_schedule_enabled(id, true));
+  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.history().set_schedule_enabled(id, true));
   return schedule_response(bhttp::status::ok, schedule, req);
 }
 
 Result<http::Response> delete_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_RETURN_IF_ERROR(ctx.store.delete_schedule(id));
+  BF_RETURN_IF_ERROR(ctx.store.history().delete_schedule(id));
   http::Response res{bhttp::status::no_content, req.version()};
   res.keep_alive(req.keep_alive());
   res.prepare_payload();
@@ -124,21 +124,18 @@ Result<http::Response> list_series(ApiContext& ctx, const http::Request& req, co
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 500));
   BF_ASSIGN_OR_RETURN(const auto after, int_query(m, "after", 0, INT64_MAX));
-  BF_ASSIGN_OR_RETURN(const auto batch, int_query(m, "batch", 1, 65536));
-  store::SeriesFilter f;
-  f.model = str_query(m, "model");
-  f.mode = str_query(m, "mode");
-  f.dtype = str_query(m, "dtype");
-  f.runtime = str_query(m, "runtime");
-  f.gpu = str_query(m, "gpu");
-  f.torch_build = str_query(m, "build");
-  if (batch) f.batch = static_cast<int>(*batch);
-  if (f.mode && !parse_mode(*f.mode)) return Error::invalid("query.mode", "unknown mode");
-  if (f.dtype && !parse_dtype(*f.dtype)) return Error::invalid("query.dtype", "unknown dtype");
-  if (f.runtime && !parse_runtime(*f.runtime)) return Error::invalid("query.runtime", "unknown runtime");
-  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.list_series(f, after, static_cast<int>(limit.value_or(100))));
+  BF_ASSIGN_OR_RETURN(const CellQuery cell, cell_query(m));
+  const store::SeriesFilter f{.model = cell.model,
+                              .mode = cell.mode,
+                              .dtype = cell.dtype,
+                              .runtime = cell.runtime,
+                              .gpu = cell.gpu,
+                              .torch_build = cell.torch_build,
+                              .batch = cell.batch};
+  BF_ASSIGN_OR_RETURN(const auto page,
+                      ctx.store.history().list_series(f, after, static_cast<int>(limit.value_or(100))));
   json out = json::array();
-  for (const auto& s : page.series) out.push_back(series_json(s));
+  for (const auto& s : page.items) out.push_back(series_json(s));
   const json next = page.next_cursor ? json(*page.next_cursor) : json();
   return json_response(bhttp::status::ok, {{"series", out}, {"next_after", next}}, req);
 }
@@ -148,15 +145,17 @@ Result<http::Response> get_series(ApiContext& ctx, const http::Request& req, con
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 5000));
   BF_ASSIGN_OR_RETURN(const auto after_point, int_query(m, "after_point", 1, INT64_MAX));
-  BF_ASSIGN_OR_RETURN(const auto series, ctx.store.get_series(id, after_point, static_cast<int>(limit.value_or(1000))));
+  BF_ASSIGN_OR_RETURN(const auto series,
+                      ctx.store.history().get_series(id, after_point, static_cast<int>(limit.value_or(1000))));
   store::RegressionFilter f;
   f.series_id = id;
-  BF_ASSIGN_OR_RETURN(const auto regressions, ctx.store.list_regressions(f, std::nullopt, kSeriesRegressions));
+  BF_ASSIGN_OR_RETURN(const auto regressions,
+                      ctx.store.history().list_regressions(f, std::nullopt, kSeriesRegressions));
   json out = series_json(series.series);
   json points = json::array();
   for (const auto& p : series.points) points.push_back(point_json(p));
   json changes = json::array();
-  for (const auto& r : regressions.regressions) changes.push_back(regression_json(r));
+  for (const auto& r : regressions.items) changes.push_back(regression_json(r));
   out["points"] = std::move(points);
   out["next_after_point"] = series.next_cursor ? json(*series.next_cursor) : json();
   out["regressions"] = std::move(changes);
@@ -179,12 +178,13 @@ Result<http::Response> list_regressions(ApiContext& ctx, const http::Request& re
   }
   const std::string direction = str_query(m, "direction").value_or("regression");
   if (direction != "all") {
-    f.direction = parse_change_direction(direction);
+    f.direction = history::parse_change_direction(direction);
     if (!f.direction) return Error::invalid("query.direction", "must be regression, improvement or all");
   }
-  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.list_regressions(f, before, static_cast<int>(limit.value_or(100))));
+  BF_ASSIGN_OR_RETURN(const auto page,
+                      ctx.store.history().list_regressions(f, before, static_cast<int>(limit.value_or(100))));
   json out = json::array();
-  for (const auto& r : page.regressions) out.push_back(regression_json(r));
+  for (const auto& r : page.items) out.push_back(regression_json(r));
   const json next = page.next_cursor ? json(*page.next_cursor) : json();
   return json_response(bhttp::status::ok, {{"regressions", out}, {"next_before", next}}, req);
 }
@@ -192,7 +192,7 @@ Result<http::Response> list_regressions(ApiContext& ctx, const http::Request& re
 Result<http::Response> get_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.get_regression(id));
+  BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.history().get_regression(id));
   return json_response(bhttp::status::ok, regression_json(regression), req);
 }
 

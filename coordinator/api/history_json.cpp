@@ -18,16 +18,6 @@ json or_null(const std::optional<T>& v) {
 
 }  // namespace
 
-std::string_view to_string(history::ChangeDirection direction) {
-  return direction == history::ChangeDirection::kRegression ? "regression" : "improvement";
-}
-
-std::optional<history::ChangeDirection> parse_change_direction(std::string_view s) {
-  if (s == "regression") return history::ChangeDirection::kRegression;
-  if (s == "improvement") return history::ChangeDirection::kImprovement;
-  return std::nullopt;
-}
-
 json schedule_json(const store::ScheduleInfo& s) {
   return {{"id", s.id},
           {"name", s.name},
@@ -42,16 +32,6 @@ json schedule_json(const store::ScheduleInfo& s) {
           {"missed", s.missed},
           {"runs", s.runs},
           {"url", "/api/v1/schedules/" + std::to_string(s.id)}};
-}
-
-json series_key_json(const store::SeriesKey& k) {
-  return {{"model", k.model},
-          {"batch", k.batch},
-          {"mode", to_string(k.mode)},
-          {"dtype", to_string(k.dtype)},
-          {"runtime", to_string(k.runtime)},
-          {"gpu", k.gpu},
-          {"torch_build", k.torch_build}};
 }
 
 json series_json(const store::SeriesInfo& s) {
@@ -80,42 +60,6 @@ json point_json(const store::SeriesPoint& p) {
           {"recorded_at", format_time(p.recorded_at)},
           {"flags", p.flags},
           {"accuracy", or_null(p.accuracy)}};
-}
-
-json point_ref_json(const store::PointRef& r) {
-  return {{"point_id", r.point_id},
-          {"result_id", r.result_id},
-          {"run_id", r.run_id},
-          {"torch_version", or_null(r.torch_version)},
-          {"torch_git", or_null(r.torch_git)},
-          {"recorded_at", format_time(r.recorded_at)},
-          {"median_ms", or_null(r.median_ms)}};
-}
-
-json regression_json(const store::RegressionInfo& r) {
-  return {{"id", r.id},
-          {"series_id", r.series_id},
-          {"series", series_key_json(r.key)},
-          {"direction", to_string(r.direction)},
-          {"state", to_string(r.state)},
-          {"before_median_ms", r.before_median_ms},
-          {"after_median_ms", r.after_median_ms},
-          {"ratio", r.ratio},
-          {"p_value", r.p_value},
-          {"baseline_runs", r.baseline_runs},
-          {"confirm_runs", r.confirm_runs},
-          {"detected_at", format_time(r.detected_at)},
-          {"acknowledged_at", time_or_null(r.acknowledged_at)},
-          {"resolved_at", time_or_null(r.resolved_at)},
-          {"note", or_null(r.note)},
-          {"first_bad", point_ref_json(r.first_bad)},
-          {"last_good", r.last_good ? point_ref_json(*r.last_good) : json(nullptr)},
-          {"url", "/api/v1/regressions/" + std::to_string(r.id)},
-          {"series_url", "/api/v1/series/" + std::to_string(r.series_id)}};
-}
-
-json regression_opened_event(const store::RegressionInfo& regression, std::int64_t delivery_id) {
-  return {{"event", "regression.opened"}, {"delivery_id", delivery_id}, {"regression", regression_json(regression)}};
 }
 
 }  // namespace benchfleet::api

@@ -4,7 +4,7 @@
 #include "common/codecs.h"
 #include "common/matrix.h"
 #include "coordinator/report/render.h"
-#include "coordinator/report/report.h"
+#include "coordinator/rules/report.h"
 
 namespace benchfleet::api {
 namespace {
@@ -22,7 +22,7 @@ Result<http::Response> submit_run(ApiContext& ctx, const http::Request& req, con
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
   BF_ASSIGN_OR_RETURN(const MatrixSpec spec, decode<MatrixSpec>(body));
   BF_ASSIGN_OR_RETURN(const auto jobs, expand_submitted_matrix(ctx, spec));
-  BF_ASSIGN_OR_RETURN(const auto created, ctx.store.create_run(spec, jobs));
+  BF_ASSIGN_OR_RETURN(const auto created, ctx.store.runs().create_run(spec, jobs));
   const std::string url = "/api/v1/runs/" + std::to_string(created.run_id);
   auto res = json_response(bhttp::status::created,
                            {{"id", created.run_id}, {"job_count", created.job_count}, {"url", url}}, req);
@@ -35,7 +35,7 @@ Result<http::Response> list_runs(ApiContext& ctx, const http::Request& req, cons
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 500));
   BF_ASSIGN_OR_RETURN(const auto before, int_query(m, "before", 1, INT64_MAX));
   const int n = static_cast<int>(limit.value_or(50));
-  BF_ASSIGN_OR_RETURN(const auto runs, ctx.store.list_runs(n, before));
+  BF_ASSIGN_OR_RETURN(const auto runs, ctx.store.runs().list_runs(n, before));
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : runs) out.push_back(run_json(r));
   nlohmann::json next = static_cast<int>(runs.size()) == n ? nlohmann::json(runs.back().id) : nlohmann::json();
@@ -45,15 +45,15 @@ Result<http::Response> list_runs(ApiContext& ctx, const http::Request& req, cons
 Result<http::Response> get_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto run, ctx.store.get_run(id));
+  BF_ASSIGN_OR_RETURN(const auto run, ctx.store.runs().get_run(id));
   return json_response(bhttp::status::ok, run_json(run), req);
 }
 
 Result<http::Response> cancel_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto outcome, ctx.store.cancel_run(id));
-  BF_ASSIGN_OR_RETURN(const auto run, ctx.store.get_run(id));
+  BF_ASSIGN_OR_RETURN(const auto outcome, ctx.store.runs().cancel_run(id));
+  BF_ASSIGN_OR_RETURN(const auto run, ctx.store.runs().get_run(id));
   auto body = run_json(run);
   body["cancelled_jobs"] = outcome.cancelled_jobs;
   body["already_cancelled"] = outcome.already_cancelled;
@@ -65,20 +65,16 @@ Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, c
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 1000));
   BF_ASSIGN_OR_RETURN(const auto cursor, int_query(m, "cursor", 0, INT64_MAX));
-  BF_ASSIGN_OR_RETURN(const auto batch, int_query(m, "batch", 1, 65536));
-  store::ResultFilter f;
-  f.model = str_query(m, "model");
-  f.mode = str_query(m, "mode");
-  f.torch_build = str_query(m, "build");
-  f.gpu = str_query(m, "gpu");
-  f.runtime = str_query(m, "runtime");
-  f.status = str_query(m, "status");
-  f.dtype = str_query(m, "dtype");
-  if (batch) f.batch = static_cast<int>(*batch);
-  if (f.mode && !parse_mode(*f.mode)) return Error::invalid("query.mode", "unknown mode");
-  if (f.runtime && !parse_runtime(*f.runtime)) return Error::invalid("query.runtime", "unknown runtime");
+  BF_ASSIGN_OR_RETURN(const CellQuery cell, cell_query(m));
+  const store::ResultFilter f{.model = cell.model,
+                              .mode = cell.mode,
+                              .torch_build = cell.torch_build,
+                              .gpu = cell.gpu,
+                              .runtime = cell.runtime,
+                              .status = str_query(m, "status"),
+                              .dtype = cell.dtype,
+                              .batch = cell.batch};
   if (f.status && !parse_result_status(*f.status)) return Error::invalid("query.status", "unknown result status");
-  if (f.dtype && !parse_dtype(*f.dtype)) return Error::invalid("query.dtype", "unknown dtype");
   const auto samples = str_query(m, "samples");
   if (samples && *samples != "true" && *samples != "false") {
     return Error::invalid("query.samples", "must be true or false");
@@ -88,9 +84,9 @@ Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, c
   const bool with_samples = samples.value_or("false") == "true";
   int n = static_cast<int>(limit.value_or(100));
   if (with_samples) n = std::min(n, kMaxResultsWithSamples);
-  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.list_results(id, f, cursor, n, with_samples));
+  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.results().list_results(id, f, cursor, n, with_samples));
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : page.rows) rows.push_back(result_json(r, with_samples));
+  for (const auto& r : page.items) rows.push_back(result_json(r, with_samples));
   nlohmann::json next = page.next_cursor ? nlohmann::json(std::to_string(*page.next_cursor)) : nlohmann::json();
   return json_response(bhttp::status::ok, {{"results", rows}, {"next_cursor", next}}, req);
 }
@@ -100,9 +96,9 @@ Result<http::Response> list_jobs(ApiContext& ctx, const http::Request& req, cons
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 10000));
   BF_ASSIGN_OR_RETURN(const auto cursor, int_query(m, "cursor", 0, INT64_MAX));
-  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.list_jobs(id, cursor, static_cast<int>(limit.value_or(1000))));
+  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.runs().list_jobs(id, cursor, static_cast<int>(limit.value_or(1000))));
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& job : page.rows) rows.push_back(job_json(job));
+  for (const auto& job : page.items) rows.push_back(job_json(job));
   nlohmann::json next = page.next_cursor ? nlohmann::json(std::to_string(*page.next_cursor)) : nlohmann::json();
   return json_response(bhttp::status::ok, {{"jobs", rows}, {"next_cursor", next}}, req);
 }
@@ -110,7 +106,7 @@ Result<http::Response> list_jobs(ApiContext& ctx, const http::Request& req, cons
 Result<http::Response> get_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto row, ctx.store.get_result(id));
+  BF_ASSIGN_OR_RETURN(const auto row, ctx.store.results().get_result(id));
   return json_response(bhttp::status::ok, result_json(row, true), req);
 }
 
@@ -128,8 +124,8 @@ Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, con
     return Error::invalid("query.exclude_flagged", "must be true or false");
   }
 
-  BF_ASSIGN_OR_RETURN(const auto run, ctx.store.get_run(id));
-  BF_ASSIGN_OR_RETURN(auto cells, ctx.store.report_cells(id));
+  BF_ASSIGN_OR_RETURN(const auto run, ctx.store.runs().get_run(id));
+  BF_ASSIGN_OR_RETURN(auto cells, ctx.store.results().report_cells(id));
   report::ReportInput input;
   input.run_id = run.id;
   input.run_name = run.name;

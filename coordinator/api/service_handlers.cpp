@@ -1,6 +1,6 @@
 // Handlers for health, metrics, the OpenAPI document and the dashboard's files.
 #include "coordinator/api/handlers.h"
-#include "coordinator/web_assets.h"
+#include "coordinator/api/web_assets.h"
 
 namespace benchfleet::api {
 namespace {

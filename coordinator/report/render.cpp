@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "coordinator/report/format.h"
+#include "coordinator/rules/format.h"
 
 namespace benchfleet::report {
 namespace {

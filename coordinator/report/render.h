@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "coordinator/report/report.h"
+#include "coordinator/rules/report.h"
 
 namespace benchfleet::report {
 

@@ -265,7 +265,7 @@ class LeaseAnswerOfARealGrant : public ::testing::Test {
 
 TEST_F(LeaseAnswerOfARealGrant, DecodesWithTheAgentsDecoderToTheGrant) {
   auto agent_id =
-      store_->enroll_agent(store::testing::one_slot_agent("host-1", "a100", {Mode::kEager}), {"salt", "hash"});
+      store_->agents().enroll_agent(store::testing::one_slot_agent("host-1", "a100", {Mode::kEager}), {"salt", "hash"});
   ASSERT_TRUE(agent_id.ok()) << agent_id.error().message;
 
   MatrixSpec spec = store::testing::stable_a100_matrix("protocol", {"torchvision/resnet18"}, {4}, {Mode::kEager});
@@ -274,9 +274,9 @@ TEST_F(LeaseAnswerOfARealGrant, DecodesWithTheAgentsDecoderToTheGrant) {
   spec.measurement.max_duration_s = 7.5;
   auto jobs = expand_matrix(spec, *catalog_, {});
   ASSERT_TRUE(jobs.ok()) << jobs.error().message;
-  ASSERT_TRUE(store_->create_run(spec, *jobs).ok());
+  ASSERT_TRUE(store_->runs().create_run(spec, *jobs).ok());
 
-  auto answer = store_->lease(*agent_id, "gpu0");
+  auto answer = store_->agents().lease(*agent_id, "gpu0");
   ASSERT_TRUE(answer.ok()) << answer.error().message;
   ASSERT_TRUE(answer->grant);
   const store::LeaseGrant& grant = *answer->grant;

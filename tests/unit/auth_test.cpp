@@ -1,4 +1,4 @@
-#include "coordinator/auth.h"
+#include "coordinator/rules/tokens.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// The change detector (coordinator/history/change_detector.h): the Mann-Whitney U test against
+// The change detector (coordinator/rules/change_detector.h): the Mann-Whitney U test against
 // values worked out by hand, and the detector on synthetic series (steps, noise, outliers).
-#include "coordinator/history/change_detector.h"
+#include "coordinator/rules/change_detector.h"
 
 #include <cmath>
 #include <cstdint>

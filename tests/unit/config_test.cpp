@@ -1,4 +1,4 @@
-#include "coordinator/config.h"
+#include "coordinator/config/config.h"
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
-// Cron expressions (coordinator/history/cron.h): parsing, its errors, and the next due time,
+// Cron expressions (coordinator/rules/cron.h): parsing, its errors, and the next due time,
 // checked against dates written out by hand and against a minute-by-minute scan that uses
 // gmtime_r (not the code under test) for the calendar.
-#include "coordinator/history/cron.h"
+#include "coordinator/rules/cron.h"
 
 #include <ctime>
 #include <random>

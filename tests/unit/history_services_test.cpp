@@ -15,8 +15,8 @@
 
 #include "common/catalog.h"
 #include "coordinator/api/history_json.h"
-#include "coordinator/history_worker.h"
-#include "coordinator/schedule_runner.h"
+#include "coordinator/services/history_worker.h"
+#include "coordinator/services/schedule_runner.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/store_test_results.h"
 
@@ -114,7 +114,7 @@ class HistoryServicesTest : public ::testing::Test {
 
 TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueRunOnce) {
   const MatrixSpec spec = store::testing::stable_a100_matrix("nightly", {"torchvision/resnet18"}, {1}, {Mode::kEager});
-  auto schedule = store_->create_schedule(spec, "0 2 * * *", true);
+  auto schedule = store_->history().create_schedule(spec, "0 2 * * *", true);
   ASSERT_TRUE(schedule.ok()) << schedule.error().describe();
   const TimestampMs due = schedule->next_due_at;
   EXPECT_EQ(due, clock_.now_ms() + std::int64_t{2} * 3'600'000);
@@ -129,7 +129,7 @@ TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueR
   boost::asio::thread_pool blocking(1);
   WorkSignal work;
   const auto generation = work.generation();
-  ScheduleRunner runner(ioc, blocking.get_executor(), *store_, catalog_, work, now,
+  ScheduleRunner runner(ioc, blocking.get_executor(), store_->history(), catalog_, work, now,
                         {std::chrono::milliseconds(10), 1000});
   runner.start();
   std::thread io([&] { ioc.run(); });
@@ -141,11 +141,11 @@ TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueR
   EXPECT_GE(calls.load(), 7);
   EXPECT_EQ(runner.runs_created(), 1) << "one run per due time, however many checks";
   EXPECT_GT(work.generation(), generation) << "waiting lease requests were woken";
-  auto after = store_->get_schedule(schedule->id);
+  auto after = store_->history().get_schedule(schedule->id);
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->runs, 1);
   EXPECT_EQ(after->last_due_at, due);
-  auto runs = store_->list_runs(10, std::nullopt);
+  auto runs = store_->runs().list_runs(10, std::nullopt);
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 1u);
   EXPECT_EQ(runs->front().name, "nightly");
@@ -156,7 +156,7 @@ TEST_F(HistoryServicesTest, HistoryWorkerDetectsSoonAfterAWakeAndStops) {
   options.detect_interval = std::chrono::hours(1);
   boost::asio::io_context ioc;
   boost::asio::thread_pool blocking(1);
-  HistoryWorker worker(ioc, blocking.get_executor(), *store_, clock_, options);
+  HistoryWorker worker(ioc, blocking.get_executor(), store_->history(), clock_, options);
   worker.start();
   std::thread io([&] { ioc.run(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -185,7 +185,7 @@ TEST(HistoryJson, RegressionHasTheContractShape) {
   r.first_bad.point_id = 11;
   r.first_bad.torch_version = "2.7.0.dev20250107";
   r.detected_at = 1767312000000;
-  const auto j = api::regression_json(r);
+  const auto j = regression_json(r);
   EXPECT_EQ(j["direction"], "regression");
   EXPECT_EQ(j["state"], "open");
   EXPECT_EQ(j["series"]["model"], "microsoft/resnet-50");
@@ -197,7 +197,7 @@ TEST(HistoryJson, RegressionHasTheContractShape) {
   EXPECT_EQ(j["url"], "/api/v1/regressions/7");
   EXPECT_EQ(j["series_url"], "/api/v1/series/3");
   EXPECT_EQ(j["detected_at"], "2026-01-02T00:00:00.000Z");
-  const auto event = api::regression_opened_event(r, 5);
+  const auto event = regression_opened_event(r, 5);
   EXPECT_EQ(event["event"], "regression.opened");
   EXPECT_EQ(event["delivery_id"], 5);
   EXPECT_EQ(event["regression"], j);
@@ -209,8 +209,8 @@ TEST(HistoryJson, RegressionHasTheContractShape) {
   EXPECT_TRUE(api::schedule_json(s)["next_due_at"].is_null()) << "null while paused";
   s.enabled = true;
   EXPECT_EQ(api::schedule_json(s)["next_due_at"], "2026-01-02T00:00:00.000Z");
-  EXPECT_EQ(api::parse_change_direction("improvement"), history::ChangeDirection::kImprovement);
-  EXPECT_EQ(api::parse_change_direction("worse"), std::nullopt);
+  EXPECT_EQ(history::parse_change_direction("improvement"), history::ChangeDirection::kImprovement);
+  EXPECT_EQ(history::parse_change_direction("worse"), std::nullopt);
 }
 
 }  // namespace

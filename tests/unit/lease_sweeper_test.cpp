@@ -1,6 +1,6 @@
 // The lease expiry sweeper against a real store: an expired lease is requeued without anybody
 // asking, and stop() ends the loop.
-#include "coordinator/lease_sweeper.h"
+#include "coordinator/services/lease_sweeper.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 
 #include "common/catalog.h"
 #include "common/matrix.h"
+#include "coordinator/store/store.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/store_test_results.h"
 
@@ -38,22 +39,23 @@ class LeaseSweeperTest : public ::testing::Test {
 
   // A run of one job, leased by a fresh agent; returns the run id.
   std::int64_t leased_job() {
-    auto agent = store_->enroll_agent(store::testing::one_slot_agent("a", "a100", {Mode::kEager}), {"salt", "hash"});
+    auto agent =
+        store_->agents().enroll_agent(store::testing::one_slot_agent("a", "a100", {Mode::kEager}), {"salt", "hash"});
     EXPECT_TRUE(agent.ok());
     const MatrixSpec spec = store::testing::stable_a100_matrix("sweep", {"torchvision/resnet18"}, {1}, {Mode::kEager});
     auto catalog = Catalog::load_file(default_catalog_path());
     EXPECT_TRUE(catalog.ok());
     auto jobs = expand_matrix(spec, *catalog, {});
     EXPECT_TRUE(jobs.ok());
-    auto run = store_->create_run(spec, *jobs);
+    auto run = store_->runs().create_run(spec, *jobs);
     EXPECT_TRUE(run.ok());
-    auto lease = store_->lease(*agent, "gpu0");
+    auto lease = store_->agents().lease(*agent, "gpu0");
     EXPECT_TRUE(lease.ok() && lease->grant);
     return run->run_id;
   }
 
   std::int64_t queued(std::int64_t run) {
-    auto info = store_->get_run(run);
+    auto info = store_->runs().get_run(run);
     EXPECT_TRUE(info.ok());
     return info.ok() ? info->jobs_by_status[JobStatus::kQueued] : -1;
   }
@@ -70,7 +72,7 @@ TEST_F(LeaseSweeperTest, RequeuesAnExpiredLeaseOnItsOwnAndStops) {
 
   boost::asio::io_context ioc;
   boost::asio::thread_pool blocking(1);
-  LeaseSweeper sweeper(ioc, blocking.get_executor(), *store_, 20ms);
+  LeaseSweeper sweeper(ioc, blocking.get_executor(), store_->agents(), 20ms);
   sweeper.start();
   std::thread io([&] { ioc.run(); });
 

@@ -27,10 +27,10 @@
 #include "common/http/router.h"
 #include "common/stats.h"
 #include "coordinator/api/api.h"
-#include "coordinator/config.h"
-#include "coordinator/metrics.h"
+#include "coordinator/api/metrics.h"
+#include "coordinator/config/config.h"
+#include "coordinator/services/work_signal.h"
 #include "coordinator/store/store.h"
-#include "coordinator/work_signal.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/openapi_support.h"
 
@@ -445,7 +445,7 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
               201u);
   }
   for (bool more = true; more;) {
-    auto pass = store_->detect_changes(history::DetectorOptions{}, /*enqueue_alerts=*/false);
+    auto pass = store_->history().detect_changes(history::DetectorOptions{}, /*enqueue_alerts=*/false);
     ASSERT_TRUE(pass.ok()) << pass.error().describe();
     more = pass->more;
   }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "coordinator/report/render.h"
-#include "coordinator/report/report.h"
+#include "coordinator/rules/report.h"
 
 namespace benchfleet::report {
 namespace {

@@ -15,7 +15,7 @@
 #include "common/catalog.h"
 #include "common/clock.h"
 #include "common/matrix.h"
-#include "coordinator/report/report.h"
+#include "coordinator/rules/report.h"
 #include "coordinator/store/store.h"
 #include "tests/unit/query_plan.h"
 #include "tests/unit/store_test_results.h"
@@ -55,7 +55,7 @@ class ReportStoreTest : public ::testing::Test {
     EXPECT_TRUE(catalog.ok());
     auto jobs = expand_matrix(spec, *catalog, {});
     EXPECT_TRUE(jobs.ok()) << jobs.error().message;
-    auto run = store_->create_run(spec, *jobs);
+    auto run = store_->runs().create_run(spec, *jobs);
     EXPECT_TRUE(run.ok()) << run.error().message;
     return run.ok() ? run->run_id : 0;
   }
@@ -94,18 +94,18 @@ JobResult result_for(const JobSpec& job) {
 
 TEST_F(ReportStoreTest, CellsCarryDtypeAccuracyCompileMemoryAndFlagsFromTheStoredResults) {
   AgentDescriptor agent = testing::one_slot_agent("a", "a100", {Mode::kEager, Mode::kDefault});
-  const auto agent_id = store_->enroll_agent(agent, {"salt", "hash"}).value();
+  const auto agent_id = store_->agents().enroll_agent(agent, {"salt", "hash"}).value();
   const std::int64_t run = submit({Dtype::kFloat32, Dtype::kFloat16});
   for (int i = 0; i < 8; ++i) {
-    auto answer = store_->lease(agent_id, "gpu0");
+    auto answer = store_->agents().lease(agent_id, "gpu0");
     ASSERT_TRUE(answer.ok() && answer->grant) << "job " << i;
     const LeaseGrant& g = *answer->grant;
-    auto stored = store_->record_result(agent_id, {g.job_id, g.lease_id}, g.attempt, result_for(g.spec));
+    auto stored = store_->results().record_result(agent_id, {g.job_id, g.lease_id}, g.attempt, result_for(g.spec));
     ASSERT_TRUE(stored.ok()) << stored.error().message;
     ASSERT_EQ(stored->kind, RecordKind::kStored);
   }
 
-  const auto cells = store_->report_cells(run).value();
+  const auto cells = store_->results().report_cells(run).value();
   ASSERT_EQ(cells.size(), 8u);
   std::map<std::tuple<std::string, Mode, Dtype>, report::CellResult> by_cell;
   for (const auto& c : cells) by_cell[{c.job.model, c.job.mode, c.job.dtype}] = c;
@@ -139,7 +139,7 @@ TEST_F(ReportStoreTest, CellsCarryDtypeAccuracyCompileMemoryAndFlagsFromTheStore
   report::ReportInput in;
   in.run_id = run;
   in.run_name = "accuracy study";
-  in.matrix = store_->get_run(run).value().spec;
+  in.matrix = store_->runs().get_run(run).value().spec;
   in.cells = cells;
   const report::Report r = report::build_report(in);
   ASSERT_EQ(r.tables.size(), 2u);
@@ -158,7 +158,7 @@ TEST_F(ReportStoreTest, TheReportQueryReadsTheCoveringIndex) {
   const std::int64_t run = submit({Dtype::kFloat32});
   std::vector<std::string> seen;
   store_->observe_statements([&seen](const std::string& sql) { seen.push_back(sql); });
-  ASSERT_TRUE(store_->report_cells(run).ok());
+  ASSERT_TRUE(store_->results().report_cells(run).ok());
   store_->observe_statements(nullptr);
   const auto it = std::find_if(seen.begin(), seen.end(), [](const std::string& sql) {
     return sql.find("LEFT JOIN results r") != std::string::npos;

@@ -1,4 +1,4 @@
-#include "coordinator/scheduler.h"
+#include "coordinator/rules/scheduler.h"
 
 #include <gtest/gtest.h>
 

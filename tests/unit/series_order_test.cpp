@@ -1,6 +1,6 @@
-// Series order (coordinator/history/series_order.h): version_sort_key's byte order is
+// Series order (coordinator/rules/series_order.h): version_sort_key's byte order is
 // report::version_less's order, so the store can sort points by a TEXT column.
-#include "coordinator/history/series_order.h"
+#include "coordinator/rules/series_order.h"
 
 #include <algorithm>
 #include <string>
@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "coordinator/report/torch_version.h"
+#include "coordinator/rules/torch_version.h"
 
 namespace benchfleet::history {
 namespace {

@@ -32,10 +32,10 @@ class StoreDtypeTest : public StoreTest {
   // Every job of the run as list_jobs gives it: spec -> status.
   std::map<std::tuple<int, Dtype, Mode>, JobStatus> job_states(std::int64_t run) {
     std::map<std::tuple<int, Dtype, Mode>, JobStatus> out;
-    auto page = store_->list_jobs(run, std::nullopt, 100);
+    auto page = store_->runs().list_jobs(run, std::nullopt, 100);
     EXPECT_TRUE(page.ok());
     if (!page.ok()) return out;
-    for (const auto& j : page->rows) out[{j.spec.batch, j.spec.dtype, j.spec.mode}] = j.status;
+    for (const auto& j : page->items) out[{j.spec.batch, j.spec.dtype, j.spec.mode}] = j.status;
     return out;
   }
   // One row of the results table, read past the store (the columns reports read).
@@ -71,26 +71,27 @@ class StoreDtypeTest : public StoreTest {
 TEST_F(StoreDtypeTest, EachDtypeIsAJobStoredAndLeasedBackWithIt) {
   const auto a = enroll("a", "a100", {Mode::kEager});
   const auto run = submit_spec(resnet_matrix({1}, {Dtype::kFloat32, Dtype::kBfloat16}, {Mode::kEager}));
-  EXPECT_EQ(store_->get_run(run).value().job_count, 2);
+  EXPECT_EQ(store_->runs().get_run(run).value().job_count, 2);
   std::set<Dtype> leased;
   for (int i = 0; i < 2; ++i) {
     const auto g = lease(a);
     leased.insert(g.spec.dtype);
     // The agent reads the spec back from the lease's JSON (what the worker is told to run in).
     EXPECT_EQ(decode<LeasedJob>(nlohmann::json(static_cast<const LeasedJob&>(g))).value().spec.dtype, g.spec.dtype);
-    ASSERT_TRUE(
-        store_->record_result(a, {g.job_id, g.lease_id}, 1, ok_result(g.spec.dtype == Dtype::kBfloat16 ? 1 : 2)).ok());
+    ASSERT_TRUE(store_->results()
+                    .record_result(a, {g.job_id, g.lease_id}, 1, ok_result(g.spec.dtype == Dtype::kBfloat16 ? 1 : 2))
+                    .ok());
   }
   EXPECT_EQ(leased, (std::set<Dtype>{Dtype::kFloat32, Dtype::kBfloat16}));
 
   ResultFilter bf16;
   bf16.dtype = "bfloat16";
-  const auto page = store_->list_results(run, bf16, std::nullopt, 10).value();
-  ASSERT_EQ(page.rows.size(), 1u);
-  EXPECT_EQ(page.rows[0].spec.dtype, Dtype::kBfloat16);
-  EXPECT_EQ(page.rows[0].result.stats->mean_ms, 1);
-  EXPECT_EQ(store_->get_result(page.rows[0].id).value().spec.dtype, Dtype::kBfloat16);
-  EXPECT_EQ(store_->list_results(run, {}, std::nullopt, 10).value().rows.size(), 2u);
+  const auto page = store_->results().list_results(run, bf16, std::nullopt, 10).value();
+  ASSERT_EQ(page.items.size(), 1u);
+  EXPECT_EQ(page.items[0].spec.dtype, Dtype::kBfloat16);
+  EXPECT_EQ(page.items[0].result.stats->mean_ms, 1);
+  EXPECT_EQ(store_->results().get_result(page.items[0].id).value().spec.dtype, Dtype::kBfloat16);
+  EXPECT_EQ(store_->results().list_results(run, {}, std::nullopt, 10).value().items.size(), 2u);
 }
 
 TEST_F(StoreDtypeTest, AnOomInOneDtypeImpliesNothingForAnother) {
@@ -100,7 +101,7 @@ TEST_F(StoreDtypeTest, AnOomInOneDtypeImpliesNothingForAnother) {
   const auto g = lease(a);
   ASSERT_EQ(g.spec.batch, 1);
   ASSERT_EQ(g.spec.dtype, Dtype::kFloat16);
-  const auto out = store_->record_result(a, {g.job_id, g.lease_id}, 1, oom_result()).value();
+  const auto out = store_->results().record_result(a, {g.job_id, g.lease_id}, 1, oom_result()).value();
   EXPECT_EQ(out.implied_oom, 2) << "batches 4 and 16 in float16";
   auto states = job_states(run);
   EXPECT_EQ((states[{4, Dtype::kFloat16, Mode::kEager}]), JobStatus::kDone);
@@ -108,7 +109,7 @@ TEST_F(StoreDtypeTest, AnOomInOneDtypeImpliesNothingForAnother) {
   for (int batch : {1, 4, 16}) EXPECT_EQ((states[{batch, Dtype::kFloat32, Mode::kEager}]), JobStatus::kQueued) << batch;
   ResultFilter implied;
   implied.status = "oom_implied";
-  const auto rows = store_->list_results(run, implied, std::nullopt, 10).value().rows;
+  const auto rows = store_->results().list_results(run, implied, std::nullopt, 10).value().items;
   ASSERT_EQ(rows.size(), 2u);
   for (const auto& r : rows) {
     EXPECT_EQ(r.spec.dtype, Dtype::kFloat16);
@@ -128,10 +129,10 @@ TEST_F(StoreDtypeTest, OnlyPythonCompiledLeasesCarryDynamicAndTheShapeWalk) {
   spec.dynamic = true;
   spec.shape_walk = true;
   const auto run = submit_spec(spec);
-  EXPECT_EQ(store_->get_run(run).value().job_count, 12);
+  EXPECT_EQ(store_->runs().get_run(run).value().job_count, 12);
   int walked = 0;
   for (int i = 0; i < 12; ++i) {
-    auto answer = store_->lease(a, "gpu0").value();
+    auto answer = store_->agents().lease(a, "gpu0").value();
     ASSERT_TRUE(answer.grant.has_value()) << i;
     const LeaseGrant& g = *answer.grant;
     SCOPED_TRACE(std::string(to_string(g.spec.runtime)) + "/" + std::string(to_string(g.spec.mode)));
@@ -140,7 +141,7 @@ TEST_F(StoreDtypeTest, OnlyPythonCompiledLeasesCarryDynamicAndTheShapeWalk) {
       EXPECT_TRUE(g.dynamic);
       EXPECT_EQ(g.walk_batches, (std::vector<int>{1, 4, 16})) << "the matrix's batch sizes, ascending";
       // Handed over again (a retried poll), the lease says the same.
-      const auto again = store_->lease(a, "gpu0").value();
+      const auto again = store_->agents().lease(a, "gpu0").value();
       ASSERT_TRUE(again.grant && again.grant->redelivered);
       EXPECT_TRUE(again.grant->dynamic);
       EXPECT_EQ(again.grant->walk_batches, g.walk_batches);
@@ -148,7 +149,7 @@ TEST_F(StoreDtypeTest, OnlyPythonCompiledLeasesCarryDynamicAndTheShapeWalk) {
       EXPECT_FALSE(g.dynamic);
       EXPECT_TRUE(g.walk_batches.empty());
     }
-    ASSERT_TRUE(store_->record_result(a, {g.job_id, g.lease_id}, g.attempt, ok_result(1)).ok());
+    ASSERT_TRUE(store_->results().record_result(a, {g.job_id, g.lease_id}, g.attempt, ok_result(1)).ok());
   }
   EXPECT_EQ(walked, 3);
 
@@ -175,7 +176,7 @@ TEST_F(StoreDtypeTest, APostedResultFillsTheReportColumnsWithTheRunsNoiseThresho
   r.telemetry = {{"artifact_cached", false}, {"export_inductor_cache", "cold"}};
   r.memory = MemoryInfo{std::nullopt, std::nullopt, 700'000'000};
   r.accuracy = AccuracyInfo{AccuracyVerdict::kWrong, 0.049, 4.3e-7, 1.0129e-4, std::nullopt, "output0", ""};
-  const auto stored = store_->record_result(a, {g.job_id, g.lease_id}, 1, r).value();
+  const auto stored = store_->results().record_result(a, {g.job_id, g.lease_id}, 1, r).value();
   ASSERT_EQ(stored.kind, RecordKind::kStored);
 
   const Columns c = stored_columns(stored.result_id);
@@ -188,11 +189,11 @@ TEST_F(StoreDtypeTest, APostedResultFillsTheReportColumnsWithTheRunsNoiseThresho
   EXPECT_FALSE(c.recompiles.has_value());
   EXPECT_EQ(c.flags, "high_cv,ci_not_met");
 
-  const auto page = store_->list_results(run, {}, std::nullopt, 10).value();
-  ASSERT_EQ(page.rows.size(), 1u);
-  EXPECT_EQ(page.rows[0].flags, (std::vector<std::string>{"high_cv", "ci_not_met"}));
-  EXPECT_EQ(page.rows[0].result.accuracy, r.accuracy);
-  EXPECT_EQ(store_->get_result(stored.result_id).value().flags, page.rows[0].flags);
+  const auto page = store_->results().list_results(run, {}, std::nullopt, 10).value();
+  ASSERT_EQ(page.items.size(), 1u);
+  EXPECT_EQ(page.items[0].flags, (std::vector<std::string>{"high_cv", "ci_not_met"}));
+  EXPECT_EQ(page.items[0].result.accuracy, r.accuracy);
+  EXPECT_EQ(store_->results().get_result(stored.result_id).value().flags, page.items[0].flags);
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ class StoreTest : public ::testing::Test {
     return enroll_agent(testing::one_slot_agent(name, gpu_class, std::move(modes)));
   }
   std::int64_t enroll_agent(const AgentDescriptor& descriptor) {
-    auto id = store_->enroll_agent(descriptor, {"salt", "hash"});
+    auto id = store_->agents().enroll_agent(descriptor, {"salt", "hash"});
     EXPECT_TRUE(id.ok()) << id.error().message;
     return id.ok() ? *id : 0;
   }
@@ -63,13 +63,13 @@ class StoreTest : public ::testing::Test {
     EXPECT_TRUE(catalog.ok());
     auto jobs = expand_matrix(spec, *catalog, {});
     EXPECT_TRUE(jobs.ok()) << jobs.error().message;
-    auto run = store_->create_run(spec, *jobs);
+    auto run = store_->runs().create_run(spec, *jobs);
     EXPECT_TRUE(run.ok()) << run.error().message;
     return run.ok() ? run->run_id : 0;
   }
 
   LeaseGrant lease(std::int64_t agent) {
-    auto a = store_->lease(agent, "gpu0");
+    auto a = store_->agents().lease(agent, "gpu0");
     EXPECT_TRUE(a.ok()) << a.error().message;
     EXPECT_TRUE(a->grant.has_value());
     return a->grant.value_or(LeaseGrant{});

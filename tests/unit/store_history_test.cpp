@@ -1,116 +1,11 @@
-// Nightly history in the store: results form series across torch versions, the change detector's pass
-// stores regressions (and their webhook deliveries) and their states. A real SQLite file, a
-// manual clock.
+// Nightly history in the store: results form series across torch versions, and the change
+// detector's pass finds the changes in them. A real SQLite file, a manual clock.
 #include <gtest/gtest.h>
 
-#include <cstdint>
-#include <functional>
-#include <optional>
-#include <string>
-#include <vector>
-
-#include "common/codecs.h"
-#include "coordinator/store/migrations.h"
-#include "coordinator/store/sqlite.h"
-#include "coordinator/store/store.h"
-#include "tests/unit/store_fixture.h"
-#include "tests/unit/store_test_results.h"
+#include "tests/unit/store_history_fixture.h"
 
 namespace benchfleet::store {
-
-// The store's seam between a series' detection read and its write (store.h).
-struct StoreTestAccess {
-  static void between_detection_steps(Store& store, std::function<void(std::int64_t series_id)> f) {
-    store.between_detection_steps_ = std::move(f);
-  }
-};
-
 namespace {
-
-struct Posted {
-  std::int64_t run_id = 0;
-  std::int64_t result_id = 0;
-};
-
-class StoreHistoryTest : public StoreTest {
- protected:
-  void SetUp() override {
-    StoreTest::SetUp();
-    agent_ = enroll("a", "a100", {Mode::kEager, Mode::kDefault});
-  }
-
-  // `n` latency samples around `ms` (+-2%, deterministic), as a run measures them.
-  std::vector<double> samples_around(double ms, int n = 40) {
-    std::vector<double> out;
-    for (int i = 0; i < n; ++i) {
-      seed_ = seed_ * 6364136223846793005ULL + 1442695040888963407ULL;
-      const double u = static_cast<double>(seed_ >> 11) / static_cast<double>(1ULL << 53);  // [0, 1)
-      out.push_back(ms * (1 + 0.04 * (u - 0.5)));
-    }
-    return out;
-  }
-
-  // A run of one job (resnet18, batch `batch`, eager) and its result: ok around `ms` recorded
-  // with torch `version` (none when empty), or `status` with no measurement.
-  Posted post(const std::string& version, double ms, ResultStatus status = ResultStatus::kOk, int batch = 1,
-              const std::string& git = "") {
-    const auto run = submit({"torchvision/resnet18"}, {batch}, {Mode::kEager});
-    const auto g = lease(agent_);
-    JobResult r;
-    if (status == ResultStatus::kOk) {
-      r = ok_result(ms);
-      r.samples_ms = samples_around(ms);
-      posted_runs_.push_back({r.samples_ms, ms});
-      r.stats->median_ms = ms;
-      r.stats->ci_low_ms = ms * 0.99;
-      r.stats->ci_high_ms = ms * 1.01;
-    } else if (status == ResultStatus::kOom) {
-      r = oom_result();
-    } else {
-      r.status = status;
-      r.error = "failed";
-    }
-    if (!version.empty()) r.environment["torch_version"] = version;
-    if (!git.empty()) r.environment["torch_git"] = git;
-    clock_.advance_ms(1000);
-    auto out = store_->record_result(agent_, {g.job_id, g.lease_id}, g.attempt, r);
-    EXPECT_TRUE(out.ok()) << out.error().message;
-    EXPECT_EQ(out->kind, RecordKind::kStored);
-    return {run, out.ok() ? out->result_id : 0};
-  }
-
-  SeriesKey resnet_key(int batch = 1) {
-    SeriesKey k;
-    k.model = "torchvision/resnet18";
-    k.batch = batch;
-    k.mode = Mode::kEager;
-    k.gpu = "a100";
-    k.torch_build = "stable";
-    return k;
-  }
-  std::int64_t resnet_series(int batch = 1) {
-    auto id = store_->find_series(resnet_key(batch));
-    EXPECT_TRUE(id.ok() && id->has_value());
-    return id.ok() ? id->value_or(0) : 0;
-  }
-  std::vector<std::optional<std::string>> versions_of(const std::vector<SeriesPoint>& points) {
-    std::vector<std::optional<std::string>> out;
-    for (const auto& p : points) out.push_back(p.torch_version);
-    return out;
-  }
-  // 2.<minor>.0 for the i-th nightly-like version.
-  static std::string version(int i) { return "2." + std::to_string(i) + ".0"; }
-
-  DetectionPass detect(bool enqueue_alerts = true) {
-    auto pass = store_->detect_changes(history::DetectorOptions{}, enqueue_alerts);
-    EXPECT_TRUE(pass.ok()) << pass.error().message;
-    return pass.ok() ? *pass : DetectionPass{};
-  }
-
-  std::int64_t agent_ = 0;
-  std::uint64_t seed_ = 42;
-  std::vector<history::RunSamples> posted_runs_;  // each ok result post() stored, in order
-};
 
 TEST_F(StoreHistoryTest, ResultsFormASeriesInTorchVersionOrder) {
   post("2.10.0", 10);
@@ -123,7 +18,7 @@ TEST_F(StoreHistoryTest, ResultsFormASeriesInTorchVersionOrder) {
   post("2.9.0", 9, ResultStatus::kOk, 4);        // another series
 
   const auto id = resnet_series();
-  const auto s = store_->get_series(id, std::nullopt, 100).value();
+  const auto s = store_->history().get_series(id, std::nullopt, 100).value();
   EXPECT_EQ(versions_of(s.points),
             (std::vector<std::optional<std::string>>{std::nullopt, "2.9.0", "2.9.0", "2.10.0", "2.11.0.dev20250101",
                                                      "2.11.0.dev20250102"}));
@@ -142,20 +37,20 @@ TEST_F(StoreHistoryTest, ResultsFormASeriesInTorchVersionOrder) {
   EXPECT_EQ(s.series.last_status, ResultStatus::kOk);
   EXPECT_EQ(s.series.last_point_at, clock_.now_ms() - 2000) << "the unsupported and batch-4 results came after";
 
-  auto all = store_->list_series({}, std::nullopt, 10).value();
-  ASSERT_EQ(all.series.size(), 2u);
-  EXPECT_EQ(all.series[0].id, id);
-  EXPECT_EQ(all.series[1].key.batch, 4);
+  auto all = store_->history().list_series({}, std::nullopt, 10).value();
+  ASSERT_EQ(all.items.size(), 2u);
+  EXPECT_EQ(all.items[0].id, id);
+  EXPECT_EQ(all.items[1].key.batch, 4);
   SeriesFilter only4;
   only4.batch = 4;
-  EXPECT_EQ(store_->list_series(only4, std::nullopt, 10).value().series.size(), 1u);
+  EXPECT_EQ(store_->history().list_series(only4, std::nullopt, 10).value().items.size(), 1u);
   SeriesFilter other;
   other.model = "torchvision/resnet50";
-  EXPECT_TRUE(store_->list_series(other, std::nullopt, 10).value().series.empty());
+  EXPECT_TRUE(store_->history().list_series(other, std::nullopt, 10).value().items.empty());
   SeriesKey missing = resnet_key();
   missing.dtype = Dtype::kFloat16;
-  EXPECT_FALSE(store_->find_series(missing).value().has_value());
-  EXPECT_EQ(store_->get_series(id + 100, std::nullopt, 10).error().code, ErrorCode::kNotFound);
+  EXPECT_FALSE(store_->history().find_series(missing).value().has_value());
+  EXPECT_EQ(store_->history().get_series(id + 100, std::nullopt, 10).error().code, ErrorCode::kNotFound);
 }
 
 TEST_F(StoreHistoryTest, SeriesAndPointsPageInOrder) {
@@ -167,7 +62,7 @@ TEST_F(StoreHistoryTest, SeriesAndPointsPageInOrder) {
   std::optional<std::int64_t> after;
   int pages = 0;
   do {
-    auto page = store_->get_series(id, after, 3).value();
+    auto page = store_->history().get_series(id, after, 3).value();
     EXPECT_LE(page.points.size(), 3u);
     for (const auto& v : versions_of(page.points)) seen.push_back(v);
     after = page.next_cursor;
@@ -179,17 +74,17 @@ TEST_F(StoreHistoryTest, SeriesAndPointsPageInOrder) {
   EXPECT_EQ(seen, expected);
 
   // A point of another series is not a cursor of this one.
-  const auto other = store_->get_series(resnet_series(2), std::nullopt, 1).value();
-  auto wrong = store_->get_series(id, other.points[0].id, 3);
+  const auto other = store_->history().get_series(resnet_series(2), std::nullopt, 1).value();
+  auto wrong = store_->history().get_series(id, other.points[0].id, 3);
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error().code, ErrorCode::kNotFound);
 
-  auto first = store_->list_series({}, std::nullopt, 2).value();
-  ASSERT_EQ(first.series.size(), 2u);
+  auto first = store_->history().list_series({}, std::nullopt, 2).value();
+  ASSERT_EQ(first.items.size(), 2u);
   ASSERT_TRUE(first.next_cursor.has_value());
-  auto second = store_->list_series({}, first.next_cursor, 2).value();
-  ASSERT_EQ(second.series.size(), 1u);
-  EXPECT_EQ(second.series[0].key.batch, 4);
+  auto second = store_->history().list_series({}, first.next_cursor, 2).value();
+  ASSERT_EQ(second.items.size(), 1u);
+  EXPECT_EQ(second.items[0].key.batch, 4);
   EXPECT_FALSE(second.next_cursor.has_value());
 }
 
@@ -215,7 +110,7 @@ TEST_F(StoreHistoryTest, AStepBecomesOneRegressionAtItsFirstRun) {
   EXPECT_LT(r.p_value, 0.001);
   EXPECT_EQ(r.confirm_runs, 2);
   EXPECT_EQ(r.baseline_runs, 5);
-  EXPECT_EQ(store_->get_regression(r.id).value().first_bad.point_id, r.first_bad.point_id);
+  EXPECT_EQ(store_->history().get_regression(r.id).value().first_bad.point_id, r.first_bad.point_id);
 
   // Seen: nothing more to examine, and the runs after the step are the new level.
   EXPECT_EQ(detect().series_examined, 0);
@@ -225,7 +120,7 @@ TEST_F(StoreHistoryTest, AStepBecomesOneRegressionAtItsFirstRun) {
   EXPECT_TRUE(later.changes.empty()) << "the new level raises nothing more";
 
   // One webhook delivery owed, with the event and the regression's id.
-  const auto due = store_->due_alerts(clock_.now_ms(), 10).value();
+  const auto due = store_->history().due_alerts(clock_.now_ms(), 10).value();
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].regression_id, r.id);
   EXPECT_EQ(due[0].event, "regression.opened");
@@ -235,7 +130,7 @@ TEST_F(StoreHistoryTest, AStepBecomesOneRegressionAtItsFirstRun) {
   const auto g = store_->gauges(1000).value();
   EXPECT_EQ(g.open_regressions, 1);
   EXPECT_EQ(g.alerts_pending, 1);
-  EXPECT_EQ(store_->get_series(resnet_series(), std::nullopt, 1).value().series.open_regressions, 1);
+  EXPECT_EQ(store_->history().get_series(resnet_series(), std::nullopt, 1).value().series.open_regressions, 1);
 }
 
 TEST_F(StoreHistoryTest, DetectingAfterEveryRunFindsTheSameChange) {
@@ -247,7 +142,7 @@ TEST_F(StoreHistoryTest, DetectingAfterEveryRunFindsTheSameChange) {
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].first_bad.torch_version, version(6));
   EXPECT_EQ(found[0].last_good->torch_version, version(5));
-  EXPECT_EQ(store_->due_alerts(clock_.now_ms(), 10).value().size(), 1u) << "one alert per regression";
+  EXPECT_EQ(store_->history().due_alerts(clock_.now_ms(), 10).value().size(), 1u) << "one alert per regression";
 }
 
 TEST_F(StoreHistoryTest, ASingleOutlierOrAFailedRunIsNoChange) {
@@ -257,8 +152,8 @@ TEST_F(StoreHistoryTest, ASingleOutlierOrAFailedRunIsNoChange) {
   post(version(8), 0, ResultStatus::kError);
   for (int i = 9; i < 12; ++i) post(version(i), 10);
   EXPECT_TRUE(detect().changes.empty());
-  EXPECT_TRUE(store_->list_regressions({}, std::nullopt, 10).value().regressions.empty());
-  EXPECT_TRUE(store_->due_alerts(clock_.now_ms(), 10).value().empty());
+  EXPECT_TRUE(store_->history().list_regressions({}, std::nullopt, 10).value().items.empty());
+  EXPECT_TRUE(store_->history().due_alerts(clock_.now_ms(), 10).value().empty());
 }
 
 TEST_F(StoreHistoryTest, RepetitionsOfARunPoolTheirSamples) {
@@ -274,7 +169,7 @@ TEST_F(StoreHistoryTest, RepetitionsOfARunPoolTheirSamples) {
       r.samples_ms = samples_around(ms);
       r.environment["torch_version"] = v;
       clock_.advance_ms(10);
-      ASSERT_TRUE(store_->record_result(agent_, {g.job_id, g.lease_id}, g.attempt, r).ok());
+      ASSERT_TRUE(store_->results().record_result(agent_, {g.job_id, g.lease_id}, g.attempt, r).ok());
     }
   };
   for (int i = 0; i < 5; ++i) post_run(version(i), 10);
@@ -285,135 +180,12 @@ TEST_F(StoreHistoryTest, RepetitionsOfARunPoolTheirSamples) {
   ASSERT_EQ(pass.changes.size(), 1u);
   EXPECT_EQ(pass.changes[0].first_bad.torch_version, version(5));
   EXPECT_EQ(pass.changes[0].last_good->torch_version, version(4));
-  const auto points = store_->get_series(resnet_series(), std::nullopt, 100).value().points;
+  const auto points = store_->history().get_series(resnet_series(), std::nullopt, 100).value().points;
   ASSERT_EQ(points.size(), 14u);
   EXPECT_EQ(pass.changes[0].first_bad.point_id, points[10].id) << "the first point of the run";
   EXPECT_EQ(pass.changes[0].last_good->point_id, points[9].id) << "the last point of the run before";
 }
 
-TEST_F(StoreHistoryTest, ImprovementsAndUnalertedRegressionsOweNoDelivery) {
-  for (int i = 0; i < 6; ++i) post(version(i), 10);
-  for (int i = 6; i < 8; ++i) post(version(i), 8);  // faster
-  const auto pass = detect();
-  ASSERT_EQ(pass.changes.size(), 1u);
-  EXPECT_EQ(pass.changes[0].direction, history::ChangeDirection::kImprovement);
-  EXPECT_TRUE(store_->due_alerts(clock_.now_ms(), 10).value().empty());
-  EXPECT_EQ(store_->gauges(1000).value().open_regressions, 0) << "an improvement is no open regression";
-
-  for (int i = 8; i < 13; ++i) post(version(i), 8);
-  for (int i = 13; i < 15; ++i) post(version(i), 10);  // slower again: a regression
-  const auto quiet = detect(/*enqueue_alerts=*/false);
-  ASSERT_EQ(quiet.changes.size(), 1u);
-  EXPECT_EQ(quiet.changes[0].direction, history::ChangeDirection::kRegression);
-  EXPECT_TRUE(store_->due_alerts(clock_.now_ms(), 10).value().empty()) << "alerts off: none owed";
-
-  // The view's filters: regressions by default, improvements, or both; newest first.
-  RegressionFilter open_regressions{RegressionState::kOpen, history::ChangeDirection::kRegression, std::nullopt};
-  auto page = store_->list_regressions(open_regressions, std::nullopt, 10).value();
-  ASSERT_EQ(page.regressions.size(), 1u);
-  EXPECT_EQ(page.regressions[0].id, quiet.changes[0].id);
-  RegressionFilter any_open{RegressionState::kOpen, std::nullopt, std::nullopt};
-  page = store_->list_regressions(any_open, std::nullopt, 1).value();
-  ASSERT_EQ(page.regressions.size(), 1u);
-  EXPECT_EQ(page.regressions[0].id, quiet.changes[0].id);
-  ASSERT_TRUE(page.next_cursor.has_value());
-  page = store_->list_regressions(any_open, page.next_cursor, 1).value();
-  ASSERT_EQ(page.regressions.size(), 1u);
-  EXPECT_EQ(page.regressions[0].id, pass.changes[0].id);
-  EXPECT_FALSE(page.next_cursor.has_value());
-  RegressionFilter improvements{std::nullopt, history::ChangeDirection::kImprovement, std::nullopt};
-  EXPECT_EQ(store_->list_regressions(improvements, std::nullopt, 10).value().regressions.size(), 1u);
-  RegressionFilter of_series{std::nullopt, std::nullopt, resnet_series()};
-  EXPECT_EQ(store_->list_regressions(of_series, std::nullopt, 10).value().regressions.size(), 2u);
-  RegressionFilter of_other{std::nullopt, std::nullopt, resnet_series() + 1};
-  EXPECT_TRUE(store_->list_regressions(of_other, std::nullopt, 10).value().regressions.empty());
-}
-
-TEST_F(StoreHistoryTest, RegressionStatesMoveOnlyAlongTheirTransitions) {
-  for (int i = 0; i < 6; ++i) post(version(i), 10);
-  for (int i = 6; i < 8; ++i) post(version(i), 12);
-  const auto id = detect().changes.at(0).id;
-
-  clock_.advance_ms(5000);
-  auto acked = store_->set_regression_state(id, RegressionState::kAcknowledged, "looking").value();
-  EXPECT_EQ(acked.state, RegressionState::kAcknowledged);
-  EXPECT_EQ(acked.acknowledged_at, clock_.now_ms());
-  EXPECT_EQ(acked.note, "looking");
-  auto g = store_->gauges(1000).value();
-  EXPECT_EQ(g.open_regressions, 0);
-  EXPECT_EQ(g.acknowledged_regressions, 1);
-  EXPECT_EQ(store_->get_series(resnet_series(), std::nullopt, 1).value().series.open_regressions, 1)
-      << "acknowledged is still open work";
-
-  auto again = store_->set_regression_state(id, RegressionState::kAcknowledged, std::nullopt).value();
-  EXPECT_EQ(again.acknowledged_at, acked.acknowledged_at) << "setting the same state is a no-op";
-  EXPECT_EQ(again.note, "looking");
-  // Taking an acknowledgement back reopens it and forgets when it was acknowledged.
-  auto back = store_->set_regression_state(id, RegressionState::kOpen, std::nullopt).value();
-  EXPECT_EQ(back.state, RegressionState::kOpen);
-  EXPECT_FALSE(back.acknowledged_at.has_value());
-  EXPECT_EQ(store_->gauges(1000).value().open_regressions, 1);
-  clock_.advance_ms(1000);
-  acked = store_->set_regression_state(id, RegressionState::kAcknowledged, std::nullopt).value();
-
-  clock_.advance_ms(5000);
-  auto resolved = store_->set_regression_state(id, RegressionState::kResolved, "fixed upstream").value();
-  EXPECT_EQ(resolved.state, RegressionState::kResolved);
-  EXPECT_EQ(resolved.resolved_at, clock_.now_ms());
-  EXPECT_EQ(resolved.acknowledged_at, acked.acknowledged_at);
-  EXPECT_EQ(resolved.note, "fixed upstream");
-  EXPECT_EQ(store_->set_regression_state(id, RegressionState::kAcknowledged, std::nullopt).error().code,
-            ErrorCode::kConflict);
-
-  auto reopened = store_->set_regression_state(id, RegressionState::kOpen, std::nullopt).value();
-  EXPECT_EQ(reopened.state, RegressionState::kOpen);
-  EXPECT_FALSE(reopened.resolved_at.has_value());
-  EXPECT_FALSE(reopened.acknowledged_at.has_value());
-  EXPECT_EQ(store_->set_regression_state(id, RegressionState::kResolved, std::nullopt).value().state,
-            RegressionState::kResolved)
-      << "open -> resolved directly";
-  EXPECT_EQ(store_->set_regression_state(id + 1, RegressionState::kResolved, std::nullopt).error().code,
-            ErrorCode::kNotFound);
-  EXPECT_EQ(store_->get_regression(id + 1).error().code, ErrorCode::kNotFound);
-
-  for (auto s : {RegressionState::kOpen, RegressionState::kAcknowledged, RegressionState::kResolved}) {
-    EXPECT_EQ(parse_regression_state(to_string(s)), s);
-  }
-  EXPECT_FALSE(parse_regression_state("closed").has_value());
-}
-
-TEST_F(StoreHistoryTest, AlertDeliveriesAreRetriedDeliveredOrGivenUp) {
-  // Two regressions, in two series: two deliveries.
-  for (int batch : {1, 2}) {
-    for (int i = 0; i < 6; ++i) post(version(i), 10, ResultStatus::kOk, batch);
-    for (int i = 6; i < 8; ++i) post(version(i), 12, ResultStatus::kOk, batch);
-  }
-  ASSERT_EQ(detect().changes.size(), 2u);
-  const TimestampMs now = clock_.now_ms();
-  auto due = store_->due_alerts(now, 10).value();
-  ASSERT_EQ(due.size(), 2u);
-  EXPECT_EQ(store_->next_alert_due().value(), now);
-
-  ASSERT_TRUE(store_->alert_attempt_failed(due[0].id, "HTTP 503", now + 30'000).ok());
-  ASSERT_TRUE(store_->alert_delivered(due[1].id, now).ok());
-  EXPECT_TRUE(store_->due_alerts(now, 10).value().empty()) << "the failed one waits for its retry";
-  EXPECT_EQ(store_->next_alert_due().value(), now + 30'000);
-  auto retried = store_->due_alerts(now + 30'000, 10).value();
-  ASSERT_EQ(retried.size(), 1u);
-  EXPECT_EQ(retried[0].attempts, 1);
-  EXPECT_EQ(store_->alert_delivered(due[1].id, now).error().code, ErrorCode::kNotFound) << "delivered once";
-
-  ASSERT_TRUE(store_->alert_attempt_failed(due[0].id, "HTTP 503", std::nullopt).ok());  // given up
-  EXPECT_TRUE(store_->due_alerts(now + 1'000'000, 10).value().empty());
-  EXPECT_FALSE(store_->next_alert_due().value().has_value());
-  const auto g = store_->gauges(1000).value();
-  EXPECT_EQ(g.alerts_pending, 0);
-  EXPECT_EQ(g.alerts_failed, 1);
-  EXPECT_EQ(store_->alert_attempt_failed(due[0].id, "late", std::nullopt).error().code, ErrorCode::kNotFound);
-}
-
-// A series of more unseen runs than the detector judges per call (16) is finished over several
-// calls (pass.more), finding the changes history::find_changes finds in the whole series at once.
 TEST_F(StoreHistoryTest, ManyUnseenRunsAreJudgedOverSeveralCallsWithTheSameChanges) {
   for (int i = 0; i < 40; ++i) post(version(i), i < 10 ? 10 : i < 24 ? 11 : i < 33 ? 9 : 10.5);
   const auto expected = history::find_changes(posted_runs_, history::DetectorOptions{});
@@ -430,7 +202,7 @@ TEST_F(StoreHistoryTest, ManyUnseenRunsAreJudgedOverSeveralCallsWithTheSameChang
   EXPECT_EQ(calls, 3) << "16 runs per call";
   EXPECT_EQ(detect().series_examined, 0) << "all seen";
 
-  const auto points = store_->get_series(resnet_series(), std::nullopt, 100).value().points;
+  const auto points = store_->history().get_series(resnet_series(), std::nullopt, 100).value().points;
   ASSERT_EQ(found.size(), expected.size());
   for (std::size_t i = 0; i < found.size(); ++i) {
     SCOPED_TRACE(i);
@@ -482,7 +254,7 @@ TEST_F(StoreHistoryTest, APointStoredAmongTheWalkedRunsMeanwhileVoidsTheWalk) {
   EXPECT_EQ(voided.series_examined, 1);
   EXPECT_TRUE(voided.changes.empty()) << "nothing written for a series that changed under the walk";
   EXPECT_TRUE(voided.more) << "its points are still unseen";
-  EXPECT_TRUE(store_->list_regressions({}, std::nullopt, 10).value().regressions.empty());
+  EXPECT_TRUE(store_->history().list_regressions({}, std::nullopt, 10).value().items.empty());
 
   StoreTestAccess::between_detection_steps(*store_, [&](std::int64_t) {
     if (++calls == 2) post(version(8), 11);  // after every run read
@@ -498,7 +270,7 @@ TEST_F(StoreHistoryTest, APointStoredAmongTheWalkedRunsMeanwhileVoidsTheWalk) {
   EXPECT_EQ(after.series_examined, 1) << "the point stored during the walk is unseen";
   EXPECT_TRUE(after.changes.empty()) << "and of the new level";
   EXPECT_EQ(detect().series_examined, 0);
-  EXPECT_EQ(store_->due_alerts(clock_.now_ms(), 10).value().size(), 1u) << "one alert";
+  EXPECT_EQ(store_->history().due_alerts(clock_.now_ms(), 10).value().size(), 1u) << "one alert";
 }
 
 }  // namespace

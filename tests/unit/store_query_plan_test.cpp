@@ -68,7 +68,7 @@ class StoreQueryPlanTest : public ::testing::Test {
     d.slots = {{"gpu0", gpu_class, std::nullopt, std::nullopt}};
     d.torch_builds = {{"stable", "2.11.0", {{Runtime::kLibtorch, modes}}}};
     if (nightly) d.torch_builds.push_back({"nightly", "2.12.0", {{Runtime::kLibtorch, {Mode::kEager}}}});
-    auto id = store_->enroll_agent(d, {"salt", "hash"});
+    auto id = store_->agents().enroll_agent(d, {"salt", "hash"});
     EXPECT_TRUE(id.ok()) << id.error().message;
     return id.ok() ? *id : 0;
   }
@@ -90,13 +90,13 @@ class StoreQueryPlanTest : public ::testing::Test {
     EXPECT_TRUE(catalog.ok());
     auto jobs = expand_matrix(spec, *catalog, {});
     EXPECT_TRUE(jobs.ok());
-    auto run = store_->create_run(spec, *jobs);
+    auto run = store_->runs().create_run(spec, *jobs);
     EXPECT_TRUE(run.ok()) << run.error().message;
     return run.ok() ? run->run_id : 0;
   }
 
   LeaseGrant lease(std::int64_t agent) {
-    auto a = store_->lease(agent, "gpu0");
+    auto a = store_->agents().lease(agent, "gpu0");
     EXPECT_TRUE(a.ok()) << a.error().message;
     EXPECT_TRUE(a.ok() && a->grant.has_value()) << "the queue ran dry";
     return a.ok() && a->grant ? *a->grant : LeaseGrant{};
@@ -112,11 +112,11 @@ class StoreQueryPlanTest : public ::testing::Test {
       const auto g = lease(agent);
       clock_.advance_ms(5);
       if (releases && i % 6 == 5) {
-        ASSERT_TRUE(store_->release(agent, {g.job_id, g.lease_id}).ok());
+        ASSERT_TRUE(store_->agents().release(agent, {g.job_id, g.lease_id}).ok());
         continue;
       }
       const auto r = (i % 16 == 15) ? oom_result() : ok_result(10 + i % 7);
-      auto out = store_->record_result(agent, {g.job_id, g.lease_id}, g.attempt, r);
+      auto out = store_->results().record_result(agent, {g.job_id, g.lease_id}, g.attempt, r);
       ASSERT_TRUE(out.ok()) << out.error().message;
     }
   }
@@ -135,42 +135,42 @@ class StoreQueryPlanTest : public ::testing::Test {
     // Grant (the three candidate windows, the take, the attempt, the group's owner), renew,
     // heartbeat, an ok result, a repeated result, an OOM (implied OOMs, run finished).
     auto g = lease(a);
-    EXPECT_TRUE(store_->renew(a, {g.job_id, g.lease_id}).ok());
-    EXPECT_TRUE(store_->heartbeat(a, {{g.job_id, g.lease_id}}).ok());
-    EXPECT_EQ(store_->record_result(a, {g.job_id, g.lease_id}, g.attempt, ok_result(3)).value().kind,
+    EXPECT_TRUE(store_->agents().renew(a, {g.job_id, g.lease_id}).ok());
+    EXPECT_TRUE(store_->agents().heartbeat(a, {{g.job_id, g.lease_id}}).ok());
+    EXPECT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, g.attempt, ok_result(3)).value().kind,
               RecordKind::kStored);
-    EXPECT_EQ(store_->record_result(a, {g.job_id, g.lease_id}, g.attempt, ok_result(3)).value().kind,
+    EXPECT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, g.attempt, ok_result(3)).value().kind,
               RecordKind::kDuplicate);
     g = lease(a);
-    EXPECT_TRUE(store_->record_result(a, {g.job_id, g.lease_id}, g.attempt, oom_result()).ok());
+    EXPECT_TRUE(store_->results().record_result(a, {g.job_id, g.lease_id}, g.attempt, oom_result()).ok());
     // Hand-over: asking again gets the unacknowledged lease; once acknowledged, asking again
     // releases it (requeue_or_fail); an expired lease is requeued by the next poll, by a late
     // renewal and by the sweep.
     g = lease(lacking);
     g = lease(lacking);
-    EXPECT_TRUE(store_->heartbeat(lacking, {{g.job_id, g.lease_id}}).ok());
+    EXPECT_TRUE(store_->agents().heartbeat(lacking, {{g.job_id, g.lease_id}}).ok());
     g = lease(lacking);
-    EXPECT_EQ(store_->release(lacking, {g.job_id, g.lease_id}).value(), LeaseState::kActive);
+    EXPECT_EQ(store_->agents().release(lacking, {g.job_id, g.lease_id}).value(), LeaseState::kActive);
     g = lease(a);
     clock_.advance_ms(options_.lease_ttl_ms + 1);
     g = lease(a);
     clock_.advance_ms(options_.lease_ttl_ms + 1);
-    EXPECT_EQ(store_->renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kLost);
+    EXPECT_EQ(store_->agents().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kLost);
     g = lease(a);
     clock_.advance_ms(options_.lease_ttl_ms + 1);
-    EXPECT_GE(store_->expire_leases().value(), 1);
+    EXPECT_GE(store_->agents().expire_leases().value(), 1);
     // A result posted after its lease expired, and a withdrawn grant (its answer never sent).
     g = lease(a);
     clock_.advance_ms(options_.lease_ttl_ms + 1);
-    EXPECT_EQ(store_->record_result(a, {g.job_id, g.lease_id}, g.attempt, ok_result(3)).value().kind,
+    EXPECT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, g.attempt, ok_result(3)).value().kind,
               RecordKind::kLost);
     g = lease(a);
-    EXPECT_TRUE(store_->withdraw_lease(a, {g.job_id, g.lease_id}).value());
+    EXPECT_TRUE(store_->agents().withdraw_lease(a, {g.job_id, g.lease_id}).value());
     // A draining agent's poll withdraws its unacknowledged lease.
     g = lease(a);
-    EXPECT_TRUE(store_->set_self_draining(a, true).ok());
-    EXPECT_FALSE(store_->lease(a, "gpu0").value().grant);
-    EXPECT_TRUE(store_->set_self_draining(a, false).ok());
+    EXPECT_TRUE(store_->agents().set_self_draining(a, true).ok());
+    EXPECT_FALSE(store_->agents().lease(a, "gpu0").value().grant);
+    EXPECT_TRUE(store_->agents().set_self_draining(a, false).ok());
     store_->observe_statements({});
     return seen;
   }
@@ -258,31 +258,31 @@ TEST_F(StoreQueryPlanTest, EveryStatementOfTheHistoryIsAnIndexLookup) {
 
   std::set<std::string> seen;
   store_->observe_statements([&seen](const std::string& sql) { seen.insert(sql); });
-  const auto series = store_->list_series({}, std::nullopt, 50).value();
-  ASSERT_FALSE(series.series.empty());
+  const auto series = store_->history().list_series({}, std::nullopt, 50).value();
+  ASSERT_FALSE(series.items.empty());
   SeriesFilter of_model;
   of_model.model = kModels[0];
   of_model.batch = 4;
-  EXPECT_TRUE(store_->list_series(of_model, std::nullopt, 50).ok());
-  const auto id = series.series[0].id;
-  EXPECT_EQ(store_->find_series(series.series[0].key).value(), id);
-  const auto first = store_->get_series(id, std::nullopt, 2).value();
+  EXPECT_TRUE(store_->history().list_series(of_model, std::nullopt, 50).ok());
+  const auto id = series.items[0].id;
+  EXPECT_EQ(store_->history().find_series(series.items[0].key).value(), id);
+  const auto first = store_->history().get_series(id, std::nullopt, 2).value();
   ASSERT_TRUE(first.next_cursor.has_value());
-  EXPECT_TRUE(store_->get_series(id, first.next_cursor, 2).ok());
-  EXPECT_TRUE(store_->detect_changes(history::DetectorOptions{}, true).ok());
+  EXPECT_TRUE(store_->history().get_series(id, first.next_cursor, 2).ok());
+  EXPECT_TRUE(store_->history().detect_changes(history::DetectorOptions{}, true).ok());
   const std::vector<std::optional<RegressionState>> states = {std::nullopt, RegressionState::kOpen};
   const std::vector<std::optional<history::ChangeDirection>> directions = {std::nullopt,
                                                                            history::ChangeDirection::kRegression};
   for (const auto& state : states) {
     for (const auto& direction : directions) {
       for (const auto& of_series : {std::optional<std::int64_t>(), std::optional<std::int64_t>(id)}) {
-        EXPECT_TRUE(store_->list_regressions({state, direction, of_series}, 1000, 100).ok());
+        EXPECT_TRUE(store_->history().list_regressions({state, direction, of_series}, 1000, 100).ok());
       }
     }
   }
-  EXPECT_FALSE(store_->get_regression(1).ok());
-  EXPECT_TRUE(store_->due_alerts(clock_.now_ms(), 10).ok());
-  EXPECT_TRUE(store_->next_alert_due().ok());
+  EXPECT_FALSE(store_->history().get_regression(1).ok());
+  EXPECT_TRUE(store_->history().due_alerts(clock_.now_ms(), 10).ok());
+  EXPECT_TRUE(store_->history().next_alert_due().ok());
   store_->observe_statements({});
   ASSERT_GT(seen.size(), 12u) << "the observer saw too little";
   EXPECT_EQ(check_plans(options_.path, seen), 0);
@@ -330,8 +330,8 @@ TEST_F(StoreQueryPlanTest, NoStatementPerLeaseOrResultDoesMoreWorkWithALongerQue
   const auto short_run = queue("short", 0, 0, "stable", 5);
   complete(a, 8);  // every statement prepared
   const auto short_queue = phase();
-  ASSERT_TRUE(store_->cancel_run(short_ahead).ok());
-  ASSERT_TRUE(store_->cancel_run(short_run).ok());
+  ASSERT_TRUE(store_->runs().cancel_run(short_ahead).ok());
+  ASSERT_TRUE(store_->runs().cancel_run(short_run).ok());
   queue("long-ahead", 10, 6, "other0", 100);
   queue("long", 0, 119, "stable", 5);
   const auto long_queue = phase();

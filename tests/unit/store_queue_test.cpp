@@ -20,7 +20,7 @@ namespace {
 class StoreQueueTest : public StoreTest {
  protected:
   std::vector<QueueCell> summary() {
-    auto cells = store_->queue_summary();
+    auto cells = store_->runs().queue_summary();
     EXPECT_TRUE(cells.ok()) << cells.error().message;
     return cells.ok() ? *cells : std::vector<QueueCell>{};
   }
@@ -47,7 +47,7 @@ TEST_F(StoreQueueTest, AnEmptyQueueHasNoCells) {
   EXPECT_TRUE(summary().empty());
   submit_queue("cancelled", {"stable"}, {"a100"});
   EXPECT_EQ(summary().size(), 1u);
-  ASSERT_TRUE(store_->cancel_run(1).ok());
+  ASSERT_TRUE(store_->runs().cancel_run(1).ok());
   EXPECT_TRUE(summary().empty());
 }
 
@@ -63,18 +63,18 @@ TEST_F(StoreQueueTest, CountsQueuedAndActiveJobsPerGpuClassAndBuild) {
   const auto leased = lease(a);
   const auto b = enroll("b");
   const auto running = lease(b);
-  ASSERT_EQ(store_->renew(b, {running.job_id, running.lease_id}).value().state, LeaseState::kActive);
+  ASSERT_EQ(store_->agents().renew(b, {running.job_id, running.lease_id}).value().state, LeaseState::kActive);
   const auto c = enroll("c");
   const auto done = lease(c);
-  ASSERT_EQ(store_->record_result(c, {done.job_id, done.lease_id}, done.attempt, ok_result(5)).value().kind,
+  ASSERT_EQ(store_->results().record_result(c, {done.job_id, done.lease_id}, done.attempt, ok_result(5)).value().kind,
             RecordKind::kStored);
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
     const auto given_back = lease(c);
-    ASSERT_EQ(store_->renew(c, {given_back.job_id, given_back.lease_id}).value().state, LeaseState::kActive);
-    ASSERT_EQ(store_->release(c, {given_back.job_id, given_back.lease_id}).value(), LeaseState::kActive);
+    ASSERT_EQ(store_->agents().renew(c, {given_back.job_id, given_back.lease_id}).value().state, LeaseState::kActive);
+    ASSERT_EQ(store_->agents().release(c, {given_back.job_id, given_back.lease_id}).value(), LeaseState::kActive);
   }
   (void)leased;
-  const auto run = store_->get_run(1).value();
+  const auto run = store_->runs().get_run(1).value();
   EXPECT_EQ(run.jobs_by_status.at(JobStatus::kFailed), 1);
   EXPECT_EQ(run.jobs_by_status.at(JobStatus::kDone), 1);
   EXPECT_EQ(run.jobs_by_status.at(JobStatus::kLeased), 1);
@@ -88,10 +88,10 @@ TEST_F(StoreQueueTest, CountsQueuedAndActiveJobsPerGpuClassAndBuild) {
   EXPECT_EQ(summary(), (std::vector<QueueCell>{cell("a100", "nightly", 4, 0), cell("a100", "stable", 8, 2),
                                                cell("t4", "nightly", 4, 0), cell("t4", "stable", 4, 0),
                                                cell("v100", "stable", 8, 0)}));
-  ASSERT_TRUE(store_->cancel_run(second).ok());
+  ASSERT_TRUE(store_->runs().cancel_run(second).ok());
   // Cancelling the first run ends its leases too: nothing is queued or active any more.
   EXPECT_EQ(summary().size(), 4u);
-  ASSERT_TRUE(store_->cancel_run(1).ok());
+  ASSERT_TRUE(store_->runs().cancel_run(1).ok());
   EXPECT_TRUE(summary().empty());
 }
 
@@ -108,7 +108,7 @@ TEST_F(StoreQueueTest, SplitsEachCellsQueuedJobsByTheirRunsTimeout) {
   submit_with_timeout("short", 120, {"a100", "t4"});
   submit_with_timeout("short again", 120, {"a100"});
   const auto cancelled = submit_with_timeout("cancelled", 60, {"a100"});
-  ASSERT_TRUE(store_->cancel_run(cancelled).ok());
+  ASSERT_TRUE(store_->runs().cancel_run(cancelled).ok());
   const auto cells = summary();
   ASSERT_EQ(cells.size(), 2u);
   EXPECT_EQ(cells[0].gpu_class, "a100");
@@ -136,9 +136,9 @@ TEST_F(StoreQueueTest, ReadsThePartialIndexOfQueuedJobsAndIsCheapAt100kQueued) {
   spec.repetitions = 100;
   for (int i = 0; i < 10; ++i) submit_spec(spec);
   const auto cancelled = submit_queue("cancelled", {"stable"}, {"a100"}, 100);
-  ASSERT_TRUE(store_->cancel_run(cancelled).ok());
+  ASSERT_TRUE(store_->runs().cancel_run(cancelled).ok());
   const auto g = lease(a);
-  ASSERT_EQ(store_->renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kActive);
+  ASSERT_EQ(store_->agents().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kActive);
 
   std::set<std::string> statements;
   store_->observe_statements([&statements](const std::string& sql) { statements.insert(sql); });

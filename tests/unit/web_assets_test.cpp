@@ -1,6 +1,6 @@
 // The dashboard's file serving: the path-safety rule, content types and validators as pure
 // functions, and serve_asset against a real directory (symlinks, hidden files, directories).
-#include "coordinator/web_assets.h"
+#include "coordinator/api/web_assets.h"
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>

@@ -1,0 +1,34 @@
+// The cells of a report's tables (report.h's Cell), built from the results of one matrix cell;
+// used by build_report (report.cpp). Pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coordinator/rules/report.h"
+
+namespace benchfleet::report::cells {
+
+inline constexpr std::string_view kOk = "ok";
+inline constexpr std::string_view kNotRun = "not_run";
+
+// The latency cell of `mode` from its repetitions' results (nullptr: none ran): their mean of
+// `in.stat`, or the most telling status when none is ok, with accuracy, flags, compile time and
+// peak memory over the ok ones.
+Cell latency_cell(const std::vector<const CellResult*>* results, Mode mode, const ReportInput& in);
+// eager / compiled latency; unavailable unless both are ok.
+Cell speedup_cell(const Cell& eager, const Cell& compiled, Mode mode);
+// A compiled mode's compile time, from its latency cell.
+Cell compile_cell(const Cell& latency);
+// A mode's peak memory in MiB, from its latency cell.
+Cell memory_cell(const Cell& latency);
+// eager peak / compiled peak; unavailable unless both recorded one.
+Cell memory_ratio_cell(const Cell& eager, const Cell& compiled, Mode mode);
+// Whether an accuracy verdict says the compiled output is not to be trusted.
+bool inaccurate(const std::optional<AccuracyVerdict>& v);
+// "a, b, c".
+std::string joined(const std::vector<std::string>& items);
+
+}  // namespace benchfleet::report::cells

@@ -1,0 +1,191 @@
+// AgentStore: what a slot may run. Queued jobs an enrolled slot's builds declare unsupported get that
+// verdict when it is cheap (a run submitted, an agent enrolled), and the job a slot runs next is
+// chosen from the best queued job of each cell it can run. Both read only what they act on,
+// whatever the queue's depth.
+#include "coordinator/store/agent_store.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "common/codecs.h"
+#include "coordinator/rules/scheduler.h"
+#include "coordinator/store/rows.h"
+#include "coordinator/store/store_core.h"
+
+namespace benchfleet::store {
+namespace {
+
+constexpr int kOwnedCandidates = 64;
+
+// "build|runtime|mode" for every combination the agent can run; matched in SQL via json_each.
+std::string capability_set(const std::vector<TorchBuildDescriptor>& builds) {
+  nlohmann::json combos = nlohmann::json::array();
+  for (const auto& b : builds) {
+    for (const auto& rt : b.runtimes) {
+      for (Mode m : rt.modes) {
+        std::string combo = b.name;
+        combo += '|';
+        combo += to_string(rt.runtime);
+        combo += '|';
+        combo += to_string(m);
+        combos.push_back(std::move(combo));
+      }
+    }
+  }
+  return combos.dump();
+}
+
+}  // namespace
+
+Status AgentStore::mark_unsupported(const scheduler::SlotOffer& offer) {
+  // Candidates: queued jobs of this class and of a build/runtime the slot has, in a mode it lacks.
+  // One seek of jobs_queued_cells per build/runtime, each row one verdict.
+  std::map<std::pair<std::string, Runtime>, std::set<Mode>> offered;
+  for (const auto& b : offer.builds) {
+    for (const auto& rt : b.runtimes) offered[{b.name, rt.runtime}].insert(rt.modes.begin(), rt.modes.end());
+  }
+  BF_ASSIGN_OR_RETURN(
+      auto q,
+      core_.db->prepare("SELECT j.id, j.run_id, " + job_spec_columns("j") +
+                        " FROM jobs j INDEXED BY jobs_queued_cells"
+                        " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2 AND j.runtime = ?3"
+                        " AND j.mode IN (SELECT value FROM json_each(?4))"));
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::string>> verdicts;
+  for (const auto& [build_runtime, modes] : offered) {
+    nlohmann::json missing = nlohmann::json::array();
+    for (Mode m : all_modes()) {
+      if (!modes.contains(m)) missing.push_back(to_string(m));
+    }
+    if (missing.empty()) continue;
+    q->bind(1, offer.gpu_class).bind(2, build_runtime.first).bind(3, to_string(build_runtime.second));
+    q->bind(4, missing.dump());
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, q->step());
+      if (!row) break;
+      if (auto reason = scheduler::unsupported_reason(offer, job_spec_at(*q, 2))) {
+        verdicts.emplace_back(q->int64(0), q->int64(1), std::move(*reason));
+      }
+    }
+    q->reset();  // bound again for the next build and runtime
+  }
+  const TimestampMs now = core_.clock.now_ms();
+  std::set<std::int64_t> runs;
+  for (const auto& [job_id, run_id, reason] : verdicts) {
+    BF_RETURN_IF_ERROR(core_.db->run(
+        "UPDATE jobs SET status = 'done', finished_at = ?1, updated_at = ?1 WHERE id = ?2 AND status = 'queued'", now,
+        job_id));
+    JobResult verdict;
+    verdict.status = ResultStatus::kUnsupported;
+    verdict.error = reason;
+    BF_RETURN_IF_ERROR(
+        core_.db->run("INSERT INTO results (job_id, run_id, attempt, status, error, body, body_sha256, created_at)"
+                      " VALUES (?, ?, 0, 'unsupported', ?, ?, 'scheduler', ?)",
+                      job_id, run_id, reason, nlohmann::json(verdict).dump(), now));
+    runs.insert(run_id);
+  }
+  for (auto run_id : runs) BF_RETURN_IF_ERROR(core_.update_run_finished(run_id));
+  return Status::Ok();
+}
+
+Status AgentStore::mark_unsupported_for_run_locked(const MatrixSpec& spec) {
+  // Every enrolled slot judges the run's cells; slots alike (GPU class and builds) judge once.
+  // Agents are few next to jobs: one read of their descriptors per submitted run.
+  const std::set<std::string> gpus(spec.gpus.begin(), spec.gpus.end());
+  const std::set<std::string> builds(spec.torch_builds.begin(), spec.torch_builds.end());
+  const std::set<Runtime> runtimes(spec.runtimes.begin(), spec.runtimes.end());
+  std::vector<AgentDescriptor> fleet;
+  BF_ASSIGN_OR_RETURN(auto agents, core_.db->prepare("SELECT descriptor FROM agents"));
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, agents->step());
+    if (!row) break;
+    if (auto d = decode<AgentDescriptor>(nlohmann::json::parse(agents->text(0), nullptr, false)); d.ok()) {
+      fleet.push_back(std::move(*d));
+    }
+  }
+  std::set<std::string> judged;
+  for (const auto& agent : fleet) {
+    scheduler::SlotOffer offer;
+    for (const auto& b : agent.torch_builds) {
+      if (!builds.contains(b.name)) continue;
+      TorchBuildDescriptor relevant{b.name, b.version, {}};
+      for (const auto& rt : b.runtimes) {
+        if (runtimes.contains(rt.runtime)) relevant.runtimes.push_back(rt);
+      }
+      if (!relevant.runtimes.empty()) offer.builds.push_back(std::move(relevant));
+    }
+    if (offer.builds.empty()) continue;
+    for (const auto& slot : agent.slots) {
+      if (!gpus.contains(slot.gpu_class)) continue;
+      if (!judged.insert(slot.gpu_class + '\n' + nlohmann::json(offer.builds).dump()).second) continue;
+      offer.gpu_class = slot.gpu_class;
+      BF_RETURN_IF_ERROR(mark_unsupported(offer));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<std::int64_t>> AgentStore::pick_candidate_locked(const scheduler::SlotOffer& offer) {
+  // scheduler::pick_job ranks groups this slot owns, then groups nobody owns, then the rest; each
+  // tier is read only when the ones before it gave nothing. The slot's own groups are few (what
+  // it started and has not finished): one seek of jobs_queued_owned. The other two tiers read one
+  // row per (build, runtime, mode) the slot offers, an ordered seek of jobs_queued_unowned_cells
+  // or jobs_queued_cells: the first row of a cell is the best of it, because the
+  // SQL's filter is can_run's. Before, each tier read the class's queue in priority order and
+  // filtered it row by row: every lease read all the queued jobs ahead that the slot cannot run.
+  const std::string columns = "SELECT j.id, j.priority, j.owner_agent_id, j.owner_slot, " + job_spec_columns("j");
+  std::vector<scheduler::Candidate> candidates;
+  auto read = [&](Statement& q) -> Status {
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, q.step());
+      if (!row) break;
+      scheduler::Candidate c;
+      c.job_id = q.int64(0);
+      c.priority = static_cast<int>(q.int64(1));
+      if (!q.is_null(2)) c.group_owner = scheduler::SlotRef{q.int64(2), q.text(3)};
+      c.spec = job_spec_at(q, 4);
+      candidates.push_back(std::move(c));
+    }
+    q.reset();  // bound again for the next cell
+    return Status::Ok();
+  };
+
+  BF_ASSIGN_OR_RETURN(
+      auto owned,
+      core_.db->prepare(
+          columns +
+          " FROM jobs j INDEXED BY jobs_queued_owned WHERE j.status = 'queued' AND j.owner_agent_id = ?1"
+          " AND j.owner_slot = ?2 AND j.gpu_class = ?3 AND (j.torch_build || '|' || j.runtime || '|' || j.mode) IN"
+          " (SELECT value FROM json_each(?4)) ORDER BY j.priority DESC, j.id LIMIT " +
+          std::to_string(kOwnedCandidates)));
+  owned->bind(1, offer.agent_id).bind(2, offer.slot).bind(3, offer.gpu_class).bind(4, capability_set(offer.builds));
+  BF_RETURN_IF_ERROR(read(*owned));
+  if (auto picked = scheduler::pick_job(offer, candidates)) return picked;
+
+  const std::string per_cell =
+      " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2"
+      " AND j.runtime = ?3 AND j.mode = ?4";
+  const std::string best = " ORDER BY j.priority DESC, j.id LIMIT 1";
+  const std::string tiers[] = {
+      columns + " FROM jobs j INDEXED BY jobs_queued_unowned_cells" + per_cell + " AND j.owner_agent_id IS NULL" + best,
+      columns + " FROM jobs j INDEXED BY jobs_queued_cells" + per_cell + best,
+  };
+  for (const auto& sql : tiers) {
+    BF_ASSIGN_OR_RETURN(auto q, core_.db->prepare(sql));
+    for (const auto& b : offer.builds) {
+      for (const auto& rt : b.runtimes) {
+        for (Mode m : rt.modes) {
+          q->bind(1, offer.gpu_class).bind(2, b.name).bind(3, to_string(rt.runtime)).bind(4, to_string(m));
+          BF_RETURN_IF_ERROR(read(*q));
+        }
+      }
+    }
+    if (auto picked = scheduler::pick_job(offer, candidates)) return picked;
+  }
+  return std::optional<std::int64_t>{};
+}
+
+}  // namespace benchfleet::store

@@ -1,0 +1,270 @@
+// AgentStore: leases. Granting one (AgentStore::lease: settle what the slot holds, pick a candidate,
+// grant it), handing it over again, withdrawing it, renewing it (renew, heartbeat), giving it
+// back (release) and expiring it. Which job a slot runs next is decided in agent_dispatch.cpp
+// (the SQL tiers) and scheduler.h (the ranking); results are stored by ResultStore (result_store.cpp).
+#include "coordinator/store/agent_store.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "common/codecs.h"
+#include "coordinator/rules/scheduler.h"
+#include "coordinator/rules/tokens.h"
+#include "coordinator/store/rows.h"
+#include "coordinator/store/store_core.h"
+
+namespace benchfleet::store {
+
+Result<LeaseGrant> AgentStore::redeliver_locked(std::int64_t job_id) {
+  LeaseGrant grant;
+  grant.expires_at = scheduler::lease_expiry(core_.clock.now_ms(), core_.options.lease_ttl_ms);
+  {
+    BF_ASSIGN_OR_RETURN(
+        auto row,
+        core_.db->query_one("UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND lease_id IS NOT NULL"
+                            " RETURNING id, run_id, attempt, lease_id, " +
+                                job_spec_columns("jobs"),
+                            grant.expires_at, core_.clock.now_ms(), job_id));
+    if (!row.found()) return Error::internal("job " + std::to_string(job_id) + " has no lease to hand over again");
+    grant.job_id = row->int64(0);
+    grant.run_id = row->int64(1);
+    grant.attempt = static_cast<int>(row->int64(2));
+    grant.lease_id = row->text(3);
+    grant.spec = job_spec_at(*row, 4);
+    BF_ASSIGN_OR_RETURN(bool more, row->step());  // completes the UPDATE
+    (void)more;
+  }
+  grant.redelivered = true;
+  BF_RETURN_IF_ERROR(complete_grant_locked(grant));
+  return grant;
+}
+
+Status AgentStore::complete_grant_locked(LeaseGrant& grant) {
+  BF_ASSIGN_OR_RETURN(MatrixSpec spec, core_.run_spec_locked(grant.run_id));
+  grant.measurement = spec.measurement;
+  grant.memory_limit_mb = spec.memory_limit_mb;
+  grant.timeout_s = spec.timeout_s;
+  // Dynamic shapes and the shape walk are torch.compile's (docs/design.md §4): python jobs of a
+  // compiled mode only. The walk calls the model at every batch size of the matrix, ascending.
+  grant.dynamic = false;
+  grant.walk_batches.clear();
+  if (grant.spec.runtime == Runtime::kPython && is_compiled(grant.spec.mode)) {
+    grant.dynamic = spec.dynamic;
+    if (spec.shape_walk) {
+      grant.walk_batches = spec.batch_sizes;
+      std::sort(grant.walk_batches.begin(), grant.walk_batches.end());
+    }
+  }
+  return Status::Ok();
+}
+
+Result<bool> AgentStore::withdraw_lease(std::int64_t agent_id, const LeaseRef& lease) {
+  return core_.group.run([&] { return withdraw_locked(agent_id, lease); });
+}
+
+Result<bool> AgentStore::withdraw_locked(std::int64_t agent_id, const LeaseRef& lease) {
+  // Expressions on the right see the row before the update: `attempt` is the withdrawn one.
+  BF_RETURN_IF_ERROR(
+      core_.db->run("UPDATE jobs SET status = 'queued', attempt = attempt - 1, lease_id = NULL, lease_agent_id = NULL,"
+                    " lease_slot = NULL, lease_expires_at = NULL, lease_request_id = NULL, lease_acked = 1,"
+                    " started_at = CASE WHEN attempt <= 1 THEN NULL ELSE started_at END, updated_at = ?"
+                    " WHERE id = ? AND lease_id = ? AND lease_agent_id = ? AND status = 'leased' AND lease_acked = 0",
+                    core_.clock.now_ms(), lease.job_id, lease.lease_id, agent_id));
+  if (core_.db->changes() == 0) return false;
+  BF_RETURN_IF_ERROR(
+      core_.db->run("DELETE FROM attempts WHERE job_id = ? AND lease_id = ?", lease.job_id, lease.lease_id));
+  core_.work_appeared = true;
+  return true;
+}
+
+Result<LeaseAnswer> AgentStore::lease(std::int64_t agent_id, const std::string& slot,
+                                      const std::optional<std::string>& request_id) {
+  return core_.group.run([&]() -> Result<LeaseAnswer> {
+    BF_ASSIGN_OR_RETURN(AgentInfo agent, agent_info_locked(agent_id));
+    scheduler::SlotOffer offer{agent_id, slot, {}, agent.descriptor.torch_builds};
+    bool slot_known = false;
+    for (const auto& s : agent.descriptor.slots) {
+      if (s.id == slot) {
+        offer.gpu_class = s.gpu_class;
+        slot_known = true;
+      }
+    }
+    if (!slot_known) {
+      return Error::not_found("agent " + std::to_string(agent_id) + " has no slot \"" + slot + "\"; re-enrol");
+    }
+    BF_RETURN_IF_ERROR(
+        core_.db->run("UPDATE agents SET last_seen_at = ? WHERE id = ?", core_.clock.now_ms(), agent_id));
+
+    BF_ASSIGN_OR_RETURN(std::optional<LeaseGrant> again, settle_slot_locked(agent, slot, request_id));
+    if (again) return LeaseAnswer{std::move(again), agent.draining};
+    if (agent.draining) return LeaseAnswer{std::nullopt, true};
+    // Unsupported cells were judged when this agent enrolled and when each run was submitted.
+    BF_ASSIGN_OR_RETURN(std::optional<std::int64_t> picked, pick_candidate_locked(offer));
+    if (!picked) return LeaseAnswer{std::nullopt, false};
+    BF_ASSIGN_OR_RETURN(LeaseGrant grant, grant_locked(agent_id, slot, *picked, request_id));
+    return LeaseAnswer{std::move(grant), false};
+  });
+}
+
+Result<std::optional<LeaseGrant>> AgentStore::settle_slot_locked(const AgentInfo& agent, const std::string& slot,
+                                                                 const std::optional<std::string>& request_id) {
+  // One job per slot. What the slot holds and has not acknowledged may never have reached it
+  // (a dropped connection, a retried or concurrent poll): it gets the same lease again. What
+  // it acknowledged it has given up on (e.g. agent restart), unless this is a retry of the very
+  // poll that got it.
+  const TimestampMs now = core_.clock.now_ms();
+  for (const auto& held : agent.leases) {
+    if (held.slot != slot) continue;
+    int attempt = 0, max_attempts = 0;
+    bool expired = false, acked = false, same_request = false;
+    std::string lease_id;
+    {
+      BF_ASSIGN_OR_RETURN(
+          auto row,
+          core_.db->query_one(
+              "SELECT attempt, max_attempts, lease_expires_at, lease_acked, lease_request_id, lease_id FROM jobs"
+              " WHERE id = ?",
+              held.job_id));
+      if (!row.found()) continue;
+      attempt = static_cast<int>(row->int64(0));
+      max_attempts = static_cast<int>(row->int64(1));
+      expired = row->opt_int64(2).value_or(0) <= now;
+      acked = row->int64(3) != 0;
+      same_request = request_id && row->opt_text(4) == *request_id;
+      lease_id = row->text(5);
+    }
+    if (expired) {
+      BF_RETURN_IF_ERROR(core_.requeue_or_fail(held.job_id, attempt, max_attempts, held.run_id, "expired"));
+    } else if (agent.draining && !acked) {
+      BF_ASSIGN_OR_RETURN(const bool withdrawn, withdraw_locked(agent.id, LeaseRef{held.job_id, lease_id}));
+      (void)withdrawn;
+    } else if (!acked || same_request) {
+      BF_ASSIGN_OR_RETURN(LeaseGrant again, redeliver_locked(held.job_id));
+      return std::optional<LeaseGrant>(std::move(again));
+    } else {
+      BF_RETURN_IF_ERROR(core_.requeue_or_fail(held.job_id, attempt, max_attempts, held.run_id, "released"));
+    }
+  }
+  return std::optional<LeaseGrant>();
+}
+
+Result<LeaseGrant> AgentStore::grant_locked(std::int64_t agent_id, const std::string& slot, std::int64_t job_id,
+                                            const std::optional<std::string>& request_id) {
+  const TimestampMs now = core_.clock.now_ms();
+  LeaseGrant grant;
+  grant.job_id = job_id;
+  grant.lease_id = auth::generate_lease_id();
+  grant.expires_at = scheduler::lease_expiry(now, core_.options.lease_ttl_ms);
+  std::string group;
+  {
+    BF_ASSIGN_OR_RETURN(
+        auto taken, core_.db->query_one(
+                        "UPDATE jobs SET status = 'leased', attempt = attempt + 1, lease_id = ?, lease_agent_id = ?, "
+                        "lease_slot = ?,"
+                        " lease_expires_at = ?, started_at = COALESCE(started_at, ?), updated_at = ?, lease_acked = 0,"
+                        " lease_request_id = ? WHERE id = ? AND status = 'queued'"
+                        " RETURNING attempt, run_id, group_key, " +
+                            job_spec_columns("jobs"),
+                        grant.lease_id, agent_id, slot, grant.expires_at, now, now, request_id, job_id));
+    if (!taken.found()) return Error::internal("job " + std::to_string(job_id) + " was not queued when leased");
+    grant.attempt = static_cast<int>(taken->int64(0));
+    grant.run_id = taken->int64(1);
+    group = taken->text(2);
+    grant.spec = job_spec_at(*taken, 3);
+    // Drain the RETURNING statement so the UPDATE completes before the next statement.
+    BF_ASSIGN_OR_RETURN(bool more, taken->step());
+    (void)more;
+  }
+  BF_RETURN_IF_ERROR(core_.db->run(
+      "INSERT INTO attempts (job_id, attempt, lease_id, agent_id, slot, leased_at) VALUES (?, ?, ?, ?, ?, ?)",
+      grant.job_id, grant.attempt, grant.lease_id, agent_id, slot, now));
+  // The slot that starts a group (a model, build, GPU class, runtime and batch) runs its other
+  // modes too, so they compare on one device.
+  BF_RETURN_IF_ERROR(
+      core_.db->run("UPDATE jobs INDEXED BY jobs_group SET owner_agent_id = ?, owner_slot = ?"
+                    " WHERE group_key = ? AND owner_agent_id IS NULL",
+                    agent_id, slot, group));
+  BF_RETURN_IF_ERROR(complete_grant_locked(grant));
+  return grant;
+}
+
+Result<Renewal> AgentStore::renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running) {
+  BF_ASSIGN_OR_RETURN(std::optional<StoreCore::HeldLease> held, core_.held_lease_locked(agent_id, lease));
+  if (!held || held->state != LeaseState::kActive) return Renewal{held ? held->state : LeaseState::kLost, 0};
+  const TimestampMs now = core_.clock.now_ms();
+  if (held->expires_at <= now) {
+    // Expired but not yet swept: it is stale all the same (docs/design.md §7), so expire it here.
+    BF_RETURN_IF_ERROR(core_.requeue_or_fail(lease.job_id, held->attempt, held->max_attempts, held->run_id, "expired"));
+    return Renewal{LeaseState::kLost, 0};
+  }
+  const TimestampMs expires = scheduler::lease_expiry(now, core_.options.lease_ttl_ms);
+  BF_RETURN_IF_ERROR(
+      core_.db->run("UPDATE jobs SET lease_expires_at = ?, updated_at = ?, lease_acked = 1,"
+                    " status = CASE WHEN ? THEN 'running' ELSE status END WHERE id = ?",
+                    expires, now, mark_running ? 1 : 0, lease.job_id));
+  return Renewal{LeaseState::kActive, expires};
+}
+
+Result<Renewal> AgentStore::renew(std::int64_t agent_id, const LeaseRef& lease) {
+  return core_.group.run([&]() -> Result<Renewal> {
+    BF_RETURN_IF_ERROR(
+        core_.db->run("UPDATE agents SET last_seen_at = ? WHERE id = ?", core_.clock.now_ms(), agent_id));
+    return renew_locked(agent_id, lease, /*mark_running=*/true);
+  });
+}
+
+Result<std::vector<Renewal>> AgentStore::heartbeat(std::int64_t agent_id, const std::vector<LeaseRef>& leases) {
+  return core_.group.run([&]() -> Result<std::vector<Renewal>> {
+    BF_RETURN_IF_ERROR(
+        core_.db->run("UPDATE agents SET last_seen_at = ? WHERE id = ?", core_.clock.now_ms(), agent_id));
+    if (core_.db->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
+    std::vector<Renewal> out;
+    for (const auto& l : leases) {
+      BF_ASSIGN_OR_RETURN(Renewal r, renew_locked(agent_id, l, /*mark_running=*/false));
+      out.push_back(r);
+    }
+    return out;
+  });
+}
+
+Result<LeaseState> AgentStore::release(std::int64_t agent_id, const LeaseRef& lease) {
+  return core_.group.run([&]() -> Result<LeaseState> {
+    BF_ASSIGN_OR_RETURN(std::optional<StoreCore::HeldLease> held, core_.held_lease_locked(agent_id, lease));
+    if (!held) return LeaseState::kLost;
+    if (held->state != LeaseState::kActive) return held->state;
+    BF_RETURN_IF_ERROR(
+        core_.requeue_or_fail(lease.job_id, held->attempt, held->max_attempts, held->run_id, "released"));
+    return LeaseState::kActive;
+  });
+}
+
+Result<std::int64_t> AgentStore::expire_leases() {
+  return core_.group.run([&]() -> Result<std::int64_t> {
+    struct Expired {
+      std::int64_t job_id, run_id;
+      int attempt, max_attempts;
+    };
+    std::vector<Expired> expired;
+    {
+      BF_ASSIGN_OR_RETURN(
+          auto s,
+          core_.db->query(
+              "SELECT id, run_id, attempt, max_attempts FROM jobs INDEXED BY jobs_leases WHERE lease_id IS NOT NULL"
+              " AND status IN ('leased','running') AND lease_expires_at <= ?",
+              core_.clock.now_ms()));
+      while (true) {
+        BF_ASSIGN_OR_RETURN(bool row, s->step());
+        if (!row) break;
+        expired.push_back({s->int64(0), s->int64(1), static_cast<int>(s->int64(2)), static_cast<int>(s->int64(3))});
+      }
+    }
+    for (const auto& e : expired) {
+      BF_RETURN_IF_ERROR(core_.requeue_or_fail(e.job_id, e.attempt, e.max_attempts, e.run_id, "expired"));
+    }
+    return static_cast<std::int64_t>(expired.size());
+  });
+}
+
+}  // namespace benchfleet::store

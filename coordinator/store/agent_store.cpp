@@ -1,0 +1,166 @@
+// AgentStore: agent enrolment, credentials, listing and draining.
+#include "coordinator/store/agent_store.h"
+
+#include <set>
+#include <string>
+
+#include "common/codecs.h"
+#include "coordinator/store/rows.h"
+#include "coordinator/store/store_core.h"
+
+namespace benchfleet::store {
+
+Result<std::int64_t> AgentStore::enroll_agent(const AgentDescriptor& d, const AgentCredentials& credentials) {
+  return core_.group.run([&]() -> Result<std::int64_t> {
+    const TimestampMs now = core_.clock.now_ms();
+    std::int64_t id = 0;
+    {
+      BF_ASSIGN_OR_RETURN(
+          auto upsert,
+          core_.db->query_one(
+              "INSERT INTO agents (name, hostname, version, descriptor, enrolled_at, last_seen_at, draining)"
+              " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)"
+              " ON CONFLICT(name) DO UPDATE SET hostname = ?2, version = ?3, descriptor = ?4, enrolled_at = ?5,"
+              " last_seen_at = ?5, draining = 0, self_draining = 0 RETURNING id",
+              d.name, d.hostname, d.version, nlohmann::json(d).dump(), now));
+      if (!upsert.found()) return Error::internal("agent upsert returned no id");
+      id = upsert->int64(0);
+    }
+    {
+      BF_ASSIGN_OR_RETURN(
+          auto token,
+          core_.db->prepare("INSERT INTO agent_tokens (agent_id, salt, hash, created_at) VALUES (?1, ?2, ?3, ?4)"
+                            " ON CONFLICT(agent_id) DO UPDATE SET salt = ?2, hash = ?3, created_at = ?4"));
+      token->bind(1, id).bind_blob(2, credentials.salt).bind_blob(3, credentials.hash).bind(4, now);
+      BF_RETURN_IF_ERROR(token->run());
+    }
+    {
+      std::lock_guard lock(core_.credentials_mu);
+      core_.credentials.erase(id);
+    }
+    core_.descriptors.erase(id);
+
+    BF_RETURN_IF_ERROR(core_.db->run("DELETE FROM agent_slots WHERE agent_id = ?", id));
+    BF_ASSIGN_OR_RETURN(
+        auto slot, core_.db->prepare(
+                       "INSERT INTO agent_slots (agent_id, slot, gpu_class, gpu_name, gpu_uuid, memory_mb, descriptor)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?)"));
+    for (const auto& s : d.slots) {
+      slot->bind(1, id).bind(2, s.id).bind(3, s.gpu_class);
+      if (s.gpu) {
+        slot->bind(4, s.gpu->name).bind(5, s.gpu->uuid).bind(6, s.gpu->memory_mb);
+      } else {
+        slot->bind_null(4).bind_null(5).bind_null(6);
+      }
+      slot->bind(7, nlohmann::json(s).dump());
+      BF_RETURN_IF_ERROR(slot->run());
+    }
+    // What its builds lack, judged now for everything queued, instead of on each of its leases.
+    std::set<std::string> judged;
+    for (const auto& s : d.slots) {
+      if (judged.insert(s.gpu_class).second) {
+        BF_RETURN_IF_ERROR(mark_unsupported(scheduler::SlotOffer{id, s.id, s.gpu_class, d.torch_builds}));
+      }
+    }
+    return id;
+  });
+}
+
+Result<AgentCredentials> AgentStore::agent_credentials(std::int64_t agent_id) {
+  // Every agent request is authenticated: a cached answer keeps that out of the write path.
+  {
+    std::lock_guard lock(core_.credentials_mu);
+    if (auto it = core_.credentials.find(agent_id); it != core_.credentials.end()) return it->second;
+  }
+  return core_.group.run([&]() -> Result<AgentCredentials> {
+    BF_ASSIGN_OR_RETURN(auto row,
+                        core_.db->query_one("SELECT salt, hash FROM agent_tokens WHERE agent_id = ?", agent_id));
+    if (!row.found()) return Error::not_found("agent " + std::to_string(agent_id) + " is not enrolled");
+    AgentCredentials c{row->blob(0), row->blob(1)};
+    // Under the store lock, so no enrolment can come between this read and the insert.
+    std::lock_guard lock(core_.credentials_mu);
+    core_.credentials.insert_or_assign(agent_id, c);
+    return c;
+  });
+}
+
+Result<AgentInfo> AgentStore::agent_info_locked(std::int64_t agent_id) {
+  AgentInfo info;
+  {
+    BF_ASSIGN_OR_RETURN(
+        auto s,
+        core_.db->query_one(
+            "SELECT id, descriptor, enrolled_at, last_seen_at, draining OR self_draining FROM agents WHERE id = ?",
+            agent_id));
+    if (!s.found()) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
+    info.id = s->int64(0);
+    // Every lease reads its agent: the decoded descriptor is kept until the agent enrols again.
+    if (auto it = core_.descriptors.find(agent_id); it != core_.descriptors.end()) {
+      info.descriptor = it->second;
+    } else if (auto d = decode<AgentDescriptor>(nlohmann::json::parse(s->text(1), nullptr, false)); d.ok()) {
+      info.descriptor = std::move(*d);
+      core_.descriptors.emplace(agent_id, info.descriptor);
+    }
+    info.enrolled_at = s->int64(2);
+    info.last_seen_at = s->int64(3);
+    info.draining = s->int64(4) != 0;
+  }
+  BF_ASSIGN_OR_RETURN(
+      auto l, core_.db->query(
+                  "SELECT lease_slot, id, run_id, status, " + job_spec_columns("jobs") +
+                      " FROM jobs WHERE lease_agent_id = ? AND lease_id IS NOT NULL AND status IN ('leased','running')"
+                      " ORDER BY lease_slot",
+                  agent_id));
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, l->step());
+    if (!row) break;
+    info.leases.push_back({l->text(0), l->int64(1), l->int64(2), job_spec_at(*l, 4), l->text(3)});
+  }
+  return info;
+}
+
+Result<AgentInfo> AgentStore::get_agent(std::int64_t agent_id) {
+  return core_.group.run([&]() -> Result<AgentInfo> { return agent_info_locked(agent_id); });
+}
+
+Result<std::vector<AgentInfo>> AgentStore::list_agents() {
+  return core_.group.run([&]() -> Result<std::vector<AgentInfo>> {
+    std::vector<std::int64_t> ids;
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT id FROM agents ORDER BY name"));
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      ids.push_back(s->int64(0));
+    }
+    std::vector<AgentInfo> agents;
+    for (auto id : ids) {
+      BF_ASSIGN_OR_RETURN(auto info, agent_info_locked(id));
+      agents.push_back(std::move(info));
+    }
+    return agents;
+  });
+}
+
+Status AgentStore::set_draining(std::int64_t agent_id, bool draining) {
+  return core_.group.run([&]() -> Status {
+    BF_RETURN_IF_ERROR(core_.db->run("UPDATE agents SET draining = ? WHERE id = ?", draining ? 1 : 0, agent_id));
+    if (core_.db->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
+    // Waiting lease requests re-check once this is durable, so a draining agent's long poll
+    // returns at once.
+    core_.work_appeared = true;
+    return Status::Ok();
+  });
+}
+
+Status AgentStore::set_self_draining(std::int64_t agent_id, bool draining) {
+  return core_.group.run([&]() -> Status {
+    BF_ASSIGN_OR_RETURN(
+        auto s, core_.db->prepare("UPDATE agents SET self_draining = ?1 WHERE id = ?2 AND self_draining != ?1"));
+    BF_RETURN_IF_ERROR(s->bind(1, draining ? 1 : 0).bind(2, agent_id).run());
+    // Only a change matters to waiting lease requests (heartbeats repeat the same value).
+    if (core_.db->changes() > 0) core_.work_appeared = true;
+    return Status::Ok();
+  });
+}
+
+}  // namespace benchfleet::store

@@ -1,0 +1,102 @@
+// Agents and their leases: enrolment, drain, and the lease protocol (grant, renewal, heartbeat,
+// release, withdrawal, expiry) with the dispatch rules that pick a slot's next job.
+// Thread-safe: every method is one operation of the store's group commit (store_core.h): it
+// runs alone on the one connection and returns once what it wrote is committed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/agent_protocol.h"
+#include "common/result.h"
+#include "common/types.h"
+#include "coordinator/rules/scheduler.h"
+#include "coordinator/store/agent_types.h"
+
+namespace benchfleet::store {
+
+class StoreCore;
+
+class AgentStore {
+ public:
+  explicit AgentStore(StoreCore& core) : core_(core) {}
+  AgentStore(const AgentStore&) = delete;
+  AgentStore& operator=(const AgentStore&) = delete;
+
+  // ---- agents ------------------------------------------------------------------------------
+  // Creates the agent, or updates the one with the same name (it keeps its id), and replaces
+  // its credentials. Queued jobs whose build and runtime one of its slots has but not their mode
+  // become `unsupported` now (scheduler::unsupported_reason). Returns the agent id.
+  Result<std::int64_t> enroll_agent(const AgentDescriptor& descriptor, const AgentCredentials& credentials);
+  // For verification by the caller (the hash of the agent's token). kNotFound.
+  Result<AgentCredentials> agent_credentials(std::int64_t agent_id);
+  Result<std::vector<AgentInfo>> list_agents();
+  Result<AgentInfo> get_agent(std::int64_t agent_id);
+  // The operator's drain.
+  Status set_draining(std::int64_t agent_id, bool draining);
+  // The agent's own drain, as its heartbeats report it. An agent is draining (gets no leases)
+  // when either is set; enrolment clears both.
+  Status set_self_draining(std::int64_t agent_id, bool draining);
+
+  // ---- leases ------------------------------------------------------------------------------
+  // Grants `slot` of `agent_id` its next job; no grant when nothing fits or the agent drains.
+  // A slot runs one job at a time, so what the slot already holds decides first:
+  // - a lease not yet acknowledged (no renewal or heartbeat has named it), or one granted to
+  //   the same `request_id`, is handed over again: same lease id, same attempt, its expiry
+  //   renewed (LeaseGrant::redelivered). A retried or concurrent poll so never burns an attempt.
+  //   While the agent drains, an unacknowledged lease is withdrawn instead (see withdraw_lease);
+  // - an expired lease is expired (requeued at attempt + 1, or failed after max attempts);
+  // - an acknowledged lease is released the same way: the slot has given up on it (restart).
+  // `request_id` is the poll's agent-chosen id (idempotency key), kept with the lease it gets.
+  Result<LeaseAnswer> lease(std::int64_t agent_id, const std::string& slot,
+                            const std::optional<std::string>& request_id = std::nullopt);
+  // Undoes a grant whose response never reached its agent: while the lease is current and not
+  // yet acknowledged, the job goes back to the queue at the attempt it had before the grant (the
+  // attempt's row is removed) and waiting polls are woken. Returns whether it was withdrawn;
+  // false when the lease was acknowledged, ended, or its run cancelled (nothing to undo).
+  Result<bool> withdraw_lease(std::int64_t agent_id, const LeaseRef& lease);
+  // Extends a lease (progress) and acknowledges it; marks the job running.
+  Result<Renewal> renew(std::int64_t agent_id, const LeaseRef& lease);
+  // Heartbeat: records the agent as seen and renews (and acknowledges) each listed lease.
+  Result<std::vector<Renewal>> heartbeat(std::int64_t agent_id, const std::vector<LeaseRef>& leases);
+  // The holder gives a lease back unfinished (an aborting agent): the job is requeued at once
+  // (or fails after max attempts). kLost when the lease is not current, kCancelled when its run
+  // was cancelled (nothing to do then).
+  Result<LeaseState> release(std::int64_t agent_id, const LeaseRef& lease);
+  // Requeues (or fails, after max attempts) jobs whose lease expired. Returns how many changed.
+  Result<std::int64_t> expire_leases();
+
+  // Inside a caller's operation: a new run's queued cells judged by every enrolled slot
+  // (RunStore::create_run); see mark_unsupported.
+  Status mark_unsupported_for_run_locked(const MatrixSpec& spec);
+
+ private:
+  // Queued jobs this slot's builds declare unsupported get that verdict now (scheduler rule):
+  // called for each slot class of an agent that enrols (its capabilities may have changed).
+  Status mark_unsupported(const scheduler::SlotOffer& offer);
+  // The job `offer` should run next (scheduler::pick_job over the best queued job of each cell
+  // the slot can run, tier by tier), or nullopt when none fits.
+  Result<std::optional<std::int64_t>> pick_candidate_locked(const scheduler::SlotOffer& offer);
+  // lease, step one: what `slot` already holds is handed over again (returned), withdrawn
+  // (draining), expired or released; see lease().
+  Result<std::optional<LeaseGrant>> settle_slot_locked(const AgentInfo& agent, const std::string& slot,
+                                                       const std::optional<std::string>& request_id);
+  // lease, last step: `job_id` (queued, picked by pick_candidate_locked) leased to `slot`.
+  Result<LeaseGrant> grant_locked(std::int64_t agent_id, const std::string& slot, std::int64_t job_id,
+                                  const std::optional<std::string>& request_id);
+  Result<Renewal> renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running);
+  // The current lease on `job_id` handed over again, its expiry renewed (lease).
+  Result<LeaseGrant> redeliver_locked(std::int64_t job_id);
+  // withdraw_lease inside a caller's transaction.
+  Result<bool> withdraw_locked(std::int64_t agent_id, const LeaseRef& lease);
+  // Fills a grant's run-level parts (measurement, memory limit, timeout; for python compiled
+  // jobs dynamic and the shape walk's batch sizes) from its run.
+  Status complete_grant_locked(LeaseGrant& grant);
+  Result<AgentInfo> agent_info_locked(std::int64_t agent_id);
+
+  StoreCore& core_;
+};
+
+}  // namespace benchfleet::store

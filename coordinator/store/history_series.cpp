@@ -1,0 +1,492 @@
+// HistoryStore: series (one per matrix cell across runs) and their points, and the change detector's
+// pass over them. Regressions and alerts: history_regressions.cpp.
+#include "coordinator/store/history_store.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "common/codecs.h"
+#include "coordinator/rules/series_order.h"
+#include "coordinator/store/result_columns.h"
+#include "coordinator/store/rows.h"
+#include "coordinator/store/store_core.h"
+
+namespace benchfleet::store {
+namespace {
+
+// core_.series_ids's key: the series key's columns, joined by a separator no name holds.
+std::string series_key_text(const JobSpec& job) {
+  const std::string batch = std::to_string(job.batch);
+  std::string key = job.model;
+  for (std::string_view part : {std::string_view(batch), to_string(job.mode), to_string(job.dtype),
+                                to_string(job.runtime), std::string_view(job.gpu), std::string_view(job.torch_build)}) {
+    key += '\x1f';
+    key += part;
+  }
+  return key;
+}
+
+// Before every point in series order: (version_key, recorded_at, id) > this holds for all.
+struct OrderKey {
+  std::string version_key;
+  TimestampMs recorded_at = std::numeric_limits<TimestampMs>::min();
+  std::int64_t id = 0;
+};
+
+// The series columns series_at reads, then the last point's and the open regressions' count.
+constexpr const char* kSeriesSelect =
+    "SELECT s.id, s.model, s.batch, s.mode, s.dtype, s.runtime, s.gpu_class, s.torch_build, s.points,"
+    " s.last_point_at, p.median_ms, p.torch_version, p.status,"
+    " (SELECT COUNT(*) FROM regressions g WHERE g.series_id = s.id AND g.direction = 'regression'"
+    "  AND g.state IN ('open', 'acknowledged'))"
+    " FROM series s LEFT JOIN series_points p ON p.id = (SELECT l.id FROM series_points l WHERE l.series_id = s.id"
+    "  ORDER BY l.version_key DESC, l.recorded_at DESC, l.id DESC LIMIT 1)";
+
+SeriesInfo series_at(const Statement& s) {
+  SeriesInfo info;
+  info.id = s.int64(0);
+  info.key.model = s.text(1);
+  info.key.batch = static_cast<int>(s.int64(2));
+  info.key.mode = parse_mode(s.text(3)).value_or(Mode::kEager);
+  info.key.dtype = parse_dtype(s.text(4)).value_or(Dtype::kFloat32);
+  info.key.runtime = parse_runtime(s.text(5)).value_or(Runtime::kLibtorch);
+  info.key.gpu = s.text(6);
+  info.key.torch_build = s.text(7);
+  info.points = s.int64(8);
+  info.last_point_at = s.opt_int64(9);
+  info.last_median_ms = s.opt_real(10);
+  info.last_torch_version = s.opt_text(11);
+  if (auto status = s.opt_text(12)) info.last_status = parse_result_status(*status).value_or(ResultStatus::kInvalid);
+  info.open_regressions = s.int64(13);
+  return info;
+}
+
+SeriesPoint point_at(const Statement& s) {
+  SeriesPoint p;
+  p.id = s.int64(0);
+  p.result_id = s.int64(1);
+  p.run_id = s.int64(2);
+  p.status = parse_result_status(s.text(3)).value_or(ResultStatus::kInvalid);
+  p.median_ms = s.opt_real(4);
+  p.ci_low_ms = s.opt_real(5);
+  p.ci_high_ms = s.opt_real(6);
+  p.torch_version = s.opt_text(7);
+  p.torch_git = s.opt_text(8);
+  p.recorded_at = s.int64(9);
+  p.flags = split_flags(s.opt_text(10).value_or(""));
+  p.accuracy = s.opt_text(11);
+  return p;
+}
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  if (values.size() % 2 == 1) return *mid;
+  const double upper = *mid;
+  return (*std::max_element(values.begin(), mid) + upper) / 2;
+}
+
+std::string_view direction_name(history::ChangeDirection d) {
+  return d == history::ChangeDirection::kRegression ? "regression" : "improvement";
+}
+
+}  // namespace
+
+bool HistoryStore::has_series_point(ResultStatus status) {
+  return status != ResultStatus::kUnsupported && status != ResultStatus::kInvalid &&
+         status != ResultStatus::kOomImplied;
+}
+
+Result<std::optional<std::pair<std::string, std::int64_t>>> HistoryStore::add_series_point_locked(const NewPoint& p) {
+  std::optional<std::pair<std::string, std::int64_t>> uncached;
+  std::string key = series_key_text(p.job);
+  std::int64_t series_id = 0;
+  if (auto it = core_.series_ids.find(key); it != core_.series_ids.end()) {
+    series_id = it->second;
+    BF_RETURN_IF_ERROR(core_.db->run(
+        "UPDATE series SET points = points + 1, last_point_at = MAX(IFNULL(last_point_at, 0), ?1) WHERE id = ?2",
+        p.recorded_at, series_id));
+  } else {
+    BF_ASSIGN_OR_RETURN(
+        auto row,
+        core_.db->query_one(
+            "INSERT INTO series (model, batch, mode, dtype, runtime, gpu_class, torch_build, points, last_point_at)"
+            " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8)"
+            " ON CONFLICT (model, batch, mode, dtype, runtime, gpu_class, torch_build) DO UPDATE SET"
+            " points = points + 1, last_point_at = MAX(IFNULL(last_point_at, 0), excluded.last_point_at)"
+            " RETURNING id",
+            p.job.model, p.job.batch, to_string(p.job.mode), to_string(p.job.dtype), to_string(p.job.runtime),
+            p.job.gpu, p.job.torch_build, p.recorded_at));
+    if (!row.found()) return Error::internal("the series of result " + std::to_string(p.result_id) + " was not stored");
+    series_id = row->int64(0);
+    uncached.emplace(std::move(key), series_id);
+  }
+  BF_ASSIGN_OR_RETURN(
+      auto ins, core_.db->prepare(
+                    "INSERT INTO series_points (series_id, result_id, run_id, status, median_ms, ci_low_ms, ci_high_ms,"
+                    " torch_version, torch_git, version_key, recorded_at, flags, accuracy)"
+                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+  ins->bind(1, series_id).bind(2, p.result_id).bind(3, p.run_id).bind(4, to_string(p.status)).bind(5, p.median_ms);
+  ins->bind(6, p.ci_low_ms).bind(7, p.ci_high_ms).bind(8, p.torch_version).bind(9, p.torch_git);
+  ins->bind(10, history::version_sort_key(p.torch_version.value_or(""))).bind(11, p.recorded_at).bind(12, p.flags);
+  ins->bind(13, p.accuracy);
+  BF_RETURN_IF_ERROR(ins->run());
+  return uncached;
+}
+
+Result<SeriesInfo> HistoryStore::series_info_locked(std::int64_t series_id) {
+  BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one(std::string(kSeriesSelect) + " WHERE s.id = ?", series_id));
+  if (!s.found()) return Error::not_found("series " + std::to_string(series_id) + " does not exist");
+  return series_at(*s);
+}
+
+Result<Page<SeriesInfo>> HistoryStore::list_series(const SeriesFilter& f, std::optional<std::int64_t> after_id,
+                                                   int limit) {
+  return core_.group.run([&]() -> Result<Page<SeriesInfo>> {
+    // A NULL parameter means "no filter" on that column.
+    BF_ASSIGN_OR_RETURN(
+        auto s, core_.db->prepare(std::string(kSeriesSelect) +
+                                  " WHERE s.id > ?1 AND (?2 IS NULL OR s.model = ?2) AND (?3 IS NULL OR s.batch = ?3)"
+                                  " AND (?4 IS NULL OR s.mode = ?4) AND (?5 IS NULL OR s.dtype = ?5)"
+                                  " AND (?6 IS NULL OR s.runtime = ?6) AND (?7 IS NULL OR s.gpu_class = ?7)"
+                                  " AND (?8 IS NULL OR s.torch_build = ?8) ORDER BY s.id LIMIT ?9"));
+    s->bind(1, after_id.value_or(0)).bind(2, f.model).bind(3, f.batch).bind(4, f.mode).bind(5, f.dtype);
+    s->bind(6, f.runtime).bind(7, f.gpu).bind(8, f.torch_build).bind(9, limit + 1);
+    std::vector<SeriesInfo> rows;
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      rows.push_back(series_at(*s));
+    }
+    return keyset_page(std::move(rows), limit, [](const SeriesInfo& series) { return series.id; });
+  });
+}
+
+Result<std::optional<std::int64_t>> HistoryStore::find_series(const SeriesKey& k) {
+  return core_.group.run([&]() -> Result<std::optional<std::int64_t>> {
+    BF_ASSIGN_OR_RETURN(
+        auto s, core_.db->query_one("SELECT id FROM series WHERE model = ? AND batch = ? AND mode = ? AND"
+                                    " dtype = ? AND runtime = ? AND gpu_class = ? AND torch_build = ?",
+                                    k.model, k.batch, to_string(k.mode), to_string(k.dtype), to_string(k.runtime),
+                                    k.gpu, k.torch_build));
+    return s.found() ? std::optional<std::int64_t>(s->int64(0)) : std::nullopt;
+  });
+}
+
+Result<SeriesPoints> HistoryStore::get_series(std::int64_t series_id, std::optional<std::int64_t> after_point,
+                                              int limit) {
+  return core_.group.run([&]() -> Result<SeriesPoints> {
+    SeriesPoints out;
+    BF_ASSIGN_OR_RETURN(out.series, series_info_locked(series_id));
+    OrderKey from;
+    if (after_point) {
+      BF_ASSIGN_OR_RETURN(
+          auto c, core_.db->query_one("SELECT series_id, version_key, recorded_at, id FROM series_points WHERE id = ?",
+                                      *after_point));
+      if (!c.found() || c->int64(0) != series_id) {
+        return Error::not_found("point " + std::to_string(*after_point) + " is not a point of series " +
+                                std::to_string(series_id));
+      }
+      from = {c->text(1), c->int64(2), c->int64(3)};
+    }
+    // Keyset pagination in series order (series_points_order).
+    BF_ASSIGN_OR_RETURN(
+        auto s,
+        core_.db->prepare("SELECT p.id, p.result_id, p.run_id, p.status, p.median_ms, p.ci_low_ms, p.ci_high_ms,"
+                          " p.torch_version, p.torch_git, p.recorded_at, p.flags, p.accuracy FROM series_points p"
+                          " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) > (?2, ?3, ?4)"
+                          " ORDER BY p.version_key, p.recorded_at, p.id LIMIT ?5"));
+    s->bind(1, series_id).bind(2, from.version_key).bind(3, from.recorded_at).bind(4, from.id).bind(5, limit + 1);
+    std::vector<SeriesPoint> rows;
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      rows.push_back(point_at(*s));
+    }
+    Page<SeriesPoint> page = keyset_page(std::move(rows), limit, [](const SeriesPoint& p) { return p.id; });
+    out.points = std::move(page.items);
+    out.next_cursor = page.next_cursor;
+    return out;
+  });
+}
+
+// What the detector's walk over one series needs, read under the lock (read_detection_locked),
+// walked without it (walk_detection) and written back if the series is still as read
+// (write_detection_locked).
+struct HistoryStore::DetectionRead {
+  // A run's ok points in the current level (consecutive points of one run: its repetitions).
+  struct Run {
+    std::int64_t run_id = 0;
+    std::vector<std::int64_t> point_ids, result_ids;
+    std::vector<double> medians;
+    OrderKey first;  // its first point's place in series order
+    bool pending = false;
+    // result_samples.samples_ms of its results, read for the runs a window of the walk holds.
+    std::vector<std::string> samples_text;
+  };
+  std::optional<std::int64_t> level_start;
+  std::vector<Run> runs;
+  std::ptrdiff_t first_pending = 0;  // the first run with an unseen point (runs.size(): none)
+  std::ptrdiff_t stop = 0;           // the walk judges the runs [first_pending, stop)
+  // The series' unseen points (every status) as read, and those the walk judges: all of them
+  // when it reaches the last run, else those ordered before runs[stop].
+  std::map<std::int64_t, OrderKey> pending;
+  std::vector<std::int64_t> judged;
+  // An unseen point ordered before this that was not read means the series changed under the
+  // walk; nullopt: no ok point was read (there was nothing to walk).
+  std::optional<OrderKey> bound;
+};
+
+// A change the walk confirmed, and the points it starts at and follows.
+struct HistoryStore::FoundChange {
+  history::Change change;
+  std::int64_t first_bad = 0;
+  std::optional<std::int64_t> last_good;
+};
+
+namespace {
+
+bool operator<(const OrderKey& a, const OrderKey& b) {
+  return std::tie(a.version_key, a.recorded_at, a.id) < std::tie(b.version_key, b.recorded_at, b.id);
+}
+
+// Runs of a series the detector judges per detect_changes call at most; the rest wait for the
+// next call (DetectionPass::more), so a series of a year of unseen runs is not
+// read into memory at once.
+constexpr std::ptrdiff_t kMaxRunsPerCall = 16;
+
+// A run's samples, parsed from its results' samples texts.
+history::RunSamples parse_run(const std::vector<std::string>& texts, const std::vector<double>& medians) {
+  history::RunSamples run;
+  run.median_ms = median_of(medians);
+  for (const std::string& text : texts) {
+    const auto samples = nlohmann::json::parse(text, nullptr, false);
+    if (!samples.is_array()) continue;
+    for (const auto& v : samples) {
+      if (v.is_number()) run.samples_ms.push_back(v.get<double>());
+    }
+  }
+  return run;
+}
+
+}  // namespace
+
+// The detector runs as if the unseen runs came one at a time: each is the tail once, against
+// the runs of the level before it (history::change_at_tail); a confirmed change starts the
+// level at its first run. No lock held: `read` is this walk's own copy.
+std::vector<HistoryStore::FoundChange> HistoryStore::walk_detection(const DetectionRead& read,
+                                                                    const history::DetectorOptions& options) {
+  std::vector<FoundChange> found;
+  const std::ptrdiff_t window = options.baseline_runs + options.confirm_runs;
+  std::ptrdiff_t level_begin = 0;
+  std::map<std::ptrdiff_t, history::RunSamples> parsed;  // the runs of the current window
+  for (std::ptrdiff_t k = read.first_pending; k < read.stop; ++k) {
+    const std::ptrdiff_t begin = std::max(level_begin, k + 1 - window);
+    parsed.erase(parsed.begin(), parsed.lower_bound(begin));
+    std::vector<history::RunSamples> level;
+    for (std::ptrdiff_t i = begin; i <= k; ++i) {
+      auto it = parsed.find(i);
+      if (it == parsed.end()) {
+        const auto& run = read.runs[static_cast<std::size_t>(i)];
+        it = parsed.emplace(i, parse_run(run.samples_text, run.medians)).first;
+      }
+      level.push_back(it->second);
+    }
+    const auto change = history::change_at_tail(level, options);
+    if (!change) continue;
+    const std::ptrdiff_t first = begin + static_cast<std::ptrdiff_t>(change->first_index);
+    FoundChange f{*change, read.runs[static_cast<std::size_t>(first)].point_ids.front(), std::nullopt};
+    if (first > 0) f.last_good = read.runs[static_cast<std::size_t>(first - 1)].point_ids.back();
+    found.push_back(f);
+    level_begin = first;
+  }
+  return found;
+}
+
+Result<DetectionPass> HistoryStore::detect_changes(const history::DetectorOptions& options, bool enqueue_alerts,
+                                                   int max_series) {
+  DetectionPass pass;
+  auto pending = core_.group.run([&]() -> Result<std::vector<std::int64_t>> {
+    // series_points_pending holds only the points the detector has not seen.
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT series_id FROM series_points WHERE detected = 0"
+                                                  " GROUP BY series_id ORDER BY series_id LIMIT ?"));
+    s->bind(1, max_series + 1);
+    std::vector<std::int64_t> ids;
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      ids.push_back(s->int64(0));
+    }
+    return ids;
+  });
+  if (!pending.ok()) return pending.error();
+  if (static_cast<int>(pending->size()) > max_series) {
+    pass.more = true;
+    pending->pop_back();
+  }
+  for (std::int64_t series_id : *pending) {
+    // Read under the lock, parse and test without it, write under it again.
+    auto read = core_.group.run([&]() { return read_detection_locked(series_id, options); });
+    if (!read.ok()) return read.error();
+    const std::vector<FoundChange> found = walk_detection(*read, options);
+    if (between_detection_steps_) between_detection_steps_(series_id);
+    std::vector<RegressionInfo> changes;
+    auto written = core_.group.run([&]() -> Result<bool> {
+      changes.clear();
+      return write_detection_locked(series_id, *read, found, enqueue_alerts, changes);
+    });
+    if (!written.ok()) return written.error();
+    ++pass.series_examined;
+    // A series changed under the walk, or with runs left to judge, has unseen points still.
+    if (!*written || read->stop < static_cast<std::ptrdiff_t>(read->runs.size())) pass.more = true;
+    for (auto& c : changes) pass.changes.push_back(std::move(c));
+  }
+  return pass;
+}
+
+Result<HistoryStore::DetectionRead> HistoryStore::read_detection_locked(std::int64_t series_id,
+                                                                        const history::DetectorOptions& options) {
+  DetectionRead read;
+  // The current level: from the series' level start (its first point when no change was
+  // confirmed yet) on, in series order.
+  OrderKey from;
+  {
+    BF_ASSIGN_OR_RETURN(auto level, core_.db->query_one("SELECT p.version_key, p.recorded_at, p.id FROM series s"
+                                                        " JOIN series_points p ON p.id = s.level_start WHERE s.id = ?",
+                                                        series_id));
+    if (level.found()) {
+      from = {level->text(0), level->int64(1), level->int64(2)};
+      read.level_start = from.id;
+    }
+  }
+  // Its ok points, consecutive points of one run grouped (a run's repetitions).
+  {
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT p.id, p.run_id, p.result_id, p.median_ms, p.detected,"
+                                                  " p.version_key, p.recorded_at FROM series_points p"
+                                                  " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) >="
+                                                  " (?2, ?3, ?4) AND p.status = 'ok' AND p.median_ms IS NOT NULL"
+                                                  " ORDER BY p.version_key, p.recorded_at, p.id"));
+    s->bind(1, series_id).bind(2, from.version_key).bind(3, from.recorded_at).bind(4, from.id);
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      const std::int64_t run_id = s->int64(1);
+      const OrderKey key{s->text(5), s->int64(6), s->int64(0)};
+      if (read.runs.empty() || read.runs.back().run_id != run_id) {
+        read.runs.push_back({});
+        read.runs.back().run_id = run_id;
+        read.runs.back().first = key;
+      }
+      auto& r = read.runs.back();
+      r.point_ids.push_back(key.id);
+      r.result_ids.push_back(s->int64(2));
+      r.medians.push_back(s->real(3));
+      r.pending = r.pending || s->int64(4) == 0;
+      read.bound = key;
+    }
+  }
+  // Its unseen points, of every status (the partial index series_points_pending).
+  {
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT id, version_key, recorded_at FROM series_points"
+                                                  " WHERE series_id = ? AND detected = 0"));
+    s->bind(1, series_id);
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      read.pending.emplace(s->int64(0), OrderKey{s->text(1), s->int64(2), s->int64(0)});
+    }
+  }
+  const auto size = static_cast<std::ptrdiff_t>(read.runs.size());
+  read.first_pending =
+      std::find_if(read.runs.begin(), read.runs.end(), [](const auto& r) { return r.pending; }) - read.runs.begin();
+  read.stop = std::min(size, read.first_pending + kMaxRunsPerCall);
+  if (read.stop < size) read.bound = read.runs[static_cast<std::size_t>(read.stop)].first;
+  for (const auto& [id, key] : read.pending) {
+    if (read.stop == size || key < *read.bound) read.judged.push_back(id);
+  }
+  // The samples of the runs the walk's windows can hold: the first pending run's window on.
+  const std::ptrdiff_t window = options.baseline_runs + options.confirm_runs;
+  for (std::ptrdiff_t i = std::max<std::ptrdiff_t>(0, read.first_pending + 1 - window); i < read.stop; ++i) {
+    auto& run = read.runs[static_cast<std::size_t>(i)];
+    for (std::int64_t result_id : run.result_ids) {
+      BF_ASSIGN_OR_RETURN(auto s,
+                          core_.db->query_one("SELECT samples_ms FROM result_samples WHERE result_id = ?", result_id));
+      if (s.found()) run.samples_text.push_back(s->text(0));
+    }
+  }
+  return read;
+}
+
+Result<bool> HistoryStore::write_detection_locked(std::int64_t series_id, const DetectionRead& read,
+                                                  const std::vector<FoundChange>& found, bool enqueue_alerts,
+                                                  std::vector<RegressionInfo>& changes) {
+  // Still as read: the same level start, the judged points still unseen, and no new point
+  // ordered among the runs walked (one ordered after them waits for the next call).
+  {
+    BF_ASSIGN_OR_RETURN(auto level, core_.db->query_one("SELECT level_start FROM series WHERE id = ?", series_id));
+    if (!level.found() || level->opt_int64(0) != read.level_start) return false;
+  }
+  std::size_t judged_unseen = 0;
+  {
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT id, version_key, recorded_at FROM series_points"
+                                                  " WHERE series_id = ? AND detected = 0"));
+    s->bind(1, series_id);
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      const std::int64_t id = s->int64(0);
+      if (read.pending.contains(id)) {
+        ++judged_unseen;
+      } else if (read.bound && OrderKey{s->text(1), s->int64(2), id} < *read.bound) {
+        return false;
+      }
+    }
+  }
+  if (judged_unseen != read.pending.size()) return false;
+
+  const TimestampMs now = core_.clock.now_ms();
+  for (const FoundChange& f : found) {
+    const history::Change& change = f.change;
+    BF_RETURN_IF_ERROR(core_.db->run(
+        "INSERT INTO regressions (series_id, direction, state, first_bad_point, last_good_point, before_median_ms,"
+        " after_median_ms, ratio, p_value, baseline_runs, confirm_runs, detected_at)"
+        " VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        series_id, direction_name(change.direction), f.first_bad, f.last_good, change.before_median_ms,
+        change.after_median_ms, change.ratio, change.p_value, change.baseline_runs, change.confirm_runs, now));
+    const std::int64_t regression_id = core_.db->last_insert_rowid();
+    BF_RETURN_IF_ERROR(core_.db->run("UPDATE series SET level_start = ? WHERE id = ?", f.first_bad, series_id));
+    if (enqueue_alerts && change.direction == history::ChangeDirection::kRegression) {
+      // The outbox: the sender expands the body into the webhook's (regression_json) at send time.
+      const std::string body = nlohmann::json{{"event", "regression.opened"}, {"regression_id", regression_id}}.dump();
+      BF_RETURN_IF_ERROR(
+          core_.db->run("INSERT INTO alert_deliveries (regression_id, event, body, next_attempt_at)"
+                        " VALUES (?, 'regression.opened', ?, ?)",
+                        regression_id, body, now));
+    }
+    BF_ASSIGN_OR_RETURN(auto info, regression_info_locked(regression_id));
+    changes.push_back(std::move(info));
+  }
+  for (std::int64_t id : read.judged) {
+    BF_RETURN_IF_ERROR(core_.db->run("UPDATE series_points SET detected = 1 WHERE id = ?", id));
+  }
+  // Stopped before a run it had seen (the walk goes back over seen runs after a point that
+  // arrived out of order): its points become unseen again, so the next call starts there.
+  if (read.stop < static_cast<std::ptrdiff_t>(read.runs.size())) {
+    const auto& next = read.runs[static_cast<std::size_t>(read.stop)];
+    if (!next.pending) {
+      for (std::int64_t id : next.point_ids) {
+        BF_RETURN_IF_ERROR(core_.db->run("UPDATE series_points SET detected = 0 WHERE id = ?", id));
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace benchfleet::store

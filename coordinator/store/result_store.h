@@ -1,0 +1,57 @@
+// Results: the verdict an agent posts for its lease's attempt, and what is read back of them
+// (listings, one result with its samples, the cells of a report).
+// Thread-safe: every method is one operation of the store's group commit (store_core.h): it
+// runs alone on the one connection and returns once what it wrote is committed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "common/agent_protocol.h"
+#include "common/result.h"
+#include "common/types.h"
+#include "coordinator/rules/report.h"
+#include "coordinator/store/agent_types.h"
+#include "coordinator/store/page.h"
+#include "coordinator/store/run_types.h"
+
+namespace benchfleet::store {
+
+class HistoryStore;
+class RunStore;
+class StoreCore;
+
+class ResultStore {
+ public:
+  // `history` takes each stored result's series point; `runs` answers whether a run exists.
+  ResultStore(StoreCore& core, RunStore& runs, HistoryStore& history) : core_(core), runs_(runs), history_(history) {}
+  ResultStore(const ResultStore&) = delete;
+  ResultStore& operator=(const ResultStore&) = delete;
+
+  // Stores the verdict of `attempt` for the holder of `lease` (kLost / kCancelled as for
+  // AgentStore::renew): one row per attempt (kDuplicate for the same result again, kMismatch for
+  // another one), with its noise flags, its series point (HistoryStore::list_series), and the
+  // OOM pruning it implies.
+  Result<RecordOutcome> record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
+                                      const JobResult& result);
+
+  // The run's results with id > `after_id`, ascending, at most `limit`; without their samples
+  // unless `with_samples` (each may hold 10^6: ask for a few). Bodies are parsed after the
+  // store lock is released, so a big read never stalls agents. kNotFound when the run does
+  // not exist.
+  Result<Page<ResultRow>> list_results(std::int64_t run_id, const ResultFilter& filter,
+                                       std::optional<std::int64_t> after_id, int limit, bool with_samples = false);
+  // One result with its samples. kNotFound.
+  Result<ResultRow> get_result(std::int64_t result_id);
+  // One entry per job of the run, with its result when there is one (for reports), including
+  // the torch version the result recorded (results.torch_version, from its fingerprint).
+  Result<std::vector<report::CellResult>> report_cells(std::int64_t run_id);
+
+ private:
+  StoreCore& core_;
+  RunStore& runs_;
+  HistoryStore& history_;
+};
+
+}  // namespace benchfleet::store

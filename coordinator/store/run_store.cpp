@@ -1,0 +1,205 @@
+// RunStore: runs and their jobs.
+#include "coordinator/store/run_store.h"
+
+#include "common/codecs.h"
+#include "common/matrix.h"
+#include "coordinator/rules/scheduler.h"
+#include "coordinator/store/agent_store.h"
+#include "coordinator/store/page.h"
+#include "coordinator/store/result_columns.h"
+#include "coordinator/store/rows.h"
+#include "coordinator/store/store_core.h"
+
+namespace benchfleet::store {
+
+Result<RunCreated> RunStore::create_run(const MatrixSpec& spec, const std::vector<JobSpec>& jobs) {
+  return core_.group.run([&]() -> Result<RunCreated> { return create_run_locked(spec, jobs); });
+}
+
+Result<RunCreated> RunStore::create_run_locked(const MatrixSpec& spec, const std::vector<JobSpec>& jobs,
+                                               std::optional<std::int64_t> schedule_id,
+                                               std::optional<TimestampMs> due_at) {
+  const TimestampMs now = core_.clock.now_ms();
+  BF_ASSIGN_OR_RETURN(auto run, core_.db->prepare("INSERT INTO runs (name, spec, priority, job_count, created_at,"
+                                                  " schedule_id, schedule_due_at) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+  BF_RETURN_IF_ERROR(run->bind(1, spec.name)
+                         .bind(2, nlohmann::json(spec).dump())
+                         .bind(3, spec.priority)
+                         .bind(4, static_cast<std::int64_t>(jobs.size()))
+                         .bind(5, now)
+                         .bind(6, schedule_id)
+                         .bind(7, due_at)
+                         .run());
+  const std::int64_t run_id = core_.db->last_insert_rowid();
+  BF_ASSIGN_OR_RETURN(
+      auto job,
+      core_.db->prepare(
+          "INSERT INTO jobs (run_id, model, batch, mode, torch_build, gpu_class, runtime, repetition, group_key,"
+          " status, priority, max_attempts, updated_at, dtype)"
+          " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)"));
+  for (const auto& j : jobs) {
+    BF_RETURN_IF_ERROR(job->bind(1, run_id)
+                           .bind(2, j.model)
+                           .bind(3, j.batch)
+                           .bind(4, to_string(j.mode))
+                           .bind(5, j.torch_build)
+                           .bind(6, j.gpu)
+                           .bind(7, to_string(j.runtime))
+                           .bind(8, j.repetition)
+                           .bind(9, group_key(run_id, j))
+                           .bind(10, spec.priority)
+                           .bind(11, core_.options.max_attempts)
+                           .bind(12, now)
+                           .bind(13, to_string(j.dtype))
+                           .run());
+  }
+  BF_RETURN_IF_ERROR(agents_.mark_unsupported_for_run_locked(spec));
+  core_.work_appeared = true;
+  return RunCreated{run_id, static_cast<std::int64_t>(jobs.size())};
+}
+
+Result<std::map<JobStatus, std::int64_t>> RunStore::job_counts_locked(std::int64_t run_id) {
+  std::map<JobStatus, std::int64_t> counts;
+  BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT status, COUNT(*) FROM jobs WHERE run_id = ? GROUP BY status"));
+  s->bind(1, run_id);
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, s->step());
+    if (!row) break;
+    counts[job_status_at(*s, 0)] = s->int64(1);
+  }
+  return counts;
+}
+
+Result<RunInfo> RunStore::run_info_locked(std::int64_t run_id) {
+  RunInfo info;
+  {
+    BF_ASSIGN_OR_RETURN(
+        auto s,
+        core_.db->query_one(
+            "SELECT id, name, spec, job_count, created_at, cancelled_at, finished_at FROM runs WHERE id = ?", run_id));
+    if (!s.found()) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
+    info.id = s->int64(0);
+    info.name = s->text(1);
+    auto spec_json = nlohmann::json::parse(s->text(2), nullptr, false);
+    // The name is the column's: a run stored before names were restricted keeps its
+    // matrix readable.
+    if (spec_json.is_object()) spec_json["name"] = "run";
+    if (auto spec = decode<MatrixSpec>(spec_json); spec.ok()) {
+      info.spec = std::move(*spec);
+      info.spec.name = info.name;
+    }
+    info.job_count = s->int64(3);
+    info.created_at = s->int64(4);
+    info.cancelled_at = s->opt_int64(5);
+    info.finished_at = s->opt_int64(6);
+  }
+
+  BF_ASSIGN_OR_RETURN(info.jobs_by_status, job_counts_locked(run_id));
+  BF_ASSIGN_OR_RETURN(auto r,
+                      core_.db->prepare("SELECT status, COUNT(*) FROM results WHERE run_id = ? GROUP BY status"));
+  r->bind(1, run_id);
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, r->step());
+    if (!row) break;
+    info.results_by_status[result_status_at(*r, 0)] = r->int64(1);
+  }
+  info.state =
+      std::string(scheduler::to_string(scheduler::run_state(info.jobs_by_status, info.cancelled_at.has_value())));
+  return info;
+}
+
+Result<RunInfo> RunStore::get_run(std::int64_t run_id) {
+  return core_.group.run([&]() -> Result<RunInfo> { return run_info_locked(run_id); });
+}
+
+Result<std::vector<RunInfo>> RunStore::list_runs(int limit, std::optional<std::int64_t> before_id) {
+  return core_.group.run([&]() -> Result<std::vector<RunInfo>> {
+    std::vector<std::int64_t> ids;
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT id FROM runs WHERE id < ? ORDER BY id DESC LIMIT ?"));
+    s->bind(1, before_id.value_or(INT64_MAX)).bind(2, limit);
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      ids.push_back(s->int64(0));
+    }
+    std::vector<RunInfo> runs;
+    for (auto id : ids) {
+      BF_ASSIGN_OR_RETURN(auto info, run_info_locked(id));
+      runs.push_back(std::move(info));
+    }
+    return runs;
+  });
+}
+
+Result<CancelOutcome> RunStore::cancel_run(std::int64_t run_id) {
+  return core_.group.run([&]() -> Result<CancelOutcome> {
+    BF_ASSIGN_OR_RETURN(auto info, run_info_locked(run_id));
+    CancelOutcome out;
+    if (info.cancelled_at) {
+      out.already_cancelled = true;
+      return out;
+    }
+    if (info.finished_at) return Error::conflict("run " + std::to_string(run_id) + " already finished");
+    const TimestampMs now = core_.clock.now_ms();
+    // Leased jobs keep their lease id so the holder's next renewal answers "cancelled".
+    BF_ASSIGN_OR_RETURN(
+        auto attempts,
+        core_.db->prepare(
+            "UPDATE attempts SET ended_at = ?, outcome = 'cancelled' WHERE ended_at IS NULL AND job_id IN "
+            "(SELECT id FROM jobs WHERE run_id = ? AND status IN ('leased','running'))"));
+    BF_RETURN_IF_ERROR(attempts->bind(1, now).bind(2, run_id).run());
+    BF_ASSIGN_OR_RETURN(auto jobs,
+                        core_.db->prepare("UPDATE jobs SET status = 'cancelled', finished_at = ?, updated_at = ? "
+                                          "WHERE run_id = ? AND status IN ('queued','leased','running')"));
+    BF_RETURN_IF_ERROR(jobs->bind(1, now).bind(2, now).bind(3, run_id).run());
+    out.cancelled_jobs = core_.db->changes();
+    BF_ASSIGN_OR_RETURN(auto run, core_.db->prepare("UPDATE runs SET cancelled_at = ?, finished_at = ? WHERE id = ?"));
+    BF_RETURN_IF_ERROR(run->bind(1, now).bind(2, now).bind(3, run_id).run());
+    return out;
+  });
+}
+
+Result<Page<JobRow>> RunStore::list_jobs(std::int64_t run_id, std::optional<std::int64_t> after_id, int limit) {
+  return core_.group.run([&]() -> Result<Page<JobRow>> {
+    // jobs_run (run_id, id) gives the order; the latest result comes from results' (job_id,
+    // attempt) key, the attempt by its primary key.
+    BF_ASSIGN_OR_RETURN(
+        auto s,
+        core_.db->prepare(
+            "SELECT j.id, " + job_spec_columns("j") +
+            ", j.status, j.attempt, j.updated_at, r.id, r.status, a.name, t.slot"
+            " FROM jobs j INDEXED BY jobs_run"
+            " LEFT JOIN results r ON r.id = (SELECT id FROM results WHERE job_id = j.id ORDER BY attempt DESC LIMIT 1)"
+            " LEFT JOIN attempts t ON t.job_id = j.id AND t.attempt = j.attempt AND"
+            " (j.status IN ('leased', 'running', 'failed') OR (j.status = 'done' AND t.outcome = 'result')"
+            "  OR (j.status = 'cancelled' AND t.outcome = 'cancelled'))"
+            " LEFT JOIN agents a ON a.id = t.agent_id"
+            " WHERE j.run_id = ?1 AND j.id > ?2 ORDER BY j.id LIMIT ?3"));
+    s->bind(1, run_id).bind(2, after_id.value_or(0)).bind(3, limit + 1);
+    std::vector<JobRow> rows;
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      JobRow job;
+      job.id = s->int64(0);
+      job.spec = job_spec_at(*s, 1);
+      constexpr int c = 1 + kJobSpecColumns;  // the columns after the spec
+      job.status = job_status_at(*s, c);
+      job.attempt = static_cast<int>(s->int64(c + 1));
+      job.updated_at = s->int64(c + 2);
+      job.result_id = s->opt_int64(c + 3);
+      if (job.result_id) job.result_status = result_status_at(*s, c + 4);
+      job.agent_name = s->opt_text(c + 5);
+      if (job.agent_name) job.slot = s->opt_text(c + 6);
+      rows.push_back(std::move(job));
+    }
+    Page<JobRow> page = keyset_page(std::move(rows), limit, [](const JobRow& j) { return j.id; });
+    if (page.items.empty()) {
+      BF_ASSIGN_OR_RETURN(auto exists, core_.db->query_one("SELECT 1 FROM runs WHERE id = ?", run_id));
+      if (!exists.found()) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
+    }
+    return page;
+  });
+}
+
+}  // namespace benchfleet::store

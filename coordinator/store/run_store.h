@@ -1,0 +1,66 @@
+// Runs and their jobs: what was submitted, how far it got, and the queue it makes.
+// Thread-safe: every method is one operation of the store's group commit (store_core.h): it
+// runs alone on the one connection and returns once what it wrote is committed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "common/result.h"
+#include "common/types.h"
+#include "coordinator/store/page.h"
+#include "coordinator/store/run_types.h"
+
+namespace benchfleet::store {
+
+class AgentStore;
+class StoreCore;
+
+class RunStore {
+ public:
+  // `agents` judges a new run's jobs against the enrolled slots (unsupported verdicts).
+  RunStore(StoreCore& core, AgentStore& agents) : core_(core), agents_(agents) {}
+  RunStore(const RunStore&) = delete;
+  RunStore& operator=(const RunStore&) = delete;
+
+  // Stores the run and all its jobs in one transaction. Jobs an enrolled slot of their GPU class
+  // declares unsupported (it has their build and runtime, not their mode) get that verdict in
+  // it; jobs no enrolled slot has the build or runtime of stay queued until an agent that has
+  // them enrols, and are then run or judged.
+  Result<RunCreated> create_run(const MatrixSpec& spec, const std::vector<JobSpec>& jobs);
+  // kNotFound when the run does not exist.
+  Result<RunInfo> get_run(std::int64_t run_id);
+  // Newest first; `before_id` pages backwards.
+  Result<std::vector<RunInfo>> list_runs(int limit, std::optional<std::int64_t> before_id);
+  // Queued and leased jobs become cancelled; lease holders learn it at their next renewal.
+  Result<CancelOutcome> cancel_run(std::int64_t run_id);
+  // The run's jobs with id > `after_id`, ascending, at most `limit` (one indexed query).
+  // kNotFound when the run does not exist.
+  Result<Page<JobRow>> list_jobs(std::int64_t run_id, std::optional<std::int64_t> after_id, int limit);
+
+  // The queue by (GPU class, torch build): queued jobs, and leased + running ones; a row per
+  // pair with either, ordered by GPU class, then build. Done, failed and cancelled jobs are not
+  // counted. Each cell's queued jobs are also split by their run's timeout_s. One pass in cell
+  // order over the partial index of queued jobs (jobs_queued_cells: its length is the queue, not
+  // the history), each run's matrix once, and the active jobs' rows; no sort.
+  Result<std::vector<QueueCell>> queue_summary();
+
+  // Inside a caller's operation (the group's lock held, its transaction open).
+  // create_run; a schedule's run names it and the due time it stands for
+  // (HistoryStore::fire_due_schedules).
+  Result<RunCreated> create_run_locked(const MatrixSpec& spec, const std::vector<JobSpec>& jobs,
+                                       std::optional<std::int64_t> schedule_id = std::nullopt,
+                                       std::optional<TimestampMs> due_at = std::nullopt);
+  // kNotFound when the run does not exist.
+  Result<RunInfo> run_info_locked(std::int64_t run_id);
+
+ private:
+  Result<std::map<JobStatus, std::int64_t>> job_counts_locked(std::int64_t run_id);
+
+  StoreCore& core_;
+  AgentStore& agents_;
+};
+
+}  // namespace benchfleet::store
