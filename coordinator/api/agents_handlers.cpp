@@ -192,16 +192,8 @@ asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request
 
 Result<http::Response> job_progress(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const JobReport report, read_job_report(ctx, req, m));
-  LeaseRef ref{report.job_id, {}};
-  std::string phase, message;
-  std::optional<int> iterations;
-  JsonReader r(report.body, "");
-  r.required("lease_id", ref.lease_id);
-  r.optional("phase", phase);
-  r.optional("message", message);
-  r.optional("iterations", iterations);
-  r.check(message.size() <= 4096, "message", "must be at most 4096 characters");
-  BF_RETURN_IF_ERROR(r.finish());
+  BF_ASSIGN_OR_RETURN(const ProgressRequest progress, decode<ProgressRequest>(report.body));
+  const LeaseRef ref{report.job_id, progress.lease_id};
 
   BF_ASSIGN_OR_RETURN(const auto renewal, ctx.store.agents().renew(report.agent_id, ref));
   if (renewal.state != LeaseState::kActive) return renewal_conflict(renewal.state, report.job_id, req);
@@ -211,10 +203,8 @@ Result<http::Response> job_progress(ApiContext& ctx, const http::Request& req, c
 
 Result<http::Response> job_release(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const JobReport report, read_job_report(ctx, req, m));
-  LeaseRef ref{report.job_id, {}};
-  JsonReader r(report.body, "");
-  r.required("lease_id", ref.lease_id);
-  BF_RETURN_IF_ERROR(r.finish());
+  BF_ASSIGN_OR_RETURN(const ReleaseRequest release, decode<ReleaseRequest>(report.body));
+  const LeaseRef ref{report.job_id, release.lease_id};
   BF_ASSIGN_OR_RETURN(const auto state, ctx.store.agents().release(report.agent_id, ref));
   if (state != LeaseState::kActive) return renewal_conflict(state, report.job_id, req);
   return json_response(bhttp::status::ok, {{"state", "released"}}, req);
@@ -222,16 +212,11 @@ Result<http::Response> job_release(ApiContext& ctx, const http::Request& req, co
 
 Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const JobReport report, read_job_report(ctx, req, m));
-  LeaseRef ref{report.job_id, {}};
-  int attempt = 0;
-  JobResult result;
-  JsonReader r(report.body, "");
-  r.required("lease_id", ref.lease_id);
-  r.required("attempt", attempt);
-  r.required("result", result);
-  r.check(attempt >= 1, "attempt", "must be >= 1");
-  BF_RETURN_IF_ERROR(r.finish());
-  if (auto err = check_posted_result(result, "result")) return *err;
+  BF_ASSIGN_OR_RETURN(const ResultRequest posted, decode<ResultRequest>(report.body));
+  if (auto err = check_posted_result(posted.result, "result")) return *err;
+  const LeaseRef ref{report.job_id, posted.lease_id};
+  const int attempt = posted.attempt;
+  const JobResult& result = posted.result;
 
   BF_ASSIGN_OR_RETURN(const auto outcome, ctx.store.results().record_result(report.agent_id, ref, attempt, result));
   const std::string job = std::to_string(report.job_id);

@@ -30,7 +30,8 @@ struct CoordinatorConfig {
   int max_attempts = 3;
   int restart_grace_s = 60;
   std::int64_t max_cells = 100'000;
-  // Results; other routes are held lower (api.cpp). A result of kMaxResultSamples samples, each
+  // Results; other routes are held lower (api.cpp). A result of max_iterations() samples (common/
+  // shared_rules.h: a million), each
   // printed as the shortest round-trip double (up to 19 bytes with its comma), is ~19 MB.
   std::int64_t max_body_bytes = 32 << 20;
   // Connections served at once (agents' long-polls included); beyond: 503 with Retry-After.

@@ -5,6 +5,7 @@
 // 3.1 schema itself; openapi_schema_test.cpp and openapi_routes_test.cpp check it against the code.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <regex>
@@ -16,6 +17,7 @@
 
 #include "common/catalog.h"
 #include "common/codecs.h"
+#include "common/shared_rules.h"
 #include "coordinator/api/api.h"
 #include "tests/unit/openapi_support.h"
 
@@ -53,6 +55,17 @@ TEST(OpenApiDocument, ParsesAsOpenApi31) {
     EXPECT_EQ(s["scheme"], "bearer") << scheme;
   }
   EXPECT_EQ(api::openapi_document().find(")bf_embed\""), std::string::npos);
+}
+
+// The document states the iteration and sample limits as numbers; they are the shared rule's
+// (common/rules/measurement_limits.json), which the codecs, the result checks and the python
+// runner read.
+TEST(OpenApiDocument, IterationAndSampleLimitsAreTheSharedRules) {
+  const auto limit = static_cast<std::int64_t>(max_iterations());
+  const json& measurement = component_schema("MeasurementSpec")["properties"];
+  EXPECT_EQ(measurement["min_iterations"]["maximum"].get<std::int64_t>(), limit);
+  EXPECT_EQ(measurement["max_iterations"]["maximum"].get<std::int64_t>(), limit);
+  EXPECT_EQ(component_schema("JobResultFields")["properties"]["samples_ms"]["maxItems"].get<std::int64_t>(), limit);
 }
 
 TEST(OpenApiDocument, EveryRefResolves) {
