@@ -31,9 +31,6 @@
 
 namespace {
 
-using benchfleet::testing::CoordinatorChild;
-using benchfleet::testing::launch_in;
-using benchfleet::testing::LaunchOptions;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -136,12 +133,8 @@ class HeartbeatLoop {
 
 int run(const Options& o) {
   const fs::path dir = fs::temp_directory_path() / ("big_results." + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  LaunchOptions launch = launch_in(
-      dir.string(),
-      {{"--operator-token", kOperatorToken}, {"--enrollment-token", kEnrollmentToken}, {"--log-level", "warn"}});
-  launch.binary = o.coordinator;
-  auto child = CoordinatorChild::start(launch);
+  auto child =
+      benchfleet::testing::start_bench_coordinator(dir.string(), o.coordinator, kOperatorToken, kEnrollmentToken);
   if (!child.ok()) {
     std::cerr << child.error().describe() << "\n";
     return 1;

@@ -38,9 +38,6 @@
 namespace {
 
 using benchfleet::testing::coordinator_binary;
-using benchfleet::testing::CoordinatorChild;
-using benchfleet::testing::launch_in;
-using benchfleet::testing::LaunchOptions;
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
 
@@ -123,12 +120,8 @@ std::string enrol_agent(unsigned short port) {
 
 int run(Options o) {
   const fs::path dir = fs::temp_directory_path() / ("body_flood." + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  LaunchOptions launch = launch_in(
-      dir.string(),
-      {{"--operator-token", kOperatorToken}, {"--enrollment-token", kEnrollmentToken}, {"--log-level", "warn"}});
-  launch.binary = o.coordinator;
-  auto child = CoordinatorChild::start(launch);
+  auto child =
+      benchfleet::testing::start_bench_coordinator(dir.string(), o.coordinator, kOperatorToken, kEnrollmentToken);
   if (!child.ok()) {
     std::cerr << child.error().describe() << "\n";
     return 1;

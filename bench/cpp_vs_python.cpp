@@ -30,16 +30,15 @@ using namespace benchfleet;
 using namespace benchfleet::bench;
 namespace fs = std::filesystem;
 
-struct Options {
+struct Options : WorkerBenchOptions {
   std::vector<std::string> models = {"torchvision/resnet18", "torchvision/mobilenet_v3_small"};
   std::vector<int> batches = {1, 8};
-  int iterations = 30;
-  int warmup = 10;
   int rounds = 1;
   int threads = 0;  // 0: LibTorch's default in this process
-  std::string workdir;
-  bool keep = false;
-  Tools tools = default_tools();
+  Options() {
+    iterations = 30;
+    warmup = 10;
+  }
 };
 
 // One runner's figures for one model and batch, over the rounds.
@@ -203,24 +202,13 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--iterations", o.iterations, "timed iterations per run")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
-  app.add_option("--warmup", o.warmup, "untimed warm-up calls after the first call")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 100000));
   app.add_option("--rounds", o.rounds, "runs of each runner per model and batch")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   app.add_option("--threads", o.threads, "intra-op threads for every runner (0: LibTorch's default here)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
-  app.add_option("--worker", o.tools.worker, "benchfleet-worker binary")->capture_default_str();
-  app.add_option("--python", o.tools.python, "python with torch and torchvision")->capture_default_str();
-  app.add_option("--source-dir", o.tools.source_dir, "repository root (exporter, catalog, bench/torch_timing.py)")
-      ->capture_default_str();
-  app.add_option("--workdir", o.workdir, "keep the artifacts, jobs and results here (default: a removed temp dir)");
-  app.add_flag("--keep", o.keep, "keep the temp dir");
+  add_worker_bench_options(app, o, "torch and torchvision", "exporter, catalog, bench/torch_timing.py");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(std::move(o));

@@ -33,17 +33,11 @@ namespace fs = std::filesystem;
 
 constexpr const char* kOperatorToken = "history-bench-operator-token";
 
-struct Options {
+struct Options : bench::QueryBenchOptions {
   int nights = 365;
   int models = 12;
   int samples = 50;
-  int requests = 20;
-  int warmup = 2;
-  std::uint64_t seed = 1;
-  std::string dir;
-  std::string db;  // an existing database from an earlier --keep-dir run: no fill
-  std::string coordinator = testing::coordinator_binary();
-  bool keep_dir = false;
+  Options() { coordinator = testing::coordinator_binary(); }
 };
 
 // The series the timed reads use: the ones with the most points, then the most changes.
@@ -104,17 +98,7 @@ int run(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 12));
   app.add_option("--samples", o.samples, "samples per ok result")->capture_default_str()->check(CLI::Range(5, 100000));
-  app.add_option("--requests", o.requests, "timed requests per read")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 10000));
-  app.add_option("--warmup", o.warmup, "untimed requests before them")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 100));
-  app.add_option("--seed", o.seed, "random seed of the synthetic results")->capture_default_str();
-  app.add_option("--dir", o.dir, "work directory (default: a new one under /dev/shm, else $TMPDIR or /tmp)");
-  app.add_option("--db", o.db, "read this existing database (kept from an earlier run) instead of filling one");
-  app.add_option("--coordinator", o.coordinator, "benchfleet-coordinator binary")->capture_default_str();
-  app.add_flag("--keep-dir", o.keep_dir, "keep the work directory (database, coordinator log)");
+  bench::add_query_bench_options(app, o);
   CLI11_PARSE(app, argc, argv);
 
   auto catalog = Catalog::load_file(default_catalog_path());

@@ -22,6 +22,7 @@
 #include "common/codecs.h"
 #include "common/stats.h"
 #include "tests/support/sim_http.h"
+#include "tests/support/sim_result.h"
 
 namespace benchfleet::bench {
 namespace {
@@ -42,19 +43,8 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// A plausible result: 30 synthetic latencies around 12 ms and statistics computed from them,
-// so the coordinator's consistency checks pass.
-std::string make_result_json() {
-  std::mt19937_64 rng(7);
-  std::normal_distribution<double> noise(12.0, 0.3);
-  JobResult r;
-  r.status = ResultStatus::kOk;
-  for (int i = 0; i < 30; ++i) r.samples_ms.push_back(std::max(1.0, noise(rng)));
-  r.stats = compute_statistics(r.samples_ms);
-  r.first_call_ms = 250.0;
-  r.stop_reason = StopReason::kFixedCount;
-  return nlohmann::json(r).dump();
-}
+// A plausible result, the same for every post.
+std::string make_result_json() { return nlohmann::json(testing::plausible_ok_result(7)).dump(); }
 
 struct Agent {
   Agent(int i, const Strand& s) : index(i), strand(s), conn(s) {}

@@ -125,4 +125,18 @@ std::string make_work_dir(const std::string& dir, const std::string& prefix) {
   return pattern;
 }
 
+void add_query_bench_options(CLI::App& app, QueryBenchOptions& o) {
+  app.add_option("--requests", o.requests, "timed requests per read")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  app.add_option("--warmup", o.warmup, "untimed requests before them")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
+  app.add_option("--seed", o.seed, "random seed of the synthetic results")->capture_default_str();
+  app.add_option("--dir", o.dir, "work directory (default: a new one under /dev/shm, else $TMPDIR or /tmp)");
+  app.add_option("--db", o.db, "read this existing database (kept from an earlier run) instead of filling one");
+  app.add_option("--coordinator", o.coordinator, "benchfleet-coordinator binary")->capture_default_str();
+  app.add_flag("--keep-dir", o.keep_dir, "keep the work directory (database, coordinator log)");
+}
+
 }  // namespace benchfleet::bench

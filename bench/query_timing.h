@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "common/http/client.h"
 
 namespace benchfleet::bench {
@@ -59,5 +61,19 @@ void print_table(const std::string& title, const std::vector<Timing>& rows, bool
 // a fill's commits are cheap), else under $TMPDIR or /tmp. Throws std::runtime_error when it
 // cannot create one.
 std::string make_work_dir(const std::string& dir, const std::string& prefix);
+
+// The options both query benchmarks take: how many requests, the synthetic data's seed, where
+// the database lives (or an existing one to read) and which coordinator serves it.
+struct QueryBenchOptions {
+  int requests = 20;
+  int warmup = 2;
+  std::uint64_t seed = 1;
+  std::string dir;  // "": make_work_dir's default
+  std::string db;   // an existing database from an earlier --keep-dir run: no fill
+  std::string coordinator;
+  bool keep_dir = false;
+};
+// Adds --requests, --warmup, --seed, --dir, --db, --coordinator and --keep-dir to `app`.
+void add_query_bench_options(CLI::App& app, QueryBenchOptions& o);
 
 }  // namespace benchfleet::bench

@@ -44,18 +44,12 @@ using bench::Timing;
 
 constexpr const char* kOperatorToken = "report-bench-operator-token";
 
-struct Options {
+struct Options : bench::QueryBenchOptions {
   std::int64_t results = 100'000;
   int gpus = 6;
   int repetitions = 3;
-  int requests = 20;
-  int warmup = 2;
-  std::uint64_t seed = 1;
-  std::string dir;          // "": a new directory under /dev/shm (tmpfs: the fill's commits are cheap), else $TMPDIR
-  std::string db;           // an existing database to read (from an earlier --keep-dir run): no fill
   std::int64_t run_id = 1;  // with --db: the run to read
-  std::string coordinator = testing::coordinator_binary();
-  bool keep_dir = false;
+  Options() { coordinator = testing::coordinator_binary(); }
 };
 
 // The server's steps for the big run, in process on the same database.
@@ -119,18 +113,8 @@ int run(int argc, char** argv) {
   app.add_option("--repetitions", o.repetitions, "repetitions per cell")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
-  app.add_option("--requests", o.requests, "timed requests per endpoint")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 10000));
-  app.add_option("--warmup", o.warmup, "untimed requests before them")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 100));
-  app.add_option("--seed", o.seed, "random seed of the synthetic results")->capture_default_str();
-  app.add_option("--dir", o.dir, "work directory (default: a new one under /dev/shm, else $TMPDIR or /tmp)");
-  app.add_option("--db", o.db, "read this existing database (kept from an earlier run) instead of filling one");
+  bench::add_query_bench_options(app, o);
   app.add_option("--run", o.run_id, "with --db: the run to time")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--coordinator", o.coordinator, "benchfleet-coordinator binary")->capture_default_str();
-  app.add_flag("--keep-dir", o.keep_dir, "keep the work directory (database, coordinator log)");
   CLI11_PARSE(app, argc, argv);
 
   auto catalog = Catalog::load_file(default_catalog_path());

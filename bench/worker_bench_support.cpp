@@ -193,4 +193,19 @@ Summary summarize(std::span<const double> samples_ms) {
   return Summary{median(samples_ms), mean(samples_ms)};
 }
 
+void add_worker_bench_options(CLI::App& app, WorkerBenchOptions& o, const std::string& python_needs,
+                              const std::string& source_holds) {
+  app.add_option("--iterations", o.iterations, "timed iterations per run")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", o.warmup, "untimed warm-up calls after the first call")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--worker", o.tools.worker, "benchfleet-worker binary")->capture_default_str();
+  app.add_option("--python", o.tools.python, "python with " + python_needs)->capture_default_str();
+  app.add_option("--source-dir", o.tools.source_dir, "repository root (" + source_holds + ")")->capture_default_str();
+  app.add_option("--workdir", o.workdir, "keep the artifacts, jobs and results here (default: a removed temp dir)");
+  app.add_flag("--keep", o.keep, "keep the temp dir");
+}
+
 }  // namespace benchfleet::bench

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "common/types.h"
@@ -28,6 +29,19 @@ struct Tools {
   std::string source_dir;  // repository root: agent/python/benchfleet_export.py, bench/torch_timing.py
 };
 Tools default_tools();
+
+// What both worker benchmarks take: the timed loop's length, the tools and a kept work directory.
+struct WorkerBenchOptions {
+  int iterations = 0;
+  int warmup = 0;
+  std::string workdir;
+  bool keep = false;
+  Tools tools = default_tools();
+};
+// Adds --iterations, --warmup, --worker, --python, --source-dir, --workdir and --keep to `app`;
+// `python_needs` and `source_holds` say what the benchmark wants of those two.
+void add_worker_bench_options(CLI::App& app, WorkerBenchOptions& o, const std::string& python_needs,
+                              const std::string& source_holds);
 
 // A scratch directory (mkdtemp under $TMPDIR), removed on destruction unless kept.
 class ScratchDir {

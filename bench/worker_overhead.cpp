@@ -35,14 +35,13 @@ using namespace benchfleet::bench;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-struct Options {
-  int iterations = 1000;
-  int warmup = 50;
+struct Options : WorkerBenchOptions {
   int runs = 5;
   int threads = 1;
-  std::string workdir;
-  bool keep = false;
-  Tools tools = default_tools();
+  Options() {
+    iterations = 1000;
+    warmup = 50;
+  }
 };
 
 // One run of one variant: its samples and the wall time of the whole timed loop.
@@ -214,23 +213,13 @@ int main(int argc, char** argv) {
       "module, (a) worker process vs (b) a bare in-process loop vs (c) the worker library in-process,\n"
       "and the worker process's start-to-result wall time. Prints figures; exits 1 if any step fails."};
   Options o;
-  app.add_option("--iterations", o.iterations, "timed iterations per run")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
-  app.add_option("--warmup", o.warmup, "untimed warm-up calls after the first call")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 100000));
   app.add_option("--runs", o.runs, "runs of each variant (and worker processes)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   app.add_option("--threads", o.threads, "intra-op threads for every variant (OMP_NUM_THREADS for the worker)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  app.add_option("--worker", o.tools.worker, "benchfleet-worker binary")->capture_default_str();
-  app.add_option("--python", o.tools.python, "python with torch, to export the module")->capture_default_str();
-  app.add_option("--source-dir", o.tools.source_dir, "repository root (bench/torch_timing.py)")->capture_default_str();
-  app.add_option("--workdir", o.workdir, "keep the artifacts, jobs and results here (default: a removed temp dir)");
-  app.add_flag("--keep", o.keep, "keep the temp dir");
+  add_worker_bench_options(app, o, "torch, to export the module", "bench/torch_timing.py");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

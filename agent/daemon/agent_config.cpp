@@ -153,6 +153,12 @@ std::string default_in_root_path(const std::string& exporter) {
   return first_existing({dir / "in-root.sh", dir / ".." / ".." / "scripts" / "in-root.sh"});
 }
 
+std::string shipped_rules_dir(const std::string& python_module) {
+  const fs::path dir = fs::path(python_module).parent_path();
+  // Where benchfleet_rules.py looks: beside the modules in a release, common/rules in the sources.
+  return first_existing({dir / "rules", dir / ".." / ".." / "common" / "rules"});
+}
+
 Result<AgentConfigParse> parse_agent_config(int argc, char** argv) {
   AgentConfigParse out;
   AgentConfig& c = out.config;

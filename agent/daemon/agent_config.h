@@ -74,5 +74,8 @@ std::string default_exporter_path(const std::string& agent_executable);
 std::string default_runner_path(const std::string& exporter);
 // in-root.sh: beside the exporter (a release), else the source tree's scripts/.
 std::string default_in_root_path(const std::string& exporter);
+// The rules the python modules beside `python_module` read (benchfleet_rules.py): a build in its
+// own root must see them bound, as it sees the modules.
+std::string shipped_rules_dir(const std::string& python_module);
 
 }  // namespace benchfleet::agent

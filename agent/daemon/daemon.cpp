@@ -191,11 +191,14 @@ int Daemon::run() {
     *p = resolved_path(*p);
   }
   for (auto& b : builds) b.worker = resolved_path(b.worker);
-  s.launcher = std::make_unique<BuildLauncher>(
-      c.in_root, std::vector<std::string>{c.work_dir, c.artifact_dir},
-      std::vector<std::string>{fs::path(c.exporter).parent_path().string(), fs::path(c.runner).parent_path().string(),
-                               fs::path(c.catalog).parent_path().string()},
-      c.artifact_dir + "/inductor");
+  std::vector<std::string> readable = {fs::path(c.exporter).parent_path().string(),
+                                       fs::path(c.runner).parent_path().string(),
+                                       fs::path(c.catalog).parent_path().string()};
+  for (const auto& module : {c.exporter, c.runner}) {
+    if (const std::string rules = shipped_rules_dir(module); fs::is_directory(rules)) readable.push_back(rules);
+  }
+  s.launcher = std::make_unique<BuildLauncher>(c.in_root, std::vector<std::string>{c.work_dir, c.artifact_dir},
+                                               std::move(readable), c.artifact_dir + "/inductor");
   for (auto& b : builds) probe_build(c, *s.launcher, s.record_dir(), device, b);
 
   AgentDescriptor descriptor;

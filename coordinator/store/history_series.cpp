@@ -262,6 +262,22 @@ bool operator<(const OrderKey& a, const OrderKey& b) {
 // read into memory at once.
 constexpr std::ptrdiff_t kMaxRunsPerCall = 16;
 
+// A series' points the detector has not seen yet, of every status, by id (the partial index
+// series_points_pending): read once to judge them and again, under the write, to check that the
+// judgement still holds.
+Result<std::map<std::int64_t, OrderKey>> unseen_points(Database& db, std::int64_t series_id) {
+  BF_ASSIGN_OR_RETURN(auto s, db.prepare("SELECT id, version_key, recorded_at FROM series_points"
+                                         " WHERE series_id = ? AND detected = 0"));
+  s->bind(1, series_id);
+  std::map<std::int64_t, OrderKey> points;
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, s->step());
+    if (!row) break;
+    points.emplace(s->int64(0), OrderKey{s->text(1), s->int64(2), s->int64(0)});
+  }
+  return points;
+}
+
 // A run's samples, parsed from its results' samples texts.
 history::RunSamples parse_run(const std::vector<std::string>& texts, const std::vector<double>& medians) {
   history::RunSamples run;
@@ -392,17 +408,8 @@ Result<HistoryStore::DetectionRead> HistoryStore::read_detection_locked(std::int
       read.bound = key;
     }
   }
-  // Its unseen points, of every status (the partial index series_points_pending).
-  {
-    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT id, version_key, recorded_at FROM series_points"
-                                                  " WHERE series_id = ? AND detected = 0"));
-    s->bind(1, series_id);
-    while (true) {
-      BF_ASSIGN_OR_RETURN(bool row, s->step());
-      if (!row) break;
-      read.pending.emplace(s->int64(0), OrderKey{s->text(1), s->int64(2), s->int64(0)});
-    }
-  }
+  // Its unseen points, of every status.
+  BF_ASSIGN_OR_RETURN(read.pending, unseen_points(*core_.db, series_id));
   const auto size = static_cast<std::ptrdiff_t>(read.runs.size());
   read.first_pending =
       std::find_if(read.runs.begin(), read.runs.end(), [](const auto& r) { return r.pending; }) - read.runs.begin();
@@ -434,19 +441,12 @@ Result<bool> HistoryStore::write_detection_locked(std::int64_t series_id, const 
     if (!level.found() || level->opt_int64(0) != read.level_start) return false;
   }
   std::size_t judged_unseen = 0;
-  {
-    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT id, version_key, recorded_at FROM series_points"
-                                                  " WHERE series_id = ? AND detected = 0"));
-    s->bind(1, series_id);
-    while (true) {
-      BF_ASSIGN_OR_RETURN(bool row, s->step());
-      if (!row) break;
-      const std::int64_t id = s->int64(0);
-      if (read.pending.contains(id)) {
-        ++judged_unseen;
-      } else if (read.bound && OrderKey{s->text(1), s->int64(2), id} < *read.bound) {
-        return false;
-      }
+  BF_ASSIGN_OR_RETURN(const auto unseen, unseen_points(*core_.db, series_id));
+  for (const auto& [id, key] : unseen) {
+    if (read.pending.contains(id)) {
+      ++judged_unseen;
+    } else if (read.bound && key < *read.bound) {
+      return false;
     }
   }
   if (judged_unseen != read.pending.size()) return false;

@@ -17,6 +17,7 @@
 #include "common/codecs.h"
 #include "common/stats.h"
 #include "tests/support/sim_http.h"
+#include "tests/support/sim_result.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -44,17 +45,9 @@ class Backoff {
   std::mt19937_64& rng_;
 };
 
-// A plausible "ok" result (its statistics computed from its samples, so the coordinator's checks
-// pass); each post adds its identity to the environment.
+// A plausible "ok" result; each post adds its identity to the environment.
 JobResult base_result() {
-  std::mt19937_64 rng(11);
-  std::normal_distribution<double> noise(12.0, 0.3);
-  JobResult r;
-  r.status = ResultStatus::kOk;
-  for (int i = 0; i < 30; ++i) r.samples_ms.push_back(std::max(1.0, noise(rng)));
-  r.stats = compute_statistics(r.samples_ms);
-  r.first_call_ms = 250.0;
-  r.stop_reason = StopReason::kFixedCount;
+  JobResult r = testing::plausible_ok_result(11);
   r.environment = {{"hostname", "simhost"}, {"agent_version", "fault_coordinator_kill"}};
   return r;
 }

@@ -46,6 +46,18 @@ LaunchOptions launch_in(const std::string& dir, std::map<std::string, std::strin
   return launch;
 }
 
+Result<std::unique_ptr<CoordinatorChild>> start_bench_coordinator(const std::string& dir, const std::string& binary,
+                                                                  const std::string& operator_token,
+                                                                  const std::string& enrollment_token) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error::invalid("dir", "cannot create " + dir + ": " + ec.message());
+  LaunchOptions launch = launch_in(
+      dir, {{"--operator-token", operator_token}, {"--enrollment-token", enrollment_token}, {"--log-level", "warn"}});
+  launch.binary = binary;
+  return CoordinatorChild::start(launch);
+}
+
 Result<std::string> work_directory(const std::string& requested, const std::string& prefix, bool& made) {
   made = false;
   if (!requested.empty()) {

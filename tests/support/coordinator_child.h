@@ -85,6 +85,12 @@ class CoordinatorChild {
 // fault programs start.
 LaunchOptions launch_in(const std::string& dir, std::map<std::string, std::string> flags);
 
+// A coordinator for a benchmark that talks to it with `operator_token` and `enrollment_token`:
+// its files in `dir` (created), `binary` run with warnings only in its log.
+Result<std::unique_ptr<CoordinatorChild>> start_bench_coordinator(const std::string& dir, const std::string& binary,
+                                                                  const std::string& operator_token,
+                                                                  const std::string& enrollment_token);
+
 // A work directory: `requested` (created if missing), or, when it is empty, a new one made as
 // TempDir does ($TMPDIR/<prefix>.XXXXXX, else under /tmp) but kept: `made` says whether a new one
 // was made (the caller removes it when done). An Error naming the path when it cannot be made.
