@@ -3,6 +3,7 @@
 // which read them with benchfleet_rules.rule(name). Each rule has its own accessor:
 //   unsupported_dtype.json   common/unsupported_dtype.h
 //   measurement_limits.json  max_iterations() below
+//   oom_messages.json        agent/worker/oom.h (is_oom_message)
 #pragma once
 
 #include <cstddef>

@@ -18,6 +18,7 @@ import torch
 from benchfleet_job import Hooks, JobError, failed
 from benchfleet_models import ExportFailure
 from benchfleet_native_oom import proc_status_bytes
+from benchfleet_rules import rule
 
 _GRAIN_SIZE = 32768  # at::internal::GRAIN_SIZE: ops with more elements run on the intra-op threads
 MAX_ERROR_CHARS = 4000
@@ -25,8 +26,7 @@ MAX_ERROR_CHARS = 4000
 
 # ---- out of memory (agent/worker/oom.cpp) ------------------------------------------------------
 
-_OOM_NEEDLES = ("can't allocate memory", "out of memory", "OutOfMemoryError", "std::bad_alloc",
-                "Cannot allocate memory")
+_OOM_NEEDLES = tuple(rule("oom_messages.json")["needles"])  # the worker's too (common/rules/)
 _REQUESTED = re.compile(r"tried to allocate ([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?) *(KiB|MiB|GiB|TiB|bytes|B)?",
                         re.IGNORECASE)
 _UNIT_BYTES = {"kib": 1024, "mib": 1024 ** 2, "gib": 1024 ** 3, "tib": 1024 ** 4, "bytes": 1, "b": 1}

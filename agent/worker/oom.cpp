@@ -1,18 +1,21 @@
 #include "agent/worker/oom.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <string>
+#include <vector>
+
+#include "common/shared_rules.h"
 
 namespace benchfleet::worker {
 
 bool is_oom_message(std::string_view m) {
-  for (std::string_view needle :
-       {"can't allocate memory", "out of memory", "OutOfMemoryError", "std::bad_alloc", "Cannot allocate memory"}) {
-    if (m.find(needle) != std::string_view::npos) return true;
-  }
-  return false;
+  // The needles the python runtime uses too (common/rules/oom_messages.json).
+  static const std::vector<std::string> needles = shared_rule("oom_messages.json").at("needles");
+  return std::any_of(needles.begin(), needles.end(),
+                     [&](const std::string& needle) { return m.find(needle) != std::string_view::npos; });
 }
 
 bool is_mapping_failure(std::string_view m) {

@@ -8,10 +8,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "agent/worker/capabilities.h"
 #include "agent/worker/oom.h"
@@ -45,6 +48,17 @@ TEST(WorkerOom, RecognisesCpuCudaAndBadAllocMessages) {
   EXPECT_TRUE(is_oom_message(kCudaOomMiB));
   EXPECT_TRUE(is_oom_message("c10::OutOfMemoryError: CUDA error"));
   EXPECT_TRUE(is_oom_message("std::bad_alloc"));
+}
+
+// The messages the python runtime's reading of the rule is tested on too (test_shared_rules.py).
+TEST(WorkerOom, JudgesTheSharedCasesAsThePythonRuntimeDoes) {
+  std::ifstream in(std::string(BENCHFLEET_SOURCE_DIR) + "/tests/data/oom_message_cases.json");
+  ASSERT_TRUE(in.good()) << "tests/data/oom_message_cases.json is missing";
+  const auto cases = nlohmann::json::parse(in).at("cases");
+  ASSERT_GE(cases.size(), 8u);
+  for (const auto& c : cases) {
+    EXPECT_EQ(is_oom_message(c.at("message").get<std::string>()), c.at("oom").get<bool>()) << c.dump();
+  }
 }
 
 TEST(WorkerOom, OtherFailuresAreNotOom) {

@@ -2,11 +2,13 @@
 benchfleet_rules.py; the C++ side's tests are tests/unit/shared_rules_test.cpp): the unsupported-
 dtype rule (benchfleet_unsupported_dtype.py, read by the exporter and the runner) on the messages
 the worker is tested on too (tests/data/unsupported_dtype_cases.json), the measurement limits in
-the job file's checks, and where an installed agent finds the rules. Needs no torch.
+the job file's checks, the OOM needles on the worker's cases (tests/data/oom_message_cases.json;
+that one needs torch, skipped without), and where an installed agent finds the rules.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -41,6 +43,18 @@ class MeasurementLimitsTest(unittest.TestCase):
         with self.assertRaises(bj.JobError) as past:
             bj.parse_job(json.dumps({**job, "measurement": {"min_iterations": 1, "max_iterations": most + 1}}))
         self.assertIn(f"measurement.max_iterations: must be between min_iterations and {most}", str(past.exception))
+
+
+class OomMessageTest(unittest.TestCase):
+    @unittest.skipUnless(importlib.util.find_spec("torch"), "benchfleet_memory needs torch")
+    def test_judges_the_same_messages_as_the_worker(self) -> None:
+        from benchfleet_memory import is_oom_message
+        with open(os.path.join(SOURCE_DIR, "tests", "data", "oom_message_cases.json"), encoding="utf-8") as f:
+            cases = json.load(f)["cases"]
+        self.assertGreaterEqual(len(cases), 8)
+        for case in cases:
+            with self.subTest(message=case["message"]):
+                self.assertEqual(is_oom_message(case["message"]), case["oom"])
 
 
 class UnsupportedDtypeTest(unittest.TestCase):
