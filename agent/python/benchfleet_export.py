@@ -77,9 +77,10 @@ import time
 import traceback
 from typing import Any, Dict, Iterator, List, NoReturn, Optional, Sequence
 
+from benchfleet_accuracy import PERTURB_VARIABLE
 from benchfleet_aoti import (CACHE_COUNTERS, AotiPlan, aoti_plan, aoti_unsupported_reason, inductor_cache_counts,
                              inductor_cache_outcome, run_aotinductor)
-from benchfleet_export_check import (PERTURB_VARIABLE, REFERENCE_FILE, compare, perturbed, test_perturbation,
+from benchfleet_export_check import (REFERENCE_FILE, compare, perturbed, test_perturbation,
                                      write_accuracy_reference)
 from benchfleet_job import default_catalog
 from benchfleet_unsupported_dtype import unsupported_dtype_line

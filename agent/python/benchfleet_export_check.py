@@ -10,9 +10,9 @@ import os
 import sys
 from typing import Any, Dict, Optional, Sequence
 
+from benchfleet_accuracy import perturb_tensor, perturbation_noise, perturbation_scale
+
 REFERENCE_FILE = "reference.bin"
-PERTURB_VARIABLE = "BENCHFLEET_TEST_PERTURB_COMPILED"  # test only
-PERTURB_SEED = 20240519
 # Exported vs eager output: |diff| <= ATOL + RTOL * max|eager| (whole-output scale, so random-init
 # outputs near zero do not fail on relative error).
 ATOL, RTOL = 1e-3, 2e-2
@@ -48,27 +48,21 @@ def compare(reference: Any, exported: Any, numeric: bool = True) -> float:
 
 
 def test_perturbation() -> Optional[float]:
-    """The relative scale of BENCHFLEET_TEST_PERTURB_COMPILED, or None when it is not set."""
+    """The relative scale of BENCHFLEET_TEST_PERTURB_COMPILED, or None when it is not set; read as
+    the runner reads it (benchfleet_accuracy.perturbation_scale), a bad value an export error."""
     from benchfleet_models import ExportFailure
 
-    raw = os.environ.get(PERTURB_VARIABLE, "")
-    if not raw:
-        return None
     try:
-        scale = float(raw)
-    except ValueError:
-        scale = -1.0
-    if not (0 < scale < 1e6):
-        raise ExportFailure("error", f"{PERTURB_VARIABLE}={raw!r} must be a positive number (a relative scale, "
-                                     "e.g. 0.05)")
-    return scale
+        return perturbation_scale()
+    except ValueError as e:
+        raise ExportFailure("error", str(e)) from None
 
 
 def perturbed(model: Any, outputs: Sequence[Any], scale: float) -> Any:
-    """`model` whose floating outputs get scale x ||out|| / sqrt(numel) x a fixed seeded noise
-    (test only: an AOTInductor package that computes wrong numbers)."""
-    import math
-
+    """`model` whose floating outputs are perturbed as the runner perturbs a compiled model's
+    (benchfleet_accuracy.perturb_tensor, the same fixed noise), the noise held in buffers so that
+    the exported package computes it (test only: an AOTInductor package that computes wrong
+    numbers)."""
     import torch
 
     from benchfleet_models import flatten_tensors
@@ -77,23 +71,15 @@ def perturbed(model: Any, outputs: Sequence[Any], scale: float) -> Any:
         def __init__(self) -> None:
             super().__init__()
             self.model = model
-            generator = torch.Generator().manual_seed(PERTURB_SEED)
             self.floating = [t.is_floating_point() for t in outputs]
             for i, t in enumerate(outputs):
-                noise = torch.randn(tuple(t.shape), generator=generator, dtype=torch.float32) if self.floating[i] \
-                    else torch.zeros(0)
-                self.register_buffer(f"noise{i}", noise.to(device=t.device, dtype=t.dtype if self.floating[i]
-                                                           else torch.float32))
+                noise = perturbation_noise(t.shape) if self.floating[i] else torch.zeros(0)
+                self.register_buffer(f"noise{i}", noise.to(t.device))
 
         def forward(self, *inputs: Any) -> Any:
-            result = flatten_tensors(self.model(*inputs))
-            perturbed = []
-            for i, out in enumerate(result):
-                if self.floating[i]:
-                    size = out.float().norm() * (scale / math.sqrt(max(out.numel(), 1)))
-                    out = out + size.to(out.dtype) * getattr(self, f"noise{i}")
-                perturbed.append(out)
-            return perturbed[0] if len(perturbed) == 1 else tuple(perturbed)
+            result = [perturb_tensor(out, scale, getattr(self, f"noise{i}")) if self.floating[i] else out
+                      for i, out in enumerate(flatten_tensors(self.model(*inputs)))]
+            return result[0] if len(result) == 1 else tuple(result)
 
     return Perturbed().eval()
 

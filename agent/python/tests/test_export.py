@@ -367,7 +367,7 @@ class ExportFailureTest(unittest.TestCase):
             code, meta, _ = run_exporter("--model", "torchvision/resnet18", "--batch", "1", "--format", "aotinductor",
                                          "--out", out, env={"BENCHFLEET_TEST_PERTURB_COMPILED": "lots"})
             self.assertEqual((code, meta["status"]), (1, "error"), meta)
-            self.assertIn("BENCHFLEET_TEST_PERTURB_COMPILED='lots' must be a positive number", meta["message"])
+            self.assertIn("BENCHFLEET_TEST_PERTURB_COMPILED='lots': must be a number in (0, 1]", meta["message"])
 
     def test_unknown_format(self) -> None:
         meta = self.expect_failure(1, "error", "--model", "torchvision/resnet18", "--batch", "1", "--format", "onnx")
