@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Creates or updates a Debian 13 (trixie) root filesystem holding a second torch build (torch 2.6,
-# torchvision 0.21, LibTorch 2.6 with AOTInductor's loader) and a C++ toolchain, for an agent
-# build entry with `root:` (the build's exporter, runner and worker then run inside it through
-# bubblewrap). Everything comes from Debian's archive, through debootstrap.
-#   scripts/torch-root.sh [--root DIR] [--mirror URL] [--print-build] [--check]
-# --root     where the root lives (default $BENCHFLEET_TORCH_ROOT, else
-#            ~/.cache/benchfleet/torch-roots/trixie); it is outside the clone so re-runs and CI
-#            reuse it.
+# Creates or updates a Debian root filesystem holding a torch build other than the host's, for an
+# agent build entry with `root:` (the build's exporter, runner and worker then run inside it
+# through bubblewrap). Everything comes from Debian's archive, through debootstrap. Two suites:
+#   trixie  Debian 13: torch 2.6, torchvision 0.21, LibTorch 2.6 with AOTInductor's loader
+#   sid     Debian unstable: torch 2.14, torchvision 0.27, transformers and safetensors (the
+#           seed models), LibTorch 2.14; refreshed, it is a new build id: the "nightly" of a
+#           machine without PyTorch's wheels
+# Both carry Sleef's header, without which Inductor's CPU kernels fall back to scalar code.
+#   scripts/torch-root.sh [--suite trixie|sid] [--root DIR] [--mirror URL] [--print-build] [--check]
+# --suite    which Debian suite (default trixie)
+# --root     where the root lives (default ~/.cache/benchfleet/torch-roots/<suite>, for trixie
+#            $BENCHFLEET_TORCH_ROOT when set); it is outside the clone so re-runs and CI reuse it.
 # --mirror   the Debian archive (default: the one apt uses here, else http://deb.debian.org/debian)
 # --check    only say whether the root is present and current (exit 0) or not (exit 1)
 # --print-build  print only the agent `builds:` entry (YAML) for an existing root
@@ -16,29 +20,41 @@
 set -euo pipefail
 
 suite=trixie
-# torch 2.6 with its C++ side (AOTInductor's model_package_loader.h), torchvision, the compiler
-# Inductor's CPU backend runs (g++, python3-dev for its python-binding kernels), and what
-# scripts/build-worker.sh needs to compile benchfleet-worker against this LibTorch.
-packages=(
-  python3 python3-torch python3-torchvision python3-numpy python3-yaml python3-dev
-  libtorch-dev g++ make cmake ninja-build ccache
-  nlohmann-json3-dev libcli11-dev libssl-dev
-)
-root="${BENCHFLEET_TORCH_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots/$suite}"
+root=""
 mirror=""
 mode=make
 while [ $# -gt 0 ]; do
   case "$1" in
+    --suite) suite="$2"; shift 2 ;;
     --root) root="$2"; shift 2 ;;
     --mirror) mirror="$2"; shift 2 ;;
     --check) mode=check; shift ;;
     --print-build) mode=print; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "torch-root: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 say() { echo "torch-root: $*"; }
 die() { echo "torch-root: $*" >&2; exit 1; }
+
+# torch with its C++ side (AOTInductor's model_package_loader.h), torchvision, the compiler
+# Inductor's CPU backend runs (g++, python3-dev for its python-binding kernels, Sleef's header for
+# its vector kernels), and what scripts/build-worker.sh needs to compile benchfleet-worker against
+# this LibTorch; sid adds what builds the seed models from their configs.
+packages=(
+  python3 python3-torch python3-torchvision python3-numpy python3-yaml python3-dev
+  libtorch-dev g++ make cmake ninja-build ccache libsleef-dev
+  nlohmann-json3-dev libcli11-dev libssl-dev
+)
+case "$suite" in
+  trixie) ;;
+  sid) packages+=(python3-transformers python3-safetensors) ;;
+  *) die "--suite $suite: must be trixie or sid" ;;
+esac
+if [ -z "$root" ]; then
+  root="${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots/$suite"
+  [ "$suite" = trixie ] && root="${BENCHFLEET_TORCH_ROOT:-$root}"
+fi
 
 marker="$root/etc/benchfleet-root.json"
 wanted_hash="$(printf '%s\n' "$suite" "${packages[@]}" | sha256sum | cut -c1-16)"
@@ -166,9 +182,14 @@ torch_version="$(with_proc "$root" python3 -c 'import torch, torchvision; print(
   die "the root's python cannot import torch and torchvision"
 [ -f "$root/usr/include/torch/csrc/inductor/aoti_package/model_package_loader.h" ] ||
   die "the root's LibTorch has no AOTInductor package loader header"
+# The vector ISA Inductor's CPU kernels get here ("none": scalar code, lower-bound figures).
+vec_isa="$(with_proc "$root" python3 -c 'from torch._inductor import cpu_vec_isa; print(cpu_vec_isa.pick_vec_isa() or "none")' \
+  2>/dev/null | tail -n 1)" || vec_isa=""
+[ -n "$vec_isa" ] || vec_isa=unknown
+[ "$vec_isa" = none ] && say "warning: Inductor picks no vector ISA in this root on this CPU: compiled kernels are scalar"
 id="$(root_id "$root")"
 cat >"$marker" <<EOF
-{"suite": "$suite", "torch_version": "$torch_version", "root_id": "$id", "packages_hash": "$wanted_hash", "created": "$(date -u +%Y-%m-%dT%H:%M:%SZ)"}
+{"suite": "$suite", "torch_version": "$torch_version", "root_id": "$id", "packages_hash": "$wanted_hash", "vec_isa": "$vec_isa", "created": "$(date -u +%Y-%m-%dT%H:%M:%SZ)"}
 EOF
-say "root ready in $((SECONDS - started)) s: $root (torch $torch_version, id $id)"
+say "root ready in $((SECONDS - started)) s: $root (torch $torch_version, id $id, vector ISA $vec_isa)"
 print_build
