@@ -446,10 +446,11 @@ print("run 1: done, 1 ok result on build stable")
 PY
 
 step "rolling upgrade (upgrade-agents.yml) to the second archive while the agent runs a job"
-# A job of about 8 s is running when the upgrade starts: the drain must wait for it, and it must
-# finish on its first attempt (not be killed and requeued by the restart).
-sed -e 's/^name: .*/name: deploy upgrade/' -e 's/min_duration_s: 0/min_duration_s: 8/' \
-    -e 's/max_iterations: 3/max_iterations: 1000000/' -e 's/max_duration_s: 5/max_duration_s: 8/' \
+# A job of about 30 s is running when the upgrade starts: the drain must wait for it, and it must
+# finish on its first attempt (not be killed and requeued by the restart). On a loaded machine
+# ansible takes over 8 s to reach the drain, so a shorter job could end before the wait began.
+sed -e 's/^name: .*/name: deploy upgrade/' -e 's/min_duration_s: 0/min_duration_s: 30/' \
+    -e 's/max_iterations: 3/max_iterations: 1000000/' -e 's/max_duration_s: 5/max_duration_s: 30/' \
     "$scratch/one-cell.yaml" >"$scratch/long-cell.yaml"
 long_run="$(BENCHFLEET_URL="$url" BENCHFLEET_OPERATOR_TOKEN="$operator_token" "$cli" submit "$scratch/long-cell.yaml" --print-id)"
 for _ in $(seq 1 100); do
