@@ -69,5 +69,16 @@ TEST_F(InstallDirsTest, BuildTreeAgentFindsTheSourceTreesExporter) {
             fs::canonical(tree_.source_dir / "agent" / "python" / "benchfleet_export.py").string());
 }
 
+// A build in its own root sees only the folders the agent binds: the rules the python modules read
+// must be found where benchfleet_rules.py looks, beside the modules or in the source tree.
+TEST_F(InstallDirsTest, TheRulesThePythonModulesReadAreFoundInAReleaseAndInTheSources) {
+  EXPECT_EQ(agent::shipped_rules_dir((tree_.source_dir / "agent" / "python" / "benchfleet_runner.py").string()),
+            fs::canonical(tree_.source_dir / "common" / "rules").string());
+  const fs::path share = dir_ / "prefix" / "share" / "benchfleet";
+  fs::create_directories(share / "rules");
+  EXPECT_EQ(agent::shipped_rules_dir((share / "benchfleet_runner.py").string()),
+            fs::canonical(share / "rules").string());
+}
+
 }  // namespace
 }  // namespace benchfleet
