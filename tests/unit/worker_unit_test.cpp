@@ -16,7 +16,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/worker/capabilities.h"
 #include "agent/worker/oom.h"
 #include "agent/worker/output_check.h"
 #include "agent/worker/runner.h"
