@@ -83,7 +83,7 @@ worker_caps() {
   [ -s "$caps" ] || timeout -k 5 30 "$GV_WORKER_BIN" --capabilities >"$caps" 2>"$GV_STATE/worker.caps.err" || true
   cat "$caps"
 }
-worker_has() { worker_caps | grep -q "\"$1\":true"; }
+worker_has() { [[ "$(worker_caps)" == *"\"$1\":true"* ]]; }
 
 artifact_dir() { echo "$GV_WORK/artifacts/resnet18-b1-$1-$2-$GV_DEVICE"; }
 

@@ -72,9 +72,12 @@ assert result["result"]["environment"]["torch_version"], result
 assert quick["report"] is not None
 assert doc["agents"]["agents"][0]["name"] == "study"
 PY
-tar -tzf "$out/logs.tar.gz" | grep -q 'agent.log' || fail "collect: logs.tar.gz has no agent.log"
-tar -tzf "$out/logs.tar.gz" | grep -q 'matrices/1-quick.yaml' || fail "collect: logs.tar.gz has no matrices"
-tar -tzf "$out/logs.tar.gz" | grep -q 'token' && fail "collect: logs.tar.gz holds a token"
+# The listing is read whole first: under pipefail, `tar -t | grep -q` fails whenever grep stops
+# at its first match and tar, still writing, dies of SIGPIPE.
+listing="$(tar -tzf "$out/logs.tar.gz")" || fail "collect: logs.tar.gz cannot be listed"
+grep -q 'agent.log' <<<"$listing" || fail "collect: logs.tar.gz has no agent.log"
+grep -q 'matrices/1-quick.yaml' <<<"$listing" || fail "collect: logs.tar.gz has no matrices"
+grep -q 'token' <<<"$listing" && fail "collect: logs.tar.gz holds a token"
 for f in coordinator agent; do [ -f "$state/$f.pid" ] && fail "collect --final: the $f is still running"; done
 if [ "$failures" = 0 ]; then
   echo "gpu_study_script: all checks passed"

@@ -118,7 +118,9 @@ mkdir -p "$scratch/out"
   >"$scratch/out/out.txt" 2>&1 || fail "out: exit $?"
 [ "$(cd "$scratch/out/results" && ls | tr '\n' ' ')" = "logs.tar.gz summary.json summary.txt " ] ||
   fail "out: $(ls "$scratch/out/results")"
-tar -tzf "$scratch/out/results/logs.tar.gz" | grep -q 'probe.log' || fail "out: no probe.log in logs.tar.gz"
+# Listed whole first (see gpu_study_test.sh: tar -t | grep -q can die of SIGPIPE under pipefail).
+listing="$(tar -tzf "$scratch/out/results/logs.tar.gz")" || fail "out: logs.tar.gz cannot be listed"
+grep -q 'probe.log' <<<"$listing" || fail "out: no probe.log in logs.tar.gz"
 
 [ "$failures" = 0 ] || { echo "$failures check(s) failed" >&2; exit 1; }
 echo "gpu_validate_script: all checks passed"
