@@ -5,6 +5,7 @@
 # name them (roles/*/templates, roles/agent/tasks/torch_builds.yml):
 #   share/benchfleet/catalog/models.yaml   the model catalog
 #   share/benchfleet/benchfleet_*.py       the agent's python modules (the exporter, the runner...)
+#   share/benchfleet/benchfleet-g++        Inductor's compiler where libtorch links Sleef dynamically
 #   share/benchfleet/rules/*.json          the rules they share with the C++ programs (common/rules)
 #   share/benchfleet/in-root.sh            runs the programs of a build that lives in its own root
 #   share/benchfleet/src/                  the worker's sources: the top CMakeLists.txt,
@@ -22,6 +23,7 @@ set(benchfleet_share share/benchfleet)
 install(FILES ${PROJECT_SOURCE_DIR}/common/catalog/models.yaml DESTINATION ${benchfleet_share}/catalog)
 file(GLOB agent_python_modules CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/agent/python/benchfleet_*.py)
 install(FILES ${agent_python_modules} DESTINATION ${benchfleet_share})
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/agent/python/benchfleet-g++ DESTINATION ${benchfleet_share})
 file(GLOB shared_rules CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/common/rules/*.json)
 install(FILES ${shared_rules} DESTINATION ${benchfleet_share}/rules)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/in-root.sh ${PROJECT_SOURCE_DIR}/scripts/build-worker.sh

@@ -182,9 +182,11 @@ torch_version="$(with_proc "$root" python3 -c 'import torch, torchvision; print(
   die "the root's python cannot import torch and torchvision"
 [ -f "$root/usr/include/torch/csrc/inductor/aoti_package/model_package_loader.h" ] ||
   die "the root's LibTorch has no AOTInductor package loader header"
-# The vector ISA Inductor's CPU kernels get here ("none": scalar code, lower-bound figures).
-vec_isa="$(with_proc "$root" python3 -c 'from torch._inductor import cpu_vec_isa; print(cpu_vec_isa.pick_vec_isa() or "none")' \
-  2>/dev/null | tail -n 1)" || vec_isa=""
+# The vector ISA Inductor's CPU kernels get here ("none": scalar code, lower-bound figures), asked
+# as the runner and the exporter ask it: with the compiler that links Sleef where torch needs that.
+modules="$(cd "$(dirname "${BASH_SOURCE[0]}")/../agent/python" && pwd)"
+vec_isa="$("$(dirname "${BASH_SOURCE[0]}")/in-root.sh" "$root" --ro-bind "$modules" -- \
+  python3 "$modules/benchfleet_vec_isa.py" 2>/dev/null | tail -n 1)" || vec_isa=""
 [ -n "$vec_isa" ] || vec_isa=unknown
 [ "$vec_isa" = none ] && say "warning: Inductor picks no vector ISA in this root on this CPU: compiled kernels are scalar"
 id="$(root_id "$root")"

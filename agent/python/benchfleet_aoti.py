@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, Optional, Sequence
 
+from benchfleet_vec_isa import inductor_vec_isa
+
 AOTI_MIN_TORCH = (2, 6)
 
 
@@ -83,17 +85,6 @@ def aoti_plan(mode_configs: Dict[str, Any], device: str) -> AotiPlan:
         else:
             plan.fallback = cpu_gemm_without_template(plan.configs)
     return plan
-
-
-def inductor_vec_isa() -> str:
-    """The vector ISA Inductor's CPU kernels are built for, or "none" (scalar code)."""
-    try:
-        from torch._inductor import cpu_vec_isa  # torch >= 2.5
-
-        isa = cpu_vec_isa.pick_vec_isa()
-    except (ImportError, AttributeError):
-        return "unknown"
-    return str(isa) if isa else "none"
 
 
 def run_aotinductor(path: str, inputs: Sequence[Any]) -> Any:

@@ -387,8 +387,8 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
             metadata["inductor_vec_isa"] = plan.vec_isa
             if plan.vec_isa == "none":
                 _log("warning: Inductor found no usable vector ISA, so its CPU kernels are scalar code (its check "
-                     "build failed: it needs sleef.h (libsleef-dev) and, where libtorch_cpu links libsleef "
-                     "dynamically as Debian's does, the Sleef symbols at load time)")
+                     "kernel failed to build or load: it needs sleef.h (libsleef-dev) and, where libtorch_cpu "
+                     "links libsleef dynamically as Debian's does, benchfleet-g++ to link it)")
     if args.format == "torchscript-frozen":
         metadata["optimize_for_inference_on_load"] = True
     _write_json_atomically(metadata_path, metadata)

@@ -74,6 +74,7 @@ from benchfleet_precision import autocast_dtype, cast_inputs, cast_model, in_pre
 from benchfleet_shape_walk import shape_walk
 from benchfleet_stats import StoppingRule, compute_statistics
 from benchfleet_timing import CUDA_HARVEST_BATCH, HARVEST_INTERVAL_S, CpuTimer, CudaEventTimer, HarvestSchedule
+from benchfleet_vec_isa import inductor_vec_isa
 
 
 # ---- the job -----------------------------------------------------------------------------------
@@ -297,6 +298,9 @@ def run_job(job: Job, caps: Capabilities, hooks: Hooks) -> Dict[str, Any]:
     if job.mode in COMPILE_MODES:
         importlib.import_module("torch._dynamo")
         importlib.import_module("torch._inductor")
+        if job.device == "cpu":  # the compiler Inductor needs for vector kernels, and the ISA they use
+            environment["inductor_vec_isa"] = inductor_vec_isa()
+            hooks.environment(environment)
 
     tracker = _PhaseTracker(hooks)
     ooms_before = cuda_oom_count() if job.device == "cuda" else 0

@@ -39,6 +39,10 @@ nlohmann::json fingerprint(const WorkerJob& job, const Capabilities& caps) {
     auto it = job.artifact_metadata.find(key);
     if (it != job.artifact_metadata.end() && it->is_primitive()) env[std::string("exporter_") + key] = *it;
   }
+  // The vector ISA of an AOTInductor package's CPU kernels ("none": scalar code), as compiled.
+  if (auto it = job.artifact_metadata.find("inductor_vec_isa"); it != job.artifact_metadata.end() && it->is_string()) {
+    env["inductor_vec_isa"] = *it;
+  }
   if (job.device == "cuda" && caps.cuda_available) {
     const nlohmann::json gpu = cuda::fingerprint();
     for (const auto& [k, v] : gpu.items()) env[k] = v;
