@@ -76,6 +76,17 @@ print_build() {
 EOF
 }
 
+# The vector ISA Inductor's CPU kernels get in the root ("none": scalar code, lower-bound figures),
+# asked as the runner and the exporter ask it: with the compiler that links Sleef where torch
+# needs that (agent/python/benchfleet_vec_isa.py).
+probe_vec_isa() {
+  local modules isa
+  modules="$(cd "$(dirname "${BASH_SOURCE[0]}")/../agent/python" && pwd)"
+  isa="$("$(dirname "${BASH_SOURCE[0]}")/in-root.sh" "$root" --ro-bind "$modules" -- \
+    python3 "$modules/benchfleet_vec_isa.py" 2>/dev/null | tail -n 1)" || isa=""
+  echo "${isa:-unknown}"
+}
+
 current() {
   [ -f "$marker" ] && grep -q "\"packages_hash\": *\"$wanted_hash\"" "$marker"
 }
@@ -90,7 +101,12 @@ case "$mode" in
 esac
 
 if current; then
-  say "root is current: $root ($(sed -n 's/.*"root_id": *"\([^"]*\)".*/\1/p' "$marker"))"
+  # A root made before its kernels could be vectorised says "none": ask again, it is cheap.
+  if grep -qE '"vec_isa": *"(none|unknown)"' "$marker" || ! grep -q '"vec_isa"' "$marker"; then
+    vec_isa="$(probe_vec_isa)"
+    sed -i -E "s/\"vec_isa\": *\"[^\"]*\"/\"vec_isa\": \"$vec_isa\"/" "$marker"
+  fi
+  say "root is current: $root ($(sed -n 's/.*"root_id": *"\([^"]*\)".*/\1/p' "$marker"), vector ISA $(sed -n 's/.*"vec_isa": *"\([^"]*\)".*/\1/p' "$marker"))"
   print_build
   exit 0
 fi
@@ -182,12 +198,7 @@ torch_version="$(with_proc "$root" python3 -c 'import torch, torchvision; print(
   die "the root's python cannot import torch and torchvision"
 [ -f "$root/usr/include/torch/csrc/inductor/aoti_package/model_package_loader.h" ] ||
   die "the root's LibTorch has no AOTInductor package loader header"
-# The vector ISA Inductor's CPU kernels get here ("none": scalar code, lower-bound figures), asked
-# as the runner and the exporter ask it: with the compiler that links Sleef where torch needs that.
-modules="$(cd "$(dirname "${BASH_SOURCE[0]}")/../agent/python" && pwd)"
-vec_isa="$("$(dirname "${BASH_SOURCE[0]}")/in-root.sh" "$root" --ro-bind "$modules" -- \
-  python3 "$modules/benchfleet_vec_isa.py" 2>/dev/null | tail -n 1)" || vec_isa=""
-[ -n "$vec_isa" ] || vec_isa=unknown
+vec_isa="$(probe_vec_isa)"
 [ "$vec_isa" = none ] && say "warning: Inductor picks no vector ISA in this root on this CPU: compiled kernels are scalar"
 id="$(root_id "$root")"
 cat >"$marker" <<EOF
