@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# The main job on a fresh Debian 12 machine: installs dependencies, makes (or reuses) a Debian 13
-# root with torch 2.6 while it builds, builds the worker inside that root, starts a coordinator on
-# the embedded SQLite default (state in .state/) and one local agent (GPU slots if nvidia-smi
-# finds GPUs, else the CPU slot) with two torch builds — `debian12` (this host's torch 1.13) and
-# `debian13` (torch 2.6 in its root) — submits the default matrix with the CLI
-# (examples/cpu-compile-demo.yaml without a GPU: eager vs torch.compile on both builds, with an
-# OOM cell; examples/gpu-demo.yaml on the local GPU classes with one), shows progress, prints the
-# comparison table and the URLs, then keeps both services up until Ctrl-C.
+# The main job on a fresh Debian 12 machine: installs dependencies, makes (or reuses) two Debian
+# roots while it builds — Debian 13 with torch 2.6 and Debian unstable with torch 2.14 and
+# transformers — builds the worker inside each, starts a coordinator on the embedded SQLite default
+# (state in .state/) and one local agent (GPU slots if nvidia-smi finds GPUs, else the CPU slot)
+# with three torch builds — `stable` (torch 2.6 in its root), `unstable` (torch 2.14 in its root)
+# and `debian12` (this host's torch 1.13, kept for matrices that name it) — submits the default
+# matrix with the CLI (examples/cpu-compile-demo.yaml without a GPU: eager vs torch.compile on
+# stable and unstable; examples/gpu-demo.yaml on the local GPU classes with one), shows progress,
+# prints the comparison table and the URLs, then keeps both services up until Ctrl-C.
 #   scripts/quickstart.sh            # run in the foreground; Ctrl-C stops it
 #   scripts/quickstart.sh --detach   # leave it running; stop later with:
 #   scripts/quickstart.sh stop
-# Re-running is safe: installed packages and an up-to-date build are skipped, and a running
-# coordinator and agent are reused; each run submits the matrix again (exports are cached).
+# Re-running is safe: installed packages, the roots and an up-to-date build are skipped, and a
+# running coordinator and agent are reused; each run submits the matrix again (exports are cached).
 #
 # Environment (all optional):
 #   BENCHFLEET_PORT                    coordinator port on 127.0.0.1 (default 8080; 0: a free one)
@@ -20,9 +21,11 @@
 #   BENCHFLEET_QUICKSTART_BUILD        build tree (default build/default, CMake preset "default")
 #   BENCHFLEET_QUICKSTART_SKIP_SETUP   1: skip installing and building (the binaries must exist)
 #   BENCHFLEET_QUICKSTART_TIMEOUT_S    give up waiting for the run after this long (default 3600)
-#   BENCHFLEET_TORCH_ROOT              the torch 2.6 root (default ~/.cache/benchfleet/torch-roots/trixie);
-#                                      none: the fast path, the host's torch 1.13 alone and
-#                                      examples/cpu-demo.yaml (eager vs TorchScript), no root to make
+#   BENCHFLEET_TORCH_ROOT              the torch 2.6 root (default ~/.cache/benchfleet/torch-roots/trixie)
+#   BENCHFLEET_SID_ROOT                the torch 2.14 root (default ~/.cache/benchfleet/torch-roots/sid)
+#                                      Either set to none: no such root and build. Both none is the
+#                                      fast path: the host's torch 1.13 alone and examples/cpu-demo.yaml
+#                                      (eager vs TorchScript), no root to make
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -57,8 +60,9 @@ case "${1:-}" in
 esac
 detach="${1:-}"
 
-torch_root="${BENCHFLEET_TORCH_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots/trixie}"
-root_worker="$build/torch-root-worker/bin/benchfleet-worker"
+roots_dir="${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots"
+torch_root="${BENCHFLEET_TORCH_ROOT:-$roots_dir/trixie}"
+sid_root="${BENCHFLEET_SID_ROOT:-$roots_dir/sid}"
 setup=1
 [ "${BENCHFLEET_QUICKSTART_SKIP_SETUP:-0}" = 1 ] && setup=0
 mkdir -p "$state"
@@ -66,45 +70,67 @@ mkdir -p "$state"
 t0=$(date +%s)
 [ "$setup" = 1 ] && scripts/install-deps.sh --no-browser --no-fuzz --no-slurm
 t1=$(date +%s)
-root_pid=""
-if [ "$setup" = 1 ] && [ "$torch_root" != none ]; then
-  # Made beside the C++ build (minutes the first time, seconds after); its lines go to a log.
-  echo "quickstart: making the torch 2.6 root in the background: $torch_root (log: $state/torch-root.log)"
-  scripts/torch-root.sh --root "$torch_root" >"$state/torch-root.log" 2>&1 &
-  root_pid=$!
+# The roots are made one after the other beside the C++ build, at the lowest CPU priority so the
+# compile keeps its cores (minutes the first time, seconds after); their lines go to a log.
+roots_pid=""
+if [ "$setup" = 1 ] && { [ "$torch_root" != none ] || [ "$sid_root" != none ]; }; then
+  echo "quickstart: making the torch roots in the background (log: $state/torch-root.log)"
+  (
+    rc=0
+    [ "$torch_root" = none ] || nice -n 19 scripts/torch-root.sh --suite trixie --root "$torch_root" || rc=1
+    [ "$sid_root" = none ] || nice -n 19 scripts/torch-root.sh --suite sid --root "$sid_root" || rc=$((rc + 2))
+    exit $rc
+  ) >"$state/torch-root.log" 2>&1 &
+  roots_pid=$!
 fi
 if [ "$setup" = 1 ]; then
   cmake --preset default >/dev/null
   cmake --build --preset default --target benchfleet benchfleet-coordinator benchfleet-agent benchfleet-worker
 fi
 t2=$(date +%s)
-if [ -n "$root_pid" ]; then
-  if wait "$root_pid"; then
-    echo "quickstart: $(grep -E '^torch-root: root (ready|is current)' "$state/torch-root.log" | tail -n 1 | sed 's/^torch-root: //')"
-    echo "quickstart: building benchfleet-worker inside the root against its LibTorch 2.6"
-    scripts/build-worker.sh --root "$torch_root" --out "$build/torch-root-worker" >/dev/null ||
-      { echo "quickstart: the worker did not build in the root; going on with the host's torch only" >&2; torch_root=none; }
-  else
-    tail -n 5 "$state/torch-root.log" >&2
-    echo "quickstart: the torch 2.6 root could not be made (see $state/torch-root.log); going on with the host's torch only" >&2
-    torch_root=none
-  fi
+# A root whose making failed, or whose worker does not build, is left out: the others still run.
+roots_rc=0
+if [ -n "$roots_pid" ]; then
+  wait "$roots_pid" || roots_rc=$?
+  grep -E '^torch-root: root (ready|is current)' "$state/torch-root.log" | sed 's/^torch-root: /quickstart: /' || true
 fi
+root_build() {  # name suite root failed-bit: builds the worker in the root; prints the root or none
+  local name="$1" suite="$2" dir="$3" bit="$4"
+  if [ "$dir" = none ]; then echo none; return; fi
+  if [ "$setup" = 1 ]; then
+    if [ $((roots_rc & bit)) != 0 ]; then
+      echo "quickstart: the $suite root could not be made (see $state/torch-root.log); no $name build" >&2
+      echo none; return
+    fi
+    echo "quickstart: building benchfleet-worker inside the $suite root against its LibTorch" >&2
+    if ! scripts/build-worker.sh --root "$dir" --out "$build/$suite-root-worker" >/dev/null; then
+      echo "quickstart: the worker did not build in the $suite root; no $name build" >&2
+      echo none; return
+    fi
+  fi
+  if [ -f "$dir/etc/benchfleet-root.json" ] && [ -x "$build/$suite-root-worker/bin/benchfleet-worker" ]; then
+    echo "$dir"
+  else
+    echo none
+  fi
+}
+[ "$roots_rc" != 0 ] && tail -n 5 "$state/torch-root.log" >&2
+torch_root="$(root_build stable trixie "$torch_root" 1)"
+sid_root="$(root_build unstable sid "$sid_root" 2)"
 t2b=$(date +%s)
 
-# The agent's torch builds: this host's (Debian 12, torch 1.13) and, where its root and the worker
-# built in it exist, Debian 13's torch 2.6 in its root.
-with_root=0
-if [ "$torch_root" != none ] && [ -f "$torch_root/etc/benchfleet-root.json" ] && [ -x "$root_worker" ]; then
-  with_root=1
-fi
+# The agent's torch builds: Debian 13's torch 2.6 and Debian unstable's torch 2.14, each in its
+# root with the worker built there, and this host's (Debian 12, torch 1.13).
 {
   echo "# written by scripts/quickstart.sh"
   echo "builds:"
-  echo "  - {name: debian12, python: /usr/bin/python3, worker: $build/agent/worker/benchfleet-worker}"
-  if [ "$with_root" = 1 ]; then
-    echo "  - {name: debian13, python: /usr/bin/python3, worker: $root_worker, root: $torch_root}"
+  if [ "$torch_root" != none ]; then
+    echo "  - {name: stable, python: /usr/bin/python3, worker: $build/trixie-root-worker/bin/benchfleet-worker, root: $torch_root}"
   fi
+  if [ "$sid_root" != none ]; then
+    echo "  - {name: unstable, python: /usr/bin/python3, worker: $build/sid-root-worker/bin/benchfleet-worker, root: $sid_root}"
+  fi
+  echo "  - {name: debian12, python: /usr/bin/python3, worker: $build/agent/worker/benchfleet-worker}"
 } >"$state/agent.yaml.new"
 if ! cmp -s "$state/agent.yaml.new" "$state/agent.yaml" 2>/dev/null; then
   mv "$state/agent.yaml.new" "$state/agent.yaml"
@@ -166,7 +192,7 @@ if [ -n "${BENCHFLEET_QUICKSTART_MATRIX:-}" ]; then
 elif [ -n "$gpu_classes" ]; then
   matrix=examples/gpu-demo.yaml
   submit_args=(--gpus "$gpu_classes")
-elif [ "$with_root" = 1 ]; then
+elif [ "$torch_root" != none ] && [ "$sid_root" != none ]; then
   matrix=examples/cpu-compile-demo.yaml
 else
   matrix=examples/cpu-demo.yaml
@@ -190,7 +216,7 @@ echo "Dashboard: $base/#/runs/$run_id   Report: $base/api/v1/runs/$run_id/report
 echo "API: $base/api/v1/runs   OpenAPI: $base/api/v1/openapi.json   Metrics: $base/metrics"
 echo "CLI: export BENCHFLEET_URL=$base BENCHFLEET_OPERATOR_TOKEN_FILE=$BENCHFLEET_OPERATOR_TOKEN_FILE"
 echo "     $cli runs | run $run_id | report $run_id --format csv | agents | watch ID | --help"
-echo "Timings: dependencies $((t1 - t0)) s, build $((t2 - t1)) s, torch root and its worker $((t2b - t2)) s, run $((t3 - t2b)) s"
+echo "Timings: dependencies $((t1 - t0)) s, build $((t2 - t1)) s, the roots' wait and their workers $((t2b - t2)) s, run $((t3 - t2b)) s"
 
 if [ "$detach" = "--detach" ]; then
   echo "quickstart: coordinator and agent left running; stop them with: scripts/quickstart.sh stop"

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs the whole benchfleet test suite from a fresh checkout: installs dependencies, makes (or
-# reuses) the torch 2.6 root in parallel with the C++ build, builds the worker inside that root,
-# and runs every test through CTest.
+# reuses) the torch roots in parallel with the C++ build — Debian 13 (torch 2.6) and Debian
+# unstable (torch 2.14 with transformers) — builds the worker inside each, and runs every test
+# through CTest.
 #   scripts/test.sh                      # Release build (preset "default")
 #   PRESET=asan scripts/test.sh          # same suite under ASan+UBSan
-#   BENCHFLEET_TORCH_ROOT=DIR scripts/test.sh   # the root elsewhere (default
+#   BENCHFLEET_TORCH_ROOT=DIR scripts/test.sh   # the torch 2.6 root elsewhere (default
 #                                        # ~/.cache/benchfleet/torch-roots/trixie)
-#   BENCHFLEET_TORCH_ROOT=none scripts/test.sh  # without the torch 2.6 build: its tests skip
+#   BENCHFLEET_SID_ROOT=DIR scripts/test.sh     # the torch 2.14 root elsewhere (default .../sid)
+#   BENCHFLEET_TORCH_ROOT=none scripts/test.sh  # without the roots: their tests skip
+#   BENCHFLEET_SID_ROOT=none scripts/test.sh    # without the torch 2.14 root: its tests skip
 #   BENCHFLEET_FUZZ=none scripts/test.sh  # without the fuzz targets (ctest fuzz_short)
 #   BENCHFLEET_CUDA_HEADERS=none scripts/test.sh  # without the CUDA compile check
 #                                        # (ctest worker_cuda_compile; headers from scripts/cuda-headers.sh)
@@ -28,16 +31,23 @@ case "${1:-}" in
   "") ;;
   *) echo "usage: scripts/test.sh [--fast]" >&2; exit 2 ;;
 esac
-root="${BENCHFLEET_TORCH_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots/trixie}"
+roots_dir="${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots"
+root="${BENCHFLEET_TORCH_ROOT:-$roots_dir/trixie}"
+sid_root="${BENCHFLEET_SID_ROOT:-$roots_dir/sid}"
+[ "$root" = none ] && sid_root=none  # the fast path: the host's torch alone
 
 scripts/install-deps.sh
 
-# The root takes minutes to make the first time (downloads, dpkg) and is reused afterwards;
-# making it beside the compile saves that time on a fresh machine.
+# The roots take minutes to make the first time (downloads, dpkg) and are reused afterwards;
+# making them (one after the other, at the lowest CPU priority) beside the compile saves that time
+# on a fresh machine.
 root_pid=""
 if [ "$root" != none ]; then
   mkdir -p build
-  scripts/torch-root.sh --root "$root" >build/torch-root.log 2>&1 &
+  (
+    nice -n 19 scripts/torch-root.sh --suite trixie --root "$root" || exit 1
+    [ "$sid_root" = none ] || nice -n 19 scripts/torch-root.sh --suite sid --root "$sid_root"
+  ) >build/torch-root.log 2>&1 &
   root_pid=$!
 fi
 
@@ -54,7 +64,7 @@ fi
 fuzz_dir=""
 [ "${BENCHFLEET_FUZZ:-}" != none ] && fuzz_dir="$PWD/build/fuzz"
 
-cmake --preset "$preset" ${root:+-DBENCHFLEET_TORCH_ROOT="$root"} -DBENCHFLEET_CUDA_TORCH_HEADERS="$cuda_headers" \
+cmake --preset "$preset" -DBENCHFLEET_TORCH_ROOT="$root" -DBENCHFLEET_SID_ROOT="$sid_root" -DBENCHFLEET_CUDA_TORCH_HEADERS="$cuda_headers" \
   -DBENCHFLEET_FUZZ_DIR="$fuzz_dir"
 cmake --build --preset "$preset" -j "$jobs"
 if [ -n "$fuzz_dir" ]; then
@@ -65,12 +75,13 @@ fi
 if [ -n "$root_pid" ]; then
   if ! wait "$root_pid"; then
     cat build/torch-root.log >&2
-    echo "test: the torch 2.6 root could not be made (BENCHFLEET_TORCH_ROOT=none runs the suite without it)" >&2
+    echo "test: the torch roots could not be made (BENCHFLEET_TORCH_ROOT=none runs the suite without them)" >&2
     exit 1
   fi
   grep -E '^torch-root: (root|creating|updating)' build/torch-root.log || true
-  echo "test: building benchfleet-worker inside the root against its LibTorch"
-  scripts/build-worker.sh --root "$root" --out "build/$preset/torch-root-worker" --jobs "$jobs"
+  echo "test: building benchfleet-worker inside the roots against their LibTorch"
+  scripts/build-worker.sh --root "$root" --out "build/$preset/trixie-root-worker" --jobs "$jobs"
+  [ "$sid_root" = none ] || scripts/build-worker.sh --root "$sid_root" --out "build/$preset/sid-root-worker" --jobs "$jobs"
   export BENCHFLEET_REQUIRE_TORCH_ROOT=1
 fi
 # install-deps.sh installed bubblewrap and the archive was reachable: the worker's build from

@@ -20,7 +20,7 @@ inline std::string missing_torch_root() {
   }
   if (!fs::exists(BENCHFLEET_ROOT_WORKER, ec)) {
     return std::string("no worker built in the root at ") + BENCHFLEET_ROOT_WORKER +
-           " (run scripts/build-worker.sh --root " + BENCHFLEET_TORCH_ROOT + " --out <build>/torch-root-worker)";
+           " (run scripts/build-worker.sh --root " + BENCHFLEET_TORCH_ROOT + " --out <build>/trixie-root-worker)";
   }
   return "";
 }
