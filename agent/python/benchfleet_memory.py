@@ -104,7 +104,7 @@ def virtual_size_bytes() -> int:
 def apply_memory_limit(device: str, limit_mb: int, hooks: Hooks) -> None:
     """cuda: the caching allocator's per-process memory fraction = limit / device total.
     cpu: the address space may grow by at most the limit beyond what it is now (torch imported,
-    its intra-op threads started; the model not yet built), via RLIMIT_AS."""
+    its intra-op threads and BLAS started; the model not yet built), via RLIMIT_AS."""
     limit = limit_mb * 1024 * 1024
     if device == "cuda":
         total = torch.cuda.get_device_properties(0).total_memory
@@ -113,6 +113,7 @@ def apply_memory_limit(device: str, limit_mb: int, hooks: Hooks) -> None:
         return
     if torch.get_num_threads() > 1:  # libgomp's thread stacks are torch's, not the model's
         torch.ones(2 * _GRAIN_SIZE)
+    torch.mm(torch.ones(64, 64), torch.ones(64, 64))  # and so are the work buffers a BLAS maps at its first call
     base = virtual_size_bytes()
     if base <= 0:
         raise JobError("", "cannot read VmSize from /proc/self/status to apply the memory limit")

@@ -23,6 +23,14 @@ void start_intra_op_threads() {
   if (at::get_num_threads() > 1) (void)at::ones({2 * at::internal::GRAIN_SIZE});
 }
 
+// One small matrix product: a BLAS such as OpenBLAS maps its per-thread work buffers (tens of MiB
+// of address space) at its first call. They are the library's, like the thread stacks, and
+// counted before the cap, not against the model.
+void start_blas() {
+  const at::Tensor m = at::ones({64, 64});
+  (void)at::mm(m, m);
+}
+
 }  // namespace
 
 std::int64_t virtual_size_bytes() {
@@ -43,6 +51,7 @@ Status apply_memory_limit(const std::string& device, std::int64_t limit_mb) {
   const std::int64_t limit = limit_mb * 1024 * 1024;
   if (device == "cuda") return cuda::set_memory_fraction_for(limit);
   start_intra_op_threads();
+  start_blas();
   const std::int64_t base = virtual_size_bytes();
   if (base <= 0) return Error::internal("cannot read VmSize from /proc/self/status to apply the memory limit");
   rlimit rl{};
