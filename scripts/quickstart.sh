@@ -5,8 +5,9 @@
 # (state in .state/) and one local agent (GPU slots if nvidia-smi finds GPUs, else the CPU slot)
 # with three torch builds — `stable` (torch 2.6 in its root), `unstable` (torch 2.14 in its root)
 # and `debian12` (this host's torch 1.13, kept for matrices that name it) — submits the default
-# matrix with the CLI (examples/cpu-compile-demo.yaml without a GPU: eager vs torch.compile on
-# stable and unstable; examples/gpu-demo.yaml on the local GPU classes with one), shows progress,
+# matrices with the CLI (without a GPU examples/cpu-compile-demo.yaml, eager vs torch.compile on
+# stable and unstable, and examples/cpu-seed-demo.yaml, a seed model on unstable;
+# examples/gpu-demo.yaml on the local GPU classes with one), shows progress,
 # prints the comparison table and the URLs, then keeps both services up until Ctrl-C.
 #   scripts/quickstart.sh            # run in the foreground; Ctrl-C stops it
 #   scripts/quickstart.sh --detach   # leave it running; stop later with:
@@ -17,7 +18,7 @@
 # Environment (all optional):
 #   BENCHFLEET_PORT                    coordinator port on 127.0.0.1 (default 8080; 0: a free one)
 #   BENCHFLEET_QUICKSTART_STATE        database, tokens, logs, agent state (default .state)
-#   BENCHFLEET_QUICKSTART_MATRIX       matrix file to submit instead of the default
+#   BENCHFLEET_QUICKSTART_MATRIX       matrix file(s) to submit instead of the default (space-separated)
 #   BENCHFLEET_QUICKSTART_BUILD        build tree (default build/default, CMake preset "default")
 #   BENCHFLEET_QUICKSTART_SKIP_SETUP   1: skip installing and building (the binaries must exist)
 #   BENCHFLEET_QUICKSTART_TIMEOUT_S    give up waiting for the run after this long (default 3600)
@@ -188,34 +189,42 @@ done
 
 submit_args=()
 if [ -n "${BENCHFLEET_QUICKSTART_MATRIX:-}" ]; then
-  matrix="$BENCHFLEET_QUICKSTART_MATRIX"
+  read -r -a matrices <<<"$BENCHFLEET_QUICKSTART_MATRIX"
 elif [ -n "$gpu_classes" ]; then
-  matrix=examples/gpu-demo.yaml
+  matrices=(examples/gpu-demo.yaml)
   submit_args=(--gpus "$gpu_classes")
 elif [ "$torch_root" != none ] && [ "$sid_root" != none ]; then
-  matrix=examples/cpu-compile-demo.yaml
+  matrices=(examples/cpu-compile-demo.yaml examples/cpu-seed-demo.yaml)
 else
-  matrix=examples/cpu-demo.yaml
+  matrices=(examples/cpu-demo.yaml)
 fi
-echo "quickstart: submitting $matrix ${submit_args[*]:-} (the agent log is $state/agent.log)"
-run_status=0
-run_id=$(timeout "${BENCHFLEET_QUICKSTART_TIMEOUT_S:-3600}" \
-           "$cli" submit "$matrix" "${submit_args[@]}" --wait --print-id) || run_status=$?
-[ -n "$run_id" ] || { echo "quickstart: the matrix was not submitted" >&2; exit 1; }
-case "$run_status" in
-  0) ;;
-  3) echo "quickstart: run $run_id finished with failed cells (shown in the table)" >&2 ;;
-  *) echo "quickstart: waiting for run $run_id ended with exit code $run_status" >&2; exit 1 ;;
-esac
+run_ids=()
+for matrix in "${matrices[@]}"; do
+  echo "quickstart: submitting $matrix ${submit_args[*]:-} (the agent log is $state/agent.log)"
+  run_status=0
+  run_id=$(timeout "${BENCHFLEET_QUICKSTART_TIMEOUT_S:-3600}" \
+             "$cli" submit "$matrix" "${submit_args[@]}" --wait --print-id) || run_status=$?
+  [ -n "$run_id" ] || { echo "quickstart: $matrix was not submitted" >&2; exit 1; }
+  case "$run_status" in
+    0) ;;
+    3) echo "quickstart: run $run_id finished with failed cells (shown in the table)" >&2 ;;
+    *) echo "quickstart: waiting for run $run_id ended with exit code $run_status" >&2; exit 1 ;;
+  esac
+  run_ids+=("$run_id")
+done
 t3=$(date +%s)
 
+for run_id in "${run_ids[@]}"; do
+  echo
+  "$cli" report "$run_id"
+done
 echo
-"$cli" report "$run_id"
-echo
-echo "Dashboard: $base/#/runs/$run_id   Report: $base/api/v1/runs/$run_id/report (?format=md|csv)"
+for run_id in "${run_ids[@]}"; do
+  echo "Dashboard: $base/#/runs/$run_id   Report: $base/api/v1/runs/$run_id/report (?format=md|csv)"
+done
 echo "API: $base/api/v1/runs   OpenAPI: $base/api/v1/openapi.json   Metrics: $base/metrics"
 echo "CLI: export BENCHFLEET_URL=$base BENCHFLEET_OPERATOR_TOKEN_FILE=$BENCHFLEET_OPERATOR_TOKEN_FILE"
-echo "     $cli runs | run $run_id | report $run_id --format csv | agents | watch ID | --help"
+echo "     $cli runs | run ${run_ids[0]} | report ${run_ids[0]} --format csv | agents | watch ID | --help"
 echo "Timings: dependencies $((t1 - t0)) s, build $((t2 - t1)) s, the roots' wait and their workers $((t2b - t2)) s, run $((t3 - t2b)) s"
 
 if [ "$detach" = "--detach" ]; then

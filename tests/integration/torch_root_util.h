@@ -25,13 +25,32 @@ inline std::string missing_torch_root() {
   return "";
 }
 
+#ifdef BENCHFLEET_SID_ROOT
+// The same for the unstable root (scripts/torch-root.sh --suite sid) and its worker, for tests that
+// also define BENCHFLEET_SID_ROOT and BENCHFLEET_SID_ROOT_WORKER.
+inline std::string missing_sid_root() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(fs::path(BENCHFLEET_SID_ROOT) / "etc" / "benchfleet-root.json", ec)) {
+    return std::string("no unstable root at ") + BENCHFLEET_SID_ROOT + " (run scripts/torch-root.sh --suite sid)";
+  }
+  if (!fs::exists(BENCHFLEET_SID_ROOT_WORKER, ec)) {
+    return std::string("no worker built in the unstable root at ") + BENCHFLEET_SID_ROOT_WORKER +
+           " (run scripts/build-worker.sh --root " + BENCHFLEET_SID_ROOT + " --out <build>/sid-root-worker)";
+  }
+  return missing_torch_root();
+}
+#endif
+
 }  // namespace benchfleet::testing
 
-#define REQUIRE_TORCH_ROOT()                                                                 \
-  do {                                                                                       \
-    if (const std::string why = ::benchfleet::testing::missing_torch_root(); !why.empty()) { \
-      const char* required = std::getenv("BENCHFLEET_REQUIRE_TORCH_ROOT");                   \
-      if (required != nullptr && std::string(required) == "1") FAIL() << why;                \
-      GTEST_SKIP() << why;                                                                   \
-    }                                                                                        \
+// Skips (or, with BENCHFLEET_REQUIRE_TORCH_ROOT=1, fails) when `missing` names what is missing.
+#define REQUIRE_ROOTS(missing)                                                \
+  do {                                                                        \
+    if (const std::string why = (missing); !why.empty()) {                    \
+      const char* required = std::getenv("BENCHFLEET_REQUIRE_TORCH_ROOT");    \
+      if (required != nullptr && std::string(required) == "1") FAIL() << why; \
+      GTEST_SKIP() << why;                                                    \
+    }                                                                         \
   } while (false)
+#define REQUIRE_TORCH_ROOT() REQUIRE_ROOTS(::benchfleet::testing::missing_torch_root())

@@ -1,0 +1,114 @@
+// Integration: the quick start's two torch builds side by side on one agent — `stable`, Debian 13's
+// torch 2.6, and `unstable`, Debian unstable's torch 2.14 with transformers — each in its own root
+// (scripts/torch-root.sh --suite trixie|sid) with the worker built there, against the real
+// coordinator. MobileNetV3 runs eager and torch.compile `default` (python runtime) on both; a seed
+// model, SegFormer-b0, runs eager on both: transformers exists only in the unstable root, so the
+// stable cell is `unsupported` with the reason. The report's headers show each build's torch, and
+// compiled CPU results record a vector ISA (Inductor's kernels are not scalar code).
+//
+// Needs both roots and their workers (scripts/test.sh makes them); skips without them unless
+// BENCHFLEET_REQUIRE_TORCH_ROOT=1, which scripts/test.sh sets. About 2 minutes, mostly the two
+// cold compiles.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+#include "tests/integration/agent_test_util.h"
+#include "tests/integration/torch_root_util.h"
+
+namespace benchfleet::testing {
+namespace {
+
+const std::string kSegformer = "nvidia/segformer-b0-finetuned-ade-512-512";
+
+bool cpu_has_vector_units() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) {
+      return line.find(" avx2") != std::string::npos || line.find(" avx512f") != std::string::npos;
+    }
+  }
+  return false;
+}
+
+TEST(StableUnstable, TwoDebianTorchBuildsSideBySideWithASeedModel) {
+  REQUIRE_ROOTS(missing_sid_root());
+  CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
+  const std::string config = coord.dir() + "/agent-stable-unstable.yaml";
+  std::ofstream(config) << "builds:\n"
+                        << "  - {name: stable, python: /usr/bin/python3, worker: " << BENCHFLEET_ROOT_WORKER
+                        << ", root: " << BENCHFLEET_TORCH_ROOT << "}\n"
+                        << "  - {name: unstable, python: /usr/bin/python3, worker: " << BENCHFLEET_SID_ROOT_WORKER
+                        << ", root: " << BENCHFLEET_SID_ROOT << "}\n";
+  AgentProcess agent(agent_options(coord, "two-suites", config));
+  agent.start();
+  ASSERT_TRUE(wait_online(coord, {"two-suites"}, 300s)) << agents_of(coord).dump(1);
+
+  std::map<std::string, std::string> versions;
+  const json listed = agent_named(coord, "two-suites");
+  for (const auto& b : listed["torch_builds"]) versions[b.value("name", "")] = b.value("version", "");
+  EXPECT_EQ(versions["stable"].rfind("2.6", 0), 0u) << listed.dump(1);
+  EXPECT_EQ(versions["unstable"].rfind("2.14", 0), 0u) << listed.dump(1);
+
+  json matrix = cpu_matrix({kMobilenet, kSegformer}, {1}, {"eager", "default"});
+  matrix["name"] = "stable vs unstable";
+  matrix["torch_builds"] = {"stable", "unstable"};
+  matrix["runtimes"] = {"python"};
+  const json run = coord.submit(matrix);
+  ASSERT_EQ(run["job_count"], 8);
+  ASSERT_TRUE(wait_run_state(coord, run, "done", 1200s)) << run_of(coord, run).dump(1);
+
+  int checked = 0;
+  const json page = coord.get_json(run_url(run) + "/results?limit=100");
+  for (const auto& row : page.at("results")) {
+    const json& job = row.at("job");
+    const json& r = row.at("result");
+    const std::string build = job.value("torch_build", ""), mode = job.value("mode", ""),
+                      model = job.value("model", "");
+    SCOPED_TRACE(build + " " + mode + " " + model);
+    if (model == kSegformer && (build == "stable" || mode != "eager")) {
+      // The seed model: eager on unstable only (its compile is the seed slice's, python tests).
+      if (build == "stable") {
+        EXPECT_EQ(r.value("status", ""), "unsupported") << r.dump(1);
+        EXPECT_NE(r.value("error", "").find("transformers"), std::string::npos) << r.dump(1);
+      }
+      ++checked;
+      continue;
+    }
+    ASSERT_EQ(r.value("status", ""), "ok") << r.dump(1);
+    const json& env = r.at("environment");
+    EXPECT_EQ(env.value("build_root_suite", ""), build == "stable" ? "trixie" : "sid") << env.dump(1);
+    EXPECT_EQ(env.value("torch_version", "").rfind(build == "stable" ? "2.6" : "2.14", 0), 0u) << env.dump(1);
+    if (model == kSegformer) {
+      EXPECT_FALSE(env.value("transformers_version", "").empty()) << env.dump(1);
+    }
+    if (mode == "default") {
+      ASSERT_TRUE(r.contains("accuracy")) << r.dump(1);
+      EXPECT_EQ(r["accuracy"].value("verdict", ""), "pass") << r["accuracy"].dump(1);
+      const std::string isa = env.value("inductor_vec_isa", "");
+      EXPECT_FALSE(isa.empty() || isa == "unknown") << env.dump(1);
+      if (cpu_has_vector_units()) {
+        EXPECT_NE(isa, "none") << "Inductor's kernels are scalar code";
+      }
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
+
+  const json report = coord.get_json(run_url(run) + "/report?format=json");
+  ASSERT_FALSE(report["tables"].empty()) << report.dump(1);
+  std::set<std::string> headers;
+  for (const auto& c : report["tables"][0]["columns"]) headers.insert(c.value("header", ""));
+  for (const std::string want : {"stable (torch 2.6", "unstable (torch 2.14"}) {
+    bool found = false;
+    for (const auto& h : headers) found = found || h.rfind(want, 0) == 0;
+    EXPECT_TRUE(found) << want << " in " << json(headers).dump();
+  }
+}
+
+}  // namespace
+}  // namespace benchfleet::testing
