@@ -113,7 +113,9 @@ def apply_memory_limit(device: str, limit_mb: int, hooks: Hooks) -> None:
         return
     if torch.get_num_threads() > 1:  # libgomp's thread stacks are torch's, not the model's
         torch.ones(2 * _GRAIN_SIZE)
-    torch.mm(torch.ones(64, 64), torch.ones(64, 64))  # and so are the work buffers a BLAS maps at its first call
+    # And so is the work buffer OpenBLAS maps (128 MiB) at its first product beyond its small-matrix
+    # path, which it keeps: under the cap it would retry that allocation forever, a hang, not an OOM.
+    torch.mm(torch.ones(512, 512), torch.ones(512, 512))
     base = virtual_size_bytes()
     if base <= 0:
         raise JobError("", "cannot read VmSize from /proc/self/status to apply the memory limit")

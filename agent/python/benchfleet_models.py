@@ -267,9 +267,10 @@ def _import_transformers(model_id: str) -> Any:
         return importlib.import_module("transformers")
     except ImportError as e:
         missing = getattr(e, "name", None) or "transformers"
+        # The build cannot run the model at all (as with a mode its torch lacks): unsupported.
         raise ExportFailure(
-            "error", f"{model_id} needs the Python package '{missing}', which this torch build's "
-                     f"python ({sys.executable}) does not have") from None
+            "unsupported", f"{model_id} needs the Python package '{missing}', which this torch build's "
+                           f"python ({sys.executable}) does not have") from None
 
 
 def _make_config(transformers: Any, config_cls: Any, params: Mapping[str, Any], log: Any) -> Any:
@@ -308,8 +309,8 @@ def _build_torchvision(spec: ModelSpec, weights: Optional[str]) -> torch.nn.Modu
     try:
         import torchvision  # only torchvision models need it
     except ImportError:
-        raise ExportFailure("error", f"{spec.id} needs the Python package 'torchvision', which this torch "
-                                     f"build's python ({sys.executable}) does not have") from None
+        raise ExportFailure("unsupported", f"{spec.id} needs the Python package 'torchvision', which this "
+                                           f"torch build's python ({sys.executable}) does not have") from None
     constructor = getattr(torchvision.models, spec.constructor, None)
     if constructor is None:
         raise ExportFailure("error", f"torchvision {torchvision.__version__} has no models.{spec.constructor}")

@@ -23,11 +23,12 @@ void start_intra_op_threads() {
   if (at::get_num_threads() > 1) (void)at::ones({2 * at::internal::GRAIN_SIZE});
 }
 
-// One small matrix product: a BLAS such as OpenBLAS maps its per-thread work buffers (tens of MiB
-// of address space) at its first call. They are the library's, like the thread stacks, and
-// counted before the cap, not against the model.
+// One matrix product large enough to leave BLAS's small-matrix path: OpenBLAS maps a 128 MiB work
+// buffer at its first such call and keeps it for the next ones. It is the library's, like the
+// thread stacks, so it is counted before the cap, not against the model; and under the cap
+// OpenBLAS cannot fail an allocation: it retries it forever, so a job would hang, not OOM.
 void start_blas() {
-  const at::Tensor m = at::ones({64, 64});
+  const at::Tensor m = at::ones({512, 512});
   (void)at::mm(m, m);
 }
 

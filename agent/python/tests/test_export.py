@@ -338,7 +338,7 @@ class ExportFailureTest(unittest.TestCase):
 
     @unittest.skipIf(HAVE_TRANSFORMERS, "transformers is installed here")
     def test_transformers_model_without_transformers(self) -> None:
-        meta = self.expect_failure(1, "error", "--model", "google/vit-base-patch16-224", "--batch", "1",
+        meta = self.expect_failure(4, "unsupported", "--model", "google/vit-base-patch16-224", "--batch", "1",
                                    "--format", "torchscript")
         self.assertEqual(meta["model"], "google/vit-base-patch16-224")
         self.assertIn("google/vit-base-patch16-224", meta["message"])

@@ -87,7 +87,8 @@ class SeparateSleefTest(unittest.TestCase):
                                                            "/usr/lib/x86_64-linux-gnu/libsleef.so.3.9.0")))
 
     def test_a_wheel_with_sleef_built_in_has_none(self) -> None:
-        self.assertFalse(vi.separate_sleef_loaded(self.maps("/venv/lib/python3.12/site-packages/torch/lib/libtorch_cpu.so")))
+        wheel = "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cpu.so"
+        self.assertFalse(vi.separate_sleef_loaded(self.maps(wheel)))
         self.assertFalse(vi.separate_sleef_loaded("/nonexistent/maps"))
 
 
