@@ -23,10 +23,11 @@
 #   BENCHFLEET_QUICKSTART_SKIP_SETUP   1: skip installing and building (the binaries must exist)
 #   BENCHFLEET_QUICKSTART_TIMEOUT_S    give up waiting for the run after this long (default 3600)
 #   BENCHFLEET_TORCH_ROOT              the torch 2.6 root (default ~/.cache/benchfleet/torch-roots/trixie)
-#   BENCHFLEET_SID_ROOT                the torch 2.14 root (default ~/.cache/benchfleet/torch-roots/sid)
-#                                      Either set to none: no such root and build. Both none is the
-#                                      fast path: the host's torch 1.13 alone and examples/cpu-demo.yaml
-#                                      (eager vs TorchScript), no root to make
+#   BENCHFLEET_SID_ROOT                the torch 2.14 root (default ~/.cache/benchfleet/torch-roots/sid);
+#                                      none: no unstable build (and examples/cpu-demo.yaml)
+#                                      BENCHFLEET_TORCH_ROOT=none is the fast path: no root to make, the
+#                                      host's torch 1.13 alone and examples/cpu-demo.yaml (eager vs
+#                                      TorchScript)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -64,6 +65,7 @@ detach="${1:-}"
 roots_dir="${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots"
 torch_root="${BENCHFLEET_TORCH_ROOT:-$roots_dir/trixie}"
 sid_root="${BENCHFLEET_SID_ROOT:-$roots_dir/sid}"
+[ "$torch_root" = none ] && sid_root=none  # the fast path: the host's torch alone
 setup=1
 [ "${BENCHFLEET_QUICKSTART_SKIP_SETUP:-0}" = 1 ] && setup=0
 mkdir -p "$state"
