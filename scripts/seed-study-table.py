@@ -123,7 +123,7 @@ def python_tables(base: str, runs: List[int], build: str) -> str:
             cpu = e / c if e and c else None
             seed = SEED_A100.get(label, {}).get(batch, "missing")
             if seed is None:
-                a100, gpu = "OOM", None
+                a100, gpu = "OOM", None  # the seeds' card ran out of memory
             elif seed == "missing":
                 a100, gpu = "-", None
             else:

@@ -3,7 +3,7 @@
 # agent build entry with `root:` (the build's exporter, runner and worker then run inside it
 # through bubblewrap). Everything comes from Debian's archive, through debootstrap. Two suites:
 #   trixie  Debian 13: torch 2.6, torchvision 0.21, LibTorch 2.6 with AOTInductor's loader
-#   sid     Debian unstable: torch 2.14, torchvision 0.27, transformers and safetensors (the
+#   sid     Debian unstable: torch 2.14, torchvision 0.27, transformers, safetensors, scipy (the
 #           seed models), LibTorch 2.14; refreshed, it is a new build id: the "nightly" of a
 #           machine without PyTorch's wheels
 # Both carry Sleef's header, without which Inductor's CPU kernels fall back to scalar code.
@@ -52,7 +52,9 @@ packages=(
 )
 case "$suite" in
   trixie) ;;
-  sid) packages+=(python3-transformers python3-safetensors) ;;
+  # scipy: transformers' MaskFormer and Mask2Former build their loss (scipy's Hungarian matching)
+  # with the model, inference or not.
+  sid) packages+=(python3-transformers python3-safetensors python3-scipy) ;;
   *) die "--suite $suite: must be trixie or sid" ;;
 esac
 if [ -z "$root" ]; then

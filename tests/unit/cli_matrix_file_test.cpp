@@ -2,6 +2,7 @@
 // the line and the field.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -143,10 +144,20 @@ TEST(ParseMatrix, DtypesDynamicShapeWalkAndNoise) {
 }
 
 TEST(ParseMatrix, ShippedExamplesAreValid) {
-  for (const char* name : {"examples/cpu-demo.yaml", "examples/seed-matrix.yaml"}) {
-    auto m = load_matrix_file(std::string(BENCHFLEET_SOURCE_DIR) + "/" + name);
-    ASSERT_TRUE(m.ok()) << name << ": " << m.error().message;
+  // Every matrix shipped in examples/ (a new one is checked without being listed here).
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(BENCHFLEET_SOURCE_DIR) + "/examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    auto m = load_matrix_file(entry.path().string());
+    ASSERT_TRUE(m.ok()) << entry.path() << ": " << m.error().message;
+    ++files;
   }
+  EXPECT_GE(files, 8);
+  // The seeds' study on the CPU: 12 models x batch 1, 4, 16 x eager and default on unstable.
+  auto cpu = load_matrix_file(std::string(BENCHFLEET_SOURCE_DIR) + "/examples/seed-study-cpu.yaml");
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(cpu->job_count, 12u * 3 * 2);
+  EXPECT_EQ(cpu->spec.torch_builds, std::vector<std::string>{"unstable"});
   // The seeds' study: 12 models x 3 batches x 3 modes x 2 builds x 3 GPUs, 300 fixed iterations.
   auto seed = load_matrix_file(std::string(BENCHFLEET_SOURCE_DIR) + "/examples/seed-matrix.yaml");
   ASSERT_TRUE(seed.ok());
