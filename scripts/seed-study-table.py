@@ -67,6 +67,18 @@ def latest(rows: List[Dict[str, Any]]) -> Dict[Tuple, Dict[str, Any]]:
     return cells
 
 
+def load_runs(base: str, runs: List[int]) -> Tuple[List[str], Dict[Tuple, Dict[str, Any]]]:
+    """The runs' models in matrix order, and their cells (later runs win)."""
+    cells: Dict[Tuple, Dict[str, Any]] = {}
+    models: List[str] = []
+    for run in runs:
+        for model in get(f"{base}/api/v1/runs/{run}")["matrix"]["models"]:
+            if model not in models:
+                models.append(model)
+        cells.update(latest(results(base, run)))
+    return models, cells
+
+
 def cell_text(row: Optional[Dict[str, Any]]) -> str:
     if row is None:
         return "-"
@@ -100,13 +112,7 @@ def direction(s: Optional[float]) -> int:
 
 def python_tables(base: str, runs: List[int], build: str) -> str:
     names = labels(base)
-    cells: Dict[Tuple, Dict[str, Any]] = {}
-    models: List[str] = []
-    for run in runs:
-        for model in get(f"{base}/api/v1/runs/{run}")["matrix"]["models"]:
-            if model not in models:
-                models.append(model)
-        cells.update(latest(results(base, run)))
+    models, cells = load_runs(base, runs)
     batches = sorted({k[1] for k in cells if k[2] == "python"})
     out: List[str] = []
     agree = disagree = 0
@@ -175,13 +181,7 @@ def python_tables(base: str, runs: List[int], build: str) -> str:
 
 def libtorch_table(base: str, runs: List[int], build: str) -> str:
     names = labels(base)
-    cells: Dict[Tuple, Dict[str, Any]] = {}
-    models: List[str] = []
-    for run in runs:
-        for model in get(f"{base}/api/v1/runs/{run}")["matrix"]["models"]:
-            if model not in models:
-                models.append(model)
-        cells.update(latest(results(base, run)))
+    models, cells = load_runs(base, runs)
     out = ["### CPU, unstable (torch 2.14), libtorch runtime: AOTInductor packages (batch size: 1)", "",
            "| **Task/Model** | **eager** | **AOTInductor (default)** | **speedup** | **export + compile s** | "
            "**accuracy** | **notes** |", "|:---:|:---:|:---:|:---:|:---:|:---:|:---|"]
@@ -205,13 +205,7 @@ def libtorch_table(base: str, runs: List[int], build: str) -> str:
 
 def builds_table(base: str, runs: List[int]) -> str:
     names = labels(base)
-    cells: Dict[Tuple, Dict[str, Any]] = {}
-    models: List[str] = []
-    for run in runs:
-        for model in get(f"{base}/api/v1/runs/{run}")["matrix"]["models"]:
-            if model not in models:
-                models.append(model)
-        cells.update(latest(results(base, run)))
+    models, cells = load_runs(base, runs)
     batches = sorted({k[1] for k in cells})
     versions: Dict[str, str] = {}
     for row in cells.values():

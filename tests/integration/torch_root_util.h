@@ -11,34 +11,31 @@
 
 namespace benchfleet::testing {
 
-// Why the root build cannot be tested here, or "" when it can.
-inline std::string missing_torch_root() {
+// Why a build in `root` (made by scripts/torch-root.sh --suite `suite`) with its `worker` cannot be
+// tested here, or "" when it can.
+inline std::string missing_root(const std::string& root, const std::string& worker, const std::string& suite) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::exists(fs::path(BENCHFLEET_TORCH_ROOT) / "etc" / "benchfleet-root.json", ec)) {
-    return std::string("no torch root at ") + BENCHFLEET_TORCH_ROOT + " (run scripts/torch-root.sh)";
+  if (!fs::exists(fs::path(root) / "etc" / "benchfleet-root.json", ec)) {
+    return "no " + suite + " root at " + root + " (run scripts/torch-root.sh --suite " + suite + ")";
   }
-  if (!fs::exists(BENCHFLEET_ROOT_WORKER, ec)) {
-    return std::string("no worker built in the root at ") + BENCHFLEET_ROOT_WORKER +
-           " (run scripts/build-worker.sh --root " + BENCHFLEET_TORCH_ROOT + " --out <build>/trixie-root-worker)";
+  if (!fs::exists(worker, ec)) {
+    return "no worker built in the " + suite + " root at " + worker + " (run scripts/build-worker.sh --root " + root +
+           " --out <build>/" + suite + "-root-worker)";
   }
   return "";
 }
 
+// The torch 2.6 root (BENCHFLEET_TORCH_ROOT, BENCHFLEET_ROOT_WORKER).
+inline std::string missing_torch_root() {
+  return missing_root(BENCHFLEET_TORCH_ROOT, BENCHFLEET_ROOT_WORKER, "trixie");
+}
+
 #ifdef BENCHFLEET_SID_ROOT
-// The same for the unstable root (scripts/torch-root.sh --suite sid) and its worker, for tests that
-// also define BENCHFLEET_SID_ROOT and BENCHFLEET_SID_ROOT_WORKER.
+// Both roots: the unstable one (BENCHFLEET_SID_ROOT, BENCHFLEET_SID_ROOT_WORKER) and the torch 2.6 one.
 inline std::string missing_sid_root() {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(fs::path(BENCHFLEET_SID_ROOT) / "etc" / "benchfleet-root.json", ec)) {
-    return std::string("no unstable root at ") + BENCHFLEET_SID_ROOT + " (run scripts/torch-root.sh --suite sid)";
-  }
-  if (!fs::exists(BENCHFLEET_SID_ROOT_WORKER, ec)) {
-    return std::string("no worker built in the unstable root at ") + BENCHFLEET_SID_ROOT_WORKER +
-           " (run scripts/build-worker.sh --root " + BENCHFLEET_SID_ROOT + " --out <build>/sid-root-worker)";
-  }
-  return missing_torch_root();
+  const std::string why = missing_root(BENCHFLEET_SID_ROOT, BENCHFLEET_SID_ROOT_WORKER, "sid");
+  return why.empty() ? missing_torch_root() : why;
 }
 #endif
 
