@@ -25,15 +25,12 @@ for arg in "$@"; do
   esac
 done
 
-# libopenblas0-openmp: Debian's torch multiplies matrices through whatever provides libblas.so.3;
-# without it that is netlib's reference BLAS (unoptimised, single-threaded, ~80x slower here).
 packages=(
   build-essential cmake ninja-build ccache pkg-config git patchelf
   libboost1.81-all-dev nlohmann-json3-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libcli11-dev libyaml-cpp-dev libssl-dev
   libtorch-dev python3-torch python3-torchvision python3-yaml
-  libopenblas0-openmp
   curl ca-certificates
   ansible ansible-lint
   debootstrap bubblewrap

@@ -278,7 +278,8 @@ TEST(QuickStart, TwoRunsPrintTheStoredResultsWithARealOomCell) {
   // The closing line with the four timings (their values depend on the machine's load).
   EXPECT_TRUE(std::regex_search(
       first.output,
-      std::regex(R"(\nTimings: dependencies \d+ s, build \d+ s, torch root and its worker \d+ s, run \d+ s\n)")))
+      std::regex(
+          R"(\nTimings: dependencies \d+ s, build \d+ s, the roots' wait and their workers \d+ s, run \d+ s\n)")))
       << first.output;
 
   // The same command again: the running coordinator and agent are reused; a new run is measured.
