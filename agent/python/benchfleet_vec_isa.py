@@ -31,7 +31,8 @@ def separate_sleef_loaded(maps_path: str = "/proc/self/maps") -> bool:
 
 def use_sleef_compiler() -> Optional[str]:
     """Selects benchfleet-g++ as Inductor's compiler where torch links Sleef dynamically; returns
-    it, or None where nothing was changed (built-in Sleef, no wrapper, or set already)."""
+    it (also when it was selected already), or None where it is not needed or not there
+    (built-in Sleef, no wrapper)."""
     import torch  # noqa: F401  (loads libtorch_cpu and, on Debian, libsleef)
 
     try:
