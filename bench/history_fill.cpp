@@ -97,8 +97,10 @@ JobResult synthesize(const JobSpec& spec, const GpuClass& gpu, std::size_t model
   r.stats = compute_statistics(r.samples_ms, rng(), /*resamples=*/100);
   r.stop_reason = StopReason::kFixedCount;
   r.first_call_ms = night_level * 3;
-  r.memory = MemoryInfo{static_cast<std::int64_t>(need_gb * 8e8), static_cast<std::int64_t>(need_gb * 1e9),
-                        static_cast<std::int64_t>((3 + unit(rng)) * 1e9)};
+  r.memory.emplace();
+  r.memory->peak_allocated_bytes = static_cast<std::int64_t>(need_gb * 8e8);
+  r.memory->peak_reserved_bytes = static_cast<std::int64_t>(need_gb * 1e9);
+  r.memory->peak_rss_bytes = static_cast<std::int64_t>((3 + unit(rng)) * 1e9);
   return r;
 }
 

@@ -155,7 +155,10 @@ JobResult synthesize(const JobSpec& spec, const GpuClass& gpu, std::size_t model
   r.stop_reason = n == 100 ? StopReason::kMaxIterations : StopReason::kCiTarget;
   r.first_call_ms = compiled ? 20'000 + 70'000 * unit(rng) : typical * 3 + 200;
   const auto reserved = static_cast<std::int64_t>(need_gb * 1e9);
-  r.memory = MemoryInfo{reserved * 8 / 10, reserved, static_cast<std::int64_t>((3 + 3 * unit(rng)) * 1e9)};
+  r.memory.emplace();
+  r.memory->peak_allocated_bytes = reserved * 8 / 10;
+  r.memory->peak_reserved_bytes = reserved;
+  r.memory->peak_rss_bytes = static_cast<std::int64_t>((3 + 3 * unit(rng)) * 1e9);
   const double temperature = 40 + 30 * unit(rng);
   r.telemetry = {{"before_sm_clock_mhz", 1410},
                  {"before_mem_clock_mhz", 1215},

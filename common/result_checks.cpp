@@ -105,9 +105,18 @@ std::optional<Error> check_posted_result(const JobResult& r, const std::string& 
       const std::optional<std::int64_t>& v;
     } fields[] = {{"peak_allocated_bytes", r.memory->peak_allocated_bytes},
                   {"peak_reserved_bytes", r.memory->peak_reserved_bytes},
-                  {"peak_rss_bytes", r.memory->peak_rss_bytes}};
+                  {"peak_rss_bytes", r.memory->peak_rss_bytes},
+                  {"cap_bytes", r.memory->cap_bytes},
+                  {"peak_growth_bytes", r.memory->peak_growth_bytes}};
     for (const auto& f : fields) {
       if (f.v && *f.v < 0) return Error::invalid(at("memory." + std::string(f.name)), "must be >= 0");
+    }
+    if (r.memory->cap && std::find(std::begin(kMemoryCapKinds), std::end(kMemoryCapKinds), *r.memory->cap) ==
+                             std::end(kMemoryCapKinds)) {
+      return Error::invalid(at("memory.cap"), "must be cgroup-v1, cgroup-v2, address-space or cuda-allocator");
+    }
+    if (r.memory->cap.has_value() != r.memory->cap_bytes.has_value()) {
+      return Error::invalid(at("memory.cap_bytes"), "goes with memory.cap: both or neither");
     }
   }
   return std::nullopt;

@@ -72,6 +72,9 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Memory
   r.optional("peak_allocated_bytes", out.peak_allocated_bytes);
   r.optional("peak_reserved_bytes", out.peak_reserved_bytes);
   r.optional("peak_rss_bytes", out.peak_rss_bytes);
+  r.optional("cap", out.cap);
+  r.optional("cap_bytes", out.cap_bytes);
+  r.optional("peak_growth_bytes", out.peak_growth_bytes);
   if (auto s = r.finish(); !s) return s.error();
   return std::nullopt;
 }
@@ -81,6 +84,9 @@ void to_json(json& j, const MemoryInfo& v) {
   put_optional(j, "peak_allocated_bytes", v.peak_allocated_bytes);
   put_optional(j, "peak_reserved_bytes", v.peak_reserved_bytes);
   put_optional(j, "peak_rss_bytes", v.peak_rss_bytes);
+  put_optional(j, "cap", v.cap);
+  put_optional(j, "cap_bytes", v.cap_bytes);
+  put_optional(j, "peak_growth_bytes", v.peak_growth_bytes);
 }
 
 std::optional<Error> decode_value(const json& j, const std::string& path, AccuracyInfo& out) {

@@ -34,4 +34,14 @@ std::size_t max_iterations() {
   return value;
 }
 
+const MemoryCgroupProtocol& memory_cgroup_protocol() {
+  static const MemoryCgroupProtocol value = [] {
+    const nlohmann::json& rule = shared_rule("memory_cgroup.json");
+    return MemoryCgroupProtocol{rule.at("environment").get<std::string>(), rule.at("request_file").get<std::string>(),
+                                rule.at("answer_file").get<std::string>(), rule.at("phase_file").get<std::string>(),
+                                rule.at("answer_timeout_s").get<int>()};
+  }();
+  return value;
+}
+
 }  // namespace benchfleet

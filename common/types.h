@@ -196,10 +196,20 @@ struct OomInfo {
   bool operator==(const OomInfo&) const = default;
 };
 
+inline constexpr std::string_view kMemoryCapKinds[] = {"cgroup-v1", "cgroup-v2", "address-space", "cuda-allocator"};
+
 struct MemoryInfo {
   std::optional<std::int64_t> peak_allocated_bytes;
   std::optional<std::int64_t> peak_reserved_bytes;
   std::optional<std::int64_t> peak_rss_bytes;
+  // The memory cap the job ran under (kMemoryCapKinds): "cgroup-v1" / "cgroup-v2", RAM the job's
+  // processes added after its start-up, held by the agent's memory cgroup; "address-space", the
+  // growth of the measuring process's address space (RLIMIT_AS); "cuda-allocator", the caching
+  // allocator's share of the card. cap_bytes: what the cap allows; peak_growth_bytes (cgroups
+  // only): the most the job held beyond its start-up, the figure the cap bounds.
+  std::optional<std::string> cap;
+  std::optional<std::int64_t> cap_bytes;
+  std::optional<std::int64_t> peak_growth_bytes;
 
   bool operator==(const MemoryInfo&) const = default;
 };

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The main job on a fresh Debian 12 machine: installs dependencies, makes (or reuses) two Debian
 # roots while it builds — Debian 13 with torch 2.6 and Debian unstable with torch 2.14 and
-# transformers — builds the worker inside each, starts a coordinator on the embedded SQLite default
-# (state in .state/) and one local agent (GPU slots if nvidia-smi finds GPUs, else the CPU slot)
-# with three torch builds — `stable` (torch 2.6 in its root), `unstable` (torch 2.14 in its root)
-# and `debian12` (this host's torch 1.13, kept for matrices that name it) — submits the default
-# matrices with the CLI (without a GPU examples/cpu-compile-demo.yaml, eager vs torch.compile on
-# stable and unstable, and examples/cpu-seed-demo.yaml, a seed model on unstable;
-# examples/gpu-demo.yaml on the local GPU classes with one), shows progress,
-# prints the comparison table and the URLs, then keeps both services up until Ctrl-C.
+# transformers — starts a coordinator on the embedded SQLite default (state in .state/) and one
+# local agent (GPU slots if nvidia-smi finds GPUs, else the CPU slot) with three torch builds —
+# `stable` (torch 2.6 in its root), `unstable` (torch 2.14 in its root) and `debian12` (this host's
+# torch 1.13, kept for matrices that name it) — submits the default matrices with the CLI (without
+# a GPU examples/cpu-compile-demo.yaml, eager vs torch.compile on stable and unstable,
+# examples/cpu-seed-demo.yaml, a seed model on unstable, and examples/cpu-memory-demo.yaml, the
+# meant OOM cell; examples/gpu-demo.yaml on the local GPU classes with one), shows progress,
+# prints the comparison tables and the URLs, then keeps both services up until Ctrl-C. The default
+# matrices are torch.compile's (the python runtime): the roots get no worker unless a matrix given
+# in BENCHFLEET_QUICKSTART_MATRIX names the libtorch runtime.
 #   scripts/quickstart.sh            # run in the foreground; Ctrl-C stops it
 #   scripts/quickstart.sh --detach   # leave it running; stop later with:
 #   scripts/quickstart.sh stop
@@ -97,7 +99,13 @@ if [ -n "$roots_pid" ]; then
   wait "$roots_pid" || roots_rc=$?
   grep -E '^torch-root: root (ready|is current)' "$state/torch-root.log" | sed 's/^torch-root: /quickstart: /' || true
 fi
-root_build() {  # name suite root failed-bit: builds the worker in the root; prints the root or none
+# A root's worker (the libtorch runtime: AOTInductor, TorchScript) is built only for matrices
+# that run it: the default ones are torch.compile's (the python runtime), which needs none.
+needs_root_workers=0
+for matrix in ${BENCHFLEET_QUICKSTART_MATRIX:-}; do
+  grep -Eq '^runtimes:.*libtorch' "$matrix" 2>/dev/null && needs_root_workers=1
+done
+root_build() {  # name suite root failed-bit: checks the root (and builds its worker if needed); prints the root or none
   local name="$1" suite="$2" dir="$3" bit="$4"
   if [ "$dir" = none ]; then echo none; return; fi
   if [ "$setup" = 1 ]; then
@@ -105,17 +113,14 @@ root_build() {  # name suite root failed-bit: builds the worker in the root; pri
       echo "quickstart: the $suite root could not be made (see $state/torch-root.log); no $name build" >&2
       echo none; return
     fi
-    echo "quickstart: building benchfleet-worker inside the $suite root against its LibTorch" >&2
-    if ! scripts/build-worker.sh --root "$dir" --out "$build/$suite-root-worker" >/dev/null; then
-      echo "quickstart: the worker did not build in the $suite root; no $name build" >&2
-      echo none; return
+    if [ "$needs_root_workers" = 1 ]; then
+      echo "quickstart: building benchfleet-worker inside the $suite root against its LibTorch" >&2
+      if ! scripts/build-worker.sh --root "$dir" --out "$build/$suite-root-worker" >/dev/null; then
+        echo "quickstart: the worker did not build in the $suite root; the $name build runs the python runtime only" >&2
+      fi
     fi
   fi
-  if [ -f "$dir/etc/benchfleet-root.json" ] && [ -x "$build/$suite-root-worker/bin/benchfleet-worker" ]; then
-    echo "$dir"
-  else
-    echo none
-  fi
+  if [ -f "$dir/etc/benchfleet-root.json" ]; then echo "$dir"; else echo none; fi
 }
 [ "$roots_rc" != 0 ] && tail -n 5 "$state/torch-root.log" >&2
 torch_root="$(root_build stable trixie "$torch_root" 1)"
@@ -127,12 +132,16 @@ t2b=$(date +%s)
 {
   echo "# written by scripts/quickstart.sh"
   echo "builds:"
-  if [ "$torch_root" != none ]; then
-    echo "  - {name: stable, python: /usr/bin/python3, worker: $build/trixie-root-worker/bin/benchfleet-worker, root: $torch_root}"
-  fi
-  if [ "$sid_root" != none ]; then
-    echo "  - {name: unstable, python: /usr/bin/python3, worker: $build/sid-root-worker/bin/benchfleet-worker, root: $sid_root}"
-  fi
+  for pair in "stable trixie $torch_root" "unstable sid $sid_root"; do
+    read -r name suite dir <<<"$pair"
+    [ "$dir" = none ] && continue
+    worker="$build/$suite-root-worker/bin/benchfleet-worker"  # without it: the python runtime only
+    if [ -x "$worker" ]; then
+      echo "  - {name: $name, python: /usr/bin/python3, worker: $worker, root: $dir}"
+    else
+      echo "  - {name: $name, python: /usr/bin/python3, root: $dir}"
+    fi
+  done
   echo "  - {name: debian12, python: /usr/bin/python3, worker: $build/agent/worker/benchfleet-worker}"
 } >"$state/agent.yaml.new"
 if ! cmp -s "$state/agent.yaml.new" "$state/agent.yaml" 2>/dev/null; then
@@ -196,7 +205,7 @@ elif [ -n "$gpu_classes" ]; then
   matrices=(examples/gpu-demo.yaml)
   submit_args=(--gpus "$gpu_classes")
 elif [ "$torch_root" != none ] && [ "$sid_root" != none ]; then
-  matrices=(examples/cpu-compile-demo.yaml examples/cpu-seed-demo.yaml)
+  matrices=(examples/cpu-compile-demo.yaml examples/cpu-seed-demo.yaml examples/cpu-memory-demo.yaml)
 else
   matrices=(examples/cpu-demo.yaml)
 fi
@@ -216,9 +225,11 @@ for matrix in "${matrices[@]}"; do
 done
 t3=$(date +%s)
 
+# Medians: the statistic the matrices' stopping rule measures to a 95% CI, and the one a few slow
+# calls (a busy scheduler) do not move.
 for run_id in "${run_ids[@]}"; do
   echo
-  "$cli" report "$run_id"
+  "$cli" report "$run_id" --stat median
 done
 echo
 for run_id in "${run_ids[@]}"; do
@@ -227,7 +238,7 @@ done
 echo "API: $base/api/v1/runs   OpenAPI: $base/api/v1/openapi.json   Metrics: $base/metrics"
 echo "CLI: export BENCHFLEET_URL=$base BENCHFLEET_OPERATOR_TOKEN_FILE=$BENCHFLEET_OPERATOR_TOKEN_FILE"
 echo "     $cli runs | run ${run_ids[0]} | report ${run_ids[0]} --format csv | agents | watch ID | --help"
-echo "Timings: dependencies $((t1 - t0)) s, build $((t2 - t1)) s, the roots' wait and their workers $((t2b - t2)) s, run $((t3 - t2b)) s"
+echo "Timings: dependencies $((t1 - t0)) s, build $((t2 - t1)) s, waiting for the roots $((t2b - t2)) s, run $((t3 - t2b)) s"
 
 if [ "$detach" = "--detach" ]; then
   echo "quickstart: coordinator and agent left running; stop them with: scripts/quickstart.sh stop"

@@ -87,7 +87,13 @@ def cell_text(row: Optional[Dict[str, Any]]) -> str:
         return "OOM"
     if r["status"] != "ok":
         return r["status"]
-    return f"{r['stats']['median_ms']:.1f}" + ("*" if row.get("flags") else "")
+    return f"{r['stats']['median_ms']:.1f}" + marks(row.get("flags") or [])
+
+
+def marks(flags: List[str]) -> str:
+    """As the product's reports mark a number: "*" noisy, "†" stopped at its budget (ci_not_met)."""
+    budget = "ci_not_met" in flags
+    return ("*" if len(flags) > (1 if budget else 0) else "") + ("†" if budget else "")
 
 
 def median(row: Optional[Dict[str, Any]]) -> Optional[float]:

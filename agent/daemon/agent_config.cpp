@@ -30,6 +30,10 @@ std::vector<config::Option> options(AgentConfig& c) {
       option("work_dir", c.work_dir, "per-job scratch space (default: <state_dir>/work)"),
       option("gpus", c.gpus, "GPUs to use, by UUID or index (default: all found; none found: one cpu slot)"),
       option("memory_limit_mb", c.memory_limit_mb, "memory cap per slot passed to the worker (0: none)"),
+      option("memory_cap", c.memory_cap,
+             "how a CPU job's memory cap is applied: auto (a memory cgroup per job, RAM the job adds after its "
+             "start-up, where this agent can make one; else the job's address-space growth, RLIMIT_AS) or "
+             "address_space"),
       option("kill_grace_s", c.kill_grace_s, "seconds between SIGTERM and SIGKILL for a worker past its timeout"),
       option("export_timeout_s", c.export_timeout_s, "longest model export"),
       option("exporter", c.exporter, "path of benchfleet_export.py (default: found next to the binary)"),
@@ -74,9 +78,9 @@ Status read_builds(const YAML::Node& node, const std::string& origin, std::vecto
         return Error::invalid(path + "." + key, origin + ": unknown key (allowed: name, python, worker, root)");
     }
     if (!is_valid_identifier(build.name)) return Error::invalid(path + ".name", origin + ": not a valid build name");
-    if (build.python.empty() || build.worker.empty()) {
-      return Error::invalid(path, origin + ": python and worker are required");
-    }
+    // Without a worker the build offers the python runtime only (a root whose worker was not
+    // built yet: the quick start's torch.compile matrices need none).
+    if (build.python.empty()) return Error::invalid(path + ".python", origin + ": is required");
     for (std::size_t j = 0; j < out.size(); ++j) {
       if (out[j].name == build.name) {
         return Error::invalid(path + ".name",
@@ -178,7 +182,9 @@ Result<AgentConfigParse> parse_agent_config(int argc, char** argv) {
       "the limit, drains near it or after --idle-exit-s with no work, and exits 0 (`exiting: <why>`).\n"
       "Options also come from the YAML --config file (same names, underscores; torch builds as\n"
       "`builds: [{name, python, worker, root}]`; a build with a root runs its programs inside that root\n"
-      "filesystem, see scripts/torch-root.sh) and from the environment variables shown."};
+      "filesystem, see scripts/torch-root.sh; one without a worker offers the python runtime only) and from\n"
+      "the environment variables shown. A CPU job's memory cap is a memory cgroup of its own where this agent\n"
+      "can make one (--memory-cap auto), else the job's address-space limit."};
   app.set_version_flag("--version", std::string("benchfleet-agent ") + BENCHFLEET_VERSION);
   std::string ignored_config;
   auto opts = options(c);
@@ -202,6 +208,9 @@ Result<AgentConfigParse> parse_agent_config(int argc, char** argv) {
     c.name = host;
   }
   if (c.memory_limit_mb < 0) return Error::invalid("memory_limit_mb", "must be >= 0");
+  if (c.memory_cap != "auto" && c.memory_cap != "address_space") {
+    return Error::invalid("memory_cap", "must be auto or address_space, not \"" + c.memory_cap + "\"");
+  }
   if (c.kill_grace_s < 0) return Error::invalid("kill_grace_s", "must be >= 0");
   if (c.catalog.empty()) c.catalog = default_catalog_path();
   if (c.spool_dir.empty()) c.spool_dir = c.state_dir + "/spool";

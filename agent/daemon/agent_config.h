@@ -24,6 +24,10 @@ struct AgentConfig {
   std::string work_dir;                          // default <state_dir>/work
   std::vector<std::string> gpus;                 // UUIDs or indices; empty: all found
   std::int64_t memory_limit_mb = 0;              // per slot, 0: none (a run's own limit wins)
+  // How a CPU job's memory cap is applied: "auto" (a memory cgroup per job where this agent can
+  // make one, agent/daemon/memory_cgroup.h; else the job's own address-space limit) or
+  // "address_space" (always the latter).
+  std::string memory_cap = "auto";
   int kill_grace_s = 10;
   int export_timeout_s = 3600;
   std::string exporter;  // benchfleet_export.py; default: found next to the binary or in the source tree

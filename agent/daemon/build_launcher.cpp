@@ -89,7 +89,7 @@ SpawnOptions BuildLauncher::wrap(const TorchBuild& build, SpawnOptions o) const 
   };
   for (const auto& d : writable_) add(d, true);
   for (const auto& d : readable_) add(d, false);
-  add(fs::path(build.worker).parent_path().string(), false);
+  if (!build.worker.empty()) add(fs::path(build.worker).parent_path().string(), false);
   std::stable_sort(dirs.begin(), dirs.end(), [](auto& a, auto& b) { return a.first.size() < b.first.size(); });
 
   std::vector<std::string> argv = {in_root_, build.root};

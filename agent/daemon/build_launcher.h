@@ -33,7 +33,7 @@ struct TorchBuild {
   std::string name;
   std::string version;    // filled from the worker's (else the runner's) --capabilities at start
   std::string python;     // a path inside the root when the build has one
-  std::string worker;     // a host path; run inside the root when the build has one
+  std::string worker;     // a host path; run inside the root when the build has one; "": python runtime only
   std::string root;       // root filesystem, or "" (runs on the host)
   RootInfo root_info;     // read at start when `root` is set
   std::string torch_git;  // torch.version.git_version, from the runner

@@ -86,12 +86,15 @@ void probe_build(const AgentConfig& c, const BuildLauncher& launcher, const std:
     spdlog::error("torch build {}: {} {} --capabilities failed ({}); the build is offered without the python runtime",
                   b.name, b.python, c.runner, runner_failure);
   }
-  std::string worker_failure;
-  const auto worker_caps = capabilities_of(launcher, b, c.work_dir, records, b.name + "-libtorch",
-                                           {b.worker, "--capabilities"}, 60s, worker_failure);
+  std::string worker_failure = "the build names no worker";
+  const auto worker_caps = b.worker.empty() ? std::nullopt
+                                            : capabilities_of(launcher, b, c.work_dir, records, b.name + "-libtorch",
+                                                              {b.worker, "--capabilities"}, 60s, worker_failure);
   if (worker_caps) {
     b.version = worker_caps->torch_version;
     b.runtimes.push_back({Runtime::kLibtorch, modes_on(*worker_caps, device)});
+  } else if (b.worker.empty()) {
+    spdlog::info("torch build {}: no worker named; the build is offered with the python runtime only", b.name);
   } else {
     spdlog::error("torch build {}: {} --capabilities failed ({}); the build is offered without the libtorch runtime",
                   b.name, b.worker, worker_failure);

@@ -218,6 +218,19 @@ int Daemon::run() {
   shared.work_dir = c.work_dir;
   shared.record_dir = s.record_dir();
   shared.kill_grace_s = c.kill_grace_s;
+  if (c.memory_cap == "auto") shared.memory_cgroup = this_process_memory_cgroup();
+  if (shared.memory_cgroup) {
+    if (auto usable = probe_memory_cgroup(*shared.memory_cgroup); !usable) {
+      spdlog::info("no memory cgroups for jobs: {}", usable.error().message);
+      shared.memory_cgroup.reset();
+    }
+  }
+  if (shared.memory_cgroup) {
+    spdlog::info("memory caps of CPU jobs: a cgroup each under {}", shared.memory_cgroup->directory);
+  } else {
+    spdlog::info("memory caps of CPU jobs: each job's address space (RLIMIT_AS){}",
+                 c.memory_cap == "auto" ? "; no memory cgroup this agent can make" : "");
+  }
   s.runner = std::make_unique<BuildJobRunner>(builds, std::move(shared));
 
   AgentLoopParts parts;

@@ -7,7 +7,10 @@
 #include <sstream>
 #include <variant>
 
+#include <spdlog/spdlog.h>
+
 #include "agent/daemon/agent_codecs.h"
+#include "agent/daemon/job_memory_cap.h"
 #include "agent/daemon/process.h"
 #include "common/codecs.h"
 #include "common/result_checks.h"
@@ -137,11 +140,27 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   o.stdout_path = (dir / "stdout.txt").string();
   o.stderr_path = (dir / "stderr.txt").string();
   o.record_dir = env.record_dir;
+  // A CPU job's memory cap, held by the agent where it can make the job a memory cgroup; else
+  // the job caps its own address space (it sees no request directory in its environment).
+  std::optional<JobMemoryCap> memory_cap;
+  if (!gpu && w.memory_limit_mb && env.memory_cgroup) {
+    const std::string name = "benchfleet-job-" + std::to_string(job.job_id) + "-" + std::to_string(job.attempt);
+    auto made = JobMemoryCap::start(*env.memory_cgroup, name, *w.memory_limit_mb << 20, dir.string());
+    if (made.ok()) {
+      memory_cap.emplace(std::move(*made));
+      o.env_set[JobMemoryCap::environment_variable()] = dir.string();
+    } else {
+      spdlog::warn("job {}: {}; it caps its own address space instead", job.job_id, made.error().message);
+    }
+  }
   o = env.launcher->wrap(*env.build, std::move(o));
+  if (memory_cap) o.argv = joining_cgroup(memory_cap->cgroup_path(), std::move(o.argv));
   auto child = Child::spawn(o);
   if (!child.ok()) return verdict(ResultStatus::kError, "cannot start " + runner_name + ": " + child.error().message);
   const ExitInfo exit = supervise(*child, std::chrono::seconds(job.timeout_s), std::chrono::seconds(env.kill_grace_s),
-                                  std::chrono::seconds(env.tick_every_s), keep_going);
+                                  std::chrono::seconds(env.tick_every_s), keep_going, [&memory_cap] {
+                                    if (memory_cap) memory_cap->serve();
+                                  });
   if (exit.aborted) {
     fs::remove_all(dir, ec);  // stopped: nothing to report, and no scratch to keep
     return std::nullopt;
@@ -172,6 +191,7 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
       r = std::move(*decoded);
     }
   }
+  if (memory_cap) memory_cap->finish(r);
   add_build_identity(*env.build, r);
   if (prepared.artifact) {
     // Which artifact the worker ran, hashed by the agent (the worker links no crypto library).

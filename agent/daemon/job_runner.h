@@ -12,6 +12,7 @@
 #include "agent/daemon/artifact_cache.h"
 #include "agent/daemon/build_launcher.h"
 #include "agent/daemon/coordinator_client.h"
+#include "agent/daemon/memory_cgroup.h"
 #include "common/types.h"
 
 namespace benchfleet::agent {
@@ -27,6 +28,9 @@ struct JobEnvironment {
   std::string record_dir;                   // where the exporter and worker are recorded while they run (SpawnOptions)
   int kill_grace_s = 10;                    // SIGTERM -> SIGKILL grace for a worker past its timeout
   int tick_every_s = 1;                     // how often keep_going is asked while the worker runs
+  // Where a CPU job with a memory cap gets its memory cgroup; nullopt: the job caps its own
+  // address space (RLIMIT_AS) instead.
+  std::optional<CgroupLocation> memory_cgroup;
 };
 
 // Called while the worker runs; false means stop (lease lost, run cancelled, agent aborting).

@@ -234,11 +234,13 @@ ExitInfo Child::kill_group(std::chrono::milliseconds grace) {
 }
 
 ExitInfo supervise(Child& child, std::chrono::milliseconds timeout, std::chrono::milliseconds grace,
-                   std::chrono::milliseconds tick_every, const std::function<bool()>& tick) {
+                   std::chrono::milliseconds tick_every, const std::function<bool()>& tick,
+                   const std::function<void()>& each_poll) {
   const auto start = std::chrono::steady_clock::now();
   auto next_tick = start + tick_every;
   while (true) {
     if (auto done = child.poll()) return *done;
+    if (each_poll) each_poll();
     const auto now = std::chrono::steady_clock::now();
     if (now - start >= timeout) {
       ExitInfo info = child.kill_group(grace);

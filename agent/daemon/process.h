@@ -90,9 +90,12 @@ struct OrphanSweep {
 OrphanSweep kill_orphaned_children(const std::string& record_dir, std::chrono::milliseconds wait);
 
 // Waits for `child` while calling `tick` every `tick_every` (e.g. to renew a lease); kills the
-// group when the timeout passes (timed_out) or when `tick` returns false (aborted).
+// group when the timeout passes (timed_out) or when `tick` returns false (aborted). `each_poll`,
+// when set, runs at every poll of the child (every 20 ms): for what the child waits on, such as
+// the answer to a memory-cap request (job_memory_cap.h).
 ExitInfo supervise(Child& child, std::chrono::milliseconds timeout, std::chrono::milliseconds grace,
-                   std::chrono::milliseconds tick_every, const std::function<bool()>& tick);
+                   std::chrono::milliseconds tick_every, const std::function<bool()>& tick,
+                   const std::function<void()>& each_poll = {});
 
 // The last `max_lines` lines of a text file (for crash reports).
 std::string tail_of_file(const std::string& path, std::size_t max_lines);

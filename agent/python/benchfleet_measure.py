@@ -69,6 +69,7 @@ from benchfleet_environment import (Capabilities, builder_fingerprint, fingerpri
 from benchfleet_job import COMPILE_MODES, Hooks, Job, JobError, TensorSpec, default_catalog, failed
 from benchfleet_memory import (MAX_ERROR_CHARS, apply_memory_limit, classify, cuda_oom_count, describe_error,
                                lift_memory_limit, onednn_failed_at_cap, peak_memory)
+from benchfleet_memory_cgroup import note_phase
 from benchfleet_models import ExportFailure, ModelSpec, build_model, find_model, load_catalog, make_inputs
 from benchfleet_precision import autocast_dtype, cast_inputs, cast_model, in_precision, unsupported_dtype_reason
 from benchfleet_shape_walk import shape_walk
@@ -266,6 +267,7 @@ class _PhaseTracker(Hooks):
 
     def phase(self, name: str) -> None:
         self.current = name
+        note_phase(name)  # where the agent reads it if the kernel kills the job at its memory cap
         self._hooks.phase(name)
 
     def environment(self, env: Dict[str, Any]) -> None:

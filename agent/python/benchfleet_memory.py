@@ -16,6 +16,7 @@ from typing import Any, Dict, Optional
 import torch
 
 from benchfleet_job import Hooks, JobError, failed
+from benchfleet_memory_cgroup import agent_directory, ask_agent
 from benchfleet_models import ExportFailure
 from benchfleet_native_oom import proc_status_bytes
 from benchfleet_rules import rule
@@ -101,27 +102,45 @@ def virtual_size_bytes() -> int:
     return proc_status_bytes("VmSize")
 
 
+# The cap this process runs under, as its result's memory names it (cap, cap_bytes): process
+# state, like the limit itself; one job per process.
+_applied_cap: Dict[str, Any] = {}
+
+
 def apply_memory_limit(device: str, limit_mb: int, hooks: Hooks) -> None:
     """cuda: the caching allocator's per-process memory fraction = limit / device total.
-    cpu: the address space may grow by at most the limit beyond what it is now (torch imported,
-    its intra-op threads and BLAS started; the model not yet built), via RLIMIT_AS."""
+    cpu: the job may grow by at most the limit beyond what it is now (torch imported, its
+    intra-op threads and BLAS started; the model not yet built): in RAM, held by the memory cgroup
+    the agent made for the job where it could (benchfleet_memory_cgroup); else in address space,
+    via RLIMIT_AS."""
     limit = limit_mb * 1024 * 1024
+    _applied_cap.clear()
     if device == "cuda":
         total = torch.cuda.get_device_properties(0).total_memory
         if limit < total:  # a cap above the card is no cap
             torch.cuda.set_per_process_memory_fraction(limit / total, 0)
+            _applied_cap.update({"cap": "cuda-allocator", "cap_bytes": limit})
         return
     if torch.get_num_threads() > 1:  # libgomp's thread stacks are torch's, not the model's
         torch.ones(2 * _GRAIN_SIZE)
     # And so is the work buffer OpenBLAS maps (128 MiB) at its first product beyond its small-matrix
     # path, which it keeps: under the cap it would retry that allocation forever, a hang, not an OOM.
     torch.mm(torch.ones(512, 512), torch.ones(512, 512))
+    if agent_directory() is not None:
+        answer = ask_agent("cap")
+        words = answer.split()
+        if len(words) == 3 and words[0] == "capped":
+            _applied_cap.update({"cap": words[1], "cap_bytes": int(words[2])})
+            return
+        print(f"memory cgroup: {answer or 'the agent did not answer'}; capping the address space instead",
+              file=sys.stderr, flush=True)
     base = virtual_size_bytes()
     if base <= 0:
         raise JobError("", "cannot read VmSize from /proc/self/status to apply the memory limit")
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     soft = base + limit if hard == resource.RLIM_INFINITY else min(base + limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    _applied_cap.update({"cap": "address-space", "cap_bytes": limit})
     hooks.memory_cap(soft)
 
 
@@ -148,18 +167,28 @@ def onednn_failed_at_cap(message: str) -> bool:
 
 
 def lift_memory_limit(device: str = "cpu") -> None:
-    """cpu: RLIMIT_AS back to its hard limit. cuda: the caching allocator may use the whole device
-    again (the float64 model of the accuracy check is twice the job's, at least)."""
+    """The cap off again, for what follows the measurement (the float64 model of the accuracy
+    check is twice the job's, at least): cpu, RLIMIT_AS back to its hard limit, or the agent's
+    cgroup without a limit; cuda, the caching allocator may use the whole device."""
     if device == "cuda":
         torch.cuda.set_per_process_memory_fraction(1.0, 0)
+        return
+    if _applied_cap.get("cap", "").startswith("cgroup") and not _applied_cap.get("lifted"):
+        answer = ask_agent("lift")
+        _applied_cap["lifted"] = answer == "lifted"
+        if not _applied_cap["lifted"]:
+            print(f"memory cgroup: lifting the cap: {answer or 'the agent did not answer'}",
+                  file=sys.stderr, flush=True)
         return
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
 
 
-def peak_memory(device: str) -> Dict[str, int]:
-    """Peak RSS, and on CUDA the caching allocator's peaks (allocated, reserved) of device 0."""
-    out = {"peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+def peak_memory(device: str) -> Dict[str, Any]:
+    """Peak RSS, and on CUDA the caching allocator's peaks (allocated, reserved) of device 0; and
+    the cap applied, if any (the agent adds the peak a cgroup saw)."""
+    out: Dict[str, Any] = {"peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    out.update({k: v for k, v in _applied_cap.items() if k in ("cap", "cap_bytes")})
     if device == "cuda" and torch.cuda.is_initialized():
         out["peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated(0))
         out["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved(0))

@@ -51,6 +51,7 @@ import traceback
 from typing import Any, Dict, NoReturn, Optional, Sequence
 
 from benchfleet_job import COMPILE_MODES, RUNNER_VERSION, Hooks, Job, JobError, failed, parse_job
+from benchfleet_memory_cgroup import agent_directory
 from benchfleet_stats import exit_code_for
 
 EXIT_USAGE = 2
@@ -136,7 +137,9 @@ def _result_for(job_path: str) -> Dict[str, Any]:
         job = _read_job(job_path)
     except JobError as e:
         return failed("error", f"job: {e}")
-    if job.memory_limit_mb and job.device == "cpu":
+    # Under its own address-space cap, native code can end the job without a verdict: it runs in
+    # a child then. Under the agent's memory cgroup the kernel ends it, and the agent reports that.
+    if job.memory_limit_mb and job.device == "cpu" and agent_directory() is None:
         from benchfleet_native_oom import run_capped
 
         return run_capped(lambda hooks: _measure_here(job, hooks), job.export_s())

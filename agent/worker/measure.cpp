@@ -58,6 +58,7 @@ void add_telemetry(JobResult& r, std::string_view prefix, const nlohmann::json& 
 void measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressFn& progress, JobResult& r) {
   const bool on_cuda = job.device == "cuda";
   phase = OomPhase::kLoad;
+  note_phase(phase);
   if (job.memory_limit_mb) {
     if (auto s = apply_memory_limit(job.device, *job.memory_limit_mb); !s) {
       r = failure(ResultStatus::kError, "memory limit: " + s.error().message);
@@ -73,6 +74,7 @@ void measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressF
   progress("load", 0, *r.load_s);
 
   phase = OomPhase::kCompile;  // the first call: profiling executor, lazy init, autotuning
+  note_phase(phase);
   const auto first = Clock::now();
   std::vector<at::Tensor> outputs = runner->forward();
   if (on_cuda) cuda::synchronize();
@@ -87,6 +89,7 @@ void measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressF
   }
 
   phase = OomPhase::kWarmup;
+  note_phase(phase);
   const auto warm = Clock::now();
   for (int i = 0; i < job.measurement.warmup; ++i) runner->step();
   if (uses_cuda_graph(job)) runner = capture_cuda_graph(std::move(runner));
@@ -103,6 +106,7 @@ void measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressF
   if (on_cuda) add_telemetry(r, "before_", cuda::telemetry());
 
   phase = OomPhase::kMeasure;
+  note_phase(phase);
   auto timer = on_cuda ? cuda::make_event_timer(kCudaHarvestBatch) : make_cpu_timer();
   StoppingRule rule(job.measurement);
   const auto max_iterations = static_cast<std::size_t>(job.measurement.max_iterations);
@@ -137,9 +141,11 @@ void measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressF
   if (on_cuda) add_telemetry(r, "after_", cuda::telemetry());
   r.status = ResultStatus::kOk;
 
-  // After the peak was read, so the check's own memory is not the measurement's. Its failure
-  // leaves the measured result ok, with the verdict unchecked.
+  // After the peak was read, so the check's own memory is not the measurement's, and without the
+  // cap (past a cgroup's, the kernel would end the worker and the measurement with it). Its
+  // failure leaves the measured result ok, with the verdict unchecked.
   if (is_compiled(job.mode)) {
+    lift_memory_limit();
     const auto check_start = Clock::now();
     r.accuracy = check_accuracy(job, *runner);
     r.telemetry["accuracy_check_ms"] = seconds_since(check_start) * 1000;

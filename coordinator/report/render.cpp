@@ -66,14 +66,21 @@ std::string_view flag_meaning(std::string_view flag) {
 // eager side failed says nothing about the compiled side's accuracy or flags).
 bool marked(const Cell& cell) { return cell.status == "ok"; }
 
+// A budget stop: measured, but the CI target was not reached before the bound. Not noise, so it
+// has a mark of its own.
+constexpr std::string_view kBudgetFlag = "ci_not_met";
+
 // A latency or speedup cell's text with its marks: " (wrong)" or " (eager nondeterministic)"
-// for an inaccurate compiled side, a trailing "*" when flagged.
+// for an inaccurate compiled side, a trailing "*" when flagged as noisy and "†" when its
+// measurement stopped at its budget.
 std::string marked_text(const Cell& cell) {
   std::string out = markdown_escape(cell.text);
   if (!marked(cell)) return out;
   if (cell.accuracy == AccuracyVerdict::kWrong) out += " (wrong)";
   if (cell.accuracy == AccuracyVerdict::kEagerNondeterministic) out += " (eager nondeterministic)";
-  if (!cell.flags.empty()) out += '*';
+  const bool budget = std::find(cell.flags.begin(), cell.flags.end(), kBudgetFlag) != cell.flags.end();
+  if (cell.flags.size() > (budget ? 1u : 0u)) out += '*';
+  if (budget) out += "†";
   return out;
 }
 
@@ -115,12 +122,13 @@ bool append_pipe_table(std::string& out, const Table& table, Wanted wanted, std:
   return true;
 }
 
-void append_markdown_table(std::string& out, const Table& table) {
+void append_markdown_table(std::string& out, const Table& table, const std::optional<std::int64_t>& memory_cap_mb) {
   out += "### ";
   out += markdown_escape(table.title);
   out += "\n\n";
   std::set<std::string> flags;
   append_pipe_table(out, table, in_latency_table, flags);
+  const bool budget = flags.erase(std::string(kBudgetFlag)) > 0;
   if (!flags.empty()) {
     out += "\n\\* flagged as noisy:";
     bool first = true;
@@ -135,6 +143,14 @@ void append_markdown_table(std::string& out, const Table& table) {
       }
     }
     out += '\n';
+  }
+  if (budget) {
+    if (flags.empty()) out += '\n';
+    out += "† stopped at its budget: ";
+    out += markdown_escape(flag_meaning(kBudgetFlag));
+    out += " (";
+    out += markdown_escape(kBudgetFlag);
+    out += "; measured, not noisy)\n";
   }
   if (!table.geomeans.empty() || !table.pass_rates.empty()) {
     out += '\n';
@@ -155,6 +171,11 @@ void append_markdown_table(std::string& out, const Table& table) {
   if (append_pipe_table(
           second, table, [](ColumnKind kind) { return !in_latency_table(kind); }, flags)) {
     out += second;
+    if (memory_cap_mb) {
+      out += "\nMemory cap: " + std::to_string(*memory_cap_mb) +
+             " MB per job beyond its start-up (torch loaded), held as RAM by a memory cgroup where the agent "
+             "could make one, else as address space; peak MB is the job's peak RSS, start-up included.\n";
+    }
   }
 }
 
@@ -196,7 +217,7 @@ std::string render_markdown(const Report& report) {
   out += " latency in ms)\n";
   for (const Table& table : report.tables) {
     out += '\n';
-    append_markdown_table(out, table);
+    append_markdown_table(out, table, report.memory_cap_mb);
   }
   return out;
 }

@@ -197,6 +197,7 @@ std::string render_json(const Report& report) {
   w.raw(","), w.key("run_name"), w.string(report.run_name);
   w.raw(","), w.key("stat"), w.string(to_string(report.stat));
   w.raw(","), w.key("exclude_flagged"), w.raw(report.exclude_flagged ? "true" : "false");
+  w.raw(","), w.key("memory_cap_mb"), w.integer_or_null(report.memory_cap_mb);
   w.raw(","), w.key("tables"), w.array(report.tables, [&](const Table& t) { table_json(w, t); });
   w.raw("}");
   return out;

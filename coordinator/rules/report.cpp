@@ -304,6 +304,7 @@ Report build_report(const ReportInput& in) {
   report.run_name = in.run_name;
   report.stat = in.stat;
   report.exclude_flagged = in.exclude_flagged;
+  report.memory_cap_mb = in.matrix.memory_limit_mb;
 
   const CellIndex index = index_cells(in.cells);
   const std::vector<ColumnPlan> plan = plan_columns(in.matrix);

@@ -194,7 +194,10 @@ struct Report {
   std::string run_name;
   Stat stat = Stat::kMean;
   bool exclude_flagged = false;  // ReportInput::exclude_flagged
-  std::vector<Table> tables;     // matrix gpus order, then batch_sizes, then dtypes
+  // The matrix's memory_limit_mb: what each job may add after its start-up; the memory tables
+  // name it beside their peaks.
+  std::optional<std::int64_t> memory_cap_mb;
+  std::vector<Table> tables;  // matrix gpus order, then batch_sizes, then dtypes
 };
 
 // Builds every table of the run. Never fails: missing jobs show as "-". Columns per build and

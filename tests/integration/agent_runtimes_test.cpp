@@ -9,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "agent/daemon/memory_cgroup.h"
 #include "tests/integration/agent_test_util.h"
 
 namespace benchfleet::testing {
@@ -114,9 +115,12 @@ TEST(AgentRuntimes, LibtorchAndPythonRunSideBySide) {
                    " **local (torch 1.13.0a0) - python - default** |"),
       std::string::npos)
       << md.body;
-  // A cell with noise flags reads "9.325*" (the report marks it; it is measured, not judged).
+  // A cell with noise flags reads "9.325*", one that stopped at its budget "9.325†" (the report
+  // marks them; they are measured, not judged).
   const json& python_eager = columns["latency/local/python/eager"].second;
-  const std::string flag_mark = python_eager.value("flags", json::array()).empty() ? "" : "*";
+  const json flags = python_eager.value("flags", json::array());
+  const bool budget = std::find(flags.begin(), flags.end(), "ci_not_met") != flags.end();
+  const std::string flag_mark = std::string(flags.size() > (budget ? 1u : 0u) ? "*" : "") + (budget ? "†" : "");
   EXPECT_NE(md.body.find(python_eager.value("text", "?") + flag_mark + " | unsupported |"), std::string::npos)
       << md.body;
   EXPECT_TRUE(poll_until([&] { return a1.spool_entries().empty(); }, 10s));
@@ -151,6 +155,64 @@ TEST(AgentRuntimes, DtypesReachTheExporterAndTheWorker) {
   const json& amp = by_dtype["amp"];
   EXPECT_EQ(amp.value("status", ""), "unsupported") << amp.dump(1);
   EXPECT_NE(amp.value("error", "").find("python runtime"), std::string::npos) << amp.dump(1);
+  EXPECT_TRUE(poll_until([&] { return a1.spool_entries().empty(); }, 10s));
+}
+
+// The memory cap through the agent, both runtimes: a memory cgroup per job where the agent can
+// make one (the kernel kills a job past it, and the agent reports the OOM in the job's phase),
+// else each job's own RLIMIT_AS. Either way ResNet-18 fits at batch 1 and runs out of memory at
+// batch 256 (its first convolution's output alone is 822 MB) under 300 MB beyond start-up, and
+// every result names the cap it ran under.
+TEST(AgentRuntimes, MemoryCapIsACgroupWhereTheAgentCanMakeOne) {
+  const auto where = agent::this_process_memory_cgroup();  // the agent runs as this test does
+  const bool cgroups = where && agent::probe_memory_cgroup(*where).ok();
+  CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
+  AgentProcess a1(agent_options(coord, "a1"));
+  a1.start();
+  ASSERT_TRUE(wait_online(coord, {"a1"})) << agents_of(coord).dump(1);
+
+  json matrix = cpu_matrix({"torchvision/resnet18"}, {1, 256}, {"eager"});
+  matrix["runtimes"] = {"libtorch", "python"};
+  matrix["memory_limit_mb"] = 300;
+  matrix["measurement"]["max_iterations"] = 3;
+  const json run = coord.submit(matrix);
+  ASSERT_EQ(run["job_count"], 4);
+  ASSERT_TRUE(wait_run_state(coord, run, "done", 200s)) << run_of(coord, run).dump(1);
+  const std::string kind = !cgroups                                      ? "address-space"
+                           : where->version == agent::CgroupVersion::kV1 ? "cgroup-v1"
+                                                                         : "cgroup-v2";
+  int seen = 0;
+  for (const auto& row : results_of(coord, run)) {
+    const json& job = row.at("job");
+    const json& r = row.at("result");
+    SCOPED_TRACE(job.value("runtime", "") + " batch " + std::to_string(job.value("batch", 0)));
+    ++seen;
+    ASSERT_TRUE(r.contains("memory")) << r.dump(1);
+    EXPECT_EQ(r["memory"].value("cap", ""), kind) << r.dump(1);
+    EXPECT_EQ(r["memory"].value("cap_bytes", 0), 300 << 20) << r.dump(1);
+    if (job.value("batch", 0) == 1) {
+      EXPECT_EQ(r.value("status", ""), "ok") << r.dump(1);
+      if (cgroups) {  // what the cgroup saw beyond start-up: the weights and activations, under the cap
+        EXPECT_GT(r["memory"].value("peak_growth_bytes", 0), 10 << 20) << r.dump(1);
+        EXPECT_LT(r["memory"].value("peak_growth_bytes", 0), 300 << 20) << r.dump(1);
+      }
+      continue;
+    }
+    EXPECT_EQ(r.value("status", ""), "oom") << r.dump(1);
+    EXPECT_EQ(r["oom"].value("phase", ""), "compile") << "the first call: " << r.dump(1);
+    if (cgroups) {
+      EXPECT_NE(r.value("error", "").find("the kernel killed the job in phase compile at its memory cap"),
+                std::string::npos)
+          << r.dump(1);
+      EXPECT_GE(r["memory"].value("peak_growth_bytes", 0), 250 << 20) << r.dump(1);
+    }
+  }
+  EXPECT_EQ(seen, 4);
+  // The report names the cap beside the peak memory.
+  const auto md = coord.get(run_url(run) + "/report?format=md");
+  ASSERT_EQ(md.status, 200u) << md.body;
+  EXPECT_NE(md.body.find("Memory cap: 300 MB per job beyond its start-up"), std::string::npos) << md.body;
+  EXPECT_EQ(coord.get_json(run_url(run) + "/report?format=json").value("memory_cap_mb", 0), 300);
   EXPECT_TRUE(poll_until([&] { return a1.spool_entries().empty(); }, 10s));
 }
 

@@ -90,7 +90,7 @@ TEST(OpenApiSchemas, JobResultMatchesCodec) {
   expect_schema_matches_codec("JobResult", full_result(ResultStatus::kError));
   expect_schema_matches_codec("Statistics", *full_result(ResultStatus::kOk).stats);
   expect_schema_matches_codec("OomInfo", OomInfo{OomPhase::kLoad, 123});
-  expect_schema_matches_codec("MemoryInfo", MemoryInfo{1, 2, 3});
+  expect_schema_matches_codec("MemoryInfo", MemoryInfo{1, 2, 3, "cgroup-v1", 4, 5});
   expect_schema_matches_codec("AccuracyInfo", *full_result(ResultStatus::kOk).accuracy);
 }
 

@@ -232,7 +232,7 @@ JobResult full_result(ResultStatus status) {
   r.oom = OomInfo{OomPhase::kWarmup, 1 << 30};
   r.error = "message";
   r.signal = 11;
-  r.memory = MemoryInfo{1, 2, 3};
+  r.memory = MemoryInfo{1, 2, 3, "address-space", 4, std::nullopt};
   r.accuracy = AccuracyInfo{AccuracyVerdict::kWrong, 0.049, 4.3e-7, 1.0129e-4, 0.9988, "output0", "too far"};
   r.environment = {{"torch_version", "2.11.0+cu130"}, {"cuda", 13.0}};
   r.telemetry = {{"sm_clock_mhz", 1410}, {"throttled", false}};

@@ -73,7 +73,10 @@ JobResult result_for(const JobSpec& job) {
   const bool compiled = is_compiled(job.mode);
   const bool half = job.dtype == Dtype::kFloat16;
   JobResult r = testing::ok_result(compiled ? 5.0 : 8.0);
-  r.memory = MemoryInfo{(compiled ? 300LL : 400LL) << 20, 512LL << 20, 1LL << 30};
+  r.memory.emplace();
+  r.memory->peak_allocated_bytes = (compiled ? 300LL : 400LL) << 20;
+  r.memory->peak_reserved_bytes = 512LL << 20;
+  r.memory->peak_rss_bytes = 1LL << 30;
   if (compiled) {
     r.export_s = half ? 0.85 : 12.4;
     if (half) r.telemetry["artifact_cached"] = true;

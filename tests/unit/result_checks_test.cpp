@@ -38,7 +38,17 @@ TEST(CheckPostedResult, AcceptsWhatAWorkerComputes) {
   JobResult oom;
   oom.status = ResultStatus::kOom;
   oom.oom = OomInfo{OomPhase::kWarmup, 1 << 20};
-  oom.memory = MemoryInfo{1, 2, 3};
+  oom.memory.emplace();
+  oom.memory->peak_allocated_bytes = 1;
+  oom.memory->peak_reserved_bytes = 2;
+  oom.memory->peak_rss_bytes = 3;
+  EXPECT_EQ(field_of(oom), "(accepted)");
+  // Killed at its cgroup's cap: the cap named, with what it allows and the peak it bounds.
+  oom.memory.emplace();
+  oom.memory->peak_rss_bytes = 3 << 20;
+  oom.memory->cap = "cgroup-v1";
+  oom.memory->cap_bytes = 1 << 30;
+  oom.memory->peak_growth_bytes = 1 << 30;
   EXPECT_EQ(field_of(oom), "(accepted)");
   JobResult crash;
   crash.status = ResultStatus::kCrash;
@@ -82,8 +92,21 @@ TEST(CheckPostedResult, RefusesHugeOrNegativeFigures) {
   r.load_s = 1e12;
   EXPECT_EQ(field_of(r), "result.load_s");
   r = ok_result();
-  r.memory = MemoryInfo{-1, std::nullopt, std::nullopt};
+  r.memory.emplace();
+  r.memory->peak_allocated_bytes = -1;
   EXPECT_EQ(field_of(r), "result.memory.peak_allocated_bytes");
+  r.memory.emplace();
+  r.memory->cap = "cgroup-v1";
+  r.memory->cap_bytes = 1 << 20;
+  r.memory->peak_growth_bytes = -5;
+  EXPECT_EQ(field_of(r), "result.memory.peak_growth_bytes");
+  r.memory.emplace();
+  r.memory->cap = "cgroups";  // not a kind of cap
+  r.memory->cap_bytes = 1 << 20;
+  EXPECT_EQ(field_of(r), "result.memory.cap");
+  r.memory.emplace();
+  r.memory->cap = "address-space";  // a cap without what it allows
+  EXPECT_EQ(field_of(r), "result.memory.cap_bytes");
   r = ok_result();
   r.samples_ms.assign(max_iterations() + 1, 1.0);
   EXPECT_EQ(field_of(r), "result.samples_ms");

@@ -174,7 +174,8 @@ TEST_F(StoreDtypeTest, APostedResultFillsTheReportColumnsWithTheRunsNoiseThresho
   r.stop_reason = StopReason::kMaxTime;
   r.export_s = 41.25;
   r.telemetry = {{"artifact_cached", false}, {"export_inductor_cache", "cold"}};
-  r.memory = MemoryInfo{std::nullopt, std::nullopt, 700'000'000};
+  r.memory.emplace();
+  r.memory->peak_rss_bytes = 700'000'000;
   r.accuracy = AccuracyInfo{AccuracyVerdict::kWrong, 0.049, 4.3e-7, 1.0129e-4, std::nullopt, "output0", ""};
   const auto stored = store_->results().record_result(a, {g.job_id, g.lease_id}, 1, r).value();
   ASSERT_EQ(stored.kind, RecordKind::kStored);

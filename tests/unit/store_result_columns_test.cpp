@@ -26,7 +26,8 @@ JobSpec job(Runtime runtime, Mode mode) {
 TEST(ResultColumns, PythonCompiledTakesTheRunnersTelemetry) {
   JobResult r = testing::ok_result(2);
   r.telemetry = {{"compile_ms", 21500.5}, {"inductor_cache", "cold"}, {"recompiles", 2}};
-  r.memory = MemoryInfo{std::nullopt, std::nullopt, 512 << 20};
+  r.memory.emplace();
+  r.memory->peak_rss_bytes = 512 << 20;
   r.accuracy = AccuracyInfo{AccuracyVerdict::kWrong, 0.049, 4.3e-7, 1.0129e-4, 0.9988, "output0", "too far"};
   const ResultColumns c = result_columns(job(Runtime::kPython, Mode::kDefault), r, NoiseSpec{});
   EXPECT_EQ(c.accuracy, "wrong");
@@ -42,7 +43,10 @@ TEST(ResultColumns, PythonCompiledTakesTheRunnersTelemetry) {
 TEST(ResultColumns, LibtorchCompiledTakesTheExportAndTheArtifactCache) {
   JobResult r = testing::ok_result(2);
   r.export_s = 12.5;
-  r.memory = MemoryInfo{3'000'000, 4'000'000, 900'000'000};
+  r.memory.emplace();
+  r.memory->peak_allocated_bytes = 3'000'000;
+  r.memory->peak_reserved_bytes = 4'000'000;
+  r.memory->peak_rss_bytes = 900'000'000;
   const JobSpec aoti = job(Runtime::kLibtorch, Mode::kDefault);
   ResultColumns c = result_columns(aoti, r, NoiseSpec{});
   EXPECT_EQ(c.compile_ms, 12500);

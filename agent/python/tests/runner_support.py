@@ -84,7 +84,12 @@ def assert_job_result(test: unittest.TestCase, r: Dict[str, Any]) -> None:
         test.assertIn(a["verdict"], ("pass", "wrong", "eager_nondeterministic", "unchecked"))
         for key in ("compiled_error", "eager_error", "tolerance"):
             test.assertTrue(isinstance(a[key], float) and a[key] >= 0, a)
-    test.assertLessEqual(set(r.get("memory", {})), {"peak_allocated_bytes", "peak_reserved_bytes", "peak_rss_bytes"})
+    memory = r.get("memory", {})
+    test.assertLessEqual(set(memory), {"peak_allocated_bytes", "peak_reserved_bytes", "peak_rss_bytes", "cap",
+                                       "cap_bytes", "peak_growth_bytes"})
+    test.assertEqual("cap" in memory, "cap_bytes" in memory, memory)  # common/result_checks.cpp's rule
+    if "cap" in memory:
+        test.assertIn(memory["cap"], ("cgroup-v1", "cgroup-v2", "address-space", "cuda-allocator"))
     test.assertLessEqual(len(r.get("error", "")), 16384)
     for flat in ("environment", "telemetry"):
         test.assertIsInstance(r.get(flat, {}), dict)

@@ -235,6 +235,8 @@ class RunnerVerdictTest(unittest.TestCase):
         run = run_runner(job_for(memory_limit_mb=512, measurement={**SMALL_MEASUREMENT, "max_iterations": 5}))
         assert_job_result(self, run.result)
         self.assertEqual((run.result["status"], run.code), ("ok", 0), run.describe())
+        # Run without an agent, the runner caps its own address space and says so.
+        self.assertEqual((run.result["memory"]["cap"], run.result["memory"]["cap_bytes"]), ("address-space", 512 << 20))
         self.assertEqual(run.result["stats"], bs.compute_statistics(run.result["samples_ms"]))
 
     def test_inputs_other_than_the_catalogs_are_refused(self) -> None:

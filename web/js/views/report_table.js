@@ -180,8 +180,14 @@ function cellMarks(cell) {
     marks.push(h("span", { class: `badge acc b-${cell.accuracy}`, title: ACCURACY_LABELS[cell.accuracy] },
       cell.accuracy === "wrong" ? "wrong" : "nondet."));
   }
-  if (cell.flags?.length) {
-    marks.push(h("span", { class: "flag", title: cell.flags.map((f) => FLAG_LABELS[f] ?? f).join("; ") }, "⚑"));
+  // Noise (the samples spread, the clock moved) and a budget stop (measured, but the CI target
+  // was not reached in time) are different warnings, so they have different marks.
+  const noise = (cell.flags ?? []).filter((f) => f !== "ci_not_met");
+  if (noise.length) {
+    marks.push(h("span", { class: "flag", title: noise.map((f) => FLAG_LABELS[f] ?? f).join("; ") }, "⚑"));
+  }
+  if (cell.flags?.includes("ci_not_met")) {
+    marks.push(h("span", { class: "flag budget", title: FLAG_LABELS.ci_not_met }, "⏱"));
   }
   return marks;
 }

@@ -169,11 +169,21 @@ function accuracySection(accuracy, flags) {
     keyValueTable("Accuracy and noise", rows, "accuracy"));
 }
 
+// How each kind of memory cap reads on the page (MemoryInfo.cap in the OpenAPI document).
+const CAP_MEANING = {
+  "cgroup-v1": "RAM the job's processes may add after start-up (the agent's memory cgroup, v1)",
+  "cgroup-v2": "RAM the job's processes may add after start-up (the agent's memory cgroup, v2)",
+  "address-space": "address space the job may add after start-up (RLIMIT_AS: no memory cgroup on this agent)",
+  "cuda-allocator": "the CUDA caching allocator's share of the card",
+};
+
 function memorySection(memory) {
   if (!memory) return null;
-  const rows = [["peak allocated", memory.peak_allocated_bytes], ["peak reserved", memory.peak_reserved_bytes], ["peak RSS", memory.peak_rss_bytes]]
+  const rows = [["peak allocated", memory.peak_allocated_bytes], ["peak reserved", memory.peak_reserved_bytes], ["peak RSS", memory.peak_rss_bytes],
+    ["peak beyond start-up", memory.peak_growth_bytes]]
     .filter(([, v]) => v !== null && v !== undefined)
     .map(([k, v]) => [k, `${fmtBytes(v)} (${v} bytes)`]);
+  if (memory.cap) rows.push(["cap", `${fmtBytes(memory.cap_bytes)}: ${CAP_MEANING[memory.cap] || memory.cap}`]);
   if (!rows.length) return null;
   return h("section", { class: "panel", "aria-labelledby": "mem-h" }, h("h2", { id: "mem-h" }, "Memory"), keyValueTable("Memory", rows, "memory"));
 }

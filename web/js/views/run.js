@@ -113,6 +113,7 @@ export class RunView {
     s.gridBody = h("div");
     s.toolbar = h("div", { class: "toolbar", role: "toolbar", "aria-label": "Table options" });
     s.tables = h("div", { class: "tables" });
+    s.capNote = h("p", { class: "note memory-cap", hidden: true });
     this.grid = new ProgressGrid({
       onToggleStatus: (status) => this.ctx.navigate(withParams(this.route, { status })),
       resultHref: (id) => `#/results/${id}`,
@@ -123,7 +124,7 @@ export class RunView {
       h("section", { class: "panel", "aria-labelledby": "grid-heading" },
         h("h2", { id: "grid-heading" }, "Progress"), s.gridBody),
       h("section", { class: "panel", "aria-labelledby": "tables-heading" },
-        h("h2", { id: "tables-heading" }, "Comparison tables"), s.toolbar, s.tables));
+        h("h2", { id: "tables-heading" }, "Comparison tables"), s.toolbar, s.tables, s.capNote));
     this.skeleton = s;
   }
 
@@ -188,6 +189,10 @@ export class RunView {
     }
     const sel = this.selection();
     this.renderToolbar(sel, run);
+    s.capNote.hidden = report.memory_cap_mb === null || report.memory_cap_mb === undefined;
+    s.capNote.textContent = s.capNote.hidden ? "" : `Memory cap: ${report.memory_cap_mb} MB per job beyond its start-up ` +
+      "(torch loaded), held as RAM by a memory cgroup where the agent could make one, else as address space; " +
+      "peak memory is the job's peak RSS, start-up included. Each result names how its cap was held.";
     const keyOf = (t) => `${t.gpu}/${t.batch}/${t.dtype ?? "float32"}`;
     const keep = new Set(sel.shown.map(keyOf));
     for (const [key, view] of this.tableViews) {
