@@ -90,6 +90,11 @@ def cell_text(row: Optional[Dict[str, Any]]) -> str:
     return f"{r['stats']['median_ms']:.1f}" + marks(row.get("flags") or [])
 
 
+def one_line(text: str) -> str:
+    """A message as one table cell: its lines joined, its pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
 def marks(flags: List[str]) -> str:
     """As the product's reports mark a number: "*" noisy, "†" stopped at its budget (ci_not_met)."""
     budget = "ci_not_met" in flags
@@ -168,7 +173,7 @@ def python_tables(base: str, runs: List[int], build: str) -> str:
                     r = row["result"]
                     phase = (r.get("oom") or {}).get("phase")
                     notes.append(f"{row['job']['mode']}: {r['status']}" + (f" in {phase}" if phase else "") +
-                                 (f": {r.get('error', '')[:160]}" if r["status"] != "oom" else ""))
+                                 (f": {one_line(r.get('error', ''))[:160]}" if r["status"] != "oom" else ""))
                 if row is not None and row.get("flags"):
                     notes.append(f"{row['job']['mode']}: " + ", ".join(row["flags"]))
             if comp is not None and comp["result"]["status"] == "ok":
@@ -199,7 +204,7 @@ def libtorch_table(base: str, runs: List[int], build: str) -> str:
         for row in (eager, comp):
             if row is not None and row["result"]["status"] != "ok":
                 r = row["result"]
-                notes.append(f"{row['job']['mode']}: {r['status']}: {r.get('error', '')[:200]}")
+                notes.append(f"{row['job']['mode']}: {r['status']}: {one_line(r.get('error', ''))[:200]}")
         seconds = comp["result"].get("export_s") if comp is not None else None
         export = f"{seconds:.0f}" if seconds else "-"
         acc = (comp["result"].get("accuracy") or {}).get("verdict", "-") if comp is not None else "-"
