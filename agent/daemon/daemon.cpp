@@ -223,6 +223,8 @@ int Daemon::run() {
     if (auto usable = probe_memory_cgroup(*shared.memory_cgroup); !usable) {
       spdlog::info("no memory cgroups for jobs: {}", usable.error().message);
       shared.memory_cgroup.reset();
+    } else if (const int stale = remove_stale_job_cgroups(*shared.memory_cgroup); stale > 0) {
+      spdlog::info("removed {} empty job cgroup(s) left by an agent that was killed", stale);
     }
   }
   if (shared.memory_cgroup) {

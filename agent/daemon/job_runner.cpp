@@ -1,5 +1,7 @@
 #include "agent/daemon/job_runner.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -144,7 +146,9 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   // the job caps its own address space (it sees no request directory in its environment).
   std::optional<JobMemoryCap> memory_cap;
   if (!gpu && w.memory_limit_mb && env.memory_cgroup) {
-    const std::string name = "benchfleet-job-" + std::to_string(job.job_id) + "-" + std::to_string(job.attempt);
+    // Unique on the host: agents of other coordinators (or tests) number their jobs alike.
+    const std::string name = std::string(kJobCgroupPrefix) + std::to_string(::getpid()) + "-" + slot.id + "-job" +
+                             std::to_string(job.job_id) + "-" + std::to_string(job.attempt);
     auto made = JobMemoryCap::start(*env.memory_cgroup, name, *w.memory_limit_mb << 20, dir.string());
     if (made.ok()) {
       memory_cap.emplace(std::move(*made));

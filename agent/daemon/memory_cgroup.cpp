@@ -1,6 +1,7 @@
 #include "agent/daemon/memory_cgroup.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -134,8 +136,26 @@ std::vector<std::string> joining_cgroup(const std::string& cgroup, std::vector<s
   return out;
 }
 
+int remove_stale_job_cgroups(const CgroupLocation& where) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(where.directory, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory(ec) || name.rfind(kJobCgroupPrefix, 0) != 0) continue;
+    // "benchfleet-<agent pid>-...": only an agent that is gone leaves its cgroups to others (a
+    // live one may have just made one its job has not joined yet).
+    const std::string rest = name.substr(kJobCgroupPrefix.size());
+    const std::size_t digits = rest.find_first_not_of("0123456789");
+    if (digits == 0 || digits == std::string::npos || rest[digits] != '-') continue;
+    const pid_t owner = static_cast<pid_t>(std::stol(rest.substr(0, digits)));
+    if (::kill(owner, 0) == 0 || errno != ESRCH) continue;
+    if (::rmdir(entry.path().c_str()) == 0) ++removed;  // EBUSY: its job still runs; it stays
+  }
+  return removed;
+}
+
 Status probe_memory_cgroup(const CgroupLocation& where) {
-  auto made = JobMemoryCgroup::create(where, "benchfleet-probe-" + std::to_string(::getpid()));
+  auto made = JobMemoryCgroup::create(where, std::string(kJobCgroupPrefix) + std::to_string(::getpid()) + "-probe");
   if (!made.ok()) return made.error();
   SpawnSpec spec;
   spec.argv = joining_cgroup(made->path(), {"/bin/true"});

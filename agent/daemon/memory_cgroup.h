@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -46,9 +47,17 @@ std::optional<CgroupLocation> locate_memory_cgroup(const std::string& proc_self_
 // This process's location (reads /proc and the v2 directory's subtree_control).
 std::optional<CgroupLocation> this_process_memory_cgroup();
 
+// Every job cgroup's name starts with this.
+inline constexpr std::string_view kJobCgroupPrefix = "benchfleet-";
+
 // Whether job cgroups work at `where`: makes one, has a child process join it and removes it.
 // The reason when not (no permission, a read-only tree, no delegation).
 Status probe_memory_cgroup(const CgroupLocation& where);
+
+// Removes the empty job cgroups at `where` whose agent is gone (killed before it could remove
+// them): names "benchfleet-<agent pid>-..." whose pid no longer runs. One still holding processes
+// cannot be removed and stays. Returns how many went.
+int remove_stale_job_cgroups(const CgroupLocation& where);
 
 // `argv` prefixed so that the process joins `cgroup` (a directory) before it runs anything: every
 // process it starts, inside a build's root too, is then in the cgroup from its first page. The

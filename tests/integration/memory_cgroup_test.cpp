@@ -175,5 +175,28 @@ TEST(JobMemoryCgroup, AJobThatNeverAsksRunsUncappedAndIsLeftAlone) {
   EXPECT_FALSE(r.memory.has_value()) << "no cap was applied, so none is named";
 }
 
+TEST(JobMemoryCgroup, AGoneAgentsEmptyCgroupsAreRemovedAndALiveOnesKept) {
+  std::string why_not;
+  const auto where = usable_location(why_not);
+  if (!where) GTEST_SKIP() << "no memory cgroups here: " << why_not;
+  // A pid that ran and is gone: a child of this test, reaped.
+  SpawnOptions o;
+  o.argv = {"/bin/true"};
+  auto child = Child::spawn(o);
+  ASSERT_TRUE(child.ok());
+  const pid_t gone = child->pid();
+  supervise(*child, 10s, 1s, 1s, {});
+  const fs::path dead = fs::path(where->directory) / ("benchfleet-" + std::to_string(gone) + "-cpu-job7-1");
+  const fs::path live = fs::path(where->directory) / ("benchfleet-" + std::to_string(::getpid()) + "-cpu-job7-1");
+  const fs::path other = fs::path(where->directory) / "benchfleet-test-not-an-agents";
+  for (const auto& p : {dead, live, other}) ASSERT_TRUE(fs::create_directory(p)) << p;
+  EXPECT_GE(remove_stale_job_cgroups(*where), 1);
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(live)) << "its agent (this process) still runs";
+  EXPECT_TRUE(fs::exists(other)) << "not named after an agent";
+  fs::remove(live);
+  fs::remove(other);
+}
+
 }  // namespace
 }  // namespace benchfleet::agent
