@@ -143,6 +143,9 @@ int Daemon::run() {
       return 1;
     }
   }
+  // Absolute from here on, before anything keeps them: a build in its own root runs with another
+  // working directory, so a relative --state-dir would send its exports elsewhere.
+  for (std::string* p : {&c.state_dir, &c.spool_dir, &c.work_dir, &c.artifact_dir}) *p = resolved_path(*p);
   // Before anything is probed or leased: what a previous life of this agent left running (it
   // was killed, or died of an exception) still holds the GPU and would skew every timing.
   const OrphanSweep sweep = kill_orphaned_children(s.record_dir(), 10s);
@@ -187,9 +190,7 @@ int Daemon::run() {
   if (c.in_root.empty()) c.in_root = default_in_root_path(c.exporter);
   // Paths resolved once: a build in its own root sees the host directories it needs bound at
   // these paths, so the paths its programs are given must not go through symlinks.
-  for (std::string* p : {&c.exporter, &c.runner, &c.catalog, &c.in_root, &c.work_dir, &c.artifact_dir}) {
-    *p = resolved_path(*p);
-  }
+  for (std::string* p : {&c.exporter, &c.runner, &c.catalog, &c.in_root}) *p = resolved_path(*p);
   for (auto& b : builds) b.worker = resolved_path(b.worker);
   std::vector<std::string> readable = {fs::path(c.exporter).parent_path().string(),
                                        fs::path(c.runner).parent_path().string(),

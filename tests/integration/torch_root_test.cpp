@@ -131,7 +131,13 @@ void expect_compile_and_memory_columns(const json& table, const std::map<CellKey
 TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
   REQUIRE_TORCH_ROOT();
   CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
-  AgentProcess agent(agent_options(coord, "two-builds", write_two_builds_config(coord, kNew, BENCHFLEET_TORCH_ROOT)));
+  AgentOptions options =
+      agent_options(coord, "two-builds", write_two_builds_config(coord, kNew, BENCHFLEET_TORCH_ROOT));
+  // Named relative to this test's working directory, as a user may: the root's exporter runs with
+  // another working directory, and once wrote its packages where the agent did not look.
+  options.state_dir = std::filesystem::relative(options.state_dir).string();
+  ASSERT_FALSE(options.state_dir.empty() || options.state_dir.front() == '/') << options.state_dir;
+  AgentProcess agent(options);
   agent.start();
   ASSERT_TRUE(wait_online(coord, {"two-builds"}, 300s)) << agents_of(coord).dump(1);
 
