@@ -2,9 +2,30 @@
 
 #include <utility>
 
+#include "common/display_text.h"
+
 namespace benchfleet::cli {
 
 namespace bhttp = boost::beast::http;
+
+namespace {
+
+// Everything the CLI prints from the server goes through here: text an agent or another
+// operator wrote (names, versions, errors, notes) reaches this terminal as visible escapes,
+// never as control sequences, whatever the server let through.
+nlohmann::json escaped(nlohmann::json j) {
+  if (j.is_string()) return escape_display_text(j.get_ref<const std::string&>(), TextLines::kMany);
+  if (j.is_array()) {
+    for (auto& v : j) v = escaped(std::move(v));
+  } else if (j.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (auto& [k, v] : j.items()) out[escape_display_text(k)] = escaped(std::move(v));
+    return out;
+  }
+  return j;
+}
+
+}  // namespace
 
 FleetClient::FleetClient(std::string base_url, std::string operator_token, std::chrono::milliseconds timeout)
     : base_url_(std::move(base_url)), token_(std::move(operator_token)), timeout_(timeout), http_(base_url_) {}
@@ -34,6 +55,8 @@ Result<http::ClientResponse> FleetClient::send(bhttp::verb verb, const std::stri
   if (r->status == 401 && token_.empty()) {
     e.message += " (no operator token: set --operator-token, BENCHFLEET_OPERATOR_TOKEN or operator_token_file)";
   }
+  e.message = escape_display_text(e.message, TextLines::kMany);
+  e.field = escape_display_text(e.field);
   return e;
 }
 
@@ -42,7 +65,7 @@ Result<nlohmann::json> FleetClient::send_json(bhttp::verb verb, const std::strin
   BF_ASSIGN_OR_RETURN(auto r, send(verb, target, what, expected_status, body));
   auto j = r.json();
   if (!j.ok()) return Error{ErrorCode::kUnavailable, what + ": " + j.error().message, {}};
-  return j;
+  return escaped(std::move(*j));
 }
 
 Result<nlohmann::json> FleetClient::submit(const nlohmann::json& matrix) {
@@ -68,7 +91,7 @@ Result<std::string> FleetClient::report(std::int64_t run_id, const std::string& 
   std::string target = "/api/v1/runs/" + std::to_string(run_id) + "/report?format=" + format + "&stat=" + stat;
   if (exclude_flagged) target += "&exclude_flagged=true";
   BF_ASSIGN_OR_RETURN(auto r, send(bhttp::verb::get, target, "report of run " + std::to_string(run_id), 200));
-  return std::move(r.body);
+  return escape_display_text(r.body, TextLines::kMany);
 }
 
 Result<nlohmann::json> FleetClient::cancel(std::int64_t run_id) {

@@ -330,4 +330,35 @@ void to_json(json& j, const ResultRequest& v) {
   j = {{"lease_id", v.lease_id}, {"attempt", v.attempt}, {"result", v.result}};
 }
 
+std::optional<Error> check_descriptor_text(const AgentDescriptor& d) {
+  constexpr std::size_t kMax = 200;  // the decoder's bound on each of these
+  if (auto why = display_name_problem(d.name, kMax)) return Error::invalid("name", *why);
+  const struct {
+    const char* field;
+    const std::string& text;
+  } top[] = {{"hostname", d.hostname}, {"version", d.version}};
+  for (const auto& t : top) {
+    if (auto why = display_text_problem(t.text, kMax)) return Error::invalid(t.field, *why);
+  }
+  for (std::size_t i = 0; i < d.torch_builds.size(); ++i) {
+    if (auto why = display_text_problem(d.torch_builds[i].version, kMax)) {
+      return Error::invalid("torch_builds[" + std::to_string(i) + "].version", *why);
+    }
+  }
+  for (std::size_t i = 0; i < d.slots.size(); ++i) {
+    if (!d.slots[i].gpu) continue;
+    const GpuInfo& g = *d.slots[i].gpu;
+    const struct {
+      const char* field;
+      const std::string& text;
+    } gpu[] = {{"name", g.name}, {"uuid", g.uuid}, {"compute_capability", g.compute_capability}, {"driver", g.driver}};
+    for (const auto& t : gpu) {
+      if (auto why = display_text_problem(t.text, kMax)) {
+        return Error::invalid("slots[" + std::to_string(i) + "].gpu." + t.field, *why);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace benchfleet

@@ -152,6 +152,12 @@ struct ResultRequest {
   bool operator==(const ResultRequest&) const = default;
 };
 
+// The text of an enrolling agent's descriptor that operators read (its name, hostname and
+// version, each build's version, each GPU's name, uuid, compute capability and driver), under
+// common/display_text.h's rule; the first violation, naming its field. Checked at enrolment, not
+// by the decoder, so a descriptor stored before the rule stays readable.
+std::optional<Error> check_descriptor_text(const AgentDescriptor& d);
+
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, EnrollResponse& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, LeasedJob& out);
 std::optional<Error> decode_value(const nlohmann::json& j, const std::string& path, LeaseResponse& out);

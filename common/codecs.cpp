@@ -89,67 +89,7 @@ void put_optional(json& j, const char* key, const std::optional<T>& v) {
   if (v) j[key] = *v;
 }
 
-// Decodes one UTF-8 code point at s[i], advancing i; nullopt for malformed or overlong input.
-std::optional<char32_t> next_code_point(std::string_view s, std::size_t& i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char b0 = byte(i);
-  int extra = 0;
-  char32_t cp = 0;
-  if (b0 < 0x80) {
-    ++i;
-    return b0;
-  } else if ((b0 & 0xE0) == 0xC0) {
-    extra = 1, cp = b0 & 0x1F;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    extra = 2, cp = b0 & 0x0F;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    extra = 3, cp = b0 & 0x07;
-  } else {
-    return std::nullopt;
-  }
-  if (i + static_cast<std::size_t>(extra) >= s.size()) return std::nullopt;
-  for (int k = 1; k <= extra; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return std::nullopt;
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  static constexpr char32_t kMinForLength[] = {0, 0x80, 0x800, 0x10000};
-  if (cp < kMinForLength[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return std::nullopt;
-  i += static_cast<std::size_t>(extra) + 1;
-  return cp;
-}
-
-// Controls (C0, DEL, C1), line/paragraph separators, zero-width and bidirectional formatting
-// characters: they hide or reorder what a reader sees (U+202E shows "exe.txt" as "txt.exe").
-bool is_invisible_or_control(char32_t c) {
-  return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x061C || (c >= 0x200B && c <= 0x200F) ||
-         (c >= 0x2028 && c <= 0x202E) || (c >= 0x2060 && c <= 0x2069) || c == 0xFEFF;
-}
-
-bool is_blank(char32_t c) {
-  return c == ' ' || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x202F || c == 0x205F ||
-         c == 0x3000;
-}
-
 }  // namespace
-
-std::optional<std::string> display_name_problem(std::string_view s, std::size_t max_bytes) {
-  if (s.empty() || s.size() > max_bytes) return "must be 1 to " + std::to_string(max_bytes) + " bytes long";
-  bool blank = true;
-  for (std::size_t i = 0; i < s.size();) {
-    const std::size_t at = i;
-    const auto cp = next_code_point(s, i);
-    if (!cp) return "is not valid UTF-8 (byte " + std::to_string(at) + ")";
-    if (is_invisible_or_control(*cp)) {
-      char hex[16];
-      std::snprintf(hex, sizeof hex, "U+%04X", static_cast<unsigned>(*cp));
-      return std::string("must not contain control, invisible or bidirectional characters (") + hex + " at byte " +
-             std::to_string(at) + ")";
-    }
-    blank = blank && is_blank(*cp);
-  }
-  if (blank) return "must not be blank";
-  return std::nullopt;
-}
 
 bool is_valid_identifier(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;

@@ -8,16 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/display_text.h"
 #include "common/json_reader.h"
 #include "common/result.h"
 #include "common/types.h"
 
 namespace benchfleet {
-
-// Why `s` cannot be a name people read (a run's name): empty, longer than `max_bytes`, not
-// UTF-8, blank (only spaces), or holding a control, invisible or bidirectional formatting
-// character (NUL, newline, U+200B, U+202E...). nullopt when it is fine.
-std::optional<std::string> display_name_problem(std::string_view s, std::size_t max_bytes = 200);
 
 // Identifier rule for build names, GPU classes and slot ids: [a-z0-9][a-z0-9._-]{0,63}.
 bool is_valid_identifier(std::string_view s);

@@ -11,7 +11,8 @@ std::optional<double> number(const nlohmann::json& telemetry, const char* key) {
 
 }  // namespace
 
-std::vector<std::string> noise_flags(const JobResult& result, const NoiseSpec& noise) {
+std::vector<std::string> noise_flags(const JobResult& result, const NoiseSpec& noise,
+                                     std::optional<double> target_ci_rel_width) {
   std::vector<std::string> flags;
   if (result.status != ResultStatus::kOk) return flags;
   if (result.stats && result.stats->cv > noise.max_cv) flags.emplace_back("high_cv");
@@ -23,9 +24,12 @@ std::vector<std::string> noise_flags(const JobResult& result, const NoiseSpec& n
       (static_cast<unsigned long long>(it->get<long long>()) & ~kBenignThrottleReasons) != 0) {
     flags.emplace_back("throttled");
   }
-  if (result.stop_reason == StopReason::kMaxIterations || result.stop_reason == StopReason::kMaxTime) {
-    flags.emplace_back("ci_not_met");
-  }
+  const bool bound_hit = result.stop_reason == StopReason::kMaxIterations || result.stop_reason == StopReason::kMaxTime;
+  const bool claim_unshown = result.stop_reason == StopReason::kCiTarget && result.stats && target_ci_rel_width &&
+                             result.stats->median_ms > 0 &&
+                             (result.stats->ci_high_ms - result.stats->ci_low_ms) / result.stats->median_ms >
+                                 kCiClaimSlack * *target_ci_rel_width;
+  if (bound_hit || claim_unshown) flags.emplace_back("ci_not_met");
   return flags;
 }
 

@@ -2,6 +2,7 @@
 // A report may leave flagged results out of its geomeans (GET .../report?exclude_flagged=true).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,15 @@ inline constexpr unsigned long long kBenignThrottleReasons = 0x1 | 0x2 | 0x100;
 //   clock_drop  telemetry after_sm_clock_mhz < (1 - noise.max_clock_drop) x before_sm_clock_mhz
 //   throttled   telemetry after_throttle_reasons has a bit outside kBenignThrottleReasons
 //   ci_not_met  the stopping rule ended at max_iterations or max_time (the CI target was not
-//               reached before the bound; a fixed count never sets it)
-std::vector<std::string> noise_flags(const JobResult& result, const NoiseSpec& noise);
+//               reached before the bound; a fixed count never sets it), or it claims ci_target
+//               while its 95% CI is more than kCiClaimSlack x `target_ci_rel_width` (the job's)
+//               wide relative to its median: the claim is not what its own figures show
+std::vector<std::string> noise_flags(const JobResult& result, const NoiseSpec& noise,
+                                     std::optional<double> target_ci_rel_width = std::nullopt);
+
+// The stopping rule checks the CI with fewer bootstrap resamples than the result's final CI, so
+// the final one may come out a little wider than the target it stopped at; twice as wide is not
+// that.
+inline constexpr double kCiClaimSlack = 2.0;
 
 }  // namespace benchfleet

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "common/accuracy.h"
+#include "common/display_text.h"
 #include "common/json_reader.h"
 #include "common/shared_rules.h"
 #include "common/stats.h"
@@ -57,6 +59,30 @@ std::optional<Error> check_stats(const Statistics& st, const std::vector<double>
   return std::nullopt;
 }
 
+// Message limits: those of the decoder (result_codecs.cpp).
+constexpr std::size_t kMaxErrorBytes = 16384;
+constexpr std::size_t kMaxFlatTextBytes = 4096;
+
+std::optional<Error> check_flat_text(const nlohmann::json& obj, const std::string& path) {
+  for (const auto& [k, v] : obj.items()) {
+    if (auto why = display_text_problem(k, kMaxFlatTextBytes)) return Error::invalid(path, "key " + *why);
+    if (!v.is_string()) continue;
+    if (auto why = display_text_problem(v.get_ref<const std::string&>(), kMaxFlatTextBytes)) {
+      return Error::invalid(join_path(path, k), *why);
+    }
+  }
+  return std::nullopt;
+}
+
+void escape_flat_text(nlohmann::json& obj) {
+  nlohmann::json out = nlohmann::json::object();
+  for (auto& [k, v] : obj.items()) {
+    out[escape_display_text(k)] =
+        v.is_string() ? nlohmann::json(escape_display_text(v.get_ref<const std::string&>())) : v;
+  }
+  obj = std::move(out);
+}
+
 }  // namespace
 
 std::optional<Error> check_posted_result(const JobResult& r, const std::string& path) {
@@ -64,6 +90,12 @@ std::optional<Error> check_posted_result(const JobResult& r, const std::string& 
   if (r.status == ResultStatus::kOomImplied) {
     return Error::invalid(at("status"), "oom_implied is the coordinator's verdict; an agent cannot post it");
   }
+  if (r.error) {
+    if (auto why = display_text_problem(*r.error, kMaxErrorBytes, TextLines::kMany))
+      return Error::invalid(at("error"), *why);
+  }
+  if (auto err = check_flat_text(r.environment, at("environment"))) return err;
+  if (auto err = check_flat_text(r.telemetry, at("telemetry"))) return err;
   if (!has_measurements(r.status)) {
     const std::string why = std::string("must be absent when status is ") + std::string(to_string(r.status));
     if (r.stats) return Error::invalid(at("stats"), why);
@@ -99,6 +131,22 @@ std::optional<Error> check_posted_result(const JobResult& r, const std::string& 
   if (r.accuracy && !has_measurements(r.status)) {
     return Error::invalid(at("accuracy"), "is only allowed when status is ok or invalid");
   }
+  if (r.accuracy) {
+    const AccuracyInfo& a = *r.accuracy;
+    if (a.tolerance < kErrorMultiplier * a.eager_error * (1 - 1e-9)) {
+      return Error::invalid(at("accuracy.tolerance"), "must be at least " + number(kErrorMultiplier) +
+                                                          " x eager_error (the rule's bound, common/accuracy.h)");
+    }
+    if (a.verdict == AccuracyVerdict::kPass && a.compiled_error > a.tolerance) {
+      return Error::invalid(at("accuracy.verdict"), "is pass but compiled_error " + number(a.compiled_error) +
+                                                        " is above its tolerance " + number(a.tolerance));
+    }
+    for (const auto& [name, text] : {std::pair{"output", &a.output}, std::pair{"detail", &a.detail}}) {
+      if (auto why = display_text_problem(*text, kMaxFlatTextBytes, TextLines::kMany)) {
+        return Error::invalid(at(std::string("accuracy.") + name), *why);
+      }
+    }
+  }
   if (r.memory) {
     const struct {
       const char* name;
@@ -118,6 +166,45 @@ std::optional<Error> check_posted_result(const JobResult& r, const std::string& 
     if (r.memory->cap.has_value() != r.memory->cap_bytes.has_value()) {
       return Error::invalid(at("memory.cap_bytes"), "goes with memory.cap: both or neither");
     }
+  }
+  return std::nullopt;
+}
+
+void escape_result_text(JobResult& r) {
+  if (r.error) r.error = escape_display_text(*r.error, TextLines::kMany);
+  escape_flat_text(r.environment);
+  escape_flat_text(r.telemetry);
+  if (r.accuracy) {
+    r.accuracy->output = escape_display_text(r.accuracy->output, TextLines::kMany);
+    r.accuracy->detail = escape_display_text(r.accuracy->detail, TextLines::kMany);
+  }
+}
+
+std::optional<Error> check_result_for_job(const JobResult& r, Mode mode, const MeasurementSpec& m,
+                                          const std::string& path) {
+  const auto at = [&](std::string_view key) { return join_path(path, key); };
+  if (r.accuracy && mode == Mode::kEager) {
+    return Error::invalid(at("accuracy"), "is only allowed on a compiled mode (this job is eager)");
+  }
+  if (r.status != ResultStatus::kOk || !r.stop_reason) return std::nullopt;
+  const auto n = static_cast<std::int64_t>(r.samples_ms.size());
+  const bool fixed = m.min_iterations == m.max_iterations;
+  const std::string counts = std::to_string(n) + " samples; the job's measurement has min_iterations " +
+                             std::to_string(m.min_iterations) + " and max_iterations " +
+                             std::to_string(m.max_iterations);
+  if (n > m.max_iterations) return Error::invalid(at("samples_ms"), "holds more than max_iterations (" + counts + ")");
+  switch (*r.stop_reason) {
+    case StopReason::kFixedCount:  // on a fixed count, exactly that many
+      if (fixed && n != m.max_iterations) return Error::invalid(at("stop_reason"), "is fixed_count with " + counts);
+      break;
+    case StopReason::kMaxIterations:
+      if (n != m.max_iterations) return Error::invalid(at("stop_reason"), "is max_iterations with " + counts);
+      break;
+    case StopReason::kCiTarget:
+      if (fixed || n < m.min_iterations) return Error::invalid(at("stop_reason"), "is ci_target with " + counts);
+      break;
+    case StopReason::kMaxTime:  // the time bound may end a slow model's run before its minimum count
+      break;
   }
   return std::nullopt;
 }

@@ -27,8 +27,31 @@ inline constexpr double kMaxResultMs = 7.0 * 86400 * 1000;
 //    (2000 resamples of up to 10^6 samples is too slow for ingest); it must lie within
 //    [min, max] and contain the median;
 //  - oom info only on oom, signal (1..128) only on crash, memory figures >= 0;
-//  - accuracy only on ok and invalid (the codec checks its figures' ranges).
+//  - accuracy only on ok and invalid (the codec checks its figures' ranges), its tolerance at
+//    least kErrorMultiplier x its eager_error, and pass only with compiled_error <= tolerance;
+//  - error, and the keys and string values of environment and telemetry, are text people read
+//    (common/display_text.h): no control, invisible or bidirectional characters (error may
+//    hold newlines and tabs).
 // Pure; O(n log n) in the number of samples.
 std::optional<Error> check_posted_result(const JobResult& result, const std::string& path);
+
+// The rules that need the job's mode and the run's measurement spec, applied by the coordinator
+// as it stores a result (the first violation, its field under `path`):
+//  - accuracy only on a compiled mode (an eager job has nothing to judge);
+//  - an ok result's samples_ms at most max_iterations, and its stop_reason what that count can
+//    show: on a fixed count (min == max), fixed_count with exactly that many samples (so 2
+//    samples of a run fixed at 300 are refused); max_iterations with exactly max_iterations;
+//    ci_target only on a count that is not fixed and with at least min_iterations (the rule
+//    checks the CI only then); max_time with any count (the time bound may stop a slow model
+//    before its minimum). A fixed_count claim on a job without a fixed count is taken as is.
+// Whether the CI really met its target is flagged, not refused (ci_not_met, common/noise_flags.h):
+// the rule's CI and the final one come from different bootstrap draws.
+std::optional<Error> check_result_for_job(const JobResult& result, Mode mode, const MeasurementSpec& measurement,
+                                          const std::string& path);
+
+// Makes the text check_posted_result checks displayable, escaping what its rule refuses: the
+// agent applies it to what a job wrote (a compiler's coloured diagnostics in a stderr tail, a
+// model's odd version string) so the result is posted instead of refused.
+void escape_result_text(JobResult& result);
 
 }  // namespace benchfleet

@@ -9,8 +9,9 @@
 # examples/cpu-seed-demo.yaml, a seed model on unstable, and examples/cpu-memory-demo.yaml, the
 # meant OOM cell; examples/gpu-demo.yaml on the local GPU classes with one), shows progress,
 # prints the comparison tables and the URLs, then keeps both services up until Ctrl-C. The default
-# matrices are torch.compile's (the python runtime): the roots get no worker unless a matrix given
-# in BENCHFLEET_QUICKSTART_MATRIX names the libtorch runtime.
+# matrices are torch.compile's (the python runtime): benchfleet-worker (the libtorch runtime) is
+# built, on the host and in each root, only for a matrix that runs it (one given in
+# BENCHFLEET_QUICKSTART_MATRIX, the fast path's, a GPU host's).
 #   scripts/quickstart.sh            # run in the foreground; Ctrl-C stops it
 #   scripts/quickstart.sh --detach   # leave it running; stop later with:
 #   scripts/quickstart.sh stop
@@ -75,45 +76,59 @@ mkdir -p "$state"
 t0=$(date +%s)
 [ "$setup" = 1 ] && scripts/install-deps.sh --no-browser --no-fuzz --no-slurm
 t1=$(date +%s)
-# The roots are made one after the other beside the C++ build, at the lowest CPU priority so the
-# compile keeps its cores (minutes the first time, seconds after); their lines go to a log.
-roots_pid=""
-if [ "$setup" = 1 ] && { [ "$torch_root" != none ] || [ "$sid_root" != none ]; }; then
-  echo "quickstart: making the torch roots in the background (log: $state/torch-root.log)"
-  (
-    rc=0
-    [ "$torch_root" = none ] || nice -n 19 scripts/torch-root.sh --suite trixie --root "$torch_root" || rc=1
-    [ "$sid_root" = none ] || nice -n 19 scripts/torch-root.sh --suite sid --root "$sid_root" || rc=$((rc + 2))
-    exit $rc
-  ) >"$state/torch-root.log" 2>&1 &
-  roots_pid=$!
+# The libtorch runtime (AOTInductor, TorchScript) needs benchfleet-worker: in each root for a
+# matrix given in BENCHFLEET_QUICKSTART_MATRIX that names it, on the host for such a matrix, the
+# fast path's examples/cpu-demo.yaml and a GPU host's examples/gpu-demo.yaml. The default CPU
+# matrices are torch.compile's (the python runtime) and need none: they are built only when run.
+runs_libtorch() {  # matrix file: whether it runs the libtorch runtime (the default without runtimes:)
+  if grep -Eq '^runtimes:' "$1" 2>/dev/null; then grep -Eq '^runtimes:.*libtorch' "$1"; else true; fi
+}
+needs_workers=0
+for matrix in ${BENCHFLEET_QUICKSTART_MATRIX:-}; do
+  runs_libtorch "$matrix" && needs_workers=1
+done
+needs_host_worker="$needs_workers"
+[ "$torch_root" = none ] && needs_host_worker=1
+nvidia-smi -L 2>/dev/null | grep -q '^GPU' && needs_host_worker=1
+# The two roots are made side by side, beside the C++ build, at the lowest CPU priority so the
+# compile keeps its cores (minutes the first time, seconds after): most of their time is waiting
+# on downloads and dpkg, which one after the other would add up. Each writes its own log.
+declare -A root_pids=()
+if [ "$setup" = 1 ]; then
+  for pair in "trixie $torch_root" "sid $sid_root"; do
+    read -r suite dir <<<"$pair"
+    [ "$dir" = none ] && continue
+    echo "quickstart: making the $suite root in the background (log: $state/torch-root-$suite.log)"
+    nice -n 19 scripts/torch-root.sh --suite "$suite" --root "$dir" >"$state/torch-root-$suite.log" 2>&1 &
+    root_pids[$suite]=$!
+  done
 fi
 if [ "$setup" = 1 ]; then
   cmake --preset default >/dev/null
-  cmake --build --preset default --target benchfleet benchfleet-coordinator benchfleet-agent benchfleet-worker
+  targets=(benchfleet benchfleet-coordinator benchfleet-agent)
+  [ "$needs_host_worker" = 1 ] && targets+=(benchfleet-worker)
+  cmake --build --preset default --target "${targets[@]}"
 fi
 t2=$(date +%s)
 # A root whose making failed, or whose worker does not build, is left out: the others still run.
-roots_rc=0
-if [ -n "$roots_pid" ]; then
-  wait "$roots_pid" || roots_rc=$?
-  grep -E '^torch-root: root (ready|is current)' "$state/torch-root.log" | sed 's/^torch-root: /quickstart: /' || true
-fi
-# A root's worker (the libtorch runtime: AOTInductor, TorchScript) is built only for matrices
-# that run it: the default ones are torch.compile's (the python runtime), which needs none.
-needs_root_workers=0
-for matrix in ${BENCHFLEET_QUICKSTART_MATRIX:-}; do
-  grep -Eq '^runtimes:.*libtorch' "$matrix" 2>/dev/null && needs_root_workers=1
+declare -A root_failed=()
+for suite in "${!root_pids[@]}"; do
+  if wait "${root_pids[$suite]}"; then
+    grep -E '^torch-root: root (ready|is current)' "$state/torch-root-$suite.log" | sed 's/^torch-root: /quickstart: /' || true
+  else
+    root_failed[$suite]=1
+    tail -n 5 "$state/torch-root-$suite.log" >&2
+  fi
 done
-root_build() {  # name suite root failed-bit: checks the root (and builds its worker if needed); prints the root or none
-  local name="$1" suite="$2" dir="$3" bit="$4"
+root_build() {  # name suite root: checks the root (and builds its worker if needed); prints the root or none
+  local name="$1" suite="$2" dir="$3"
   if [ "$dir" = none ]; then echo none; return; fi
   if [ "$setup" = 1 ]; then
-    if [ $((roots_rc & bit)) != 0 ]; then
-      echo "quickstart: the $suite root could not be made (see $state/torch-root.log); no $name build" >&2
+    if [ -n "${root_failed[$suite]:-}" ]; then
+      echo "quickstart: the $suite root could not be made (see $state/torch-root-$suite.log); no $name build" >&2
       echo none; return
     fi
-    if [ "$needs_root_workers" = 1 ]; then
+    if [ "$needs_workers" = 1 ]; then
       echo "quickstart: building benchfleet-worker inside the $suite root against its LibTorch" >&2
       if ! scripts/build-worker.sh --root "$dir" --out "$build/$suite-root-worker" >/dev/null; then
         echo "quickstart: the worker did not build in the $suite root; the $name build runs the python runtime only" >&2
@@ -122,13 +137,12 @@ root_build() {  # name suite root failed-bit: checks the root (and builds its wo
   fi
   if [ -f "$dir/etc/benchfleet-root.json" ]; then echo "$dir"; else echo none; fi
 }
-[ "$roots_rc" != 0 ] && tail -n 5 "$state/torch-root.log" >&2
-torch_root="$(root_build stable trixie "$torch_root" 1)"
-sid_root="$(root_build unstable sid "$sid_root" 2)"
+torch_root="$(root_build stable trixie "$torch_root")"
+sid_root="$(root_build unstable sid "$sid_root")"
 t2b=$(date +%s)
 
 # The agent's torch builds: Debian 13's torch 2.6 and Debian unstable's torch 2.14, each in its
-# root with the worker built there, and this host's (Debian 12, torch 1.13).
+# root with the worker where one was built there, and this host's (Debian 12, torch 1.13).
 {
   echo "# written by scripts/quickstart.sh"
   echo "builds:"
@@ -136,13 +150,17 @@ t2b=$(date +%s)
     read -r name suite dir <<<"$pair"
     [ "$dir" = none ] && continue
     worker="$build/$suite-root-worker/bin/benchfleet-worker"  # without it: the python runtime only
-    if [ -x "$worker" ]; then
+    if [ "$needs_workers" = 1 ] && [ -x "$worker" ]; then
       echo "  - {name: $name, python: /usr/bin/python3, worker: $worker, root: $dir}"
     else
       echo "  - {name: $name, python: /usr/bin/python3, root: $dir}"
     fi
   done
-  echo "  - {name: debian12, python: /usr/bin/python3, worker: $build/agent/worker/benchfleet-worker}"
+  if [ "$needs_host_worker" = 1 ] && [ -x "$build/agent/worker/benchfleet-worker" ]; then
+    echo "  - {name: debian12, python: /usr/bin/python3, worker: $build/agent/worker/benchfleet-worker}"
+  else
+    echo "  - {name: debian12, python: /usr/bin/python3}"
+  fi
 } >"$state/agent.yaml.new"
 if ! cmp -s "$state/agent.yaml.new" "$state/agent.yaml" 2>/dev/null; then
   mv "$state/agent.yaml.new" "$state/agent.yaml"

@@ -39,16 +39,17 @@ sid_root="${BENCHFLEET_SID_ROOT:-$roots_dir/sid}"
 scripts/install-deps.sh
 
 # The roots take minutes to make the first time (downloads, dpkg) and are reused afterwards;
-# making them (one after the other, at the lowest CPU priority) beside the compile saves that time
-# on a fresh machine.
-root_pid=""
+# making them side by side (at the lowest CPU priority) beside the compile saves that time on a
+# fresh machine. Each writes its own log.
+root_pids=()
 if [ "$root" != none ]; then
   mkdir -p build
-  (
-    nice -n 19 scripts/torch-root.sh --suite trixie --root "$root" || exit 1
-    [ "$sid_root" = none ] || nice -n 19 scripts/torch-root.sh --suite sid --root "$sid_root"
-  ) >build/torch-root.log 2>&1 &
-  root_pid=$!
+  for pair in "trixie $root" "sid $sid_root"; do
+    read -r suite dir <<<"$pair"
+    [ "$dir" = none ] && continue
+    nice -n 19 scripts/torch-root.sh --suite "$suite" --root "$dir" >"build/torch-root-$suite.log" 2>&1 &
+    root_pids+=("$suite:$!")
+  done
 fi
 
 # The CUDA compile check (ctest worker_cuda_compile) compiles the worker's CUDA code against a
@@ -72,13 +73,16 @@ if [ -n "$fuzz_dir" ]; then
   scripts/fuzz.sh build --dir "$fuzz_dir"
 fi
 
-if [ -n "$root_pid" ]; then
-  if ! wait "$root_pid"; then
-    cat build/torch-root.log >&2
-    echo "test: the torch roots could not be made (BENCHFLEET_TORCH_ROOT=none runs the suite without them)" >&2
-    exit 1
-  fi
-  grep -E '^torch-root: (root|creating|updating)' build/torch-root.log || true
+if [ ${#root_pids[@]} -gt 0 ]; then
+  for entry in "${root_pids[@]}"; do
+    suite="${entry%%:*}"
+    if ! wait "${entry#*:}"; then
+      cat "build/torch-root-$suite.log" >&2
+      echo "test: the $suite torch root could not be made (BENCHFLEET_TORCH_ROOT=none runs the suite without the roots)" >&2
+      exit 1
+    fi
+    grep -E '^torch-root: (root|creating|updating)' "build/torch-root-$suite.log" || true
+  done
   echo "test: building benchfleet-worker inside the roots against their LibTorch"
   scripts/build-worker.sh --root "$root" --out "build/$preset/trixie-root-worker" --jobs "$jobs"
   [ "$sid_root" = none ] || scripts/build-worker.sh --root "$sid_root" --out "build/$preset/sid-root-worker" --jobs "$jobs"

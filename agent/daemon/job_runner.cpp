@@ -183,6 +183,7 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   } else {
     auto text = read_file_bounded(result_file, kMaxResultBytes);
     auto decoded = text.ok() ? decode_worker_result(*text) : Result<JobResult>(text.error());
+    if (decoded.ok()) escape_result_text(*decoded);  // text a job wrote reaches operators' screens
     if (!decoded.ok()) {
       r = verdict(ResultStatus::kError, runner_name + " exited with " + std::to_string(exit.exit_code) +
                                             " without a readable result (" + decoded.error().describe() +

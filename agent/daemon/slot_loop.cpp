@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "agent/daemon/agent_loops.h"
+#include "common/result_checks.h"
 
 namespace benchfleet::agent {
 
@@ -187,6 +188,9 @@ std::optional<JobResult> AgentLoops::run_job(CoordinatorApi& client, Slot& slot,
     std::lock_guard lock(slot.mu);
     slot.current.reset();
   }
+  // Error texts carry stderr tails (a compiler's coloured diagnostics): what reaches operators'
+  // screens is escaped here, for every runner, and the coordinator refuses what is not.
+  if (result) escape_result_text(*result);
   return result;
 }
 

@@ -105,6 +105,7 @@ Result<http::Response> enroll_agent(ApiContext& ctx, const http::Request& req, c
   }
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
   BF_ASSIGN_OR_RETURN(const AgentDescriptor descriptor, decode<AgentDescriptor>(body));
+  if (auto err = check_descriptor_text(descriptor)) return *err;
   const std::string secret = auth::generate_secret();
   store::AgentCredentials creds;
   creds.salt = auth::random_bytes(16);

@@ -37,8 +37,10 @@ Result<std::optional<std::string>> read_note(ApiContext& ctx, const http::Reques
   std::optional<std::string> note;
   JsonReader r(body, "");
   r.optional("note", note);
-  if (note)
-    r.check(note->size() <= kMaxNoteBytes, "note", "must be at most " + std::to_string(kMaxNoteBytes) + " bytes");
+  if (note) {
+    const auto why = display_text_problem(*note, kMaxNoteBytes, TextLines::kMany);
+    r.check(!why, "note", why.value_or(""));
+  }
   BF_RETURN_IF_ERROR(r.finish());
   return note;
 }

@@ -1,12 +1,15 @@
 #include "coordinator/report/render.h"
 
 #include <algorithm>
+#include <charconv>
 #include <initializer_list>
 #include <set>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
+#include "common/display_text.h"
 #include "coordinator/rules/format.h"
 
 namespace benchfleet::report {
@@ -33,20 +36,18 @@ bool needs_markdown_backslash(char c) {
 
 // Text placed in Markdown verbatim: '|' would end a table cell, a newline the row, '*', '_',
 // '`', '[', '<'... would format or link what is data (run names, error messages). Those get a
-// backslash; control characters become spaces.
+// backslash; line breaks and tabs become spaces, and any other control, invisible or
+// bidirectional character is written as a visible escape (common/display_text.h).
 std::string markdown_escape(std::string_view text) {
+  std::string flat(text);
+  std::replace_if(
+      flat.begin(), flat.end(), [](char c) { return c == '\n' || c == '\r' || c == '\t'; }, ' ');
+  const std::string shown = escape_display_text(flat);
   std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7F) {
-      out += ' ';
-    } else if (needs_markdown_backslash(c)) {
-      out += '\\';
-      out += c;
-    } else {
-      out += c;
-    }
+  out.reserve(shown.size());
+  for (char c : shown) {
+    if (needs_markdown_backslash(c)) out += '\\';
+    out += c;
   }
   return out;
 }
@@ -179,7 +180,23 @@ void append_markdown_table(std::string& out, const Table& table, const std::opti
   }
 }
 
-void append_csv_field(std::string& out, std::string_view field) {
+// A field a spreadsheet would run as a formula: one starting with '=', '+', '-' or '@' (or a tab
+// or carriage return before them) that is not a number and not the empty cell's "-".
+bool reads_as_formula(std::string_view field) {
+  if (field.empty() || field == "-" || std::string_view("=+-@\t\r").find(field.front()) == std::string_view::npos) {
+    return false;
+  }
+  double ignored = 0;
+  const auto [end, ec] =
+      std::from_chars(field.data() + (field.front() == '+' ? 1 : 0), field.data() + field.size(), ignored);
+  return ec != std::errc() || end != field.data() + field.size();
+}
+
+void append_csv_field(std::string& out, std::string_view raw) {
+  // Controls become visible escapes (newlines stay, quoted); a formula is kept as text by a
+  // leading apostrophe, as spreadsheets expect.
+  std::string field = escape_display_text(raw, TextLines::kMany);
+  if (reads_as_formula(field)) field.insert(field.begin(), '\'');
   // One pass over the field (find_first_of with a set searches the set once per character).
   const bool plain =
       std::none_of(field.begin(), field.end(), [](char c) { return c == ',' || c == '"' || c == '\r' || c == '\n'; });

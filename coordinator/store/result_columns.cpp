@@ -28,7 +28,8 @@ bool telemetry_true(const nlohmann::json& telemetry, const char* key) {
 
 }  // namespace
 
-ResultColumns result_columns(const JobSpec& job, const JobResult& result, const NoiseSpec& noise) {
+ResultColumns result_columns(const JobSpec& job, const JobResult& result, const NoiseSpec& noise,
+                             std::optional<double> target_ci_rel_width) {
   ResultColumns c;
   if (result.accuracy) {
     c.accuracy = std::string(to_string(result.accuracy->verdict));
@@ -62,7 +63,7 @@ ResultColumns result_columns(const JobSpec& job, const JobResult& result, const 
   if (const auto it = t.find("recompiles"); it != t.end() && it->is_number_integer() && it->get<std::int64_t>() >= 0) {
     c.recompiles = it->get<std::int64_t>();
   }
-  for (const auto& flag : noise_flags(result, noise)) {
+  for (const auto& flag : noise_flags(result, noise, target_ci_rel_width)) {
     if (!c.flags.empty()) c.flags += ',';
     c.flags += flag;
   }

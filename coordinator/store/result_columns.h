@@ -28,13 +28,15 @@ struct ResultColumns {
   std::optional<std::int64_t> peak_memory_bytes;
   // telemetry.recompiles, when an integer >= 0.
   std::optional<std::int64_t> recompiles;
-  // noise_flags(result, noise) joined with ',' ("" when none).
+  // noise_flags(result, noise, target_ci_rel_width) joined with ',' ("" when none).
   std::string flags;
 
   bool operator==(const ResultColumns&) const = default;
 };
 
-ResultColumns result_columns(const JobSpec& job, const JobResult& result, const NoiseSpec& noise);
+// `target_ci_rel_width`: the run's measurement target (common/noise_flags.h), when known.
+ResultColumns result_columns(const JobSpec& job, const JobResult& result, const NoiseSpec& noise,
+                             std::optional<double> target_ci_rel_width = std::nullopt);
 
 // The flags column back as a list ("" -> none).
 std::vector<std::string> split_flags(const std::string& column);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/codecs.h"
+#include "common/result_checks.h"
 #include "coordinator/rules/tokens.h"
 #include "coordinator/store/history_store.h"
 #include "coordinator/store/result_columns.h"
@@ -82,7 +83,9 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
       job = job_spec_at(*row, 0);
     }
     BF_ASSIGN_OR_RETURN(const MatrixSpec run_spec, core_.run_spec_locked(held->run_id));
-    const ResultColumns columns = result_columns(job, result, run_spec.noise);
+    // Claims the job's own spec refutes are refused before anything is written (400).
+    if (auto err = check_result_for_job(result, job.mode, run_spec.measurement, "result")) return *err;
+    const ResultColumns columns = result_columns(job, result, run_spec.noise, run_spec.measurement.target_ci_rel_width);
     {
       BF_ASSIGN_OR_RETURN(
           auto ins,

@@ -239,6 +239,42 @@ TEST_F(CliTest, InvalidFilesAreRefusedBeforeAnythingIsStored) {
   EXPECT_TRUE(runs().empty()) << "nothing was stored";
 }
 
+// Text stored before the display rule existed (or by anything that bypassed it) reaches the
+// terminal as visible escapes: an agent name holding a title-setting OSC and a screen clear, a
+// run error holding colour codes.
+TEST_F(CliTest, TextFromTheServerReachesTheTerminalEscaped) {
+  const std::string file = matrix_file("m.yaml", two_by_two());
+  CliRun submitted = cli({"submit", file, "--print-id"});
+  ASSERT_EQ(submitted.code, 0) << submitted.err;
+  const std::string id = submitted.out.substr(0, submitted.out.size() - 1);
+  FakeAgent a = agent();
+  serve_all(a, [](const json&) { return json{{"status", "error"}, {"error", "failed"}}; });
+  // Written with the coordinator stopped, as a database from before the rule would be.
+  coord_.stop();
+  const std::string osc = "'node' || char(27) || ']0;owned' || char(7) || char(27) || '[2J'";
+  const std::string boom = "'boom' || char(27) || '[41mX' || char(8238)";
+  const std::string sql = "UPDATE agents SET name = " + osc + ", descriptor = json_set(descriptor, '$.name', " + osc +
+                          "); UPDATE results SET error = " + boom + ", body = json_set(body, '$.error', " + boom + ");";
+  ASSERT_EQ(std::system(("sqlite3 '" + coord_.db_path() + "' \"" + sql + "\"").c_str()), 0);
+  coord_.restart();
+
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"agents"},
+                                               {"agents", "--json"},
+                                               {"watch", id},
+                                               {"report", id},
+                                               {"report", id, "--format", "csv"}}) {
+    const CliRun r = cli(args);
+    SCOPED_TRACE(args.front() + " " + args.back());
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find('\x07'), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos) << r.out;
+  }
+  const CliRun agents = cli({"agents"});
+  EXPECT_NE(agents.out.find("node\\x1b]0;owned\\x07\\x1b[2J"), std::string::npos) << agents.out;
+  const CliRun watched = cli({"watch", id});
+  EXPECT_NE(watched.out.find("boom\\x1b[41mX\\u{202e}"), std::string::npos) << watched.out;
+}
+
 TEST_F(CliTest, ReadCommandsShowWhatTheApiHolds) {
   const std::string file = matrix_file("m.yaml", two_by_two());
   CliRun submitted = cli({"submit", file, "--print-id", "--name", "renamed"});

@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 
+#include "common/codecs.h"
+#include "common/stats.h"
 #include "tests/support/coordinator_process.h"
 #include "tests/support/problem_assertions.h"
 
@@ -400,6 +402,108 @@ TEST(CoordinatorResults, NonsenseResultsAreRefusedNamingTheField) {
   EXPECT_EQ(coord.get_json(run_url(run) + "/results")["results"].size(), 0u);
   auto posted = agent.post_result(*lease, ok_result(7.0));
   EXPECT_EQ(posted.status, 201u) << posted.body;
+}
+
+// What an agent says about itself and its results reaches operators' terminals (CLI, CSV,
+// Markdown, the dashboard): text holding escape sequences or bidirectional overrides is refused
+// at the door, naming the field, and nothing stored is lost.
+TEST(CoordinatorResults, TextThatWouldDriveATerminalIsRefusedNamingTheField) {
+  CoordinatorProcess coord;
+  const json run = coord.submit(matrix({kResnet}, {1}, {"eager"}));
+  const auto enrol = [&](const json& descriptor) {
+    return coord.post("/api/v1/agents/enroll", descriptor, CoordinatorProcess::kEnrollmentToken);
+  };
+  json hostile = FakeAgent::descriptor("node\x1b]0;owned\a", {{"gpu0", "a100"}}, {{"stable", {"eager"}}});
+  auto res = enrol(hostile);
+  EXPECT_EQ(res.status, 400u) << res.body;
+  EXPECT_NE(res.body.find("\"field\":\"name\""), std::string::npos) << res.body;
+  hostile = FakeAgent::descriptor("node-1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}});
+  hostile["hostname"] = "host\x1b[2J";
+  res = enrol(hostile);
+  EXPECT_EQ(res.status, 400u) << res.body;
+  EXPECT_NE(res.body.find("\"field\":\"hostname\""), std::string::npos) << res.body;
+  hostile["hostname"] = "host";
+  hostile["torch_builds"][0]["version"] = "2.6\xe2\x80\xae";
+  res = enrol(hostile);
+  EXPECT_NE(res.body.find("\"field\":\"torch_builds[0].version\""), std::string::npos) << res.body;
+  EXPECT_EQ(coord.get_json("/api/v1/agents")["agents"].size(), 0u);
+
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  auto lease = agent.lease_job("gpu0");
+  ASSERT_TRUE(lease.has_value());
+  const auto refused = [&](const json& result, const std::string& field) {
+    auto r = agent.post_result(*lease, result);
+    EXPECT_EQ(r.status, 400u) << field << ": " << r.body;
+    EXPECT_NE(r.body.find("\"field\":\"" + field + "\""), std::string::npos) << r.body;
+  };
+  json error = {{"status", "error"}, {"error", "boom \x1b[41mX\x1b[0m"}};
+  refused(error, "result.error");
+  json version = ok_result(7.0);
+  version["environment"]["torch_version"] = "2.6.0\a";
+  refused(version, "result.environment.torch_version");
+
+  // A regression note is an operator's text: the same rule, before the regression is looked up.
+  res = coord.post("/api/v1/regressions/1/acknowledge", json{{"note", std::string("ok\0\x07", 4)}});
+  EXPECT_EQ(res.status, 400u) << res.body;
+  EXPECT_NE(res.body.find("\"field\":\"note\""), std::string::npos) << res.body;
+
+  EXPECT_EQ(coord.get_json(run_url(run) + "/results")["results"].size(), 0u);
+  EXPECT_EQ(agent.post_result(*lease, ok_result(7.0)).status, 201u);
+}
+
+// Claims a result makes that its own job refutes: an accuracy verdict on an eager job, a pass
+// above its tolerance, a fixed count that was not reached, a CI target its CI does not show.
+// The first three are refused (a correct worker never makes them); the last is flagged
+// ci_not_met, since the stopping rule's CI and the final one are different bootstrap draws.
+TEST(CoordinatorResults, ClaimsTheJobRefutesAreRefusedOrFlagged) {
+  CoordinatorProcess coord;
+  json m = matrix({kResnet}, {1}, {"eager", "default"});
+  m["measurement"] = {{"min_iterations", 300}, {"max_iterations", 300}};
+  const json fixed_run = coord.submit(m);
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager", "default"}}}));
+  const json accuracy = {{"verdict", "pass"}, {"compiled_error", 0.9}, {"eager_error", 1e-7},
+                         {"tolerance", 1e-3}, {"output", "output0"},   {"detail", ""}};
+  for (int i = 0; i < 2; ++i) {
+    auto lease = agent.lease_job("gpu0");
+    ASSERT_TRUE(lease.has_value());
+    const bool eager = lease->spec().value("mode", "") == "eager";
+    SCOPED_TRACE(lease->spec().dump());
+    json two = ok_result(7.0, std::nullopt, 2);  // fixed_count, 2 samples of a run fixed at 300
+    auto r = agent.post_result(*lease, two);
+    EXPECT_EQ(r.status, 400u) << r.body;
+    EXPECT_NE(r.body.find("is fixed_count with 2 samples"), std::string::npos) << r.body;
+    json judged = ok_result(7.0, std::nullopt, 300);
+    judged["accuracy"] = accuracy;
+    r = agent.post_result(*lease, judged);
+    EXPECT_EQ(r.status, 400u) << r.body;
+    EXPECT_NE(r.body.find("\"field\":\"result.accuracy.verdict\""), std::string::npos) << r.body;
+    judged["accuracy"]["verdict"] = "wrong";
+    if (eager) {
+      r = agent.post_result(*lease, judged);
+      EXPECT_EQ(r.status, 400u) << r.body;
+      EXPECT_NE(r.body.find("\"field\":\"result.accuracy\""), std::string::npos) << r.body;
+      judged.erase("accuracy");
+    }
+    EXPECT_EQ(agent.post_result(*lease, judged).status, 201u);
+  }
+  EXPECT_EQ(coord.get_json(run_url(fixed_run) + "/results")["results"].size(), 2u);
+
+  // A ci_target claim whose 95% CI is ~200% of its median: stored, and flagged.
+  json loose = matrix({kResnet}, {4}, {"eager"});
+  loose["measurement"] = {{"min_iterations", 5}, {"max_iterations", 100}, {"target_ci_rel_width", 0.05}};
+  const json run = coord.submit(loose);
+  auto lease = agent.lease_job("gpu0");
+  ASSERT_TRUE(lease.has_value());
+  json wide = ok_result(7.0, std::nullopt, 5);
+  wide["samples_ms"] = {1.0, 2.0, 7.0, 12.0, 13.0};
+  wide["stats"] = json(compute_statistics(wide["samples_ms"].get<std::vector<double>>()));
+  wide["stats"]["ci_low_ms"] = 1.0;
+  wide["stats"]["ci_high_ms"] = 13.0;
+  wide["stop_reason"] = "ci_target";
+  auto r = agent.post_result(*lease, wide);
+  ASSERT_EQ(r.status, 201u) << r.body;
+  const json stored = coord.get_json(run_url(run) + "/results")["results"].at(0);
+  EXPECT_NE(stored.dump().find("ci_not_met"), std::string::npos) << stored.dump(1);
 }
 
 }  // namespace

@@ -97,7 +97,7 @@ void expect_compile_and_memory_columns(const json& table, const std::map<CellKey
     for (const std::string runtime : {"libtorch", "python"}) {
       const std::string side = kNew + "/" + runtime + "/";
       const json& eager = cells.at({kNew, runtime, "eager", model})["result"];
-      for (const std::string mode : {"default", "max-autotune-no-cudagraphs"}) {
+      for (const std::string mode : {"default"}) {
         SCOPED_TRACE(model + " " + runtime + " " + mode);
         const json& r = cells.at({kNew, runtime, mode, model})["result"];
         ASSERT_TRUE(column.contains("compile/" + side + mode)) << table["columns"].dump(1);
@@ -117,15 +117,15 @@ void expect_compile_and_memory_columns(const json& table, const std::map<CellKey
       }
     }
   }
-  EXPECT_EQ(checked, 8);
+  EXPECT_EQ(checked, 4);
   int rates = 0;
   for (const auto& rate : table["pass_rates"]) {
     if (rate.value("column", "").rfind("latency/" + kNew + "/", 0) != 0) continue;
     EXPECT_EQ(rate.value("attempted", 0), 2) << rate.dump(1);
-    EXPECT_GE(rate.value("passed", 0), 1) << rate.dump(1);  // mobilenet_v3_small at least
+    EXPECT_GE(rate.value("passed", 0), 1) << rate.dump(1);  // SqueezeNet at least
     ++rates;
   }
-  EXPECT_EQ(rates, 4) << table["pass_rates"].dump(1);
+  EXPECT_EQ(rates, 2) << table["pass_rates"].dump(1);
 }
 
 TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
@@ -155,7 +155,10 @@ TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
     EXPECT_FALSE(modes.contains("reduce-overhead") || modes.contains("max-autotune")) << rt.dump();
   }
 
-  json matrix = cpu_matrix({kResnet, kMobilenet}, {1}, {"eager", "default", "max-autotune-no-cudagraphs"});
+  // The two smaller torchvision models to compile (SqueezeNet compiles in about half
+  // MobileNetV3's time), eager and `default`: each compiled cell costs a cold compile, and
+  // max-autotune's cold compile is the runner tests' (test_runner).
+  json matrix = cpu_matrix({kResnet, kSqueezenet}, {1}, {"eager", "default"});
   matrix["name"] = "two torch builds";
   matrix["torch_builds"] = {kOld, kNew};
   matrix["runtimes"] = {"libtorch", "python"};
@@ -166,10 +169,10 @@ TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
     const bool cold = pass == 0;
     SCOPED_TRACE(cold ? "first run (cold)" : "second run (warm)");
     const json run = coord.submit(matrix);
-    ASSERT_EQ(run["job_count"], 24);
+    ASSERT_EQ(run["job_count"], 16);
     ASSERT_TRUE(wait_run_state(coord, run, "done", cold ? 1200s : 600s)) << run_of(coord, run).dump(1);
     const auto cells = results_by_cell(coord, run);
-    ASSERT_EQ(cells.size(), 24u);
+    ASSERT_EQ(cells.size(), 16u);
     for (const auto& [key, row] : cells) {
       const auto& [build, runtime, mode, model] = key;
       SCOPED_TRACE(describe(key));
@@ -201,8 +204,8 @@ TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
       }
       if (compiled) {
         // Every compiled result of torch 2.6 carries an accuracy verdict against a
-        // float64 reference; mobilenet_v3_small compiles accurately in both runtimes, and any
-        // verdict is the rule applied to its own figures (common/accuracy.h).
+        // float64 reference; SqueezeNet compiles accurately in both runtimes, and any verdict is
+        // the rule applied to its own figures (common/accuracy.h).
         ASSERT_TRUE(r.contains("accuracy")) << r.dump(1);
         const json& a = r["accuracy"];
         const double error = a.value("compiled_error", -1.0);
@@ -210,7 +213,7 @@ TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
         EXPECT_GT(a.value("eager_error", 0.0), 0.0) << a.dump(1);
         EXPECT_GE(tolerance, 3 * a.value("eager_error", 0.0)) << a.dump(1);
         EXPECT_EQ(a.value("verdict", ""), error <= tolerance ? "pass" : "wrong") << a.dump(1);
-        if (model == kMobilenet) {
+        if (model == kSqueezenet) {
           EXPECT_EQ(a.value("verdict", ""), "pass") << a.dump(1);
         }
       } else {
@@ -232,7 +235,7 @@ TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
     }
     if (!cold) {
       // Warm compiles are faster than cold ones: Inductor's cache really served them.
-      for (const std::string& model : {kResnet, kMobilenet}) {
+      for (const std::string& model : {kResnet, kSqueezenet}) {
         const CellKey key{kNew, "python", "default", model};
         EXPECT_LT(cells.at(key)["result"]["telemetry"].value("compile_ms", 1e12),
                   first.at(key)["telemetry"].value("compile_ms", 0.0))

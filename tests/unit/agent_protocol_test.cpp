@@ -186,6 +186,42 @@ TEST(AgentProtocol, RequestsAreCheckedAsTheCoordinatorAlwaysDid) {
 
 // ---- the job reports: progress, release, result --------------------------------------------------
 
+// What an enrolling agent says of itself is read by operators (CLI, dashboard): its text
+// follows the one display rule, and the first offending field is named.
+TEST(AgentProtocol, AnEnrollingAgentsTextIsDisplayable) {
+  AgentDescriptor d;
+  d.name = "gpu-node-07";
+  d.hostname = "gpu-node-07.example";
+  d.version = "0.1.0";
+  SlotDescriptor slot;
+  slot.id = "gpu0";
+  slot.gpu_class = "h100";
+  slot.gpu = GpuInfo{0, "GPU-1234", "NVIDIA H100 80GB HBM3", 81559, "9.0", "580.65"};
+  d.slots = {slot};
+  d.torch_builds = {TorchBuildDescriptor{"stable", "2.6.0+debian", {}}};
+  EXPECT_FALSE(check_descriptor_text(d));
+
+  const auto field_of = [](const AgentDescriptor& x) {
+    auto err = check_descriptor_text(x);
+    return err ? err->field : "(accepted)";
+  };
+  AgentDescriptor bad = d;
+  bad.name = "node\x1b]0;pwned\a";
+  EXPECT_EQ(field_of(bad), "name");
+  bad = d;
+  bad.hostname = "host\x1b[2J";
+  EXPECT_EQ(field_of(bad), "hostname");
+  bad = d;
+  bad.version = "0.1\xe2\x80\xae";
+  EXPECT_EQ(field_of(bad), "version");
+  bad = d;
+  bad.torch_builds[0].version = "2.6\a";
+  EXPECT_EQ(field_of(bad), "torch_builds[0].version");
+  bad = d;
+  bad.slots[0].gpu->driver = "580\x1b[41m";
+  EXPECT_EQ(field_of(bad), "slots[0].gpu.driver");
+}
+
 TEST(AgentProtocol, JobReportsSurviveEncodeAndDecode) {
   const ProgressRequest progress{"lease-abc", "measure", "120 of 200", 120};
   EXPECT_EQ(round_trip(progress), progress);

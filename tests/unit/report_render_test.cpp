@@ -80,7 +80,22 @@ TEST(Markdown, EscapesMarkupAndControlCharacters) {
   in.labels[0].display_name = std::string("x\0y\ty", 5);
   const std::string md = render_markdown(build_report(in));
   EXPECT_NE(md.find("# a\\\\\\|b \\*c\\* \\_d\\_ \\`e\\` \\[f\\](g) \\<h\\> (run 7"), std::string::npos) << md;
-  EXPECT_NE(md.find("| x y y | 9.325 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| x\\\\x00y y | 9.325 |"), std::string::npos) << md;  // NUL shown, the tab a space
+}
+
+// Text an agent or operator wrote cannot drive a terminal that shows the report: escape
+// sequences and bidirectional overrides arrive as visible escapes.
+TEST(Markdown, TerminalControlsAndBidiOverridesAreShownNotActedOn) {
+  ReportInput in = small_case();
+  in.run_name = "r\x1b]0;title\a\x1b[2J";
+  in.labels[0].display_name =
+      "exe.\xe2\x80\xae"
+      "txt";
+  const std::string md = render_markdown(build_report(in));
+  EXPECT_EQ(md.find('\x1b'), std::string::npos) << md;
+  EXPECT_EQ(md.find("\xe2\x80\xae"), std::string::npos) << md;
+  EXPECT_NE(md.find("# r\\\\x1b\\]0;title\\\\x07\\\\x1b\\[2J (run 7"), std::string::npos) << md;
+  EXPECT_NE(md.find("| exe.\\\\u{202e}txt | 9.325 |"), std::string::npos) << md;
 }
 
 // A ratio that overflows is no speedup ("infx"), and the geomean does not
@@ -121,6 +136,19 @@ TEST(Csv, HeaderRowsAndQuoting) {
     ++lines;
   }
   EXPECT_EQ(lines, 15u);
+}
+
+// A spreadsheet opening the CSV runs no formula and no terminal escape from stored text; numbers
+// (negative ones included) and the empty cell's "-" are left as they are.
+TEST(Csv, FormulasAreKeptAsTextAndControlsEscaped) {
+  ReportInput in = small_case();
+  in.labels[0].display_name = "=HYPERLINK(\"http://x\")";
+  in.labels[1].display_name = "@SUM(A1)\x1b[41m";
+  const std::string csv = render_csv(build_report(in));
+  EXPECT_NE(csv.find(",\"'=HYPERLINK(\"\"http://x\"\")\",google/vit-base-patch16-224,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",'@SUM(A1)\\x1b[41m,facebook/detr-resnet-50,"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find('\x1b'), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",unavailable,-,"), std::string::npos) << csv;
 }
 
 TEST(Json, SelfDescribingShape) {

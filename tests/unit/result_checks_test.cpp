@@ -167,5 +167,34 @@ TEST(CheckPostedResult, AllowsAccuracyOnlyWithMeasurements) {
   }
 }
 
+// Text reaches operators' terminals (CLI, CSV, Markdown): a posted error or fingerprint value
+// holding an escape sequence is refused, naming the field; the agent escapes what a job wrote
+// first (escape_result_text), so a compiler's coloured stderr never costs the result.
+TEST(CheckPostedResult, RefusesTextThatWouldDriveATerminal) {
+  JobResult crash;
+  crash.status = ResultStatus::kCrash;
+  crash.signal = 11;
+  crash.error = "worker was killed by signal 11; last stderr:\n\tframe #0\n";
+  EXPECT_EQ(field_of(crash), "(accepted)");  // lines and tabs are a message's own
+  crash.error = "segfault \x1b]0;owned\a\x1b[2J";
+  EXPECT_EQ(field_of(crash), "result.error");
+
+  JobResult ok = ok_result();
+  ok.environment["torch_version"] = "2.6.0\x1b[41m";
+  EXPECT_EQ(field_of(ok), "result.environment.torch_version");
+  ok.environment = json::object({{"cpu\xe2\x80\xae", "x"}});
+  EXPECT_EQ(field_of(ok), "result.environment");
+  ok.environment = json::object();
+  ok.telemetry["note"] = "bell\a";
+  EXPECT_EQ(field_of(ok), "result.telemetry.note");
+
+  escape_result_text(ok);
+  EXPECT_EQ(ok.telemetry["note"], "bell\\x07");
+  EXPECT_EQ(field_of(ok), "(accepted)");
+  escape_result_text(crash);
+  EXPECT_EQ(*crash.error, "segfault \\x1b]0;owned\\x07\\x1b[2J");
+  EXPECT_EQ(field_of(crash), "(accepted)");
+}
+
 }  // namespace
 }  // namespace benchfleet

@@ -74,6 +74,38 @@ class WrapperTest(unittest.TestCase):
         self.assertTrue(os.access(vi.WRAPPER, os.X_OK))
 
 
+class KeyedWrapperTest(unittest.TestCase):
+    """Inductor keys its caches by the compiler's path: the wrapper it is given lies in its cache
+    directory, so a cache stays warm for another checkout or release of these modules."""
+
+    def test_the_copy_lies_in_the_cache_directory_and_matches_the_wrapper(self) -> None:
+        cache = os.path.join(tempfile.mkdtemp(), "inductor")
+        copy = vi.keyed_wrapper(cache)
+        self.assertEqual(copy, os.path.join(cache, "benchfleet-g++"))
+        self.assertTrue(os.access(copy, os.X_OK))
+        with open(copy, "rb") as a, open(vi.WRAPPER, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        self.assertEqual(vi.keyed_wrapper(cache), copy)
+        self.assertEqual(sorted(os.listdir(cache)), ["benchfleet-g++"], "no temporary file left behind")
+
+    def test_a_stale_copy_is_replaced(self) -> None:
+        cache = tempfile.mkdtemp()
+        stale = os.path.join(cache, "benchfleet-g++")
+        with open(stale, "w", encoding="utf-8") as f:
+            f.write("#!/bin/sh\nexec g++ \"$@\"\n")
+        os.chmod(stale, stat.S_IRWXU)
+        vi.keyed_wrapper(cache)
+        with open(stale, "rb") as a, open(vi.WRAPPER, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+
+    def test_without_a_cache_directory_or_one_it_cannot_write_it_is_the_module_s_own(self) -> None:
+        self.assertEqual(vi.keyed_wrapper(""), vi.WRAPPER)
+        blocked = os.path.join(tempfile.mkdtemp(), "a-file")
+        with open(blocked, "w", encoding="utf-8") as f:
+            f.write("not a directory")
+        self.assertEqual(vi.keyed_wrapper(os.path.join(blocked, "inductor")), vi.WRAPPER)
+
+
 class SeparateSleefTest(unittest.TestCase):
     def maps(self, *paths: str) -> str:
         f = tempfile.NamedTemporaryFile("w", delete=False, suffix=".maps")
