@@ -22,11 +22,13 @@
 #include "common/catalog.h"
 #include "common/http/server.h"
 #include "coordinator/api/api.h"
+#include "coordinator/app/db_tools.h"
 #include "coordinator/config/config.h"
 #include "coordinator/config/layer_options.h"
 #include "coordinator/services/history_worker.h"
 #include "coordinator/services/lease_sweeper.h"
 #include "coordinator/services/schedule_runner.h"
+#include "coordinator/store/backup.h"
 
 namespace {
 
@@ -34,6 +36,7 @@ using namespace benchfleet;
 namespace asio = boost::asio;
 
 int run(int argc, char** argv) {
+  if (auto tool = run_db_tool(argc, argv)) return *tool;
   auto parsed = parse_coordinator_config(argc, argv);
   if (!parsed.ok()) {
     std::cerr << "benchfleet-coordinator: " << parsed.error().describe() << "\n";
@@ -56,6 +59,17 @@ int run(int argc, char** argv) {
   if (!catalog.ok()) {
     spdlog::error("cannot load the model catalog: {}", catalog.error().describe());
     return 1;
+  }
+
+  // One coordinator per database file; a restore waits for it to stop.
+  std::optional<store::ServeLock> serving;
+  if (config.db != ":memory:") {
+    auto lock = store::ServeLock::acquire(config.db);
+    if (!lock.ok()) {
+      spdlog::error("{}", lock.error().message);
+      return 1;
+    }
+    serving.emplace(std::move(*lock));
   }
 
   SystemClock clock;

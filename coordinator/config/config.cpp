@@ -155,7 +155,9 @@ Result<ConfigParse> parse_coordinator_config(int argc, char** argv) {
       "benchfleet-coordinator: schedules benchmark matrices onto agents, stores every measurement in\n"
       "SQLite and serves the REST API (/api/v1, OpenAPI at /api/v1/openapi.json), /healthz and /metrics.\n"
       "Every option can also be set in the YAML --config file (same name, underscores) or through\n"
-      "the environment variable shown; flags win over the environment, which wins over the file."};
+      "the environment variable shown; flags win over the environment, which wins over the file.\n"
+      "Database commands (see `benchfleet-coordinator backup --help`): backup --db DB --to FILE (a\n"
+      "consistent copy while serving), restore --db DB --from FILE (refused while a coordinator serves DB)."};
   app.set_version_flag("--version", std::string("benchfleet-coordinator ") + BENCHFLEET_VERSION);
   std::string ignored_config;  // read above, before the other options
   config::add_options(app, options(out.config), ignored_config);

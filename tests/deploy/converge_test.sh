@@ -212,6 +212,7 @@ coordinator_unit_dir: "$prefix/etc/systemd/system"
 coordinator_user: "$coordinator_user"
 coordinator_group: "$(id -gn)"
 coordinator_create_user: false
+coordinator_backup_keep: 2
 coordinator_service_manager: none
 agent_install_dir: "$prefix/opt/benchfleet"
 agent_config_dir: "$prefix/etc/benchfleet"
@@ -248,7 +249,7 @@ units="$prefix/etc/systemd/system"
 if [ "$mode" = none ]; then
   for unit in coordinator agent; do
     command -v systemd-analyze >/dev/null 2>&1 || { echo "note: no systemd-analyze, units not verified"; break; }
-    grep -A1 "TASK \[$unit : Verify the unit\]" "$scratch/converge1.log" | grep -q '^ok:' ||
+    grep -A1 "TASK \[$unit : Verify the units*\]" "$scratch/converge1.log" | grep -q '^ok:' ||
       fail "systemd-analyze verify did not run on the $unit unit"
   done
 else
@@ -444,6 +445,21 @@ text = json.dumps(results[0])
 assert '"stable"' in text and '"ok"' in text, text[:400]
 print("run 1: done, 1 ok result on build stable")
 PY
+
+if [ "$mode" = none ]; then
+  step "back the database up with the role's backup script while the coordinator serves (keep 2)"
+  for _ in 1 2 3; do
+    "$prefix/opt/benchfleet/benchfleet-coordinator-backup.sh" >>"$scratch/backup.log" 2>&1 ||
+      { cat "$scratch/backup.log"; fail "the backup script failed"; }
+  done
+  backups="$prefix/var/lib/benchfleet-coordinator/backups"
+  [ "$(ls "$backups"/benchfleet-*.db | wc -l)" = 2 ] || { ls -l "$backups"; fail "the backups kept are not the newest 2"; }
+  newest="$(ls -1t "$backups"/benchfleet-*.db | head -1)"
+  [ "$(sqlite3 "$newest" 'PRAGMA integrity_check')" = ok ] || fail "the backup fails integrity_check"
+  [ "$(sqlite3 "$newest" "SELECT count(*) FROM results WHERE status = 'ok'")" = 1 ] ||
+    fail "the backup does not hold run 1's result"
+  echo "backups: 2 kept, the newest whole with run 1's result"
+fi
 
 step "rolling upgrade (upgrade-agents.yml) to the second archive while the agent runs a job"
 # A job of about 30 s is running when the upgrade starts: the drain must wait for it, and it must

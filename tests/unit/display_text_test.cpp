@@ -21,9 +21,15 @@ TEST(DisplayText, ControlInvisibleAndBidiCharactersAreRefusedNamingWhereTheyAre)
   EXPECT_TRUE(display_text_problem("bell\a", 200));
   EXPECT_TRUE(display_text_problem(std::string("nul\0x", 5), 200));
   EXPECT_TRUE(display_text_problem("del\x7f", 200));
-  EXPECT_TRUE(display_text_problem("c1 \xc2\x9b" "31m", 200));        // U+009B, CSI in one code point
-  EXPECT_TRUE(display_text_problem("exe.\xe2\x80\xae" "txt", 200));   // U+202E
-  EXPECT_TRUE(display_text_problem("zero\xe2\x80\x8bwidth", 200));     // U+200B
+  EXPECT_TRUE(
+      display_text_problem("c1 \xc2\x9b"
+                           "31m",
+                           200));  // U+009B, CSI in one code point
+  EXPECT_TRUE(
+      display_text_problem("exe.\xe2\x80\xae"
+                           "txt",
+                           200));                                   // U+202E
+  EXPECT_TRUE(display_text_problem("zero\xe2\x80\x8bwidth", 200));  // U+200B
   EXPECT_TRUE(display_text_problem("cr\rover", 200, TextLines::kMany));
   EXPECT_FALSE(display_text_problem("csv\r\nline", 200, TextLines::kMany));  // a line ending, not an overwrite
   EXPECT_EQ(escape_display_text("a\r\nb\rc", TextLines::kMany), "a\r\nb\\x0dc");
@@ -48,14 +54,17 @@ TEST(DisplayText, NamesAreAlsoNeitherEmptyNorBlank) {
 
 TEST(DisplayText, EscapingShowsWhatTheRuleRefusesAndLeavesTheRest) {
   EXPECT_EQ(escape_display_text("\x1b]0;title\a\x1b[2J"), "\\x1b]0;title\\x07\\x1b[2J");
-  EXPECT_EQ(escape_display_text("exe.\xe2\x80\xae" "txt"), "exe.\\u{202e}txt");
+  EXPECT_EQ(escape_display_text("exe.\xe2\x80\xae"
+                                "txt"),
+            "exe.\\u{202e}txt");
   EXPECT_EQ(escape_display_text("c1 \xc2\x9b"), "c1 \\x9b");
   EXPECT_EQ(escape_display_text("bad \xff byte"), "bad \\xff byte");
   EXPECT_EQ(escape_display_text("two\nlines"), "two\\x0alines");
   EXPECT_EQ(escape_display_text("two\nlines\tok", TextLines::kMany), "two\nlines\tok");
   const std::string clean = "Größe 大きさ";
   EXPECT_EQ(escape_display_text(clean), clean);
-  for (const std::string& hostile : {std::string("\x1b[41mX"), std::string("a\xe2\x80\xaeZ"), std::string("n\0l", 3), std::string("\xc0\xaf")}) {
+  for (const std::string& hostile :
+       {std::string("\x1b[41mX"), std::string("a\xe2\x80\xaeZ"), std::string("n\0l", 3), std::string("\xc0\xaf")}) {
     const std::string once = escape_display_text(hostile);
     EXPECT_FALSE(display_text_problem(once, 1000)) << once;
     EXPECT_EQ(escape_display_text(once), once);
