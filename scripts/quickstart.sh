@@ -90,24 +90,20 @@ done
 needs_host_worker="$needs_workers"
 [ "$torch_root" = none ] && needs_host_worker=1
 nvidia-smi -L 2>/dev/null | grep -q '^GPU' && needs_host_worker=1
-# The roots are made one after the other, beside the C++ build, at the lowest CPU priority so the
-# compile keeps its cores (minutes the first time, seconds after). Side by side they took longer
-# (726 s against 517 s on 2 cores: debootstrap's dependency resolution and dpkg are CPU work, not
-# waiting). Each writes its own log; the unstable root follows the stable one.
-roots_pid=""
-if [ "$setup" = 1 ] && [ "$torch_root" != none ]; then
-  echo "quickstart: making the torch roots in the background, one after the other (logs: $state/torch-root-{trixie,sid}.log)"
-  rm -f "$state"/torch-root-*.rc
-  (
-    for pair in "trixie $torch_root" "sid $sid_root"; do
-      read -r suite dir <<<"$pair"
-      [ "$dir" = none ] && continue
-      rc=0
-      nice -n 19 scripts/torch-root.sh --suite "$suite" --root "$dir" >"$state/torch-root-$suite.log" 2>&1 || rc=$?
-      echo "$rc" >"$state/torch-root-$suite.rc"
-    done
-  ) &
-  roots_pid=$!
+# The two roots are made side by side, beside the C++ build, at the lowest CPU priority so the
+# compile keeps its cores (minutes the first time, seconds after). Each is mostly one process at a
+# time (debootstrap's resolution, dpkg): side by side they use both cores once the build is done.
+# From scratch on 2 cores both were ready 726 s after the start; one after the other the first
+# alone was still unpacking at 605 s. Each writes its own log.
+declare -A root_pids=()
+if [ "$setup" = 1 ]; then
+  for pair in "trixie $torch_root" "sid $sid_root"; do
+    read -r suite dir <<<"$pair"
+    [ "$dir" = none ] && continue
+    echo "quickstart: making the $suite root in the background (log: $state/torch-root-$suite.log)"
+    nice -n 19 scripts/torch-root.sh --suite "$suite" --root "$dir" >"$state/torch-root-$suite.log" 2>&1 &
+    root_pids[$suite]=$!
+  done
 fi
 if [ "$setup" = 1 ]; then
   cmake --preset default >/dev/null
@@ -118,18 +114,14 @@ fi
 t2=$(date +%s)
 # A root whose making failed, or whose worker does not build, is left out: the others still run.
 declare -A root_failed=()
-if [ -n "$roots_pid" ]; then
-  wait "$roots_pid" || true
-  for suite in trixie sid; do
-    [ -f "$state/torch-root-$suite.rc" ] || continue
-    if [ "$(cat "$state/torch-root-$suite.rc")" = 0 ]; then
-      grep -E '^torch-root: root (ready|is current)' "$state/torch-root-$suite.log" | sed 's/^torch-root: /quickstart: /' || true
-    else
-      root_failed[$suite]=1
-      tail -n 5 "$state/torch-root-$suite.log" >&2
-    fi
-  done
-fi
+for suite in "${!root_pids[@]}"; do
+  if wait "${root_pids[$suite]}"; then
+    grep -E '^torch-root: root (ready|is current)' "$state/torch-root-$suite.log" | sed 's/^torch-root: /quickstart: /' || true
+  else
+    root_failed[$suite]=1
+    tail -n 5 "$state/torch-root-$suite.log" >&2
+  fi
+done
 root_build() {  # name suite root: checks the root (and builds its worker if needed); prints the root or none
   local name="$1" suite="$2" dir="$3"
   if [ "$dir" = none ]; then echo none; return; fi

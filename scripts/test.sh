@@ -39,23 +39,18 @@ sid_root="${BENCHFLEET_SID_ROOT:-$roots_dir/sid}"
 scripts/install-deps.sh
 
 # The roots take minutes to make the first time (downloads, dpkg) and are reused afterwards;
-# making them (one after the other, at the lowest CPU priority) beside the compile saves that time
-# on a fresh machine. Side by side they took longer: their dependency resolution and dpkg are CPU
-# work. Each writes its own log.
-roots_pid=""
+# making them side by side (at the lowest CPU priority) beside the compile saves that time on a
+# fresh machine: each is mostly one process at a time, so together they use both cores once the
+# compile is done. Each writes its own log.
+root_pids=()
 if [ "$root" != none ]; then
   mkdir -p build
-  rm -f build/torch-root-*.rc
-  (
-    for pair in "trixie $root" "sid $sid_root"; do
-      read -r suite dir <<<"$pair"
-      [ "$dir" = none ] && continue
-      rc=0
-      nice -n 19 scripts/torch-root.sh --suite "$suite" --root "$dir" >"build/torch-root-$suite.log" 2>&1 || rc=$?
-      echo "$rc" >"build/torch-root-$suite.rc"
-    done
-  ) &
-  roots_pid=$!
+  for pair in "trixie $root" "sid $sid_root"; do
+    read -r suite dir <<<"$pair"
+    [ "$dir" = none ] && continue
+    nice -n 19 scripts/torch-root.sh --suite "$suite" --root "$dir" >"build/torch-root-$suite.log" 2>&1 &
+    root_pids+=("$suite:$!")
+  done
 fi
 
 # The CUDA compile check (ctest worker_cuda_compile) compiles the worker's CUDA code against a
@@ -79,11 +74,10 @@ if [ -n "$fuzz_dir" ]; then
   scripts/fuzz.sh build --dir "$fuzz_dir"
 fi
 
-if [ -n "$roots_pid" ]; then
-  wait "$roots_pid" || true
-  for suite in trixie sid; do
-    [ -f "build/torch-root-$suite.rc" ] || continue
-    if [ "$(cat "build/torch-root-$suite.rc")" != 0 ]; then
+if [ ${#root_pids[@]} -gt 0 ]; then
+  for entry in "${root_pids[@]}"; do
+    suite="${entry%%:*}"
+    if ! wait "${entry#*:}"; then
       cat "build/torch-root-$suite.log" >&2
       echo "test: the $suite torch root could not be made (BENCHFLEET_TORCH_ROOT=none runs the suite without the roots)" >&2
       exit 1
