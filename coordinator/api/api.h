@@ -29,6 +29,7 @@ struct ApiContext {
   Metrics& metrics;
   std::string operator_token;    // never empty once the coordinator runs
   std::string enrollment_token;  // never empty once the coordinator runs
+  std::string reader_token;      // never empty once the coordinator runs; reads only
   std::atomic<bool>& stopping;   // long polls return at once when set
   // Where handlers that touch the store run, so the I/O threads never block on SQLite.
   boost::asio::any_io_executor blocking;

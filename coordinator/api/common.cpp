@@ -50,7 +50,12 @@ Status require_enrollment(const ApiContext& ctx, const http::Request& req) {
 
 Status require_reader(const ApiContext& ctx, const http::Request& req) {
   if (ctx.config.public_reads) return Status::Ok();
-  return check_token(req, ctx.operator_token, "operator");
+  // A reader token reads; the operator token does everything.
+  if (const std::string_view token = auth::bearer_token(authorization(req));
+      !token.empty() && auth::constant_time_equal(token, ctx.reader_token)) {
+    return Status::Ok();
+  }
+  return check_token(req, ctx.operator_token, "reader or operator");
 }
 
 std::string compose_agent_token(std::int64_t agent_id, const std::string& secret) {

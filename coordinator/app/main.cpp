@@ -49,9 +49,12 @@ int run(int argc, char** argv) {
 
   auto operator_token = resolve_token(config.operator_token, config.db + ".operator-token");
   auto enrollment_token = resolve_token(config.enrollment_token, config.db + ".enrollment-token");
-  if (!operator_token.ok() || !enrollment_token.ok()) {
-    spdlog::error("{}", (!operator_token.ok() ? operator_token.error() : enrollment_token.error()).message);
-    return 1;
+  auto reader_token = resolve_token(config.reader_token, config.db + ".reader-token");
+  for (const auto* token : {&operator_token, &enrollment_token, &reader_token}) {
+    if (!token->ok()) {
+      spdlog::error("{}", token->error().message);
+      return 1;
+    }
   }
 
   const std::string catalog_path = config.catalog.empty() ? default_catalog_path() : config.catalog;
@@ -102,6 +105,7 @@ int run(int argc, char** argv) {
                       metrics,
                       *operator_token,
                       *enrollment_token,
+                      *reader_token,
                       stopping,
                       blocking.get_executor(),
                       [&history] { history.wake(); }};

@@ -24,6 +24,9 @@ std::vector<Option> options(CoordinatorConfig& c) {
              "token for writes (submit, cancel, drain); default: generated into <db>.operator-token"),
       option("enrollment_token", c.enrollment_token,
              "token agents exchange for their own at enrolment; default: generated into <db>.enrollment-token"),
+      option("reader_token", c.reader_token,
+             "read-only token: with public_reads false, GET endpoints accept it as well as the operator token; "
+             "default: generated into <db>.reader-token"),
       option("public_reads", c.public_reads, "serve GET endpoints without a token"),
       option("lease_ttl_s", c.lease_ttl_s, "seconds a lease lives unless renewed"),
       option("heartbeat_interval_s", c.heartbeat_interval_s, "seconds between agent heartbeats (told to agents)"),

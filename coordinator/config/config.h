@@ -23,6 +23,7 @@ struct CoordinatorConfig {
   // <db>.enrollment-token (mode 0600) so local tools can read it; tokens are never logged.
   std::string operator_token;
   std::string enrollment_token;
+  std::string reader_token;
   bool public_reads = true;  // false: GET endpoints need the operator token too
   int lease_ttl_s = 60;
   int heartbeat_interval_s = 15;

@@ -113,7 +113,8 @@ TEST(Backup, TakenUnderLoadRestoresEveryAcknowledgedResult) {
   ASSERT_EQ(restore.code, 0) << restore.output;
   coord.restart();
   const std::set<std::int64_t> restored = stored_job_ids(coord, run);
-  for (std::int64_t id : before) EXPECT_TRUE(restored.contains(id)) << "job " << id << " acknowledged before the backup";
+  for (std::int64_t id : before)
+    EXPECT_TRUE(restored.contains(id)) << "job " << id << " acknowledged before the backup";
   EXPECT_LE(restored.size(), live.size());
   EXPECT_GE(restored.size(), before.size());
   // The restored run is whole: its job count and its states agree with the results it holds.

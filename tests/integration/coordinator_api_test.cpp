@@ -2,6 +2,8 @@
 // errors (problem+json naming the field), and the service endpoints.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <regex>
 #include <string>
 
@@ -327,6 +329,32 @@ TEST(CoordinatorApi, QueueNeedsTheOperatorTokenWhenReadsAreNotPublic) {
   ASSERT_TRUE(anonymous.ok());
   expect_problem(*anonymous, 401);
   EXPECT_EQ(coord.get_json("/api/v1/queue"), json({{"cells", json::array()}}));  // with the operator token
+}
+
+// The reader token reads and does nothing else: for dashboards and reporting scripts of a
+// coordinator whose reads are not public. Generated into <db>.reader-token unless set.
+TEST(CoordinatorApi, TheReaderTokenReadsButCannotWrite) {
+  CoordinatorProcess coord({{"--public-reads", "false"}});
+  std::ifstream in(coord.db_path() + ".reader-token");
+  std::string reader;
+  std::getline(in, reader);
+  ASSERT_GE(reader.size(), 20u);
+  EXPECT_NE(reader, CoordinatorProcess::kOperatorToken);
+  const json run = coord.submit(matrix({kResnet}, {1}, {"eager"}));
+  const std::vector<std::string> reads = {"/api/v1/runs",  run_url(run),     run_url(run) + "/report?format=md",
+                                          "/api/v1/queue", "/api/v1/agents", "/api/v1/models"};
+  for (const std::string& target : reads) {
+    auto read = coord.client().get(target, reader);
+    ASSERT_TRUE(read.ok());
+    EXPECT_EQ(read->status, 200u) << target << ": " << read->body;
+    auto wrong = coord.client().get(target, std::string(reader.size(), 'x'));
+    ASSERT_TRUE(wrong.ok());
+    EXPECT_EQ(wrong->status, 401u) << target;
+  }
+  auto submit = coord.post("/api/v1/runs", matrix({kResnet}, {1}, {"eager"}), reader);
+  expect_problem(submit, 401);
+  expect_problem(coord.post(run_url(run) + "/cancel", json::object(), reader), 401);
+  EXPECT_EQ(coord.get_json(run_url(run))["state"], "queued");
 }
 
 }  // namespace

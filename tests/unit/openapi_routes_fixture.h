@@ -76,6 +76,7 @@ class OpenApiRoutes : public ::testing::Test {
                                  .metrics = metrics_,
                                  .operator_token = kOperatorToken,
                                  .enrollment_token = kEnrollmentToken,
+                                 .reader_token = "reader-token-of-the-openapi-routes",
                                  .stopping = stopping_,
                                  .blocking = blocking_.get_executor()});
     api::register_routes(router_, *ctx_);
