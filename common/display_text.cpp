@@ -87,7 +87,18 @@ std::optional<std::string> display_name_problem(std::string_view s, std::size_t 
   return std::nullopt;
 }
 
+bool is_plain_ascii(std::string_view s, TextLines lines) {
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7F) continue;
+    if (lines == TextLines::kMany && (c == '\n' || c == '\t')) continue;
+    return false;
+  }
+  return true;
+}
+
 std::string escape_display_text(std::string_view s, TextLines lines) {
+  if (is_plain_ascii(s, lines)) return std::string(s);
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size();) {

@@ -25,6 +25,11 @@ std::optional<std::string> display_text_problem(std::string_view s, std::size_t 
 // display_text_problem's rule for a name: also neither empty nor blank (only spaces).
 std::optional<std::string> display_name_problem(std::string_view s, std::size_t max_bytes = 200);
 
+// Whether `s` is printable ASCII only (with newlines and tabs under kMany): text the rule
+// accepts and escaping leaves as it is, found with one pass over the bytes (the fast path of the
+// renderers, whose fields nearly always are).
+bool is_plain_ascii(std::string_view s, TextLines lines = TextLines::kOne);
+
 // `s` as visible text: each code point the rule refuses is written as an escape a reader can
 // see and a terminal does not act on ("\x1b" below U+0100, "\u{202e}" above, "\xff" for a byte
 // that is not UTF-8); under kMany newlines and tabs stay. Text the rule accepts comes back as it

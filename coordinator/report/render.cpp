@@ -194,9 +194,14 @@ bool reads_as_formula(std::string_view field) {
 
 void append_csv_field(std::string& out, std::string_view raw) {
   // Controls become visible escapes (newlines stay, quoted); a formula is kept as text by a
-  // leading apostrophe, as spreadsheets expect.
-  std::string field = escape_display_text(raw, TextLines::kMany);
-  if (reads_as_formula(field)) field.insert(field.begin(), '\'');
+  // leading apostrophe, as spreadsheets expect. Plain fields (nearly all) are not copied.
+  std::string escaped;
+  std::string_view field = raw;
+  if (!is_plain_ascii(raw, TextLines::kMany) || reads_as_formula(raw)) {
+    escaped = escape_display_text(raw, TextLines::kMany);
+    if (reads_as_formula(escaped)) escaped.insert(escaped.begin(), '\'');
+    field = escaped;
+  }
   // One pass over the field (find_first_of with a set searches the set once per character).
   const bool plain =
       std::none_of(field.begin(), field.end(), [](char c) { return c == ',' || c == '"' || c == '\r' || c == '\n'; });
