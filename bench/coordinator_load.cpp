@@ -119,7 +119,10 @@ Result<Row> run_one(const Options& o, const std::string& dir, std::int64_t queue
                   {"--operator-token", kOperatorToken},
                   {"--enrollment-token", kEnrollmentToken},
                   {"--threads", std::to_string(o.coordinator_threads)},
-                  {"--log-level", "warn"}};
+                  {"--log-level", "warn"},
+                  // Every simulated agent connects from 127.0.0.1, all before the first enrols:
+                  // one address's bound on anonymous connections would shed them.
+                  {"--max-connections-per-peer", "0"}};
   if (o.store_threads > 0) launch.flags["--store-threads"] = std::to_string(o.store_threads);
   launch.port_file = db + ".port";
   launch.log_file = db + ".log";

@@ -53,9 +53,11 @@ asio::awaitable<Response> web(const Request& req, const RouteMatch& m) {
   co_return benchfleet::http::text_response(bhttp::status::ok, std::to_string(m.segments.size()), req);
 }
 
-asio::awaitable<std::optional<Response>> bearer(const Request& head, const RouteMatch&) {
-  if (head[bhttp::field::authorization] == "Bearer fuzz-token") co_return std::nullopt;
-  co_return benchfleet::http::problem(bhttp::status::unauthorized, "Unauthorized", "a bearer token is required", head);
+asio::awaitable<benchfleet::http::Admission> bearer(const Request& head, const RouteMatch&) {
+  using benchfleet::http::Admission;
+  if (head[bhttp::field::authorization] == "Bearer fuzz-token") co_return Admission::admitted(true);
+  co_return Admission::refused(
+      benchfleet::http::problem(bhttp::status::unauthorized, "Unauthorized", "a bearer token is required", head));
 }
 
 struct Fixture {
@@ -72,6 +74,8 @@ struct Fixture {
     limits.body_limit = 64 * 1024;
     limits.request_timeout = std::chrono::milliseconds(300);
     limits.idle_timeout = std::chrono::milliseconds(300);
+    limits.first_request_timeout = std::chrono::milliseconds(300);
+    limits.header_timeout = std::chrono::milliseconds(300);
     limits.max_connections = 16;
     limits.max_inflight_body_bytes = 256 * 1024;
     auto listening = benchfleet::http::Server::listen(ioc, {asio::ip::make_address("127.0.0.1"), 0}, router, limits);

@@ -151,8 +151,8 @@ boost::asio::awaitable<Response> call_handler(const Handler& handler, std::strin
 }
 
 // Runs a guard; an exception is answered like a handler's (logged, generic 500).
-boost::asio::awaitable<std::optional<Response>> call_guard(const Guard& guard, std::string_view name,
-                                                           const Request& head, const RouteMatch& match) {
+boost::asio::awaitable<Admission> call_guard(const Guard& guard, std::string_view name, const Request& head,
+                                             const RouteMatch& match) {
   std::string failure;
   try {
     co_return co_await guard(head, match);
@@ -163,8 +163,8 @@ boost::asio::awaitable<std::optional<Response>> call_guard(const Guard& guard, s
   }
   spdlog::error("route {} ({} {}) guard threw: {}", name, std::string_view(head.method_string()),
                 std::string_view(head.target()), failure);
-  co_return problem(bhttp::status::internal_server_error, "Internal Server Error",
-                    "the server failed to handle the request; see the server log", head);
+  co_return Admission::refused(problem(bhttp::status::internal_server_error, "Internal Server Error",
+                                       "the server failed to handle the request; see the server log", head));
 }
 
 }  // namespace
@@ -280,7 +280,9 @@ boost::asio::awaitable<RouteDecision> Router::admit(const Request& req) const {
   decision.handler_ = handler;
   decision.body_limit_ = options->body_limit;
   if (options->guard) {
-    decision.refusal_ = co_await call_guard(options->guard, decision.route_name_, req, decision.match_);
+    Admission admission = co_await call_guard(options->guard, decision.route_name_, req, decision.match_);
+    decision.refusal_ = std::move(admission.refusal);
+    decision.credentialed_ = !decision.refusal_ && admission.credentialed;
   }
   co_return decision;
 }

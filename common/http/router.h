@@ -47,12 +47,22 @@ struct RouteMatch {
 // the router answers 500 and logs the exception.
 using Handler = std::function<boost::asio::awaitable<Response>(const Request& req, const RouteMatch& match)>;
 
+// A guard's verdict on a request's headers.
+struct Admission {
+  std::optional<Response> refusal;  // set: answer this (401, 403...) and do not run the handler
+  // The request showed a credential that checked (a token, not merely an open route): the server
+  // then treats its connection as trusted (ServerLimits::reserved_connections).
+  bool credentialed = false;
+
+  static Admission admitted(bool credentialed) { return Admission{std::nullopt, credentialed}; }
+  static Admission refused(Response res) { return Admission{std::move(res), false}; }
+};
+
 // Decides from a request's headers alone (the server has not read its body yet, so `head`'s body
-// is empty) whether the route's handler may run: nullopt admits, a response (401, 403...) refuses.
-// It runs before the body is read so that a client the route will refuse cannot make the server
-// buffer its body. May throw like a Handler (500). `head` and `match` outlive the awaitable.
-using Guard =
-    std::function<boost::asio::awaitable<std::optional<Response>>(const Request& head, const RouteMatch& match)>;
+// is empty) whether the route's handler may run. It runs before the body is read so that a client
+// the route will refuse cannot make the server buffer its body. May throw like a Handler (500).
+// `head` and `match` outlive the awaitable.
+using Guard = std::function<boost::asio::awaitable<Admission>(const Request& head, const RouteMatch& match)>;
 
 struct RouteOptions {
   Guard guard;  // empty: every request is admitted
@@ -72,12 +82,15 @@ class RouteDecision {
   // Set: answer this; the handler does not run and the body need not be read.
   std::optional<Response>& refusal() { return refusal_; }
   const std::optional<std::size_t>& body_limit() const { return body_limit_; }
+  // The route's guard found a credential that checked (Admission::credentialed).
+  bool credentialed() const { return credentialed_; }
 
  private:
   friend class Router;
   std::string route_name_;
   std::optional<Response> refusal_;
   std::optional<std::size_t> body_limit_;
+  bool credentialed_ = false;
   const Handler* handler_ = nullptr;
   RouteMatch match_;
 };

@@ -1,15 +1,17 @@
 #include "common/http/server.h"
 
+#include <sys/ioctl.h>
+
 #include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -48,12 +50,30 @@ constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
 // does not reset the connection before the client has read the refusal.
 constexpr std::size_t kLingerBytes = 1 << 20;
 constexpr std::chrono::milliseconds kLingerTime{2000};
+// A new connection that has not sent anything yet is shed only after those that have been
+// answered or stayed silent this long.
+constexpr std::chrono::milliseconds kNewcomerGrace{1000};
 
 struct Connection {
   explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
   beast::tcp_stream stream;
-  bool idle = false;  // waiting for the next request's first byte; touched on the strand only
+  // Waiting for the next request's first byte; written on the connection's strand, read by the
+  // accept loop when it looks for a connection to shed.
+  std::atomic<bool> idle{false};
+  std::atomic<bool> answered{false};  // one of its requests has been answered
+  const std::chrono::steady_clock::time_point accepted = std::chrono::steady_clock::now();
+  // Admitted into reserved_connections while the anonymous pool was full: its first request must
+  // show a credential. Set before the connection's coroutine starts.
+  bool probation = false;
 };
+
+// Whether the client has sent bytes the server has not read yet. Asks the kernel (FIONREAD) on the
+// socket's descriptor, so it may be called off the connection's strand; a closed socket reads as
+// nothing waiting.
+bool bytes_waiting(Connection& conn) {
+  int waiting = 0;
+  return ::ioctl(conn.stream.socket().native_handle(), FIONREAD, &waiting) == 0 && waiting > 0;
+}
 
 // A request the server answers itself, before routing.
 struct Refusal {
@@ -159,9 +179,21 @@ struct ServerState {
   std::atomic<bool> started{false};
   std::atomic<bool> stopping{false};
 
-  std::mutex mutex;  // guards the two members below
-  std::uint64_t next_id = 0;
-  std::unordered_map<std::uint64_t, std::weak_ptr<Connection>> connections;
+  // A served connection as the accept loop sees it.
+  struct Entry {
+    std::weak_ptr<Connection> conn;
+    asio::ip::address peer;
+    bool trusted = false;  // one of its requests showed a credential
+    bool shed = false;     // closed to make room: no longer counted
+  };
+
+  std::uint64_t next_id = 0;  // the accept loop's alone
+
+  std::mutex mutex;                            // guards the members below
+  std::map<std::uint64_t, Entry> connections;  // by id: the oldest first
+  std::size_t counted = 0;                     // entries not shed
+  std::size_t anonymous = 0;                   // of them, not trusted
+  std::map<asio::ip::address, std::size_t> anonymous_by_peer;
 
   std::atomic<std::size_t> refused_connections{0};  // being answered 503 beyond max_connections
   std::atomic<std::size_t> inflight_body_bytes{0};  // reserved by requests whose body is admitted
@@ -179,6 +211,91 @@ struct ServerState {
     if (limits.max_inflight_body_bytes != 0) inflight_body_bytes.fetch_sub(bytes);
   }
 
+  // Why a connection from `peer` cannot be admitted now, or nullopt after admitting it as
+  // anonymous under `id` (shedding an idle anonymous connection where its pool is full).
+  std::optional<std::string> admit(std::uint64_t id, const std::shared_ptr<Connection>& conn,
+                                   const asio::ip::address& peer) {
+    std::shared_ptr<Connection> victim;
+    std::lock_guard lock(mutex);
+    const std::size_t total_bound = limits.max_connections;
+    const std::size_t anonymous_bound =
+        total_bound == 0 ? 0 : total_bound - std::min(limits.reserved_connections, total_bound);
+    const std::size_t per_peer_bound = limits.max_connections_per_peer;
+    const auto known = anonymous_by_peer.find(peer);
+    const std::size_t from_peer = known == anonymous_by_peer.end() ? 0 : known->second;
+    if (per_peer_bound != 0 && from_peer >= per_peer_bound) {
+      victim = shed_oldest_idle(&peer);
+      if (!victim) {
+        return "the server is serving its limit of " + std::to_string(per_peer_bound) +
+               " unauthenticated connections from one address; retry later";
+      }
+    }
+    const bool at_total = total_bound != 0 && counted >= total_bound;
+    if (!victim && (at_total || (anonymous_bound != 0 && anonymous >= anonymous_bound))) {
+      victim = shed_oldest_idle(nullptr);
+      if (!victim && at_total) {
+        return "the server is serving its limit of " + std::to_string(total_bound) + " connections; retry later";
+      }
+      // Only the reserve is left: the newcomer keeps its slot if its first request shows a token.
+      conn->probation = !victim;
+    }
+    if (victim) {
+      asio::post(victim->stream.get_executor(), [victim] {
+        // It may have begun a request since it was chosen: then it keeps its connection (and the
+        // bound is over by one until it closes).
+        if (victim->idle && !bytes_waiting(*victim)) victim->stream.cancel();
+      });
+    }
+    connections.emplace(id, Entry{conn, peer, false, false});
+    ++counted;
+    ++anonymous;
+    ++anonymous_by_peer[peer];
+    return std::nullopt;
+  }
+
+  // Marks the oldest anonymous connection waiting idle (from `peer` when given) as shed and
+  // returns it; null when none is idle. Holds `mutex`.
+  //
+  // Connections that have been answered, or stayed silent past kNewcomerGrace, go first; only
+  // when none is idle does the oldest newcomer that has not sent anything yet give way. A client
+  // that has just connected and is about to send its request is then closed only when every
+  // older anonymous connection is busy or already gone.
+  std::shared_ptr<Connection> shed_oldest_idle(const asio::ip::address* peer) {
+    const auto now = std::chrono::steady_clock::now();
+    for (const bool newcomers_too : {false, true}) {
+      for (auto& [id, entry] : connections) {
+        if (entry.trusted || entry.shed || (peer != nullptr && entry.peer != *peer)) continue;
+        auto conn = entry.conn.lock();
+        if (!conn || !conn->idle) continue;
+        if (!newcomers_too && !conn->answered && now - conn->accepted < kNewcomerGrace) continue;
+        // Idle with bytes waiting is not idle: a burst of clients connecting at once is accepted
+        // faster than their requests are read, and must not close each other.
+        if (bytes_waiting(*conn)) continue;
+        entry.shed = true;
+        uncount(entry);
+        return conn;
+      }
+    }
+    return nullptr;
+  }
+
+  // Its request showed a credential: the connection leaves the anonymous pool.
+  void trust(std::uint64_t id) {
+    std::lock_guard lock(mutex);
+    const auto it = connections.find(id);
+    if (it == connections.end() || it->second.trusted || it->second.shed) return;
+    release_anonymous(it->second.peer);
+    it->second.trusted = true;
+  }
+
+  void forget(std::uint64_t id) {
+    std::lock_guard lock(mutex);
+    const auto it = connections.find(id);
+    if (it == connections.end()) return;
+    if (!it->second.shed) uncount(it->second);
+    connections.erase(it);
+  }
+
   void observe(std::string_view route, unsigned status, std::chrono::steady_clock::time_point since) const {
     if (!observer) return;
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - since;
@@ -186,6 +303,18 @@ struct ServerState {
       observer(route, status, elapsed.count());
     } catch (const std::exception& e) {
       spdlog::warn("http request observer threw: {}", e.what());
+    }
+  }
+
+ private:
+  void uncount(const Entry& entry) {
+    --counted;
+    if (!entry.trusted) release_anonymous(entry.peer);
+  }
+  void release_anonymous(const asio::ip::address& peer) {
+    --anonymous;
+    if (const auto it = anonymous_by_peer.find(peer); it != anonymous_by_peer.end() && --it->second == 0) {
+      anonymous_by_peer.erase(it);
     }
   }
 };
@@ -197,10 +326,7 @@ namespace {
 struct Registration {
   std::shared_ptr<detail::ServerState> state;
   std::uint64_t id;
-  ~Registration() {
-    std::lock_guard lock(state->mutex);
-    state->connections.erase(id);
-  }
+  ~Registration() { state->forget(id); }
 };
 
 // Body bytes held under ServerLimits::max_inflight_body_bytes until the request is answered.
@@ -228,15 +354,13 @@ asio::awaitable<void> answer_unreadable(detail::ServerState& st, beast::tcp_stre
   if (!wec) co_await linger_close(stream, st.limits.request_timeout);
 }
 
-// A connection beyond max_connections: 503 before its request is read, then closed.
-asio::awaitable<void> refuse_connection(std::shared_ptr<detail::ServerState> st, tcp::socket socket) {
+// A connection beyond the bounds: 503 before its request is read, then closed.
+asio::awaitable<void> refuse_connection(std::shared_ptr<detail::ServerState> st, tcp::socket socket,
+                                        std::string detail) {
   beast::tcp_stream stream(std::move(socket));
   Request unread;
   unread.version(11);
   unread.keep_alive(false);
-  std::string detail = "the server is serving its limit of ";
-  detail += std::to_string(st->limits.max_connections);
-  detail += " connections; retry later";
   Response res = problem(bhttp::status::service_unavailable, "Service Unavailable", detail, unread);
   res.set(bhttp::field::retry_after, "1");
   res.prepare_payload();
@@ -258,18 +382,20 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
   const ServerLimits& limits = st->limits;
   beast::flat_buffer buffer;
 
-  while (!st->stopping) {
+  // The first request's headers, silence before them included, get first_request_timeout in all.
+  stream.expires_after(limits.first_request_timeout);
+  for (bool first = true; !st->stopping; first = false) {
     if (buffer.size() == 0) {
-      stream.expires_after(limits.idle_timeout);
+      if (!first) stream.expires_after(limits.idle_timeout);
       conn->idle = true;
       auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), kAsTuple);
       conn->idle = false;
-      if (ec) break;  // peer closed, idle timeout or stop()
+      if (ec) break;  // peer closed, idle timeout, shed for a newcomer or stop()
       buffer.commit(n);
     }
 
     const auto started = std::chrono::steady_clock::now();
-    stream.expires_after(limits.request_timeout);
+    if (!first) stream.expires_after(limits.header_timeout);
     bhttp::request_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(limits.header_limit, UINT32_MAX)));
     parser.body_limit(boost::none);  // the route's limit is set once the headers are admitted
@@ -289,6 +415,14 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
     } else {
       decision = co_await st->router.admit(head);
       if (decision.refusal()) refusal = std::move(decision.refusal());
+      if (decision.credentialed()) {
+        st->trust(id);
+        conn->probation = false;
+      } else if (conn->probation && !refusal) {
+        refusal = problem(bhttp::status::service_unavailable, "Service Unavailable",
+                          "the server keeps its remaining connections for clients with a token; retry later", head);
+        refusal->set(bhttp::field::retry_after, "1");
+      }
     }
     const std::string_view route_name =
         decision.route_name().empty() ? kUnmatchedRoute : std::string_view(decision.route_name());
@@ -311,12 +445,14 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
       }
     }
     if (refusal) {
-      // Without a body the connection stays usable; with one left unread it does not.
-      const bool keep_alive = !body_pending && head.keep_alive() && !st->stopping;
+      // Without a body the connection stays usable; with one left unread it does not. One on
+      // probation gives its reserved slot back.
+      const bool keep_alive = !body_pending && head.keep_alive() && !st->stopping && !conn->probation;
       refusal->keep_alive(keep_alive);
       stream.expires_after(limits.request_timeout);
       const error_code wec = co_await write_response(stream, *refusal, head_only);
       st->observe(route_name.empty() ? kUnmatchedRoute : route_name, refusal->result_int(), started);
+      conn->answered = true;
       if (wec) break;
       if (body_pending) {
         co_await linger_close(stream, limits.request_timeout);
@@ -331,6 +467,7 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
     }
 
     if (body_pending) {
+      stream.expires_after(limits.request_timeout);
       if (beast::iequals(head[bhttp::field::expect], "100-continue")) {
         bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, head.version()};
         if (auto [wec, w] = co_await bhttp::async_write(stream, go_on, kAsTuple); wec) break;
@@ -359,6 +496,7 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
     stream.expires_after(limits.request_timeout);
     const error_code wec = co_await write_response(stream, res, head_only);
     exchange->response_written(!wec);
+    conn->answered = true;
     st->observe(decision.route_name(), res.result_int(), started);
     if (wec) break;
     if (!keep_alive) {
@@ -383,29 +521,23 @@ asio::awaitable<void> accept_connections(std::shared_ptr<detail::ServerState> st
       co_await pause.async_wait(kAsTuple);
       continue;
     }
-    std::size_t open = 0;
-    {
-      std::lock_guard lock(st->mutex);
-      open = st->connections.size();
-    }
-    if (const std::size_t bound = st->limits.max_connections; bound != 0 && open >= bound) {
+    error_code peer_error;
+    const asio::ip::address peer = socket.remote_endpoint(peer_error).address();
+    if (peer_error) continue;  // already gone
+    auto conn = std::make_shared<Connection>(std::move(socket));
+    const std::uint64_t id = st->next_id++;
+    if (std::optional<std::string> why = st->admit(id, conn, peer)) {
+      const std::size_t bound = std::max<std::size_t>(st->limits.max_connections, 1);
       if (st->refused_connections.fetch_add(1) >= bound) {
         st->refused_connections.fetch_sub(1);
         error_code ignored;
-        socket.close(ignored);  // far beyond the bound: not even an answer
+        conn->stream.socket().close(ignored);  // far beyond the bound: not even an answer
         continue;
       }
-      auto executor = socket.get_executor();
-      asio::co_spawn(executor, refuse_connection(st, std::move(socket)),
+      auto executor = conn->stream.get_executor();
+      asio::co_spawn(executor, refuse_connection(st, std::move(conn->stream.socket()), std::move(*why)),
                      [](const std::exception_ptr& e) { log_exception(e, "connection refusal"); });
       continue;
-    }
-    auto conn = std::make_shared<Connection>(std::move(socket));
-    std::uint64_t id = 0;
-    {
-      std::lock_guard lock(st->mutex);
-      id = st->next_id++;
-      st->connections.emplace(id, conn);
     }
     auto executor = conn->stream.get_executor();
     asio::co_spawn(executor, serve_connection(st, std::move(conn), id),
@@ -462,8 +594,8 @@ void Server::stop() {
   std::vector<std::shared_ptr<Connection>> open;
   {
     std::lock_guard lock(state_->mutex);
-    for (auto& [id, weak] : state_->connections) {
-      if (auto conn = weak.lock()) open.push_back(std::move(conn));
+    for (auto& [id, entry] : state_->connections) {
+      if (auto conn = entry.conn.lock()) open.push_back(std::move(conn));
     }
   }
   for (auto& conn : open) {

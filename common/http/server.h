@@ -27,15 +27,37 @@ struct ServerLimits {
   // Larger body -> 413. A route's RouteOptions::body_limit may lower it, never raise it.
   std::size_t body_limit = 1 << 20;
   std::size_t header_limit = std::size_t{16} * 1024;  // larger request line + headers -> 431
-  // Bounds reading one request (from its first byte) and, separately, writing its response;
-  // reset per request. The handler's own wait is not bounded here (long-poll).
+  // Bounds reading one request's body and, separately, writing its response; reset per request.
+  // The handler's own wait is not bounded here (long-poll).
   std::chrono::milliseconds request_timeout{30000};
   // How long a keep-alive connection may wait for the first byte of its next request.
   std::chrono::milliseconds idle_timeout{60000};
+  // How long a new connection may take to send its first request's headers, silence included: a
+  // client that connects and says nothing holds its slot this long at most.
+  std::chrono::milliseconds first_request_timeout{5000};
+  // From a later request's first byte to the end of its headers (its body then has
+  // request_timeout): headers sent a byte at a time hold a slot this long at most.
+  std::chrono::milliseconds header_timeout{10000};
   // Connections served at once (long-polls included); 0: unbounded. A connection beyond the
   // bound is answered at once with 503 problem+json, "Retry-After: 1" and "Connection: close",
   // without its request being read; beyond twice the bound it is closed at accept unanswered.
+  //
+  // A connection is anonymous until one of its requests shows a credential (its route's guard
+  // says so, RouteDecision::credentialed()); from then on it is trusted. Anonymous connections
+  // may hold max_connections - reserved_connections slots, and at most max_connections_per_peer
+  // from one peer address (0: unbounded); trusted ones count only against max_connections.
+  // A new connection that finds its pool full takes the slot of the oldest anonymous connection
+  // that is idle (waiting for its next request, or silent since it connected) with no bytes
+  // waiting to be read, of its own address when that address is at its bound: that one is
+  // closed. When none is idle, the newcomer is refused; when only the reserve has room, it is
+  // admitted on probation and must show a credential on its first request (else 503, closed).
+  // So clients that connect and wait cannot keep agents and operators out: a trusted connection
+  // is never closed for another, and an anonymous one holds a slot against newcomers only while
+  // it is sending or being answered (bounded by first_request_timeout, header_timeout and
+  // request_timeout).
   std::size_t max_connections = 2048;
+  std::size_t reserved_connections = 0;  // must be below max_connections when that is set
+  std::size_t max_connections_per_peer = 0;
   // Request bodies held at once across connections (being read or handled), each counted by its
   // Content-Length (a chunked one by its route's limit); 0: unbounded. A request that would go
   // beyond is answered 503 with "Retry-After: 1" without its body being read. One body is always

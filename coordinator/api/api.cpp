@@ -44,12 +44,13 @@ http::Handler inline_handler(ApiContext& ctx, SyncHandler f) {
 // The handlers check the same again (they also run without the server, in tests); the guards
 // exist so that a client the handler would refuse cannot make the coordinator buffer its body.
 
+// A request admitted with a token that checked makes its connection trusted (the server keeps
+// slots that anonymous connections cannot take); one admitted because reads are public does not.
 http::Guard guard_with(ApiContext& ctx, Status (*check)(const ApiContext&, const http::Request&)) {
-  return [&ctx, check](const http::Request& head,
-                       const http::RouteMatch&) -> boost::asio::awaitable<std::optional<http::Response>> {
+  return [&ctx, check](const http::Request& head, const http::RouteMatch&) -> boost::asio::awaitable<http::Admission> {
     const Status s = check(ctx, head);
-    if (s.ok()) co_return std::nullopt;
-    co_return error_response(s.error(), head);
+    if (!s.ok()) co_return http::Admission::refused(error_response(s.error(), head));
+    co_return http::Admission::admitted(holds_client_token(ctx, head));
   };
 }
 
@@ -57,11 +58,11 @@ http::Guard guard_with(ApiContext& ctx, Status (*check)(const ApiContext&, const
 // Reads the store, so it runs on the blocking executor.
 http::Guard agent_guard(ApiContext& ctx, bool own_path) {
   return [&ctx, own_path](const http::Request& head,
-                          const http::RouteMatch& m) -> boost::asio::awaitable<std::optional<http::Response>> {
+                          const http::RouteMatch& m) -> boost::asio::awaitable<http::Admission> {
     const Result<std::int64_t> agent = co_await run_blocking(
         ctx.blocking, [&] { return own_path ? authenticate_agent_path(ctx, head, m) : authenticate_agent(ctx, head); });
-    if (agent.ok()) co_return std::nullopt;
-    co_return error_response(agent.error(), head);
+    if (agent.ok()) co_return http::Admission::admitted(true);
+    co_return http::Admission::refused(error_response(agent.error(), head));
   };
 }
 

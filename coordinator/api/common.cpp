@@ -58,6 +58,16 @@ Status require_reader(const ApiContext& ctx, const http::Request& req) {
   return check_token(req, ctx.operator_token, "reader or operator");
 }
 
+bool holds_client_token(const ApiContext& ctx, const http::Request& req) {
+  const std::string_view token = auth::bearer_token(authorization(req));
+  if (token.empty()) return false;
+  bool held = false;  // every comparison made, so the time says nothing of which token matched
+  for (const std::string* known : {&ctx.operator_token, &ctx.reader_token, &ctx.enrollment_token}) {
+    held = (!known->empty() && auth::constant_time_equal(token, *known)) || held;
+  }
+  return held;
+}
+
 std::string compose_agent_token(std::int64_t agent_id, const std::string& secret) {
   return "bfa_" + std::to_string(agent_id) + "_" + secret;
 }

@@ -23,6 +23,9 @@ Status require_operator(const ApiContext& ctx, const http::Request& req);
 Status require_enrollment(const ApiContext& ctx, const http::Request& req);
 // Reads: public unless config.public_reads is false, then the operator token.
 Status require_reader(const ApiContext& ctx, const http::Request& req);
+// The request carries the operator, reader or enrollment token (agent tokens are checked by
+// authenticate_agent, against the store).
+bool holds_client_token(const ApiContext& ctx, const http::Request& req);
 // The agent id a valid agent token ("bfa_<id>_<secret>") belongs to.
 Result<std::int64_t> authenticate_agent(const ApiContext& ctx, const http::Request& req);
 // As above, and the token's agent must be the {id} in the path.

@@ -38,11 +38,21 @@ std::vector<Option> options(CoordinatorConfig& c) {
              "largest request body (a result); submit and enrol take at most 1 MiB, other writes 64 KiB, GETs none"),
       option("max_connections", c.max_connections,
              "connections served at once, long-polls included; one more is answered 503 with Retry-After"),
+      option("reserved_connections", c.reserved_connections,
+             "of max_connections, the slots only connections that showed a token (agent, operator, reader, "
+             "enrolment) may hold; anonymous ones share the rest, the oldest idle one giving way to a newcomer"),
+      option("max_connections_per_peer", c.max_connections_per_peer,
+             "anonymous connections one client address may hold (0: unbounded)"),
+      option("idle_timeout_s", c.idle_timeout_s, "how long a keep-alive connection may wait for its next request"),
+      option("first_request_timeout_s", c.first_request_timeout_s,
+             "how long a new connection may take to send its first request's headers"),
+      option("header_timeout_s", c.header_timeout_s,
+             "how long a later request's headers may take, from its first byte"),
       option("max_inflight_body_bytes", c.max_inflight_body_bytes,
              "request bodies held at once across connections; a request beyond is answered 503 with Retry-After"),
       option("max_header_bytes", c.max_header_bytes, "largest request line plus headers"),
       option("max_json_depth", c.max_json_depth, "deepest JSON nesting accepted"),
-      option("request_timeout_s", c.request_timeout_s, "bound on reading a request and on writing its response"),
+      option("request_timeout_s", c.request_timeout_s, "bound on reading a request's body and on writing its response"),
       option("threads", c.threads, "I/O threads (they never wait on the database)"),
       option("store_threads", c.store_threads,
              "threads running the handlers that use the database; requests waiting for the same commit"
@@ -105,6 +115,14 @@ Status validate(const CoordinatorConfig& c) {
   if (c.max_cells < 1) return Error::invalid("max_cells", "must be >= 1");
   if (c.max_body_bytes < 1024) return Error::invalid("max_body_bytes", "must be >= 1024");
   if (c.max_connections < 1) return Error::invalid("max_connections", "must be >= 1");
+  if (c.reserved_connections < 0 || c.reserved_connections >= c.max_connections) {
+    return Error::invalid("reserved_connections",
+                          "must be >= 0 and below max_connections (" + std::to_string(c.max_connections) + ")");
+  }
+  if (c.max_connections_per_peer < 0) return Error::invalid("max_connections_per_peer", "must be >= 0");
+  if (c.idle_timeout_s < 1) return Error::invalid("idle_timeout_s", "must be >= 1");
+  if (c.first_request_timeout_s < 1) return Error::invalid("first_request_timeout_s", "must be >= 1");
+  if (c.header_timeout_s < 1) return Error::invalid("header_timeout_s", "must be >= 1");
   if (c.max_inflight_body_bytes < 1024) return Error::invalid("max_inflight_body_bytes", "must be >= 1024");
   if (c.max_header_bytes < 1024) return Error::invalid("max_header_bytes", "must be >= 1024");
   if (c.max_json_depth < 4 || c.max_json_depth > 256) return Error::invalid("max_json_depth", "must be 4..256");

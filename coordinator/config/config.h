@@ -36,7 +36,14 @@ struct CoordinatorConfig {
   // printed as the shortest round-trip double (up to 19 bytes with its comma), is ~19 MB.
   std::int64_t max_body_bytes = 32 << 20;
   // Connections served at once (agents' long-polls included); beyond: 503 with Retry-After.
+  // Of them, reserved_connections are kept for connections that showed a token, and one address
+  // holds at most max_connections_per_peer anonymous ones (http::ServerLimits).
   int max_connections = 2048;
+  int reserved_connections = 256;
+  int max_connections_per_peer = 64;
+  int idle_timeout_s = 60;          // a keep-alive connection waiting for its next request
+  int first_request_timeout_s = 5;  // a new connection, until its first request's headers
+  int header_timeout_s = 10;        // a later request's headers, from its first byte
   // Request bodies held at once across connections; a request that would go beyond gets 503.
   std::int64_t max_inflight_body_bytes = std::int64_t{64} << 20;
   std::int64_t max_header_bytes = 16 << 10;

@@ -45,6 +45,11 @@ http::ServerLimits server_limits(const CoordinatorConfig& config) {
   limits.header_limit = static_cast<std::size_t>(config.max_header_bytes);
   limits.request_timeout = std::chrono::seconds(config.request_timeout_s);
   limits.max_connections = static_cast<std::size_t>(config.max_connections);
+  limits.reserved_connections = static_cast<std::size_t>(config.reserved_connections);
+  limits.max_connections_per_peer = static_cast<std::size_t>(config.max_connections_per_peer);
+  limits.idle_timeout = std::chrono::seconds(config.idle_timeout_s);
+  limits.first_request_timeout = std::chrono::seconds(config.first_request_timeout_s);
+  limits.header_timeout = std::chrono::seconds(config.header_timeout_s);
   limits.max_inflight_body_bytes = static_cast<std::size_t>(config.max_inflight_body_bytes);
   return limits;
 }

@@ -3,8 +3,10 @@
 // Raw sockets, because a well-behaved client sends its body before reading the answer.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/coordinator_process.h"
@@ -67,15 +69,19 @@ TEST(CoordinatorAdmission, UnauthenticatedBodiesAreRefusedBeforeTheyAreSent) {
   EXPECT_EQ(coord.submit(matrix({kResnet}, {1}, {"eager"}))["job_count"], 1);
 }
 
+// Connections in the middle of a request hold their slots; an idle anonymous one would give way
+// to the newcomer (connection_hold_test.cpp).
 TEST(CoordinatorAdmission, ConnectionsBeyondMaxConnectionsGet503) {
-  CoordinatorProcess coord({{"--max-connections", "3"}});
+  CoordinatorProcess coord({{"--max-connections", "3"}, {"--reserved-connections", "0"}});
   const unsigned short port = static_cast<unsigned short>(std::stoi(coord.base_url().substr(17)));
   std::vector<std::unique_ptr<RawConnection>> held;
   for (int i = 0; i < 3; ++i) {
     held.push_back(std::make_unique<RawConnection>(port));
     held.back()->send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
     ASSERT_TRUE(held.back()->read_response().starts_with("HTTP/1.1 200"));
+    held.back()->send("GET /healthz HTTP/1.1\r\n");  // the next request begun
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // and read by the coordinator
   RawConnection fourth(port);
   const std::string reply = fourth.read_to_end();
   EXPECT_TRUE(reply.starts_with("HTTP/1.1 503")) << reply;

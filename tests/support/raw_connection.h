@@ -24,8 +24,14 @@ class RawConnection {
  public:
   // Connects to 127.0.0.1:`port`; every read gives up after `read_timeout`, so a server that
   // waits for bytes it should not need fails a test instead of hanging it.
-  explicit RawConnection(unsigned short port, std::chrono::seconds read_timeout = std::chrono::seconds(10))
+  // With `source` (another loopback address, "127.0.0.2"), the server sees that peer address.
+  explicit RawConnection(unsigned short port, std::chrono::seconds read_timeout = std::chrono::seconds(10),
+                         const char* source = nullptr)
       : socket_(io_) {
+    if (source != nullptr) {
+      socket_.open(boost::asio::ip::tcp::v4());
+      socket_.bind({boost::asio::ip::make_address(source), 0});
+    }
     socket_.connect({boost::asio::ip::make_address("127.0.0.1"), port});
     timeval timeout{static_cast<time_t>(read_timeout.count()), 0};
     ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
@@ -58,6 +64,15 @@ class RawConnection {
     response += pending_.substr(0, length);
     pending_.erase(0, std::min(length, pending_.size()));
     return response;
+  }
+
+  // Whether the server has closed the connection: a read finds its end (waits up to the read
+  // timeout for it).
+  bool closed_by_peer() {
+    char byte = 0;
+    boost::system::error_code ec;
+    socket_.read_some(boost::asio::buffer(&byte, 1), ec);
+    return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset;
   }
 
   // Everything until the server closes the connection (or the read timeout passes).

@@ -85,13 +85,39 @@ TEST(CoordinatorConfig, ConnectionAndInFlightBodyBoundsAreOptions) {
   ASSERT_TRUE(defaults.ok()) << defaults.error().describe();
   EXPECT_EQ(defaults->config.max_connections, 2048);
   EXPECT_EQ(defaults->config.max_inflight_body_bytes, std::int64_t{64} << 20);
-  auto set = parse({"--max-connections", "3", "--max-inflight-body-bytes", "4096"});
+  EXPECT_EQ(defaults->config.reserved_connections, 256);
+  EXPECT_EQ(defaults->config.max_connections_per_peer, 64);
+  EXPECT_EQ(defaults->config.idle_timeout_s, 60);
+  EXPECT_EQ(defaults->config.first_request_timeout_s, 5);
+  EXPECT_EQ(defaults->config.header_timeout_s, 10);
+  auto set = parse({"--max-connections", "3", "--reserved-connections", "1", "--max-connections-per-peer", "0",
+                    "--idle-timeout-s", "2", "--first-request-timeout-s", "1", "--header-timeout-s", "3",
+                    "--max-inflight-body-bytes", "4096"});
   ASSERT_TRUE(set.ok()) << set.error().describe();
   EXPECT_EQ(set->config.max_connections, 3);
+  EXPECT_EQ(set->config.reserved_connections, 1);
+  EXPECT_EQ(set->config.max_connections_per_peer, 0);
+  EXPECT_EQ(set->config.idle_timeout_s, 2);
+  EXPECT_EQ(set->config.first_request_timeout_s, 1);
+  EXPECT_EQ(set->config.header_timeout_s, 3);
   EXPECT_EQ(set->config.max_inflight_body_bytes, 4096);
   auto no_connections = parse({"--max-connections", "0"});
   ASSERT_FALSE(no_connections.ok());
   EXPECT_EQ(no_connections.error().field, "max_connections");
+  // The reserve must leave anonymous clients some room, and says so against the bound it meets.
+  auto all_reserved = parse({"--max-connections", "3"});
+  ASSERT_FALSE(all_reserved.ok());
+  EXPECT_EQ(all_reserved.error().field, "reserved_connections");
+  EXPECT_NE(all_reserved.error().message.find("below max_connections (3)"), std::string::npos)
+      << all_reserved.error().message;
+  const std::pair<const char*, const char*> timeouts[] = {{"--idle-timeout-s", "idle_timeout_s"},
+                                                          {"--first-request-timeout-s", "first_request_timeout_s"},
+                                                          {"--header-timeout-s", "header_timeout_s"}};
+  for (const auto& [flag, field] : timeouts) {
+    auto zero = parse({flag, "0"});
+    ASSERT_FALSE(zero.ok()) << flag;
+    EXPECT_EQ(zero.error().field, field);
+  }
   auto tiny = parse({"--max-inflight-body-bytes", "10"});
   ASSERT_FALSE(tiny.ok());
   EXPECT_EQ(tiny.error().field, "max_inflight_body_bytes");

@@ -39,11 +39,12 @@ class HttpAdmissionTest : public ::testing::Test {
       co_return json_response(status::ok, {{"body_size", req.body().size()}}, req);
     };
     RouteOptions guarded;
-    guarded.guard = [](const Request& head, const RouteMatch&) -> asio::awaitable<std::optional<Response>> {
-      if (head[boost::beast::http::field::authorization] == kToken) co_return std::nullopt;
-      co_return problem_from_error({ErrorCode::kUnauthenticated, "no token", {}}, head);
+    guarded.guard = [](const Request& head, const RouteMatch&) -> asio::awaitable<Admission> {
+      if (head[boost::beast::http::field::authorization] == kToken) co_return Admission::admitted(true);
+      co_return Admission::refused(problem_from_error({ErrorCode::kUnauthenticated, "no token", {}}, head));
     };
     router_.add(verb::post, "/guarded", "guarded", count_and_echo, guarded);
+    router_.add(verb::get, "/guarded", "guarded.get", count_and_echo, guarded);
     RouteOptions small;
     small.body_limit = 16;
     router_.add(verb::post, "/small", "small", count_and_echo, small);
@@ -189,17 +190,25 @@ TEST_F(HttpAdmissionTest, Http11WithoutHostIs400) {
   EXPECT_EQ(handled_.load(), 0);
 }
 
+// Connections the server has surely accepted, each in the middle of its next request (its
+// headers begun), so neither is idle and neither can give way.
+std::vector<std::unique_ptr<RawConnection>> hold_busy(unsigned short port, int count, const char* source = nullptr) {
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < count; ++i) {
+    held.push_back(std::make_unique<RawConnection>(port, std::chrono::seconds(10), source));
+    held.back()->send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_TRUE(held.back()->read_response().starts_with("HTTP/1.1 200"));
+    held.back()->send("GET /healthz HTTP/1.1\r\n");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the server has read those bytes
+  return held;
+}
+
 TEST_F(HttpAdmissionTest, ConnectionsBeyondTheBoundGet503WithRetryAfter) {
   ServerLimits l = limits();
   l.max_connections = 2;
   start(l);
-  // Two connections the server has surely accepted: each got an answer and stays open.
-  std::vector<std::unique_ptr<RawConnection>> held;
-  for (int i = 0; i < 2; ++i) {
-    held.push_back(std::make_unique<RawConnection>(port()));
-    held.back()->send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-    ASSERT_TRUE(held.back()->read_response().starts_with("HTTP/1.1 200"));
-  }
+  std::vector<std::unique_ptr<RawConnection>> held = hold_busy(port(), 2);
   RawConnection third(port());
   const std::string reply = third.read_to_end();  // answered before it sent anything
   EXPECT_TRUE(reply.starts_with("HTTP/1.1 503")) << reply;
@@ -216,6 +225,106 @@ TEST_F(HttpAdmissionTest, ConnectionsBeyondTheBoundGet503WithRetryAfter) {
     if (!served) std::this_thread::sleep_for(50ms);
   }
   EXPECT_TRUE(served);
+}
+
+// Silent sockets and keep-alive probes held every slot for the whole idle timeout, so agents and
+// operators got 503 while the holders spent nothing.
+TEST_F(HttpAdmissionTest, AnIdleAnonymousConnectionGivesWayToANewcomer) {
+  ServerLimits l = limits();
+  l.max_connections = 2;
+  start(l);
+  RawConnection oldest(port());
+  oldest.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(oldest.read_response().starts_with("HTTP/1.1 200"));
+  RawConnection silent(port());  // never says a word
+  std::this_thread::sleep_for(100ms);
+
+  Client client("http://127.0.0.1:" + std::to_string(port()));
+  auto r = client.get("/healthz");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_EQ(r->status, 200u);
+  EXPECT_TRUE(oldest.closed_by_peer()) << "the oldest idle connection should have been closed for the newcomer";
+  silent.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(silent.read_response().starts_with("HTTP/1.1 200")) << "the younger one keeps its slot";
+}
+
+TEST_F(HttpAdmissionTest, ASilentConnectionIsClosedAfterTheFirstRequestTimeout) {
+  ServerLimits l = limits();
+  l.first_request_timeout = 300ms;
+  l.idle_timeout = 10s;
+  start(l);
+  RawConnection silent(port());
+  const auto since = std::chrono::steady_clock::now();
+  EXPECT_TRUE(silent.closed_by_peer());
+  EXPECT_LT(std::chrono::steady_clock::now() - since, 5s) << "closed by the idle timeout, not the first-request one";
+}
+
+TEST_F(HttpAdmissionTest, HeadersTrickledInAreBoundedByTheHeaderTimeout) {
+  ServerLimits l = limits();
+  l.header_timeout = 300ms;
+  l.idle_timeout = 10s;
+  l.request_timeout = 10s;
+  start(l);
+  RawConnection slow(port());
+  slow.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(slow.read_response().starts_with("HTTP/1.1 200"));
+  slow.send("GET /healthz HTTP/1.1\r\n");
+  const auto since = std::chrono::steady_clock::now();
+  EXPECT_TRUE(slow.closed_by_peer());
+  EXPECT_LT(std::chrono::steady_clock::now() - since, 5s) << "the header timeout did not bound the headers";
+}
+
+TEST_F(HttpAdmissionTest, OnePeerAddressHoldsAtMostItsShareOfAnonymousConnections) {
+  ServerLimits l = limits();
+  l.max_connections = 16;
+  l.max_connections_per_peer = 2;
+  start(l);
+  std::vector<std::unique_ptr<RawConnection>> held = hold_busy(port(), 2, "127.0.0.2");
+  RawConnection third(port(), 10s, "127.0.0.2");
+  const std::string reply = third.read_to_end();
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 503")) << reply;
+  EXPECT_NE(reply.find("from one address"), std::string::npos) << reply;
+  // Another address is served.
+  RawConnection other(port(), 10s, "127.0.0.3");
+  other.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(other.read_response().starts_with("HTTP/1.1 200"));
+  // A connection that shows a token leaves its address's anonymous share.
+  RawConnection trusted(port(), 10s, "127.0.0.4");
+  trusted.send("GET /guarded HTTP/1.1\r\nHost: x\r\nAuthorization: " + std::string(kToken) + "\r\n\r\n");
+  ASSERT_TRUE(trusted.read_response().starts_with("HTTP/1.1 200"));
+  std::vector<std::unique_ptr<RawConnection>> more = hold_busy(port(), 2, "127.0.0.4");
+  EXPECT_EQ(more.size(), 2u);
+}
+
+// The reserve: with the anonymous pool full of connections mid-request, a newcomer is admitted
+// on probation. Showing a token keeps its slot; an anonymous request is answered 503 and closed.
+TEST_F(HttpAdmissionTest, TheReserveServesOnlyConnectionsThatShowAToken) {
+  ServerLimits l = limits();
+  l.max_connections = 4;
+  l.reserved_connections = 2;
+  start(l);
+  std::vector<std::unique_ptr<RawConnection>> held = hold_busy(port(), 2);
+
+  RawConnection anonymous(port());
+  anonymous.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string refused = anonymous.read_to_end();
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 503")) << refused;
+  EXPECT_NE(refused.find("clients with a token"), std::string::npos) << refused;
+
+  RawConnection agent(port());
+  for (int i = 0; i < 3; ++i) {
+    agent.send("GET /guarded HTTP/1.1\r\nHost: x\r\nAuthorization: " + std::string(kToken) + "\r\n\r\n");
+    const std::string ok = agent.read_response();
+    ASSERT_TRUE(ok.starts_with("HTTP/1.1 200")) << ok;
+  }
+  // A trusted connection never gives way: with the pool still full, newcomers are refused.
+  RawConnection second_agent(port());
+  second_agent.send("GET /guarded HTTP/1.1\r\nHost: x\r\nAuthorization: " + std::string(kToken) + "\r\n\r\n");
+  EXPECT_TRUE(second_agent.read_response().starts_with("HTTP/1.1 200"));
+  RawConnection fifth(port());
+  EXPECT_TRUE(fifth.read_to_end().starts_with("HTTP/1.1 503"));
+  agent.send("GET /guarded HTTP/1.1\r\nHost: x\r\nAuthorization: " + std::string(kToken) + "\r\n\r\n");
+  EXPECT_TRUE(agent.read_response().starts_with("HTTP/1.1 200"));
 }
 
 TEST_F(HttpAdmissionTest, InFlightBodyBytesAreBounded) {
