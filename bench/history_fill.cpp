@@ -126,7 +126,8 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
     d.slots = {{"gpu0", kGpus[g].name, std::nullopt, std::nullopt}};
     d.torch_builds = {{"stable", "2.6.0+cu124", {{Runtime::kLibtorch, kModes}}},
                       {"nightly", "2.7.0.dev+cu126", {{Runtime::kLibtorch, kModes}}}};
-    BF_ASSIGN_OR_RETURN(const std::int64_t id, store->agents().enroll_agent(d, {"salt", "hash"}));
+    BF_ASSIGN_OR_RETURN(const std::int64_t id,
+                        store->agents().enroll_agent(d, {"salt", "hash"}, store::EnrolmentClaim::anyone()));
     agents.emplace_back(id, g);
     agent_ids.push_back(id);
   }

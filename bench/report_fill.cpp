@@ -215,7 +215,8 @@ Result<FillSummary> fill_database(const FillOptions& o, const Catalog& catalog, 
     d.slots = {{"gpu0", gpu.name, std::nullopt, std::nullopt}};
     d.torch_builds = {{"stable", "2.5.1+cu124", {{Runtime::kLibtorch, kModes}}},
                       {"nightly", "2.7.0.dev20250301+cu126", {{Runtime::kLibtorch, kModes}}}};
-    BF_ASSIGN_OR_RETURN(const std::int64_t id, store->agents().enroll_agent(d, {"salt", "hash"}));
+    BF_ASSIGN_OR_RETURN(const std::int64_t id,
+                        store->agents().enroll_agent(d, {"salt", "hash"}, store::EnrolmentClaim::anyone()));
     agents.emplace_back(id, static_cast<std::size_t>(g));
     agent_ids.push_back(id);
   }

@@ -239,6 +239,13 @@ int run_cli(int argc, char** argv, Console& console) {
   bool agents_json = false;
   auto* agents_cmd = app.add_subcommand("agents", "List agents: slots (GPU, class, memory), builds, last seen, jobs.");
   agents_cmd->add_flag("--json", agents_json, "print the API's JSON");
+  std::string approve_agent;
+  auto* approve_cmd = agents_cmd->add_subcommand(
+      "approve",
+      "Allow the next enrolment under an agent's name without its current token (a host whose state\n"
+      "directory was lost enrols again under its name, keeping its id). Without this, or the token, the\n"
+      "coordinator refuses it (409), so the enrolment token alone cannot take over an agent's identity.");
+  approve_cmd->add_option("agent", approve_agent, "agent id or name")->required();
 
   std::string drain_agent;
   bool drain_resume = false;
@@ -302,6 +309,15 @@ int run_cli(int argc, char** argv, Console& console) {
     } else {
       console.out << "cancelled run " << cancel_id << ": " << r->value("cancelled_jobs", 0) << " jobs stopped\n";
     }
+    return kExitOk;
+  }
+  if (approve_cmd->parsed()) {
+    auto id = agent_id_of(approve_agent, client);
+    if (!id.ok()) return fail(console, id.error());
+    auto r = client.approve(*id);
+    if (!r.ok()) return fail(console, r.error());
+    console.out << "agent " << *id << " (" << r->value("name", "?")
+                << "): its next enrolment under this name is allowed without its token\n";
     return kExitOk;
   }
   if (agents_cmd->parsed()) return show(client.agents(), agents_json, agents_view, console);

@@ -103,6 +103,11 @@ Result<nlohmann::json> FleetClient::agents() {
   return send_json(bhttp::verb::get, "/api/v1/agents", "list agents", 200);
 }
 
+Result<nlohmann::json> FleetClient::approve(std::int64_t agent_id) {
+  return send_json(bhttp::verb::post, "/api/v1/agents/" + std::to_string(agent_id) + "/approve",
+                   "approve the re-enrolment of agent " + std::to_string(agent_id), 200, nullptr);
+}
+
 Result<nlohmann::json> FleetClient::drain(std::int64_t agent_id, bool draining) {
   const nlohmann::json body = {{"draining", draining}};
   return send_json(bhttp::verb::post, "/api/v1/agents/" + std::to_string(agent_id) + "/drain",

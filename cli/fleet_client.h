@@ -33,6 +33,7 @@ class FleetClient {
   Result<nlohmann::json> cancel(std::int64_t run_id);                  // CancelledRun
   Result<nlohmann::json> agents();                                     // AgentList
   Result<nlohmann::json> drain(std::int64_t agent_id, bool draining);  // Agent
+  Result<nlohmann::json> approve(std::int64_t agent_id);               // Agent
   Result<nlohmann::json> models();                                     // ModelList
 
   // History. `query` is already encoded ("model=...&limit=20"), "" for none.

@@ -191,6 +191,7 @@ std::string agents_view(const json& agent_list) {
       }
       std::string state = a.value("online", false) ? "online" : "offline";
       if (a.value("draining", false)) state += ", draining";
+      if (a.value("reenrolment_approved", false)) state += ", re-enrolment approved";
       std::string jobs;
       for (const json& l : a.value("leases", json::array())) {
         if (!jobs.empty()) jobs += ", ";

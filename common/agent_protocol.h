@@ -28,6 +28,15 @@
 
 namespace benchfleet {
 
+// An agent re-enrolling under its name shows the token it holds in this header (the
+// Authorization header carries the enrolment token): enrolling under an enrolled name takes over
+// its id and live leases, so the coordinator wants that proof or an operator's approval.
+inline constexpr std::string_view kAgentTokenHeader = "X-Agent-Token";
+// The key an agent makes once and keeps in its state directory, shown on every enrolment: its
+// next enrolment under the same name needs no token, so an answer lost on the way (the token in
+// it never arrived) does not lock the agent out.
+inline constexpr std::string_view kAgentKeyHeader = "X-Agent-Key";
+
 // ---- answers to agents -------------------------------------------------------------------------
 
 // Timers the coordinator dictates (Intervals). Written as top-level members of its enrolment,

@@ -90,8 +90,12 @@ void AgentLoops::adopt_intervals(const Intervals& dictated) {
 Status AgentLoops::enrol(const std::string& rejected) {
   std::lock_guard lock(enrol_mu_);
   if (identity_.valid() && identity_.get().second != rejected) return Status::Ok();
+  // The token held now (even the one just rejected: the coordinator checks it) or, before the
+  // first enrolment of this run, the one an earlier run saved.
+  const std::string held = identity_.valid() ? identity_.get().second : parts_.held_token;
   auto client = parts_.connect(identity_);
-  BF_ASSIGN_OR_RETURN(EnrollResponse e, client->enroll(parts_.descriptor, parts_.enrollment_token));
+  BF_ASSIGN_OR_RETURN(EnrollResponse e, client->enroll(parts_.descriptor, parts_.enrollment_token,
+                                                       EnrolmentProof{parts_.agent_key, held}));
   identity_.set(e.agent_id, e.agent_token);
   adopt_intervals(e.intervals);
   if (parts_.enrolled) parts_.enrolled(e);

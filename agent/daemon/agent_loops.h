@@ -56,6 +56,11 @@ struct AgentLoopParts {
   std::function<void(const EnrollResponse&)> enrolled;
   AgentDescriptor descriptor;  // what enrolment sends; one slot loop per descriptor.slots
   std::string enrollment_token;
+  // The agent token saved by an earlier run, even one with another descriptor: shown when
+  // enrolling again under the same name (CoordinatorApi::enroll).
+  std::string held_token;
+  // The key this agent keeps in its state directory (agent_key()), shown on every enrolment.
+  std::string agent_key;
   AllocationRules allocation;
 };
 

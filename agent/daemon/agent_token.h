@@ -24,4 +24,13 @@ std::optional<std::pair<std::int64_t, std::string>> load_agent_token(const std::
                                                                      const std::string& coordinator,
                                                                      const AgentDescriptor& descriptor);
 
+// The saved token when `path` holds one issued by `coordinator`, whatever descriptor it was for
+// ("" otherwise): the proof that lets the agent enrol under its name again (kAgentTokenHeader).
+std::string held_agent_token(const std::string& path, const std::string& coordinator);
+
+// The agent's key in `path` (<state_dir>/agent-key), made there first (32 random hex characters,
+// mode 0600) when there is none; "" when it can be neither read nor made (the agent then enrols
+// without one, and enrolling again under its name needs its token or an operator's approval).
+std::string agent_key(const std::string& path);
+
 }  // namespace benchfleet::agent

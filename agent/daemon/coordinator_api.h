@@ -56,13 +56,22 @@ struct UploadAnswer {
 // Errors: kUnauthenticated when the coordinator rejects the agent token (re-enrol);
 // kUnavailable when it cannot be reached or its answer cannot be read (retry with backoff);
 // others as the problem says.
+// What an agent shows when it enrols (kAgentKeyHeader, kAgentTokenHeader); "" for none.
+struct EnrolmentProof {
+  std::string key;    // made once and kept in its state directory
+  std::string token;  // the agent token it held before
+};
+
 class CoordinatorApi {
  public:
   virtual ~CoordinatorApi() = default;
 
   // Exchanges the enrolment token for the agent's own id and token, which it stores in the
-  // instance's AgentIdentity.
-  virtual Result<EnrollResponse> enroll(const AgentDescriptor& descriptor, const std::string& enrollment_token) = 0;
+  // instance's AgentIdentity. `proof` is what lets the coordinator take it for the agent already
+  // enrolled under its name: the key it keeps and the token it held before (either may be empty).
+  // kConflict when that name is enrolled and neither proof nor an operator's approval allows it.
+  virtual Result<EnrollResponse> enroll(const AgentDescriptor& descriptor, const std::string& enrollment_token,
+                                        const EnrolmentProof& proof) = 0;
   // Long-polls a job for `slot`. Each poll carries a request id (idempotency key) that is kept
   // until an answer was read, so a poll retried after a lost connection or an unreadable answer
   // is the same request to the coordinator: it hands back the same lease, at the same attempt.

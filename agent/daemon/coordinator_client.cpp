@@ -31,8 +31,14 @@ Result<http::ClientResponse> CoordinatorClient::post(const std::string& target, 
   return http_.post_json(target, body, bearer, timeout);
 }
 
-Result<EnrollResponse> CoordinatorClient::enroll(const AgentDescriptor& d, const std::string& enrollment_token) {
-  BF_ASSIGN_OR_RETURN(auto r, post("/api/v1/agents/enroll", d, enrollment_token, 30s));
+Result<EnrollResponse> CoordinatorClient::enroll(const AgentDescriptor& d, const std::string& enrollment_token,
+                                                 const EnrolmentProof& proof) {
+  http::Client::Headers headers = {{"Authorization", "Bearer " + enrollment_token},
+                                   {"Content-Type", "application/json"}};
+  if (!proof.key.empty()) headers.emplace_back(std::string(kAgentKeyHeader), proof.key);
+  if (!proof.token.empty()) headers.emplace_back(std::string(kAgentTokenHeader), proof.token);
+  BF_ASSIGN_OR_RETURN(auto r, http_.request(boost::beast::http::verb::post, "/api/v1/agents/enroll",
+                                            nlohmann::json(d).dump(), headers, 30s));
   if (r.status != 201) return http::error_for_response(r, "enrolment");
   auto e = decode_enrollment_answer(r.body);
   if (!e.ok()) return unreadable(e.error());

@@ -27,7 +27,8 @@ class CoordinatorClient final : public CoordinatorApi {
  public:
   CoordinatorClient(std::string base_url, AgentIdentity& identity);
 
-  Result<EnrollResponse> enroll(const AgentDescriptor& descriptor, const std::string& enrollment_token) override;
+  Result<EnrollResponse> enroll(const AgentDescriptor& descriptor, const std::string& enrollment_token,
+                                const EnrolmentProof& proof) override;
   Result<LeaseResponse> lease(const std::string& slot, int wait_s) override;
   bool has_unanswered_poll(const std::string& slot) const override;
   Result<LeaseState> progress(std::int64_t job_id, const std::string& lease_id, std::string_view phase) override;

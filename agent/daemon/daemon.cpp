@@ -249,6 +249,8 @@ int Daemon::run() {
   };
   parts.descriptor = descriptor;
   parts.enrollment_token = c.enrollment_token;
+  parts.held_token = held_agent_token(s.token_file(), coordinator);
+  parts.agent_key = agent_key(c.state_dir + "/agent-key");
   parts.allocation.read_deadline = deadline_reader(c);
   parts.allocation.end_margin = std::chrono::seconds(c.end_margin_s);
   parts.allocation.idle_exit = std::chrono::seconds(c.idle_exit_s);

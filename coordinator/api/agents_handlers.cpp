@@ -106,11 +106,36 @@ Result<http::Response> enroll_agent(ApiContext& ctx, const http::Request& req, c
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
   BF_ASSIGN_OR_RETURN(const AgentDescriptor descriptor, decode<AgentDescriptor>(body));
   if (auto err = check_descriptor_text(descriptor)) return *err;
+  // Enrolling under a name already enrolled takes over its id and its live leases: the agent
+  // shows the token it holds (X-Agent-Token), or an operator approved it, unless configured open.
+  std::optional<std::int64_t> proven;
+  if (const std::string_view current = req[kAgentTokenHeader]; !current.empty()) {
+    auto held = authenticate_agent_token(ctx, current);
+    if (!held.ok() && held.error().code != ErrorCode::kUnauthenticated) return held.error();
+    if (held.ok()) proven = *held;
+  }
+  const std::string_view key = req[kAgentKeyHeader];
+  if (!key.empty() && (key.size() < 16 || key.size() > 256 ||
+                       !std::all_of(key.begin(), key.end(), [](char c) { return c > ' ' && c < 0x7f; }))) {
+    return Error::invalid(std::string(kAgentKeyHeader), "must be 16 to 256 printable ASCII characters");
+  }
+  std::optional<store::AgentCredentials> key_hash;
+  if (!key.empty()) {
+    BF_ASSIGN_OR_RETURN(const auto stored, ctx.store.agents().agent_key(descriptor.name));
+    if (stored && !stored->hash.empty() &&
+        auth::constant_time_equal(auth::hash_token(stored->salt, key), stored->hash)) {
+      proven = stored->agent_id;
+    }
+    key_hash = store::AgentCredentials{auth::random_bytes(16), {}};
+    key_hash->hash = auth::hash_token(key_hash->salt, key);
+  }
+  const store::EnrolmentClaim claim =
+      ctx.config.reenrolment == "open" ? store::EnrolmentClaim::anyone() : store::EnrolmentClaim::holder_of(proven);
   const std::string secret = auth::generate_secret();
   store::AgentCredentials creds;
   creds.salt = auth::random_bytes(16);
   creds.hash = auth::hash_token(creds.salt, secret);
-  BF_ASSIGN_OR_RETURN(const std::int64_t id, ctx.store.agents().enroll_agent(descriptor, creds));
+  BF_ASSIGN_OR_RETURN(const std::int64_t id, ctx.store.agents().enroll_agent(descriptor, creds, claim, key_hash));
   const EnrollResponse out{id, compose_agent_token(id, secret), intervals(ctx)};
   return json_response(bhttp::status::created, out, req);
 }
@@ -263,6 +288,14 @@ Result<http::Response> drain_agent(ApiContext& ctx, const http::Request& req, co
     BF_RETURN_IF_ERROR(r.finish());
   }
   BF_RETURN_IF_ERROR(ctx.store.agents().set_draining(id, draining));
+  BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.agents().get_agent(id));
+  return json_response(bhttp::status::ok, agent_json(agent, ctx.clock.now_ms(), ctx.config.heartbeat_interval_s), req);
+}
+
+Result<http::Response> approve_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  BF_RETURN_IF_ERROR(require_operator(ctx, req));
+  BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
+  BF_RETURN_IF_ERROR(ctx.store.agents().approve_reenrolment(id));
   BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.agents().get_agent(id));
   return json_response(bhttp::status::ok, agent_json(agent, ctx.clock.now_ms(), ctx.config.heartbeat_interval_s), req);
 }

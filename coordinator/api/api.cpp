@@ -110,6 +110,8 @@ void register_routes(http::Router& r, ApiContext& ctx) {
   r.add(verb::get, "/api/v1/agents", "agents.list", offload(ctx, list_agents), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/queue", "queue.summary", offload(ctx, queue_summary), admit(reader, kNoBody));
   r.add(verb::post, "/api/v1/agents/{id}/drain", "agents.drain", offload(ctx, drain_agent), admit(op, kControlBody));
+  r.add(verb::post, "/api/v1/agents/{id}/approve", "agents.approve", offload(ctx, approve_agent),
+        admit(op, kControlBody));
   r.add(verb::post, "/api/v1/schedules", "schedules.create", offload(ctx, create_schedule), admit(op, kDocumentBody));
   r.add(verb::get, "/api/v1/schedules", "schedules.list", offload(ctx, list_schedules), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/schedules/{id}", "schedules.get", offload(ctx, get_schedule), admit(reader, kNoBody));

@@ -73,7 +73,10 @@ std::string compose_agent_token(std::int64_t agent_id, const std::string& secret
 }
 
 Result<std::int64_t> authenticate_agent(const ApiContext& ctx, const http::Request& req) {
-  const std::string_view token = auth::bearer_token(authorization(req));
+  return authenticate_agent_token(ctx, auth::bearer_token(authorization(req)));
+}
+
+Result<std::int64_t> authenticate_agent_token(const ApiContext& ctx, std::string_view token) {
   const Error unauthenticated{ErrorCode::kUnauthenticated, "the agent token is missing or not valid; re-enrol", {}};
   constexpr std::string_view kPrefix = "bfa_";
   if (token.substr(0, kPrefix.size()) != kPrefix) return unauthenticated;
@@ -212,6 +215,7 @@ nlohmann::json agent_json(const store::AgentInfo& a, TimestampMs now, int heartb
           {"last_seen_at", format_time(a.last_seen_at)},
           {"online", online},
           {"draining", a.draining},
+          {"reenrolment_approved", a.reenrolment_approved},
           {"leases", leases}};
 }
 

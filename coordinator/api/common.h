@@ -28,6 +28,8 @@ Status require_reader(const ApiContext& ctx, const http::Request& req);
 bool holds_client_token(const ApiContext& ctx, const http::Request& req);
 // The agent id a valid agent token ("bfa_<id>_<secret>") belongs to.
 Result<std::int64_t> authenticate_agent(const ApiContext& ctx, const http::Request& req);
+// The same check of an agent token ("bfa_<id>_<secret>") given on its own.
+Result<std::int64_t> authenticate_agent_token(const ApiContext& ctx, std::string_view token);
 // As above, and the token's agent must be the {id} in the path.
 Result<std::int64_t> authenticate_agent_path(const ApiContext& ctx, const http::Request& req,
                                              const http::RouteMatch& match);

@@ -30,6 +30,8 @@ Result<http::Response> job_release(ApiContext& ctx, const http::Request& req, co
 Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> list_agents(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> drain_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+// The operator allows the next enrolment under the agent's name without its token.
+Result<http::Response> approve_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 
 // history_handlers.cpp: schedules, series, regressions
 Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);

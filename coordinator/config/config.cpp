@@ -28,6 +28,9 @@ std::vector<Option> options(CoordinatorConfig& c) {
              "read-only token: with public_reads false, GET endpoints accept it as well as the operator token; "
              "default: generated into <db>.reader-token"),
       option("public_reads", c.public_reads, "serve GET endpoints without a token"),
+      option("reenrolment", c.reenrolment,
+             "who may enrol under a name already enrolled: token (the agent's current token, header X-Agent-Token, "
+             "or an operator's approval: benchfleet agents approve NAME) or open (any holder of the enrolment token)"),
       option("lease_ttl_s", c.lease_ttl_s, "seconds a lease lives unless renewed"),
       option("heartbeat_interval_s", c.heartbeat_interval_s, "seconds between agent heartbeats (told to agents)"),
       option("long_poll_timeout_s", c.long_poll_timeout_s, "longest wait of a lease request with no work"),
@@ -114,6 +117,9 @@ Status validate(const CoordinatorConfig& c) {
   if (c.restart_grace_s < 0) return Error::invalid("restart_grace_s", "must be >= 0");
   if (c.max_cells < 1) return Error::invalid("max_cells", "must be >= 1");
   if (c.max_body_bytes < 1024) return Error::invalid("max_body_bytes", "must be >= 1024");
+  if (c.reenrolment != "token" && c.reenrolment != "open") {
+    return Error::invalid("reenrolment", "must be token or open, not \"" + c.reenrolment + "\"");
+  }
   if (c.max_connections < 1) return Error::invalid("max_connections", "must be >= 1");
   if (c.reserved_connections < 0 || c.reserved_connections >= c.max_connections) {
     return Error::invalid("reserved_connections",

@@ -38,6 +38,9 @@ struct CoordinatorConfig {
   // Connections served at once (agents' long-polls included); beyond: 503 with Retry-After.
   // Of them, reserved_connections are kept for connections that showed a token, and one address
   // holds at most max_connections_per_peer anonymous ones (http::ServerLimits).
+  // Who may enrol under a name already enrolled: "token" (the agent's current token, or an
+  // operator's approval) or "open" (any holder of the enrolment token).
+  std::string reenrolment = "token";
   int max_connections = 2048;
   int reserved_connections = 256;
   int max_connections_per_peer = 64;

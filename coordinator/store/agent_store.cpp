@@ -10,10 +10,41 @@
 
 namespace benchfleet::store {
 
-Result<std::int64_t> AgentStore::enroll_agent(const AgentDescriptor& d, const AgentCredentials& credentials) {
+Result<std::optional<StoredAgentKey>> AgentStore::agent_key(const std::string& name) {
+  return core_.group.run([&]() -> Result<std::optional<StoredAgentKey>> {
+    BF_ASSIGN_OR_RETURN(auto row, core_.db->query_one("SELECT id, key_salt IS NOT NULL AND key_hash IS NOT NULL,"
+                                                      " key_salt, key_hash FROM agents WHERE name = ?",
+                                                      name));
+    if (!row.found()) return std::optional<StoredAgentKey>();
+    StoredAgentKey key;
+    key.agent_id = row->int64(0);
+    if (row->int64(1) != 0) {
+      key.salt = row->blob(2);
+      key.hash = row->blob(3);
+    }
+    return std::optional<StoredAgentKey>(std::move(key));
+  });
+}
+
+Result<std::int64_t> AgentStore::enroll_agent(const AgentDescriptor& d, const AgentCredentials& credentials,
+                                              const EnrolmentClaim& claim, const std::optional<AgentCredentials>& key) {
   return core_.group.run([&]() -> Result<std::int64_t> {
     const TimestampMs now = core_.clock.now_ms();
     std::int64_t id = 0;
+    {
+      BF_ASSIGN_OR_RETURN(
+          auto existing,
+          core_.db->query_one("SELECT id, reenrol_approved_at IS NOT NULL FROM agents WHERE name = ?", d.name));
+      if (existing.found() && !claim.open && claim.proven_agent != existing->int64(0) && existing->int64(1) == 0) {
+        return Error{ErrorCode::kConflict,
+                     "an agent named \"" + d.name + "\" (id " + std::to_string(existing->int64(0)) +
+                         ") is enrolled; enrolling under its name needs that agent's key (header X-Agent-Key, kept"
+                         " in its state directory), its current token (header X-Agent-Token) or an operator's"
+                         " approval (benchfleet agents approve " +
+                         d.name + ")",
+                     "name"};
+      }
+    }
     {
       BF_ASSIGN_OR_RETURN(
           auto upsert,
@@ -21,10 +52,14 @@ Result<std::int64_t> AgentStore::enroll_agent(const AgentDescriptor& d, const Ag
               "INSERT INTO agents (name, hostname, version, descriptor, enrolled_at, last_seen_at, draining)"
               " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)"
               " ON CONFLICT(name) DO UPDATE SET hostname = ?2, version = ?3, descriptor = ?4, enrolled_at = ?5,"
-              " last_seen_at = ?5, draining = 0, self_draining = 0 RETURNING id",
+              " last_seen_at = ?5, draining = 0, self_draining = 0, reenrol_approved_at = NULL RETURNING id",
               d.name, d.hostname, d.version, nlohmann::json(d).dump(), now));
       if (!upsert.found()) return Error::internal("agent upsert returned no id");
       id = upsert->int64(0);
+    }
+    if (key) {
+      BF_ASSIGN_OR_RETURN(auto keep, core_.db->prepare("UPDATE agents SET key_salt = ?1, key_hash = ?2 WHERE id = ?3"));
+      BF_RETURN_IF_ERROR(keep->bind_blob(1, key->salt).bind_blob(2, key->hash).bind(3, id).run());
     }
     {
       BF_ASSIGN_OR_RETURN(
@@ -66,6 +101,15 @@ Result<std::int64_t> AgentStore::enroll_agent(const AgentDescriptor& d, const Ag
   });
 }
 
+Status AgentStore::approve_reenrolment(std::int64_t agent_id) {
+  return core_.group.run([&]() -> Status {
+    BF_RETURN_IF_ERROR(
+        core_.db->run("UPDATE agents SET reenrol_approved_at = ? WHERE id = ?", core_.clock.now_ms(), agent_id));
+    if (core_.db->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
+    return Status::Ok();
+  });
+}
+
 Result<AgentCredentials> AgentStore::agent_credentials(std::int64_t agent_id) {
   // Every agent request is authenticated: a cached answer keeps that out of the write path.
   {
@@ -88,10 +132,9 @@ Result<AgentInfo> AgentStore::agent_info_locked(std::int64_t agent_id) {
   AgentInfo info;
   {
     BF_ASSIGN_OR_RETURN(
-        auto s,
-        core_.db->query_one(
-            "SELECT id, descriptor, enrolled_at, last_seen_at, draining OR self_draining FROM agents WHERE id = ?",
-            agent_id));
+        auto s, core_.db->query_one("SELECT id, descriptor, enrolled_at, last_seen_at, draining OR self_draining,"
+                                    " reenrol_approved_at IS NOT NULL FROM agents WHERE id = ?",
+                                    agent_id));
     if (!s.found()) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
     info.id = s->int64(0);
     // Every lease reads its agent: the decoded descriptor is kept until the agent enrols again.
@@ -104,6 +147,7 @@ Result<AgentInfo> AgentStore::agent_info_locked(std::int64_t agent_id) {
     info.enrolled_at = s->int64(2);
     info.last_seen_at = s->int64(3);
     info.draining = s->int64(4) != 0;
+    info.reenrolment_approved = s->int64(5) != 0;
   }
   BF_ASSIGN_OR_RETURN(
       auto l, core_.db->query(

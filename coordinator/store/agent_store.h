@@ -29,7 +29,17 @@ class AgentStore {
   // Creates the agent, or updates the one with the same name (it keeps its id), and replaces
   // its credentials. Queued jobs whose build and runtime one of its slots has but not their mode
   // become `unsupported` now (scheduler::unsupported_reason). Returns the agent id.
-  Result<std::int64_t> enroll_agent(const AgentDescriptor& descriptor, const AgentCredentials& credentials);
+  // An enrolled name is taken over only when `claim` allows it: open, the caller proved it holds
+  // that agent's token, or an operator approved it (approve_reenrolment; used up here). Else
+  // kConflict, naming both ways.
+  // `key`, when given, is the salted hash of the key the agent showed (X-Agent-Key): kept for
+  // its next enrolment; an earlier one stays when none is given.
+  Result<std::int64_t> enroll_agent(const AgentDescriptor& descriptor, const AgentCredentials& credentials,
+                                    const EnrolmentClaim& claim, const std::optional<AgentCredentials>& key = {});
+  // The key kept for the agent named `name`; nullopt when no agent has that name.
+  Result<std::optional<StoredAgentKey>> agent_key(const std::string& name);
+  // The operator's approval of the next enrolment under `agent_id`'s name. kNotFound.
+  Status approve_reenrolment(std::int64_t agent_id);
   // For verification by the caller (the hash of the agent's token). kNotFound.
   Result<AgentCredentials> agent_credentials(std::int64_t agent_id);
   Result<std::vector<AgentInfo>> list_agents();

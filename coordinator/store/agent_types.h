@@ -22,6 +22,8 @@ struct AgentInfo {
   TimestampMs enrolled_at = 0;
   TimestampMs last_seen_at = 0;
   bool draining = false;
+  // An operator approved the next enrolment under this name without the agent's token.
+  bool reenrolment_approved = false;
   struct ActiveLease {
     std::string slot;
     std::int64_t job_id = 0;
@@ -30,6 +32,26 @@ struct AgentInfo {
     std::string status;  // leased / running
   };
   std::vector<ActiveLease> leases;
+};
+
+// Who may enrol under a name that is already enrolled (its id and live leases go with it).
+struct EnrolmentClaim {
+  // Any holder of the enrolment token may take over any name (the coordinator's
+  // `reenrolment: open`).
+  bool open = false;
+  // The agent whose current token the caller showed (checked by the caller); the name must be
+  // that agent's.
+  std::optional<std::int64_t> proven_agent;
+
+  static EnrolmentClaim anyone() { return EnrolmentClaim{true, std::nullopt}; }
+  static EnrolmentClaim holder_of(std::optional<std::int64_t> agent) { return EnrolmentClaim{false, agent}; }
+};
+
+// The key an enrolled agent showed (salted hash), for the caller to check a re-enrolment by.
+struct StoredAgentKey {
+  std::int64_t agent_id = 0;
+  std::string salt;  // both empty when the agent showed no key
+  std::string hash;
 };
 
 // Stored credentials of an agent, for verification by the caller.

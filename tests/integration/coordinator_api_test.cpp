@@ -357,5 +357,96 @@ TEST(CoordinatorApi, TheReaderTokenReadsButCannotWrite) {
   EXPECT_EQ(coord.get_json(run_url(run))["state"], "queued");
 }
 
+// Anyone holding the enrolment token could enrol under a live agent's name and take over its id
+// and its lease: the lease's holder was then refused (409 lease_lost) when it posted its result.
+TEST(CoordinatorApi, ReenrollingAnAgentsNameNeedsItsTokenOrAnOperatorsApproval) {
+  CoordinatorProcess coord;
+  const json descriptor = FakeAgent::descriptor("gpu-host-1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}});
+  FakeAgent agent(coord, descriptor);
+  coord.submit(matrix({kResnet}, {1}, {"eager"}));
+  const auto lease = agent.lease_job("gpu0");
+  ASSERT_TRUE(lease.has_value());
+
+  const auto enrol = [&](const std::string& held) {
+    http::Client::Headers headers = {{"Authorization", std::string("Bearer ") + CoordinatorProcess::kEnrollmentToken},
+                                     {"Content-Type", "application/json"}};
+    if (!held.empty()) headers.emplace_back("X-Agent-Token", held);
+    auto r = coord.make_client()->request(boost::beast::http::verb::post, "/api/v1/agents/enroll", descriptor.dump(),
+                                          headers);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : http::ClientResponse{};
+  };
+  {
+    SCOPED_TRACE("the enrolment token alone");
+    const auto taken = enrol("");
+    expect_problem(taken, 409);
+    EXPECT_NE(taken.problem_detail().find("benchfleet agents approve gpu-host-1"), std::string::npos) << taken.body;
+    EXPECT_NE(taken.problem_detail().find("X-Agent-Token"), std::string::npos) << taken.body;
+    expect_problem(enrol("bfa_" + std::to_string(agent.id()) + "_forged"), 409);
+    // The agent keeps its lease and its token.
+    EXPECT_EQ(agent.heartbeat({*lease}).status, 200u);
+    EXPECT_EQ(agent.post_result(*lease, ok_result(10.0)).status, 201u);
+  }
+  std::string token = agent.token();
+  {
+    SCOPED_TRACE("with the agent's current token");
+    const auto again = enrol(token);
+    ASSERT_EQ(again.status, 201u) << again.body;
+    const json answer = json::parse(again.body);
+    EXPECT_EQ(answer["agent_id"], agent.id());
+    expect_problem(enrol(token), 409);  // that token was replaced by this enrolment
+    token = answer["agent_token"].get<std::string>();
+  }
+  {
+    SCOPED_TRACE("with an operator's approval, once");
+    expect_problem(coord.post("/api/v1/agents/" + std::to_string(agent.id()) + "/approve", json::object(),
+                              CoordinatorProcess::kEnrollmentToken),
+                   401);
+    const auto approved = coord.post("/api/v1/agents/" + std::to_string(agent.id()) + "/approve", json::object());
+    ASSERT_EQ(approved.status, 200u) << approved.body;
+    EXPECT_EQ(json::parse(approved.body)["reenrolment_approved"], true);
+    const auto again = enrol("");
+    ASSERT_EQ(again.status, 201u) << again.body;
+    EXPECT_EQ(json::parse(again.body)["agent_id"], agent.id());
+    expect_problem(enrol(""), 409);  // the approval was used up
+    expect_problem(coord.post("/api/v1/agents/999/approve", json::object()), 404);
+  }
+  {
+    SCOPED_TRACE("with the key the agent keeps (an enrolment whose answer was lost)");
+    const json keyed = FakeAgent::descriptor("gpu-host-3", {{"gpu0", "a100"}}, {{"stable", {"eager"}}});
+    const auto enrol_keyed = [&](const std::string& key) {
+      auto r = coord.make_client()->request(
+          boost::beast::http::verb::post, "/api/v1/agents/enroll", keyed.dump(),
+          {{"Authorization", std::string("Bearer ") + CoordinatorProcess::kEnrollmentToken},
+           {"Content-Type", "application/json"},
+           {"X-Agent-Key", key}});
+      EXPECT_TRUE(r.ok());
+      return r.ok() ? *r : http::ClientResponse{};
+    };
+    const auto first = enrol_keyed("key-of-host-3-0123456789");
+    ASSERT_EQ(first.status, 201u) << first.body;
+    const auto again = enrol_keyed("key-of-host-3-0123456789");  // the first answer never arrived
+    ASSERT_EQ(again.status, 201u) << again.body;
+    EXPECT_EQ(json::parse(again.body)["agent_id"], json::parse(first.body)["agent_id"]);
+    expect_problem(enrol_keyed("another-key-0123456789"), 409);
+    expect_problem(enrol_keyed("short"), 400, "X-Agent-Key");
+  }
+  {
+    SCOPED_TRACE("a new name needs nothing more");
+    const json other = FakeAgent::descriptor("gpu-host-2", {{"gpu0", "a100"}}, {{"stable", {"eager"}}});
+    auto r = coord.client().post_json("/api/v1/agents/enroll", other, CoordinatorProcess::kEnrollmentToken);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 201u) << r->body;
+  }
+}
+
+TEST(CoordinatorApi, OpenReenrolmentLetsTheEnrolmentTokenTakeOverAName) {
+  CoordinatorProcess coord({{"--reenrolment", "open"}});
+  const json descriptor = FakeAgent::descriptor("gpu-host-1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}});
+  FakeAgent first(coord, descriptor);
+  FakeAgent second(coord, descriptor);  // throws unless 201
+  EXPECT_EQ(second.id(), first.id());
+}
+
 }  // namespace
 }  // namespace benchfleet::testing

@@ -39,6 +39,8 @@ struct FakeCoordinator {
   std::string valid_token = "t1";
   int enrolments = 0;
   std::vector<std::string> requests;
+  std::vector<std::string> held_tokens;  // the agent token each enrolment showed ("" for none)
+  std::vector<std::string> keys;         // and the agent key
 
   std::function<Result<EnrollResponse>()> on_enroll = [this]() -> Result<EnrollResponse> {
     return EnrollResponse{1, "t" + std::to_string(enrolments + 1), {}};
@@ -65,8 +67,11 @@ class FakeClient final : public CoordinatorApi {
  public:
   FakeClient(FakeCoordinator& c, AgentIdentity& identity) : c_(c), identity_(identity) {}
 
-  Result<EnrollResponse> enroll(const AgentDescriptor&, const std::string& enrollment_token) override {
+  Result<EnrollResponse> enroll(const AgentDescriptor&, const std::string& enrollment_token,
+                                const EnrolmentProof& proof) override {
     c_.requests.push_back("enroll " + enrollment_token);
+    c_.held_tokens.push_back(proof.token);
+    c_.keys.push_back(proof.key);
     auto e = c_.on_enroll();
     if (e.ok()) {
       ++c_.enrolments;

@@ -49,6 +49,8 @@ class AgentLoopsTest : public ::testing::Test {
     parts.descriptor.name = "agent-under-test";
     parts.descriptor.slots = {SlotDescriptor{"cpu", "cpu", std::nullopt, std::nullopt}};
     parts.enrollment_token = "enrol-secret";
+    parts.held_token = "saved-earlier";
+    parts.agent_key = "key-of-this-agent";
     loops_ = std::make_unique<AgentLoops>(std::move(parts));
     coordinator_.on_runaway = [this] {
       loops_->request_stop();
@@ -282,6 +284,8 @@ TEST_F(AgentLoopsTest, A401OnAHeartbeatEnrolsAgainAndTheNextHeartbeatCarriesTheN
   EXPECT_THAT(coordinator_.requests, ElementsAre("heartbeat [] draining=0 token=forgotten", "enroll enrol-secret",
                                                  "heartbeat [] draining=0 token=t1"));
   EXPECT_EQ(loops().identity().get(), (std::pair<std::int64_t, std::string>{1, "t1"}));
+  // The token it held goes along: the coordinator lets an agent that shows it keep its name.
+  EXPECT_THAT(coordinator_.held_tokens, ElementsAre("forgotten"));
 }
 
 TEST_F(AgentLoopsTest, A401OnAnUploadEnrolsAgainAndTheResultIsPostedWithTheNewToken) {
@@ -314,6 +318,9 @@ TEST_F(AgentLoopsTest, ADrainBeforeTheFirstEnrolmentEndsTheAttempts) {
   EXPECT_FALSE(loops().ensure_enrolled());
 
   EXPECT_THAT(coordinator_.requests, ElementsAre("enroll enrol-secret"));
+  // With no token of this run yet, the one an earlier run saved is the proof shown.
+  EXPECT_THAT(coordinator_.held_tokens, ElementsAre("saved-earlier"));
+  EXPECT_THAT(coordinator_.keys, ElementsAre("key-of-this-agent"));
 }
 
 // ---- backoff -----------------------------------------------------------------------------------

@@ -300,8 +300,8 @@ class LeaseAnswerOfARealGrant : public ::testing::Test {
 };
 
 TEST_F(LeaseAnswerOfARealGrant, DecodesWithTheAgentsDecoderToTheGrant) {
-  auto agent_id =
-      store_->agents().enroll_agent(store::testing::one_slot_agent("host-1", "a100", {Mode::kEager}), {"salt", "hash"});
+  auto agent_id = store_->agents().enroll_agent(store::testing::one_slot_agent("host-1", "a100", {Mode::kEager}),
+                                                {"salt", "hash"}, store::EnrolmentClaim::anyone());
   ASSERT_TRUE(agent_id.ok()) << agent_id.error().message;
 
   MatrixSpec spec = store::testing::stable_a100_matrix("protocol", {"torchvision/resnet18"}, {4}, {Mode::kEager});

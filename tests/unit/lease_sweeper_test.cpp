@@ -39,8 +39,8 @@ class LeaseSweeperTest : public ::testing::Test {
 
   // A run of one job, leased by a fresh agent; returns the run id.
   std::int64_t leased_job() {
-    auto agent =
-        store_->agents().enroll_agent(store::testing::one_slot_agent("a", "a100", {Mode::kEager}), {"salt", "hash"});
+    auto agent = store_->agents().enroll_agent(store::testing::one_slot_agent("a", "a100", {Mode::kEager}),
+                                               {"salt", "hash"}, store::EnrolmentClaim::anyone());
     EXPECT_TRUE(agent.ok());
     const MatrixSpec spec = store::testing::stable_a100_matrix("sweep", {"torchvision/resnet18"}, {1}, {Mode::kEager});
     auto catalog = Catalog::load_file(default_catalog_path());

@@ -19,7 +19,7 @@ TEST_F(OpenApiRoutes, EveryRouteIsDocumentedAndNothingElse) {
     ASSERT_TRUE(paths[r.pattern].contains(method)) << method << " " << r.pattern << " is not documented";
     EXPECT_EQ(paths[r.pattern][method]["operationId"], r.name) << method << " " << r.pattern;
   }
-  EXPECT_EQ(routes.size(), 36u);
+  EXPECT_EQ(routes.size(), 37u);
   for (const auto& [path, item] : paths.items()) {
     for (const auto& m : kMethods) {
       if (item.contains(m)) {
@@ -194,6 +194,13 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   EXPECT_TRUE(drained.parsed["job"].is_null());
   EXPECT_EQ(drained.parsed["draining"], true);
   EXPECT_EQ(call(verb::post, agent + "/drain", json{{"draining", false}}, op).status, 200u);
+  // Its name is taken: enrolling under it needs its token or an operator's approval.
+  EXPECT_EQ(call(verb::post, "/api/v1/agents/enroll", descriptor, kEnrollmentToken).status, 409u);
+  EXPECT_EQ(call(verb::post, agent + "/approve", std::nullopt).status, 401u);
+  EXPECT_EQ(call(verb::post, "/api/v1/agents/999/approve", std::nullopt, op).status, 404u);
+  Call approved = call(verb::post, agent + "/approve", std::nullopt, op);
+  EXPECT_EQ(approved.status, 200u);
+  EXPECT_EQ(approved.parsed["reenrolment_approved"], true);
   Call leased3 = call(verb::post, agent + "/lease", json{{"slot", "gpu0"}, {"wait_s", 0}}, token);
   ASSERT_TRUE(leased3.parsed["job"].is_object()) << leased3.body;
   EXPECT_EQ(call(verb::post, run + "/cancel", std::nullopt).status, 401u);

@@ -97,7 +97,7 @@ JobResult result_for(const JobSpec& job) {
 
 TEST_F(ReportStoreTest, CellsCarryDtypeAccuracyCompileMemoryAndFlagsFromTheStoredResults) {
   AgentDescriptor agent = testing::one_slot_agent("a", "a100", {Mode::kEager, Mode::kDefault});
-  const auto agent_id = store_->agents().enroll_agent(agent, {"salt", "hash"}).value();
+  const auto agent_id = store_->agents().enroll_agent(agent, {"salt", "hash"}, store::EnrolmentClaim::anyone()).value();
   const std::int64_t run = submit({Dtype::kFloat32, Dtype::kFloat16});
   for (int i = 0; i < 8; ++i) {
     auto answer = store_->agents().lease(agent_id, "gpu0");

@@ -50,7 +50,7 @@ class StoreTest : public ::testing::Test {
     return enroll_agent(testing::one_slot_agent(name, gpu_class, std::move(modes)));
   }
   std::int64_t enroll_agent(const AgentDescriptor& descriptor) {
-    auto id = store_->agents().enroll_agent(descriptor, {"salt", "hash"});
+    auto id = store_->agents().enroll_agent(descriptor, {"salt", "hash"}, store::EnrolmentClaim::anyone());
     EXPECT_TRUE(id.ok()) << id.error().message;
     return id.ok() ? *id : 0;
   }

@@ -71,7 +71,7 @@ TEST_F(StoreTest, UnsupportedIsJudgedPerBuildTheSlotOffers) {
   d.slots = {{"gpu0", "a100", std::nullopt, std::nullopt}};
   d.torch_builds = {{"stable", "2.11.0", {{Runtime::kLibtorch, {Mode::kEager}}}},
                     {"nightly", "2.12.0", {{Runtime::kLibtorch, {Mode::kEager, Mode::kDefault}}}}};
-  const auto a = store_->agents().enroll_agent(d, {"salt", "hash"}).value();
+  const auto a = store_->agents().enroll_agent(d, {"salt", "hash"}, store::EnrolmentClaim::anyone()).value();
   MatrixSpec spec;
   spec.name = "builds";
   spec.models = {"torchvision/resnet18"};
@@ -122,7 +122,7 @@ TEST_F(StoreTest, UnsupportedIsJudgedAtSubmissionAndAtEnrolmentWithoutALease) {
   d.name = "n";
   d.slots = {{"gpu0", "a100", std::nullopt, std::nullopt}};
   d.torch_builds = {{"nightly", "2.12.0", {{Runtime::kLibtorch, {Mode::kEager}}}}};
-  ASSERT_TRUE(store_->agents().enroll_agent(d, {"salt", "hash"}).ok());
+  ASSERT_TRUE(store_->agents().enroll_agent(d, {"salt", "hash"}, store::EnrolmentClaim::anyone()).ok());
   info = store_->runs().get_run(nightly).value();
   EXPECT_EQ(info.results_by_status[ResultStatus::kUnsupported], 1) << "judged when the agent enrolled";
   EXPECT_EQ(info.jobs_by_status[JobStatus::kQueued], 1);

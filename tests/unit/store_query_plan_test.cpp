@@ -68,7 +68,7 @@ class StoreQueryPlanTest : public ::testing::Test {
     d.slots = {{"gpu0", gpu_class, std::nullopt, std::nullopt}};
     d.torch_builds = {{"stable", "2.11.0", {{Runtime::kLibtorch, modes}}}};
     if (nightly) d.torch_builds.push_back({"nightly", "2.12.0", {{Runtime::kLibtorch, {Mode::kEager}}}});
-    auto id = store_->agents().enroll_agent(d, {"salt", "hash"});
+    auto id = store_->agents().enroll_agent(d, {"salt", "hash"}, store::EnrolmentClaim::anyone());
     EXPECT_TRUE(id.ok()) << id.error().message;
     return id.ok() ? *id : 0;
   }

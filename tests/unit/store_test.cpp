@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <time.h>
+#include <cstdio>
 
 #include <algorithm>
 #include <atomic>
@@ -40,7 +41,8 @@ TEST_F(StoreTest, ABaselineDatabaseCarriesTheApplicationId) {
   auto db = Database::open(options_.path);
   ASSERT_TRUE(db.ok());
   EXPECT_EQ((*db)->query_one("PRAGMA application_id").value()->int64(0), kApplicationId);
-  EXPECT_EQ((*db)->query_one("PRAGMA user_version").value()->int64(0), 1);
+  EXPECT_EQ((*db)->query_one("PRAGMA user_version").value()->int64(0),
+            static_cast<std::int64_t>(embedded_migrations().size()));
 }
 
 // A database made before the schema baseline (a version, no application id) is refused with the
@@ -74,17 +76,21 @@ TEST_F(StoreTest, AMigrationAfterTheBaselineIsAppliedOnceAndAnOlderBinaryRefuses
   const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
   store_.reset();
   auto later = embedded_migrations();
-  later.push_back({"002_note.sql", "ALTER TABLE runs ADD COLUMN note TEXT; UPDATE runs SET note = 'kept';"});
+  const int next = static_cast<int>(later.size()) + 1;
+  char name[32];
+  std::snprintf(name, sizeof name, "%03d_note.sql", next);
+  later.push_back({name, "ALTER TABLE runs ADD COLUMN note TEXT; UPDATE runs SET note = 'kept';"});
   {
     auto db = Database::open(options_.path);
     ASSERT_TRUE(db.ok());
-    EXPECT_EQ(migrate(**db, later).value(), 2);
-    EXPECT_EQ(migrate(**db, later).value(), 2) << "nothing applied twice";
+    EXPECT_EQ(migrate(**db, later).value(), next);
+    EXPECT_EQ(migrate(**db, later).value(), next) << "nothing applied twice";
     EXPECT_EQ((*db)->query_one("SELECT note FROM runs WHERE id = ?", run).value()->text(0), "kept");
   }
   auto s = Store::open(options_, clock_);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find("schema version 2 is newer"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("schema version " + std::to_string(next) + " is newer"), std::string::npos)
+      << s.error().message;
 }
 
 TEST_F(StoreTest, ReopeningAppliesNothingTwice) {
