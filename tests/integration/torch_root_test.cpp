@@ -27,7 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kResnet = "torchvision/resnet18";
 const std::string kOld = "torch113";  // Debian 12's torch 1.13, on the host
 const std::string kNew = "torch26";   // Debian 13's torch 2.6, in its root
 
@@ -117,12 +116,12 @@ void expect_compile_and_memory_columns(const json& table, const std::map<CellKey
       }
     }
   }
-  EXPECT_EQ(checked, 4);
+  EXPECT_EQ(checked, 2);
   int rates = 0;
   for (const auto& rate : table["pass_rates"]) {
     if (rate.value("column", "").rfind("latency/" + kNew + "/", 0) != 0) continue;
-    EXPECT_EQ(rate.value("attempted", 0), 2) << rate.dump(1);
-    EXPECT_GE(rate.value("passed", 0), 1) << rate.dump(1);  // SqueezeNet at least
+    EXPECT_EQ(rate.value("attempted", 0), 1) << rate.dump(1);
+    EXPECT_EQ(rate.value("passed", 0), 1) << rate.dump(1);  // SqueezeNet compiles accurately
     ++rates;
   }
   EXPECT_EQ(rates, 2) << table["pass_rates"].dump(1);
@@ -155,10 +154,11 @@ TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
     EXPECT_FALSE(modes.contains("reduce-overhead") || modes.contains("max-autotune")) << rt.dump();
   }
 
-  // The two smaller torchvision models to compile (SqueezeNet compiles in about half
-  // MobileNetV3's time), eager and `default`: each compiled cell costs a cold compile, and
-  // max-autotune's cold compile is the runner tests' (test_runner).
-  json matrix = cpu_matrix({kResnet, kSqueezenet}, {1}, {"eager", "default"});
+  // One small torchvision model (SqueezeNet compiles in about half MobileNetV3's time), eager
+  // and `default`: each compiled cell costs a cold compile (about 40 s alone on 2 cores, minutes
+  // beside the rest of the suite), so one model is what the claims need, and max-autotune's cold
+  // compile is the runner tests' (test_runner).
+  json matrix = cpu_matrix({kSqueezenet}, {1}, {"eager", "default"});
   matrix["name"] = "two torch builds";
   matrix["torch_builds"] = {kOld, kNew};
   matrix["runtimes"] = {"libtorch", "python"};
@@ -169,10 +169,10 @@ TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
     const bool cold = pass == 0;
     SCOPED_TRACE(cold ? "first run (cold)" : "second run (warm)");
     const json run = coord.submit(matrix);
-    ASSERT_EQ(run["job_count"], 16);
+    ASSERT_EQ(run["job_count"], 8);
     ASSERT_TRUE(wait_run_state(coord, run, "done", cold ? 1200s : 600s)) << run_of(coord, run).dump(1);
     const auto cells = results_by_cell(coord, run);
-    ASSERT_EQ(cells.size(), 16u);
+    ASSERT_EQ(cells.size(), 8u);
     for (const auto& [key, row] : cells) {
       const auto& [build, runtime, mode, model] = key;
       SCOPED_TRACE(describe(key));
@@ -235,7 +235,7 @@ TEST(TorchRoot, CompiledModesOnTwoBuildsColdThenWarm) {
     }
     if (!cold) {
       // Warm compiles are faster than cold ones: Inductor's cache really served them.
-      for (const std::string& model : {kResnet, kSqueezenet}) {
+      for (const std::string& model : {kSqueezenet}) {
         const CellKey key{kNew, "python", "default", model};
         EXPECT_LT(cells.at(key)["result"]["telemetry"].value("compile_ms", 1e12),
                   first.at(key)["telemetry"].value("compile_ms", 0.0))

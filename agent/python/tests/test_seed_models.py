@@ -26,10 +26,10 @@ sys.path.insert(0, HERE)
 from runner_support import job_for, run_in_process, torch_version  # noqa: E402
 
 SLICE = ("google/vit-base-patch16-224", "nvidia/segformer-b0-finetuned-ade-512-512", "facebook/detr-resnet-50")
-# DETR at batch 1 (an 800x1066 image) takes seconds a call on two busy cores: the time bound must
-# leave room for the minimum count.
-MEASUREMENT = {"warmup": 1, "min_iterations": 3, "max_iterations": 10, "min_duration_s": 0, "max_duration_s": 60,
-               "target_ci_rel_width": 0.1}
+# DETR at batch 1 (an 800x1066 image) takes seconds a call on two busy cores: three timed calls
+# each, which is what the checks need (a sample count, positive samples, an accuracy verdict);
+# the figures themselves are the seed study's (docs/results/seed-study-cpu.md).
+MEASUREMENT = {"warmup": 1, "min_iterations": 3, "max_iterations": 3, "min_duration_s": 0, "max_duration_s": 60}
 
 
 @unittest.skipIf(importlib.util.find_spec("transformers") is None, "transformers is not installed in this build")
