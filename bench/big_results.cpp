@@ -7,7 +7,11 @@
 // 2.4 s. Now listings leave samples out unless asked (samples=true, at most 10 a page) and read
 // them outside the lock. The exit code only says whether every request was answered as expected.
 //
-//   big_results [--results 10] [--samples 1000000] [--reads 3]
+// Then the coordinator's RSS is printed after each of --rss-reads reads of every result's samples
+// (pages bounded in bytes, next_cursor followed) and after four such reads at once; and a submit
+// of --submit-jobs jobs is timed with the heartbeats' latencies during it (stored in chunks).
+//
+//   big_results [--results 10] [--samples 1000000] [--reads 3] [--rss-reads 20] [--submit-jobs 100000]
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <random>
 #include <string>
@@ -28,6 +33,7 @@
 #include "common/http/client.h"
 #include "common/stats.h"
 #include "tests/support/coordinator_child.h"
+#include "tests/support/process_memory.h"
 
 namespace {
 
@@ -41,6 +47,8 @@ struct Options {
   int results = 10;
   int samples = 1'000'000;
   int reads = 3;
+  int rss_reads = 20;
+  int submit_jobs = 100'000;
   std::string coordinator = benchfleet::testing::coordinator_binary();
 };
 
@@ -79,14 +87,31 @@ nlohmann::json big_result(int n, std::mt19937_64& rng) {
 }
 
 struct Percentiles {
-  double p50 = 0, max = 0;
+  double p50 = 0, p99 = 0, max = 0;
   std::size_t n = 0;
 };
 
 Percentiles summarise(std::vector<double> v) {
   if (v.empty()) return {};
   std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v.back(), v.size()};
+  return {v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 99 / 100)], v.back(), v.size()};
+}
+
+// Every result of the run with its samples, following next_cursor; the samples read, or -1.
+long long read_all_samples(benchfleet::http::Client& client, const std::string& run_url) {
+  long long samples = 0;
+  std::string cursor;
+  for (int page = 0; page < 1000; ++page) {
+    auto res = client.get(run_url + "/results?samples=true&limit=10" + (cursor.empty() ? "" : "&cursor=" + cursor), {},
+                          std::chrono::seconds(300));
+    if (!res.ok() || res->status != 200) return -1;
+    auto body = res->json();
+    if (!body.ok()) return -1;
+    for (const auto& r : body->at("results")) samples += static_cast<long long>(r.at("result").at("samples_ms").size());
+    if (body->at("next_cursor").is_null()) return samples;
+    cursor = body->at("next_cursor").get<std::string>();
+  }
+  return -1;
 }
 
 // A second agent heartbeating in a loop on its own connection (its own thread) from construction
@@ -253,6 +278,67 @@ int run(const Options& o) {
     std::snprintf(heartbeat, sizeof heartbeat, "%.1f / %.1f ms (%zu)", hb.p50, hb.max, hb.n);
     std::printf("  %-48s %12s %10s %24s\n", read.target.c_str(), answer, time, heartbeat);
   }
+
+  // Memory: every result's samples read again and again (each read follows next_cursor through
+  // the pages), then four such reads at once; the coordinator's RSS after each.
+  if (o.rss_reads > 0) {
+    const pid_t pid = (*child)->pid();
+    const long long want = static_cast<long long>(o.results) * o.samples;
+    std::vector<double> curve{benchfleet::testing::resident_mib(pid)};
+    for (int r = 0; r < o.rss_reads; ++r) {
+      if (read_all_samples(client, run_url) != want) {
+        std::cerr << "reading every result's samples failed\n";
+        failed = true;
+        break;
+      }
+      curve.push_back(benchfleet::testing::resident_mib(pid));
+    }
+    std::vector<std::future<long long>> readers;
+    for (int r = 0; r < 4; ++r) {
+      readers.push_back(std::async(std::launch::async, [&url, &run_url] {
+        benchfleet::http::Client own(url);
+        own.set_response_body_limit(std::size_t{1} << 30);
+        return read_all_samples(own, run_url);
+      }));
+    }
+    for (auto& reader : readers) {
+      if (reader.get() != want) failed = true;
+    }
+    curve.push_back(benchfleet::testing::resident_mib(pid));
+    std::printf("  coordinator RSS (MiB) before, after each of %d reads of all %lld samples, after 4 at once:",
+                o.rss_reads, want);
+    for (double v : curve) std::printf(" %.0f", v);
+    std::printf("\n");
+  }
+
+  // A big submit while the second agent heartbeats: its jobs are stored in chunks, so the
+  // heartbeats wait for one chunk at most, not for the whole submit.
+  if (o.submit_jobs > 0) {
+    const int batches_n = std::min(1000, o.submit_jobs);
+    std::vector<int> sizes;
+    for (int b = 1; b <= batches_n; ++b) sizes.push_back(b);
+    const nlohmann::json big = {{"name", "big-submit"},       {"models", {"microsoft/resnet-50"}},
+                                {"batch_sizes", sizes},       {"modes", {"eager"}},
+                                {"torch_builds", {"stable"}}, {"gpus", {"a100"}},
+                                {"runtimes", {"libtorch"}},   {"repetitions", std::max(1, o.submit_jobs / batches_n)}};
+    HeartbeatLoop beater(url, beater_id, beater_token);
+    const auto start = Clock::now();
+    auto submitted = client.request(
+        boost::beast::http::verb::post, "/api/v1/runs", big.dump(),
+        {{"Content-Type", "application/json"}, {"Authorization", std::string("Bearer ") + kOperatorToken}},
+        std::chrono::seconds(600));
+    const double took = ms_since(start);
+    const auto hb = summarise(beater.stop());
+    if (beater.failed()) failed = true;
+    if (check(submitted, 201, "POST /api/v1/runs (big)")) {
+      std::printf(
+          "  POST /api/v1/runs of %lld jobs: %.0f ms; heartbeats meanwhile p50 %.1f ms, p99 %.1f ms, max %.1f ms "
+          "(%zu)\n",
+          static_cast<long long>(submitted->json()->at("job_count").get<std::int64_t>()), took, hb.p50, hb.p99, hb.max,
+          hb.n);
+    }
+  }
+
   const bool alive = (*child)->running();
   (*child)->stop();
   std::error_code ec;
@@ -270,6 +356,10 @@ int main(int argc, char** argv) {
   app.add_option("--results", o.results, "results posted (one job each)")->check(CLI::Range(1, 100));
   app.add_option("--samples", o.samples, "samples per result")->check(CLI::Range(1, 1'000'000));
   app.add_option("--reads", o.reads, "times each listing is read (the median is printed)")->check(CLI::Range(1, 100));
+  app.add_option("--rss-reads", o.rss_reads, "reads of every result's samples while RSS is recorded (0: none)")
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--submit-jobs", o.submit_jobs, "jobs of the big submit timed while heartbeats run (0: none)")
+      ->check(CLI::Range(0, 100'000));
   app.add_option("--coordinator", o.coordinator, "the benchfleet-coordinator binary");
   CLI11_PARSE(app, argc, argv);
   return run(o);

@@ -194,8 +194,8 @@ std::optional<Error> check_result_for_job(const JobResult& r, Mode mode, const M
                              std::to_string(m.max_iterations);
   if (n > m.max_iterations) return Error::invalid(at("samples_ms"), "holds more than max_iterations (" + counts + ")");
   switch (*r.stop_reason) {
-    case StopReason::kFixedCount:  // on a fixed count, exactly that many
-      if (fixed && n != m.max_iterations) return Error::invalid(at("stop_reason"), "is fixed_count with " + counts);
+    case StopReason::kFixedCount:  // only on a fixed count, and exactly that many
+      if (!fixed || n != m.max_iterations) return Error::invalid(at("stop_reason"), "is fixed_count with " + counts);
       break;
     case StopReason::kMaxIterations:
       if (n != m.max_iterations) return Error::invalid(at("stop_reason"), "is max_iterations with " + counts);

@@ -39,11 +39,12 @@ std::optional<Error> check_posted_result(const JobResult& result, const std::str
 // as it stores a result (the first violation, its field under `path`):
 //  - accuracy only on a compiled mode (an eager job has nothing to judge);
 //  - an ok result's samples_ms at most max_iterations, and its stop_reason what that count can
-//    show: on a fixed count (min == max), fixed_count with exactly that many samples (so 2
-//    samples of a run fixed at 300 are refused); max_iterations with exactly max_iterations;
+//    show: fixed_count only on a fixed count (min == max) and with exactly that many samples
+//    (so 2 samples of a run fixed at 300 are refused, and so is fixed_count on a job whose count
+//    is not fixed: neither stopping rule makes that claim); max_iterations with exactly max_iterations;
 //    ci_target only on a count that is not fixed and with at least min_iterations (the rule
 //    checks the CI only then); max_time with any count (the time bound may stop a slow model
-//    before its minimum). A fixed_count claim on a job without a fixed count is taken as is.
+//    before its minimum).
 // Whether the CI really met its target is flagged, not refused (ci_not_met, common/noise_flags.h):
 // the rule's CI and the final one come from different bootstrap draws.
 std::optional<Error> check_result_for_job(const JobResult& result, Mode mode, const MeasurementSpec& measurement,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs benchfleet's libFuzzer targets (fuzz/): the JSON reader and codecs, the result
-# decoder, the CLI's matrix YAML reader and the HTTP request path, under ASan + UBSan.
+# decoder, the CLI's matrix YAML reader, the HTTP request path and the history routes' request
+# readers (schedules, series and regression queries, notes), under ASan + UBSan.
 #   scripts/fuzz.sh build [--dir DIR]
 #   scripts/fuzz.sh run [--dir DIR] [--seconds S | --runs N] [--jobs J] [--keep] [TARGET...]
 #   scripts/fuzz.sh merge [--dir DIR] [TARGET...]
@@ -37,7 +38,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-all_targets=(fuzz_json_codecs fuzz_result_decoder fuzz_matrix_yaml fuzz_http_request)
+all_targets=(fuzz_json_codecs fuzz_result_decoder fuzz_matrix_yaml fuzz_http_request fuzz_history_requests)
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 die() { echo "fuzz: $*" >&2; exit 1; }
 

@@ -219,9 +219,9 @@ nlohmann::json agent_json(const store::AgentInfo& a, TimestampMs now, int heartb
           {"leases", leases}};
 }
 
-nlohmann::json result_json(const store::ResultRow& row, bool include_samples) {
+nlohmann::json result_json(const store::ResultRow& row) {
   nlohmann::json result = row.result;
-  if (!include_samples) result.erase("samples_ms");
+  result.erase("samples_ms");
   return {{"id", row.id},
           {"job_id", row.job_id},
           {"run_id", row.run_id},
@@ -232,6 +232,52 @@ nlohmann::json result_json(const store::ResultRow& row, bool include_samples) {
           {"agent", row.agent_name ? nlohmann::json(*row.agent_name) : nlohmann::json(nullptr)},
           {"slot", row.slot ? nlohmann::json(*row.slot) : nlohmann::json(nullptr)},
           {"created_at", format_time(row.created_at)}};
+}
+
+namespace {
+
+std::string dump_json(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// `member` ("\"key\":value") added as the last member of `object`, the text of a JSON object.
+void append_member(std::string& object, std::string_view member) {
+  object.pop_back();  // '}'
+  if (object.size() > 1) object += ',';
+  object += member;
+  object += '}';
+}
+
+// The stored samples text is what nlohmann::json wrote for an array of numbers: checked for
+// that alphabet before it is spliced into a response, so it cannot change the JSON around it.
+bool is_number_array_text(std::string_view text) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return false;
+  for (const char c : text.substr(1, text.size() - 2)) {
+    const bool ok = (c >= '0' && c <= '9') || c == '.' || c == ',' || c == '-' || c == '+' || c == 'e' || c == 'E';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> result_json_text(const store::ResultRow& row) {
+  const std::string_view samples = row.samples_json ? std::string_view(*row.samples_json) : std::string_view("[]");
+  if (!is_number_array_text(samples)) {
+    return Error::internal("the stored samples of result " + std::to_string(row.id) +
+                           " are not a JSON array of numbers");
+  }
+  nlohmann::json outer = result_json(row);
+  std::string result = dump_json(outer["result"]);
+  outer.erase("result");
+  std::string text = dump_json(outer);
+  std::string member;
+  member.reserve(samples.size() + 16);
+  member.append("\"samples_ms\":").append(samples);
+  append_member(result, member);
+  text.reserve(text.size() + result.size() + 16);
+  append_member(text, "\"result\":" + result);
+  return text;
 }
 
 nlohmann::json job_json(const store::JobRow& job) {

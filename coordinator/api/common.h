@@ -65,7 +65,12 @@ nlohmann::json time_or_null(const std::optional<TimestampMs>& ms);
 
 nlohmann::json run_json(const store::RunInfo& run);
 nlohmann::json agent_json(const store::AgentInfo& agent, TimestampMs now, int heartbeat_interval_s);
-nlohmann::json result_json(const store::ResultRow& row, bool include_samples);
+// A result without its samples.
+nlohmann::json result_json(const store::ResultRow& row);
+// A result as JSON text with its samples (result.samples_ms): the store's samples_json spliced
+// in as it is, so 10^6 samples are copied once and never parsed. Error when the stored text is
+// not a JSON array of numbers (it is only ever written so by the coordinator).
+Result<std::string> result_json_text(const store::ResultRow& row);
 nlohmann::json job_json(const store::JobRow& job);
 nlohmann::json model_json(const CatalogModel& model);
 // The answer to a lease poll (LeaseResponse): `answer` as agents read it (common/agent_protocol.h)

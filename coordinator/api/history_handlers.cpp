@@ -5,7 +5,7 @@
 #include "common/matrix.h"
 #include "coordinator/api/handlers.h"
 #include "coordinator/api/history_json.h"
-#include "coordinator/rules/cron.h"
+#include "coordinator/api/history_requests.h"
 
 namespace benchfleet::api {
 namespace {
@@ -14,8 +14,6 @@ namespace bhttp = boost::beast::http;
 using http::json_response;
 using nlohmann::json;
 
-// Longest note on a regression.
-constexpr std::size_t kMaxNoteBytes = 4096;
 // Regressions listed with a series (GET /series/{id}).
 constexpr int kSeriesRegressions = 50;
 
@@ -33,16 +31,7 @@ Result<http::Response> schedule_response(bhttp::status status, const store::Sche
 Result<std::optional<std::string>> read_note(ApiContext& ctx, const http::Request& req) {
   if (req.body().empty()) return std::optional<std::string>();
   BF_ASSIGN_OR_RETURN(const json body, json_body(ctx, req));
-  if (auto err = expect_object(body, "")) return *err;
-  std::optional<std::string> note;
-  JsonReader r(body, "");
-  r.optional("note", note);
-  if (note) {
-    const auto why = display_text_problem(*note, kMaxNoteBytes, TextLines::kMany);
-    r.check(!why, "note", why.value_or(""));
-  }
-  BF_RETURN_IF_ERROR(r.finish());
-  return note;
+  return decode_state_note(body);
 }
 
 Result<http::Response> change_regression_state(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m,
@@ -61,21 +50,13 @@ Result<http::Response> change_regression_state(ApiContext& ctx, const http::Requ
 Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const json body, json_body(ctx, req));
-  if (auto err = expect_object(body, "")) return *err;
-  std::string cron;
-  bool enabled = true;
-  MatrixSpec spec;
-  JsonReader r(body, "");
-  r.required("cron", cron);
-  r.optional("enabled", enabled);
-  r.required("matrix", spec);
-  BF_RETURN_IF_ERROR(r.finish());
-  BF_ASSIGN_OR_RETURN(const auto schedule, history::CronSchedule::parse(cron));
+  BF_ASSIGN_OR_RETURN(const ScheduleRequest request, decode_schedule_request(body));
   // The matrix must expand now; the schedule expands it again each time it fires.
-  if (auto jobs = expand_submitted_matrix(ctx, spec); !jobs.ok()) {
+  if (auto jobs = expand_submitted_matrix(ctx, request.matrix); !jobs.ok()) {
     return under_matrix(jobs.error());
   }
-  BF_ASSIGN_OR_RETURN(const auto created, ctx.store.history().create_schedule(spec, schedule.text(), enabled));
+  BF_ASSIGN_OR_RETURN(const auto created,
+                      ctx.store.history().create_schedule(request.matrix, request.cron, request.enabled));
   auto res = json_response(bhttp::status::created, schedule_json(created), req);
   res.set(bhttp::field::location, "/api/v1/schedules/" + std::to_string(created.id));
   return res;
@@ -124,18 +105,8 @@ Result<http::Response> delete_schedule(ApiContext& ctx, const http::Request& req
 
 Result<http::Response> list_series(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
-  BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 500));
-  BF_ASSIGN_OR_RETURN(const auto after, int_query(m, "after", 0, INT64_MAX));
-  BF_ASSIGN_OR_RETURN(const CellQuery cell, cell_query(m));
-  const store::SeriesFilter f{.model = cell.model,
-                              .mode = cell.mode,
-                              .dtype = cell.dtype,
-                              .runtime = cell.runtime,
-                              .gpu = cell.gpu,
-                              .torch_build = cell.torch_build,
-                              .batch = cell.batch};
-  BF_ASSIGN_OR_RETURN(const auto page,
-                      ctx.store.history().list_series(f, after, static_cast<int>(limit.value_or(100))));
+  BF_ASSIGN_OR_RETURN(const SeriesListQuery q, series_list_query(m));
+  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.history().list_series(q.filter, q.after, q.limit));
   json out = json::array();
   for (const auto& s : page.items) out.push_back(series_json(s));
   const json next = page.next_cursor ? json(*page.next_cursor) : json();
@@ -145,10 +116,8 @@ Result<http::Response> list_series(ApiContext& ctx, const http::Request& req, co
 Result<http::Response> get_series(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 5000));
-  BF_ASSIGN_OR_RETURN(const auto after_point, int_query(m, "after_point", 1, INT64_MAX));
-  BF_ASSIGN_OR_RETURN(const auto series,
-                      ctx.store.history().get_series(id, after_point, static_cast<int>(limit.value_or(1000))));
+  BF_ASSIGN_OR_RETURN(const SeriesPointsQuery q, series_points_query(m));
+  BF_ASSIGN_OR_RETURN(const auto series, ctx.store.history().get_series(id, q.after_point, q.limit));
   store::RegressionFilter f;
   f.series_id = id;
   BF_ASSIGN_OR_RETURN(const auto regressions,
@@ -168,23 +137,8 @@ Result<http::Response> get_series(ApiContext& ctx, const http::Request& req, con
 
 Result<http::Response> list_regressions(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
-  BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 500));
-  BF_ASSIGN_OR_RETURN(const auto before, int_query(m, "before", 1, INT64_MAX));
-  BF_ASSIGN_OR_RETURN(const auto series, int_query(m, "series", 1, INT64_MAX));
-  store::RegressionFilter f;
-  f.series_id = series;
-  const std::string state = str_query(m, "state").value_or("open");
-  if (state != "all") {
-    f.state = store::parse_regression_state(state);
-    if (!f.state) return Error::invalid("query.state", "must be open, acknowledged, resolved or all");
-  }
-  const std::string direction = str_query(m, "direction").value_or("regression");
-  if (direction != "all") {
-    f.direction = history::parse_change_direction(direction);
-    if (!f.direction) return Error::invalid("query.direction", "must be regression, improvement or all");
-  }
-  BF_ASSIGN_OR_RETURN(const auto page,
-                      ctx.store.history().list_regressions(f, before, static_cast<int>(limit.value_or(100))));
+  BF_ASSIGN_OR_RETURN(const RegressionListQuery q, regression_list_query(m));
+  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.history().list_regressions(q.filter, q.before, q.limit));
   json out = json::array();
   for (const auto& r : page.items) out.push_back(regression_json(r));
   const json next = page.next_cursor ? json(*page.next_cursor) : json();

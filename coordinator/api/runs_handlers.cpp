@@ -79,16 +79,29 @@ Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, c
   if (samples && *samples != "true" && *samples != "false") {
     return Error::invalid("query.samples", "must be true or false");
   }
-  // Samples only when asked for, and then a short page (each result may hold 10^6 samples;
-  // next_cursor continues): a listing of 1000 results stays small and quick.
+  // Samples only when asked for, and then a short page: at most 10 results and
+  // ResultStore::kSamplesPageBytes of samples (each result may hold 10^6 samples; next_cursor
+  // continues), so a listing stays small and quick and a read's memory is bounded.
   const bool with_samples = samples.value_or("false") == "true";
   int n = static_cast<int>(limit.value_or(100));
   if (with_samples) n = std::min(n, kMaxResultsWithSamples);
   BF_ASSIGN_OR_RETURN(const auto page, ctx.store.results().list_results(id, f, cursor, n, with_samples));
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : page.items) rows.push_back(result_json(r, with_samples));
   nlohmann::json next = page.next_cursor ? nlohmann::json(std::to_string(*page.next_cursor)) : nlohmann::json();
-  return json_response(bhttp::status::ok, {{"results", rows}, {"next_cursor", next}}, req);
+  if (!with_samples) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& r : page.items) rows.push_back(result_json(r));
+    return json_response(bhttp::status::ok, {{"results", rows}, {"next_cursor", next}}, req);
+  }
+  // With samples the page is written as text around the stored samples (result_json_text): a
+  // page of a few MB is built once, not parsed and printed again.
+  std::string body = "{\"next_cursor\":" + next.dump() + ",\"results\":[";
+  for (const auto& r : page.items) {
+    BF_ASSIGN_OR_RETURN(const std::string text, result_json_text(r));
+    if (body.back() != '[') body += ',';
+    body += text;
+  }
+  body += "]}";
+  return http::text_response(bhttp::status::ok, std::move(body), req, "application/json");
 }
 
 Result<http::Response> list_jobs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
@@ -107,7 +120,8 @@ Result<http::Response> get_result(ApiContext& ctx, const http::Request& req, con
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto row, ctx.store.results().get_result(id));
-  return json_response(bhttp::status::ok, result_json(row, true), req);
+  BF_ASSIGN_OR_RETURN(std::string body, result_json_text(row));
+  return http::text_response(bhttp::status::ok, std::move(body), req, "application/json");
 }
 
 Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {

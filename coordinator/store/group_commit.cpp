@@ -1,5 +1,6 @@
 #include "coordinator/store/group_commit.h"
 
+#include <thread>
 #include <utility>
 
 namespace benchfleet::store {
@@ -87,6 +88,22 @@ Status GroupCommit::wait_durable(const Member& m) {
   decided_cv_.wait(lock, [&] { return decided_ >= m.group; });
   if (auto it = failed_.find(m.group); it != failed_.end()) return it->second;
   return Status::Ok();
+}
+
+void GroupCommit::yield_to_waiting(std::chrono::milliseconds at_most) {
+  // Until nobody has asked for the lock for kQuiet: a request's next operation (a heartbeat makes
+  // three) follows its last within that, so it goes before the caller's next one too.
+  constexpr auto kQuiet = std::chrono::milliseconds(1);
+  const auto start = std::chrono::steady_clock::now();
+  auto quiet_since = start;
+  for (auto now = start; now - start < at_most; now = std::chrono::steady_clock::now()) {
+    if (arriving_.load(std::memory_order_relaxed) > 0) {
+      quiet_since = now;
+    } else if (now - quiet_since >= kQuiet) {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
 }
 
 GroupCommitStats GroupCommit::stats() const {

@@ -159,9 +159,9 @@ RawResultRow raw_result_at(const Statement& s) {
 // REQUIRES: the store lock is not held (this is the expensive part of a read).
 ResultRow decode_result_row(RawResultRow raw) {
   ResultRow row = std::move(raw.row);
-  auto body = nlohmann::json::parse(raw.body, nullptr, false);
-  if (raw.samples && body.is_object()) body["samples_ms"] = nlohmann::json::parse(*raw.samples, nullptr, false);
-  auto parsed = raw.samples ? decode<JobResult>(body) : decode_result_without_samples(body);
+  const auto body = nlohmann::json::parse(raw.body, nullptr, false);
+  auto parsed = decode_result_without_samples(body);
+  row.samples_json = std::move(raw.samples);
   if (parsed.ok()) {
     row.result = std::move(*parsed);
   } else {
@@ -176,6 +176,7 @@ ResultRow decode_result_row(RawResultRow raw) {
 Result<Page<ResultRow>> ResultStore::list_results(std::int64_t run_id, const ResultFilter& f,
                                                   std::optional<std::int64_t> after_id, int limit, bool with_samples) {
   std::vector<RawResultRow> raw;
+  bool cut_by_bytes = false;
   // The read runs under the store lock; parsing the bodies waits until it is released.
   Status read = core_.group.run([&]() -> Status {
     {
@@ -195,15 +196,24 @@ Result<Page<ResultRow>> ResultStore::list_results(std::int64_t run_id, const Res
     s->bind(1, run_id).bind(2, after_id.value_or(0));
     s->bind(3, f.model).bind(4, f.mode).bind(5, f.torch_build).bind(6, f.gpu).bind(7, f.runtime).bind(8, f.status);
     s->bind(9, f.batch).bind(10, limit + 1).bind(11, f.dtype);
+    std::size_t samples_bytes = 0;
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;
-      raw.push_back(raw_result_at(*s));
+      RawResultRow next = raw_result_at(*s);
+      const std::size_t bytes = next.samples ? next.samples->size() : 0;
+      if (!raw.empty() && samples_bytes + bytes > ResultStore::kSamplesPageBytes) {
+        cut_by_bytes = true;  // the page ends before `next`, which the next page starts with
+        break;
+      }
+      samples_bytes += bytes;
+      raw.push_back(std::move(next));
     }
     return Status::Ok();
   });
   BF_RETURN_IF_ERROR(read);
   Page<RawResultRow> raw_page = keyset_page(std::move(raw), limit, [](const RawResultRow& r) { return r.row.id; });
+  if (cut_by_bytes) raw_page.next_cursor = raw_page.items.back().row.id;
   Page<ResultRow> page;
   page.next_cursor = raw_page.next_cursor;
   page.items.reserve(raw_page.items.size());

@@ -36,13 +36,18 @@ class ResultStore {
   Result<RecordOutcome> record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
                                       const JobResult& result);
 
+  // Most bytes of samples text in one page of list_results(with_samples): a page stops before
+  // the result that would pass it (but holds at least one), and next_cursor goes on from there.
+  // A result holds at most 10^6 samples (max_iterations), about 9-20 MB of text.
+  static constexpr std::size_t kSamplesPageBytes = 4U << 20U;
+
   // The run's results with id > `after_id`, ascending, at most `limit`; without their samples
-  // unless `with_samples` (each may hold 10^6: ask for a few). Bodies are parsed after the
-  // store lock is released, so a big read never stalls agents. kNotFound when the run does
-  // not exist.
+  // unless `with_samples`, and then also at most kSamplesPageBytes of them (in samples_json).
+  // Bodies are parsed after the store lock is released, so a big read never stalls agents.
+  // kNotFound when the run does not exist.
   Result<Page<ResultRow>> list_results(std::int64_t run_id, const ResultFilter& filter,
                                        std::optional<std::int64_t> after_id, int limit, bool with_samples = false);
-  // One result with its samples. kNotFound.
+  // One result with its samples (in samples_json). kNotFound.
   Result<ResultRow> get_result(std::int64_t result_id);
   // One entry per job of the run, with its result when there is one (for reports), including
   // the torch version the result recorded (results.torch_version, from its fingerprint).

@@ -1,6 +1,9 @@
 // RunStore: runs and their jobs.
 #include "coordinator/store/run_store.h"
 
+#include <algorithm>
+#include <span>
+
 #include "common/codecs.h"
 #include "common/matrix.h"
 #include "coordinator/rules/scheduler.h"
@@ -13,30 +16,75 @@
 namespace benchfleet::store {
 
 Result<RunCreated> RunStore::create_run(const MatrixSpec& spec, const std::vector<JobSpec>& jobs) {
-  return core_.group.run([&]() -> Result<RunCreated> { return create_run_locked(spec, jobs); });
+  if (jobs.size() <= kSubmitChunk) {
+    return core_.group.run([&]() -> Result<RunCreated> { return create_run_locked(spec, jobs); });
+  }
+  // A big run goes in as several operations of kSubmitChunk jobs, so the agents' requests run
+  // between them. Its first jobs may be leased before its last are stored; until the last chunk
+  // it is never marked finished (StoreCore::submitting_runs), and a cancel stops what is left.
+  const std::span<const JobSpec> all(jobs);
+  BF_ASSIGN_OR_RETURN(const std::int64_t run_id, core_.group.run([&]() -> Result<std::int64_t> {
+    BF_ASSIGN_OR_RETURN(const std::int64_t id, insert_run_locked(spec, jobs.size(), std::nullopt, std::nullopt));
+    core_.submitting_runs.insert(id);
+    BF_RETURN_IF_ERROR(insert_jobs_locked(id, spec, all.first(kSubmitChunk)));
+    return id;
+  }));
+  Status stored = Status::Ok();
+  for (std::size_t at = kSubmitChunk; stored.ok() && at < jobs.size(); at += kSubmitChunk) {
+    core_.group.yield_to_waiting();  // the agents' requests waiting now go between two chunks
+    stored = core_.group.run([&]() -> Status {
+      return insert_jobs_locked(run_id, spec, all.subspan(at, std::min(kSubmitChunk, jobs.size() - at)));
+    });
+  }
+  core_.group.yield_to_waiting();
+  auto finished = core_.group.run([&]() -> Status {
+    core_.submitting_runs.erase(run_id);
+    if (!stored.ok()) return close_partial_run_locked(run_id);
+    BF_RETURN_IF_ERROR(agents_.mark_unsupported_for_run_locked(spec));
+    return core_.update_run_finished(run_id);
+  });
+  BF_RETURN_IF_ERROR(stored);
+  BF_RETURN_IF_ERROR(finished);
+  return RunCreated{run_id, static_cast<std::int64_t>(jobs.size())};
 }
 
 Result<RunCreated> RunStore::create_run_locked(const MatrixSpec& spec, const std::vector<JobSpec>& jobs,
                                                std::optional<std::int64_t> schedule_id,
                                                std::optional<TimestampMs> due_at) {
-  const TimestampMs now = core_.clock.now_ms();
+  BF_ASSIGN_OR_RETURN(const std::int64_t run_id, insert_run_locked(spec, jobs.size(), schedule_id, due_at));
+  BF_RETURN_IF_ERROR(insert_jobs_locked(run_id, spec, jobs));
+  BF_RETURN_IF_ERROR(agents_.mark_unsupported_for_run_locked(spec));
+  return RunCreated{run_id, static_cast<std::int64_t>(jobs.size())};
+}
+
+Result<std::int64_t> RunStore::insert_run_locked(const MatrixSpec& spec, std::size_t job_count,
+                                                 std::optional<std::int64_t> schedule_id,
+                                                 std::optional<TimestampMs> due_at) {
   BF_ASSIGN_OR_RETURN(auto run, core_.db->prepare("INSERT INTO runs (name, spec, priority, job_count, created_at,"
                                                   " schedule_id, schedule_due_at) VALUES (?, ?, ?, ?, ?, ?, ?)"));
   BF_RETURN_IF_ERROR(run->bind(1, spec.name)
                          .bind(2, nlohmann::json(spec).dump())
                          .bind(3, spec.priority)
-                         .bind(4, static_cast<std::int64_t>(jobs.size()))
-                         .bind(5, now)
+                         .bind(4, static_cast<std::int64_t>(job_count))
+                         .bind(5, core_.clock.now_ms())
                          .bind(6, schedule_id)
                          .bind(7, due_at)
                          .run());
-  const std::int64_t run_id = core_.db->last_insert_rowid();
+  return core_.db->last_insert_rowid();
+}
+
+Status RunStore::insert_jobs_locked(std::int64_t run_id, const MatrixSpec& spec, std::span<const JobSpec> jobs) {
+  const TimestampMs now = core_.clock.now_ms();
+  // A run cancelled while its later chunks were still to come: those are stored cancelled.
+  BF_ASSIGN_OR_RETURN(auto cancelled,
+                      core_.db->query_one("SELECT 1 FROM runs WHERE id = ? AND cancelled_at IS NOT NULL", run_id));
+  const bool queued = !cancelled.found();
   BF_ASSIGN_OR_RETURN(
       auto job,
       core_.db->prepare(
           "INSERT INTO jobs (run_id, model, batch, mode, torch_build, gpu_class, runtime, repetition, group_key,"
-          " status, priority, max_attempts, updated_at, dtype)"
-          " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)"));
+          " status, priority, max_attempts, updated_at, dtype, finished_at)"
+          " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   for (const auto& j : jobs) {
     BF_RETURN_IF_ERROR(job->bind(1, run_id)
                            .bind(2, j.model)
@@ -47,15 +95,44 @@ Result<RunCreated> RunStore::create_run_locked(const MatrixSpec& spec, const std
                            .bind(7, to_string(j.runtime))
                            .bind(8, j.repetition)
                            .bind(9, group_key(run_id, j))
-                           .bind(10, spec.priority)
-                           .bind(11, core_.options.max_attempts)
-                           .bind(12, now)
-                           .bind(13, to_string(j.dtype))
+                           .bind(10, queued ? "queued" : "cancelled")
+                           .bind(11, spec.priority)
+                           .bind(12, core_.options.max_attempts)
+                           .bind(13, now)
+                           .bind(14, to_string(j.dtype))
+                           .bind(15, queued ? std::nullopt : std::optional<TimestampMs>(now))
                            .run());
   }
-  BF_RETURN_IF_ERROR(agents_.mark_unsupported_for_run_locked(spec));
-  core_.work_appeared = true;
-  return RunCreated{run_id, static_cast<std::int64_t>(jobs.size())};
+  if (queued) core_.work_appeared = true;
+  return Status::Ok();
+}
+
+Status RunStore::close_partial_run_locked(std::int64_t run_id) {
+  // What was stored stays, as a cancelled run of that many jobs: its submitter was told it failed.
+  const TimestampMs now = core_.clock.now_ms();
+  BF_RETURN_IF_ERROR(
+      core_.db->run("UPDATE jobs SET status = 'cancelled', finished_at = ?1, updated_at = ?1"
+                    " WHERE run_id = ?2 AND status = 'queued'",
+                    now, run_id));
+  return core_.db->run(
+      "UPDATE runs SET job_count = (SELECT COUNT(*) FROM jobs WHERE run_id = ?1),"
+      " cancelled_at = COALESCE(cancelled_at, ?2), finished_at = COALESCE(finished_at, ?2)"
+      " WHERE id = ?1",
+      run_id, now);
+}
+
+Status RunStore::close_partial_runs_locked() {
+  // Unfinished runs with fewer jobs than they were given: a restart cut their submit short.
+  std::vector<std::int64_t> partial;
+  BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT r.id FROM runs r WHERE r.finished_at IS NULL AND r.job_count >"
+                                                " (SELECT COUNT(*) FROM jobs j WHERE j.run_id = r.id)"));
+  while (true) {
+    BF_ASSIGN_OR_RETURN(bool row, s->step());
+    if (!row) break;
+    partial.push_back(s->int64(0));
+  }
+  for (const std::int64_t id : partial) BF_RETURN_IF_ERROR(close_partial_run_locked(id));
+  return Status::Ok();
 }
 
 Result<std::map<JobStatus, std::int64_t>> RunStore::job_counts_locked(std::int64_t run_id) {

@@ -50,7 +50,12 @@ struct ResultRow {
   std::int64_t run_id = 0;
   int attempt = 0;
   JobSpec spec;
+  // Without its samples: a read that asks for them gets them in samples_json instead.
   JobResult result;
+  // The stored samples (a JSON array of numbers, as the coordinator wrote it at ingest) when the
+  // read asked for them: served as they are, never parsed, so a result of 10^6 samples costs its
+  // text once and not a parsed copy of it.
+  std::optional<std::string> samples_json;
   // The noise flags the coordinator gave it when stored (results.flags; common/noise_flags.h).
   std::vector<std::string> flags;
   std::optional<std::string> agent_name;

@@ -41,6 +41,7 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Cl
   for (const auto& [job_id, expires] : updates) {
     BF_RETURN_IF_ERROR(store->core_->db->run("UPDATE jobs SET lease_expires_at = ? WHERE id = ?", expires, job_id));
   }
+  BF_RETURN_IF_ERROR(store->runs().close_partial_runs_locked());
   BF_RETURN_IF_ERROR(tx.commit());
   return store;
 }

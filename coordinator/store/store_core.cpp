@@ -40,6 +40,7 @@ Status StoreCore::end_attempt(std::int64_t job_id, int attempt, std::string_view
 }
 
 Status StoreCore::update_run_finished(std::int64_t run_id) {
+  if (submitting_runs.contains(run_id)) return Status::Ok();  // its last jobs are still to come
   return db->run(
       "UPDATE runs SET finished_at = ?1 WHERE id = ?2 AND finished_at IS NULL AND NOT EXISTS "
       "(SELECT 1 FROM jobs WHERE run_id = ?2 AND status IN ('queued','leased','running'))",

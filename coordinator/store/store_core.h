@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -50,6 +51,7 @@ class StoreCore {
   std::unordered_map<std::string, std::int64_t> series_ids;  // series id by key (series_key_text)
   std::function<void()> work_listener;                       // see Store::on_work_available
   bool work_appeared = false;                                // set by an operation, consumed when its group commits
+  std::set<std::int64_t> submitting_runs;                    // runs whose jobs are still being stored (never finished)
   // Agents' credentials, read on every agent request.
   std::mutex credentials_mu;
   std::map<std::int64_t, AgentCredentials> credentials;

@@ -20,7 +20,7 @@ await browserSuite("browser_result_detail", async (t) => {
   });
   const run = await api.submit(spec);
   const agent = await Agent.enroll(api, { name: "gpu-host-1", slots: [["gpu0", "a100"]], builds: { stable: ["eager"] } });
-  await agent.finish("gpu0", (s) => (s.batch === 64 ? oomResult("warmup", 2147483648) : okResult(6.531, { medianMs: 6.4, n: 200 })));
+  await agent.finish("gpu0", (s) => (s.batch === 64 ? oomResult("warmup", 2147483648) : okResult(6.531, { medianMs: 6.4, n: 200, stopReason: "fixed_count" })));
   const results = await api.results(run.id);
   const ok = results.find((r) => r.result.status === "ok");
   const oom = results.find((r) => r.result.status === "oom");
@@ -93,7 +93,7 @@ await browserSuite("browser_result_detail", async (t) => {
         return list.runs.length === 2 ? list.runs : null;
       }, "the CLI submitted a run", 30000);
       const repro = runs[0];
-      await t.eventually(async () => (await agent.finish("gpu0", () => okResult(6.6, { n: 200 }))).length > 0 || (await api.run(repro.id)).state === "done", "the agent answers the new job", 30000);
+      await t.eventually(async () => (await agent.finish("gpu0", () => okResult(6.6, { n: 200, stopReason: "fixed_count" }))).length > 0 || (await api.run(repro.id)).state === "done", "the agent answers the new job", 30000);
       const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r("timeout"), 20000))]);
       if (code === "timeout") child.kill("SIGKILL");
       t.equal(code, 0, `benchfleet submit --wait exit status (output: ${output.trim()})`);

@@ -77,7 +77,7 @@ json nightly_result(int night) {
           {"stats", compute_statistics(samples)},
           {"samples_ms", samples},
           {"first_call_ms", 250.5},
-          {"stop_reason", "fixed_count"},
+          {"stop_reason", "max_time"},
           {"environment", {{"torch_version", nightly(night)}, {"torch_git", "abcdef0" + std::to_string(night)}}},
           {"telemetry", json::object()}};
 }

@@ -77,6 +77,7 @@ TEST(CoordinatorLease, DtypesAccuracyAndNoiseFlagsTravelThroughTheApi) {
   json m = matrix({kResnet}, {1}, {"default"}, {"a100"}, {"stable"});
   m["dtypes"] = {"float32", "bfloat16"};
   m["noise"] = {{"max_cv", 0.05}};
+  m["measurement"] = {{"min_iterations", 5}, {"max_iterations", 5}};  // ok_result's count, fixed
   const json run = coord.submit(m);
   ASSERT_EQ(run["job_count"], 2);
   FakeAgent agent(coord, FakeAgent::descriptor("a", {{"gpu0", "a100"}}, {{"stable", {"eager", "default"}}}));
@@ -86,6 +87,7 @@ TEST(CoordinatorLease, DtypesAccuracyAndNoiseFlagsTravelThroughTheApi) {
   EXPECT_EQ(first->spec()["dtype"], "float32");
   EXPECT_FALSE(first->job.contains("walk_batches")) << "libtorch jobs do not walk";
   json wrong = ok_result(10.0);  // samples 0.9x to 1.1x: cv 0.08, above the run's 0.05
+  wrong["stop_reason"] = "fixed_count";
   wrong["accuracy"] = {{"verdict", "wrong"},
                        {"compiled_error", 0.049},
                        {"eager_error", 4.3e-7},

@@ -155,6 +155,7 @@ TEST(CoordinatorResults, ReportShowsAccuracyFlagsCompileAndMemoryPerDtype) {
   CoordinatorProcess coord;
   json spec = matrix({kResnet, kVit}, {1}, {"eager", "default"});
   spec["dtypes"] = {"float32", "float16"};
+  spec["measurement"] = {{"min_iterations", 5}, {"max_iterations", 5}};  // ok_result's count, fixed
   const json run = coord.submit(spec);
   ASSERT_EQ(run["job_count"], 8);
   FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager", "default"}}}));
@@ -165,6 +166,7 @@ TEST(CoordinatorResults, ReportShowsAccuracyFlagsCompileAndMemoryPerDtype) {
     const std::string mode = lease->spec()["mode"];
     const std::string dtype = lease->spec()["dtype"];
     json result = ok_result(mode == "eager" ? 20.0 : 10.0);
+    result["stop_reason"] = "fixed_count";
     result["memory"]["peak_allocated_bytes"] = (mode == "eager" ? 400LL : 200LL) << 20;
     if (mode == "default") {
       result["export_s"] = 12.5;
@@ -452,8 +454,8 @@ TEST(CoordinatorResults, TextThatWouldDriveATerminalIsRefusedNamingTheField) {
 }
 
 // Claims a result makes that its own job refutes: an accuracy verdict on an eager job, a pass
-// above its tolerance, a fixed count that was not reached, a CI target its CI does not show.
-// The first three are refused (a correct worker never makes them); the last is flagged
+// above its tolerance, a fixed count that was not reached or not given, a CI target its CI does
+// not show. The first four are refused (a correct worker never makes them); the last is flagged
 // ci_not_met, since the stopping rule's CI and the final one are different bootstrap draws.
 TEST(CoordinatorResults, ClaimsTheJobRefutesAreRefusedOrFlagged) {
   CoordinatorProcess coord;
@@ -468,7 +470,8 @@ TEST(CoordinatorResults, ClaimsTheJobRefutesAreRefusedOrFlagged) {
     ASSERT_TRUE(lease.has_value());
     const bool eager = lease->spec().value("mode", "") == "eager";
     SCOPED_TRACE(lease->spec().dump());
-    json two = ok_result(7.0, std::nullopt, 2);  // fixed_count, 2 samples of a run fixed at 300
+    json two = ok_result(7.0, std::nullopt, 2);  // 2 samples of a run fixed at 300
+    two["stop_reason"] = "fixed_count";
     auto r = agent.post_result(*lease, two);
     EXPECT_EQ(r.status, 400u) << r.body;
     EXPECT_NE(r.body.find("is fixed_count with 2 samples"), std::string::npos) << r.body;
@@ -494,13 +497,20 @@ TEST(CoordinatorResults, ClaimsTheJobRefutesAreRefusedOrFlagged) {
   const json run = coord.submit(loose);
   auto lease = agent.lease_job("gpu0");
   ASSERT_TRUE(lease.has_value());
+  http::ClientResponse r;
+  // fixed_count on a job whose count is not fixed: neither stopping rule says that.
+  json unfixed = ok_result(7.0, std::nullopt, 5);
+  unfixed["stop_reason"] = "fixed_count";
+  r = agent.post_result(*lease, unfixed);
+  EXPECT_EQ(r.status, 400u) << r.body;
+  EXPECT_NE(r.body.find("is fixed_count with 5 samples"), std::string::npos) << r.body;
   json wide = ok_result(7.0, std::nullopt, 5);
   wide["samples_ms"] = {1.0, 2.0, 7.0, 12.0, 13.0};
   wide["stats"] = json(compute_statistics(wide["samples_ms"].get<std::vector<double>>()));
   wide["stats"]["ci_low_ms"] = 1.0;
   wide["stats"]["ci_high_ms"] = 13.0;
   wide["stop_reason"] = "ci_target";
-  auto r = agent.post_result(*lease, wide);
+  r = agent.post_result(*lease, wide);
   ASSERT_EQ(r.status, 201u) << r.body;
   const json stored = coord.get_json(run_url(run) + "/results")["results"].at(0);
   EXPECT_NE(stored.dump().find("ci_not_met"), std::string::npos) << stored.dump(1);

@@ -227,7 +227,7 @@ class Agent {
                          {"stats", compute_statistics(samples)},
                          {"samples_ms", samples},
                          {"first_call_ms", 250.5},
-                         {"stop_reason", "fixed_count"},
+                         {"stop_reason", "max_time"},
                          {"memory", {{"peak_allocated_bytes", 123456789}}},
                          {"environment",
                           {{"torch_version", version},

@@ -83,6 +83,8 @@ void CoordinatorProcess::restart() {
   start();
 }
 
+pid_t CoordinatorProcess::pid() const { return child_ ? child_->pid() : 0; }
+
 std::string CoordinatorProcess::base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
 http::Client& CoordinatorProcess::client() {
@@ -234,7 +236,7 @@ nlohmann::json ok_result(double mean_ms, std::optional<double> median_ms, int n)
           {"stats", compute_statistics(samples)},
           {"samples_ms", samples},
           {"first_call_ms", 250.5},
-          {"stop_reason", "fixed_count"},
+          {"stop_reason", "max_time"},  // any count may claim it (fixed_count: only a fixed count)
           {"memory", {{"peak_allocated_bytes", 123456789}}},
           {"environment", {{"torch", "2.0.0+test"}, {"gpu_name", "Fake A100"}, {"sm", 80}}},
           {"telemetry", {{"temperature_c", 41}}}};

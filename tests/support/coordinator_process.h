@@ -66,6 +66,8 @@ class CoordinatorProcess {
   // one (FakeAgent follows on its own).
   void restart();
   bool running() const { return child_ != nullptr; }
+  // The running coordinator's process id (0 when stopped).
+  pid_t pid() const;
 
   // "http://127.0.0.1:<port>" of the current process.
   std::string base_url() const;

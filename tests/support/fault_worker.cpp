@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
       constexpr int kSamples = 200'000;
       nlohmann::json result = {{"status", "ok"},
                                {"samples_ms", std::vector<double>(kSamples, 2.0)},
-                               {"stop_reason", "fixed_count"},
+                               {"stop_reason", "max_time"},
                                {"stats",
                                 {{"mean_ms", 2.0},
                                  {"median_ms", 2.0},
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
       std::ofstream(out_path) << result.dump();
     } else {
       // Samples 1, 2, 3 ms: mean 2; the stats claim 2.5. Everything else is what they give.
-      std::ofstream(out_path) << R"({"status": "ok", "samples_ms": [1.0, 2.0, 3.0], "stop_reason": "fixed_count",)"
+      std::ofstream(out_path) << R"({"status": "ok", "samples_ms": [1.0, 2.0, 3.0], "stop_reason": "max_time",)"
                               << R"( "stats": {"mean_ms": 2.5, "median_ms": 2.0, "p90_ms": 2.8, "p99_ms": 2.98,)"
                               << R"( "min_ms": 1.0, "max_ms": 3.0, "stddev_ms": 1.0, "cv": 0.5, "ci_low_ms": 1.0,)"
                               << R"( "ci_high_ms": 3.0, "iterations": 3}, "environment": {}, "telemetry": {}})";

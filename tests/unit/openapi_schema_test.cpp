@@ -148,11 +148,21 @@ TEST(OpenApiSchemas, JsonViewsMatchTheirSchemas) {
   row.slot = "gpu0";
   row.created_at = 1'700'000'000'000;
   row.flags = {"high_cv", "ci_not_met"};
-  for (bool samples : {true, false}) {
-    const json r = api::result_json(row, samples);
+  // Without samples, and with them as a read that asks for them gets them (spliced in as text).
+  store::ResultRow with_samples = row;
+  with_samples.samples_json = json(row.result.samples_ms).dump();
+  with_samples.result.samples_ms.clear();
+  const auto text = api::result_json_text(with_samples);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  const json spliced = json::parse(*text);
+  EXPECT_EQ(spliced["result"]["samples_ms"], json(row.result.samples_ms));
+  for (const json& r : {api::result_json(row), spliced}) {
     EXPECT_TRUE(checker.check(r, component_schema("ResultRow")).empty())
         << join(checker.check(r, component_schema("ResultRow")));
   }
+  // The stored text is checked before it is spliced in: anything but numbers is refused.
+  with_samples.samples_json = "[1.0]}, {\"x\": [1";
+  EXPECT_FALSE(api::result_json_text(with_samples).ok());
 
   store::JobRow job;
   job.id = 5;

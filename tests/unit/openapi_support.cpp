@@ -226,7 +226,7 @@ JobResult full_result(ResultStatus status) {
   r.stats = Statistics{2.0, 2.0, 2.9, 3.0, 1.0, 3.0, 0.8, 0.4, 1.5, 2.5, 3};
   r.samples_ms = {1.0, 2.0, 3.0};
   r.first_call_ms = 120.5;
-  r.stop_reason = StopReason::kFixedCount;
+  r.stop_reason = StopReason::kMaxTime;
   r.export_s = 4.5;
   r.load_s = 0.25;
   r.oom = OomInfo{OomPhase::kWarmup, 1 << 30};

@@ -23,6 +23,13 @@
 namespace benchfleet::store {
 namespace {
 
+// A read's result with the samples it carried as text (samples_json) parsed back in.
+JobResult with_samples(const ResultRow& row) {
+  JobResult r = row.result;
+  if (row.samples_json) r.samples_ms = nlohmann::json::parse(*row.samples_json).get<std::vector<double>>();
+  return r;
+}
+
 TEST_F(StoreTest, ResultsAreIdempotentPerAttempt) {
   const auto a = enroll("a");
   const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
@@ -37,7 +44,7 @@ TEST_F(StoreTest, ResultsAreIdempotentPerAttempt) {
   auto page = store_->results().list_results(run, {}, std::nullopt, 10, /*with_samples=*/true);
   ASSERT_TRUE(page.ok());
   ASSERT_EQ(page->items.size(), 1u);
-  EXPECT_EQ(page->items[0].result, ok_result(3));
+  EXPECT_EQ(with_samples(page->items[0]), ok_result(3));
 }
 
 // Samples live apart from the result row; a listing reads them only when
@@ -57,9 +64,113 @@ TEST_F(StoreTest, ListingsLeaveSamplesOutUnlessAsked) {
   JobResult without = posted;
   without.samples_ms.clear();
   EXPECT_EQ(page->items[0].result, without);
-  EXPECT_EQ(store_->results().get_result(stored.result_id).value().result, posted);
+  EXPECT_FALSE(page->items[0].samples_json.has_value());
+  EXPECT_EQ(with_samples(store_->results().get_result(stored.result_id).value()), posted);
   // A retry is still recognised as the same result (the digest covers the samples).
   EXPECT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, 1, posted).value().kind, RecordKind::kDuplicate);
+}
+
+// A page with samples stops before the result that would take it past
+// ResultStore::kSamplesPageBytes (holding at least one), and next_cursor goes on from there: a
+// read of results of 10^6 samples each costs one result's text at a time, not ten.
+TEST_F(StoreTest, PagesWithSamplesAreBoundedByBytes) {
+  const auto a = enroll("a");
+  const auto run = submit({"torchvision/resnet18"}, {1, 2, 4, 8, 16}, {Mode::kEager});
+  std::vector<double> many(100'000);  // about 1.9 MB of text each: two fit in a page, three do not
+  for (std::size_t i = 0; i < many.size(); ++i) many[i] = 10.0 + 1.0 / (3.0 + static_cast<double>(i));
+  for (int i = 0; i < 5; ++i) {
+    const auto g = lease(a);
+    JobResult r = ok_result(10);
+    r.samples_ms = many;
+    ASSERT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, 1, r).value().kind, RecordKind::kStored);
+  }
+  std::vector<std::size_t> sizes;
+  std::vector<std::int64_t> ids;
+  std::optional<std::int64_t> cursor;
+  do {
+    const auto page = store_->results().list_results(run, {}, cursor, 10, /*with_samples=*/true).value();
+    sizes.push_back(page.items.size());
+    std::size_t bytes = 0;
+    for (const auto& row : page.items) {
+      ids.push_back(row.id);
+      ASSERT_TRUE(row.samples_json.has_value());
+      bytes += row.samples_json->size();
+      EXPECT_EQ(nlohmann::json::parse(*row.samples_json).get<std::vector<double>>(), many);
+    }
+    EXPECT_LE(bytes, ResultStore::kSamplesPageBytes);
+    cursor = page.next_cursor;
+  } while (cursor && sizes.size() < 10);
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{2, 2, 1}));
+  EXPECT_EQ(ids.size(), 5u);
+  EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
+  // Without samples the same listing is one page.
+  EXPECT_EQ(store_->results().list_results(run, {}, std::nullopt, 10).value().items.size(), 5u);
+}
+
+// A run of more than RunStore::kSubmitChunk jobs goes in as several operations: all its jobs
+// are there when create_run returns, it is not finished while its last chunk is still to come,
+// and a cancel that lands between chunks leaves no job queued.
+TEST_F(StoreTest, BigRunsAreStoredInChunksAndACancelMeanwhileStopsTheRest) {
+  std::vector<int> batches;
+  for (int b = 1; b <= 250; ++b) batches.push_back(b);
+  MatrixSpec spec = testing::stable_a100_matrix("big", {"torchvision/resnet18"}, batches, {Mode::kEager});
+  spec.repetitions = 10;  // 2,500 jobs: three chunks
+  const auto run = submit_spec(spec);
+  auto info = store_->runs().get_run(run).value();
+  EXPECT_EQ(info.job_count, 2500);
+  EXPECT_FALSE(info.finished_at.has_value());
+  std::int64_t listed = 0;
+  std::optional<std::int64_t> cursor;
+  do {
+    const auto page = store_->runs().list_jobs(run, cursor, 1000).value();
+    listed += static_cast<std::int64_t>(page.items.size());
+    cursor = page.next_cursor;
+  } while (cursor);
+  EXPECT_EQ(listed, 2500);
+
+  // Cancelled from another thread as soon as the run shows: the jobs stored after that are
+  // stored cancelled.
+  spec.name = "cancelled-while-submitted";
+  spec.repetitions = 40;  // 10,000 jobs: ten chunks
+  std::atomic<bool> done{false};
+  std::optional<std::int64_t> cancelled;
+  std::thread canceller([&] {
+    while (!done && !cancelled) {
+      const auto runs = store_->runs().list_runs(1, std::nullopt).value();
+      if (!runs.empty() && runs[0].name == spec.name && store_->runs().cancel_run(runs[0].id).ok())
+        cancelled = runs[0].id;
+    }
+  });
+  const auto second = submit_spec(spec);
+  done = true;
+  canceller.join();
+  ASSERT_TRUE(cancelled.has_value());
+  EXPECT_EQ(*cancelled, second);
+  info = store_->runs().get_run(second).value();
+  EXPECT_EQ(info.job_count, 10000);
+  EXPECT_TRUE(info.cancelled_at.has_value());
+  EXPECT_EQ(info.jobs_by_status[JobStatus::kCancelled], 10000) << "every job cancelled, none left queued";
+}
+
+// A restart that cut a big submit short (fewer jobs stored than the run was given) leaves a
+// cancelled run of the jobs it got, not a run that can never finish.
+TEST_F(StoreTest, ARunCutShortInItsSubmitIsClosedWhenTheStoreOpens) {
+  std::vector<int> batches;
+  for (int b = 1; b <= 100; ++b) batches.push_back(b);
+  const auto run = submit({"torchvision/resnet18"}, batches, {Mode::kEager});
+  // What a kill -9 between two chunks leaves: the run row and its first jobs.
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(options_.path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "DELETE FROM jobs WHERE batch > 40", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  reopen();
+  const auto info = store_->runs().get_run(run).value();
+  EXPECT_EQ(info.job_count, 40);
+  EXPECT_TRUE(info.cancelled_at.has_value());
+  EXPECT_TRUE(info.finished_at.has_value());
+  EXPECT_EQ(info.jobs_by_status.at(JobStatus::kCancelled), 40);
 }
 
 TEST_F(StoreTest, OomPrunesLargerBatchesOfTheSameCellIncludingRequeuedOnes) {

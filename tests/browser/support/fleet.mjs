@@ -153,7 +153,7 @@ export class Agent {
 
 // An ok result whose `n` samples have exactly mean `meanMs` and median `medianMs`; the CI of the
 // median is [medianMs - ciHalf, medianMs + ciHalf] (default: 2% of the median).
-export function okResult(meanMs, { medianMs = meanMs, n = 9, ciHalf, env = {} } = {}) {
+export function okResult(meanMs, { medianMs = meanMs, n = 9, ciHalf, env = {}, stopReason = "max_time" } = {}) {
   // Symmetric samples around the median (so it is exact for odd and even n), then move the
   // largest (or smallest) one so the mean is exact too; the median does not change.
   const samples = Array.from({ length: n }, (_, i) => medianMs * (1 + 0.01 * (i - (n - 1) / 2)));
@@ -183,7 +183,7 @@ export function okResult(meanMs, { medianMs = meanMs, n = 9, ciHalf, env = {} } 
     },
     samples_ms: samples,
     first_call_ms: 1234.5,
-    stop_reason: "fixed_count",
+    stop_reason: stopReason,  // max_time fits any count; fixed_count only a fixed one, of exactly n
     export_s: 12.5,
     load_s: 0.75,
     memory: { peak_allocated_bytes: 1610612736, peak_reserved_bytes: 2147483648, peak_rss_bytes: 3221225472 },

@@ -1,0 +1,149 @@
+// Integration: the coordinator under bulk. Its memory under large public reads: a run holds ten results of
+// 10^6 samples each (what max_iterations allows, ~7 MB of samples text each); reading all their
+// samples twenty times, and four times at once, must leave the coordinator's resident memory
+// near where it was before the reads: a page with samples is bounded in bytes and written
+// around the stored text, and the allocator hands large blocks back (coordinator/app).
+// The curve is printed (RSS after each read) for docs/testing.md. And a submit of 100,000 jobs,
+// which goes in chunks, killed (-9) halfway.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/codecs.h"
+#include "common/stats.h"
+#include "tests/support/coordinator_process.h"
+#include "tests/support/process_memory.h"
+
+namespace benchfleet::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kResults = 10;
+constexpr int kSamples = 1'000'000;
+
+// Every result of the run with its samples, page by page as a client follows next_cursor.
+// Returns the number of samples read.
+std::size_t read_all_samples(http::Client& client, const std::string& results_url) {
+  std::size_t samples = 0;
+  std::string cursor;
+  for (int page = 0; page < 100; ++page) {
+    const auto res = client.get(results_url + "?samples=true&limit=10" + (cursor.empty() ? "" : "&cursor=" + cursor));
+    if (!res.ok()) throw std::runtime_error("read failed: " + res.error().describe());
+    if (res->status != 200) throw std::runtime_error("read failed: " + std::to_string(res->status) + " " + res->body);
+    const json body = json::parse(res->body);
+    for (const auto& r : body["results"]) samples += r["result"]["samples_ms"].size();
+    if (body["next_cursor"].is_null()) return samples;
+    cursor = body["next_cursor"].get<std::string>();
+  }
+  throw std::runtime_error("more than 100 pages");
+}
+
+TEST(CoordinatorBulk, RepeatedLargeSampleReadsReturnNearBaseline) {
+  CoordinatorProcess coord;
+  std::vector<int> batches;
+  for (int b = 1; b <= kResults; ++b) batches.push_back(b);
+  json m = matrix({kResnet}, batches, {"eager"});
+  m["measurement"] = {{"min_iterations", 30}, {"max_iterations", kSamples}};
+  const json run = coord.submit(m);
+  const std::string results_url = "/api/v1/runs/" + std::to_string(run["id"].get<std::int64_t>()) + "/results";
+  {
+    FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+    std::vector<double> samples(kSamples);
+    for (int i = 0; i < kSamples; ++i) samples[i] = 10.0 + (i % 997) * 0.001;
+    json result = ok_result(10.0);
+    result["samples_ms"] = samples;
+    result["stats"] = json(compute_statistics(samples, /*seed=*/1, /*resamples=*/20));
+    result["stop_reason"] = "max_iterations";
+    for (int i = 0; i < kResults; ++i) {
+      const auto lease = agent.lease_job("gpu0");
+      ASSERT_TRUE(lease.has_value());
+      const auto posted = agent.post_result(*lease, result);
+      ASSERT_EQ(posted.status, 201u) << posted.body;
+    }
+  }
+
+  const pid_t pid = coord.pid();
+  std::vector<double> curve{resident_mib(pid)};
+  const double baseline = curve.front();
+  double peak = baseline;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(read_all_samples(coord.client(), results_url), std::size_t{kResults} * kSamples);
+    curve.push_back(resident_mib(pid));
+    peak = std::max(peak, curve.back());
+  }
+  // Four readers at once.
+  std::vector<std::future<std::size_t>> readers;
+  for (int i = 0; i < 4; ++i) {
+    readers.push_back(std::async(std::launch::async, [&coord, &results_url] {
+      auto client = coord.make_client();
+      return read_all_samples(*client, results_url);
+    }));
+  }
+  for (auto& r : readers) EXPECT_EQ(r.get(), std::size_t{kResults} * kSamples);
+  curve.push_back(resident_mib(pid));
+
+  std::cout << "coordinator RSS (MiB) before the reads, after each of 20 reads of " << kResults << " x " << kSamples
+            << " samples, and after 4 parallel reads:";
+  for (double v : curve) std::cout << " " << static_cast<int>(v + 0.5);
+  std::cout << "\n";
+  // Near the baseline: within what one page in flight costs a few times over, not a ratchet of
+  // 100-240 MB per read.
+  EXPECT_LT(curve.back() - baseline, 96.0) << "RSS " << baseline << " -> " << curve.back() << " MiB";
+  EXPECT_LT(curve[20] - baseline, 64.0) << "RSS " << baseline << " -> " << curve[20] << " MiB after 20 reads";
+  EXPECT_LT(peak - baseline, 96.0) << "peak " << peak << " MiB over a baseline of " << baseline;
+}
+
+// A submit of 100,000 jobs is stored in chunks. Killed (-9) once its run shows, the coordinator
+// comes back with a cancelled run of exactly the jobs it stored (or, had the submit finished
+// first, the whole run queued): never a run missing jobs it can never finish.
+TEST(CoordinatorBulk, ABigSubmitKilledHalfwayComesBackAsACancelledRunOfWhatItStored) {
+  CoordinatorProcess coord;
+  std::vector<int> batches;
+  for (int b = 1; b <= 1000; ++b) batches.push_back(b);
+  json m = matrix({kResnet}, batches, {"eager"});
+  m["name"] = "big-submit";
+  m["repetitions"] = 100;
+  std::thread submitter([&coord, m] {
+    auto client = coord.make_client();
+    (void)client->post_json("/api/v1/runs", m, CoordinatorProcess::kOperatorToken);  // cut off by the kill
+  });
+  std::int64_t run_id = 0;
+  std::int64_t stored_before_kill = 0;
+  for (int i = 0; i < 2000 && run_id == 0; ++i) {
+    const json runs = coord.get_json("/api/v1/runs");
+    if (!runs["runs"].empty()) {
+      run_id = runs["runs"][0]["id"].get<std::int64_t>();
+      const json run = coord.get_json("/api/v1/runs/" + std::to_string(run_id));
+      stored_before_kill = run["jobs"]["queued"].get<std::int64_t>();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  ASSERT_NE(run_id, 0) << "the run never showed";
+  coord.kill9();
+  submitter.join();
+  coord.restart();
+
+  const json run = coord.get_json("/api/v1/runs/" + std::to_string(run_id));
+  const std::int64_t job_count = run["job_count"].get<std::int64_t>();
+  std::int64_t jobs = 0;
+  for (const auto& [status, n] : run["jobs"].items()) jobs += n.get<std::int64_t>();
+  EXPECT_EQ(jobs, job_count) << run.dump(1);
+  EXPECT_GE(job_count, stored_before_kill);
+  std::cout << "killed with " << stored_before_kill << " jobs seen stored; back with a run of " << job_count
+            << " jobs, state " << run["state"] << "\n";
+  if (job_count < 100'000) {
+    EXPECT_FALSE(run["cancelled_at"].is_null()) << run.dump(1);
+    EXPECT_EQ(run["jobs"]["queued"], 0) << run.dump(1);
+  } else {
+    EXPECT_EQ(run["jobs"]["queued"], 100'000) << run.dump(1);
+  }
+}
+
+}  // namespace
+}  // namespace benchfleet::testing
