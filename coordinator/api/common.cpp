@@ -1,7 +1,5 @@
 #include "coordinator/api/common.h"
 
-#include <charconv>
-
 #include "common/codecs.h"
 #include "common/http/problem.h"
 #include "common/json_reader.h"
@@ -30,12 +28,6 @@ Status check_token(const http::Request& req, const std::string& expected, std::s
     return Error{ErrorCode::kUnauthenticated, std::string("the ") + std::string(what) + " token is not valid", {}};
   }
   return Status::Ok();
-}
-
-bool parse_int64(std::string_view text, std::int64_t& out) {
-  if (text.empty()) return false;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && ptr == text.data() + text.size();
 }
 
 }  // namespace
@@ -110,49 +102,6 @@ Result<std::int64_t> authenticate_agent_path(const ApiContext& ctx, const http::
 Result<nlohmann::json> json_body(const ApiContext& ctx, const http::Request& req) {
   if (req.body().empty()) return Error::invalid("", "the request needs a JSON body");
   return parse_json(req.body(), ctx.config.max_json_depth);
-}
-
-Result<std::int64_t> id_param(const http::RouteMatch& match, std::string_view name) {
-  auto it = match.params.find(name);
-  std::int64_t id = 0;
-  if (it == match.params.end() || !parse_int64(it->second, id) || id <= 0) {
-    return Error::invalid("path." + std::string(name), "must be a positive integer");
-  }
-  return id;
-}
-
-Result<std::optional<std::int64_t>> int_query(const http::RouteMatch& match, std::string_view name, std::int64_t min,
-                                              std::int64_t max) {
-  auto it = match.query.find(name);
-  if (it == match.query.end()) return std::optional<std::int64_t>();
-  std::int64_t v = 0;
-  if (!parse_int64(it->second, v) || v < min || v > max) {
-    return Error::invalid("query." + std::string(name),
-                          "must be an integer between " + std::to_string(min) + " and " + std::to_string(max));
-  }
-  return std::optional<std::int64_t>(v);
-}
-
-std::optional<std::string> str_query(const http::RouteMatch& match, std::string_view name) {
-  auto it = match.query.find(name);
-  if (it == match.query.end()) return std::nullopt;
-  return it->second;
-}
-
-Result<CellQuery> cell_query(const http::RouteMatch& m) {
-  BF_ASSIGN_OR_RETURN(const auto batch, int_query(m, "batch", 1, 65536));
-  CellQuery q;
-  q.model = str_query(m, "model");
-  q.mode = str_query(m, "mode");
-  q.dtype = str_query(m, "dtype");
-  q.runtime = str_query(m, "runtime");
-  q.gpu = str_query(m, "gpu");
-  q.torch_build = str_query(m, "build");
-  if (batch) q.batch = static_cast<int>(*batch);
-  if (q.mode && !parse_mode(*q.mode)) return Error::invalid("query.mode", "unknown mode");
-  if (q.dtype && !parse_dtype(*q.dtype)) return Error::invalid("query.dtype", "unknown dtype");
-  if (q.runtime && !parse_runtime(*q.runtime)) return Error::invalid("query.runtime", "unknown runtime");
-  return q;
 }
 
 Result<std::vector<JobSpec>> expand_submitted_matrix(const ApiContext& ctx, const MatrixSpec& spec) {

@@ -14,6 +14,7 @@
 #include "common/result.h"
 #include "common/time_format.h"
 #include "coordinator/api/api.h"
+#include "coordinator/api/query_params.h"
 
 namespace benchfleet::api {
 
@@ -39,21 +40,6 @@ std::string compose_agent_token(std::int64_t agent_id, const std::string& secret
 // The body parsed as JSON (whatever the content type says), refusing nesting beyond the
 // configured depth.
 Result<nlohmann::json> json_body(const ApiContext& ctx, const http::Request& req);
-// A positive integer path parameter; "path.<name>" in errors.
-Result<std::int64_t> id_param(const http::RouteMatch& match, std::string_view name);
-// An optional integer query parameter within [min, max]; "query.<name>" in errors.
-Result<std::optional<std::int64_t>> int_query(const http::RouteMatch& match, std::string_view name, std::int64_t min,
-                                              std::int64_t max);
-std::optional<std::string> str_query(const http::RouteMatch& match, std::string_view name);
-
-// The cell axes a listing filters on, from its query (?model, mode, dtype, runtime, gpu, build,
-// batch), each value checked ("query.<name>" in errors): the one parse of the results and the
-// series listings.
-struct CellQuery {
-  std::optional<std::string> model, mode, dtype, runtime, gpu, torch_build;
-  std::optional<int> batch;
-};
-Result<CellQuery> cell_query(const http::RouteMatch& match);
 
 // The jobs a submitted matrix (a run's, or a schedule's) expands to against the catalog and
 // max_cells, refusing a shape-walk matrix with more batch sizes than a lease carries (64: agents

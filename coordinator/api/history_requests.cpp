@@ -3,7 +3,7 @@
 #include "common/codecs.h"
 #include "common/display_text.h"
 #include "common/json_reader.h"
-#include "coordinator/api/common.h"
+#include "coordinator/api/query_params.h"
 #include "coordinator/rules/cron.h"
 
 namespace benchfleet::api {

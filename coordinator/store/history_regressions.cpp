@@ -80,25 +80,6 @@ bool may_move(RegressionState from, RegressionState to) {
 
 }  // namespace
 
-std::string_view to_string(RegressionState s) {
-  switch (s) {
-    case RegressionState::kOpen:
-      return "open";
-    case RegressionState::kAcknowledged:
-      return "acknowledged";
-    case RegressionState::kResolved:
-      return "resolved";
-  }
-  return "open";
-}
-
-std::optional<RegressionState> parse_regression_state(std::string_view s) {
-  for (auto state : {RegressionState::kOpen, RegressionState::kAcknowledged, RegressionState::kResolved}) {
-    if (to_string(state) == s) return state;
-  }
-  return std::nullopt;
-}
-
 Result<RegressionInfo> HistoryStore::regression_info_locked(std::int64_t regression_id) {
   BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one(std::string(kRegressionSelect) + kRegressionJoins + " WHERE g.id = ?",
                                                   regression_id));

@@ -16,7 +16,8 @@
 //     5% perturbation into the package (test only) and the verdict is `wrong`.
 //
 // Needs BENCHFLEET_TORCH_ROOT and BENCHFLEET_ROOT_WORKER (scripts/test.sh makes both); skips
-// without them unless BENCHFLEET_REQUIRE_TORCH_ROOT=1. Minutes of compiling.
+// without them unless BENCHFLEET_REQUIRE_TORCH_ROOT=1. Minutes of compiling (the verdicts' packages
+// only on a machine's first run: kept_test_dir).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -37,12 +38,15 @@ namespace fs = std::filesystem;
 const std::string kResnet = "torchvision/resnet18";
 const std::string kBuild = "torch26";  // Debian 13's torch 2.6, in its root
 
-// An agent config with the root's build alone.
-std::string write_root_config(const CoordinatorProcess& coord) {
+// An agent config with the root's build alone; its artifact cache (exported packages, their
+// references, Inductor's caches) in `artifact_dir` when given.
+std::string write_root_config(const CoordinatorProcess& coord, const std::string& artifact_dir = "") {
   const std::string path = coord.dir() + "/agent-root.yaml";
-  std::ofstream(path) << "builds:\n"
-                      << "  - {name: " << kBuild << ", python: /usr/bin/python3, worker: " << BENCHFLEET_ROOT_WORKER
-                      << ", root: " << BENCHFLEET_TORCH_ROOT << "}\n";
+  std::ofstream out(path);
+  if (!artifact_dir.empty()) out << "artifact_dir: " << artifact_dir << "\n";
+  out << "builds:\n"
+      << "  - {name: " << kBuild << ", python: /usr/bin/python3, worker: " << BENCHFLEET_ROOT_WORKER
+      << ", root: " << BENCHFLEET_TORCH_ROOT << "}\n";
   return path;
 }
 
@@ -78,7 +82,10 @@ void expect_judged(const json& result) {
 TEST(AccuracyRoot, VerdictsAndDtypesOfTheLibtorchRuntime) {
   REQUIRE_TORCH_ROOT();
   CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
-  AgentProcess agent(agent_options(coord, "root", write_root_config(coord)));
+  // The packages are kept between test runs (the verdicts are the worker's, from each package and
+  // its reference; exporting is TorchRoot's to check cold): three AOTInductor exports cost
+  // minutes of the suite on 2 cores. The perturbed package below is always made anew.
+  AgentProcess agent(agent_options(coord, "root", write_root_config(coord, kept_test_dir("accuracy-verdicts"))));
   agent.start();
   ASSERT_TRUE(wait_online(coord, {"root"}, 300s)) << agents_of(coord).dump(1);
 

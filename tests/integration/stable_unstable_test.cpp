@@ -8,7 +8,8 @@
 // scalar code).
 //
 // Needs both roots (scripts/test.sh makes them); skips without them unless
-// BENCHFLEET_REQUIRE_TORCH_ROOT=1, which scripts/test.sh sets. Mostly the two cold compiles.
+// BENCHFLEET_REQUIRE_TORCH_ROOT=1, which scripts/test.sh sets. Mostly the two compiles, cold only
+// on a machine's first run (the agent's artifact directory, with its Inductor caches, is kept).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -40,8 +41,11 @@ TEST(StableUnstable, TwoDebianTorchBuildsSideBySideWithASeedModel) {
   CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
   // As the quick start declares them: no worker in the roots (its matrices are torch.compile's,
   // the python runtime), so each build offers the python runtime only.
+  // Its Inductor caches are kept between test runs (the cold and warm compiles are TorchRoot's to
+  // check): two cold compiles cost about two minutes of the suite on 2 cores.
   const std::string config = coord.dir() + "/agent-stable-unstable.yaml";
-  std::ofstream(config) << "builds:\n"
+  std::ofstream(config) << "artifact_dir: " << kept_test_dir("stable-unstable") << "\n"
+                        << "builds:\n"
                         << "  - {name: stable, python: /usr/bin/python3, root: " << BENCHFLEET_TORCH_ROOT << "}\n"
                         << "  - {name: unstable, python: /usr/bin/python3, root: " << BENCHFLEET_SID_ROOT << "}\n";
   AgentProcess agent(agent_options(coord, "two-suites", config));

@@ -31,6 +31,24 @@ inline std::string missing_torch_root() {
   return missing_root(BENCHFLEET_TORCH_ROOT, BENCHFLEET_ROOT_WORKER, "trixie");
 }
 
+// A directory kept between test runs for `name` ($BENCHFLEET_CACHE, else ~/.cache/benchfleet, then
+// test-agents/<name>), made when missing: for an agent's artifact cache and Inductor caches in a
+// test that checks no cache state, so only its first run on a machine pays the cold compiles
+// (the python root tests keep theirs under test-inductor/ the same way). Tests that check cold
+// and warm compiles use fresh directories.
+inline std::string kept_test_dir(const std::string& name) {
+  namespace fs = std::filesystem;
+  const char* cache = std::getenv("BENCHFLEET_CACHE");
+  const char* home = std::getenv("HOME");
+  fs::path base = cache != nullptr && *cache != 0 ? fs::path(cache)
+                  : home != nullptr && *home != 0 ? fs::path(home) / ".cache" / "benchfleet"
+                                                  : fs::temp_directory_path() / "benchfleet-cache";
+  const fs::path dir = base / "test-agents" / name;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  return dir.string();
+}
+
 #ifdef BENCHFLEET_SID_ROOT
 // Both roots: the unstable one (BENCHFLEET_SID_ROOT, BENCHFLEET_SID_ROOT_WORKER) and the torch 2.6 one.
 inline std::string missing_sid_root() {

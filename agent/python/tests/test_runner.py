@@ -25,6 +25,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from typing import Any, Dict, Optional
 from unittest import mock
@@ -351,7 +352,10 @@ class CompileModesTest(unittest.TestCase):
 
         def run(name: str, job: Dict[str, Any], cache: str, **extra_env: str) -> None:
             env = {"TORCHINDUCTOR_CACHE_DIR": cache, **cls.ROOT_ENV, **extra_env}
+            started = time.monotonic()
             cls.runs[name], cls.cache_dirs[name] = run_runner(job, env=env, timeout=cls.TIMEOUT_S), cache
+            # Where the suite's time goes, in the test log.
+            print(f"runner {name}: {time.monotonic() - started:.1f} s", file=sys.stderr)
 
         for name, mode in (("cold", "default"), ("warm", "default")):
             run(name, job_for(mode), cls.cache.name)
