@@ -46,6 +46,10 @@ using boost::system::error_code;
 namespace {
 
 constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
+// Connections answered 503 at once when max_connections is 0 (no total bound): beyond it a
+// refused connection is closed without an answer.
+constexpr std::size_t kRefusalsWithoutTotalBound = 1024;
+
 // After refusing a request, read (and drop) what the client still sends for a while, so closing
 // does not reset the connection before the client has read the refusal.
 constexpr std::size_t kLingerBytes = 1 << 20;
@@ -527,7 +531,10 @@ asio::awaitable<void> accept_connections(std::shared_ptr<detail::ServerState> st
     auto conn = std::make_shared<Connection>(std::move(socket));
     const std::uint64_t id = st->next_id++;
     if (std::optional<std::string> why = st->admit(id, conn, peer)) {
-      const std::size_t bound = std::max<std::size_t>(st->limits.max_connections, 1);
+      // As many refusals answered at once as connections served, or kRefusalsWithoutTotalBound
+      // when there is no total bound (max_connections 0: only the per-address share refuses).
+      const std::size_t bound =
+          st->limits.max_connections != 0 ? st->limits.max_connections : kRefusalsWithoutTotalBound;
       if (st->refused_connections.fetch_add(1) >= bound) {
         st->refused_connections.fetch_sub(1);
         error_code ignored;

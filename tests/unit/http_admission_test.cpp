@@ -296,6 +296,24 @@ TEST_F(HttpAdmissionTest, OnePeerAddressHoldsAtMostItsShareOfAnonymousConnection
   EXPECT_EQ(more.size(), 2u);
 }
 
+// Without a total bound (max_connections 0) the per-address share still refuses, and every
+// connection it refuses is answered, not only one at a time.
+TEST_F(HttpAdmissionTest, WithoutATotalBoundEveryConnectionBeyondAnAddressShareIsAnswered503) {
+  ServerLimits l = limits();
+  l.max_connections = 0;
+  l.reserved_connections = 0;
+  l.max_connections_per_peer = 2;
+  start(l);
+  std::vector<std::unique_ptr<RawConnection>> held = hold_busy(port(), 2, "127.0.0.5");
+  std::vector<std::unique_ptr<RawConnection>> refused;
+  for (int i = 0; i < 4; ++i) refused.push_back(std::make_unique<RawConnection>(port(), 10s, "127.0.0.5"));
+  for (auto& c : refused) {
+    const std::string reply = c->read_to_end();
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 503")) << "refused without an answer: '" << reply << "'";
+    EXPECT_NE(reply.find("from one address"), std::string::npos) << reply;
+  }
+}
+
 // The reserve: with the anonymous pool full of connections mid-request, a newcomer is admitted
 // on probation. Showing a token keeps its slot; an anonymous request is answered 503 and closed.
 TEST_F(HttpAdmissionTest, TheReserveServesOnlyConnectionsThatShowAToken) {
