@@ -156,7 +156,8 @@ TEST(ReportAccuracy, OnlyOkRepetitionsCount) {
   in.cells[1].accuracy = AccuracyVerdict::kWrong;
   in.cells[1].flags = {"high_cv"};
   in.cells[1].compile_ms = 99'000;
-  const Cell& c = cell(build_report(in).tables[0], 0, kDefaultLatency);
+  const Report report = build_report(in);
+  const Cell& c = cell(report.tables[0], 0, kDefaultLatency);
   EXPECT_EQ(c.accuracy, AccuracyVerdict::kPass);
   EXPECT_TRUE(c.flags.empty());
   EXPECT_FALSE(c.compile_ms.has_value());
