@@ -44,6 +44,10 @@ std::size_t read_all_samples(http::Client& client, const std::string& results_ur
 }
 
 TEST(CoordinatorBulk, RepeatedLargeSampleReadsReturnNearBaseline) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "under ASan the coordinator's memory is ASan's allocator's, not glibc's, and ten 10^6-sample "
+                  "results take minutes to check in a Debug build: the curve is the Release build's";
+#endif
   CoordinatorProcess coord;
   std::vector<int> batches;
   for (int b = 1; b <= kResults; ++b) batches.push_back(b);
