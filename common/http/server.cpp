@@ -1,7 +1,5 @@
 #include "common/http/server.h"
 
-#include <sys/ioctl.h>
-
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -33,6 +31,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include "common/http/client_watch.h"
+#include "common/http/connection_pool.h"
 #include "common/http/problem.h"
 
 namespace benchfleet::http {
@@ -45,6 +44,8 @@ using boost::system::error_code;
 
 namespace {
 
+using detail::Connection;
+
 constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
 // Connections answered 503 at once when max_connections is 0 (no total bound): beyond it a
 // refused connection is closed without an answer.
@@ -54,30 +55,6 @@ constexpr std::size_t kRefusalsWithoutTotalBound = 1024;
 // does not reset the connection before the client has read the refusal.
 constexpr std::size_t kLingerBytes = 1 << 20;
 constexpr std::chrono::milliseconds kLingerTime{2000};
-// A new connection that has not sent anything yet is shed only after those that have been
-// answered or stayed silent this long.
-constexpr std::chrono::milliseconds kNewcomerGrace{1000};
-
-struct Connection {
-  explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
-  beast::tcp_stream stream;
-  // Waiting for the next request's first byte; written on the connection's strand, read by the
-  // accept loop when it looks for a connection to shed.
-  std::atomic<bool> idle{false};
-  std::atomic<bool> answered{false};  // one of its requests has been answered
-  const std::chrono::steady_clock::time_point accepted = std::chrono::steady_clock::now();
-  // Admitted into reserved_connections while the anonymous pool was full: its first request must
-  // show a credential. Set before the connection's coroutine starts.
-  bool probation = false;
-};
-
-// Whether the client has sent bytes the server has not read yet. Asks the kernel (FIONREAD) on the
-// socket's descriptor, so it may be called off the connection's strand; a closed socket reads as
-// nothing waiting.
-bool bytes_waiting(Connection& conn) {
-  int waiting = 0;
-  return ::ioctl(conn.stream.socket().native_handle(), FIONREAD, &waiting) == 0 && waiting > 0;
-}
 
 // A request the server answers itself, before routing.
 struct Refusal {
@@ -172,7 +149,7 @@ namespace detail {
 
 struct ServerState {
   ServerState(asio::io_context& io, Router& r, ServerLimits l, RequestObserver o)
-      : ioc(io), router(r), limits(l), observer(std::move(o)), acceptor(asio::make_strand(io)) {}
+      : ioc(io), router(r), limits(l), observer(std::move(o)), acceptor(asio::make_strand(io)), pool(l) {}
 
   asio::io_context& ioc;
   Router& router;
@@ -183,21 +160,8 @@ struct ServerState {
   std::atomic<bool> started{false};
   std::atomic<bool> stopping{false};
 
-  // A served connection as the accept loop sees it.
-  struct Entry {
-    std::weak_ptr<Connection> conn;
-    asio::ip::address peer;
-    bool trusted = false;  // one of its requests showed a credential
-    bool shed = false;     // closed to make room: no longer counted
-  };
-
   std::uint64_t next_id = 0;  // the accept loop's alone
-
-  std::mutex mutex;                            // guards the members below
-  std::map<std::uint64_t, Entry> connections;  // by id: the oldest first
-  std::size_t counted = 0;                     // entries not shed
-  std::size_t anonymous = 0;                   // of them, not trusted
-  std::map<asio::ip::address, std::size_t> anonymous_by_peer;
+  ConnectionPool pool;        // admission, shedding and trust of the connections served
 
   std::atomic<std::size_t> refused_connections{0};  // being answered 503 beyond max_connections
   std::atomic<std::size_t> inflight_body_bytes{0};  // reserved by requests whose body is admitted
@@ -215,91 +179,6 @@ struct ServerState {
     if (limits.max_inflight_body_bytes != 0) inflight_body_bytes.fetch_sub(bytes);
   }
 
-  // Why a connection from `peer` cannot be admitted now, or nullopt after admitting it as
-  // anonymous under `id` (shedding an idle anonymous connection where its pool is full).
-  std::optional<std::string> admit(std::uint64_t id, const std::shared_ptr<Connection>& conn,
-                                   const asio::ip::address& peer) {
-    std::shared_ptr<Connection> victim;
-    std::lock_guard lock(mutex);
-    const std::size_t total_bound = limits.max_connections;
-    const std::size_t anonymous_bound =
-        total_bound == 0 ? 0 : total_bound - std::min(limits.reserved_connections, total_bound);
-    const std::size_t per_peer_bound = limits.max_connections_per_peer;
-    const auto known = anonymous_by_peer.find(peer);
-    const std::size_t from_peer = known == anonymous_by_peer.end() ? 0 : known->second;
-    if (per_peer_bound != 0 && from_peer >= per_peer_bound) {
-      victim = shed_oldest_idle(&peer);
-      if (!victim) {
-        return "the server is serving its limit of " + std::to_string(per_peer_bound) +
-               " unauthenticated connections from one address; retry later";
-      }
-    }
-    const bool at_total = total_bound != 0 && counted >= total_bound;
-    if (!victim && (at_total || (anonymous_bound != 0 && anonymous >= anonymous_bound))) {
-      victim = shed_oldest_idle(nullptr);
-      if (!victim && at_total) {
-        return "the server is serving its limit of " + std::to_string(total_bound) + " connections; retry later";
-      }
-      // Only the reserve is left: the newcomer keeps its slot if its first request shows a token.
-      conn->probation = !victim;
-    }
-    if (victim) {
-      asio::post(victim->stream.get_executor(), [victim] {
-        // It may have begun a request since it was chosen: then it keeps its connection (and the
-        // bound is over by one until it closes).
-        if (victim->idle && !bytes_waiting(*victim)) victim->stream.cancel();
-      });
-    }
-    connections.emplace(id, Entry{conn, peer, false, false});
-    ++counted;
-    ++anonymous;
-    ++anonymous_by_peer[peer];
-    return std::nullopt;
-  }
-
-  // Marks the oldest anonymous connection waiting idle (from `peer` when given) as shed and
-  // returns it; null when none is idle. Holds `mutex`.
-  //
-  // Connections that have been answered, or stayed silent past kNewcomerGrace, go first; only
-  // when none is idle does the oldest newcomer that has not sent anything yet give way. A client
-  // that has just connected and is about to send its request is then closed only when every
-  // older anonymous connection is busy or already gone.
-  std::shared_ptr<Connection> shed_oldest_idle(const asio::ip::address* peer) {
-    const auto now = std::chrono::steady_clock::now();
-    for (const bool newcomers_too : {false, true}) {
-      for (auto& [id, entry] : connections) {
-        if (entry.trusted || entry.shed || (peer != nullptr && entry.peer != *peer)) continue;
-        auto conn = entry.conn.lock();
-        if (!conn || !conn->idle) continue;
-        if (!newcomers_too && !conn->answered && now - conn->accepted < kNewcomerGrace) continue;
-        // Idle with bytes waiting is not idle: a burst of clients connecting at once is accepted
-        // faster than their requests are read, and must not close each other.
-        if (bytes_waiting(*conn)) continue;
-        entry.shed = true;
-        uncount(entry);
-        return conn;
-      }
-    }
-    return nullptr;
-  }
-
-  // Its request showed a credential: the connection leaves the anonymous pool.
-  void trust(std::uint64_t id) {
-    std::lock_guard lock(mutex);
-    const auto it = connections.find(id);
-    if (it == connections.end() || it->second.trusted || it->second.shed) return;
-    release_anonymous(it->second.peer);
-    it->second.trusted = true;
-  }
-
-  void forget(std::uint64_t id) {
-    std::lock_guard lock(mutex);
-    const auto it = connections.find(id);
-    if (it == connections.end()) return;
-    if (!it->second.shed) uncount(it->second);
-    connections.erase(it);
-  }
-
   void observe(std::string_view route, unsigned status, std::chrono::steady_clock::time_point since) const {
     if (!observer) return;
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - since;
@@ -307,18 +186,6 @@ struct ServerState {
       observer(route, status, elapsed.count());
     } catch (const std::exception& e) {
       spdlog::warn("http request observer threw: {}", e.what());
-    }
-  }
-
- private:
-  void uncount(const Entry& entry) {
-    --counted;
-    if (!entry.trusted) release_anonymous(entry.peer);
-  }
-  void release_anonymous(const asio::ip::address& peer) {
-    --anonymous;
-    if (const auto it = anonymous_by_peer.find(peer); it != anonymous_by_peer.end() && --it->second == 0) {
-      anonymous_by_peer.erase(it);
     }
   }
 };
@@ -330,7 +197,7 @@ namespace {
 struct Registration {
   std::shared_ptr<detail::ServerState> state;
   std::uint64_t id;
-  ~Registration() { state->forget(id); }
+  ~Registration() { state->pool.forget(id); }
 };
 
 // Body bytes held under ServerLimits::max_inflight_body_bytes until the request is answered.
@@ -420,7 +287,7 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
       decision = co_await st->router.admit(head);
       if (decision.refusal()) refusal = std::move(decision.refusal());
       if (decision.credentialed()) {
-        st->trust(id);
+        st->pool.trust(id);
         conn->probation = false;
       } else if (conn->probation && !refusal) {
         refusal = problem(bhttp::status::service_unavailable, "Service Unavailable",
@@ -530,7 +397,7 @@ asio::awaitable<void> accept_connections(std::shared_ptr<detail::ServerState> st
     if (peer_error) continue;  // already gone
     auto conn = std::make_shared<Connection>(std::move(socket));
     const std::uint64_t id = st->next_id++;
-    if (std::optional<std::string> why = st->admit(id, conn, peer)) {
+    if (std::optional<std::string> why = st->pool.admit(id, conn, peer)) {
       // As many refusals answered at once as connections served, or kRefusalsWithoutTotalBound
       // when there is no total bound (max_connections 0: only the per-address share refuses).
       const std::size_t bound =
@@ -598,14 +465,7 @@ void Server::stop() {
   });
   // A connection checks `stopping` on its strand before it goes idle, so each one either sees
   // the flag or is idle when this cancellation runs on the same strand.
-  std::vector<std::shared_ptr<Connection>> open;
-  {
-    std::lock_guard lock(state_->mutex);
-    for (auto& [id, entry] : state_->connections) {
-      if (auto conn = entry.conn.lock()) open.push_back(std::move(conn));
-    }
-  }
-  for (auto& conn : open) {
+  for (auto& conn : state_->pool.open_connections()) {
     auto executor = conn->stream.get_executor();
     asio::post(executor, [conn = std::move(conn)] {
       if (conn->idle) conn->stream.cancel();
