@@ -27,8 +27,6 @@ namespace {
 using namespace benchfleet;
 using bench::Checks;
 using bench::Timing;
-using testing::CoordinatorChild;
-using testing::LaunchOptions;
 namespace fs = std::filesystem;
 
 constexpr const char* kOperatorToken = "history-bench-operator-token";
@@ -164,19 +162,7 @@ int run(int argc, char** argv) {
                        false);
   }
 
-  LaunchOptions launch;
-  launch.binary = o.coordinator;
-  launch.flags = {{"--db", db},
-                  {"--operator-token", kOperatorToken},
-                  {"--enrollment-token", "history-bench-enrol"},
-                  {"--log-level", "warn"},
-                  {"--web-root", ""}};
-  launch.port_file = dir + "/coordinator.port";
-  launch.log_file = dir + "/coordinator.log";
-  launch.clean_environment = true;
-  launch.start_timeout = std::chrono::seconds(60);
-  std::cerr << "history_queries: starting " << o.coordinator << "...\n";
-  auto child = CoordinatorChild::start(launch);
+  auto child = bench::start_query_coordinator("history_queries", o.coordinator, db, dir, kOperatorToken);
   if (!child.ok()) {
     std::cerr << "history_queries: " << child.error().message << "\n";
     return 1;
@@ -214,7 +200,7 @@ int run(int argc, char** argv) {
   const int exit_status = testing::exit_code((*child)->stop().status);
   if (exit_status != 0) {
     checks.fail("the coordinator exited with " + std::to_string(exit_status) + "; log:\n" +
-                testing::file_tail(launch.log_file, 2000));
+                testing::file_tail(dir + "/coordinator.log", 2000));
   }
   for (const auto& p : checks.problems) std::printf("problem: %s\n", p.c_str());
   std::printf("status=%s\n", checks.failed ? "FAILED" : "ok");

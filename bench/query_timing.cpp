@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -137,6 +138,26 @@ void add_query_bench_options(CLI::App& app, QueryBenchOptions& o) {
   app.add_option("--db", o.db, "read this existing database (kept from an earlier run) instead of filling one");
   app.add_option("--coordinator", o.coordinator, "benchfleet-coordinator binary")->capture_default_str();
   app.add_flag("--keep-dir", o.keep_dir, "keep the work directory (database, coordinator log)");
+}
+
+Result<std::unique_ptr<testing::CoordinatorChild>> start_query_coordinator(const std::string& who,
+                                                                           const std::string& binary,
+                                                                           const std::string& db,
+                                                                           const std::string& dir,
+                                                                           const std::string& operator_token) {
+  testing::LaunchOptions launch;
+  launch.binary = binary;
+  launch.flags = {{"--db", db},
+                  {"--operator-token", operator_token},
+                  {"--enrollment-token", who + "-bench-enrol"},
+                  {"--log-level", "warn"},
+                  {"--web-root", ""}};
+  launch.port_file = dir + "/coordinator.port";
+  launch.log_file = dir + "/coordinator.log";
+  launch.clean_environment = true;
+  launch.start_timeout = std::chrono::seconds(60);
+  std::cerr << who << ": starting " << binary << "...\n";
+  return testing::CoordinatorChild::start(launch);
 }
 
 }  // namespace benchfleet::bench

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/http/client.h"
+#include "tests/support/coordinator_child.h"
 
 namespace benchfleet::bench {
 
@@ -75,5 +77,13 @@ struct QueryBenchOptions {
 };
 // Adds --requests, --warmup, --seed, --dir, --db, --coordinator and --keep-dir to `app`.
 void add_query_bench_options(CLI::App& app, QueryBenchOptions& o);
+
+// The coordinator `binary` serving the database `db` (no dashboard, warnings only, a clean
+// environment), its port and log files in `dir`, with `operator_token`; errors name `who`.
+Result<std::unique_ptr<testing::CoordinatorChild>> start_query_coordinator(const std::string& who,
+                                                                           const std::string& binary,
+                                                                           const std::string& db,
+                                                                           const std::string& dir,
+                                                                           const std::string& operator_token);
 
 }  // namespace benchfleet::bench

@@ -31,9 +31,7 @@
 namespace {
 
 using namespace benchfleet;
-using benchfleet::testing::CoordinatorChild;
 using benchfleet::testing::file_tail;
-using benchfleet::testing::LaunchOptions;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using bench::Checks;
@@ -162,19 +160,7 @@ int run(int argc, char** argv) {
   title += ", no HTTP):";
   print_table(title, steps, false);
 
-  LaunchOptions launch;
-  launch.binary = o.coordinator;
-  launch.flags = {{"--db", db},
-                  {"--operator-token", kOperatorToken},
-                  {"--enrollment-token", "report-bench-enrol"},
-                  {"--log-level", "warn"},
-                  {"--web-root", ""}};
-  launch.port_file = dir + "/coordinator.port";
-  launch.log_file = dir + "/coordinator.log";
-  launch.clean_environment = true;
-  launch.start_timeout = std::chrono::seconds(60);
-  std::cerr << "report_queries: starting " << o.coordinator << "...\n";
-  auto child = CoordinatorChild::start(launch);
+  auto child = bench::start_query_coordinator("report_queries", o.coordinator, db, dir, kOperatorToken);
   if (!child.ok()) {
     std::cerr << "report_queries: " << child.error().message << "\n";
     return 1;
@@ -263,7 +249,7 @@ int run(int argc, char** argv) {
     std::string why = "the coordinator exited with ";
     why += std::to_string(exit_status);
     why += "; log:\n";
-    why += file_tail(launch.log_file, 2000);
+    why += file_tail(dir + "/coordinator.log", 2000);
     checks.fail(std::move(why));
   }
   for (const auto& p : checks.problems) std::printf("problem: %s\n", p.c_str());
