@@ -23,12 +23,21 @@ Result<RunCreated> RunStore::create_run(const MatrixSpec& spec, const std::vecto
   // between them. Its first jobs may be leased before its last are stored; until the last chunk
   // it is never marked finished (StoreCore::submitting_runs), and a cancel stops what is left.
   const std::span<const JobSpec> all(jobs);
-  BF_ASSIGN_OR_RETURN(const std::int64_t run_id, core_.group.run([&]() -> Result<std::int64_t> {
-    BF_ASSIGN_OR_RETURN(const std::int64_t id, insert_run_locked(spec, jobs.size(), std::nullopt, std::nullopt));
-    core_.submitting_runs.insert(id);
-    BF_RETURN_IF_ERROR(insert_jobs_locked(id, spec, all.first(kSubmitChunk)));
-    return id;
-  }));
+  std::int64_t run_id = 0;
+  const Status first = core_.group.run([&]() -> Status {
+    BF_ASSIGN_OR_RETURN(run_id, insert_run_locked(spec, jobs.size(), std::nullopt, std::nullopt));
+    BF_RETURN_IF_ERROR(insert_jobs_locked(run_id, spec, all.first(kSubmitChunk)));
+    core_.submitting_runs.insert(run_id);
+    return Status::Ok();
+  });
+  if (!first.ok()) {
+    // Nothing of it is stored (its operation or its commit failed), so its id may be given again.
+    (void)core_.group.run([&]() -> Status {
+      core_.submitting_runs.erase(run_id);
+      return Status::Ok();
+    });
+    return first.error();
+  }
   Status stored = Status::Ok();
   for (std::size_t at = kSubmitChunk; stored.ok() && at < jobs.size(); at += kSubmitChunk) {
     core_.group.yield_to_waiting();  // the agents' requests waiting now go between two chunks
