@@ -10,32 +10,38 @@
 #                                          # targets use (the quick start)
 #   scripts/install-deps.sh --no-slurm    # without slurmctld, slurmd, munge and slurm-client,
 #                                          # which only the real-Slurm tests use (the quick start)
+#   scripts/install-deps.sh --no-lint     # without ansible, ansible-lint, clang-format, clang-tidy,
+#                                          # flake8 and patchelf, which only the lint and deploy
+#                                          # tests and the GPU study's bundle use (the quick start)
 set -euo pipefail
 with_npm=1
 with_browser=1
 with_fuzz=1
 with_slurm=1
+with_lint=1
 for arg in "$@"; do
   case "$arg" in
     --no-npm) with_npm=0 ;;
     --no-browser) with_browser=0 ;;
     --no-fuzz) with_fuzz=0 ;;
     --no-slurm) with_slurm=0 ;;
-    *) echo "usage: scripts/install-deps.sh [--no-browser] [--no-npm] [--no-fuzz] [--no-slurm]" >&2; exit 2 ;;
+    --no-lint) with_lint=0 ;;
+    *) echo "usage: scripts/install-deps.sh [--no-browser] [--no-npm] [--no-fuzz] [--no-slurm] [--no-lint]" >&2; exit 2 ;;
   esac
 done
 
+# Boost is used through its headers only (Asio, Beast, URL): libboost1.81-dev, not -all-dev,
+# whose compiled libraries bring MPI, ICU and Python's development files (about 150 packages).
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git patchelf
-  libboost1.81-all-dev nlohmann-json3-dev libsqlite3-dev sqlite3
+  build-essential cmake ninja-build ccache pkg-config git
+  libboost1.81-dev nlohmann-json3-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libcli11-dev libyaml-cpp-dev libssl-dev
   libtorch-dev python3-torch python3-torchvision python3-yaml
   curl ca-certificates
-  ansible ansible-lint
-  debootstrap bubblewrap
-  clang-format-14 clang-tidy-14 flake8
+  mmdebstrap bubblewrap
 )
+[ "$with_lint" = 1 ] && packages+=(ansible ansible-lint clang-format-14 clang-tidy-14 flake8 patchelf)
 # Node for chart.js and the tests' tools: Debian's nodejs and npm, unless a node with its npm is
 # already there (e.g. from NodeSource, whose nodejs conflicts with Debian's npm).
 if [ "$with_npm" = 1 ]; then

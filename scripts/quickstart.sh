@@ -74,7 +74,7 @@ setup=1
 mkdir -p "$state"
 
 t0=$(date +%s)
-[ "$setup" = 1 ] && scripts/install-deps.sh --no-browser --no-fuzz --no-slurm
+[ "$setup" = 1 ] && scripts/install-deps.sh --no-browser --no-fuzz --no-slurm --no-lint
 t1=$(date +%s)
 # The libtorch runtime (AOTInductor, TorchScript) needs benchfleet-worker: in each root for a
 # matrix given in BENCHFLEET_QUICKSTART_MATRIX that names it, on the host for such a matrix, the
