@@ -16,15 +16,24 @@ namespace benchfleet {
 inline constexpr unsigned long long kBenignThrottleReasons = 0x1 | 0x2 | 0x100;
 
 // The flags of `result`, in this order, for an ok result (none for any other status):
-//   high_cv     stats.cv > noise.max_cv
+//   high_cv     judged_cv(result) > noise.max_cv: the samples spread, not a few isolated spikes
 //   clock_drop  telemetry after_sm_clock_mhz < (1 - noise.max_clock_drop) x before_sm_clock_mhz
 //   throttled   telemetry after_throttle_reasons has a bit outside kBenignThrottleReasons
-//   ci_not_met  the stopping rule ended at max_iterations or max_time (the CI target was not
-//               reached before the bound; a fixed count never sets it), or it claims ci_target
+//   ci_not_met  the stopping rule ended at max_iterations or max_time and the result's 95% CI is
+//               wider than `target_ci_rel_width` relative to its median (without the target:
+//               any such stop; a bound that ended the loop after the CI was narrow enough, e.g.
+//               max_iterations before min_duration_s, met it; a fixed count never sets it), or it
+//               claims ci_target
 //               while its 95% CI is more than kCiClaimSlack x `target_ci_rel_width` (the job's)
 //               wide relative to its median: the claim is not what its own figures show
 std::vector<std::string> noise_flags(const JobResult& result, const NoiseSpec& noise,
                                      std::optional<double> target_ci_rel_width = std::nullopt);
+
+// The coefficient of variation the noise rule judges: that of the samples within Tukey's outer
+// fences (Q1 - 3 IQR, Q3 + 3 IQR), so that a handful of isolated spikes (a preemption on a VM,
+// one page fault) does not make a tight distribution "noisy" while a wide spread still does;
+// stats.cv where there are fewer than 8 samples (or none). O(n): two selections and two passes.
+double judged_cv(const JobResult& result);
 
 // The stopping rule checks the CI with fewer bootstrap resamples than the result's final CI, so
 // the final one may come out a little wider than the target it stopped at; twice as wide is not

@@ -32,6 +32,49 @@ TEST(NoiseFlags, HighCvAboveTheThresholdOnly) {
   EXPECT_EQ(noise_flags(r, NoiseSpec{0.2, 0.1}), Flags{}) << "the run's own threshold";
 }
 
+// 100 samples of a quiet 9.4-9.6 ms loop: the CV of the samples themselves.
+std::vector<double> tight_samples() {
+  std::vector<double> x;
+  for (int i = 0; i < 100; ++i) x.push_back(9.4 + 0.002 * i);
+  return x;
+}
+
+TEST(NoiseFlags, IsolatedSpikesDoNotMakeATightResultNoisyAWideSpreadDoes) {
+  JobResult r = quiet_result();
+  r.samples_ms = tight_samples();
+  r.samples_ms[10] = 38.5;  // a preemption: one call 4x the median, as measured on a 2-vCPU VM
+  r.samples_ms[50] = 21.0;
+  r.stats->cv = 0.33;  // what the worker reports over every sample
+  EXPECT_LT(judged_cv(r), 0.02);
+  EXPECT_EQ(noise_flags(r, NoiseSpec{0.25, 0.1}), Flags{});
+
+  // A spread: a third of the calls 1.5x slower is not a spike but two regimes.
+  for (int i = 0; i < 100; i += 3) r.samples_ms[static_cast<std::size_t>(i)] = 14.2;
+  EXPECT_GT(judged_cv(r), 0.2);
+  EXPECT_EQ(noise_flags(r, NoiseSpec{0.2, 0.1}), Flags{"high_cv"});
+
+  // Too few samples to tell spikes from spread: the reported CV.
+  r.samples_ms = {9.4, 9.5, 38.5};
+  EXPECT_DOUBLE_EQ(judged_cv(r), 0.33);
+  EXPECT_EQ(noise_flags(r, NoiseSpec{0.25, 0.1}), Flags{"high_cv"});
+}
+
+TEST(NoiseFlags, ABoundThatStoppedTheLoopAfterTheCiWasNarrowEnoughIsNotCiNotMet) {
+  JobResult r = quiet_result();
+  r.stats->median_ms = 3.1;
+  r.stats->ci_low_ms = 3.09;
+  r.stats->ci_high_ms = 3.12;                  // 1% wide
+  r.stop_reason = StopReason::kMaxIterations;  // 300 calls of 3.1 ms end before min_duration_s 1
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}, 0.05), Flags{});
+  r.stats->ci_high_ms = 3.30;  // 6.8% wide: the target was not met
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}, 0.05), Flags{"ci_not_met"});
+  r.stop_reason = StopReason::kMaxTime;
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}, 0.05), Flags{"ci_not_met"});
+  r.stats->ci_high_ms = 3.12;
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}, 0.05), Flags{});
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{"ci_not_met"}) << "without the target, any bound stop";
+}
+
 TEST(NoiseFlags, ClockDropBeyondTheRunsFraction) {
   JobResult r = quiet_result();
   r.telemetry["after_sm_clock_mhz"] = 1300;  // 7.8% lower

@@ -91,6 +91,7 @@ JobResult result_for(const JobSpec& job) {
   if (half && job.model == kMobilenet && job.mode == Mode::kEager) {
     r.stats->cv = 0.25;
     r.stop_reason = StopReason::kMaxTime;  // the time bound came first: any count
+    testing::widen_ci(r, 0.1);             // ... and left the CI 20% wide
   }
   return r;
 }

@@ -172,6 +172,7 @@ TEST_F(StoreDtypeTest, APostedResultFillsTheReportColumnsWithTheRunsNoiseThresho
   JobResult r = ok_result(2);
   r.stats->cv = 0.08;  // above the run's 0.05, below the default 0.10
   r.stop_reason = StopReason::kMaxTime;
+  testing::widen_ci(r, 0.1);  // the time bound left the CI 20% wide
   r.export_s = 41.25;
   r.telemetry = {{"artifact_cached", false}, {"export_inductor_cache", "cold"}};
   r.memory.emplace();

@@ -44,6 +44,13 @@ inline JobResult ok_result(double ms) {
   return r;
 }
 
+// Widens an ok result's CI of the median to median x (1 -/+ `fraction`), min and max with it: a
+// loop a bound stopped before its CI target (ci_not_met).
+inline void widen_ci(JobResult& r, double fraction) {
+  r.stats->ci_low_ms = r.stats->min_ms = r.stats->median_ms * (1 - fraction);
+  r.stats->ci_high_ms = r.stats->max_ms = r.stats->median_ms * (1 + fraction);
+}
+
 // An "oom" result in warm-up, 1 GiB requested.
 inline JobResult oom_result() {
   JobResult r;
