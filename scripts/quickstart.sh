@@ -16,7 +16,8 @@
 #   scripts/quickstart.sh --detach   # leave it running; stop later with:
 #   scripts/quickstart.sh stop
 # Re-running is safe: installed packages, the roots and an up-to-date build are skipped, and a
-# running coordinator and agent are reused; each run submits the matrix again (exports are cached).
+# running coordinator and agent are reused (restarted if the build made them anew); each run
+# submits the matrix again (exports are cached).
 #
 # Environment (all optional):
 #   BENCHFLEET_PORT                    coordinator port on 127.0.0.1 (default 8080; 0: a free one)
@@ -91,10 +92,9 @@ needs_host_worker="$needs_workers"
 [ "$torch_root" = none ] && needs_host_worker=1
 nvidia-smi -L 2>/dev/null | grep -q '^GPU' && needs_host_worker=1
 # The two roots are made side by side, beside the C++ build, at the lowest CPU priority so the
-# compile keeps its cores (minutes the first time, seconds after). Each is mostly one process at a
-# time (debootstrap's resolution, dpkg): side by side they use both cores once the build is done.
-# From scratch on 2 cores both were ready 726 s after the start; one after the other the first
-# alone was still unpacking at 605 s. Each writes its own log.
+# compile keeps its cores (a few minutes the first time, seconds after). From scratch on 2 cores
+# both were ready 313 s after the start, as the build ended (each takes about 90 s alone). Each
+# writes its own log.
 declare -A root_pids=()
 if [ "$setup" = 1 ]; then
   for pair in "trixie $torch_root" "sid $sid_root"; do
@@ -169,6 +169,16 @@ if ! cmp -s "$state/agent.yaml.new" "$state/agent.yaml" 2>/dev/null; then
   stop_one "$agent_pidfile" "agent (its builds changed)"
 else
   rm -f "$state/agent.yaml.new"
+fi
+
+# A service started from an older build (a re-run after a pull rebuilt it) is restarted, so the
+# tables are made by the code just built; the database and the agent's caches stay.
+if alive "$agent_pidfile" && [ "$build/agent/daemon/benchfleet-agent" -nt "$agent_pidfile" ]; then
+  stop_one "$agent_pidfile" "agent (rebuilt)"
+fi
+if running && [ "$build/coordinator/benchfleet-coordinator" -nt "$pidfile" ]; then
+  stop_one "$agent_pidfile" "agent"
+  stop_one "$pidfile" "coordinator (rebuilt)"
 fi
 
 cli="$build/cli/benchfleet"
