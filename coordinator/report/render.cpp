@@ -56,10 +56,10 @@ bool in_latency_table(ColumnKind kind) { return kind == ColumnKind::kLatency || 
 
 // What a noise flag means, for the footnote under a table that has flagged cells.
 std::string_view flag_meaning(std::string_view flag) {
-  if (flag == "high_cv") return "the samples' CV above the run's noise.max_cv";
+  if (flag == "high_cv") return "the samples' CV, isolated spikes aside, above the run's noise.max_cv";
   if (flag == "clock_drop") return "the SM clock dropped while measuring";
   if (flag == "throttled") return "the GPU throttled while measuring";
-  if (flag == "ci_not_met") return "the CI target not met before the iteration or time bound";
+  if (flag == "ci_not_met") return "the iteration or time bound stopped the loop with its CI wider than the target";
   return {};
 }
 

@@ -167,10 +167,10 @@ export const ACCURACY_LABELS = {
   unchecked: "accuracy not checked",
 };
 export const FLAG_LABELS = {
-  high_cv: "high CV (samples vary more than the run's noise.max_cv)",
+  high_cv: "high CV (samples vary more than the run's noise.max_cv, isolated spikes aside)",
   clock_drop: "SM clock dropped while measuring",
   throttled: "GPU throttled while measuring",
-  ci_not_met: "the CI target was not met before the time or iteration bound",
+  ci_not_met: "the time or iteration bound stopped the loop with its CI wider than the target",
 };
 
 // The badges after a value: the accuracy verdict when it is not a pass, a flag when noisy.
