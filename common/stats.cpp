@@ -107,6 +107,28 @@ Statistics compute_statistics(std::span<const double> samples_ms, std::uint64_t 
   return s;
 }
 
+double student_t_975(int df) {
+  // Two-sided 95% points of Student's t for 1..30 degrees of freedom.
+  static constexpr double kTable[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                      2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                                      2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (df < 1) return std::numeric_limits<double>::quiet_NaN();
+  if (df <= 30) return kTable[df - 1];
+  // Cornish-Fisher expansion of t in powers of 1/df around the normal quantile (error < 1e-4 here).
+  const double z = 1.959963984540054;
+  const double z3 = z * z * z;
+  const double z5 = z3 * z * z;
+  const double v = df;
+  return z + (z3 + z) / (4 * v) + (5 * z5 + 16 * z3 + 3 * z) / (96 * v * v);
+}
+
+Interval mean_ci_95(double mean, double stddev, int n) {
+  if (n < 1) return {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
+  if (n == 1) return {mean, mean};
+  const double half = student_t_975(n - 1) * stddev / std::sqrt(static_cast<double>(n));
+  return {mean - half, mean + half};
+}
+
 double geomean(std::span<const double> positive_values) {
   if (positive_values.empty()) return kNaN;
   double log_sum = 0;

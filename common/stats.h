@@ -45,6 +45,17 @@ struct Interval {
 Interval bootstrap_median_ci(std::span<const double> samples, double confidence = 0.95, int resamples = 2000,
                              std::uint64_t seed = 42);
 
+// Two-sided 95% quantile of Student's t with `df` degrees of freedom (12.706 at 1, 1.960 in the
+// limit): exact to three decimals from a table up to 30, a Cornish-Fisher expansion beyond.
+// REQUIRES: df >= 1 (returns NaN otherwise).
+double student_t_975(int df);
+
+// 95% confidence interval of the mean from what Statistics keeps: mean +/- t(n - 1) x stddev /
+// sqrt(n), stddev being the sample standard deviation. {mean, mean} for n == 1; {NaN, NaN} for
+// n < 1. The reports show it beside the mean, as the bootstrap CI of the median is shown beside
+// the median, so that a view's number, its interval and its verdicts come from one statistic.
+Interval mean_ci_95(double mean, double stddev, int n);
+
 // Fills every field of Statistics from per-iteration latencies in milliseconds:
 // cv = stddev / mean (0 when the mean is 0), CI is the 95% bootstrap CI of the median,
 // iterations = n. The result satisfies min <= ci_low <= median <= ci_high <= max.

@@ -119,7 +119,9 @@ struct Cell {
   // Speedup: eager latency / mode latency. Compile: compile_ms. Memory: peak_memory_bytes in MiB.
   // Memory ratio: eager peak / mode peak. Unrounded; `text` is the rounded form.
   std::optional<double> value;
-  // 95% CI of the median, widened across ok repetitions (min low, max high). Latency only.
+  // 95% CI of the report's statistic (the mean's t interval, or the median's bootstrap interval),
+  // widened across ok repetitions (min low, max high). Latency only. A view's value, its CI and
+  // the verdicts drawn from the two (compare's "no significant change") are one statistic's.
   std::optional<double> ci_low_ms, ci_high_ms;
   std::string detail;                          // tooltip text
   std::vector<std::int64_t> result_ids;        // non-zero ids behind the cell (both sides for speedup)

@@ -9,6 +9,7 @@
 #include <set>
 #include <utility>
 
+#include "common/stats.h"
 #include "coordinator/rules/format.h"
 
 namespace benchfleet::report::cells {
@@ -73,6 +74,15 @@ std::string multi_repetition_detail(const std::vector<RepetitionOutcome>& reps, 
   }
   return s;
 }
+
+}  // namespace
+
+Interval ci_of(const Statistics& st, Stat stat) {
+  if (stat == Stat::kMedian) return {st.ci_low_ms, st.ci_high_ms};
+  return mean_ci_95(st.mean_ms, st.stddev_ms, st.iterations);
+}
+
+namespace {
 
 void append_detail(std::string& detail, std::string_view more) {
   if (!detail.empty()) detail += "; ";
@@ -193,9 +203,9 @@ Cell latency_cell(const std::vector<const CellResult*>* results, Mode mode, cons
     ++cell.n;
     sum += *o.value_ms;
     ok_results.push_back((*results)[i]);
-    const Statistics& st = *(*results)[i]->stats;
-    cell.ci_low_ms = cell.ci_low_ms ? std::min(*cell.ci_low_ms, st.ci_low_ms) : st.ci_low_ms;
-    cell.ci_high_ms = cell.ci_high_ms ? std::max(*cell.ci_high_ms, st.ci_high_ms) : st.ci_high_ms;
+    const Interval ci = ci_of(*(*results)[i]->stats, in.stat);
+    cell.ci_low_ms = cell.ci_low_ms ? std::min(*cell.ci_low_ms, ci.low) : ci.low;
+    cell.ci_high_ms = cell.ci_high_ms ? std::max(*cell.ci_high_ms, ci.high) : ci.high;
   }
   if (cell.n > 0) {
     cell.status = kOk;

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/stats.h"
 #include "coordinator/rules/report.h"
 
 namespace benchfleet::report::cells {
@@ -14,6 +15,9 @@ namespace benchfleet::report::cells {
 inline constexpr std::string_view kOk = "ok";
 inline constexpr std::string_view kNotRun = "not_run";
 
+// The 95% CI of `stat` of one result: the bootstrap CI of the median, or the t interval of the
+// mean (common/stats.h mean_ci_95), so that a cell's number and its interval are one statistic's.
+Interval ci_of(const Statistics& st, Stat stat);
 // The latency cell of `mode` from its repetitions' results (nullptr: none ran): their mean of
 // `in.stat`, or the most telling status when none is ok, with accuracy, flags, compile time and
 // peak memory over the ok ones.

@@ -1,6 +1,8 @@
 // The compare page: two torch builds of one run (stable vs nightly) and two runs, side by side,
 // with the ratio A/B per cell and "no significant change" exactly where the cells' 95% CIs of
-// the median overlap (computed here from the report JSON, independently of the page).
+// the shown statistic overlap, and each pair's noise flags (the union of its sides'); all
+// computed here from the report JSON, independently of the page. Leaving flagged pairs out of
+// the geomeans says how many were left out.
 import { browserSuite } from "./support/harness.mjs";
 import { Api, Agent, matrix, okResult, oomResult } from "./support/fleet.mjs";
 import { waitForRunPage } from "./support/dashboard.mjs";
@@ -35,10 +37,11 @@ function expected(tableA, buildA, tableB, buildB) {
     return keys.flatMap((k) => {
       const a = ra.cells[ca.get(k)];
       const b = rb.cells[cb.get(k)];
-      if (a.status !== "ok" || b.status !== "ok") return [a.text, b.text, "-", "unavailable"];
+      if (a.status !== "ok" || b.status !== "ok") return [a.text, b.text, "-", "unavailable", ""];
       const overlap = a.ci_low_ms <= b.ci_high_ms && b.ci_low_ms <= a.ci_high_ms;
       const verdict = overlap ? "same" : b.ci_high_ms < a.ci_low_ms ? "faster" : "slower";
-      return [a.text, b.text, `${(a.value / b.value).toFixed(2)}x`, verdict];
+      const flags = [...new Set([...a.flags, ...b.flags])].sort().join(",");
+      return [a.text, b.text, `${(a.value / b.value).toFixed(2)}x`, verdict, flags];
     });
   });
 }
@@ -48,8 +51,8 @@ function readCompare(page) {
     title: article.querySelector("h3").textContent,
     rows: [...article.querySelectorAll("tbody tr")].map((tr) => [...tr.cells].slice(1).flatMap((td) =>
       td.classList.contains("ratio")
-        ? [td.querySelector(".ratio-value").textContent, td.dataset.verdict, td.querySelector(".marker")?.textContent ?? ""]
-        : [td.textContent])),
+        ? [td.querySelector(".ratio-value").textContent, td.dataset.verdict, td.querySelector(".marker")?.textContent ?? "", td.dataset.flags]
+        : [td.dataset.status === "ok" ? (td.querySelector("a") ?? td.firstChild).textContent : td.textContent])),
     geomeans: [...article.querySelectorAll(".geomeans li")].map((li) => li.textContent),
   })));
 }
@@ -73,11 +76,12 @@ await browserSuite("browser_compare", async (t) => {
     t.equal(shown.rows.length, want.length, "rows");
     shown.rows.forEach((row, r) => {
       const w = want[r];
-      for (let i = 0; i < w.length; i += 4) {
-        const j = (i / 4) * 5;
-        const where = `${tableA.rows[r].label} column ${i / 4}`;
+      for (let i = 0; i < w.length; i += 5) {
+        const j = (i / 5) * 6;
+        const where = `${tableA.rows[r].label} column ${i / 5}`;
         t.equal(row.slice(j, j + 4), w.slice(i, i + 4), `${where}: A, B, ratio, verdict`);
         t.equal(row[j + 4], { same: "≈ no significant change", faster: "▲ faster", slower: "▼ slower", unavailable: "" }[w[i + 3]], `${where}: marker`);
+        t.equal(row[j + 5], w[i + 4], `${where}: the pair's noise flags`);
       }
     });
     return { shown, want };
@@ -90,9 +94,20 @@ await browserSuite("browser_compare", async (t) => {
     await t.eventually(() => page.url().includes(`#/compare?a=${run1.id}:stable&b=${run1.id}:nightly&gpu=a100&batch=1`), `compare URL (${page.url()})`);
     await page.waitForSelector(".compare-table tbody tr");
     const { want } = await check(rep1.tables[0], "stable", rep1.tables[0], "nightly");
-    const verdicts = want.flatMap((r) => r.filter((_, i) => i % 4 === 3));
+    const verdicts = want.flatMap((r) => r.filter((_, i) => i % 5 === 3));
     t.ok(verdicts.includes("same") && verdicts.includes("faster"), `the fixture has both outcomes (${verdicts})`);
     t.equal(await page.locator(".compare-table td.ratio .m-same").count(), verdicts.filter((v) => v === "same").length, "one marker per overlapping pair");
+    // The fixture's results claim the time bound; those whose CI came out wider than the run's
+    // target are flagged ci_not_met, and their pairs with them.
+    const flagged = want.flatMap((r) => r.filter((_, i) => i % 5 === 4)).filter((f) => f !== "").length;
+    t.ok(flagged > 0, "the fixture has flagged pairs");
+    const before = (await readCompare(page))[0].geomeans;
+    await page.locator("input[name=flagged]").check();
+    await t.eventually(() => page.url().includes("flagged=exclude"), "exclude flagged in the URL");
+    await t.eventually(async () => (await readCompare(page))[0].geomeans.some((g) => /flagged excluded\)$/.test(g)), "geomeans say what they left out");
+    t.ok((await readCompare(page))[0].geomeans.join() !== before.join(), "the geomeans changed");
+    await page.locator("input[name=flagged]").uncheck();
+    await t.eventually(() => !page.url().includes("flagged=exclude"), "flagged pairs back in");
     await t.screenshot(page, "compare-page.png");
   });
 
@@ -101,7 +116,7 @@ await browserSuite("browser_compare", async (t) => {
     await t.eventually(async () => (await readCompare(page))[0]?.title === "A100 (batch size: 4)", "batch 4 shown");
     await check(rep1.tables[1], "stable", rep1.tables[1], "nightly");
     const detr = (await readCompare(page))[0].rows[2];
-    t.equal(detr.slice(5, 10), [rep1.tables[1].rows[2].cells[1].text, "OOM", "-", "unavailable", ""], "DETR default: nightly OOM, no ratio");
+    t.equal(detr.slice(6, 11), [rep1.tables[1].rows[2].cells[1].text, "OOM", "-", "unavailable", ""], "DETR default: nightly OOM, no ratio");
   });
 
   await t.step("swap A and B inverts the ratios", async () => {

@@ -88,6 +88,29 @@ test("compareTables: builds of one table, rows of either side, geomeans with cov
   assert.equal(cmp.geomeans[1].covered, 2);
 });
 
+test("compare: a noisy side flags its pair, and excludeFlagged leaves such pairs out of the geomeans", () => {
+  const col = (build) => ({ key: `latency/${build}/python/eager`, kind: "latency_ms", build, runtime: "python", mode: "eager", header: `${build} - eager` });
+  const noisy = { ...cell(4, 3, 5), flags: ["high_cv"] };
+  const budget = { ...cell(2, 1.9, 2.1), flags: ["ci_not_met"] };
+  const table = {
+    columns: [col("a"), col("b")],
+    rows: [
+      { model: "m1", label: "T/M1", cells: [cell(10, 9.9, 10.1), cell(5, 4.9, 5.1)] },
+      { model: "m2", label: "T/M2", cells: [noisy, cell(2, 1.9, 2.1)] },
+      { model: "m3", label: "T/M3", cells: [cell(8, 7.9, 8.1), budget] },
+    ],
+  };
+  const all = compareTables({ table, build: "a" }, { table, build: "b" });
+  assert.deepEqual(all.rows.map((r) => r.cells[0].flags), [[], ["high_cv"], ["ci_not_met"]]);
+  assert.equal(all.geomeans[0].text, "Geomean B vs A eager: 2.52x (3/3)");
+  const kept = compareTables({ table, build: "a" }, { table, build: "b" }, { excludeFlagged: true });
+  assert.equal(kept.geomeans[0].value, 2);
+  assert.equal(kept.geomeans[0].excluded, 2);
+  assert.equal(kept.geomeans[0].text, "Geomean B vs A eager: 2.00x (1/3; 2 flagged excluded)");
+  assert.deepEqual(compareCells(noisy, { ...cell(3, 2.9, 3.1), flags: ["ci_not_met", "high_cv"] }).flags, ["ci_not_met", "high_cv"]);
+  assert.deepEqual(compareCells(noisy, cell(null, null, null, "oom")).flags, [], "no ratio, nothing to flag");
+});
+
 test("buildTorchVersions: a build's recorded versions over runtimes and tables, in version order", () => {
   const col = (build, runtime, versions) => ({ key: `latency/${build}/${runtime}/eager`, kind: "latency_ms", build, runtime, mode: "eager", torch_versions: versions });
   const report = {

@@ -35,8 +35,10 @@ TEST(Report, SeedsLikeTablesFollowMatrixAndCatalogOrder) {
   EXPECT_DOUBLE_EQ(*b1.rows[0].cells[2].value, 9.325 / 7.584);
   EXPECT_EQ(b1.rows[0].cells[2].result_ids, (std::vector<std::int64_t>{1, 2}));
   EXPECT_EQ(b1.rows[0].cells[0].result_ids, (std::vector<std::int64_t>{1}));
-  EXPECT_DOUBLE_EQ(*b1.rows[0].cells[0].ci_low_ms, 9.2);
-  EXPECT_DOUBLE_EQ(*b1.rows[0].cells[0].ci_high_ms, 9.4);
+  // The mean's CI (these results have no spread: it is the mean itself); TheCiIsTheShownStatistics
+  // has one with a spread.
+  EXPECT_DOUBLE_EQ(*b1.rows[0].cells[0].ci_low_ms, 9.325);
+  EXPECT_DOUBLE_EQ(*b1.rows[0].cells[0].ci_high_ms, 9.325);
 }
 
 TEST(Report, OomCellsAreDistinctAndNeverASpeed) {
@@ -97,8 +99,8 @@ TEST(Report, RepetitionsAreAveragedOverOkOnes) {
   EXPECT_EQ(c.text, "11.000");
   EXPECT_DOUBLE_EQ(*c.value, 11.0);
   EXPECT_EQ(c.n, 2);
-  EXPECT_DOUBLE_EQ(*c.ci_low_ms, 8.9);    // widened: min of lows
-  EXPECT_DOUBLE_EQ(*c.ci_high_ms, 11.1);  // and max of highs
+  EXPECT_DOUBLE_EQ(*c.ci_low_ms, 10.0);   // the means' CIs (no spread here: each is its mean),
+  EXPECT_DOUBLE_EQ(*c.ci_high_ms, 12.0);  // widened: min of lows, max of highs
   EXPECT_EQ(c.result_ids, (std::vector<std::int64_t>{10, 11, 12}));
   ASSERT_EQ(c.repetitions.size(), 3u);
   EXPECT_EQ(c.repetitions[2].repetition, 2);
@@ -106,7 +108,32 @@ TEST(Report, RepetitionsAreAveragedOverOkOnes) {
   EXPECT_EQ(c.detail, "2/3 repetitions ok; rep 2: oom: phase=measure");
 
   in.stat = Stat::kMedian;
-  EXPECT_EQ(build_report(in).tables[0].rows[0].cells[0].text, "10.000");
+  const Cell median = build_report(in).tables[0].rows[0].cells[0];
+  EXPECT_EQ(median.text, "10.000");
+  EXPECT_DOUBLE_EQ(*median.ci_low_ms, 8.9);  // the medians' CIs, widened the same way
+  EXPECT_DOUBLE_EQ(*median.ci_high_ms, 11.1);
+}
+
+// A cell's CI is the CI of the statistic it shows, so that a view's number lies in its own
+// interval and a comparison's ratio and verdict come from one statistic: a skewed result (mean
+// 10.0, median 9.0) whose median CI, 8.9-9.1, does not hold its mean.
+TEST(Report, TheCiIsTheShownStatistics) {
+  ReportInput in = seeds_like();
+  CellResult skewed = ok(job(kVit, 1, Mode::kEager), 10.0, 9.0, 1);
+  skewed.stats->stddev_ms = 2.0;
+  skewed.stats->iterations = 25;
+  in.cells = {skewed};
+  const Cell mean = build_report(in).tables[0].rows[0].cells[0];
+  const double half = 2.064 * 2.0 / 5.0;  // t(24) x stddev / sqrt(25)
+  EXPECT_NEAR(*mean.ci_low_ms, 10.0 - half, 1e-9);
+  EXPECT_NEAR(*mean.ci_high_ms, 10.0 + half, 1e-9);
+  EXPECT_LE(*mean.ci_low_ms, *mean.value);
+  EXPECT_GE(*mean.ci_high_ms, *mean.value);
+  in.stat = Stat::kMedian;
+  const Cell median = build_report(in).tables[0].rows[0].cells[0];
+  EXPECT_DOUBLE_EQ(*median.value, 9.0);
+  EXPECT_DOUBLE_EQ(*median.ci_low_ms, 8.9);
+  EXPECT_DOUBLE_EQ(*median.ci_high_ms, 9.1);
 }
 
 TEST(Report, PendingAndFailedJobs) {

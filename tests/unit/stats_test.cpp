@@ -66,6 +66,25 @@ TEST(Stats, MedianOfOddAndEvenUnsortedInput) {
   EXPECT_TRUE(std::isnan(median(std::vector<double>{})));
 }
 
+TEST(Stats, StudentTQuantilesFromTheTableAndBeyondIt) {
+  EXPECT_DOUBLE_EQ(student_t_975(1), 12.706);
+  EXPECT_DOUBLE_EQ(student_t_975(24), 2.064);
+  EXPECT_DOUBLE_EQ(student_t_975(30), 2.042);
+  EXPECT_NEAR(student_t_975(31), 2.0395, 2e-4);  // R: qt(0.975, 31)
+  EXPECT_NEAR(student_t_975(99), 1.9842, 2e-4);
+  EXPECT_NEAR(student_t_975(1'000'000), 1.95997, 1e-4);
+  EXPECT_TRUE(std::isnan(student_t_975(0)));
+  for (int df = 1; df < 200; ++df) EXPECT_GT(student_t_975(df), student_t_975(df + 1)) << df;
+}
+
+TEST(Stats, MeanCiIsTheTIntervalOfTheMean) {
+  const Interval ci = mean_ci_95(10.0, 2.0, 25);
+  EXPECT_NEAR(ci.low, 10.0 - 2.064 * 0.4, 1e-12);
+  EXPECT_NEAR(ci.high, 10.0 + 2.064 * 0.4, 1e-12);
+  EXPECT_EQ(mean_ci_95(10.0, 2.0, 1), (Interval{10.0, 10.0}));
+  EXPECT_TRUE(std::isnan(mean_ci_95(10.0, 2.0, 0).low));
+}
+
 TEST(Stats, Geomean) {
   EXPECT_NEAR(geomean(std::vector<double>{1, 2, 4}), 2.0, 1e-12);
   EXPECT_NEAR(geomean(std::vector<double>{1.5, 2.5, 10}), 3.347164750410848, 1e-12);

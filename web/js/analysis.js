@@ -2,7 +2,9 @@
 // (run, build) sides with the ratio per cell and whether the change is significant, the
 // histogram of a result's samples, and the improvement over eager. Tested in node.
 
-// Two cells differ significantly only when their 95% CIs of the median do not overlap.
+// Two cells differ significantly only when their 95% CIs do not overlap. The report gives each
+// cell the CI of the statistic it shows (the mean's t interval, the median's bootstrap interval),
+// so the ratio and this verdict are one statistic's.
 // Returns "same" (overlap: no significant change), "faster" / "slower" (B relative to A), or
 // "unknown" (a CI is missing).
 export function significance(a, b) {
@@ -33,10 +35,12 @@ function latencyColumns(table, build) {
 
 // Compares side B against side A for one GPU class x batch table of each.
 // `ratio` is A's latency / B's latency: above 1, B is faster (like the report's speedups).
-//   compareTables({table: tA, build: "stable"}, {table: tB, build: "nightly"})
-//   -> {columns: [{key, runtime, mode}], rows: [{model, label, cells: [{a, b, ratio, text, verdict}]}],
-//       geomeans: [{key, value, covered, total, text}]}
-export function compareTables(sideA, sideB) {
+// A cell pair is `flagged` when either side carries a noise flag; with excludeFlagged, the
+// geomeans leave such pairs out and say how many (as the report's geomeans do).
+//   compareTables({table: tA, build: "stable"}, {table: tB, build: "nightly"}, {excludeFlagged: true})
+//   -> {columns: [{key, runtime, mode}], rows: [{model, label, cells: [{a, b, ratio, text, verdict, flags}]}],
+//       geomeans: [{key, value, covered, total, excluded, text}]}
+export function compareTables(sideA, sideB, { excludeFlagged = false } = {}) {
   const colsA = latencyColumns(sideA.table, sideA.build);
   const colsB = latencyColumns(sideB.table, sideB.build);
   const keys = [...colsA.keys()].filter((k) => colsB.has(k));
@@ -62,21 +66,26 @@ export function compareTables(sideA, sideB) {
   });
 
   const geomeans = keys.map((key, i) => {
-    const ratios = rows.map((r) => r.cells[i].ratio).filter((v) => v !== null);
-    const value = ratios.length ? Math.exp(ratios.reduce((s, v) => s + Math.log(v), 0) / ratios.length) : null;
-    const text = `Geomean B vs A ${columns[i].mode}: ${value === null ? "-" : `${value.toFixed(2)}x`} (${ratios.length}/${rows.length})`;
-    return { key, value, covered: ratios.length, total: rows.length, text };
+    const pairs = rows.map((r) => r.cells[i]).filter((c) => c.ratio !== null);
+    const kept = excludeFlagged ? pairs.filter((c) => !c.flags.length) : pairs;
+    const excluded = pairs.length - kept.length;
+    const value = kept.length ? Math.exp(kept.reduce((s, c) => s + Math.log(c.ratio), 0) / kept.length) : null;
+    const coverage = `${kept.length}/${rows.length}${excluded ? `; ${excluded} flagged excluded` : ""}`;
+    const text = `Geomean B vs A ${columns[i].mode}: ${value === null ? "-" : `${value.toFixed(2)}x`} (${coverage})`;
+    return { key, value, covered: kept.length, total: rows.length, excluded, text };
   });
   return { columns, rows, geomeans };
 }
 
+// `flags`: the union of both sides' noise flags, sorted (a ratio of a noisy side is noisy).
 export function compareCells(a, b) {
   const usable = (c) => c && c.status === "ok" && Number.isFinite(c.value) && c.value > 0;
   if (!usable(a) || !usable(b)) {
-    return { a, b, ratio: null, text: "-", verdict: "unavailable" };
+    return { a, b, ratio: null, text: "-", verdict: "unavailable", flags: [] };
   }
   const ratio = a.value / b.value;
-  return { a, b, ratio, text: `${ratio.toFixed(2)}x`, verdict: significance(a, b) };
+  const flags = [...new Set([...(a.flags ?? []), ...(b.flags ?? [])])].sort();
+  return { a, b, ratio, text: `${ratio.toFixed(2)}x`, verdict: significance(a, b), flags };
 }
 
 // Equal-width histogram of `samples` (ms): k = clamp(ceil(sqrt(n)), 5, 40) bins over [min, max].

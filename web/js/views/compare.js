@@ -1,8 +1,9 @@
 // Compare two sides, each a (run, torch build): two builds of one run (stable vs nightly) or
 // two runs. For every GPU class x batch both sides have, a table per model with A's and B's
 // latency per (runtime, mode) and the ratio A/B (above 1: B is faster), marked "no significant
-// change" when the two cells' 95% CIs of the median overlap.
-//   #/compare?a=5:stable&b=5:nightly&gpu=a100&batch=1&stat=mean&q=vit
+// change" when the two cells' 95% CIs of the chosen statistic overlap. Noise flags show on each
+// side and on the ratio; flagged=exclude leaves flagged pairs out of the geomeans.
+//   #/compare?a=5:stable&b=5:nightly&gpu=a100&batch=1&stat=mean&flagged=exclude
 import { h } from "../dom.js";
 import { withParams, parseSide, formatSide } from "../route.js";
 import { compareTables, buildTorchVersions } from "../analysis.js";
@@ -10,7 +11,7 @@ import { badgeClass } from "../status.js";
 import { gridNav } from "../grid_nav.js";
 import { errorState, loadingState, emptyState } from "./states.js";
 import { selectControl, statSwitch, copyButton, focusKey, restoreFocus } from "./controls.js";
-import { cellTooltip } from "./report_table.js";
+import { cellTooltip, cellMarks, FLAG_LABELS } from "./report_table.js";
 
 const VERDICT_TEXT = {
   same: "≈ no significant change",
@@ -129,7 +130,7 @@ export class CompareView {
     const intro = h("p", { class: "meta" },
       h("a", { href: `#/runs/${a.run}` }, `A = run ${a.run} “${runA.name}”`), `, build ${a.build}${torchOf(repA, a.build)}; `,
       h("a", { href: `#/runs/${b.run}` }, `B = run ${b.run} “${runB.name}”`), `, build ${b.build}${torchOf(repB, b.build)}. `,
-      "Ratio = A latency / B latency: above 1.00x B is faster. Cells whose 95% CIs of the median overlap are marked “no significant change”.");
+      `Ratio = A ${stat} latency / B ${stat} latency: above 1.00x B is faster. Cells whose 95% CIs of the ${stat} overlap are marked “no significant change”; ⚑ marks a pair with a noisy side, ⏱ one stopped at its budget.`);
     if (!both.length) {
       this.body.replaceChildren(intro, emptyState(`Runs ${a.run} and ${b.run} have no GPU class × batch size in common.`));
       return;
@@ -144,18 +145,21 @@ export class CompareView {
       selectControl("GPU class", "gpu", gpus.map((g) => [g, both.find((t) => t.gpu === g).gpu_label]), gpu, (v) => go({ gpu: v, batch: undefined })),
       selectControl("Batch", "batch", [...batches.map((x) => [String(x), String(x)]), ["all", "all"]], String(batch), (v) => go({ batch: v })),
       statSwitch(stat, (v) => go({ stat: v === "mean" ? undefined : v })),
+      h("label", { class: "control check", title: "Geomeans leave out pairs either side of which is flagged as noisy (high CV, clock drop, throttling, CI target missed)" },
+        h("input", { type: "checkbox", name: "flagged", checked: params.flagged === "exclude", on: { change: (e) => go({ flagged: e.target.checked ? "exclude" : undefined }) } }),
+        h("span", null, "Exclude flagged from geomeans")),
       copyButton("Copy link", () => location.href));
     const tables = (batch === "all" ? ofGpu : ofGpu.filter((t) => t.batch === batch)).map((tA) => {
       const tB = repB.tables.find((u) => same(tA, u));
-      return this.table(tA, tB, a, b, nameA, nameB, stat);
+      return this.table(tA, tB, a, b, nameA, nameB, stat, params.flagged === "exclude");
     });
     this.body.replaceChildren(intro, toolbar, ...tables);
     if (focus.nav) this.body.querySelector(`[data-nav="${focus.nav}"]`)?.focus();
     restoreFocus(this.body, focus.control);
   }
 
-  table(tA, tB, a, b, nameA, nameB, stat) {
-    const cmp = compareTables({ table: tA, build: a.build }, { table: tB, build: b.build });
+  table(tA, tB, a, b, nameA, nameB, stat, excludeFlagged) {
+    const cmp = compareTables({ table: tA, build: a.build }, { table: tB, build: b.build }, { excludeFlagged });
     const title = tA.title;
     if (!cmp.columns.length) {
       return h("article", { class: "compare-table" }, h("h3", null, title),
@@ -168,8 +172,8 @@ export class CompareView {
       if (!cell) return h("td", { class: "status", dataset: { nav: key, status: "missing" } }, h("span", { class: "badge b-not_run" }, "-"));
       if (cell.status === "ok") {
         const id = cell.result_ids[0];
-        return h("td", { class: "num", title: cellTooltip(cell, latencyCol, stat), dataset: { nav: key, status: "ok" } },
-          id ? h("a", { href: `#/results/${id}`, tabindex: -1 }, cell.text) : cell.text);
+        return h("td", { class: "num", title: cellTooltip(cell, latencyCol, stat), dataset: { nav: key, status: "ok", flags: (cell.flags ?? []).join(",") } },
+          id ? h("a", { href: `#/results/${id}`, tabindex: -1 }, cell.text) : cell.text, cellMarks(cell));
       }
       return h("td", { class: "status", title: cellTooltip(cell, latencyCol, stat), dataset: { nav: key, status: cell.status } },
         h("span", { class: `badge ${badgeClass(cell.status)}` }, cell.text));
@@ -186,13 +190,15 @@ export class CompareView {
         h("th", { scope: "row", dataset: { nav: `${tA.gpu}/${tA.batch}/${r}/h` } }, row.label),
         row.cells.map((c, i) => {
           const key = `${tA.gpu}/${tA.batch}/${r}/${i}`;
+          const flagged = c.flags.length ? `; flagged: ${c.flags.map((f) => FLAG_LABELS[f] ?? f).join("; ")}` : "";
           const ratioTitle = c.ratio === null ? "no ratio: a side has no value"
-            : `A ${c.a.text} ms / B ${c.b.text} ms = ${c.ratio.toFixed(4)}; CIs A [${fmtCi(c.a)}] B [${fmtCi(c.b)}]`;
+            : `A ${c.a.text} ms / B ${c.b.text} ms = ${c.ratio.toFixed(4)}; 95% CIs of the ${stat} A [${fmtCi(c.a)}] B [${fmtCi(c.b)}]${flagged}`;
           return [
             side(c.a, `${key}/a`),
             side(c.b, `${key}/b`),
-            h("td", { class: `ratio v-${c.verdict}`, title: ratioTitle, dataset: { nav: `${key}/r`, verdict: c.verdict } },
+            h("td", { class: `ratio v-${c.verdict}`, title: ratioTitle, dataset: { nav: `${key}/r`, verdict: c.verdict, flags: c.flags.join(",") } },
               h("span", { class: "ratio-value" }, c.text),
+              c.flags.length ? cellMarks({ flags: c.flags }) : null,
               VERDICT_TEXT[c.verdict] ? h("span", { class: `marker m-${c.verdict}` }, VERDICT_TEXT[c.verdict]) : null),
           ];
         })))));

@@ -174,7 +174,7 @@ export const FLAG_LABELS = {
 };
 
 // The badges after a value: the accuracy verdict when it is not a pass, a flag when noisy.
-function cellMarks(cell) {
+export function cellMarks(cell) {
   const marks = [];
   if (INACCURATE.has(cell.accuracy)) {
     marks.push(h("span", { class: `badge acc b-${cell.accuracy}`, title: ACCURACY_LABELS[cell.accuracy] },
@@ -209,7 +209,7 @@ export function cellTooltip(cell, col, stat) {
   if (cell.status === "ok") {
     let s = `${stat} latency ${cell.text} ms`;
     if (cell.ci_low_ms !== null && cell.ci_high_ms !== null) {
-      s += `; 95% CI of the median ${cell.ci_low_ms.toFixed(3)}–${cell.ci_high_ms.toFixed(3)} ms`;
+      s += `; 95% CI of the ${stat} ${cell.ci_low_ms.toFixed(3)}–${cell.ci_high_ms.toFixed(3)} ms`;
     }
     if (cell.n > 1) s += `; mean of ${cell.n} repetitions`;
     if (cell.detail) s += `; ${cell.detail}`;
