@@ -40,6 +40,7 @@ struct SubmitArgs {
   std::string file;
   bool wait = false;
   bool dry_run = false;
+  bool allow_pending = false;
   bool print_id = false;
   std::string name;
   std::vector<std::string> gpus;
@@ -94,6 +95,23 @@ Result<MatrixFile> matrix_for(const SubmitArgs& a) {
   return again;
 }
 
+// The coordinator names the field of what it refused (an unknown catalog id, a build no agent
+// offers): point at the file's line.
+Error at_line(const SubmitArgs& a, const MatrixFile& matrix, Error e) {
+  if (!e.field.empty()) {
+    e.message = a.file + ": line " + std::to_string(matrix.document.line_of(e.field)) + ": " + e.message;
+  }
+  return e;
+}
+
+// What waits for hosts still to come (an allow_pending submit), one line each.
+void print_pending(const nlohmann::json& answer, std::ostream& out) {
+  for (const auto& p : answer.value("pending", nlohmann::json::array())) {
+    out << "benchfleet: pending, for hosts still to come: " << p.value("field", "") << ": " << p.value("message", "")
+        << "\n";
+  }
+}
+
 int submit(const SubmitArgs& a, FleetClient& client, Console& console) {
   auto matrix = matrix_for(a);
   if (!matrix.ok()) return fail(console, matrix.error());
@@ -102,18 +120,25 @@ int submit(const SubmitArgs& a, FleetClient& client, Console& console) {
                 << matrix->spec.batch_sizes.size() << " batch sizes x " << matrix->spec.modes.size() << " modes x "
                 << matrix->spec.torch_builds.size() << " builds x " << matrix->spec.gpus.size() << " GPU classes x "
                 << matrix->spec.runtimes.size() << " runtimes x " << matrix->spec.dtypes.size() << " dtypes x "
-                << matrix->spec.repetitions << " repetitions); catalog ids are checked by the coordinator\n";
+                << matrix->spec.repetitions << " repetitions)";
+    // The coordinator checks the rest as a submit would: catalog ids, its limits, the fleet.
+    auto checked = client.check_submit(matrix->document.json, a.allow_pending);
+    if (!checked.ok()) {
+      if (checked.error().code == ErrorCode::kInvalidArgument) {
+        console.out << "\n" << std::flush;
+        return fail(console, at_line(a, *matrix, checked.error()));
+      }
+      console.out << "; not checked against the coordinator (" << checked.error().message << ")\n";
+      return kExitOk;
+    }
+    const bool pending = !checked->value("pending", nlohmann::json::array()).empty();
+    console.out << (pending ? "; some jobs wait for hosts still to come:\n" : "; the fleet can run every job\n");
+    print_pending(*checked, console.out);
     return kExitOk;
   }
-  auto created = client.submit(matrix->document.json);
-  if (!created.ok()) {
-    Error e = created.error();
-    // The coordinator names the field (e.g. an unknown catalog id): point at the file's line.
-    if (!e.field.empty()) {
-      e.message = a.file + ": line " + std::to_string(matrix->document.line_of(e.field)) + ": " + e.message;
-    }
-    return fail(console, e);
-  }
+  auto created = client.submit(matrix->document.json, a.allow_pending);
+  if (!created.ok()) return fail(console, at_line(a, *matrix, created.error()));
+  print_pending(*created, console.err);
   const std::int64_t id = created->value("id", std::int64_t{0});
   if (a.print_id) {
     console.out << id << "\n" << std::flush;
@@ -190,7 +215,12 @@ int run_cli(int argc, char** argv, Console& console) {
       "ended (0 clean, 3 failures, 4 cancelled).");
   submit_cmd->add_option("file", submit_args.file, "matrix file (YAML or JSON)")->required();
   submit_cmd->add_flag("--wait", submit_args.wait, "follow the run until it ends");
-  submit_cmd->add_flag("--dry-run", submit_args.dry_run, "validate and count the jobs, submit nothing");
+  submit_cmd->add_flag("--dry-run", submit_args.dry_run,
+                       "validate and count the jobs, and have the coordinator check them as a submit would (the\n"
+                       "catalog, its limits, the fleet); submit nothing");
+  submit_cmd->add_flag("--allow-pending", submit_args.allow_pending,
+                       "queue jobs for a torch build or GPU class no enrolled agent offers yet (hosts still to\n"
+                       "come) instead of being refused; what waits is said");
   submit_cmd->add_flag("--print-id", submit_args.print_id, "print only the run id on stdout (for scripts)");
   submit_cmd->add_option("--name", submit_args.name, "replace the matrix's name");
   submit_cmd->add_option("--gpus", submit_args.gpus, "replace the matrix's GPU classes (comma-separated)")

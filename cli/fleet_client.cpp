@@ -68,8 +68,15 @@ Result<nlohmann::json> FleetClient::send_json(bhttp::verb verb, const std::strin
   return escaped(std::move(*j));
 }
 
-Result<nlohmann::json> FleetClient::submit(const nlohmann::json& matrix) {
-  return send_json(bhttp::verb::post, "/api/v1/runs", "submit", 201, &matrix);
+Result<nlohmann::json> FleetClient::submit(const nlohmann::json& matrix, bool allow_pending) {
+  return send_json(bhttp::verb::post, allow_pending ? "/api/v1/runs?allow_pending=true" : "/api/v1/runs", "submit", 201,
+                   &matrix);
+}
+
+Result<nlohmann::json> FleetClient::check_submit(const nlohmann::json& matrix, bool allow_pending) {
+  return send_json(bhttp::verb::post,
+                   allow_pending ? "/api/v1/runs?dry_run=true&allow_pending=true" : "/api/v1/runs?dry_run=true",
+                   "check", 200, &matrix);
 }
 
 Result<nlohmann::json> FleetClient::run(std::int64_t id) {

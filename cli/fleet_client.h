@@ -21,9 +21,13 @@ class FleetClient {
  public:
   FleetClient(std::string base_url, std::string operator_token, std::chrono::milliseconds timeout);
 
-  Result<nlohmann::json> submit(const nlohmann::json& matrix);  // RunCreated
-  Result<nlohmann::json> run(std::int64_t id);                  // Run
-  Result<nlohmann::json> runs(int limit);                       // RunList (newest first)
+  // RunCreated; with allow_pending, builds and GPU classes no enrolled agent offers are queued
+  // for hosts still to come (its `pending` says what waits) instead of refused.
+  Result<nlohmann::json> submit(const nlohmann::json& matrix, bool allow_pending = false);
+  // RunDryRun: every check a submit makes (the catalog, the limits, the fleet), nothing stored.
+  Result<nlohmann::json> check_submit(const nlohmann::json& matrix, bool allow_pending = false);
+  Result<nlohmann::json> run(std::int64_t id);  // Run
+  Result<nlohmann::json> runs(int limit);       // RunList (newest first)
   // One page of a run's results (samples omitted), from `cursor` ("" for the first page).
   Result<nlohmann::json> results_page(std::int64_t run_id, const std::string& cursor);
   // The report as text: format json, md or csv; stat mean or median; with exclude_flagged, the

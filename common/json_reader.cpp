@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "common/suggest.h"
+
 namespace benchfleet {
 namespace {
 
@@ -136,14 +138,28 @@ JsonReader::JsonReader(const nlohmann::json& object, std::string path) : object_
 }
 
 void JsonReader::check(bool condition, std::string_view key, std::string message) {
-  if (error_ || condition) return;
+  if (error_ || missing_ || condition) return;
   error_ = Error::invalid(join_path(path_, key), std::move(message));
+}
+
+Error JsonReader::missing(std::string_view key) const {
+  for (const auto& [member, value] : object_.items()) {
+    if (seen_.contains(member)) continue;
+    if (nearest_word(member, {std::string(key)})) {
+      return Error::invalid(join_path(path_, member),
+                            "is not a known field (did you mean \"" + std::string(key) + "\"?)");
+    }
+  }
+  return Error::invalid(join_path(path_, key), "is required");
 }
 
 Status JsonReader::finish() {
   if (error_) return *error_;
+  if (missing_) return missing(*missing_);
+  const std::vector<std::string> known(seen_.begin(), seen_.end());
   for (const auto& [key, value] : object_.items()) {
-    if (!seen_.contains(key)) return Error::invalid(join_path(path_, key), "is not a known field");
+    if (!seen_.contains(key))
+      return Error::invalid(join_path(path_, key), "is not a known field" + did_you_mean(key, known));
   }
   return Status::Ok();
 }

@@ -73,14 +73,16 @@ class JsonReader {
   JsonReader(const JsonReader&) = delete;
   JsonReader& operator=(const JsonReader&) = delete;
 
-  // Missing member -> "is required".
+  // Missing member -> "is required", or, when the object has a member no reader call asked
+  // for that looks like a misspelling of it, "<that member>: is not a known field (did you mean
+  // "<key>"?)". Told at finish(), once every field is known; checks are skipped until then.
   template <class T>
   void required(std::string_view key, T& out) {
     if (error_) return;
     seen_.emplace(key);
     auto it = object_.find(std::string(key));
     if (it == object_.end()) {
-      error_ = Error::invalid(join_path(path_, key), "is required");
+      if (!missing_) missing_ = std::string(key);
       return;
     }
     if (auto err = decode_value(*it, join_path(path_, key), out)) error_ = std::move(err);
@@ -102,16 +104,20 @@ class JsonReader {
   // Path of a member of this object, for errors found after reading.
   std::string path_of(std::string_view key) const { return join_path(path_, key); }
 
-  bool failed() const { return error_.has_value(); }
+  bool failed() const { return error_.has_value() || missing_.has_value(); }
 
-  // The first error, or an error for the first member never asked for (unknown field).
+  // The first error, or an error for the first member never asked for (unknown field), naming
+  // the nearest field asked for when it looks like a misspelling of one.
   Status finish();
 
  private:
+  Error missing(std::string_view key) const;
+
   const nlohmann::json& object_;
   std::string path_;
   std::set<std::string, std::less<>> seen_;
   std::optional<Error> error_;
+  std::optional<std::string> missing_;  // the first required member found missing
 };
 
 // Checks a JSON value is an object before reading members from it.

@@ -60,6 +60,10 @@ struct WorkerJob {
   // default), and local weights (absent: random init).
   std::string catalog;
   std::optional<std::string> weights;
+  // Intra-op threads torch runs with (at::set_num_threads / torch.set_num_threads), the slot's:
+  // every build and runtime on a slot gets the same, so a comparison of builds is not one of
+  // thread counts. 0: torch's own default (a job file written without it).
+  int threads = 0;
 
   bool operator==(const WorkerJob&) const = default;
 };

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -34,6 +35,11 @@ std::vector<config::Option> options(AgentConfig& c) {
              "how a CPU job's memory cap is applied: auto (a memory cgroup per job, RAM the job adds after its "
              "start-up, where this agent can make one; else the job's address-space growth, RLIMIT_AS) or "
              "address_space"),
+      option("cpu_threads", c.cpu_threads,
+             "intra-op threads of every job (torch's set_num_threads, OMP_NUM_THREADS), the same for each build and "
+             "runtime of a slot so their results compare (0: the slot's cores, this agent's CPUs shared out among "
+             "its slots)"),
+      option("slot_threads", c.slot_threads, "per-slot thread counts overriding cpu_threads, as SLOT=N (cpu=2,gpu0=8)"),
       option("kill_grace_s", c.kill_grace_s, "seconds between SIGTERM and SIGKILL for a worker past its timeout"),
       option("export_timeout_s", c.export_timeout_s, "longest model export"),
       option("exporter", c.exporter, "path of benchfleet_export.py (default: found next to the binary)"),
@@ -163,6 +169,31 @@ std::string shipped_rules_dir(const std::string& python_module) {
   return first_existing({dir / "rules", dir / ".." / ".." / "common" / "rules"});
 }
 
+Result<std::map<std::string, int>> slot_thread_counts(const AgentConfig& config,
+                                                      const std::vector<SlotDescriptor>& slots, int cpus) {
+  std::map<std::string, int> out;
+  const int share = std::max(1, cpus / std::max(1, static_cast<int>(slots.size())));
+  for (const SlotDescriptor& s : slots) out[s.id] = config.cpu_threads > 0 ? config.cpu_threads : share;
+  for (const std::string& entry : config.slot_threads) {
+    const auto eq = entry.find('=');
+    const std::string slot = entry.substr(0, eq);
+    int n = 0;
+    const bool number = eq != std::string::npos && eq + 1 < entry.size() &&
+                        std::all_of(entry.begin() + static_cast<std::ptrdiff_t>(eq) + 1, entry.end(),
+                                    [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+                        entry.size() - eq - 1 <= 4 && (n = std::stoi(entry.substr(eq + 1))) >= 1;
+    if (!number) return Error::invalid("slot_threads", "\"" + entry + "\": must be SLOT=N with N from 1 to 4096");
+    if (!out.contains(slot)) {
+      std::string known;
+      for (const auto& [id, threads] : out) known += (known.empty() ? "" : ", ") + id;
+      return Error::invalid("slot_threads",
+                            "\"" + entry + "\": this agent has no slot " + slot + " (its slots: " + known + ")");
+    }
+    out[slot] = std::min(n, 4096);
+  }
+  return out;
+}
+
 Result<AgentConfigParse> parse_agent_config(int argc, char** argv) {
   AgentConfigParse out;
   AgentConfig& c = out.config;
@@ -212,6 +243,7 @@ Result<AgentConfigParse> parse_agent_config(int argc, char** argv) {
     return Error::invalid("memory_cap", "must be auto or address_space, not \"" + c.memory_cap + "\"");
   }
   if (c.kill_grace_s < 0) return Error::invalid("kill_grace_s", "must be >= 0");
+  if (c.cpu_threads < 0 || c.cpu_threads > 4096) return Error::invalid("cpu_threads", "must be between 0 and 4096");
   if (c.catalog.empty()) c.catalog = default_catalog_path();
   if (c.spool_dir.empty()) c.spool_dir = c.state_dir + "/spool";
   if (c.artifact_dir.empty()) c.artifact_dir = c.state_dir + "/artifacts";

@@ -28,6 +28,11 @@ struct AgentConfig {
   // make one, agent/daemon/memory_cgroup.h; else the job's own address-space limit) or
   // "address_space" (always the latter).
   std::string memory_cap = "auto";
+  // Intra-op threads of every job on a slot, the same for each build and runtime it runs
+  // (WorkerJob::threads): cpu_threads for every slot (0: the slot's cores, this process's CPUs
+  // shared out among the slots), and per slot "SLOT=N" entries that override it.
+  int cpu_threads = 0;
+  std::vector<std::string> slot_threads;
   int kill_grace_s = 10;
   int export_timeout_s = 3600;
   std::string exporter;  // benchfleet_export.py; default: found next to the binary or in the source tree
@@ -57,6 +62,12 @@ struct AgentConfigParse {
   bool exit_now = false;
   int exit_code = 0;
 };
+
+// The thread count of each slot (by slot id) from cpu_threads and slot_threads, given the CPUs
+// this process may use. An entry naming no slot, or not SLOT=N with N >= 1, is an error naming
+// slot_threads.
+Result<std::map<std::string, int>> slot_thread_counts(const AgentConfig& config,
+                                                      const std::vector<SlotDescriptor>& slots, int cpus);
 
 // argv + environment + --config file. Errors name the option or the YAML key.
 Result<AgentConfigParse> parse_agent_config(int argc, char** argv);

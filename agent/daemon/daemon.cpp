@@ -1,5 +1,6 @@
 #include "agent/daemon/daemon.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -212,6 +213,18 @@ int Daemon::run() {
   for (const auto& b : builds) descriptor.torch_builds.push_back({b.name, b.version, b.runtimes});
 
   JobEnvironment shared;
+  // Every build and runtime of a slot gets the slot's thread count, so that two builds compare
+  // on equal terms (results record it as cpu_threads).
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int cpu_count = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  auto threads = slot_thread_counts(c, descriptors, cpu_count);
+  if (!threads.ok()) {
+    spdlog::error("{}", threads.error().describe());
+    return 1;
+  }
+  shared.slot_threads = std::move(*threads);
+  for (const auto& [slot, n] : shared.slot_threads) spdlog::info("slot {}: {} thread(s) per job", slot, n);
   shared.cache = s.cache.get();
   shared.launcher = s.launcher.get();
   shared.exporter = Exporter{"", c.exporter, c.catalog, c.export_timeout_s, {}};

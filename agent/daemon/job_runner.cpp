@@ -121,6 +121,7 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   w.dtype = job.spec.dtype;
   w.dynamic = job.dynamic;  // the coordinator sets these for python compiled jobs only
   w.walk_batches = job.walk_batches;
+  w.threads = env.threads;
 
   const fs::path dir =
       fs::path(env.work_dir) / ("job-" + std::to_string(job.job_id) + "-" + std::to_string(job.attempt));
@@ -139,6 +140,9 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   }
   // The worker sees its slot's GPU only; the CPU slot sees none.
   o.env_set["CUDA_VISIBLE_DEVICES"] = gpu ? slot.gpu->uuid : "";
+  // OpenMP's pool (torch's intra-op threads, and OpenBLAS's OpenMP flavour) sized as the slot's
+  // thread count before the program starts; the worker and the runner set torch's to it too.
+  if (env.threads > 0) o.env_set["OMP_NUM_THREADS"] = std::to_string(env.threads);
   o.stdout_path = (dir / "stdout.txt").string();
   o.stderr_path = (dir / "stderr.txt").string();
   o.record_dir = env.record_dir;
@@ -233,6 +237,7 @@ std::optional<JobResult> BuildJobRunner::run(const LeasedJob& job, const SlotDes
   env.build = &*build;
   env.slot = &slot;
   env.work_dir = shared_.work_dir + "/" + slot.id;
+  if (auto it = shared_.slot_threads.find(slot.id); it != shared_.slot_threads.end()) env.threads = it->second;
   return run_leased_job(job, env, keep_going);
 }
 

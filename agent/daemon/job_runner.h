@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,7 +28,12 @@ struct JobEnvironment {
   std::string work_dir;                     // per-slot scratch directory
   std::string record_dir;                   // where the exporter and worker are recorded while they run (SpawnOptions)
   int kill_grace_s = 10;                    // SIGTERM -> SIGKILL grace for a worker past its timeout
-  int tick_every_s = 1;                     // how often keep_going is asked while the worker runs
+  // Intra-op threads per slot id (agent_config.h slot_threads), the same for every build and
+  // runtime the slot runs: set in the worker and the runner (WorkerJob::threads) and in the
+  // job's OMP_NUM_THREADS. A slot missing here gets torch's default.
+  std::map<std::string, int> slot_threads;
+  int threads = 0;       // this job's slot's (filled per job from slot_threads)
+  int tick_every_s = 1;  // how often keep_going is asked while the worker runs
   // Where a CPU job with a memory cap gets its memory cgroup; nullopt: the job caps its own
   // address space (RLIMIT_AS) instead.
   std::optional<CgroupLocation> memory_cgroup;

@@ -136,6 +136,9 @@ class Job:
     dynamic: bool = False
     walk_batches: List[int] = field(default_factory=list)
     artifact_metadata: Dict[str, Any] = field(default_factory=dict)
+    # The slot's intra-op thread count (torch.set_num_threads), the same the worker sets for
+    # every build on the slot; 0: torch's default.
+    threads: int = 0
 
     def export_s(self) -> Optional[float]:
         """The artifact's export time from artifact_metadata, which results report as the
@@ -357,6 +360,7 @@ def parse_job(text: str) -> Job:
     job.runtime = r.optional("runtime", _enum(("libtorch", "python")), "python")
     job.catalog = r.optional("catalog", _optional(_string))
     job.weights = r.optional("weights", _optional(_string))
+    job.threads = r.optional("threads", _int32, 0)
 
     r.check(bool(job.model), "model", "must not be empty (the python runtime builds the model from the catalog)")
     r.check(not job.format or job.format in FORMATS, "format",
@@ -375,5 +379,6 @@ def parse_job(text: str) -> Job:
         r.check(0 < size <= MAX_WALK_BATCH and (i == 0 or job.walk_batches[i - 1] < size), f"walk_batches[{i}]",
                 f"must be between 1 and {MAX_WALK_BATCH} and ascending")
     r.check(job.weights is None or bool(job.weights), "weights", "must not be empty")
+    r.check(0 <= job.threads <= 4096, "threads", "must be between 0 (torch's default) and 4096")
     r.finish()
     return job

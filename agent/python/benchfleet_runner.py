@@ -128,6 +128,11 @@ def _measure_here(job: Job, hooks: Hooks) -> Dict[str, Any]:
     from benchfleet_environment import this_build  # imports torch
     from benchfleet_measure import run_job
 
+    if job.threads > 0:  # the slot's, as the worker sets it: before anything runs in parallel
+        import torch
+
+        torch.set_num_threads(job.threads)
+
     # torch._dynamo takes seconds to import: only a compile mode needs to know it works.
     return run_job(job, this_build(probe_compile=job.mode in COMPILE_MODES), hooks)
 

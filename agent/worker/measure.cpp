@@ -1,5 +1,6 @@
 #include "agent/worker/measure.h"
 
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
 #include <atomic>
@@ -255,6 +256,9 @@ NativeFailureVerdicts native_failure_verdicts(const nlohmann::json& environment,
 
 JobResult run_job(const WorkerJob& job, const Capabilities& caps, const ProgressFn& progress,
                   const ResultOutput* native_oom_output) {
+  // The slot's thread count, before anything runs in parallel and before the fingerprint
+  // records it (cpu_threads): every build and runtime on a slot runs with the same.
+  if (job.threads > 0) at::set_num_threads(job.threads);
   // Taken before any memory cap: hashing the artifact needs memory the job may not leave.
   nlohmann::json environment = fingerprint(job, caps);
   JobResult r;

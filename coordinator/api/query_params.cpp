@@ -39,6 +39,13 @@ std::optional<std::string> str_query(const http::RouteMatch& match, std::string_
   return it->second;
 }
 
+Result<bool> bool_query(const http::RouteMatch& match, std::string_view name) {
+  const auto value = str_query(match, name);
+  if (!value || *value == "false") return false;
+  if (*value == "true") return true;
+  return Error::invalid("query." + std::string(name), "must be true or false");
+}
+
 Result<CellQuery> cell_query(const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const auto batch, int_query(m, "batch", 1, 65536));
   CellQuery q;

@@ -20,6 +20,9 @@ Result<std::int64_t> id_param(const http::RouteMatch& match, std::string_view na
 Result<std::optional<std::int64_t>> int_query(const http::RouteMatch& match, std::string_view name, std::int64_t min,
                                               std::int64_t max);
 std::optional<std::string> str_query(const http::RouteMatch& match, std::string_view name);
+// An optional true/false query parameter (false when absent); anything else is refused naming
+// "query.<name>".
+Result<bool> bool_query(const http::RouteMatch& match, std::string_view name);
 
 // The cell axes a listing filters on, from its query (?model, mode, dtype, runtime, gpu, build,
 // batch), each value checked ("query.<name>" in errors): the one parse of the results and the

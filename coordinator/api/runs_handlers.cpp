@@ -4,6 +4,7 @@
 #include "common/codecs.h"
 #include "common/matrix.h"
 #include "coordinator/report/render.h"
+#include "coordinator/rules/fleet_check.h"
 #include "coordinator/rules/report.h"
 
 namespace benchfleet::api {
@@ -17,15 +18,37 @@ constexpr int kMaxResultsWithSamples = 10;
 
 }  // namespace
 
-Result<http::Response> submit_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
+// A matrix whose torch build or GPU class no enrolled agent offers is refused (its jobs would
+// wait forever), naming the field, the nearest name and what the fleet offers, unless
+// ?allow_pending=true queues it for hosts still to come; the answer's `pending` says what waits.
+// ?dry_run=true checks all of it and answers 200 with the job count, storing nothing.
+Result<http::Response> submit_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
+  BF_ASSIGN_OR_RETURN(const bool allow_pending, bool_query(m, "allow_pending"));
+  BF_ASSIGN_OR_RETURN(const bool dry_run, bool_query(m, "dry_run"));
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
   BF_ASSIGN_OR_RETURN(const MatrixSpec spec, decode<MatrixSpec>(body));
   BF_ASSIGN_OR_RETURN(const auto jobs, expand_submitted_matrix(ctx, spec));
+  BF_ASSIGN_OR_RETURN(const auto agents, ctx.store.agents().list_agents());
+  std::vector<AgentDescriptor> fleet;
+  fleet.reserve(agents.size());
+  for (const auto& a : agents) fleet.push_back(a.descriptor);
+  const auto gaps = rules::fleet_gaps(spec, fleet);
+  if (!gaps.empty() && !allow_pending) {
+    return Error::invalid(gaps.front().field, gaps.front().message +
+                                                  "; submit with allow_pending=true (CLI --allow-pending) to queue "
+                                                  "it for hosts still to come");
+  }
+  nlohmann::json pending = nlohmann::json::array();
+  for (const auto& g : gaps) pending.push_back({{"field", g.field}, {"message", g.message}});
+  if (dry_run) {
+    return json_response(bhttp::status::ok, {{"valid", true}, {"job_count", jobs.size()}, {"pending", pending}}, req);
+  }
   BF_ASSIGN_OR_RETURN(const auto created, ctx.store.runs().create_run(spec, jobs));
   const std::string url = "/api/v1/runs/" + std::to_string(created.run_id);
-  auto res = json_response(bhttp::status::created,
-                           {{"id", created.run_id}, {"job_count", created.job_count}, {"url", url}}, req);
+  auto res = json_response(
+      bhttp::status::created,
+      {{"id", created.run_id}, {"job_count", created.job_count}, {"url", url}, {"pending", pending}}, req);
   res.set(bhttp::field::location, url);
   return res;
 }

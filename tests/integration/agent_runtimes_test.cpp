@@ -17,7 +17,11 @@ namespace {
 
 TEST(AgentRuntimes, LibtorchAndPythonRunSideBySide) {
   CoordinatorProcess coord({BENCHFLEET_FAST_LEASES});
-  AgentProcess a1(agent_options(coord, "a1"));
+  AgentOptions options = agent_options(coord, "a1");
+  // One thread count for the slot, whichever program runs its jobs (torch 1.13's worker alone
+  // picks 1 without it, its python 2 on this machine).
+  options.extra_args = {"--cpu-threads", "3"};
+  AgentProcess a1(options);
   a1.start();
   ASSERT_TRUE(wait_online(coord, {"a1"})) << agents_of(coord).dump(1);
 
@@ -52,6 +56,7 @@ TEST(AgentRuntimes, LibtorchAndPythonRunSideBySide) {
     EXPECT_EQ(eager.value("status", ""), "ok") << eager.dump(1);
     EXPECT_EQ(eager["stats"].value("iterations", 0), 3) << eager.dump(1);
     EXPECT_GT(eager["stats"].value("mean_ms", 0.0), 0.0) << eager.dump(1);
+    EXPECT_EQ(eager["environment"].value("cpu_threads", 0), 3) << eager.dump(1);
     const json& compiled = by_cell[{runtime, "default"}]["result"];
     EXPECT_EQ(compiled.value("status", ""), "unsupported") << compiled.dump(1);
     EXPECT_NE(compiled.value("error", "").find(runtime + " runtime"), std::string::npos) << compiled.dump(1);

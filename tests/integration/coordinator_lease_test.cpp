@@ -125,8 +125,9 @@ TEST(CoordinatorLease, DtypesAccuracyAndNoiseFlagsTravelThroughTheApi) {
   walk["runtimes"] = {"python"};
   walk["dynamic"] = true;
   walk["shape_walk"] = true;
-  coord.submit(walk);
+  // Its host enrols first: a fleet of a100s alone refuses a t4 matrix.
   FakeAgent python(coord, FakeAgent::descriptor("p", {{"gpu0", "t4"}}, {{"stable", {"eager", "default"}, "python"}}));
+  coord.submit(walk);
   auto walking = python.lease_job("gpu0");
   ASSERT_TRUE(walking);
   EXPECT_EQ(walking->spec()["runtime"], "python");

@@ -33,6 +33,40 @@ TEST(AgentConfig, TheMemoryCapIsAutoByDefaultAndOtherwiseNamed) {
   EXPECT_NE(bad.error().message.find("cgroupz"), std::string::npos) << bad.error().message;
 }
 
+// Every build and runtime of a slot runs with one thread count: by default the agent's CPUs
+// shared out among its slots; --cpu-threads for all; --slot-threads SLOT=N for one.
+TEST(AgentConfig, EachSlotHasOneThreadCountForEveryBuild) {
+  const std::vector<SlotDescriptor> cpu_only = {{"cpu", "cpu", {}, {}}};
+  const std::vector<SlotDescriptor> two_gpus = {{"gpu0", "h100", {}, {}}, {"gpu1", "h100", {}, {}}};
+  auto plain = parse({"--name", "a"});
+  ASSERT_TRUE(plain.ok()) << plain.error().describe();
+  EXPECT_EQ(slot_thread_counts(plain->config, cpu_only, 2).value(), (std::map<std::string, int>{{"cpu", 2}}));
+  EXPECT_EQ(slot_thread_counts(plain->config, two_gpus, 16).value(),
+            (std::map<std::string, int>{{"gpu0", 8}, {"gpu1", 8}}));
+  EXPECT_EQ(slot_thread_counts(plain->config, two_gpus, 1).value(),
+            (std::map<std::string, int>{{"gpu0", 1}, {"gpu1", 1}}))
+      << "at least one";
+
+  auto set = parse({"--name", "a", "--cpu-threads", "4", "--slot-threads", "gpu1=6"});
+  ASSERT_TRUE(set.ok()) << set.error().describe();
+  EXPECT_EQ(slot_thread_counts(set->config, two_gpus, 16).value(),
+            (std::map<std::string, int>{{"gpu0", 4}, {"gpu1", 6}}));
+
+  for (const std::string bad : {"gpu9=2", "gpu0", "gpu0=0", "gpu0=x", "gpu0=99999"}) {
+    auto parsed = parse({"--name", "a", "--slot-threads", bad});
+    ASSERT_TRUE(parsed.ok()) << parsed.error().describe();
+    auto counts = slot_thread_counts(parsed->config, two_gpus, 16);
+    ASSERT_FALSE(counts.ok()) << bad;
+    EXPECT_EQ(counts.error().field, "slot_threads");
+    EXPECT_NE(counts.error().message.find(bad), std::string::npos) << counts.error().message;
+  }
+  EXPECT_NE(slot_thread_counts(parse({"--name", "a", "--slot-threads", "gpu9=2"})->config, two_gpus, 16)
+                .error()
+                .message.find("its slots: gpu0, gpu1"),
+            std::string::npos);
+  EXPECT_FALSE(parse({"--name", "a", "--cpu-threads", "-1"}).ok());
+}
+
 TEST(AgentConfig, ABuildWithoutAWorkerIsAcceptedAndOneWithoutPythonIsNot) {
   testing::TempDir dir("benchfleet-agent-config");
   const std::string file = (dir.path() / "agent.yaml").string();

@@ -107,6 +107,18 @@ TEST(WorkerJobCodec, RoundTripsAndNamesBadFields) {
   bad = j;
   bad.erase("artifact");
   EXPECT_EQ(decode<WorkerJob>(bad).error().describe(), "artifact: is required");
+  // The slot's thread count travels; 0 (absent) is torch's default.
+  EXPECT_EQ(job->threads, 0);
+  bad = j;
+  bad["threads"] = 6;
+  EXPECT_EQ(decode<WorkerJob>(bad).value().threads, 6);
+  EXPECT_EQ(nlohmann::json(decode<WorkerJob>(bad).value())["threads"], 6);
+  bad["threads"] = -1;
+  EXPECT_EQ(decode<WorkerJob>(bad).error().field, "threads");
+  // A misspelt field is named with the field meant.
+  bad = j;
+  bad["thread"] = 6;
+  EXPECT_EQ(decode<WorkerJob>(bad).error().describe(), "thread: is not a known field (did you mean \"threads\"?)");
   EXPECT_EQ(format_for(Mode::kEager), "torchscript");
   EXPECT_EQ(format_for(Mode::kTorchscript), "torchscript-frozen");
   EXPECT_EQ(format_for(Mode::kMaxAutotune), "aotinductor");

@@ -83,6 +83,15 @@ class JobTest(unittest.TestCase):
         self.assertEqual(bj.parse_job(json.dumps({**ok, "walk_batches": list(range(1, 65))})).walk_batches,
                          list(range(1, 65)))
 
+    def test_the_slots_thread_count(self) -> None:
+        ok = {"model": MODEL, "batch": 1, "mode": "eager"}
+        self.assertEqual(bj.parse_job(json.dumps(ok)).threads, 0, "torch's default without one")
+        self.assertEqual(bj.parse_job(json.dumps({**ok, "threads": 4})).threads, 4)
+        for bad in (-1, 4097):
+            self.assertEqual(self.error_of({**ok, "threads": bad}),
+                             "threads: must be between 0 (torch's default) and 4096")
+        self.assertEqual(self.error_of({**ok, "threads": "2"}), "threads: must be an integer, got string")
+
     def test_dtype_dynamic_and_walk_batches_errors_as_the_worker(self) -> None:
         ok = {"model": MODEL, "batch": 1, "mode": "eager"}
         self.assertEqual(self.error_of({**ok, "dtype": "int8"}),

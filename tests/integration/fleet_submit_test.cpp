@@ -1,0 +1,131 @@
+// Integration: submissions checked against the enrolled fleet, through the real CLI and the real
+// coordinator. A torch build or GPU class no enrolled agent offers is refused naming the field,
+// the nearest name and what the fleet offers (it would otherwise wait forever); --allow-pending
+// queues it for hosts still to come and says so; --dry-run asks the coordinator the same; a
+// misspelt matrix key is named with the key meant.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli/progress.h"
+#include "tests/integration/cli_process.h"
+#include "tests/support/coordinator_process.h"
+
+namespace benchfleet::testing {
+namespace {
+
+using nlohmann::json;
+
+class FleetCheckTest : public ::testing::Test {
+ protected:
+  CliRun cli(std::vector<std::string> args) {
+    return CliProcess(coord_.dir(), std::move(args),
+                      {{"BENCHFLEET_URL", coord_.base_url()},
+                       {"BENCHFLEET_OPERATOR_TOKEN", CoordinatorProcess::kOperatorToken}})
+        .wait();
+  }
+
+  std::string matrix_file(const std::string& name, const std::string& builds, const std::string& gpus,
+                          const std::string& batches_key = "batch_sizes") {
+    const std::string path = coord_.dir() + "/" + name;
+    write_file(path,
+               "name: fleet check\n"
+               "models: [torchvision/resnet18]\n" +
+                   batches_key + ": [1]\n" + "modes: [eager]\n" + "torch_builds: [" + builds + "]\n" + "gpus: [" +
+                   gpus + "]\n");
+    return path;
+  }
+
+  std::size_t runs() { return coord_.get_json("/api/v1/runs")["runs"].size(); }
+
+  CoordinatorProcess coord_;
+};
+
+TEST_F(FleetCheckTest, ATypoedBuildOrClassIsRefusedNamingTheFleetUnlessAllowedToWait) {
+  // The fleet: one CPU-only host with Debian 12's and 13's torch.
+  FakeAgent host(
+      coord_, FakeAgent::descriptor("cpu-host", {{"cpu", "cpu"}}, {{"debian12", {"eager"}}, {"debian13", {"eager"}}}));
+
+  const std::string typo = matrix_file("typo.yaml", "debain13", "cpu");
+  CliRun r = cli({"submit", typo});
+  EXPECT_EQ(r.code, cli::kExitError) << r.out << r.err;
+  EXPECT_NE(r.err.find(typo + ": line 5: submit: HTTP 400: torch_builds[0]: no enrolled agent offers torch build "
+                              "\"debain13\" (did you mean \"debian13\"?); the fleet offers: debian12, debian13"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--allow-pending"), std::string::npos) << r.err;
+
+  // --dry-run asks the coordinator, and says the same.
+  r = cli({"submit", typo, "--dry-run"});
+  EXPECT_EQ(r.code, cli::kExitError) << r.out << r.err;
+  EXPECT_NE(r.out.find("valid; 1 jobs"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("line 5: check: HTTP 400: torch_builds[0]: no enrolled agent offers torch build \"debain13\""),
+            std::string::npos)
+      << r.err;
+
+  // A GPU class on a CPU-only fleet.
+  const std::string a100 = matrix_file("a100.yaml", "debian13", "a100");
+  r = cli({"submit", a100});
+  EXPECT_EQ(r.code, cli::kExitError);
+  EXPECT_NE(r.err.find("line 6: submit: HTTP 400: gpus[0]: no enrolled agent has a slot of GPU class \"a100\"; the "
+                       "fleet has: cpu"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(runs(), 0u) << "nothing refused was stored";
+
+  // Hosts still to come: queued, and said.
+  r = cli({"submit", a100, "--dry-run", "--allow-pending"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("some jobs wait for hosts still to come"), std::string::npos) << r.out;
+  EXPECT_EQ(runs(), 0u) << "a dry run stores nothing";
+  r = cli({"submit", a100, "--allow-pending"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("submitted run "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("pending, for hosts still to come: gpus[0]: no enrolled agent has a slot of GPU class \"a100\""),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(runs(), 1u);
+
+  // What the fleet offers passes, and the dry run says so.
+  const std::string good = matrix_file("good.yaml", "debian12, debian13", "cpu");
+  r = cli({"submit", good, "--dry-run"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("valid; 2 jobs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the fleet can run every job"), std::string::npos) << r.out;
+  r = cli({"submit", good});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "nothing pending";
+
+  // The API answers problem+json naming the field; allow_pending must be true or false.
+  const json matrix = {{"name", "api"},         {"models", {"torchvision/resnet18"}},
+                       {"batch_sizes", {1}},    {"modes", {"eager"}},
+                       {"torch_builds", {"x"}}, {"gpus", {"cpu"}}};
+  auto refused = coord_.post("/api/v1/runs", matrix);
+  EXPECT_EQ(refused.status, 400u) << refused.body;
+  EXPECT_EQ(json::parse(refused.body)["field"], "torch_builds[0]") << refused.body;
+  EXPECT_EQ(coord_.post("/api/v1/runs?allow_pending=yes", matrix).status, 400u);
+  auto queued = coord_.post("/api/v1/runs?allow_pending=true", matrix);
+  EXPECT_EQ(queued.status, 201u) << queued.body;
+  EXPECT_EQ(json::parse(queued.body)["pending"][0]["field"], "torch_builds[0]") << queued.body;
+}
+
+TEST_F(FleetCheckTest, AnEmptyFleetRefusesNothingAndAMisspeltKeyIsNamedWithTheKeyMeant) {
+  // No agent yet (a Slurm launcher starts them for the queue): queued.
+  CliRun r = cli({"submit", matrix_file("early.yaml", "nightly", "h100")});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(runs(), 1u);
+
+  const std::string misspelt = matrix_file("misspelt.yaml", "nightly", "h100", "batch_size");
+  r = cli({"submit", misspelt});
+  EXPECT_EQ(r.code, cli::kExitError);
+  EXPECT_NE(r.err.find("line 3: batch_size: is not a known field (did you mean \"batch_sizes\"?)"), std::string::npos)
+      << r.err;
+  const std::string extra = coord_.dir() + "/extra.yaml";
+  write_file(extra, read_file(matrix_file("base.yaml", "nightly", "h100")) + "timeout: 60\n");
+  r = cli({"submit", extra});
+  EXPECT_EQ(r.code, cli::kExitError);
+  EXPECT_NE(r.err.find("timeout: is not a known field (did you mean \"timeout_s\"?)"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace benchfleet::testing
