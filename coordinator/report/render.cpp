@@ -153,6 +153,14 @@ void append_markdown_table(std::string& out, const Table& table, const std::opti
     out += markdown_escape(kBudgetFlag);
     out += "; measured, not noisy)\n";
   }
+  if (!table.fingerprint_warnings.empty()) {
+    out += "\n⚠ The builds compared here differ in what changes speed, not only in their torch: ";
+    for (std::size_t i = 0; i < table.fingerprint_warnings.size(); ++i) {
+      if (i > 0) out += "; ";
+      out += markdown_escape(table.fingerprint_warnings[i]);
+    }
+    out += '\n';
+  }
   if (!table.geomeans.empty() || !table.pass_rates.empty()) {
     out += '\n';
     for (const Geomean& g : table.geomeans) {

@@ -144,6 +144,11 @@ void table_json(JsonText& w, const Table& table) {
     w.raw(","), w.key("runtime"), w.string(to_string(c.runtime));
     w.raw(","), w.key("mode"), w.string(to_string(c.mode));
     w.raw(","), w.key("torch_versions"), w.array(c.torch_versions, [&](const std::string& v) { w.string(v); });
+    // Each is compact JSON the store wrote (rules::speed_fingerprint): embedded as it is, once
+    // checked to be JSON (a damaged row reads as null).
+    w.raw(","), w.key("fingerprints"), w.array(c.fingerprints, [&](const std::string& v) {
+      w.raw(nlohmann::json::accept(v) ? std::string_view(v) : std::string_view("null"));
+    });
     w.raw("}");
   });
   w.raw(","), w.key("rows");
@@ -171,6 +176,8 @@ void table_json(JsonText& w, const Table& table) {
     w.raw(","), w.key("excluded_flagged"), w.integer(g.excluded_flagged);
     w.raw("}");
   });
+  w.raw(","), w.key("fingerprint_warnings");
+  w.array(table.fingerprint_warnings, [&](const std::string& v) { w.string(v); });
   w.raw(","), w.key("pass_rates");
   w.array(table.pass_rates, [&](const PassRate& p) {
     w.raw("{");

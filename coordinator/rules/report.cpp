@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "coordinator/rules/fingerprint_diff.h"
 #include "coordinator/rules/format.h"
 #include "coordinator/rules/report_cells.h"
 #include "coordinator/rules/torch_version.h"
@@ -92,7 +93,7 @@ std::vector<ColumnPlan> plan_columns(const MatrixSpec& m) {
           key += to_string(runtime);
           key += '/';
           key += to_string(mode);
-          p.column = {std::move(key), "", kind, build, runtime, mode, {}};
+          p.column = {std::move(key), "", kind, build, runtime, mode, {}, {}};
           p.suffix = suffix;
           if (kind == ColumnKind::kLatency) {
             latency_index[{build, runtime, mode}] = plan.size();
@@ -298,6 +299,33 @@ std::string_view to_string(ColumnKind k) {
   return "latency_ms";
 }
 
+// The distinct speed fingerprints per (gpu, batch, dtype, build, runtime) of the matrix's models.
+std::map<TorchVersionKey, std::set<std::string>> recorded_fingerprints(const CellIndex& index, const MatrixSpec& m) {
+  const std::set<std::string> models(m.models.begin(), m.models.end());
+  std::map<TorchVersionKey, std::set<std::string>> out;
+  for (const auto& [key, results] : index) {
+    if (!models.contains(std::get<6>(key))) continue;
+    for (const CellResult* r : results) {
+      if (!r->fingerprint.empty()) out[torch_version_key(key)].insert(r->fingerprint);
+    }
+  }
+  return out;
+}
+
+// How the table's (build, runtime) sides differ in what changes speed, named by their labels.
+std::vector<std::string> fingerprint_warnings_of(const Table& table, bool several_runtimes) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> sides;
+  std::set<std::pair<std::string, Runtime>> seen;
+  for (const Column& c : table.columns) {
+    if (c.kind != ColumnKind::kLatency || !seen.emplace(c.build, c.runtime).second) continue;
+    sides.emplace_back(several_runtimes ? c.build + " - " + std::string(to_string(c.runtime)) : c.build,
+                       c.fingerprints);
+  }
+  std::vector<std::string> out;
+  for (const auto& d : rules::fingerprint_differences(sides)) out.push_back(d.text);
+  return out;
+}
+
 Report build_report(const ReportInput& in) {
   Report report;
   report.run_id = in.run_id;
@@ -309,6 +337,7 @@ Report build_report(const ReportInput& in) {
   const CellIndex index = index_cells(in.cells);
   const std::vector<ColumnPlan> plan = plan_columns(in.matrix);
   const TorchVersions versions = recorded_torch_versions(index, in.matrix);
+  const auto fingerprints = recorded_fingerprints(index, in.matrix);
   const bool several_runtimes = unique_in_order(in.matrix.runtimes).size() > 1;
   const auto models = ordered_models(in);
   std::vector<Dtype> dtypes = unique_in_order(in.matrix.dtypes);
@@ -336,6 +365,9 @@ Report build_report(const ReportInput& in) {
           Column c = p.column;
           if (auto it = versions.find({gpu, batch, dtype, c.build, c.runtime}); it != versions.end()) {
             c.torch_versions = it->second;
+          }
+          if (auto it = fingerprints.find({gpu, batch, dtype, c.build, c.runtime}); it != fingerprints.end()) {
+            c.fingerprints.assign(it->second.begin(), it->second.end());
           }
           labels.push_back(column_label(c, several_runtimes));
           c.header = labels.back() + p.suffix;
@@ -381,6 +413,7 @@ Report build_report(const ReportInput& in) {
             table.pass_rates.push_back(pass_rate_of(table, i, labels[i]));
           }
         }
+        table.fingerprint_warnings = fingerprint_warnings_of(table, several_runtimes);
         report.tables.push_back(std::move(table));
       }
     }

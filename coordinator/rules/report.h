@@ -50,6 +50,9 @@ struct CellResult {
   std::optional<std::int64_t> peak_memory_bytes{};
   std::optional<int> recompiles{};   // python compiled modes: graphs compiled after the first call
   std::vector<std::string> flags{};  // noise flags of an ok result (common/noise_flags.h)
+  // What of its environment changes speed (rules/fingerprint_diff.h speed_fingerprint); "" when
+  // unknown (no result, or stored before it was kept).
+  std::string fingerprint{};
 };
 
 struct ReportInput {
@@ -94,6 +97,9 @@ struct Column {
   // ("2.5.1" < "2.6.0" < "2.10.0"). Shared by the table's columns of that build and runtime, so
   // eager and its compiled modes name the same torch. Empty when none recorded one.
   std::vector<std::string> torch_versions;
+  // Every distinct speed fingerprint (rules/fingerprint_diff.h) the same results recorded, in
+  // text order. Empty when none recorded one.
+  std::vector<std::string> fingerprints;
 };
 
 // One repetition behind a latency cell, kept so disagreeing repetitions stay visible.
@@ -189,6 +195,10 @@ struct Table {
   std::vector<Row> rows;             // catalog order
   std::vector<Geomean> geomeans;     // one per speedup column, same order
   std::vector<PassRate> pass_rates;  // one per compiled mode's latency column, same order
+  // What changes speed and differs between the table's builds (and runtimes), e.g. "cpu_threads:
+  // stable 2; debian12 1": the comparison is then not of the torch builds alone. Empty when the
+  // fingerprints agree (or only one side recorded them).
+  std::vector<std::string> fingerprint_warnings;
 };
 
 struct Report {

@@ -18,7 +18,7 @@ constexpr const char* kCellColumns =
     "j.status, r.id, r.status, r.mean_ms, r.median_ms, r.p90_ms, r.p99_ms, r.min_ms, r.max_ms, r.stddev_ms, r.cv,"
     " r.ci_low_ms, r.ci_high_ms, r.iterations, r.error, r.oom_phase, r.oom_bytes, r.signal, r.torch_version,"
     " r.accuracy, r.accuracy_error, r.accuracy_tolerance, r.compile_ms, r.compile_cache, r.peak_memory_bytes,"
-    " r.recompiles, r.flags";
+    " r.recompiles, r.flags, r.fingerprint";
 enum CellColumn : int {
   kJobStatus = kJobSpecColumns,
   kResultId,
@@ -47,6 +47,7 @@ enum CellColumn : int {
   kPeakMemoryBytes,
   kRecompiles,
   kFlags,
+  kFingerprint,
 };
 
 report::CellResult cell_at(const Statement& s) {
@@ -90,6 +91,7 @@ report::CellResult cell_at(const Statement& s) {
   c.peak_memory_bytes = s.opt_int64(kPeakMemoryBytes);
   if (auto recompiles = s.opt_int64(kRecompiles)) c.recompiles = static_cast<int>(*recompiles);
   c.flags = split_flags(s.opt_text(kFlags).value_or(""));
+  c.fingerprint = s.opt_text(kFingerprint).value_or("");
   return c;
 }
 

@@ -6,6 +6,7 @@
 
 #include "common/codecs.h"
 #include "common/result_checks.h"
+#include "coordinator/rules/fingerprint_diff.h"
 #include "coordinator/rules/tokens.h"
 #include "coordinator/store/history_store.h"
 #include "coordinator/store/result_columns.h"
@@ -94,9 +95,10 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
               "max_ms,"
               " stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, first_call_ms, stop_reason, export_s, oom_phase,"
               " oom_bytes, error, signal, body, body_sha256, agent_id, slot, created_at, torch_version, accuracy,"
-              " accuracy_error, accuracy_tolerance, compile_ms, compile_cache, peak_memory_bytes, recompiles, flags)"
+              " accuracy_error, accuracy_tolerance, compile_ms, compile_cache, peak_memory_bytes, recompiles, flags,"
+              " fingerprint)"
               " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
-              " ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36)"));
+              " ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37)"));
       ins->bind(1, lease.job_id).bind(2, held->run_id).bind(3, attempt).bind(4, to_string(result.status));
       if (result.stats) {
         const auto& st = *result.stats;
@@ -112,7 +114,7 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
       ins->bind(26, held->slot).bind(27, now).bind(28, recorded_torch_version(result));
       ins->bind(29, columns.accuracy).bind(30, columns.accuracy_error).bind(31, columns.accuracy_tolerance);
       ins->bind(32, columns.compile_ms).bind(33, columns.compile_cache).bind(34, columns.peak_memory_bytes);
-      ins->bind(35, columns.recompiles).bind(36, columns.flags);
+      ins->bind(35, columns.recompiles).bind(36, columns.flags).bind(37, rules::speed_fingerprint(result.environment));
       BF_RETURN_IF_ERROR(ins->run());
     }
     RecordOutcome out{RecordKind::kStored, core_.db->last_insert_rowid(), 0};

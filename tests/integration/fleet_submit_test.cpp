@@ -127,5 +127,42 @@ TEST_F(FleetCheckTest, AnEmptyFleetRefusesNothingAndAMisspeltKeyIsNamedWithTheKe
   EXPECT_NE(r.err.find("timeout: is not a known field (did you mean \"timeout_s\"?)"), std::string::npos) << r.err;
 }
 
+// Two builds on unequal terms: the report (and the compare view, from the report's columns) says
+// what changes speed besides torch; on equal terms it says nothing.
+TEST_F(FleetCheckTest, BuildsWithDifferentThreadCountsGetAWarningEqualOnesNone) {
+  FakeAgent host(
+      coord_, FakeAgent::descriptor("cpu-host", {{"cpu", "cpu"}}, {{"debian12", {"eager"}}, {"debian13", {"eager"}}}));
+  const auto run_with_threads = [&](int threads12, int threads13) {
+    const std::string file = matrix_file("m.yaml", "debian12, debian13", "cpu");
+    const CliRun r = cli({"submit", file, "--print-id"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    const std::string id = r.out.substr(0, r.out.find('\n'));
+    for (int i = 0; i < 2; ++i) {
+      auto lease = host.lease_job("cpu", 1);
+      if (!lease) {
+        ADD_FAILURE() << "no job to lease";
+        break;
+      }
+      json result = ok_result(10.0);
+      const bool old = lease->spec()["torch_build"] == "debian12";
+      result["environment"] = {{"torch_version", old ? "1.13.0" : "2.6.0"},
+                               {"cpu_model", "AMD EPYC"},
+                               {"cpu_threads", old ? threads12 : threads13}};
+      EXPECT_EQ(host.post_result(*lease, result).status, 201u);
+    }
+    return coord_.get_json("/api/v1/runs/" + id + "/report?format=json");
+  };
+  const json unequal = run_with_threads(1, 2);
+  EXPECT_EQ(unequal["tables"][0]["fingerprint_warnings"], json({"cpu_threads: debian12 1; debian13 2"}))
+      << unequal["tables"][0].dump(1);
+  EXPECT_EQ(unequal["tables"][0]["columns"][0]["fingerprints"][0]["cpu_threads"], 1);
+  const CliRun md = cli({"report", unequal["run_id"].dump()});
+  EXPECT_NE(md.out.find("⚠ The builds compared here differ in what changes speed"), std::string::npos) << md.out;
+
+  const json equal = run_with_threads(2, 2);
+  EXPECT_EQ(equal["tables"][0]["fingerprint_warnings"], json::array()) << equal["tables"][0].dump(1);
+  EXPECT_EQ(cli({"report", equal["run_id"].dump()}).out.find("⚠"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace benchfleet::testing

@@ -173,7 +173,8 @@ TEST(Json, SelfDescribingShape) {
                                    {"build", "stable"},
                                    {"runtime", "libtorch"},
                                    {"mode", "eager"},
-                                   {"torch_versions", json::array()}}));
+                                   {"torch_versions", json::array()},
+                                   {"fingerprints", json::array()}}));
   EXPECT_EQ(t["columns"][2]["kind"], "speedup");
   EXPECT_EQ(t["columns"][2]["mode"], "default");
   EXPECT_EQ(t["columns"][3]["kind"], "compile_ms");

@@ -6,7 +6,7 @@
 //   #/compare?a=5:stable&b=5:nightly&gpu=a100&batch=1&stat=mean&flagged=exclude
 import { h } from "../dom.js";
 import { withParams, parseSide, formatSide } from "../route.js";
-import { compareTables, buildTorchVersions } from "../analysis.js";
+import { compareTables, buildTorchVersions, fingerprintDifferences, buildFingerprints } from "../analysis.js";
 import { badgeClass } from "../status.js";
 import { gridNav } from "../grid_nav.js";
 import { errorState, loadingState, emptyState } from "./states.js";
@@ -161,6 +161,12 @@ export class CompareView {
   table(tA, tB, a, b, nameA, nameB, stat, excludeFlagged) {
     const cmp = compareTables({ table: tA, build: a.build }, { table: tB, build: b.build }, { excludeFlagged });
     const title = tA.title;
+    // Torch versions differ by design (the intro names them); anything else that changes speed
+    // makes the ratios a comparison of more than the builds.
+    const differences = fingerprintDifferences([["A", buildFingerprints(tA, a.build)], ["B", buildFingerprints(tB, b.build)]]);
+    const warning = differences.length
+      ? h("p", { class: "fingerprint-warning", role: "note" }, `⚠ A and B differ in what changes speed, not only in their torch: ${differences.join("; ")}`)
+      : null;
     if (!cmp.columns.length) {
       return h("article", { class: "compare-table" }, h("h3", null, title),
         emptyState(`No (runtime, mode) measured by both ${a.build} and ${b.build} here.`));
@@ -205,6 +211,7 @@ export class CompareView {
     gridNav(table);
     return h("article", { class: "compare-table", dataset: { gpu: tA.gpu, batch: tA.batch } },
       h("h3", null, title),
+      warning,
       h("div", { class: "table-scroll" }, table),
       h("ul", { class: "geomeans" }, cmp.geomeans.map((g) => h("li", null, g.text))));
   }

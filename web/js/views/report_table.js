@@ -27,12 +27,15 @@ export class ReportTableView {
     this.table = h("table", { class: "report" });
     this.detail = h("p", { class: "cell-detail", "aria-live": "polite" }, "Focus or point at a cell for its details.");
     this.geomeans = h("ul", { class: "geomeans" });
+    // What differs between the table's builds besides torch (threads, CPU, GPU, driver).
+    this.fingerprintWarning = h("p", { class: "fingerprint-warning", role: "note", hidden: true });
     this.passRates = h("ul", { class: "pass-rates" });
     this.charts = new TableCharts({ eager: eagerCharts });
     this.el = h("article", { class: "report-table" },
       this.heading,
       h("div", { class: "table-scroll" }, this.table),
       this.detail,
+      this.fingerprintWarning,
       this.geomeans,
       this.passRates,
       this.charts.el);
@@ -64,6 +67,9 @@ export class ReportTableView {
       tr.hidden = Boolean(needle) && !`${row.label} ${row.model}`.toLowerCase().includes(needle);
       row.cells.forEach((cell, c) => this.renderCell(tr.cells[c + 1], cell, table.columns[c], stat));
     });
+    const warnings = table.fingerprint_warnings ?? [];
+    this.fingerprintWarning.hidden = !warnings.length;
+    patch(this.fingerprintWarning, { text: warnings.length ? `⚠ The builds compared here differ in what changes speed, not only in their torch: ${warnings.join("; ")}` : "" });
     const items = table.geomeans.map((g) => g.text);
     if (this.geomeans.dataset.key !== items.join("\n")) {
       this.geomeans.dataset.key = items.join("\n");

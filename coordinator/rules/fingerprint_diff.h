@@ -1,0 +1,38 @@
+// What in a result's environment fingerprint changes its speed, and how the sides of a comparison
+// (two torch builds of one table, two runs) differ in it. A comparison of builds should differ in
+// the torch build only: thread count, CPU or GPU model and driver are warned about; the torch
+// versions differ by design and are named by the headers instead. Pure.
+//   speed_fingerprint(env)  -> {"cpu_model":"AMD EPYC","cpu_threads":2,"driver":null,"gpu_name":null}
+//   fingerprint_differences({{"stable", {fp1}}, {"debian12", {fp2}}})
+//     -> [{key "cpu_threads", text "cpu_threads: stable 2; debian12 1"}]
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace benchfleet::rules {
+
+// The fingerprint keys that change a measurement's speed, in the order they are stored.
+inline constexpr std::array<std::string_view, 4> kSpeedKeys = {"cpu_model", "cpu_threads", "driver", "gpu_name"};
+
+// Those keys of `environment` (null where absent or not a string or number) as compact JSON, keys
+// sorted: the text the store keeps per result (results.fingerprint) and reports compare.
+std::string speed_fingerprint(const nlohmann::json& environment);
+
+struct FingerprintDifference {
+  std::string key;   // "cpu_threads"
+  std::string text;  // "cpu_threads: stable 2; debian12 1" (each side's distinct values)
+};
+
+// The speed keys whose recorded values differ between `sides` (name -> the speed fingerprints of
+// its results). A side that recorded none of a key is not compared on it; a side whose own results
+// disagree (2 and 1) differs from any other. Ordered as kSpeedKeys.
+std::vector<FingerprintDifference> fingerprint_differences(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& sides);
+
+}  // namespace benchfleet::rules

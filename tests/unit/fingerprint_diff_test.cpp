@@ -1,0 +1,70 @@
+// What of a fingerprint changes speed, and how sides of a comparison differ in it
+// (coordinator/rules/fingerprint_diff.h); the report's warnings built from it.
+#include "coordinator/rules/fingerprint_diff.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "coordinator/report/render.h"
+#include "coordinator/rules/report.h"
+#include "tests/unit/report_cases.h"
+
+namespace benchfleet::rules {
+namespace {
+
+using nlohmann::json;
+
+std::string fp(int threads, const std::string& cpu = "AMD EPYC") {
+  return speed_fingerprint({{"cpu_model", cpu}, {"cpu_threads", threads}, {"torch_version", "2.6.0"}, {"host", "h"}});
+}
+
+TEST(FingerprintDiff, TheSpeedFingerprintKeepsOnlyWhatChangesSpeed) {
+  EXPECT_EQ(fp(2), R"({"cpu_model":"AMD EPYC","cpu_threads":2,"driver":null,"gpu_name":null})");
+  EXPECT_EQ(speed_fingerprint({{"gpu_name", "NVIDIA H200"}, {"driver", "580.1"}, {"cpu_threads", true}}),
+            R"({"cpu_model":null,"cpu_threads":null,"driver":"580.1","gpu_name":"NVIDIA H200"})");
+  EXPECT_EQ(speed_fingerprint(json::array()), R"({"cpu_model":null,"cpu_threads":null,"driver":null,"gpu_name":null})");
+}
+
+TEST(FingerprintDiff, DifferencesAreNamedPerSideAndUnknownsAreNot) {
+  EXPECT_TRUE(fingerprint_differences({{"stable", {fp(2)}}, {"unstable", {fp(2)}}}).empty());
+  auto d = fingerprint_differences({{"stable", {fp(2)}}, {"debian12", {fp(1)}}});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].key, "cpu_threads");
+  EXPECT_EQ(d[0].text, "cpu_threads: stable 2; debian12 1");
+  d = fingerprint_differences({{"a", {fp(2, "Xeon"), fp(1, "Xeon")}}, {"b", {}}});
+  ASSERT_EQ(d.size(), 1u) << "a side whose results disagree";
+  EXPECT_EQ(d[0].text, "cpu_threads: a 1, 2");
+  EXPECT_TRUE(fingerprint_differences({{"a", {fp(2)}}, {"b", {speed_fingerprint(json::object())}}}).empty())
+      << "b recorded nothing to compare";
+  EXPECT_TRUE(fingerprint_differences({{"a", {"not json"}}, {"b", {fp(1)}}}).empty());
+}
+
+TEST(FingerprintDiff, AReportOfTwoBuildsOnUnequalThreadsWarnsAndEqualOnesDoNot) {
+  using namespace report::cases;  // NOLINT(google-build-using-namespace): the report inputs
+  report::ReportInput in = seeds_like();
+  in.matrix.torch_builds = {"stable", "debian12"};
+  in.cells = {ok(job(kVit, 1, Mode::kEager, "a100", "stable"), 10, 10, 1),
+              ok(job(kVit, 1, Mode::kEager, "a100", "debian12"), 15, 15, 2)};
+  in.cells[0].fingerprint = fp(2);
+  in.cells[1].fingerprint = fp(1);
+  report::Report r = report::build_report(in);
+  EXPECT_EQ(r.tables[0].fingerprint_warnings, (std::vector<std::string>{"cpu_threads: stable 2; debian12 1"}));
+  EXPECT_EQ(r.tables[0].columns[0].fingerprints, (std::vector<std::string>{fp(2)}));
+  EXPECT_NE(report::render_markdown(r).find("⚠ The builds compared here differ in what changes speed, not only in "
+                                            "their torch: cpu\\_threads: stable 2; debian12 1"),
+            std::string::npos)
+      << report::render_markdown(r);
+  const json j = json::parse(report::render_json(r));
+  EXPECT_EQ(j["tables"][0]["fingerprint_warnings"][0], "cpu_threads: stable 2; debian12 1");
+  EXPECT_EQ(j["tables"][0]["columns"][0]["fingerprints"][0]["cpu_threads"], 2);
+
+  in.cells[1].fingerprint = fp(2);
+  r = report::build_report(in);
+  EXPECT_TRUE(r.tables[0].fingerprint_warnings.empty());
+  EXPECT_EQ(report::render_markdown(r).find("⚠"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace benchfleet::rules
