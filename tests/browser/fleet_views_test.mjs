@@ -25,8 +25,9 @@ await browserSuite("browser_fleet_views", async (t) => {
   const run1 = await api.submit(matrix({ name: "finished run", models: ["microsoft/resnet-50", "google/vit-base-patch16-224"], batches: [1], modes: ["eager", "default"] }));
   const a1 = await Agent.enroll(api, { name: "gpu-host-1", slots: [["gpu0", "a100"], ["gpu1", "a100", { name: "NVIDIA A100-SXM4-80GB", memory_mb: 81920 }]], builds: { stable: ["eager", "default"], nightly: ["eager"] } });
   await a1.finish("gpu0", () => okResult(7.5));
-  const run2 = await api.submit(matrix({ name: "running run", models: ["microsoft/resnet-50"], batches: [1, 4], modes: ["eager"], gpus: ["t4"], builds: ["nightly"] }));
+  // The T4 host enrols before its run: a fleet of A100s alone refuses a T4 matrix.
   const a2 = await Agent.enroll(api, { name: "gpu-host-2", slots: [["gpu0", "t4", { name: "Tesla T4", memory_mb: 15360 }]], builds: { nightly: ["eager"] } });
+  const run2 = await api.submit(matrix({ name: "running run", models: ["microsoft/resnet-50"], batches: [1, 4], modes: ["eager"], gpus: ["t4"], builds: ["nightly"] }));
   const held = await a2.lease("gpu0");
   await api.postJson(`/api/v1/agents/${a1.id}/drain`, { draining: true });
 
