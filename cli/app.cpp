@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/cli_config.h"
+#include "cli/compare.h"
 #include "cli/history_commands.h"
 #include "cli/id_option.h"
 #include "cli/matrix_file.h"
@@ -54,6 +55,16 @@ struct ReportArgs {
   std::string stat = "mean";
   bool exclude_flagged = false;
   std::string output;
+};
+
+struct CompareArgs {
+  std::int64_t run_a = 0;
+  std::int64_t run_b = 0;
+  std::string build_a;
+  std::string build_b;
+  std::optional<double> fail_if_slower;
+  std::string format = "md";
+  std::string stat = "median";
 };
 
 // Writes `text` to `path` through a temporary file and a rename, so a reader never sees half.
@@ -151,6 +162,66 @@ int submit(const SubmitArgs& a, FleetClient& client, Console& console) {
   WatchOptions w;
   w.interval_s = a.interval_s;
   return watch_run(client, id, w, console);
+}
+
+// The builds of a run, as it was submitted.
+std::vector<std::string> builds_of(const nlohmann::json& run) {
+  std::vector<std::string> out;
+  for (const auto& b : run.value("torch_builds", nlohmann::json::array())) {
+    if (b.is_string()) out.push_back(b.get<std::string>());
+  }
+  return out;
+}
+
+int compare(const CompareArgs& a, FleetClient& client, Console& console) {
+  auto run_a = client.run(a.run_a);
+  if (!run_a.ok()) return fail(console, run_a.error());
+  auto run_b = client.run(a.run_b);
+  if (!run_b.ok()) return fail(console, run_b.error());
+  const auto builds_a = builds_of(*run_a);
+  const auto builds_b = builds_of(*run_b);
+  if (builds_a.empty() || builds_b.empty()) return fail(console, Error::invalid("run", "a run without torch builds"));
+  // Without builds named: the first build of each run, or the first two of one run.
+  const std::string build_a = a.build_a.empty() ? builds_a.front() : a.build_a;
+  std::string build_b = a.build_b;
+  if (build_b.empty()) {
+    build_b = builds_b.front();
+    if (a.run_a == a.run_b && build_b == build_a && builds_b.size() > 1) build_b = builds_b[1];
+  }
+  if (a.run_a == a.run_b && build_a == build_b) {
+    return fail(console, Error::invalid("build_b", "run " + std::to_string(a.run_a) +
+                                                       " against itself: name two of its builds with "
+                                                       "--build-a and --build-b"));
+  }
+  auto rep_a = client.report_json(a.run_a, a.stat);
+  if (!rep_a.ok()) return fail(console, rep_a.error());
+  auto rep_b = client.report_json(a.run_b, a.stat);
+  if (!rep_b.ok()) return fail(console, rep_b.error());
+  Comparison c;
+  try {
+    c = compare_reports({*rep_a, build_a}, {*rep_b, build_b});
+  } catch (const nlohmann::json::exception& e) {  // a report not in the documented shape
+    return fail(console, Error{ErrorCode::kUnavailable, std::string("compare: unexpected report: ") + e.what(), {}});
+  }
+  console.out << render_comparison(c, a.format) << std::flush;
+  if (a.format == "csv") {
+    for (const std::string& w : c.warnings) console.err << "benchfleet: differs besides torch: " << w << "\n";
+  }
+  if (!a.fail_if_slower) return kExitOk;
+  const auto slow = slowdowns(c, *a.fail_if_slower);
+  const std::string beyond = " beyond " + std::to_string(static_cast<int>(*a.fail_if_slower)) + "%";
+  if (slow.empty()) {
+    console.err << "benchfleet: no significant slowdown" << beyond << "\n";
+    return kExitOk;
+  }
+  console.err << "benchfleet: " << slow.size() << " significant slowdown(s)" << beyond << " (B against A):\n";
+  for (const ComparedCell& x : slow) {
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%+.1f%%", (x.b_ms / x.a_ms - 1) * 100);
+    console.err << "  " << x.table << " | " << x.model << " | " << x.column << ": " << x.a_ms << " -> " << x.b_ms
+                << " ms (" << pct << ")\n";
+  }
+  return kExitError;
 }
 
 int report(const ReportArgs& a, FleetClient& client, Console& console) {
@@ -262,6 +333,33 @@ int run_cli(int argc, char** argv, Console& console) {
                        "geomeans too");
   report_cmd->add_option("-o,--output", report_args.output, "write to this file instead of stdout");
 
+  CompareArgs compare_args;
+  auto* compare_cmd = app.add_subcommand(
+      "compare",
+      "Compare two sides cell by cell, each a (run, torch build): two runs, or two builds of one run\n"
+      "(by default the first build of each run, or the first two of one). For every GPU class x batch x\n"
+      "(runtime, mode) both measured: A's and B's latency, the ratio A/B (above 1: B is faster) and\n"
+      "whether the change is significant (the 95% CIs of the statistic do not overlap); noisy pairs\n"
+      "marked *, and a warning when the sides differ besides torch (threads, CPU, GPU, driver).\n"
+      "With --fail-if-slower PCT the exit code is 1 when B is significantly slower than A by more\n"
+      "than PCT percent in any cell, and the cells are named (for CI).");
+  compare_cmd->add_option("a", compare_args.run_a, "run A")->required()->check(positive_id());
+  compare_cmd->add_option("b", compare_args.run_b, "run B (A again to compare two of its builds)")
+      ->required()
+      ->check(positive_id());
+  compare_cmd->add_option("--build-a", compare_args.build_a, "A's torch build (default: run A's first)");
+  compare_cmd->add_option("--build-b", compare_args.build_b, "B's torch build (default: run B's first, or A's second)");
+  compare_cmd
+      ->add_option("--fail-if-slower", compare_args.fail_if_slower,
+                   "exit 1 when B is significantly slower than A by more than this percentage")
+      ->check(CLI::Range(0.0, 1000.0));
+  compare_cmd->add_option("--format", compare_args.format, "md, csv or json")
+      ->check(CLI::IsMember({"md", "csv", "json"}))
+      ->capture_default_str();
+  compare_cmd->add_option("--stat", compare_args.stat, "statistic per cell, its CI and the ratio: median or mean")
+      ->check(CLI::IsMember({"mean", "median"}))
+      ->capture_default_str();
+
   std::int64_t cancel_id = 0;
   auto* cancel_cmd = app.add_subcommand("cancel", "Cancel a run: queued jobs never start, running ones are stopped.");
   cancel_cmd->add_option("id", cancel_id, "run id")->required()->check(positive_id());
@@ -331,6 +429,7 @@ int run_cli(int argc, char** argv, Console& console) {
   if (runs_cmd->parsed()) return show(client.runs(runs_limit), runs_json, runs_view, console);
   if (run_cmd->parsed()) return show(client.run(run_id), run_json, run_view, console);
   if (report_cmd->parsed()) return report(report_args, client, console);
+  if (compare_cmd->parsed()) return compare(compare_args, client, console);
   if (cancel_cmd->parsed()) {
     auto r = client.cancel(cancel_id);
     if (!r.ok()) return fail(console, r.error());

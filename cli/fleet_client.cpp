@@ -101,6 +101,11 @@ Result<std::string> FleetClient::report(std::int64_t run_id, const std::string& 
   return escape_display_text(r.body, TextLines::kMany);
 }
 
+Result<nlohmann::json> FleetClient::report_json(std::int64_t run_id, const std::string& stat) {
+  return send_json(bhttp::verb::get, "/api/v1/runs/" + std::to_string(run_id) + "/report?format=json&stat=" + stat,
+                   "report of run " + std::to_string(run_id), 200);
+}
+
 Result<nlohmann::json> FleetClient::cancel(std::int64_t run_id) {
   return send_json(bhttp::verb::post, "/api/v1/runs/" + std::to_string(run_id) + "/cancel",
                    "cancel run " + std::to_string(run_id), 200);

@@ -34,11 +34,12 @@ class FleetClient {
   // geomeans leave noise-flagged results out too.
   Result<std::string> report(std::int64_t run_id, const std::string& format, const std::string& stat,
                              bool exclude_flagged = false);
-  Result<nlohmann::json> cancel(std::int64_t run_id);                  // CancelledRun
-  Result<nlohmann::json> agents();                                     // AgentList
-  Result<nlohmann::json> drain(std::int64_t agent_id, bool draining);  // Agent
-  Result<nlohmann::json> approve(std::int64_t agent_id);               // Agent
-  Result<nlohmann::json> models();                                     // ModelList
+  Result<nlohmann::json> report_json(std::int64_t run_id, const std::string& stat);  // Report
+  Result<nlohmann::json> cancel(std::int64_t run_id);                                // CancelledRun
+  Result<nlohmann::json> agents();                                                   // AgentList
+  Result<nlohmann::json> drain(std::int64_t agent_id, bool draining);                // Agent
+  Result<nlohmann::json> approve(std::int64_t agent_id);                             // Agent
+  Result<nlohmann::json> models();                                                   // ModelList
 
   // History. `query` is already encoded ("model=...&limit=20"), "" for none.
   Result<nlohmann::json> create_schedule(const nlohmann::json& request);       // Schedule

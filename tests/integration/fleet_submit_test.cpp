@@ -164,5 +164,65 @@ TEST_F(FleetCheckTest, BuildsWithDifferentThreadCountsGetAWarningEqualOnesNone) 
   EXPECT_EQ(cli({"report", equal["run_id"].dump()}).out.find("⚠"), std::string::npos);
 }
 
+// `benchfleet compare` for CI: two runs of one build, B 50% slower in one cell (their CIs of the
+// median, 0.9x-1.1x of each, apart) and the same in the other; --fail-if-slower's exit code says whether a significant
+// slowdown passes the threshold, naming the cell; two builds of one run are compared when the run is given twice.
+TEST_F(FleetCheckTest, CompareFailsOnlyOnASignificantSlowdownBeyondTheThreshold) {
+  FakeAgent host(coord_, FakeAgent::descriptor("cpu-host", {{"cpu", "cpu"}}, {{"debian13", {"eager"}}}));
+  const std::string file = coord_.dir() + "/two.yaml";
+  write_file(file,
+             "name: two models\n"
+             "models: [torchvision/resnet18, torchvision/squeezenet1_1]\n"
+             "batch_sizes: [1]\nmodes: [eager]\ntorch_builds: [debian13]\ngpus: [cpu]\n");
+  const auto run = [&](double resnet_ms) {
+    const CliRun r = cli({"submit", file, "--print-id"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    for (int i = 0; i < 2; ++i) {
+      auto lease = host.lease_job("cpu", 1);
+      if (!lease) {
+        ADD_FAILURE() << "no job to lease";
+        break;
+      }
+      const bool resnet = lease->spec()["model"] == "torchvision/resnet18";
+      EXPECT_EQ(host.post_result(*lease, ok_result(resnet ? resnet_ms : 5.0)).status, 201u);
+    }
+    return r.out.substr(0, r.out.find('\n'));
+  };
+  const std::string a = run(10.0);
+  const std::string b = run(15.0);  // ResNet-18 50% slower; SqueezeNet the same
+
+  CliRun r = cli({"compare", a, b});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("# A = run " + a + " debian13 vs B = run " + b + " debian13 (median latency in ms"),
+            std::string::npos)
+      << r.out;
+  // The fixture's results are flagged (ci_not_met): the ratio carries the mark.
+  EXPECT_NE(r.out.find("| CPU (batch size: 1) | Image Classification/ResNet-18 | eager | 10.000 | 15.000 | 0.67x"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| ▼ slower |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| 5.000 | 5.000 | 1.00x"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| ≈ no significant change |"), std::string::npos) << r.out;
+
+  r = cli({"compare", a, b, "--fail-if-slower", "10"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("1 significant slowdown(s) beyond 10% (B against A):"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Image Classification/ResNet-18 | eager: 10 -> 15 ms (+50.0%)"), std::string::npos) << r.err;
+  r = cli({"compare", a, b, "--fail-if-slower", "60"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("no significant slowdown beyond 60%"), std::string::npos) << r.err;
+  r = cli({"compare", b, a, "--fail-if-slower", "0"});
+  EXPECT_EQ(r.code, 0) << "B faster is no slowdown: " << r.err;
+
+  r = cli({"compare", a, b, "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["cells"].size(), 2u) << r.out;
+  EXPECT_EQ(j["stat"], "median");
+  r = cli({"compare", a, a});
+  EXPECT_EQ(r.code, cli::kExitError);
+  EXPECT_NE(r.err.find("against itself: name two of its builds"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace benchfleet::testing
