@@ -1,5 +1,6 @@
 #include "cli/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -86,12 +87,9 @@ Comparison compare_reports(const CompareSide& a, const CompareSide& b) {
     std::set<std::string> runtimes;
     for (const auto& [key, i] : cols_a) runtimes.insert(key.substr(0, key.find('/')));
     for (const auto& [key, ia] : cols_a) {
-      std::size_t ib = 0;
-      bool found = false;
-      for (const auto& [kb, i] : cols_b) {
-        if (kb == key) ib = i, found = true;
-      }
-      if (!found) continue;
+      const auto match = std::find_if(cols_b.begin(), cols_b.end(), [&key](const auto& c) { return c.first == key; });
+      if (match == cols_b.end()) continue;
+      const std::size_t ib = match->second;
       for (const json& ra : array_at(ta, "rows")) {
         for (const json& rb : array_at(*tb, "rows")) {
           if (rb.value("model", "") != ra.value("model", "")) continue;
