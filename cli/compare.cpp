@@ -86,7 +86,9 @@ Comparison compare_reports(const CompareSide& a, const CompareSide& b) {
     const auto cols_b = latency_columns(*tb, b.build);
     std::set<std::string> runtimes;
     for (const auto& [key, i] : cols_a) runtimes.insert(key.substr(0, key.find('/')));
-    for (const auto& [key, ia] : cols_a) {
+    for (const auto& column : cols_a) {
+      const std::string& key = column.first;  // not a structured binding: clang 14 cannot capture one
+      const std::size_t ia = column.second;
       const auto match = std::find_if(cols_b.begin(), cols_b.end(), [&key](const auto& c) { return c.first == key; });
       if (match == cols_b.end()) continue;
       const std::size_t ib = match->second;

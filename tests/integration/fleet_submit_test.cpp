@@ -42,7 +42,7 @@ class FleetCheckTest : public ::testing::Test {
 };
 
 TEST_F(FleetCheckTest, ATypoedBuildOrClassIsRefusedNamingTheFleetUnlessAllowedToWait) {
-  // The fleet: one CPU-only host with Debian 12's and 13's torch.
+  // A CPU-only host with Debian 12's and 13's torch.
   FakeAgent host(
       coord_, FakeAgent::descriptor("cpu-host", {{"cpu", "cpu"}}, {{"debian12", {"eager"}}, {"debian13", {"eager"}}}));
 
