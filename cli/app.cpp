@@ -164,6 +164,14 @@ int submit(const SubmitArgs& a, FleetClient& client, Console& console) {
   return watch_run(client, id, w, console);
 }
 
+// --format (md, csv or json) and --stat (mean or median), as report and compare take them.
+void add_format_and_stat(CLI::App& cmd, std::string& format, std::string& stat, const std::string& stat_help) {
+  cmd.add_option("--format", format, "md, csv or json")
+      ->check(CLI::IsMember({"md", "csv", "json"}))
+      ->capture_default_str();
+  cmd.add_option("--stat", stat, stat_help)->check(CLI::IsMember({"mean", "median"}))->capture_default_str();
+}
+
 // The builds of a run, as it was submitted.
 std::vector<std::string> builds_of(const nlohmann::json& run) {
   std::vector<std::string> out;
@@ -322,12 +330,8 @@ int run_cli(int argc, char** argv, Console& console) {
       "format); compiled cells marked wrong when their output failed the accuracy check (left out of\n"
       "geomeans), noisy cells flagged; compile time, peak memory and memory ratio; pass rates.");
   report_cmd->add_option("id", report_args.id, "run id")->required()->check(positive_id());
-  report_cmd->add_option("--format", report_args.format, "md, csv or json")
-      ->check(CLI::IsMember({"md", "csv", "json"}))
-      ->capture_default_str();
-  report_cmd->add_option("--stat", report_args.stat, "statistic per cell: mean (as the seeds) or median")
-      ->check(CLI::IsMember({"mean", "median"}))
-      ->capture_default_str();
+  add_format_and_stat(*report_cmd, report_args.format, report_args.stat,
+                      "statistic per cell: mean (as the seeds) or median");
   report_cmd->add_flag("--exclude-flagged", report_args.exclude_flagged,
                        "leave noise-flagged results (high_cv, clock_drop, throttled, ci_not_met) out of the "
                        "geomeans too");
@@ -353,12 +357,8 @@ int run_cli(int argc, char** argv, Console& console) {
       ->add_option("--fail-if-slower", compare_args.fail_if_slower,
                    "exit 1 when B is significantly slower than A by more than this percentage")
       ->check(CLI::Range(0.0, 1000.0));
-  compare_cmd->add_option("--format", compare_args.format, "md, csv or json")
-      ->check(CLI::IsMember({"md", "csv", "json"}))
-      ->capture_default_str();
-  compare_cmd->add_option("--stat", compare_args.stat, "statistic per cell, its CI and the ratio: median or mean")
-      ->check(CLI::IsMember({"mean", "median"}))
-      ->capture_default_str();
+  add_format_and_stat(*compare_cmd, compare_args.format, compare_args.stat,
+                      "statistic per cell, its CI and the ratio: median or mean");
 
   std::int64_t cancel_id = 0;
   auto* cancel_cmd = app.add_subcommand("cancel", "Cancel a run: queued jobs never start, running ones are stopped.");
