@@ -85,9 +85,10 @@ std::string marked_text(const Cell& cell) {
   return out;
 }
 
-// A pipe table of the columns `wanted` picks; returns whether it had any.
-template <class Wanted>
-bool append_pipe_table(std::string& out, const Table& table, Wanted wanted, std::set<std::string>& flags) {
+// A pipe table of the columns `wanted` picks, each cell written by `text_of(cell, column kind)`;
+// returns whether it had any.
+template <class Wanted, class TextOf>
+bool append_pipe_table(std::string& out, const Table& table, Wanted wanted, TextOf text_of) {
   std::vector<std::size_t> columns;
   for (std::size_t i = 0; i < table.columns.size(); ++i) {
     if (wanted(table.columns[i].kind)) columns.push_back(i);
@@ -108,14 +109,8 @@ bool append_pipe_table(std::string& out, const Table& table, Wanted wanted, std:
     out += " |";
     for (std::size_t i : columns) {
       if (i >= row.cells.size()) break;
-      const Cell& cell = row.cells[i];
       out += ' ';
-      if (in_latency_table(table.columns[i].kind)) {
-        out += marked_text(cell);
-        if (marked(cell)) flags.insert(cell.flags.begin(), cell.flags.end());
-      } else {
-        out += markdown_escape(cell.text);
-      }
+      out += text_of(row.cells[i], table.columns[i].kind);
       out += " |";
     }
     out += '\n';
@@ -123,12 +118,30 @@ bool append_pipe_table(std::string& out, const Table& table, Wanted wanted, std:
   return true;
 }
 
+// Samples per second of each latency column, for a batch above 1 (at batch 1 it is 1000 / latency).
+void append_throughput_table(std::string& out, const Table& table) {
+  std::string section = "\n#### Throughput (samples/s), ";
+  section += markdown_escape(table.title);
+  section += "\n\n";
+  const auto latency = [](ColumnKind kind) { return kind == ColumnKind::kLatency; };
+  const auto throughput = [](const Cell& cell, ColumnKind) {
+    if (!cell.throughput_per_s) return markdown_escape(cell.text);
+    return format_fixed(*cell.throughput_per_s, *cell.throughput_per_s >= 100 ? 0 : 1);
+  };
+  if (append_pipe_table(section, table, latency, throughput)) out += section;
+}
+
 void append_markdown_table(std::string& out, const Table& table, const std::optional<std::int64_t>& memory_cap_mb) {
   out += "### ";
   out += markdown_escape(table.title);
   out += "\n\n";
   std::set<std::string> flags;
-  append_pipe_table(out, table, in_latency_table, flags);
+  // Latency and speedup cells with their marks, whose flags the footnote explains.
+  const auto marked_cell = [&flags](const Cell& cell, ColumnKind) {
+    if (marked(cell)) flags.insert(cell.flags.begin(), cell.flags.end());
+    return marked_text(cell);
+  };
+  append_pipe_table(out, table, in_latency_table, marked_cell);
   const bool budget = flags.erase(std::string(kBudgetFlag)) > 0;
   if (!flags.empty()) {
     out += "\n\\* flagged as noisy:";
@@ -174,11 +187,13 @@ void append_markdown_table(std::string& out, const Table& table, const std::opti
       out += '\n';
     }
   }
+  if (table.batch > 1) append_throughput_table(out, table);
   std::string second = "\n#### Compile time and memory, ";
   second += markdown_escape(table.title);
   second += "\n\n";
+  const auto plain = [](const Cell& cell, ColumnKind) { return markdown_escape(cell.text); };
   if (append_pipe_table(
-          second, table, [](ColumnKind kind) { return !in_latency_table(kind); }, flags)) {
+          second, table, [](ColumnKind kind) { return !in_latency_table(kind); }, plain)) {
     out += second;
     if (memory_cap_mb) {
       out += "\nMemory cap: " + std::to_string(*memory_cap_mb) +
@@ -256,7 +271,7 @@ std::string render_csv(const Report& report) {
   std::string out;
   append_csv_row(
       out, {"gpu", "batch", "dtype", "task_model", "model_id", "column", "build", "runtime", "mode", "kind", "value",
-            "status", "text", "accuracy", "flags", "compile_ms", "compile_cache", "peak_memory_mb"});
+            "status", "text", "accuracy", "flags", "compile_ms", "compile_cache", "peak_memory_mb", "samples_per_s"});
   for (const Table& table : report.tables) {
     const std::string batch = std::to_string(table.batch);
     for (const Row& row : table.rows) {
@@ -275,7 +290,7 @@ std::string render_csv(const Report& report) {
                        {table.gpu, batch, to_string(table.dtype), row.label, row.model, column.header, column.build,
                         to_string(column.runtime), to_string(column.mode), to_string(column.kind), number(cell.value),
                         cell.status, cell.text, cell.accuracy ? to_string(*cell.accuracy) : std::string_view(), flags,
-                        number(cell.compile_ms), cell.compile_cache, peak_mb});
+                        number(cell.compile_ms), cell.compile_cache, peak_mb, number(cell.throughput_per_s)});
       }
     }
   }

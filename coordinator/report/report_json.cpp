@@ -105,6 +105,7 @@ void cell_json(JsonText& w, const Cell& cell, ColumnKind kind) {
   w.raw(","), w.key("value_ms"), w.number_or_null(kind == ColumnKind::kLatency ? cell.value : std::nullopt);
   w.raw(","), w.key("ci_low_ms"), w.number_or_null(cell.ci_low_ms);
   w.raw(","), w.key("ci_high_ms"), w.number_or_null(cell.ci_high_ms);
+  w.raw(","), w.key("throughput_per_s"), w.number_or_null(cell.throughput_per_s);
   w.raw(","), w.key("detail"), w.string(cell.detail);
   w.raw(","), w.key("result_ids"), w.array(cell.result_ids, [&](std::int64_t id) { w.integer(id); });
   w.raw(","), w.key("n"), w.integer(cell.n);
@@ -185,6 +186,10 @@ void table_json(JsonText& w, const Table& table) {
     w.raw(","), w.key("header"), w.string(p.header);
     w.raw(","), w.key("passed"), w.integer(p.passed);
     w.raw(","), w.key("attempted"), w.integer(p.attempted);
+    w.raw(","), w.key("oom"), w.integer(p.oom);
+    w.raw(","), w.key("errors"), w.integer(p.errors);
+    w.raw(","), w.key("wrong"), w.integer(p.wrong);
+    w.raw(","), w.key("unjudged"), w.integer(p.unjudged);
     w.raw(","), w.key("text"), w.string(p.text);
     w.raw("}");
   });

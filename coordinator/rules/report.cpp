@@ -237,7 +237,19 @@ PassRate pass_rate_of(const Table& table, std::size_t column, const std::string&
     const Cell& c = row.cells[column];
     if (c.status == kNotRun) continue;
     ++p.attempted;
-    if (c.status == kOk && c.accuracy == AccuracyVerdict::kPass) ++p.passed;
+    if (c.status == kOk) {
+      if (c.accuracy == AccuracyVerdict::kPass) {
+        ++p.passed;
+      } else if (c.accuracy == AccuracyVerdict::kWrong) {
+        ++p.wrong;
+      } else {
+        ++p.unjudged;
+      }
+    } else if (c.status == to_string(ResultStatus::kOom) || c.status == to_string(ResultStatus::kOomImplied)) {
+      ++p.oom;
+    } else {
+      ++p.errors;
+    }
   }
   p.text = "Pass rate ";
   p.text += label;
@@ -249,6 +261,15 @@ PassRate pass_rate_of(const Table& table, std::size_t column, const std::string&
   // Rounded down: 199/200 is 99%, never 100%.
   p.text += p.attempted > 0 ? std::to_string(p.passed * 100 / p.attempted) + "%" : std::string("-");
   p.text += ')';
+  std::vector<std::string> reasons;
+  const auto count = [&](int n, std::string_view one, std::string_view many) {
+    if (n > 0) reasons.push_back(std::to_string(n) + " " + std::string(n == 1 ? one : many));
+  };
+  count(p.oom, "OOM", "OOM");
+  count(p.errors, "error", "errors");
+  count(p.wrong, "wrong", "wrong");
+  count(p.unjudged, "not judged", "not judged");
+  if (!reasons.empty()) p.text += ": " + joined(reasons);
   return p;
 }
 

@@ -129,6 +129,8 @@ struct Cell {
   // widened across ok repetitions (min low, max high). Latency only. A view's value, its CI and
   // the verdicts drawn from the two (compare's "no significant change") are one statistic's.
   std::optional<double> ci_low_ms, ci_high_ms;
+  // Latency cells: samples per second at the shown statistic, batch x 1000 / value (ms).
+  std::optional<double> throughput_per_s;
   std::string detail;                          // tooltip text
   std::vector<std::int64_t> result_ids;        // non-zero ids behind the cell (both sides for speedup)
   int n = 0;                                   // ok repetitions averaged (speedup: the fewer of the two sides)
@@ -173,13 +175,20 @@ struct Geomean {
   int excluded_flagged = 0;     // ok speedups left out for a flag (exclude_flagged; not counted twice)
 };
 
-// Of one compiled mode's latency column: the cells that ran and were judged accurate.
+// Of one compiled mode's latency column: the cells that ran and were judged accurate, and why
+// the others were not, so that an out-of-memory cell does not read as an accuracy failure.
 struct PassRate {
   std::string column;  // Column::key of the latency column
   std::string header;  // Column::header of the latency column
   int passed = 0;      // cells ok with accuracy kPass
   int attempted = 0;   // cells with a verdict or failed (status other than "not_run")
-  std::string text;    // "Pass rate stable - default: 10/12 (83%)" (percent rounded down)
+  int oom = 0;         // out of memory (oom, oom_implied)
+  int errors = 0;      // failed otherwise: error, timeout, crash, invalid, unsupported, failed
+  int wrong = 0;       // ok but the compiled output is wrong
+  int unjudged = 0;    // ok without a pass or wrong verdict: unchecked, eager nondeterministic
+  // "Pass rate stable - default: 10/12 (83%)", with the reasons when some did not pass:
+  // "Pass rate stable - default: 9/12 (75%): 1 OOM, 1 error, 1 wrong" (percent rounded down).
+  std::string text;
 };
 
 struct Table {

@@ -211,6 +211,7 @@ Cell latency_cell(const std::vector<const CellResult*>* results, Mode mode, cons
     cell.status = kOk;
     cell.value = sum / cell.n;
     cell.text = format_fixed(*cell.value, 3);
+    if (*cell.value > 0) cell.throughput_per_s = (*results).front()->job.batch * 1000.0 / *cell.value;
   } else {
     cell.status = kNotRun;
     for (const RepetitionOutcome& o : cell.repetitions) {

@@ -135,8 +135,8 @@ TEST(CoordinatorResults, ReportShowsOomAndImpliedOomCells) {
   EXPECT_NE(csv.content_type.find("text/csv"), std::string::npos);
   EXPECT_EQ(csv.body.substr(0, csv.body.find("\r\n")),
             "gpu,batch,dtype,task_model,model_id,column,build,runtime,mode,kind,value,status,text,accuracy,flags,"
-            "compile_ms,compile_cache,peak_memory_mb");
-  EXPECT_NE(csv.body.find(",oom_implied,OOM (implied),,,,,\r\n"), std::string::npos) << csv.body;
+            "compile_ms,compile_cache,peak_memory_mb,samples_per_s");
+  EXPECT_NE(csv.body.find(",oom_implied,OOM (implied),,,,,,\r\n"), std::string::npos) << csv.body;
 
   auto bad = coord.get(run_url(run) + "/report?format=xml");
   EXPECT_EQ(bad.status, 400u);
@@ -199,7 +199,7 @@ TEST(CoordinatorResults, ReportShowsAccuracyFlagsCompileAndMemoryPerDtype) {
   EXPECT_TRUE(cell_for(f32, kVit, "latency/stable/libtorch/eager")["accuracy"].is_null());
   EXPECT_EQ(f32["geomeans"][0]["covered"], 1);
   EXPECT_EQ(f32["geomeans"][0]["excluded_inaccurate"], 1);
-  EXPECT_EQ(f32["pass_rates"][0]["text"], "Pass rate stable - default: 1/2 (50%)");
+  EXPECT_EQ(f32["pass_rates"][0]["text"], "Pass rate stable - default: 1/2 (50%): 1 wrong");
   const json& compile = cell_for(f32, kVit, "compile/stable/libtorch/default");
   EXPECT_DOUBLE_EQ(compile["value"].get<double>(), 12'500);
   EXPECT_EQ(compile["text"], "12.5 s");

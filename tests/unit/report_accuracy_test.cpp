@@ -243,12 +243,18 @@ TEST(ReportPassRate, CountsCellsOkAndAccurateOverCellsAttempted) {
   EXPECT_EQ(d.header, "stable - default");
   EXPECT_EQ(d.passed, 1);
   EXPECT_EQ(d.attempted, 5) << "pass, wrong, unchecked, OOM, failed; not the queued one";
-  EXPECT_EQ(d.text, "Pass rate stable - default: 1/5 (20%)");
+  EXPECT_EQ(d.oom, 1);
+  EXPECT_EQ(d.errors, 1);
+  EXPECT_EQ(d.wrong, 1);
+  EXPECT_EQ(d.unjudged, 1) << "unchecked";
+  EXPECT_EQ(d.text, "Pass rate stable - default: 1/5 (20%): 1 OOM, 1 error, 1 wrong, 1 not judged")
+      << "an OOM is not read as an accuracy failure";
   const PassRate& m = t.pass_rates[1];
   EXPECT_EQ(m.column, "latency/stable/python/max-autotune");
   EXPECT_EQ(m.passed, 2);
   EXPECT_EQ(m.attempted, 3);
-  EXPECT_EQ(m.text, "Pass rate stable - max-autotune: 2/3 (66%)") << "rounded down";
+  EXPECT_EQ(m.unjudged, 1) << "eager nondeterministic";
+  EXPECT_EQ(m.text, "Pass rate stable - max-autotune: 2/3 (66%): 1 not judged") << "rounded down";
 }
 
 TEST(ReportPassRate, NothingAttemptedReadsAsADash) {
@@ -424,7 +430,7 @@ TEST(ReportRenderers, MarkdownMarksWrongAndFlaggedCellsAndAddsTheCompileAndMemor
       "not noisy)\n"
       "\n"
       "- Geomean speedup stable - default: 1.50x (1/2; 1 wrong excluded)\n"
-      "- Pass rate stable - default: 1/2 (50%)\n"
+      "- Pass rate stable - default: 1/2 (50%): 1 wrong\n"
       "\n"
       "#### Compile time and memory, A100 (batch size: 1)\n"
       "\n"
@@ -459,17 +465,17 @@ TEST(ReportRenderers, CsvCarriesDtypeAccuracyFlagsCompileAndMemory) {
   const std::string csv = render_csv(build_report(in));
   for (const char* line : {
            "a100,1,float32,Image Classification/ViT,google/vit-base-patch16-224,stable - default,stable,python,default,"
-           "latency_ms,7,ok,7.000,wrong,,12400,cold,800\r\n",
+           "latency_ms,7,ok,7.000,wrong,,12400,cold,800,142.85714285714286\r\n",
            "a100,1,float32,Image Classification/ViT,google/vit-base-patch16-224,stable - default speedup,stable,python,"
-           "default,speedup,1.2857142857142858,ok,1.29x,wrong,,,,\r\n",
+           "default,speedup,1.2857142857142858,ok,1.29x,wrong,,,,,\r\n",
            "a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,stable - eager,stable,python,eager,latency_ms,"
-           "30,ok,30.000,,ci_not_met;high_cv,,,2048\r\n",
+           "30,ok,30.000,,ci_not_met;high_cv,,,2048,33.333333333333336\r\n",
            "a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,stable - default compile,stable,python,"
-           "default,compile_ms,800,ok,800 ms (warm),,,800,warm,\r\n",
+           "default,compile_ms,800,ok,800 ms (warm),,,800,warm,,\r\n",
            "a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,stable - default peak MB,stable,python,"
-           "default,peak_memory_mb,1024,ok,1024,,,,,1024\r\n",
+           "default,peak_memory_mb,1024,ok,1024,,,,,1024,\r\n",
            "a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,stable - default memory ratio,stable,python,"
-           "default,memory_ratio,2,ok,2.00x,,,,,\r\n",
+           "default,memory_ratio,2,ok,2.00x,,,,,,\r\n",
        }) {
     EXPECT_NE(csv.find(line), std::string::npos) << line << "\n" << csv;
   }
@@ -521,7 +527,11 @@ TEST(ReportRenderers, JsonCarriesEveryNewField) {
                                            {"header", "stable - default"},
                                            {"passed", 1},
                                            {"attempted", 2},
-                                           {"text", "Pass rate stable - default: 1/2 (50%)"}}}));
+                                           {"oom", 0},
+                                           {"errors", 0},
+                                           {"wrong", 1},
+                                           {"unjudged", 0},
+                                           {"text", "Pass rate stable - default: 1/2 (50%): 1 wrong"}}}));
 }
 
 }  // namespace

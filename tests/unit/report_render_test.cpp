@@ -29,7 +29,7 @@ TEST(Markdown, MatchesTheSeedsFormat) {
       "| Object Detection/DETR | 34.619 | OOM | - |\n"
       "\n"
       "- Geomean speedup stable - default: 1.23x (1/2)\n"
-      "- Pass rate stable - default: 0/2 (0%)\n"
+      "- Pass rate stable - default: 0/2 (0%): 1 OOM, 1 not judged\n"
       "\n"
       "#### Compile time and memory, A100 (batch size: 1)\n"
       "\n"
@@ -62,6 +62,30 @@ TEST(Markdown, WithoutSpeedupColumnsHasNoGeomeanOrPassRateList) {
       "| Image Classification/ViT | - |\n"
       "| Object Detection/DETR | - |\n";
   EXPECT_EQ(render_markdown(build_report(in)), expected);
+}
+
+TEST(Markdown, ABatchAboveOneGetsAThroughputTable) {
+  ReportInput in;
+  in.run_id = 3;
+  in.run_name = "batches";
+  in.matrix.models = {kVit};
+  in.matrix.batch_sizes = {1, 4};
+  in.matrix.modes = {Mode::kEager};
+  in.matrix.torch_builds = {"stable"};
+  in.matrix.gpus = {"a100"};
+  in.labels = {{kVit, "Image Classification/ViT"}};
+  in.cells = {ok(job(kVit, 1, Mode::kEager), 10.0, 10.0), ok(job(kVit, 4, Mode::kEager), 20.0, 20.0)};
+  const std::string md = render_markdown(build_report(in));
+  EXPECT_EQ(md.find("Throughput (samples/s), A100 (batch size: 1)"), std::string::npos)
+      << "at batch 1 it is 1000 / latency:\n"
+      << md;
+  EXPECT_NE(md.find("#### Throughput (samples/s), A100 (batch size: 4)\n\n"
+                    "| **Task/Model** | **stable - eager** |\n"
+                    "|:---:|:---:|\n"
+                    "| Image Classification/ViT | 200 |\n"),
+            std::string::npos)
+      << "4 samples in 20 ms:\n"
+      << md;
 }
 
 TEST(Markdown, EscapesPipesAndNewlines) {
@@ -115,20 +139,20 @@ TEST(Csv, HeaderRowsAndQuoting) {
   in.labels[0].display_name = "Classification, \"fast\"";
   const std::string csv = render_csv(build_report(in));
   EXPECT_EQ(csv.rfind("gpu,batch,dtype,task_model,model_id,column,build,runtime,mode,kind,value,status,"
-                      "text,accuracy,flags,compile_ms,compile_cache,peak_memory_mb\r\n",
+                      "text,accuracy,flags,compile_ms,compile_cache,peak_memory_mb,samples_per_s\r\n",
                       0),
             0u);
   EXPECT_NE(csv.find("a100,1,float32,\"Classification, \"\"fast\"\"\",google/vit-base-patch16-224,"
-                     "stable - eager,stable,libtorch,eager,latency_ms,9.325,ok,9.325,,,,,\r\n"),
+                     "stable - eager,stable,libtorch,eager,latency_ms,9.325,ok,9.325,,,,,,107.23860589812334\r\n"),
             std::string::npos);
   EXPECT_NE(csv.find("a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,stable - default,"
-                     "stable,libtorch,default,latency_ms,,oom,OOM,,,,,\r\n"),
+                     "stable,libtorch,default,latency_ms,,oom,OOM,,,,,,\r\n"),
             std::string::npos);
   EXPECT_NE(csv.find("a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,"
-                     "stable - default speedup,stable,libtorch,default,speedup,,unavailable,-,,,,,\r\n"),
+                     "stable - default speedup,stable,libtorch,default,speedup,,unavailable,-,,,,,,\r\n"),
             std::string::npos);
   EXPECT_NE(csv.find("a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,"
-                     "stable - default memory ratio,stable,libtorch,default,memory_ratio,,unavailable,-,,,,,\r\n"),
+                     "stable - default memory ratio,stable,libtorch,default,memory_ratio,,unavailable,-,,,,,,\r\n"),
             std::string::npos);
   // header + 2 models x 7 columns (eager, default, speedup, compile, 2 x memory, memory ratio)
   std::size_t lines = 0;
@@ -190,11 +214,13 @@ TEST(Json, SelfDescribingShape) {
   ASSERT_EQ(vit["cells"].size(), 7u);
   const json& eager = vit["cells"][0];
   for (const char* key :
-       {"text", "status", "value", "value_ms", "ci_low_ms", "ci_high_ms", "detail", "result_ids", "n", "repetitions",
-        "accuracy", "flags", "compile_ms", "compile_cache", "peak_memory_bytes", "recompiles"}) {
+       {"text", "status", "value", "value_ms", "ci_low_ms", "ci_high_ms", "throughput_per_s", "detail", "result_ids",
+        "n", "repetitions", "accuracy", "flags", "compile_ms", "compile_cache", "peak_memory_bytes", "recompiles"}) {
     EXPECT_TRUE(eager.contains(key)) << key;
   }
-  EXPECT_EQ(eager.size(), 16u);
+  EXPECT_EQ(eager.size(), 17u);
+  EXPECT_NEAR(eager["throughput_per_s"].get<double>(), 1000 / 9.325, 1e-9) << "batch 1: one sample per call";
+  EXPECT_TRUE(vit["cells"][2]["throughput_per_s"].is_null()) << "a speedup has none";
   EXPECT_TRUE(eager["accuracy"].is_null());
   EXPECT_EQ(eager["flags"], json::array());
   EXPECT_TRUE(eager["compile_ms"].is_null());
@@ -236,7 +262,11 @@ TEST(Json, SelfDescribingShape) {
                                            {"header", "stable - default"},
                                            {"passed", 0},
                                            {"attempted", 2},
-                                           {"text", "Pass rate stable - default: 0/2 (0%)"}}}));
+                                           {"oom", 1},
+                                           {"errors", 0},
+                                           {"wrong", 0},
+                                           {"unjudged", 1},
+                                           {"text", "Pass rate stable - default: 0/2 (0%): 1 OOM, 1 not judged"}}}));
 }
 
 // render_json writes its text directly: what it writes must read back as the values

@@ -152,7 +152,7 @@ TEST_F(ReportStoreTest, CellsCarryDtypeAccuracyCompileMemoryAndFlagsFromTheStore
   ASSERT_EQ(r.tables[0].geomeans.size(), 1u);
   EXPECT_EQ(r.tables[0].geomeans[0].excluded_inaccurate, 1);
   EXPECT_EQ(r.tables[0].geomeans[0].covered, 1);
-  EXPECT_EQ(r.tables[0].pass_rates.at(0).text, "Pass rate stable - default: 1/2 (50%)");
+  EXPECT_EQ(r.tables[0].pass_rates.at(0).text, "Pass rate stable - default: 1/2 (50%): 1 wrong");
   EXPECT_EQ(r.tables[1].pass_rates.at(0).text, "Pass rate stable - default: 2/2 (100%)");
 }
 
