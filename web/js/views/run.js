@@ -1,6 +1,6 @@
 // One run: header with progress, the progress grid of all jobs, and the comparison tables
 // (GPU class, dtype and batch selectors, mean/median, leaving flagged results out of geomeans,
-// model filter, exports, compare links).
+// model filter, exports, compare links), then one model's latency and throughput by batch size.
 // While the run is active it polls every 2 s and updates in place: what the user selected,
 // focused or scrolled stays as it was.
 import { h, fill, patch } from "../dom.js";
@@ -9,6 +9,7 @@ import { fmtTime, percent } from "../format.js";
 import { badgeClass } from "../status.js";
 import { ProgressGrid } from "./progress_grid.js";
 import { ReportTableView } from "./report_table.js";
+import { BatchScalingView } from "./batch_chart.js";
 import { errorState, loadingState, emptyState } from "./states.js";
 import { selectControl, statSwitch, copyButton, focusKey, restoreFocus } from "./controls.js";
 import { Poller } from "../poll.js";
@@ -46,6 +47,7 @@ export class RunView {
   destroy() {
     this.poller.stop();
     for (const v of this.tableViews.values()) v.destroy();
+    this.scaling?.destroy();
   }
 
   stat(route = this.route) { return route.params.stat === "median" ? "median" : "mean"; }
@@ -101,6 +103,7 @@ export class RunView {
       this.gridMarked = true;
     }
     this.renderTables();
+    this.renderScaling();
   }
 
   buildSkeleton() {
@@ -118,13 +121,15 @@ export class RunView {
       onToggleStatus: (status) => this.ctx.navigate(withParams(this.route, { status })),
       resultHref: (id) => `#/results/${id}`,
     });
+    this.scaling = new BatchScalingView({ onSelect: (changes) => this.ctx.navigate(withParams(this.route, changes)) });
     this.root.replaceChildren(
       h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("a", { href: "#/runs" }, "Runs"), " › ", `Run ${this.id}`),
       h("header", { class: "run-head" }, h("div", { class: "title-row" }, s.title, s.state), s.meta, s.bar, s.counts),
       h("section", { class: "panel", "aria-labelledby": "grid-heading" },
         h("h2", { id: "grid-heading" }, "Progress"), s.gridBody),
       h("section", { class: "panel", "aria-labelledby": "tables-heading" },
-        h("h2", { id: "tables-heading" }, "Comparison tables"), s.toolbar, s.tables, s.capNote));
+        h("h2", { id: "tables-heading" }, "Comparison tables"), s.toolbar, s.tables, s.capNote),
+      this.scaling.el);
     this.skeleton = s;
   }
 
@@ -212,6 +217,14 @@ export class RunView {
       if (s.tables.children[i] !== view.el) s.tables.insertBefore(view.el, s.tables.children[i] ?? null);
       view.render(table, { q: this.route.params.q ?? "", stat: this.stat() });
     });
+  }
+
+  // One model across the batch sizes of the GPU class and dtype the selectors pick (when that
+  // pair has two or more; else another that has).
+  renderScaling() {
+    const { report } = this.data;
+    const sel = report.tables.length ? this.selection() : {};
+    this.scaling.render(report, { gpu: sel.gpu, dtype: sel.dtype, model: this.route.params.model, q: this.route.params.q ?? "", stat: this.stat() });
   }
 
   renderToolbar(sel, run) {
