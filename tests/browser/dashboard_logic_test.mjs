@@ -9,6 +9,7 @@ import { reproduceCommand } from "../../web/js/reproduce.js";
 import { describeDetail, gridState, badgeClass } from "../../web/js/status.js";
 import { fmtBytes, shortLabel, fmtAgo } from "../../web/js/format.js";
 import { Poller } from "../../web/js/poll.js";
+import { fmtDuration, fmtCount, fmtFigure, fmtMiB, fmtCv, fmtThroughput, fmtTelemetry } from "../../web/js/format.js";
 
 test("routes: every view parses and formats back to the same hash", () => {
   const cases = [
@@ -242,4 +243,62 @@ test("polling: a newer load supersedes an older one's answer", async () => {
   await first;
   assert.deepEqual(answers, [[2, true], [1, false]]);
   poller.stop();
+});
+
+test("durations: ms under a second, then s, min, h; four significant digits", () => {
+  assert.equal(fmtDuration(0.4123), "0.412 ms");
+  assert.equal(fmtDuration(9.3251), "9.325 ms");
+  assert.equal(fmtDuration(74.352), "74.35 ms");
+  assert.equal(fmtDuration(743.52), "743.5 ms");
+  assert.equal(fmtDuration(999.96), "1.000 s", "rounding carries into the next unit");
+  assert.equal(fmtDuration(74352.01753499996), "74.35 s", "a compile time");
+  assert.equal(fmtDuration(599990), "10.00 min");
+  assert.equal(fmtDuration(3599000), "59.98 min");
+  assert.equal(fmtDuration(7200000), "2.000 h");
+  assert.equal(fmtDuration(0), "0.000 ms");
+  for (const v of [null, undefined, NaN, Infinity, "12"]) assert.equal(fmtDuration(v), "-", String(v));
+});
+
+test("counts, figures, sizes, CV and throughput carry their units", () => {
+  assert.equal(fmtCount(74352.4), "74,352");
+  assert.equal(fmtFigure(1), "1");
+  assert.equal(fmtFigure(0.123456789), "0.1235");
+  assert.equal(fmtFigure(12345.678), "12,346");
+  assert.equal(fmtFigure(null), "-");
+  assert.equal(fmtMiB(850), "850 MiB");
+  assert.equal(fmtMiB(850.25), "850 MiB");
+  assert.equal(fmtMiB(12.5), "12.50 MiB");
+  assert.equal(fmtMiB(1536), "1.50 GiB");
+  assert.equal(fmtCv(0.01234), "1.23%");
+  assert.equal(fmtCv(0.1234), "12.3%");
+  assert.equal(fmtThroughput(1234.5), "1,235 samples/s");
+  assert.equal(fmtThroughput(12.345), "12.3 samples/s");
+  assert.equal(fmtThroughput(0.5123), "0.512 samples/s");
+  assert.equal(fmtThroughput(null), "-");
+});
+
+test("telemetry: the unit follows the key, before/after aside; never a raw float", () => {
+  const cases = [
+    ["compile_ms", 74352.01753499996, "74.35 s"],
+    ["host_ms_per_iteration", 3.0123456, "3.012 ms"],
+    ["walk_b4_first_ms", 812.345, "812.3 ms"],
+    ["export_s", 12.5, "12.50 s"],
+    ["load_s", 0.75, "750.0 ms"],
+    ["peak_rss_bytes", 3221225472, "3.00 GiB"],
+    ["memory_mb", 1536, "1.50 GiB"],
+    ["before_sm_clock_mhz", 1410, "1,410 MHz"],
+    ["sm_clock_mhz_after", 1395, "1,395 MHz"],
+    ["after_temperature_c", 61, "61 °C"],
+    ["after_power_w", 312.46, "312.5 W"],
+    ["power_w_after", 75, "75.00 W"],
+    ["after_throttle_reasons", 0, "0 (none)"],
+    ["after_throttle_reasons", 4, "0x4"],
+    ["samples_per_s", 333.33, "333 samples/s"],
+    ["graphs", 1, "1"],
+    ["something", 0.3333333333, "0.3333"],
+    ["inductor_cache", "cold", "cold"],
+    ["artifact_cached", true, "true"],
+    ["missing", null, "null"],
+  ];
+  for (const [k, v, want] of cases) assert.equal(fmtTelemetry(k, v), want, k);
 });

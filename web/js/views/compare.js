@@ -218,5 +218,5 @@ export class CompareView {
 }
 
 function fmtCi(cell) {
-  return cell.ci_low_ms === null || cell.ci_low_ms === undefined ? "-" : `${cell.ci_low_ms.toFixed(3)}, ${cell.ci_high_ms.toFixed(3)}`;
+  return cell.ci_low_ms === null || cell.ci_low_ms === undefined ? "-" : `${cell.ci_low_ms.toFixed(3)}, ${cell.ci_high_ms.toFixed(3)} ms`;
 }

@@ -14,7 +14,7 @@
 //   view.render(table, { q, stat });
 import { h, patch } from "../dom.js";
 import { badgeClass, describeDetail } from "../status.js";
-import { fmtBytes } from "../format.js";
+import { fmtBytes, fmtDuration } from "../format.js";
 import { gridNav } from "../grid_nav.js";
 import { TableCharts } from "./table_charts.js";
 import { cellSeriesParams } from "../history.js";
@@ -220,7 +220,7 @@ export function cellTooltip(cell, col, stat) {
     if (cell.n > 1) s += `; mean of ${cell.n} repetitions`;
     if (cell.detail) s += `; ${cell.detail}`;
     if (cell.compile_ms !== undefined && cell.compile_ms !== null) {
-      s += `; compile ${(cell.compile_ms / 1000).toFixed(1)} s${cell.compile_cache && cell.compile_cache !== "cold" ? ` (${cell.compile_cache} cache)` : ""}`;
+      s += `; compile ${fmtDuration(cell.compile_ms)}${cell.compile_cache && cell.compile_cache !== "cold" ? ` (${cell.compile_cache} cache)` : ""}`;
     }
     if (cell.recompiles) s += `; ${cell.recompiles} recompile(s)`;
     return s + tail;

@@ -1,7 +1,7 @@
 // One result: the job it measured, every statistic, a histogram of the samples, the environment
 // fingerprint and telemetry, memory, the OOM phase or error, and a command reproducing the cell.
 import { h } from "../dom.js";
-import { fmtMs, fmtBytes, fmtTime, fmtNumber } from "../format.js";
+import { fmtMs, fmtBytes, fmtTime, fmtNumber, fmtCv, fmtTelemetry } from "../format.js";
 import { badgeClass } from "../status.js";
 import { histogram } from "../analysis.js";
 import { barChart, loadCharts } from "../charts.js";
@@ -69,7 +69,7 @@ export class ResultView {
             ["mean", `${fmtMs(stats.mean_ms)} ms`], ["median", `${fmtMs(stats.median_ms)} ms`],
             ["p90", `${fmtMs(stats.p90_ms)} ms`], ["p99", `${fmtMs(stats.p99_ms)} ms`],
             ["min", `${fmtMs(stats.min_ms)} ms`], ["max", `${fmtMs(stats.max_ms)} ms`],
-            ["stddev", `${fmtMs(stats.stddev_ms)} ms`], ["cv", fmtNumber(stats.cv, 4)],
+            ["stddev", `${fmtMs(stats.stddev_ms)} ms`], ["cv", fmtCv(stats.cv)],
             ["95% CI of the median", `${fmtMs(stats.ci_low_ms)} – ${fmtMs(stats.ci_high_ms)} ms`],
             ["iterations", String(stats.iterations)],
             ["first call", result.first_call_ms === null || result.first_call_ms === undefined ? "-" : `${fmtMs(result.first_call_ms)} ms`],
@@ -84,7 +84,7 @@ export class ResultView {
         h("section", { class: "panel", "aria-labelledby": "env-h" }, h("h2", { id: "env-h" }, "Environment fingerprint"),
           flatTable("Environment fingerprint", result.environment, "environment")),
         h("section", { class: "panel", "aria-labelledby": "tel-h" }, h("h2", { id: "tel-h" }, "Telemetry"),
-          flatTable("Telemetry", result.telemetry, "telemetry")),
+          telemetryTable(result.telemetry)),
       ),
       this.reproduceSection(row, run),
     ];
@@ -194,7 +194,16 @@ function flatTable(caption, map, name) {
   return keyValueTable(caption, entries.map(([k, v]) => [k, v === null ? "null" : String(v)]), name);
 }
 
+// Telemetry with units ("74.35 s", "1,410 MHz"), the value as recorded in each cell's tooltip.
+function telemetryTable(map) {
+  const entries = Object.entries(map || {});
+  if (!entries.length) return h("p", { class: "note" }, "Nothing recorded.");
+  return keyValueTable("Telemetry", entries.map(([k, v]) => [k, fmtTelemetry(k, v), v === null ? "null" : String(v)]), "telemetry");
+}
+
+// Rows [key, value shown, tooltip?].
 function keyValueTable(caption, rows, name) {
   return h("div", { class: "table-scroll" }, h("table", { class: "kv", dataset: { table: name }, "aria-label": caption },
-    h("tbody", null, rows.map(([k, v]) => h("tr", null, h("th", { scope: "row" }, k), h("td", { class: "mono" }, v))))));
+    h("tbody", null, rows.map(([k, v, title]) => h("tr", null, h("th", { scope: "row" }, k),
+      h("td", { class: "mono", title: title !== undefined && title !== v ? title : null }, v))))));
 }
