@@ -10,6 +10,7 @@ import { describeDetail, gridState, badgeClass } from "../../web/js/status.js";
 import { fmtBytes, shortLabel, fmtAgo } from "../../web/js/format.js";
 import { Poller } from "../../web/js/poll.js";
 import { fmtDuration, fmtCount, fmtFigure, fmtMiB, fmtCv, fmtThroughput, fmtTelemetry } from "../../web/js/format.js";
+import { seriesMatches } from "../../web/js/views/series.js";
 
 test("routes: every view parses and formats back to the same hash", () => {
   const cases = [
@@ -301,4 +302,24 @@ test("telemetry: the unit follows the key, before/after aside; never a raw float
     ["missing", null, "null"],
   ];
   for (const [k, v, want] of cases) assert.equal(fmtTelemetry(k, v), want, k);
+});
+
+test("routes: the series search is a route param like the key parts", () => {
+  const hash = "#/series?model=torchvision%2Fresnet18&gpu=a100&q=resnet18%20nightly";
+  assert.equal(formatRoute(parseRoute(hash)), hash);
+  assert.equal(parseRoute(hash).params.q, "resnet18 nightly");
+});
+
+test("seriesMatches: every word in the model id, label, GPU class, build, mode, dtype or runtime", () => {
+  const s = { model: "torchvision/resnet18", gpu: "a100", torch_build: "nightly", mode: "default", dtype: "float32", runtime: "libtorch", batch: 4 };
+  const hf = { ...s, model: "microsoft/resnet-18" };
+  for (const q of ["resnet18", "RESNET18", "resnet-18", "vision/resnet18", "resnet18 a100", "resnet18 nightly default", "a100  ", "batch4", "float32 libtorch"]) {
+    assert.equal(seriesMatches(s, q), true, q);
+  }
+  assert.equal(seriesMatches(hf, "resnet18"), true, "a substring of the id, punctuation aside");
+  assert.equal(seriesMatches(s, ""), true, "no query: everything");
+  assert.equal(seriesMatches(s, "resnet50"), false);
+  assert.equal(seriesMatches(s, "resnet18 h100"), false, "every word must match");
+  assert.equal(seriesMatches(s, "stable"), false);
+  assert.equal(seriesMatches({ ...s, model: "x/y" }, "classification", "Image Classification/ResNet-18"), true, "the catalog label");
 });

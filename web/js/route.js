@@ -12,6 +12,7 @@
 //   #/series/7                     one series: trend chart, points, its regressions
 //   #/series?model=m&gpu=a100&dtype=float32&batch=1&mode=eager&runtime=libtorch&build=stable
 //                                  series matching a filter; a full key goes to its series
+//   #/series?q=resnet18%20nightly  series whose model, GPU class, build, mode... contain each word
 //   #/regressions?state=all&direction=all&series=7&before=ID
 //                                  changes the detector confirmed
 //

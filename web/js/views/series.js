@@ -4,6 +4,9 @@
 //                       regressions, and every point in a table linking to its run and result
 //   #/series?model=..   the series matching a filter; a full key (the seven parts a report cell
 //                       links with) goes straight to its series
+//   #/series?q=resnet18 a nightly  the series whose model, GPU class, build, mode, dtype or
+//                       runtime contain every word (GET /api/v1/series filters by exact key parts
+//                       only, so the search runs here over every series the key parts give)
 import { h, fill } from "../dom.js";
 import { withParams } from "../route.js";
 import { fmtMs, fmtTime } from "../format.js";
@@ -18,8 +21,25 @@ import { gridNav } from "../grid_nav.js";
 import { errorState, loadingState, emptyState } from "./states.js";
 
 const LIST_PAGE = 100;
+const SEARCH_PAGE = 500;       // the API's largest page
+const MAX_SEARCH_PAGES = 20;   // 10,000 series searched at most
+const MAX_SEARCH_ROWS = 500;   // matches listed at most
 const POINTS_PAGE = 5000;
 const MAX_POINT_PAGES = 20;  // 100,000 points: decades of nightly runs
+
+// Letters and digits only, lower case: "microsoft/ResNet-18" -> "microsoftresnet18".
+const squash = (s) => String(s ?? "").toLowerCase().replace(/[^a-z0-9]+/g, "");
+
+// Whether series `s` (a series_json) matches the search `query`: every word of it (letters and
+// digits only, so "resnet18" finds "torchvision/resnet18" and "microsoft/resnet-18") is in its
+// model id, the model's catalog `label`, GPU class, build, mode, dtype, runtime or "batch<n>".
+// An empty query matches every series. Pure.
+export function seriesMatches(s, query, label = "") {
+  const words = String(query ?? "").split(/\s+/).map(squash).filter(Boolean);
+  if (!words.length) return true;
+  const fields = [s.model, label, s.gpu, s.torch_build, s.mode, s.dtype, s.runtime, `batch${s.batch}`].map(squash);
+  return words.every((w) => fields.some((f) => f.includes(w)));
+}
 
 export class SeriesView {
   constructor(ctx, root) {
@@ -57,9 +77,18 @@ export class SeriesView {
   async loadList() {
     const seq = ++this.seq;
     const params = this.route.params;
-    this.ctx.setTitle("Series");
+    const q = (params.q ?? "").trim();
+    this.ctx.setTitle(q ? `Series matching ${q}` : "Series");
     if (!this.root.firstChild) this.root.append(loadingState("Looking up the series…"));
     try {
+      if (q) {
+        const [all, labels] = await Promise.all([this.searchable(params), this.ctx.models().catch(() => new Map())]);
+        if (this.destroyed || seq !== this.seq) return;
+        const matches = all.series.filter((s) => seriesMatches(s, q, labels.get(s.model)?.display_name));
+        this.renderList({ series: matches.slice(0, MAX_SEARCH_ROWS), next_after: null }, params, undefined,
+          { q, matched: matches.length, searched: all.series.length, truncated: all.truncated });
+        return;
+      }
       const after = /^\d+$/.test(params.after ?? "") ? Number(params.after) : undefined;
       const page = await this.ctx.api.seriesList(seriesQuery(params, { limit: LIST_PAGE, after }));
       if (this.destroyed || seq !== this.seq) return;
@@ -74,15 +103,59 @@ export class SeriesView {
     }
   }
 
-  renderList(page, params, after) {
+  // Every series the route's key parts give (at most MAX_SEARCH_PAGES pages), fetched once per
+  // set of key parts: typing in the search box filters them again without asking the API.
+  async searchable(params) {
+    const key = seriesQuery(params, { limit: SEARCH_PAGE });
+    if (this.searchCache?.key !== key) {
+      const fetchAll = async () => {
+        const series = [];
+        let after;
+        for (let pages = 0; pages < MAX_SEARCH_PAGES; pages++) {
+          const page = await this.ctx.api.seriesList(seriesQuery(params, { limit: SEARCH_PAGE, after }));
+          series.push(...page.series);
+          after = page.next_after;
+          if (!after) return { series, truncated: false };
+        }
+        return { series, truncated: true };
+      };
+      const promise = fetchAll();
+      this.searchCache = { key, promise };
+      promise.catch(() => { if (this.searchCache?.promise === promise) this.searchCache = null; });
+    }
+    return this.searchCache.promise;
+  }
+
+  // The search box, kept across renders of the list so that typing in it keeps its focus.
+  searchBox(params) {
+    if (!this.search) {
+      this.search = h("input", {
+        type: "search", name: "q", placeholder: "resnet18 a100 nightly", "aria-label": "Search series",
+        autocomplete: "off",
+        on: { input: (e) => this.ctx.navigate(withParams(this.route, { q: e.target.value, after: undefined }), { replace: true }) },
+      });
+      this.searchForm = h("form", { class: "toolbar series-search", role: "search", "aria-label": "Search series", on: { submit: (e) => e.preventDefault() } },
+        h("label", { class: "control" }, h("span", { class: "label" }, "Search: model, GPU class, build, mode"), this.search));
+    }
+    if (document.activeElement !== this.search) this.search.value = params.q ?? "";
+    return this.searchForm;
+  }
+
+  renderList(page, params, after, search = null) {
     const given = SERIES_KEY_PARAMS.filter((k) => params[k]);
-    const heading = h("h1", null, "Series");
+    const matching = given.map((k) => `${k} ${params[k]}`).join(", ");
+    let text;
+    if (search) {
+      text = `${search.matched} of ${search.searched}${search.truncated ? "+" : ""} series${given.length ? ` with ${matching}` : ""} match “${search.q}”.` +
+        (search.matched > MAX_SEARCH_ROWS ? ` Showing the first ${MAX_SEARCH_ROWS}.` : "");
+    } else {
+      text = given.length ? `Matching ${matching}.`
+        : "Every series: one cell of a matrix (model, batch, mode, dtype, runtime, GPU class, build) across runs and torch versions.";
+    }
+    const meta = h("p", { class: "meta" }, text);
     const form = this.filterForm(params);
-    const meta = h("p", { class: "meta" }, given.length
-      ? `Matching ${given.map((k) => `${k} ${params[k]}`).join(", ")}.`
-      : "Every series: one cell of a matrix (model, batch, mode, dtype, runtime, GPU class, build) across runs and torch versions.");
     if (!page.series.length) {
-      fill(this.root, heading, form, meta, emptyState(isFullKey(params)
+      this.fillList(params, form, meta, emptyState(isFullKey(params) && !search
         ? "This cell has no series yet: its results are not stored, or were unsupported or invalid."
         : "No series match.", h("p", null, h("a", { href: "#/series" }, "All series"))));
       return;
@@ -100,8 +173,19 @@ export class SeriesView {
     const more = [];
     if (after) more.push(h("a", { class: "btn", href: this.ctx.href(withParams(this.route, { after: undefined })) }, "First page"));
     if (page.next_after) more.push(h("a", { class: "btn", href: this.ctx.href(withParams(this.route, { after: page.next_after })) }, "Next page"));
-    fill(this.root, heading, form, meta, h("div", { class: "table-scroll" }, table), more.length ? h("p", { class: "pager" }, more) : null);
+    this.fillList(params, form, meta, h("div", { class: "table-scroll" }, table), more.length ? h("p", { class: "pager" }, more) : null);
     gridNav(table);
+  }
+
+  // The list page: its heading and search box stay in place (typing keeps focus), the rest is
+  // replaced by `parts`.
+  fillList(params, ...parts) {
+    const search = this.searchBox(params);
+    if (this.listBody?.parentElement !== this.root || search.parentElement !== this.root) {
+      this.listBody = h("div", { class: "series-list-body" });
+      fill(this.root, h("h1", null, "Series"), search, this.listBody);
+    }
+    fill(this.listBody, ...parts);
   }
 
   // A field per key part; "Filter" goes to the list of the series matching the fields filled.
@@ -113,7 +197,7 @@ export class SeriesView {
       on: {
         submit: (e) => {
           e.preventDefault();
-          const next = {};
+          const next = { q: this.route.params.q };  // the search stays
           for (const k of SERIES_KEY_PARAMS) next[k] = e.target.elements[k].value.trim() || undefined;
           this.ctx.navigate({ view: "series", params: next });
         },
