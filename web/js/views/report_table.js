@@ -3,7 +3,8 @@
 // compile time, peak memory and memory ratio, every status a distinct badge whose tooltip is the
 // cell detail, an accuracy badge on compiled cells that are not accurate and a flag on noisy
 // ones, geomean speedups with coverage and pass rates under it, and its figures. Updated in
-// place when a fresh report arrives (live runs).
+// place when a fresh report arrives (live runs). The table scrolls sideways in its box, the model
+// column and the header staying in view.
 //
 //   const view = new ReportTableView({ resultHref, seriesHref });   // seriesHref optional
 // With `seriesHref(params)`, a cell pointed at or focused (every cell but a not-run one) ends
