@@ -10,6 +10,7 @@ import { describeDetail, gridState, badgeClass } from "../../web/js/status.js";
 import { fmtBytes, shortLabel, fmtAgo } from "../../web/js/format.js";
 import { Poller } from "../../web/js/poll.js";
 import { fmtDuration, fmtCount, fmtFigure, fmtMiB, fmtCv, fmtThroughput, fmtTelemetry } from "../../web/js/format.js";
+import { hiddenColumns } from "../../web/js/views/report_table.js";
 import { seriesMatches } from "../../web/js/views/series.js";
 
 test("routes: every view parses and formats back to the same hash", () => {
@@ -302,6 +303,26 @@ test("telemetry: the unit follows the key, before/after aside; never a raw float
     ["missing", null, "null"],
   ];
   for (const [k, v, want] of cases) assert.equal(fmtTelemetry(k, v), want, k);
+});
+
+const col = (key, kind, header = key) => ({ key, kind, header });
+const c = (status, extra = {}) => ({ status, text: status, result_ids: [], ...extra });
+
+test("hiddenColumns: a finished table leaves out the columns empty for every model", () => {
+  const table = {
+    batch: 1,
+    columns: [col("latency/s/eager", "latency_ms"), col("latency/u/default", "latency_ms"), col("latency/u/max", "latency_ms"),
+      col("speedup/u/default", "speedup"), col("compile/u/default", "compile_ms")],
+    rows: [
+      { model: "m1", cells: [c("ok"), c("unsupported"), c("not_run"), c("unavailable"), c("unavailable")] },
+      { model: "m2", cells: [c("oom"), c("unsupported"), c("not_run"), c("unavailable"), c("ok")] },
+    ],
+  };
+  assert.deepEqual(hiddenColumns(table), [2, 3], "not run and unavailable everywhere; unsupported says something");
+  assert.deepEqual(hiddenColumns(table, { final: false }), [], "a live run keeps every column: they fill as jobs end");
+  const nothing = { ...table, rows: table.rows.map((r) => ({ ...r, cells: r.cells.map(() => c("not_run")) })) };
+  assert.deepEqual(hiddenColumns(nothing), [], "nothing ran: the table keeps its shape");
+  assert.deepEqual(hiddenColumns({ ...table, rows: [] }), [], "no rows: nothing to judge");
 });
 
 test("routes: the series search is a route param like the key parts", () => {

@@ -3,8 +3,9 @@
 // compile time, peak memory and memory ratio, every status a distinct badge whose tooltip is the
 // cell detail, an accuracy badge on compiled cells that are not accurate and a flag on noisy
 // ones, geomean speedups with coverage and pass rates under it, and its figures. Updated in
-// place when a fresh report arrives (live runs). The table scrolls sideways in its box, the model
-// column and the header staying in view.
+// place when a fresh report arrives (live runs). Once the run is final, columns with nothing in
+// them are left out and named in a note under the table. The table scrolls sideways in its box,
+// the model column and the header staying in view.
 //
 //   const view = new ReportTableView({ resultHref, seriesHref });   // seriesHref optional
 // With `seriesHref(params)`, a cell pointed at or focused (every cell but a not-run one) ends
@@ -12,7 +13,7 @@
 // class, batch and dtype, the column's build, runtime and mode): the trend of that cell across
 // runs and torch versions. Made on demand, so that big tables pay nothing per cell for it.
 //   parent.append(view.el);
-//   view.render(table, { q, stat });
+//   view.render(table, { q, stat, final });   // final: the run ended (no cell will still fill)
 import { h, patch } from "../dom.js";
 import { badgeClass, describeDetail } from "../status.js";
 import { fmtBytes, fmtDuration } from "../format.js";
@@ -27,6 +28,7 @@ export class ReportTableView {
     this.heading = h("h3", { class: "table-title" });
     this.table = h("table", { class: "report" });
     this.detail = h("p", { class: "cell-detail", "aria-live": "polite" }, "Focus or point at a cell for its details.");
+    this.hiddenNote = h("p", { class: "note hidden-columns", hidden: true });
     this.geomeans = h("ul", { class: "geomeans" });
     // What differs between the table's builds besides torch (threads, CPU, GPU, driver).
     this.fingerprintWarning = h("p", { class: "fingerprint-warning", role: "note", hidden: true });
@@ -35,6 +37,7 @@ export class ReportTableView {
     this.el = h("article", { class: "report-table" },
       this.heading,
       h("div", { class: "table-scroll" }, this.table),
+      this.hiddenNote,
       this.detail,
       this.fingerprintWarning,
       this.geomeans,
@@ -49,24 +52,30 @@ export class ReportTableView {
     });
   }
 
-  render(table, { q = "", stat = "mean" } = {}) {
+  render(table, { q = "", stat = "mean", final = true } = {}) {
     this.shown = table;
     this.el.dataset.gpu = table.gpu;
     this.el.dataset.batch = String(table.batch);
     this.el.dataset.dtype = table.dtype ?? "float32";
     patch(this.heading, { text: table.title });
     this.table.setAttribute("aria-label", table.title);
-    const signature = `${table.columns.map((c) => c.key).join("|")}#${table.rows.map((r) => r.model).join("|")}`;
+    const hidden = new Set(hiddenColumns(table, { final }));
+    // Indices into table.columns of the columns drawn, in order.
+    this.drawn = table.columns.map((_, c) => c).filter((c) => !hidden.has(c));
+    const signature = `${this.drawn.map((c) => table.columns[c].key).join("|")}#${table.rows.map((r) => r.model).join("|")}`;
     if (signature !== this.signature) {
       this.build(table);
       this.signature = signature;
     }
+    const note = hidden.size ? `Hidden, empty for every model: ${[...hidden].map((c) => table.columns[c].header).join(", ")}.` : "";
+    this.hiddenNote.hidden = !note;
+    patch(this.hiddenNote, { text: note });
     const body = this.table.tBodies[0];
     const needle = q.toLowerCase();
     table.rows.forEach((row, r) => {
       const tr = body.rows[r];
       tr.hidden = Boolean(needle) && !`${row.label} ${row.model}`.toLowerCase().includes(needle);
-      row.cells.forEach((cell, c) => this.renderCell(tr.cells[c + 1], cell, table.columns[c], stat));
+      this.drawn.forEach((c, i) => this.renderCell(tr.cells[i + 1], row.cells[c], table.columns[c], stat));
     });
     const warnings = table.fingerprint_warnings ?? [];
     this.fingerprintWarning.hidden = !warnings.length;
@@ -92,15 +101,21 @@ export class ReportTableView {
   }
 
   build(table) {
+    const columns = this.drawn.map((c) => table.columns[c]);
     const head = h("tr", null, h("th", { scope: "col", class: "model-col" }, "Task/Model"),
-      ...table.columns.map((col) => h("th", { scope: "col", class: COLUMN_CLASS[col.kind] ?? "",
+      ...columns.map((col) => h("th", { scope: "col", class: COLUMN_CLASS[col.kind] ?? "",
         dataset: { col: col.key } },
       col.header, h("span", { class: "unit" }, COLUMN_UNIT[col.kind] ?? ""))));
     const body = h("tbody", null, table.rows.map((row) =>
       h("tr", { dataset: { model: row.model } },
         h("th", { scope: "row", title: row.model }, row.label),
-        table.columns.map((col) => h("td", { dataset: { col: col.key } })))));
+        columns.map((col) => h("td", { dataset: { col: col.key } })))));
     this.table.replaceChildren(h("thead", null, head), body);
+  }
+
+  // The column (index into the shown table's columns) of body cell `td`.
+  columnOf(td) {
+    return this.drawn?.[td.cellIndex - 1] ?? -1;
   }
 
   renderCell(td, cell, col, stat) {
@@ -140,7 +155,7 @@ export class ReportTableView {
   addSeriesLink(td) {
     if (!this.seriesHref || !this.shown || td.querySelector("a.series-link")) return;
     const r = td.parentElement.sectionRowIndex;
-    const c = td.cellIndex - 1;
+    const c = this.columnOf(td);
     const row = this.shown.rows[r];
     const col = this.shown.columns[c];
     const params = row && col ? cellSeriesParams(this.shown, col, row, row.cells[c]) : null;
@@ -227,4 +242,17 @@ export function cellTooltip(cell, col, stat) {
     return s + tail;
   }
   return describeDetail(cell.status, cell.detail, fmtBytes);
+}
+
+// Statuses of a cell with nothing in it: a job that did not run (yet), a figure that has no side.
+const EMPTY = new Set(["not_run", "unavailable"]);
+
+// The columns (indices into table.columns) to leave out: those whose every cell is empty, e.g.
+// the speedup, compile and memory columns of a build that could not compile. None while the run
+// is live (`final` false: a column fills as its jobs end, and the table keeps its shape), and none
+// when every column is empty (nothing has run here: the table's shape tells what will).
+export function hiddenColumns(table, { final = true } = {}) {
+  if (!final || !table.rows.length) return [];
+  const empty = table.columns.map((_, c) => c).filter((c) => table.rows.every((row) => EMPTY.has(row.cells[c]?.status)));
+  return empty.length === table.columns.length ? [] : empty;
 }

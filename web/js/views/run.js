@@ -215,7 +215,7 @@ export class RunView {
         this.tableViews.set(key, view);
       }
       if (s.tables.children[i] !== view.el) s.tables.insertBefore(view.el, s.tables.children[i] ?? null);
-      view.render(table, { q: this.route.params.q ?? "", stat: this.stat() });
+      view.render(table, { q: this.route.params.q ?? "", stat: this.stat(), final: !ACTIVE.has(run.state) });
     });
   }
 
