@@ -1,8 +1,8 @@
 // One comparison table of a run (a GPU class x batch x dtype of the report JSON), exactly as the
 // report builds it: "Task/Model" rows, latency per (build, runtime, mode), speedup vs eager,
 // compile time, peak memory and memory ratio, every status a distinct badge whose tooltip is the
-// cell detail, an accuracy badge on compiled cells that are not accurate and a flag on noisy
-// ones, geomean speedups with coverage and pass rates under it, and its figures. Updated in
+// cell detail, an accuracy badge on compiled cells that are not accurate (a quiet ✓ on accurate
+// ones) and a flag on noisy ones, geomean speedups with coverage and pass rates under it, and its figures. Updated in
 // place when a fresh report arrives (live runs). Once the run is final, columns with nothing in
 // them are left out and named in a note under the table. The table scrolls sideways in its box,
 // the model column and the header staying in view.
@@ -130,7 +130,7 @@ export class ReportTableView {
     const tooltip = cellTooltip(cell, col, stat);
     td.title = tooltip;
     td.dataset.tooltip = tooltip;
-    const marks = cellMarks(cell);
+    const marks = cellMarks(cell, { accurate: col.kind === "latency_ms" });
     if (cell.status === "ok" && col.kind === "latency_ms") {
       td.className = "num";
       const id = cell.result_ids[0];
@@ -172,7 +172,9 @@ export class ReportTableView {
     const label = tr.cells[0].textContent;
     if (cell.tagName === "TH") { patch(this.detail, { text: `${label}: ${cell.title}` }); return; }
     const header = this.table.tHead.rows[0].cells[cell.cellIndex]?.firstChild?.textContent ?? "";
-    patch(this.detail, { text: `${label} · ${header}: ${cell.textContent} — ${cell.dataset.tooltip || ""}` });
+    // The cell's text but its accurate mark (the tooltip says "accurate").
+    const value = [...cell.childNodes].filter((n) => !n.classList?.contains("acc-pass")).map((n) => n.textContent).join("");
+    patch(this.detail, { text: `${label} · ${header}: ${value} — ${cell.dataset.tooltip || ""}` });
   }
 
   destroy() { this.charts.destroy(); }
@@ -195,9 +197,14 @@ export const FLAG_LABELS = {
   ci_not_met: "the time or iteration bound stopped the loop with its CI wider than the target",
 };
 
-// The badges after a value: the accuracy verdict when it is not a pass, a flag when noisy.
-export function cellMarks(cell) {
+// The badges after a value: the accuracy verdict when it is not a pass (with `accurate`, a quiet
+// ✓ when it is), a flag when noisy.
+export function cellMarks(cell, { accurate = false } = {}) {
   const marks = [];
+  if (accurate && cell.status === "ok" && cell.accuracy === "pass") {
+    // A check mark on screen; "accurate" spelled out for screen readers and the tooltip.
+    marks.push(h("span", { class: "acc acc-pass", title: ACCURACY_LABELS.pass }, "✓", h("span", { class: "visually-hidden" }, " accurate")));
+  }
   if (INACCURATE.has(cell.accuracy)) {
     marks.push(h("span", { class: `badge acc b-${cell.accuracy}`, title: ACCURACY_LABELS[cell.accuracy] },
       cell.accuracy === "wrong" ? "wrong" : "nondet."));
