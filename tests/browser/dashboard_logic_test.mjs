@@ -10,7 +10,7 @@ import { describeDetail, gridState, badgeClass } from "../../web/js/status.js";
 import { fmtBytes, shortLabel, fmtAgo } from "../../web/js/format.js";
 import { Poller } from "../../web/js/poll.js";
 import { fmtDuration, fmtCount, fmtFigure, fmtMiB, fmtCv, fmtThroughput, fmtTelemetry } from "../../web/js/format.js";
-import { hiddenColumns } from "../../web/js/views/report_table.js";
+import { hiddenColumns, passRateParts } from "../../web/js/views/report_table.js";
 import { seriesMatches } from "../../web/js/views/series.js";
 
 test("routes: every view parses and formats back to the same hash", () => {
@@ -323,6 +323,27 @@ test("hiddenColumns: a finished table leaves out the columns empty for every mod
   const nothing = { ...table, rows: table.rows.map((r) => ({ ...r, cells: r.cells.map(() => c("not_run")) })) };
   assert.deepEqual(hiddenColumns(nothing), [], "nothing ran: the table keeps its shape");
   assert.deepEqual(hiddenColumns({ ...table, rows: [] }), [], "no rows: nothing to judge");
+});
+
+test("passRateParts: OOM, errors, wrong and unjudged apart, from the report or counted from the column", () => {
+  const key = "latency/stable/libtorch/default";
+  const table = {
+    columns: [col("latency/stable/libtorch/eager", "latency_ms"), col(key, "latency_ms")],
+    rows: [
+      ["ok", "pass"], ["ok", "pass"], ["oom"], ["oom_implied"], ["error"], ["timeout"], ["ok", "wrong"], ["ok", "unchecked"], ["not_run"],
+    ].map(([status, accuracy], i) => ({ model: `m${i}`, cells: [c("ok"), c(status, accuracy ? { accuracy } : {})] })),
+  };
+  const old = { column: key, passed: 2, attempted: 8, text: "Pass rate stable (torch 2.5.1) - default: 2/8 (25%)" };
+  const derived = passRateParts(old, table);
+  assert.equal(derived.base, old.text);
+  assert.deepEqual(derived.reasons.map((r) => r.text), ["2 OOM", "2 errors", "1 wrong", "1 not judged"]);
+  assert.deepEqual(derived.reasons.map((r) => r.kind), ["oom", "error", "wrong", "unjudged"]);
+  const served = { ...old, oom: 1, errors: 0, wrong: 1, unjudged: 0, text: `${old.text}: 1 OOM, 1 wrong` };
+  const parts = passRateParts(served, table);
+  assert.equal(parts.base, old.text, "the report's reasons are not repeated");
+  assert.deepEqual(parts.reasons.map((r) => r.text), ["1 OOM", "1 wrong"], "the report's counts win over the cells");
+  const none = passRateParts({ column: key, passed: 0, attempted: 0, oom: 0, errors: 0, wrong: 0, unjudged: 0, text: "Pass rate x (a) - default: 0/0 (-)" }, table);
+  assert.deepEqual(none, { base: "Pass rate x (a) - default: 0/0 (-)", reasons: [] });
 });
 
 test("routes: the series search is a route param like the key parts", () => {

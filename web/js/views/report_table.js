@@ -2,10 +2,11 @@
 // report builds it: "Task/Model" rows, latency per (build, runtime, mode), speedup vs eager,
 // compile time, peak memory and memory ratio, every status a distinct badge whose tooltip is the
 // cell detail, an accuracy badge on compiled cells that are not accurate (a quiet ✓ on accurate
-// ones) and a flag on noisy ones, geomean speedups with coverage and pass rates under it, and its figures. Updated in
-// place when a fresh report arrives (live runs). Once the run is final, columns with nothing in
-// them are left out and named in a note under the table. The table scrolls sideways in its box,
-// the model column and the header staying in view.
+// ones) and a flag on noisy ones, geomean speedups with coverage and pass rates (OOM, errors and
+// wrong outputs apart) under it, and its figures. Updated in place when a fresh report arrives
+// (live runs). Once the run is final, columns with nothing in them are left out and named in a
+// note under the table. The table scrolls sideways in its box, the model column and the header
+// staying in view.
 //
 //   const view = new ReportTableView({ resultHref, seriesHref });   // seriesHref optional
 // With `seriesHref(params)`, a cell pointed at or focused (every cell but a not-run one) ends
@@ -86,12 +87,12 @@ export class ReportTableView {
       this.geomeans.replaceChildren(...table.geomeans.map((g) =>
         h("li", { dataset: { column: g.column, covered: g.covered, total: g.total } }, g.text)));
     }
-    const rates = table.pass_rates ?? [];
-    const rateKey = rates.map((p) => p.text).join("\n");
+    const rates = (table.pass_rates ?? []).map((p) => ({ rate: p, parts: passRateParts(p, table) }));
+    const rateKey = JSON.stringify(rates.map(({ parts }) => parts));
     if (this.passRates.dataset.key !== rateKey) {
       this.passRates.dataset.key = rateKey;
-      this.passRates.replaceChildren(...rates.map((p) =>
-        h("li", { dataset: { column: p.column, passed: p.passed, attempted: p.attempted } }, p.text)));
+      this.passRates.replaceChildren(...rates.map(({ rate, parts }) =>
+        h("li", { dataset: { column: rate.column, passed: rate.passed, attempted: rate.attempted } }, passRateLine(parts))));
     }
     this.nav.refresh();
     const focused = document.activeElement?.closest?.("td, th");
@@ -262,4 +263,46 @@ export function hiddenColumns(table, { final = true } = {}) {
   if (!final || !table.rows.length) return [];
   const empty = table.columns.map((_, c) => c).filter((c) => table.rows.every((row) => EMPTY.has(row.cells[c]?.status)));
   return empty.length === table.columns.length ? [] : empty;
+}
+
+// A pass rate apart: {base: "Pass rate stable - default: 10/12 (83%)", reasons: [{kind, n,
+// text}]} with why the others did not pass (OOM, errors, wrong outputs, not judged), so that an
+// OOM does not read as an accuracy failure. The counts are the report's (oom, errors, wrong,
+// unjudged); a report without them has them counted from the table's column, as the report does.
+export function passRateParts(rate, table) {
+  let counts = rate;
+  if (typeof rate.oom !== "number") {
+    counts = { oom: 0, errors: 0, wrong: 0, unjudged: 0 };
+    const c = table.columns.findIndex((col) => col.key === rate.column);
+    for (const row of c < 0 ? [] : table.rows) {
+      const cell = row.cells[c];
+      if (cell.status === "not_run") continue;
+      if (cell.status === "ok") {
+        if (cell.accuracy === "wrong") counts.wrong++;
+        else if (cell.accuracy !== "pass") counts.unjudged++;
+      } else if (cell.status === "oom" || cell.status === "oom_implied") {
+        counts.oom++;
+      } else {
+        counts.errors++;
+      }
+    }
+  }
+  // The report's text is the base, then ": " and the reasons when it names them.
+  const m = /^(.*\((?:\d+%|-)\))/.exec(rate.text);
+  const base = m ? m[1] : rate.text;
+  const reasons = [];
+  const add = (kind, n, one, many) => { if (n > 0) reasons.push({ kind, n, text: `${n} ${n === 1 ? one : many}` }); };
+  add("oom", counts.oom ?? 0, "OOM", "OOM");
+  add("error", counts.errors ?? 0, "error", "errors");
+  add("wrong", counts.wrong ?? 0, "wrong", "wrong");
+  add("unjudged", counts.unjudged ?? 0, "not judged", "not judged");
+  return { base, reasons };
+}
+
+// A pass-rate line: the base, then each reason in its own look (an OOM is not an accuracy failure).
+function passRateLine({ base, reasons }) {
+  if (!reasons.length) return [base];
+  const items = reasons.flatMap((r, i) => [i ? ", " : null,
+    h("span", { class: `pass-reason pr-${r.kind}`, dataset: { reason: r.kind, count: r.n } }, r.text)]);
+  return [base, ": ", ...items];
 }
