@@ -10,7 +10,7 @@ import { describeDetail, gridState, badgeClass } from "../../web/js/status.js";
 import { fmtBytes, shortLabel, fmtAgo } from "../../web/js/format.js";
 import { Poller } from "../../web/js/poll.js";
 import { fmtDuration, fmtCount, fmtFigure, fmtMiB, fmtCv, fmtThroughput, fmtTelemetry } from "../../web/js/format.js";
-import { hiddenColumns, passRateParts } from "../../web/js/views/report_table.js";
+import { hiddenColumns, passRateParts, cellThroughput, cellTooltip } from "../../web/js/views/report_table.js";
 import { seriesMatches } from "../../web/js/views/series.js";
 
 test("routes: every view parses and formats back to the same hash", () => {
@@ -344,6 +344,16 @@ test("passRateParts: OOM, errors, wrong and unjudged apart, from the report or c
   assert.deepEqual(parts.reasons.map((r) => r.text), ["1 OOM", "1 wrong"], "the report's counts win over the cells");
   const none = passRateParts({ column: key, passed: 0, attempted: 0, oom: 0, errors: 0, wrong: 0, unjudged: 0, text: "Pass rate x (a) - default: 0/0 (-)" }, table);
   assert.deepEqual(none, { base: "Pass rate x (a) - default: 0/0 (-)", reasons: [] });
+});
+
+test("cellThroughput and the latency tooltip: samples/s from the report, else batch x 1000 / ms", () => {
+  assert.equal(cellThroughput(c("ok", { value: 4, value_ms: 4, throughput_per_s: 999 }), 8), 999);
+  assert.equal(cellThroughput(c("ok", { value: 4, value_ms: 4 }), 8), 2000);
+  assert.equal(cellThroughput(c("ok", { value: 4 }), undefined), null);
+  assert.equal(cellThroughput(c("oom"), 8), null);
+  const tip = cellTooltip(c("ok", { text: "3.000", value: 3, value_ms: 3, ci_low_ms: null, ci_high_ms: null, throughput_per_s: 333.33, compile_ms: 74352.01753499996, compile_cache: "cold" }),
+    { kind: "latency_ms" }, "mean");
+  assert.equal(tip, "mean latency 3.000 ms (333 samples/s); compile 74.35 s");
 });
 
 test("routes: the series search is a route param like the key parts", () => {

@@ -17,7 +17,7 @@
 //   view.render(table, { q, stat, final });   // final: the run ended (no cell will still fill)
 import { h, patch } from "../dom.js";
 import { badgeClass, describeDetail } from "../status.js";
-import { fmtBytes, fmtDuration } from "../format.js";
+import { fmtBytes, fmtDuration, fmtThroughput } from "../format.js";
 import { gridNav } from "../grid_nav.js";
 import { TableCharts } from "./table_charts.js";
 import { cellSeriesParams } from "../history.js";
@@ -128,7 +128,7 @@ export class ReportTableView {
     td.dataset.results = cell.result_ids.join(",");
     if (cell.accuracy) td.dataset.accuracy = cell.accuracy; else delete td.dataset.accuracy;
     if (flags.length) td.dataset.flags = flags.join(","); else delete td.dataset.flags;
-    const tooltip = cellTooltip(cell, col, stat);
+    const tooltip = cellTooltip(cell, col, stat, { batch: this.shown?.batch });
     td.title = tooltip;
     td.dataset.tooltip = tooltip;
     const marks = cellMarks(cell, { accurate: col.kind === "latency_ms" });
@@ -222,9 +222,10 @@ export function cellMarks(cell, { accurate = false } = {}) {
   return marks;
 }
 
-// What a cell's tooltip says: the error text, the OOM phase and bytes, the CI of an ok latency,
-// the accuracy verdict and noise flags.
-export function cellTooltip(cell, col, stat) {
+// What a cell's tooltip says: the error text, the OOM phase and bytes, the CI and throughput of
+// an ok latency (`batch`: the table's, for a report without throughput_per_s), the accuracy
+// verdict and noise flags.
+export function cellTooltip(cell, col, stat, { batch } = {}) {
   const extra = [];
   if (cell.accuracy) extra.push(ACCURACY_LABELS[cell.accuracy] ?? cell.accuracy);
   for (const f of cell.flags ?? []) extra.push(`flagged: ${FLAG_LABELS[f] ?? f}`);
@@ -238,6 +239,8 @@ export function cellTooltip(cell, col, stat) {
   }
   if (cell.status === "ok") {
     let s = `${stat} latency ${cell.text} ms`;
+    const throughput = cellThroughput(cell, batch);
+    if (throughput !== null) s += ` (${fmtThroughput(throughput)})`;
     if (cell.ci_low_ms !== null && cell.ci_high_ms !== null) {
       s += `; 95% CI of the ${stat} ${cell.ci_low_ms.toFixed(3)}–${cell.ci_high_ms.toFixed(3)} ms`;
     }
@@ -250,6 +253,15 @@ export function cellTooltip(cell, col, stat) {
     return s + tail;
   }
   return describeDetail(cell.status, cell.detail, fmtBytes);
+}
+
+// Samples per second of an ok latency cell: the report's throughput_per_s, else batch x 1000 /
+// latency ms; null for anything else.
+export function cellThroughput(cell, batch) {
+  if (cell.status !== "ok") return null;
+  if (typeof cell.throughput_per_s === "number") return cell.throughput_per_s;
+  const ms = cell.value_ms ?? cell.value;
+  return batch > 0 && ms > 0 ? (batch * 1000) / ms : null;
 }
 
 // Statuses of a cell with nothing in it: a job that did not run (yet), a figure that has no side.
