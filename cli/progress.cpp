@@ -48,6 +48,14 @@ Result<RunProgress> progress_from_json(const nlohmann::json& run) {
   return p;
 }
 
+std::optional<double> coordinator_eta_s(const nlohmann::json& run) {
+  const auto it = run.find("eta_s");
+  if (it == run.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  if (!(v >= 0)) return std::nullopt;
+  return v;
+}
+
 void EtaEstimator::observe(double t_s, std::int64_t finished) {
   if (!first_) first_ = {t_s, finished};
   if (!last_change_ || finished != last_change_->second) last_change_ = {t_s, finished};

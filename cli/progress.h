@@ -36,8 +36,12 @@ struct RunProgress {
   bool operator==(const RunProgress&) const = default;
 };
 Result<RunProgress> progress_from_json(const nlohmann::json& run);
+// The coordinator's estimate of the seconds a run has left (its `eta_s`, re-estimated at each
+// request from the run's job times); nullopt when it gives none or is older than the field.
+std::optional<double> coordinator_eta_s(const nlohmann::json& run);
 
-// Estimates the time left from the rate at which jobs finished while it watched.
+// Estimates the time left from the rate at which jobs finished while it watched (for a
+// coordinator that gives no estimate of its own).
 class EtaEstimator {
  public:
   // Records `finished` jobs at time `t_s` (seconds on any monotonic clock).

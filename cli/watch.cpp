@@ -89,7 +89,8 @@ int watch_run(FleetClient& client, std::int64_t run_id, const WatchOptions& opti
       const double now = console.now_s();
       saw_active = saw_active || !progress->ended();
       eta.observe(now, progress->finished_jobs);
-      const auto left = eta.eta_s(progress->job_count);
+      auto left = coordinator_eta_s(*run);
+      if (!left && !progress->ended()) left = eta.eta_s(progress->job_count);
       if (console.err_is_terminal) {
         console.err << kClearLine << render_bar(*progress, left, console.width) << std::flush;
       } else if (!shown || *shown != *progress || now - shown_at >= options.plain_every_s) {

@@ -144,6 +144,7 @@ nlohmann::json run_json(const store::RunInfo& run) {
           {"created_at", format_time(run.created_at)},
           {"cancelled_at", time_or_null(run.cancelled_at)},
           {"finished_at", time_or_null(run.finished_at)},
+          {"eta_s", nullptr},
           {"matrix", run.spec}};
 }
 

@@ -11,6 +11,7 @@
 
 #include "common/result.h"
 #include "common/types.h"
+#include "coordinator/rules/eta.h"
 #include "coordinator/store/page.h"
 #include "coordinator/store/run_types.h"
 
@@ -48,6 +49,10 @@ class RunStore {
   // The run's jobs with id > `after_id`, ascending, at most `limit` (one indexed query).
   // kNotFound when the run does not exist.
   Result<Page<JobRow>> list_jobs(std::int64_t run_id, std::optional<std::int64_t> after_id, int limit);
+  // The run's jobs by (build, runtime, mode): how many are queued, the durations of the finished
+  // ones, and how long each running one has run, for eta::seconds_left. Two queries over the
+  // run's jobs (jobs_run_status); no row per job but the running ones.
+  Result<std::vector<eta::ModeTimes>> mode_times(std::int64_t run_id);
 
   // The queue by (GPU class, torch build): queued jobs, and leased + running ones; a row per
   // pair with either, ordered by GPU class, then build. Done, failed and cancelled jobs are not

@@ -482,3 +482,44 @@ TEST(CoordinatorLease, RetriedPollGetsTheSameLeaseUntilAcknowledged) {
 
 }  // namespace
 }  // namespace benchfleet::testing
+
+namespace benchfleet::testing {
+namespace {
+
+// GET /runs/{id}'s eta_s: none before a job finished, then from the run's job times, moving while
+// a job runs (not frozen until it ends), none once the run ended.
+TEST(CoordinatorLease, TheRunsEtaIsReestimatedWhileAJobRuns) {
+  CoordinatorProcess coord;
+  const json run = coord.submit(matrix({kResnet}, {1, 4, 16}, {"eager"}, {"t4"}, {"stable"}));
+  FakeAgent agent(coord, FakeAgent::descriptor("t4-host", {{"gpu0", "t4"}}, {{"stable", {"eager"}}}));
+  const auto eta = [&] { return coord.get_json(run_url(run))["eta_s"]; };
+  EXPECT_TRUE(eta().is_null()) << "no job finished: no basis";
+
+  auto first = agent.lease_job("gpu0");
+  ASSERT_TRUE(first.has_value());
+  std::this_thread::sleep_for(300ms);
+  ASSERT_EQ(agent.post_result(*first, ok_result(10.0)).status, 201u);
+  const json after_one = eta();
+  ASSERT_TRUE(after_one.is_number()) << coord.get_json(run_url(run)).dump();
+  EXPECT_GE(after_one.get<double>(), 2 * 0.3) << "two jobs left, the first took at least 300 ms";
+
+  auto second = agent.lease_job("gpu0");
+  ASSERT_TRUE(second.has_value());
+  std::this_thread::sleep_for(100ms);
+  const json early = eta();
+  std::this_thread::sleep_for(150ms);
+  const json later = eta();
+  ASSERT_TRUE(early.is_number() && later.is_number());
+  EXPECT_NE(early.get<double>(), later.get<double>()) << "re-estimated as the running job spends time";
+
+  ASSERT_EQ(agent.post_result(*second, ok_result(10.0)).status, 201u);
+  auto third = agent.lease_job("gpu0");
+  ASSERT_TRUE(third.has_value());
+  ASSERT_EQ(agent.post_result(*third, ok_result(10.0)).status, 201u);
+  const json done = coord.get_json(run_url(run));
+  EXPECT_EQ(done["state"], "done");
+  EXPECT_TRUE(done["eta_s"].is_null());
+}
+
+}  // namespace
+}  // namespace benchfleet::testing

@@ -74,6 +74,14 @@ TEST(Progress, EtaFromTheObservedRate) {
   EXPECT_DOUBLE_EQ(*eta.eta_s(20), 60.0);
 }
 
+TEST(Progress, TheCoordinatorsEtaIsTakenWhenItGivesOne) {
+  EXPECT_DOUBLE_EQ(*coordinator_eta_s(nlohmann::json{{"eta_s", 42.5}}), 42.5);
+  EXPECT_FALSE(coordinator_eta_s(nlohmann::json{{"eta_s", nullptr}}).has_value()) << "no basis yet";
+  EXPECT_FALSE(coordinator_eta_s(nlohmann::json::object()).has_value()) << "an older coordinator";
+  EXPECT_FALSE(coordinator_eta_s(nlohmann::json{{"eta_s", -1}}).has_value());
+  EXPECT_FALSE(coordinator_eta_s(nlohmann::json{{"eta_s", "soon"}}).has_value());
+}
+
 TEST(Progress, Durations) {
   EXPECT_EQ(format_duration(0), "0s");
   EXPECT_EQ(format_duration(59.4), "59s");
