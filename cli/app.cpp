@@ -43,6 +43,7 @@ struct SubmitArgs {
   bool dry_run = false;
   bool allow_pending = false;
   bool print_id = false;
+  bool no_report = false;
   std::string name;
   std::vector<std::string> gpus;
   std::vector<std::string> builds;
@@ -161,7 +162,21 @@ int submit(const SubmitArgs& a, FleetClient& client, Console& console) {
   if (!a.wait) return kExitOk;
   WatchOptions w;
   w.interval_s = a.interval_s;
-  return watch_run(client, id, w, console);
+  const int code = watch_run(client, id, w, console);
+  // The run ended (cleanly, with failures or cancelled): its tables, unless a script asked for the
+  // id alone on stdout.
+  if (a.print_id || a.no_report || (code != kExitOk && code != kExitRunFailed && code != kExitRunCancelled)) {
+    return code;
+  }
+  auto text = client.report(id, "md", "mean", false);
+  if (!text.ok()) {
+    console.err << "benchfleet: the run ended, but its report could not be read: " << text.error().message << "\n";
+    return code;
+  }
+  console.out << "\n" << *text;
+  if (!text->empty() && text->back() != '\n') console.out << "\n";
+  console.out << std::flush;
+  return code;
 }
 
 // --format (md, csv or json) and --stat (mean or median), as report and compare take them.
@@ -290,10 +305,12 @@ int run_cli(int argc, char** argv, Console& console) {
   auto* submit_cmd = app.add_subcommand(
       "submit",
       "Validate a matrix file (YAML, the API's field names) and submit it. With --wait, show progress\n"
-      "until the run ends (a bar on a terminal, plain lines otherwise); the exit code then says how it\n"
-      "ended (0 clean, 3 failures, 4 cancelled).");
+      "until the run ends (a bar on a terminal, plain lines otherwise, with the coordinator's ETA), then\n"
+      "print its comparison tables (Markdown, as `report`); the exit code then says how it ended (0\n"
+      "clean, 3 failures, 4 cancelled).");
   submit_cmd->add_option("file", submit_args.file, "matrix file (YAML or JSON)")->required();
-  submit_cmd->add_flag("--wait", submit_args.wait, "follow the run until it ends");
+  submit_cmd->add_flag("--wait", submit_args.wait, "follow the run until it ends, then print its report");
+  submit_cmd->add_flag("--no-report", submit_args.no_report, "with --wait: end with the counts, not the report");
   submit_cmd->add_flag("--dry-run", submit_args.dry_run,
                        "validate and count the jobs, and have the coordinator check them as a submit would (the\n"
                        "catalog, its limits, the fleet); submit nothing");

@@ -1,6 +1,8 @@
 #include "common/catalog.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -17,6 +19,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/install_dirs.h"
+#include "common/suggest.h"
 
 namespace benchfleet {
 namespace {
@@ -234,6 +237,63 @@ Result<Catalog> Catalog::parse(std::string_view yaml_text, std::string_view orig
 const CatalogModel* Catalog::find(std::string_view id) const {
   const std::size_t i = index_of(id);
   return i == npos ? nullptr : &models_[i];
+}
+
+namespace {
+
+char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+
+// Whether `id` ends with `given` (without case) right after one of `boundaries`, or is it.
+bool ends_with_part(std::string_view id, std::string_view given, std::string_view boundaries) {
+  if (given.empty() || given.size() > id.size()) return false;
+  const std::size_t start = id.size() - given.size();
+  if (start > 0 && boundaries.find(id[start - 1]) == std::string_view::npos) return false;
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    if (lower(id[start + i]) != lower(given[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> Catalog::ids_matching(std::string_view given) const {
+  if (find(given) != nullptr) return {std::string(given)};
+  // A whole name after the '/' first ("resnet-50" is microsoft/resnet-50, not also
+  // facebook/detr-resnet-50), then a trailing part of one.
+  std::vector<std::string> matches;
+  for (std::string_view boundaries : {std::string_view("/"), std::string_view("/-_")}) {
+    for (const CatalogModel& m : models_) {
+      if (ends_with_part(m.id, given, boundaries)) matches.push_back(m.id);
+    }
+    if (!matches.empty()) break;
+  }
+  return matches;
+}
+
+Result<std::string> Catalog::resolve_id(std::string_view given, const std::string& field) const {
+  const std::vector<std::string> matches = ids_matching(given);
+  if (matches.size() == 1) return matches.front();
+  std::vector<std::string> ids;
+  for (const CatalogModel& m : models_) ids.push_back(m.id);
+  std::string message = (matches.empty() ? "unknown model \"" : "ambiguous model \"") + std::string(given) + "\"";
+  if (matches.empty()) {
+    // The nearest by the part after the last '/' as well as by the whole id.
+    std::vector<std::string> names;
+    for (const std::string& id : ids) names.push_back(id.substr(id.rfind('/') + 1));
+    std::string hint = did_you_mean(given, ids);
+    if (hint.empty()) {
+      if (auto near = nearest_word(given, names)) {
+        hint = " (did you mean \"" +
+               ids[static_cast<std::size_t>(std::find(names.begin(), names.end(), *near) - names.begin())] + "\"?)";
+      }
+    }
+    message += " (not in the model catalog" + hint + "; GET /api/v1/models or `benchfleet models` lists the ids)";
+  } else {
+    message += ": it ends " + std::to_string(matches.size()) + " catalog ids (";
+    for (std::size_t i = 0; i < matches.size(); ++i) message += (i > 0 ? ", " : "") + matches[i];
+    message += "); name one in full";
+  }
+  return Error::invalid(field, std::move(message));
 }
 
 std::size_t Catalog::index_of(std::string_view id) const {

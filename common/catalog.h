@@ -54,6 +54,16 @@ class Catalog {
   // The model with this id, or nullptr if unknown. The pointer lives as long as the Catalog.
   const CatalogModel* find(std::string_view id) const;
 
+  // The catalog id a user's `given` name stands for: `given` itself when it is an id; else the
+  // one id ending with it after a '/', '-' or '_', compared without case ("resnet18" ->
+  // "torchvision/resnet18", "ViT-Base-Patch16-224" -> "google/vit-base-patch16-224").
+  // kInvalidArgument naming `field` when no id does (with the nearest id, if one is near) or
+  // when several do (listing them).
+  Result<std::string> resolve_id(std::string_view given, const std::string& field) const;
+  // The ids `given` may stand for, as resolve_id matches them: {given} for an id, else the ids
+  // whose name after the '/' is it, else those ending with it after a '/', '-' or '_'.
+  std::vector<std::string> ids_matching(std::string_view given) const;
+
   // All models in file order.
   const std::vector<CatalogModel>& models() const { return models_; }
 

@@ -4,6 +4,13 @@
 
 namespace benchfleet {
 
+Status resolve_models(MatrixSpec& spec, const Catalog& catalog) {
+  for (std::size_t i = 0; i < spec.models.size(); ++i) {
+    BF_ASSIGN_OR_RETURN(spec.models[i], catalog.resolve_id(spec.models[i], "models[" + std::to_string(i) + "]"));
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<JobSpec>> expand_matrix(const MatrixSpec& spec, const Catalog& catalog,
                                            const ExpansionLimits& limits) {
   for (std::size_t i = 0; i < spec.models.size(); ++i) {

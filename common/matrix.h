@@ -15,6 +15,11 @@ struct ExpansionLimits {
   std::int64_t max_cells = 100'000;  // jobs per run, repetitions included
 };
 
+// Replaces each model name with the catalog id it stands for (Catalog::resolve_id: "resnet18" ->
+// "torchvision/resnet18"), so that a run stores and reports full ids. Errors name the field
+// ("models[2]") with the nearest id or the ids a short name is ambiguous between.
+Status resolve_models(MatrixSpec& spec, const Catalog& catalog);
+
 // Checks what the codec cannot (catalog ids, the cell cap) and expands. Jobs come out in
 // scheduling order: repetition, GPU, build, runtime, model, batch ascending, dtype, then mode
 // innermost, so the modes of one (model, batch) sit together and small batches run first

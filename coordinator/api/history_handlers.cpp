@@ -50,7 +50,9 @@ Result<http::Response> change_regression_state(ApiContext& ctx, const http::Requ
 Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const json body, json_body(ctx, req));
-  BF_ASSIGN_OR_RETURN(const ScheduleRequest request, decode_schedule_request(body));
+  BF_ASSIGN_OR_RETURN(ScheduleRequest request, decode_schedule_request(body));
+  if (auto resolved = resolve_models(request.matrix, ctx.catalog); !resolved.ok())
+    return under_matrix(resolved.error());
   // The matrix must expand now; the schedule expands it again each time it fires.
   if (auto jobs = expand_submitted_matrix(ctx, request.matrix); !jobs.ok()) {
     return under_matrix(jobs.error());
@@ -105,7 +107,12 @@ Result<http::Response> delete_schedule(ApiContext& ctx, const http::Request& req
 
 Result<http::Response> list_series(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
-  BF_ASSIGN_OR_RETURN(const SeriesListQuery q, series_list_query(m));
+  BF_ASSIGN_OR_RETURN(SeriesListQuery q, series_list_query(m));
+  // A short model name finds its catalog id's series ("resnet18"); one the catalog does not know
+  // is looked up as given (series outlive a model's removal from the catalog).
+  if (q.filter.model && !ctx.catalog.ids_matching(*q.filter.model).empty()) {
+    BF_ASSIGN_OR_RETURN(q.filter.model, ctx.catalog.resolve_id(*q.filter.model, "query.model"));
+  }
   BF_ASSIGN_OR_RETURN(const auto page, ctx.store.history().list_series(q.filter, q.after, q.limit));
   json out = json::array();
   for (const auto& s : page.items) out.push_back(series_json(s));

@@ -4,6 +4,7 @@
 #include "common/codecs.h"
 #include "common/matrix.h"
 #include "coordinator/report/render.h"
+#include "coordinator/rules/eta.h"
 #include "coordinator/rules/fleet_check.h"
 #include "coordinator/rules/report.h"
 
@@ -27,7 +28,8 @@ Result<http::Response> submit_run(ApiContext& ctx, const http::Request& req, con
   BF_ASSIGN_OR_RETURN(const bool allow_pending, bool_query(m, "allow_pending"));
   BF_ASSIGN_OR_RETURN(const bool dry_run, bool_query(m, "dry_run"));
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
-  BF_ASSIGN_OR_RETURN(const MatrixSpec spec, decode<MatrixSpec>(body));
+  BF_ASSIGN_OR_RETURN(MatrixSpec spec, decode<MatrixSpec>(body));
+  BF_RETURN_IF_ERROR(resolve_models(spec, ctx.catalog));
   BF_ASSIGN_OR_RETURN(const auto jobs, expand_submitted_matrix(ctx, spec));
   BF_ASSIGN_OR_RETURN(const auto agents, ctx.store.agents().list_agents());
   std::vector<AgentDescriptor> fleet;
@@ -69,7 +71,12 @@ Result<http::Response> get_run(ApiContext& ctx, const http::Request& req, const 
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto run, ctx.store.runs().get_run(id));
-  return json_response(bhttp::status::ok, run_json(run), req);
+  nlohmann::json body = run_json(run);
+  if (run.state == "queued" || run.state == "running") {
+    BF_ASSIGN_OR_RETURN(const auto times, ctx.store.runs().mode_times(id));
+    if (const auto left = eta::seconds_left(times)) body["eta_s"] = *left;
+  }
+  return json_response(bhttp::status::ok, body, req);
 }
 
 Result<http::Response> cancel_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {

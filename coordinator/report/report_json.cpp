@@ -190,6 +190,7 @@ void table_json(JsonText& w, const Table& table) {
     w.raw(","), w.key("errors"), w.integer(p.errors);
     w.raw(","), w.key("wrong"), w.integer(p.wrong);
     w.raw(","), w.key("unjudged"), w.integer(p.unjudged);
+    w.raw(","), w.key("unsupported"), w.integer(p.unsupported);
     w.raw(","), w.key("text"), w.string(p.text);
     w.raw("}");
   });

@@ -236,6 +236,10 @@ PassRate pass_rate_of(const Table& table, std::size_t column, const std::string&
   for (const Row& row : table.rows) {
     const Cell& c = row.cells[column];
     if (c.status == kNotRun) continue;
+    if (c.status == to_string(ResultStatus::kUnsupported)) {
+      ++p.unsupported;
+      continue;
+    }
     ++p.attempted;
     if (c.status == kOk) {
       if (c.accuracy == AccuracyVerdict::kPass) {
@@ -269,6 +273,7 @@ PassRate pass_rate_of(const Table& table, std::size_t column, const std::string&
   count(p.errors, "error", "errors");
   count(p.wrong, "wrong", "wrong");
   count(p.unjudged, "not judged", "not judged");
+  count(p.unsupported, "unsupported", "unsupported");
   if (!reasons.empty()) p.text += ": " + joined(reasons);
   return p;
 }

@@ -178,14 +178,15 @@ struct Geomean {
 // Of one compiled mode's latency column: the cells that ran and were judged accurate, and why
 // the others were not, so that an out-of-memory cell does not read as an accuracy failure.
 struct PassRate {
-  std::string column;  // Column::key of the latency column
-  std::string header;  // Column::header of the latency column
-  int passed = 0;      // cells ok with accuracy kPass
-  int attempted = 0;   // cells with a verdict or failed (status other than "not_run")
-  int oom = 0;         // out of memory (oom, oom_implied)
-  int errors = 0;      // failed otherwise: error, timeout, crash, invalid, unsupported, failed
-  int wrong = 0;       // ok but the compiled output is wrong
-  int unjudged = 0;    // ok without a pass or wrong verdict: unchecked, eager nondeterministic
+  std::string column;   // Column::key of the latency column
+  std::string header;   // Column::header of the latency column
+  int passed = 0;       // cells ok with accuracy kPass
+  int attempted = 0;    // cells that ran: with a verdict or failed (not "not_run", not "unsupported")
+  int oom = 0;          // out of memory (oom, oom_implied)
+  int errors = 0;       // failed otherwise: error, timeout, crash, invalid, failed
+  int wrong = 0;        // ok but the compiled output is wrong
+  int unjudged = 0;     // ok without a pass or wrong verdict: unchecked, eager nondeterministic
+  int unsupported = 0;  // judged without running: the build or runtime lacks the mode (not attempted)
   // "Pass rate stable - default: 10/12 (83%)", with the reasons when some did not pass:
   // "Pass rate stable - default: 9/12 (75%): 1 OOM, 1 error, 1 wrong" (percent rounded down).
   std::string text;

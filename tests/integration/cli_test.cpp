@@ -126,6 +126,10 @@ TEST_F(CliTest, ExitCodeSaysTheRunHadFailuresOrWasCancelled) {
     EXPECT_EQ(r.code, cli::kExitRunFailed) << r.err;
     EXPECT_NE(r.out.find("submitted run "), std::string::npos) << r.out;
     EXPECT_NE(r.err.find("crash 2"), std::string::npos) << r.err;
+    // --wait ends with the run's tables on stdout, the crashes in them.
+    const std::size_t table = r.out.find("### CPU (batch size: 8)");
+    EXPECT_NE(table, std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("| crash |", table), std::string::npos) << r.out;
   }
   {
     CliProcess submit(coord_.dir(), {"submit", file, "--wait", "--interval", "0.1"}, env());
@@ -136,6 +140,7 @@ TEST_F(CliTest, ExitCodeSaysTheRunHadFailuresOrWasCancelled) {
     EXPECT_EQ(cancel.out, "cancelled run " + id + ": 4 jobs stopped\n");
     const CliRun r = submit.wait();
     EXPECT_EQ(r.code, cli::kExitRunCancelled) << r.err;
+    EXPECT_NE(r.out.find("(run " + id + ", mean latency in ms)"), std::string::npos) << "the report of what ran";
     EXPECT_NE(r.err.find("run " + id + " cancelled"), std::string::npos) << r.err;
     // Cancelling again is not an error for the server; the CLI says what happened.
     const CliRun again = cli({"cancel", id});
@@ -403,11 +408,12 @@ TEST_F(CliTest, TerminalBarUpdatesInPlaceWithCountsAndEta) {
   EXPECT_EQ(code, cli::kExitOk);
   EXPECT_GE(sleeps, 6);
   const std::string e = err.str();
-  // Frames are redrawn in place; counts grow; the ETA follows the observed rate (10 s a job).
+  // Frames are redrawn in place; counts grow; the ETA is the coordinator's, from the jobs' own
+  // times (milliseconds here: leased and answered at once), not the poll rate (10 s a job).
   EXPECT_NE(e.find("\r\x1b[2Krun " + std::to_string(id) + " [------------------------------] 0/6 0%  ETA --"),
             std::string::npos)
       << e;
-  EXPECT_NE(e.find("2/6 33%  ok 2  ETA 40s"), std::string::npos) << e;
+  EXPECT_NE(e.find("2/6 33%  ok 2  ETA 0s"), std::string::npos) << e;
   EXPECT_NE(e.find("6/6 100%  ok 5 · oom 1"), std::string::npos) << e;
   EXPECT_NE(e.find("[##############################] 6/6 100%"), std::string::npos) << e;
   EXPECT_NE(e.find("\nrun " + std::to_string(id) + " done after 1m00s: 6/6 jobs (ok 5 · oom 1)\n"), std::string::npos)

@@ -61,6 +61,24 @@ TEST(CoordinatorApi, SubmittedRunIsListedWithJobCounts) {
   expect_problem(missing, 404);
 }
 
+TEST(CoordinatorApi, ShortModelNamesAreStoredAsTheirCatalogIdsAndFindTheirSeries) {
+  CoordinatorProcess coord;
+  const json created = coord.submit(matrix({"resnet18", "ViT-Base-Patch16-224"}, {1}, {"eager"}));
+  const json run = coord.get_json("/api/v1/runs/" + std::to_string(created.at("id").get<std::int64_t>()));
+  EXPECT_EQ(run["matrix"]["models"], json({"torchvision/resnet18", "google/vit-base-patch16-224"}));
+
+  auto refused = coord.post("/api/v1/runs", matrix({"50"}, {1}, {"eager"}));
+  expect_problem(refused, 400, "models[0]");
+  EXPECT_NE(refused.body.find("ambiguous model"), std::string::npos) << refused.body;
+  auto typo = coord.post("/api/v1/runs", matrix({"resnet81"}, {1}, {"eager"}));
+  expect_problem(typo, 400, "models[0]");
+  EXPECT_NE(typo.body.find("did you mean \\\"torchvision/resnet18\\\"?"), std::string::npos) << typo.body;
+
+  EXPECT_EQ(coord.get("/api/v1/series?model=resnet18").status, 200u);
+  expect_problem(coord.get("/api/v1/series?model=50"), 400, "query.model");
+  EXPECT_EQ(coord.get("/api/v1/series?model=acme/retired-model").status, 200u) << "looked up as given";
+}
+
 TEST(CoordinatorApi, InvalidMatricesAreRejectedNamingTheField) {
   CoordinatorProcess coord({{"--max-cells", "20"}});
   const json created = coord.submit(small_matrix());

@@ -100,6 +100,40 @@ TEST(Catalog, FindAndIndexOf) {
   EXPECT_EQ(Catalog().find("a/one"), nullptr);
 }
 
+TEST(Catalog, ShortNamesResolveToTheOneIdTheyEnd) {
+  Result<Catalog> c = Catalog::load_file(std::string(BENCHFLEET_SOURCE_DIR) + "/common/catalog/models.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  const auto id = [&](std::string_view given) {
+    auto r = c->resolve_id(given, "models[0]");
+    return r.ok() ? *r : "error: " + r.error().message;
+  };
+  EXPECT_EQ(id("torchvision/resnet18"), "torchvision/resnet18") << "an id is itself";
+  EXPECT_EQ(id("resnet18"), "torchvision/resnet18");
+  EXPECT_EQ(id("ViT-Base-Patch16-224"), "google/vit-base-patch16-224") << "without case";
+  EXPECT_EQ(id("resnet-50"), "microsoft/resnet-50") << "a whole name after the '/' wins over a trailing part";
+  EXPECT_EQ(id("resnet-101"), "facebook/detr-resnet-101") << "a trailing part, unique";
+  EXPECT_EQ(id("GOOGLE/VIT-BASE-PATCH16-224"), "google/vit-base-patch16-224");
+
+  EXPECT_EQ(id("patch16-224"), "google/vit-base-patch16-224") << "BEiT's id goes on after it";
+  const auto ambiguous = c->resolve_id("50", "models[2]");
+  ASSERT_FALSE(ambiguous.ok());
+  EXPECT_EQ(ambiguous.error().field, "models[2]");
+  EXPECT_NE(ambiguous.error().message.find("ambiguous model \"50\""), std::string::npos) << ambiguous.error().message;
+  EXPECT_NE(
+      ambiguous.error().message.find(
+          "it ends 3 catalog ids (facebook/detr-resnet-50, microsoft/resnet-50, microsoft/conditional-detr-resnet-50)"),
+      std::string::npos)
+      << ambiguous.error().message;
+
+  const auto typo = c->resolve_id("resnet81", "models[0]");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.error().message.find("unknown model \"resnet81\""), std::string::npos) << typo.error().message;
+  EXPECT_NE(typo.error().message.find("did you mean \"torchvision/resnet18\"?"), std::string::npos)
+      << typo.error().message;
+  EXPECT_TRUE(c->ids_matching("nothing-like-it").empty());
+  EXPECT_TRUE(c->ids_matching("net18").empty()) << "a part starts at a boundary, not mid-word";
+}
+
 TEST(Catalog, WorkerMappingBecomesJson) {
   Result<Catalog> c = Catalog::parse(std::string(kTwoModels) + R"(    worker:
       input: {shape: [3, 224, 224], dtype: float32}

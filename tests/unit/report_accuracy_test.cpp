@@ -235,6 +235,7 @@ TEST(ReportPassRate, CountsCellsOkAndAccurateOverCellsAttempted) {
       ok(job(kVit, Mode::kMaxAutotune), 7.0, AccuracyVerdict::kPass),
       ok(job(kDetr, Mode::kMaxAutotune), 7.0, AccuracyVerdict::kPass),
       ok(job(kResnet, Mode::kMaxAutotune), 7.0, AccuracyVerdict::kEagerNondeterministic),
+      verdict(job(kBert, Mode::kMaxAutotune), ResultStatus::kUnsupported),
   };
   const Table t = build_report(in).tables[0];
   ASSERT_EQ(t.pass_rates.size(), 2u) << "one per compiled mode: not eager, not torchscript";
@@ -254,7 +255,8 @@ TEST(ReportPassRate, CountsCellsOkAndAccurateOverCellsAttempted) {
   EXPECT_EQ(m.passed, 2);
   EXPECT_EQ(m.attempted, 3);
   EXPECT_EQ(m.unjudged, 1) << "eager nondeterministic";
-  EXPECT_EQ(m.text, "Pass rate stable - max-autotune: 2/3 (66%): 1 not judged") << "rounded down";
+  EXPECT_EQ(m.unsupported, 1) << "counted apart: it never ran, so it is not attempted";
+  EXPECT_EQ(m.text, "Pass rate stable - max-autotune: 2/3 (66%): 1 not judged, 1 unsupported") << "rounded down";
 }
 
 TEST(ReportPassRate, NothingAttemptedReadsAsADash) {
@@ -531,6 +533,7 @@ TEST(ReportRenderers, JsonCarriesEveryNewField) {
                                            {"errors", 0},
                                            {"wrong", 1},
                                            {"unjudged", 0},
+                                           {"unsupported", 0},
                                            {"text", "Pass rate stable - default: 1/2 (50%): 1 wrong"}}}));
 }
 

@@ -266,6 +266,7 @@ TEST(Json, SelfDescribingShape) {
                                            {"errors", 0},
                                            {"wrong", 0},
                                            {"unjudged", 1},
+                                           {"unsupported", 0},
                                            {"text", "Pass rate stable - default: 0/2 (0%): 1 OOM, 1 not judged"}}}));
 }
 
