@@ -27,9 +27,12 @@ export class BatchScalingView {
   constructor({ onSelect }) {
     this.onSelect = onSelect;
     this.controls = h("div", { class: "toolbar scaling-controls", role: "toolbar", "aria-label": "Batch scaling options" });
-    this.canvas = h("canvas", { role: "img" });
+    // The canvas is made only once chart.js has loaded (as the tables' figures are): without
+    // chart.js the section has the note and the numbers, and no empty canvas.
+    this.canvas = null;
+    this.wrap = h("div", { class: "chart-wrap scaling-wrap" });
     this.caption = h("figcaption");
-    this.figure = h("figure", { class: "chart-box chart-scaling" }, h("div", { class: "chart-wrap scaling-wrap" }, this.canvas), this.caption);
+    this.figure = h("figure", { class: "chart-box chart-scaling" }, this.wrap, this.caption);
     this.gaps = h("div", { class: "scaling-gaps" });
     this.numbers = h("div", { class: "table-scroll" });
     this.details = h("details", { class: "scaling-numbers" }, h("summary", null, "Numbers"), this.numbers);
@@ -69,7 +72,7 @@ export class BatchScalingView {
     if (key === this.key) return;  // a poll without news: the DOM stays quiet
     this.key = key;
     this.spec = scalingChartSpec(scaling, stat);
-    this.canvas.setAttribute("aria-label", this.spec.title);
+    this.canvas?.setAttribute("aria-label", this.spec.title);
     this.caption.textContent = `${stat === "median" ? "Median" : "Mean"} latency per call (solid, left axis; lower is better) ` +
       "and throughput = batch × 1000 / latency (dashed, right axis; higher is better). A batch size without a value " +
       "breaks both lines; its marker at the bottom is labelled with why (listed below).";
@@ -146,8 +149,13 @@ export class BatchScalingView {
         this.showUnavailable();
         return;
       }
-      if (this.chart) this.chart.update(this.spec);
-      else this.chart = scalingChart(this.canvas, this.spec);
+      if (this.chart) {
+        this.chart.update(this.spec);
+      } else {
+        this.canvas = h("canvas", { role: "img", "aria-label": this.spec.title });
+        this.wrap.replaceChildren(this.canvas);
+        this.chart = scalingChart(this.canvas, this.spec);
+      }
       this.figure.dataset.drawn = "1";
     }, 0));
   }
