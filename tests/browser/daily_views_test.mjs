@@ -1,10 +1,12 @@
 // What a user at 1400 px sees after a quick-start-like run (stable with torch.compile, unstable
 // eager only), against the real coordinator: the wide run table scrolls in its box with a visible
 // scrollbar, the model column and the header staying put and opaque, the last column reachable;
-// columns empty for every model are left out and named; accurate compiled cells carry a quiet
-// "✓ accurate", eager ones none; the pass rate tells OOM, errors and wrong outputs apart; the
-// detail line gives throughput; the compare table scrolls the same way; the Series link in the
-// top bar and its search; the result page's telemetry with units, never raw floats.
+// columns empty for every model are left out and named, and left out of the table's figures;
+// accurate compiled cells carry a quiet "✓ accurate", eager ones none; the pass rate tells OOM,
+// errors and wrong outputs apart, and counts a mode the build lacks as unsupported, not
+// attempted; the detail line gives throughput; the compare table scrolls the same way; the
+// Series link in the top bar and its search; the result page's telemetry with units, never raw
+// floats.
 import { join } from "node:path";
 import { browserSuite } from "./support/harness.mjs";
 import { Api, Agent, matrix, okResult, oomResult, failureResult } from "./support/fleet.mjs";
@@ -169,6 +171,19 @@ await browserSuite("browser_daily_views", async (t) => {
     t.equal(await note.textContent(), `Hidden, empty for every model: ${hidden.map((c) => c.header).join(", ")}.`, "the note names the hidden columns");
   });
 
+  await t.step("the table's figures leave out the same columns: no row of 'no value' slots for them", async () => {
+    const hiddenKeys = new Set(table.columns.filter((_, c) => table.rows.every((r) => ["not_run", "unavailable"].includes(r.cells[c].status))).map((c) => c.key));
+    const shown = (kind) => table.columns.filter((c) => c.kind === kind && !hiddenKeys.has(c.key)).map((c) => c.header);
+    await page.locator(".report-table .figures[data-drawn]").first().waitFor();
+    const charts = await page.evaluate(() => Object.fromEntries([...document.querySelector(".report-table .figures").querySelectorAll("figure")].map((f) => [
+      [...f.classList].find((x) => x.startsWith("chart-") && x !== "chart-box").slice(6),
+      window.Chart.getChart(f.querySelector("canvas")).data.datasets.map((d) => d.label)])));
+    t.equal(charts.latency, shown("latency_ms"), "latency: the columns the table shows (the unsupported one kept, with its marks)");
+    t.equal(charts.compile, shown("compile_ms"), "compile time: the unstable build's empty column left out");
+    t.equal(charts.improvement, shown("speedup").map((x) => x.replace(/ speedup$/, "")), "improvement: the unstable build's empty speedup left out");
+    t.ok(!charts.compile.some((l) => l.includes("unstable")) && !charts.improvement.some((l) => l.includes("unstable")), `nothing of the unstable build's compiled figures (${JSON.stringify(charts)})`);
+  });
+
   await t.step("accurate compiled cells carry a quiet ✓ accurate; eager cells and inaccurate ones do not", async () => {
     const cells = await page.locator('.report-table td[data-col^="latency/"]').evaluateAll((tds) => tds.map((td) => ({
       col: td.dataset.col, model: td.parentElement.dataset.model, mark: td.querySelector(".acc-pass")?.textContent ?? null,
@@ -210,6 +225,29 @@ await browserSuite("browser_daily_views", async (t) => {
     t.ok(oom[1] !== wrong[1] && oom[2] !== wrong[2] && oom[2] !== error[2], `an OOM does not look like an accuracy failure or an error (${JSON.stringify(looks)})`);
     const reduce = await page.locator('.report-table .pass-rates li[data-column="latency/stable/libtorch/reduce-overhead"]').textContent();
     t.ok(/8\/8 \(100%\)$/.test(reduce), `all passed: no reasons (${reduce})`);
+  });
+
+  await t.step("a mode the build lacks: its pass rate counts the cells unsupported, not attempted, in a neutral look", async () => {
+    const key = "latency/unstable/libtorch/default";
+    const rate = table.pass_rates.find((p) => p.column === key);
+    t.ok(rate, "the report has a pass rate for the unstable build's default mode");
+    t.equal([rate.passed, rate.attempted], [0, 0], "none attempted: unsupported cells never ran");
+    const li = page.locator(`.report-table .pass-rates li[data-column="${key}"]`);
+    const text = await li.textContent();
+    t.ok(text.endsWith(`0/0 (-): ${MODELS.length} unsupported`), `the line names the unsupported cells: ${text}`);
+    if (typeof rate.unsupported === "number") {
+      t.equal(rate.unsupported, MODELS.length, "the report's own count");
+      t.equal(text, rate.text, "the page says what the report says");
+    }
+    const mark = li.locator(".pass-reason");
+    t.equal(await mark.evaluateAll((spans) => spans.map((s) => s.dataset.reason)), ["unsupported"], "one mark, unsupported");
+    t.ok((await mark.getAttribute("title")).includes("not attempted"), "its tooltip says it is not attempted");
+    const look = (sel) => page.locator(sel).first().evaluate((el) => [getComputedStyle(el).color, getComputedStyle(el).backgroundColor]);
+    const [unsupported, wrong, error] = await Promise.all([look(`.report-table .pass-rates li[data-column="${key}"] .pass-reason`),
+      look(".report-table .pass-rates .pr-wrong"), look(".report-table .pass-rates .pr-error")]);
+    const muted = await page.evaluate(() => getComputedStyle(document.querySelector(".report-table .hidden-columns")).color);
+    t.equal(unsupported[0], muted, `muted text, as notes are (${unsupported[0]})`);
+    t.ok(unsupported[1] !== wrong[1] && unsupported[1] !== error[1], `not the look of a failure (${JSON.stringify([unsupported, wrong, error])})`);
   });
 
   await t.step("the detail line of a latency cell gives its throughput", async () => {

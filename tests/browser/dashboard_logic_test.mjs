@@ -12,6 +12,7 @@ import { Poller } from "../../web/js/poll.js";
 import { fmtDuration, fmtCount, fmtFigure, fmtMiB, fmtCv, fmtThroughput, fmtTelemetry } from "../../web/js/format.js";
 import { hiddenColumns, passRateParts, cellThroughput, cellTooltip } from "../../web/js/views/report_table.js";
 import { seriesMatches } from "../../web/js/views/series.js";
+import { chartSpecs } from "../../web/js/views/table_charts.js";
 
 test("routes: every view parses and formats back to the same hash", () => {
   const cases = [
@@ -325,25 +326,71 @@ test("hiddenColumns: a finished table leaves out the columns empty for every mod
   assert.deepEqual(hiddenColumns({ ...table, rows: [] }), [], "no rows: nothing to judge");
 });
 
-test("passRateParts: OOM, errors, wrong and unjudged apart, from the report or counted from the column", () => {
+test("chartSpecs: the columns the table leaves out are left out of its figures too", () => {
+  const lat = (build, mode) => ({ key: `latency/${build}/libtorch/${mode}`, kind: "latency_ms", header: `${build} ${mode}`, build, runtime: "libtorch", mode });
+  const other = (kind, prefix, build) => ({ key: `${prefix}/${build}/libtorch/default`, kind, header: `${build} default ${prefix}`, build, runtime: "libtorch", mode: "default" });
+  const table = {
+    title: "a100 · batch 1", gpu: "a100", batch: 1,
+    columns: [lat("stable", "eager"), lat("stable", "default"), lat("unstable", "eager"), lat("unstable", "default"),
+      other("speedup", "speedup", "stable"), other("speedup", "speedup", "unstable"),
+      other("compile_ms", "compile", "stable"), other("compile_ms", "compile", "unstable")],
+    rows: ["m1", "m2"].map((model, i) => ({
+      model, label: `Task/${model}`,
+      cells: [c("ok", { value: 4 + i }), c("ok", { value: 3 + i }), c("ok", { value: 5 + i }), c("unsupported"),
+        c("ok", { value: 1.3 }), c("unavailable"), c("ok", { value: 70000 }), c("unavailable")],
+    })),
+  };
+  const hidden = hiddenColumns(table);
+  assert.deepEqual(hidden.map((i) => table.columns[i].key), ["speedup/unstable/libtorch/default", "compile/unstable/libtorch/default"],
+    "the fixture: the unstable build's speedup and compile columns are empty; its unsupported latency column says something");
+  const all = chartSpecs(table, table.rows, "mean");
+  assert.deepEqual(all.improvement.datasets.map((d) => d.label), ["stable default", "unstable default"], "without hidden: every column");
+  assert.deepEqual(all.compile.datasets[1].gaps, ["unavailable", "unavailable"], "drawn as a row of gaps");
+  const specs = chartSpecs(table, table.rows, "mean", { hidden });
+  assert.deepEqual(specs.latency.datasets.map((d) => d.label), ["stable eager", "stable default", "unstable eager", "unstable default"],
+    "latency: every column the table shows (the unsupported one with its gaps)");
+  assert.deepEqual(specs.latency.datasets[3].gaps, ["unsupported", "unsupported"]);
+  assert.deepEqual(specs.improvement.datasets.map((d) => d.label), ["stable default"], "improvement: the hidden speedup column left out");
+  assert.deepEqual(specs.compile.datasets.map((d) => d.label), ["stable default compile"], "compile: the hidden compile column left out");
+  assert.deepEqual(specs.latency.datasets.map((d) => d.color), all.latency.datasets.map((d) => d.color), "colours unchanged");
+  assert.equal(specs.compile.datasets[0].color, all.compile.datasets[0].color, "a kept series keeps its colour");
+  const onlyStable = { ...table, columns: table.columns.slice(0, 6), rows: table.rows.map((r) => ({ ...r, cells: r.cells.slice(0, 6) })) };
+  assert.equal(chartSpecs(onlyStable, onlyStable.rows, "mean", { hidden: [4, 5] }).improvement, null, "every speedup column hidden: no improvement figure");
+});
+
+test("passRateParts: OOM, errors, wrong, unjudged and unsupported apart, from the report or counted from the column", () => {
   const key = "latency/stable/libtorch/default";
   const table = {
     columns: [col("latency/stable/libtorch/eager", "latency_ms"), col(key, "latency_ms")],
     rows: [
       ["ok", "pass"], ["ok", "pass"], ["oom"], ["oom_implied"], ["error"], ["timeout"], ["ok", "wrong"], ["ok", "unchecked"], ["not_run"],
+      ["unsupported"],
     ].map(([status, accuracy], i) => ({ model: `m${i}`, cells: [c("ok"), c(status, accuracy ? { accuracy } : {})] })),
   };
   const old = { column: key, passed: 2, attempted: 8, text: "Pass rate stable (torch 2.5.1) - default: 2/8 (25%)" };
   const derived = passRateParts(old, table);
   assert.equal(derived.base, old.text);
-  assert.deepEqual(derived.reasons.map((r) => r.text), ["2 OOM", "2 errors", "1 wrong", "1 not judged"]);
-  assert.deepEqual(derived.reasons.map((r) => r.kind), ["oom", "error", "wrong", "unjudged"]);
+  assert.deepEqual(derived.reasons.map((r) => r.text), ["2 OOM", "2 errors", "1 wrong", "1 not judged", "1 unsupported"],
+    "the report's rule: an unsupported cell is counted apart, not as an error (it was not attempted)");
+  assert.deepEqual(derived.reasons.map((r) => r.kind), ["oom", "error", "wrong", "unjudged", "unsupported"]);
+  const attempted = derived.reasons.filter((r) => r.kind !== "unsupported").reduce((n, r) => n + r.n, old.passed);
+  assert.equal(attempted, old.attempted, "passed and the failure reasons add up to the attempted cells");
   const served = { ...old, oom: 1, errors: 0, wrong: 1, unjudged: 0, text: `${old.text}: 1 OOM, 1 wrong` };
   const parts = passRateParts(served, table);
   assert.equal(parts.base, old.text, "the report's reasons are not repeated");
   assert.deepEqual(parts.reasons.map((r) => r.text), ["1 OOM", "1 wrong"], "the report's counts win over the cells");
   const none = passRateParts({ column: key, passed: 0, attempted: 0, oom: 0, errors: 0, wrong: 0, unjudged: 0, text: "Pass rate x (a) - default: 0/0 (-)" }, table);
   assert.deepEqual(none, { base: "Pass rate x (a) - default: 0/0 (-)", reasons: [] });
+  const unsupported = passRateParts({ column: key, passed: 0, attempted: 0, oom: 0, errors: 0, wrong: 0, unjudged: 0, unsupported: 8,
+    text: "Pass rate bookworm - default: 0/0 (-): 8 unsupported" }, table);
+  assert.deepEqual(unsupported, { base: "Pass rate bookworm - default: 0/0 (-)", reasons: [{ kind: "unsupported", n: 8, text: "8 unsupported" }] },
+    "nothing attempted: the rate is '-' and the cells are named unsupported");
+  const mixed = passRateParts({ column: key, passed: 2, attempted: 3, oom: 0, errors: 0, wrong: 0, unjudged: 1, unsupported: 1,
+    text: "Pass rate stable - max-autotune: 2/3 (66%): 1 not judged, 1 unsupported" }, table);
+  assert.equal(mixed.base, "Pass rate stable - max-autotune: 2/3 (66%)");
+  assert.deepEqual(mixed.reasons.map((r) => r.text), ["1 not judged", "1 unsupported"], "in the report's order");
+  const before = passRateParts({ ...served, unsupported: undefined }, table);
+  assert.deepEqual(before.reasons.map((r) => r.text), ["1 OOM", "1 wrong"], "a report before the unsupported count: none named");
 });
 
 test("cellThroughput and the latency tooltip: samples/s from the report, else batch x 1000 / ms", () => {

@@ -98,7 +98,7 @@ export class ReportTableView {
     const focused = document.activeElement?.closest?.("td, th");
     if (focused && this.table.tBodies[0].contains(focused)) this.showDetail(focused);  // live values
     const visible = needle ? table.rows.filter((_, r) => !body.rows[r].hidden) : table.rows;
-    this.charts.render(table, visible, stat);
+    this.charts.render(table, visible, stat, { hidden: [...hidden] });
   }
 
   build(table) {
@@ -279,17 +279,21 @@ export function hiddenColumns(table, { final = true } = {}) {
 
 // A pass rate apart: {base: "Pass rate stable - default: 10/12 (83%)", reasons: [{kind, n,
 // text}]} with why the others did not pass (OOM, errors, wrong outputs, not judged), so that an
-// OOM does not read as an accuracy failure. The counts are the report's (oom, errors, wrong,
-// unjudged); a report without them has them counted from the table's column, as the report does.
+// OOM does not read as an accuracy failure, and the cells judged without running (unsupported:
+// the build or runtime lacks the mode), which are not attempted and are no failure. The counts
+// are the report's (oom, errors, wrong, unjudged, unsupported); a report without them has them
+// counted from the table's column, as the report does.
 export function passRateParts(rate, table) {
   let counts = rate;
   if (typeof rate.oom !== "number") {
-    counts = { oom: 0, errors: 0, wrong: 0, unjudged: 0 };
+    counts = { oom: 0, errors: 0, wrong: 0, unjudged: 0, unsupported: 0 };
     const c = table.columns.findIndex((col) => col.key === rate.column);
     for (const row of c < 0 ? [] : table.rows) {
       const cell = row.cells[c];
       if (cell.status === "not_run") continue;
-      if (cell.status === "ok") {
+      if (cell.status === "unsupported") {
+        counts.unsupported++;
+      } else if (cell.status === "ok") {
         if (cell.accuracy === "wrong") counts.wrong++;
         else if (cell.accuracy !== "pass") counts.unjudged++;
       } else if (cell.status === "oom" || cell.status === "oom_implied") {
@@ -308,13 +312,23 @@ export function passRateParts(rate, table) {
   add("error", counts.errors ?? 0, "error", "errors");
   add("wrong", counts.wrong ?? 0, "wrong", "wrong");
   add("unjudged", counts.unjudged ?? 0, "not judged", "not judged");
+  add("unsupported", counts.unsupported ?? 0, "unsupported", "unsupported");
   return { base, reasons };
 }
+
+// What each reason means, in its tooltip.
+const REASON_TITLES = {
+  oom: "out of GPU memory: not an accuracy failure",
+  error: "failed to run (error, timeout, crash, invalid or attempts exhausted)",
+  wrong: "ran, but its output is further from the reference than eager allows",
+  unjudged: "ran, without an accuracy verdict",
+  unsupported: "the build or runtime lacks this mode: judged without running, so not attempted and no failure",
+};
 
 // A pass-rate line: the base, then each reason in its own look (an OOM is not an accuracy failure).
 function passRateLine({ base, reasons }) {
   if (!reasons.length) return [base];
   const items = reasons.flatMap((r, i) => [i ? ", " : null,
-    h("span", { class: `pass-reason pr-${r.kind}`, dataset: { reason: r.kind, count: r.n } }, r.text)]);
+    h("span", { class: `pass-reason pr-${r.kind}`, dataset: { reason: r.kind, count: r.n }, title: REASON_TITLES[r.kind] }, r.text)]);
   return [base, ": ", ...items];
 }

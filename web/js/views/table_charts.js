@@ -1,7 +1,9 @@
 // The figures under a comparison table, like the seeds': latency per model for eager and each
 // compiled mode, the percentage improvement of each compiled mode over eager, and beside the
 // latency the compile time of each compiled mode. Cells without a value (OOM, error, not run...)
-// are marked gaps with their label, never zeros.
+// are marked gaps with their label, never zeros. Columns the table leaves out (empty for every
+// model, report_table.js hiddenColumns) are left out of the figures too, not drawn as a row of
+// gaps.
 import { h } from "../dom.js";
 import { barChart, loadCharts, seriesColor } from "../charts.js";
 import { improvementPercent } from "../analysis.js";
@@ -15,7 +17,7 @@ export class TableCharts {
     this.improvement = null;
     this.compile = null;
     this.key = "";
-    this.pending = null;    // the latest {table, rows, stat} not drawn yet
+    this.pending = null;    // the latest {table, rows, stat, hidden} not drawn yet
     this.visible = eager;   // near the viewport: charts are drawn only then, after the tables
     this.scheduled = false;
     this.observer = new IntersectionObserver((entries) => {
@@ -28,10 +30,11 @@ export class TableCharts {
   }
 
   // Charts follow the table: drawn in a later frame (the table paints first) once near the
-  // viewport; charts already drawn are updated in place at once.
-  render(table, rows, stat) {
-    this.pending = { table, rows, stat };
-    if (this.latency && this.key === tableKey(table)) this.flush();
+  // viewport; charts already drawn are updated in place at once. `hidden`: the indices into
+  // table.columns of the columns the table leaves out.
+  render(table, rows, stat, { hidden = [] } = {}) {
+    this.pending = { table, rows, stat, hidden };
+    if (this.latency && this.key === figuresKey(table, hidden)) this.flush();
     else if (this.visible) this.schedule();
   }
 
@@ -55,10 +58,11 @@ export class TableCharts {
 
   flush() {
     if (!this.pending || !this.el.isConnected) return;
-    const { table, rows, stat } = this.pending;
+    const { table, rows, stat, hidden } = this.pending;
     this.pending = null;
-    const specs = chartSpecs(table, rows, stat);
-    const key = tableKey(table);
+    const specs = chartSpecs(table, rows, stat, { hidden });
+    // Another table or other columns (a run that ended leaves its empty ones out): new figures.
+    const key = figuresKey(table, hidden);
     if (!this.latency || this.key !== key) {
       this.destroyCharts();
       this.el.replaceChildren();
@@ -95,19 +99,26 @@ export class TableCharts {
   }
 }
 
-function tableKey(table) { return `${table.gpu}/${table.batch}/${table.dtype ?? "float32"}`; }
+function figuresKey(table, hidden) {
+  return `${table.gpu}/${table.batch}/${table.dtype ?? "float32"}#${[...hidden].sort((a, b) => a - b).join(",")}`;
+}
 
 // chart specs for one table: {latency, compile (null without compile columns), improvement (null
-// without speedup columns)}.
-export function chartSpecs(table, rows, stat) {
+// without speedup columns)}. `hidden`: indices into table.columns of columns left out (the
+// table's hiddenColumns); a compile or speedup kind with all its columns hidden has no figure.
+export function chartSpecs(table, rows, stat, { hidden = [] } = {}) {
   const labels = rows.map((r) => shortLabel(r.label));
   const fullLabels = rows.map((r) => r.label);
   const idx = new Map(table.columns.map((c, i) => [c.key, i]));
-  const latencyCols = table.columns.filter((c) => c.kind === "latency_ms");
-  const speedupCols = table.columns.filter((c) => c.kind === "speedup");
-  const compileCols = table.columns.filter((c) => c.kind === "compile_ms");
+  const left = new Set(hidden);
+  const shown = table.columns.filter((_, i) => !left.has(i));
+  const latencyCols = shown.filter((c) => c.kind === "latency_ms");
+  const speedupCols = shown.filter((c) => c.kind === "speedup");
+  const compileCols = shown.filter((c) => c.kind === "compile_ms");
 
-  const colorOf = new Map(latencyCols.map((c, i) => [`${c.build}/${c.runtime}/${c.mode}`, seriesColor(i, c.mode === "eager")]));
+  // Colours by the table's every latency column: a series keeps its colour when others are left out.
+  const colorOf = new Map(table.columns.filter((c) => c.kind === "latency_ms")
+    .map((c, i) => [`${c.build}/${c.runtime}/${c.mode}`, seriesColor(i, c.mode === "eager")]));
   const gapLabel = (cell) => (cell.status === "ok" ? null : cell.status === "not_run" ? "not run" : cell.text);
   const latency = {
     title: `${table.title}: ${stat} latency (ms)`,
