@@ -136,6 +136,11 @@ export class Api {
   // `action`: "pause" or "resume".
   scheduleAction(id, action) { return this.send("POST", `schedules/${id}/${action}`); }
   deleteSchedule(id) { return this.send("DELETE", `schedules/${id}`); }
+  // A schedule's latest `limit` runs (oldest first), per build · runtime · compiled mode: geomean
+  // speedup vs eager, pass rate, median compile time, memory ratio; `stat`: "mean" or "median".
+  scheduleSummary(id, { limit = 30, stat = "mean" } = {}) {
+    return this.getJson(`schedules/${id}/summary?limit=${limit}&stat=${stat}`);
+  }
   // `query`: history.js seriesQuery(...).
   seriesList(query) { return this.getJson(`series?${query}`); }
   // One series with a page of its points (after point `afterPoint`) and its latest regressions.

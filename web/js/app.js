@@ -13,11 +13,15 @@ import { NotFoundView } from "./views/notfound.js";
 import { SchedulesView } from "./views/schedules.js";
 import { SeriesView } from "./views/series.js";
 import { RegressionsView } from "./views/regressions.js";
+import { BuildSummaryView } from "./views/build_summary.js";
 
 const VIEWS = {
   runs: RunsView, run: RunView, compare: CompareView, result: ResultView, agents: AgentsView,
-  schedules: SchedulesView, series: SeriesView, regressions: RegressionsView, notfound: NotFoundView,
+  schedules: SchedulesView, schedule_summary: BuildSummaryView, series: SeriesView, regressions: RegressionsView,
+  notfound: NotFoundView,
 };
+// A page under a top-bar entry that is not its own: it marks that entry as the current one.
+const NAV_PARENT = { run: "runs", schedule_summary: "schedules" };
 const PROBE_MS = 2000;
 
 const root = document.getElementById("view");
@@ -88,7 +92,7 @@ function askWriteToken(text) {
 function onRoute() {
   const route = parseRoute(location.hash);
   for (const link of document.querySelectorAll("[data-nav]")) {
-    const active = link.dataset.nav === route.view || (link.dataset.nav === "runs" && route.view === "run");
+    const active = link.dataset.nav === route.view || link.dataset.nav === NAV_PARENT[route.view];
     if (active) link.setAttribute("aria-current", "page"); else link.removeAttribute("aria-current");
   }
   if (current && current.route.view === route.view && current.route.id === route.id && current.view.update) {

@@ -9,6 +9,9 @@
 //   #/results/12                   one result
 //   #/agents                       the fleet
 //   #/schedules                    recurring matrices
+//   #/schedules/3/summary?stat=median&limit=90
+//                                  one schedule's build summary: per run, per build · runtime ·
+//                                  compiled mode, speedup, pass rate, compile time, memory ratio
 //   #/series/7                     one series: trend chart, points, its regressions
 //   #/series?model=m&gpu=a100&dtype=float32&batch=1&mode=eager&runtime=libtorch&build=stable
 //                                  series matching a filter; a full key goes to its series
@@ -26,13 +29,14 @@ const VIEWS = [
   { view: "result", pattern: /^\/results\/(\d+)$/, path: (id) => `/results/${id}` },
   { view: "agents", pattern: /^\/agents$/, path: () => "/agents" },
   { view: "schedules", pattern: /^\/schedules$/, path: () => "/schedules" },
+  { view: "schedule_summary", pattern: /^\/schedules\/(\d+)\/summary$/, path: (id) => `/schedules/${id}/summary` },
   { view: "series", pattern: /^\/series(?:\/(\d+))?$/, path: (id) => (id === null ? "/series" : `/series/${id}`) },
   { view: "regressions", pattern: /^\/regressions$/, path: () => "/regressions" },
 ];
 
 // Query keys in the order they are written, so equal states give equal URLs.
 const PARAM_ORDER = ["a", "b", "model", "gpu", "dtype", "batch", "mode", "runtime", "build", "stat", "flagged", "q",
-  "status", "state", "direction", "series", "before", "after"];
+  "status", "state", "direction", "series", "before", "after", "limit"];
 
 export function parseRoute(hash) {
   const raw = (hash || "").replace(/^#/, "") || "/runs";

@@ -1,6 +1,7 @@
 // Schedules: recurring matrices the coordinator runs when due (cron, UTC). Name, cron, state,
-// next due time, the last run it created, runs and missed due times, with pause / resume and
-// delete (operator token; delete asks to confirm with a second click). Refreshes every 30 s.
+// next due time, the last run it created, runs and missed due times, a link to its build summary,
+// with pause / resume and delete (operator token; delete asks to confirm with a second click).
+// Refreshes every 30 s.
 import { h, fill } from "../dom.js";
 import { fmtTime, fmtUntil } from "../format.js";
 import { gridNav, focusedCell, refocusCell } from "../grid_nav.js";
@@ -82,7 +83,9 @@ export class SchedulesView {
       this.act(s, "delete", del, message);
     });
     return h("tr", { dataset: { schedule: s.id, enabled: String(s.enabled) } },
-      h("th", { scope: "row" }, h("b", null, s.name), ` #${s.id}`, size ? [h("br"), h("small", null, size)] : null),
+      h("th", { scope: "row" }, h("b", null, s.name), ` #${s.id} · `,
+        h("a", { class: "summary-link", href: `#/schedules/${s.id}/summary`, title: `Build summary of ${s.name}: speedup, pass rate, compile time and memory per run` }, "Summary"),
+        size ? [h("br"), h("small", null, size)] : null),
       h("td", { class: "mono" }, s.cron),
       h("td", null, h("span", { class: `badge ${s.enabled ? "b-online" : "b-draining"}` }, s.enabled ? "enabled" : "paused")),
       h("td", { title: s.next_due_at ?? "" }, s.next_due_at ? [fmtTime(s.next_due_at), h("br"), h("small", null, fmtUntil(s.next_due_at))] : "— (paused)"),
