@@ -115,6 +115,8 @@ void register_routes(http::Router& r, ApiContext& ctx) {
   r.add(verb::post, "/api/v1/schedules", "schedules.create", offload(ctx, create_schedule), admit(op, kDocumentBody));
   r.add(verb::get, "/api/v1/schedules", "schedules.list", offload(ctx, list_schedules), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/schedules/{id}", "schedules.get", offload(ctx, get_schedule), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/schedules/{id}/summary", "schedules.summary", offload(ctx, schedule_summary),
+        admit(reader, kNoBody));
   r.add(verb::post, "/api/v1/schedules/{id}/pause", "schedules.pause", offload(ctx, pause_schedule),
         admit(op, kControlBody));
   r.add(verb::post, "/api/v1/schedules/{id}/resume", "schedules.resume", offload(ctx, resume_schedule),

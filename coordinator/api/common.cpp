@@ -104,6 +104,20 @@ Result<nlohmann::json> json_body(const ApiContext& ctx, const http::Request& req
   return parse_json(req.body(), ctx.config.max_json_depth);
 }
 
+Result<report::Report> report_of_run(ApiContext& ctx, const store::RunInfo& run, report::Stat stat,
+                                     bool exclude_flagged) {
+  BF_ASSIGN_OR_RETURN(auto cells, ctx.store.results().report_cells(run.id));
+  report::ReportInput input;
+  input.run_id = run.id;
+  input.run_name = run.name;
+  input.matrix = run.spec;
+  for (const auto& model : ctx.catalog.models()) input.labels.push_back({model.id, model.display_name()});
+  input.cells = std::move(cells);
+  input.stat = stat;
+  input.exclude_flagged = exclude_flagged;
+  return report::build_report(input);
+}
+
 Result<std::vector<JobSpec>> expand_submitted_matrix(const ApiContext& ctx, const MatrixSpec& spec) {
   constexpr std::size_t kMaxWalkBatches = 64;
   if (spec.shape_walk && spec.batch_sizes.size() > kMaxWalkBatches) {

@@ -15,6 +15,8 @@
 #include "common/time_format.h"
 #include "coordinator/api/api.h"
 #include "coordinator/api/query_params.h"
+#include "coordinator/rules/report.h"
+#include "coordinator/store/run_types.h"
 
 namespace benchfleet::api {
 
@@ -40,6 +42,11 @@ std::string compose_agent_token(std::int64_t agent_id, const std::string& secret
 // The body parsed as JSON (whatever the content type says), refusing nesting beyond the
 // configured depth.
 Result<nlohmann::json> json_body(const ApiContext& ctx, const http::Request& req);
+
+// The comparison tables of a run (report::build_report over its stored cells, labelled from the
+// catalog).
+Result<report::Report> report_of_run(ApiContext& ctx, const store::RunInfo& run, report::Stat stat,
+                                     bool exclude_flagged);
 
 // The jobs a submitted matrix (a run's, or a schedule's) expands to against the catalog and
 // max_cells, refusing a shape-walk matrix with more batch sizes than a lease carries (64: agents

@@ -37,6 +37,7 @@ Result<http::Response> approve_agent(ApiContext& ctx, const http::Request& req, 
 Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> list_schedules(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> get_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> schedule_summary(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> pause_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> resume_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> delete_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);

@@ -6,6 +6,7 @@
 #include "coordinator/api/handlers.h"
 #include "coordinator/api/history_json.h"
 #include "coordinator/api/history_requests.h"
+#include "coordinator/rules/build_summary.h"
 
 namespace benchfleet::api {
 namespace {
@@ -77,6 +78,63 @@ Result<http::Response> get_schedule(ApiContext& ctx, const http::Request& req, c
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.history().get_schedule(id));
   return schedule_response(bhttp::status::ok, schedule, req);
+}
+
+namespace {
+
+json or_null(const std::optional<double>& v) { return v ? json(*v) : json(); }
+
+json mode_summary_json(const summary::ModeSummary& s) {
+  return {{"key", s.key},
+          {"build", s.build},
+          {"runtime", to_string(s.runtime)},
+          {"mode", to_string(s.mode)},
+          {"torch_versions", s.torch_versions},
+          {"geomean_speedup", or_null(s.geomean_speedup)},
+          {"speedup_covered", s.speedup_covered},
+          {"speedup_total", s.speedup_total},
+          {"passed", s.passed},
+          {"attempted", s.attempted},
+          {"pass_rate", or_null(s.pass_rate)},
+          {"oom", s.oom},
+          {"errors", s.errors},
+          {"wrong", s.wrong},
+          {"unsupported", s.unsupported},
+          {"compile_ms_median", or_null(s.compile_ms_median)},
+          {"memory_ratio_geomean", or_null(s.memory_ratio_geomean)}};
+}
+
+}  // namespace
+
+// Per run of the schedule (its latest `limit`, oldest first), per compiled (build, runtime,
+// mode): geomean speedup, pass rate, compile time and memory ratio over the run's tables. Each
+// run's report is built as GET /runs/{id}/report builds it.
+Result<http::Response> schedule_summary(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  BF_RETURN_IF_ERROR(require_reader(ctx, req));
+  BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
+  BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 200));
+  const auto stat = report::parse_stat(str_query(m, "stat").value_or("mean"));
+  if (!stat) return Error::invalid("query.stat", "must be mean or median");
+  BF_ASSIGN_OR_RETURN(const auto schedule_and_runs,
+                      ctx.store.history().schedule_runs(id, static_cast<int>(limit.value_or(30))));
+  const auto& [schedule, run_ids] = schedule_and_runs;
+  json runs = json::array();
+  for (auto it = run_ids.rbegin(); it != run_ids.rend(); ++it) {
+    BF_ASSIGN_OR_RETURN(const auto run, ctx.store.runs().get_run(*it));
+    BF_ASSIGN_OR_RETURN(const report::Report built, report_of_run(ctx, run, *stat, false));
+    json columns = json::array();
+    for (const summary::ModeSummary& s : summary::summarize(built)) columns.push_back(mode_summary_json(s));
+    runs.push_back({{"run_id", run.id},
+                    {"name", run.name},
+                    {"created_at", format_time(run.created_at)},
+                    {"state", run.state},
+                    {"columns", std::move(columns)}});
+  }
+  return json_response(bhttp::status::ok,
+                       {{"schedule", {{"id", schedule.id}, {"name", schedule.name}}},
+                        {"stat", report::to_string(*stat)},
+                        {"runs", std::move(runs)}},
+                       req);
 }
 
 Result<http::Response> pause_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {

@@ -169,16 +169,8 @@ Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, con
   }
 
   BF_ASSIGN_OR_RETURN(const auto run, ctx.store.runs().get_run(id));
-  BF_ASSIGN_OR_RETURN(auto cells, ctx.store.results().report_cells(id));
-  report::ReportInput input;
-  input.run_id = run.id;
-  input.run_name = run.name;
-  input.matrix = run.spec;
-  for (const auto& model : ctx.catalog.models()) input.labels.push_back({model.id, model.display_name()});
-  input.cells = std::move(cells);
-  input.stat = *stat;
-  input.exclude_flagged = exclude_flagged.value_or("false") == "true";
-  const report::Report built = report::build_report(input);
+  BF_ASSIGN_OR_RETURN(const report::Report built,
+                      report_of_run(ctx, run, *stat, exclude_flagged.value_or("false") == "true"));
 
   if (format == "md") {
     return http::text_response(bhttp::status::ok, report::render_markdown(built), req, "text/markdown; charset=utf-8");

@@ -103,6 +103,23 @@ Result<ScheduleInfo> HistoryStore::get_schedule(std::int64_t schedule_id) {
   return core_.group.run([&]() -> Result<ScheduleInfo> { return schedule_info_locked(schedule_id); });
 }
 
+Result<std::pair<ScheduleInfo, std::vector<std::int64_t>>> HistoryStore::schedule_runs(std::int64_t schedule_id,
+                                                                                       int limit) {
+  return core_.group.run([&]() -> Result<std::pair<ScheduleInfo, std::vector<std::int64_t>>> {
+    BF_ASSIGN_OR_RETURN(ScheduleInfo info, schedule_info_locked(schedule_id));
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT id FROM runs WHERE schedule_id = ?"
+                                                  " ORDER BY schedule_due_at DESC LIMIT ?"));
+    s->bind(1, schedule_id).bind(2, limit);
+    std::vector<std::int64_t> ids;
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, s->step());
+      if (!row) break;
+      ids.push_back(s->int64(0));
+    }
+    return std::make_pair(std::move(info), std::move(ids));
+  });
+}
+
 Result<ScheduleInfo> HistoryStore::set_schedule_enabled(std::int64_t schedule_id, bool enabled) {
   return core_.group.run([&]() -> Result<ScheduleInfo> {
     BF_ASSIGN_OR_RETURN(ScheduleInfo info, schedule_info_locked(schedule_id));

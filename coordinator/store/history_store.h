@@ -35,6 +35,9 @@ class HistoryStore {
   Result<ScheduleInfo> create_schedule(const MatrixSpec& spec, const std::string& cron, bool enabled);
   Result<std::vector<ScheduleInfo>> list_schedules();
   Result<ScheduleInfo> get_schedule(std::int64_t schedule_id);
+  // The schedule (as get_schedule) and the ids of its latest `limit` runs, newest due time first
+  // (runs_schedule_due). kNotFound when the schedule does not exist.
+  Result<std::pair<ScheduleInfo, std::vector<std::int64_t>>> schedule_runs(std::int64_t schedule_id, int limit);
   // Pause (false) or resume (true). Resuming skips the due times that passed while paused
   // (counted in `missed`): the next due time is cron's first after now.
   Result<ScheduleInfo> set_schedule_enabled(std::int64_t schedule_id, bool enabled);

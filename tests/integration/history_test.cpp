@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <string>
@@ -205,10 +206,10 @@ class Coordinator {
 
 class Agent {
  public:
-  explicit Agent(Coordinator& c) : c_(c) {
+  explicit Agent(Coordinator& c, const std::vector<std::string>& modes = {"eager"}) : c_(c) {
     const auto res =
-        c.post("/api/v1/agents/enroll",
-               FakeAgent::descriptor("nightly-box", {{"gpu0", "a100"}}, {{"nightly", {"eager"}}}), kEnrollment);
+        c.post("/api/v1/agents/enroll", FakeAgent::descriptor("nightly-box", {{"gpu0", "a100"}}, {{"nightly", modes}}),
+               kEnrollment);
     if (res.status != 201) throw std::runtime_error("enrolment answered " + res.body);
     const json body = json::parse(res.body);
     id_ = body["agent_id"];
@@ -216,24 +217,27 @@ class Agent {
   }
 
   // Leases the one job there is and posts an ok result of `samples` recorded by torch
-  // `version`. Returns the milliseconds the result POST took.
-  double run_job(const std::string& version, const std::vector<double>& samples) {
+  // `version` (with `extra` members: a compiled mode's export time and accuracy). Returns the
+  // milliseconds the result POST took.
+  double run_job(const std::string& version, const std::vector<double>& samples,
+                 const std::function<json(const json& spec)>& extra = nullptr) {
     const auto lease =
         c_.post("/api/v1/agents/" + std::to_string(id_) + "/lease", {{"slot", "gpu0"}, {"wait_s", 5}}, token_);
     if (lease.status != 200) throw std::runtime_error("lease answered " + lease.body);
     const json job = json::parse(lease.body)["job"];
     if (!job.is_object()) throw std::runtime_error("no job to lease for torch " + version);
-    const json result = {{"status", "ok"},
-                         {"stats", compute_statistics(samples)},
-                         {"samples_ms", samples},
-                         {"first_call_ms", 250.5},
-                         {"stop_reason", "max_time"},
-                         {"memory", {{"peak_allocated_bytes", 123456789}}},
-                         {"environment",
-                          {{"torch_version", version},
-                           {"torch_git", "git" + version.substr(version.size() - 2)},
-                           {"gpu_name", "Fake A100"}}},
-                         {"telemetry", {{"temperature_c", 41}}}};
+    json result = {{"status", "ok"},
+                   {"stats", compute_statistics(samples)},
+                   {"samples_ms", samples},
+                   {"first_call_ms", 250.5},
+                   {"stop_reason", "max_time"},
+                   {"memory", {{"peak_allocated_bytes", 123456789}}},
+                   {"environment",
+                    {{"torch_version", version},
+                     {"torch_git", "git" + version.substr(version.size() - 2)},
+                     {"gpu_name", "Fake A100"}}},
+                   {"telemetry", {{"temperature_c", 41}}}};
+    if (extra) result.update(extra(job["spec"]));
     const auto t0 = std::chrono::steady_clock::now();
     const auto posted =
         c_.post("/api/v1/jobs/" + std::to_string(job["id"].get<std::int64_t>()) + "/result",
@@ -438,6 +442,72 @@ TEST(History, NightlyScheduleFiresOnceAndAStepBecomesOneRegressionAlertedOnce) {
   EXPECT_EQ(coord.get(schedule_url).status, 404u);
   EXPECT_EQ(run_count(coord), 9);
   EXPECT_EQ(receiver.received().size(), 1u) << "still one webhook POST";
+}
+
+// GET /schedules/{id}/summary: per night's run, oldest first, the compiled mode's geomean speedup,
+// pass rate, compile time and memory ratio, as each run's report has them.
+TEST(History, TheScheduleSummaryFollowsEachNightsBuild) {
+  Coordinator coord({});
+  coord.start();
+  json matrix = one_cell_matrix("nightly");
+  matrix["modes"] = {"eager", "default"};
+  const auto created = coord.post("/api/v1/schedules", {{"cron", "0 2 * * *"}, {"matrix", matrix}});
+  ASSERT_EQ(created.status, 201u) << created.body;
+  const json schedule = json::parse(created.body);
+  const std::string url = schedule["url"];
+  const auto first_due = parse_time(schedule["next_due_at"].get<std::string>());
+  ASSERT_TRUE(first_due.has_value());
+  EXPECT_EQ(coord.get_json(url + "/summary")["runs"], json::array()) << "no night yet";
+
+  Agent agent(coord, {"eager", "default"});
+  // Night n: eager 10 ms; default 5 ms, then 4 ms (speedup 2, then 2.5); the export 20 s, then 30 s.
+  for (int night = 1; night <= 2; ++night) {
+    coord.set_clock(*first_due + (night - 1) * kDayMs + 30'000);
+    ASSERT_TRUE(eventually([&] { return run_count(coord) == night; }, 10s)) << "night " << night;
+    for (int job = 0; job < 2; ++job) {
+      std::string mode;
+      agent.run_job(nightly(night), samples_around(job == 0 ? 10.0 : (night == 1 ? 5.0 : 4.0), 7 + night),
+                    [&](const json& spec) {
+                      mode = spec["mode"];
+                      if (mode == "eager") return json::object();
+                      return json{{"export_s", night == 1 ? 20.0 : 30.0},
+                                  {"accuracy",
+                                   {{"verdict", "pass"},
+                                    {"compiled_error", 1e-6},
+                                    {"eager_error", 4e-7},
+                                    {"tolerance", 1e-4},
+                                    {"output", "output0"},
+                                    {"detail", ""}}}};
+                    });
+      ASSERT_EQ(mode, job == 0 ? "eager" : "default") << "a group's eager job leases first";
+    }
+  }
+
+  const json summary = coord.get_json(url + "/summary?stat=median");
+  EXPECT_EQ(summary["schedule"]["id"], schedule["id"]);
+  EXPECT_EQ(summary["stat"], "median");
+  ASSERT_EQ(summary["runs"].size(), 2u) << summary.dump(1);
+  for (int night = 1; night <= 2; ++night) {
+    const json& run = summary["runs"][night - 1];
+    ASSERT_EQ(run["columns"].size(), 1u) << run.dump(1);
+    const json& c = run["columns"][0];
+    EXPECT_EQ(c["key"], "nightly/libtorch/default");
+    EXPECT_EQ(c["torch_versions"], json({nightly(night)})) << "oldest first";
+    const json report =
+        coord.get_json("/api/v1/runs/" + std::to_string(run["run_id"].get<std::int64_t>()) + "/report?stat=median");
+    EXPECT_DOUBLE_EQ(c["geomean_speedup"].get<double>(), report["tables"][0]["geomeans"][0]["value"].get<double>())
+        << "as the run's report has it";
+    EXPECT_NEAR(c["geomean_speedup"].get<double>(), night == 1 ? 2.0 : 2.5, 0.15);
+    EXPECT_EQ(c["passed"], 1);
+    EXPECT_EQ(c["attempted"], 1);
+    EXPECT_DOUBLE_EQ(c["pass_rate"].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(c["compile_ms_median"].get<double>(), night == 1 ? 20'000 : 30'000);
+    EXPECT_DOUBLE_EQ(c["memory_ratio_geomean"].get<double>(), 1.0) << "both peaks 123456789 bytes";
+  }
+  EXPECT_EQ(coord.get_json(url + "/summary?limit=1")["runs"][0]["run_id"], summary["runs"][1]["run_id"])
+      << "the latest";
+  EXPECT_EQ(coord.get("/api/v1/schedules/999/summary").status, 404u);
+  EXPECT_EQ(coord.get(url + "/summary?stat=p50").status, 400u);
 }
 
 // Submits a one-cell run per night (no schedule) and posts its result.

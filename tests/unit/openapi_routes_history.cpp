@@ -26,6 +26,11 @@ void OpenApiRoutes::exercise_history(const json& one, const std::string& op, con
   EXPECT_EQ(call(verb::get, schedule_url).status, 200u);
   EXPECT_EQ(call(verb::get, "/api/v1/schedules/0").status, 400u);
   EXPECT_EQ(call(verb::get, "/api/v1/schedules/999").status, 404u);
+  Call summary = call(verb::get, schedule_url + "/summary?limit=5&stat=median");
+  EXPECT_EQ(summary.status, 200u) << summary.body;
+  EXPECT_EQ(summary.parsed["runs"], json::array()) << "not fired yet";
+  EXPECT_EQ(call(verb::get, schedule_url + "/summary?limit=0").status, 400u);
+  EXPECT_EQ(call(verb::get, "/api/v1/schedules/999/summary").status, 404u);
   EXPECT_EQ(call(verb::post, schedule_url + "/pause", std::nullopt).status, 401u);
   Call paused = call(verb::post, schedule_url + "/pause", std::nullopt, op);
   EXPECT_EQ(paused.status, 200u);
