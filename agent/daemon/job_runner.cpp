@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/daemon/agent_codecs.h"
+#include "agent/daemon/host_load.h"
 #include "agent/daemon/job_memory_cap.h"
 #include "agent/daemon/process.h"
 #include "common/codecs.h"
@@ -163,6 +165,7 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   }
   o = env.launcher->wrap(*env.build, std::move(o));
   if (memory_cap) o.argv = joining_cgroup(memory_cap->cgroup_path(), std::move(o.argv));
+  const HostSample before = HostSample::now();
   auto child = Child::spawn(o);
   if (!child.ok()) return verdict(ResultStatus::kError, "cannot start " + runner_name + ": " + child.error().message);
   const ExitInfo exit = supervise(*child, std::chrono::seconds(job.timeout_s), std::chrono::seconds(env.kill_grace_s),
@@ -173,6 +176,7 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
     fs::remove_all(dir, ec);  // stopped: nothing to report, and no scratch to keep
     return std::nullopt;
   }
+  const std::optional<HostLoad> load = other_load(before, HostSample::now());  // the worker is reaped
 
   const std::string stderr_tail = tail_of_file(o.stderr_path, 20);
   JobResult r;
@@ -202,6 +206,12 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   }
   if (memory_cap) memory_cap->finish(r);
   add_build_identity(*env.build, r);
+  if (load) {
+    // Whether other work shared the host's CPUs while this job ran: reports warn when the sides of
+    // a comparison differ in it (rules/fingerprint_diff.h).
+    r.environment["host_other_load"] = std::round(load->other_fraction * 100) / 100;
+    r.environment["high_load"] = load->high;
+  }
   if (prepared.artifact) {
     // Which artifact the worker ran, hashed by the agent (the worker links no crypto library).
     r.environment["artifact_sha256"] = prepared.artifact->sha256;

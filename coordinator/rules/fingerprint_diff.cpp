@@ -9,7 +9,9 @@ std::string speed_fingerprint(const nlohmann::json& environment) {
   for (std::string_view key : kSpeedKeys) {
     const std::string k(key);
     const auto it = environment.is_object() ? environment.find(k) : environment.end();
-    const bool usable = environment.is_object() && it != environment.end() && (it->is_string() || it->is_number());
+    // high_load is a flag; the others are names and counts.
+    const bool usable = environment.is_object() && it != environment.end() &&
+                        (key == "high_load" ? it->is_boolean() : (it->is_string() || it->is_number()));
     out[k] = usable ? *it : nlohmann::json(nullptr);
   }
   return out.dump();

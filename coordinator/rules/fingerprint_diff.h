@@ -1,8 +1,10 @@
 // What in a result's environment fingerprint changes its speed, and how the sides of a comparison
 // (two torch builds of one table, two runs) differ in it. A comparison of builds should differ in
-// the torch build only: thread count, CPU or GPU model and driver are warned about; the torch
-// versions differ by design and are named by the headers instead. Pure.
-//   speed_fingerprint(env)  -> {"cpu_model":"AMD EPYC","cpu_threads":2,"driver":null,"gpu_name":null}
+// the torch build only: thread count, CPU or GPU model, driver and a host under high load (other
+// work on a quarter of its CPU time or more while the job ran, agent/daemon/host_load.h) are
+// warned about; the torch versions differ by design and are named by the headers instead. Pure.
+//   speed_fingerprint(env)
+//     -> {"cpu_model":"AMD EPYC","cpu_threads":2,"driver":null,"gpu_name":null,"high_load":false}
 //   fingerprint_differences({{"stable", {fp1}}, {"debian12", {fp2}}})
 //     -> [{key "cpu_threads", text "cpu_threads: stable 2; debian12 1"}]
 #pragma once
@@ -18,9 +20,11 @@
 namespace benchfleet::rules {
 
 // The fingerprint keys that change a measurement's speed, in the order they are stored.
-inline constexpr std::array<std::string_view, 4> kSpeedKeys = {"cpu_model", "cpu_threads", "driver", "gpu_name"};
+inline constexpr std::array<std::string_view, 5> kSpeedKeys = {"cpu_model", "cpu_threads", "driver", "gpu_name",
+                                                               "high_load"};
 
-// Those keys of `environment` (null where absent or not a string or number) as compact JSON, keys
+// Those keys of `environment` (null where absent, or not a string or number; high_load: not a
+// boolean) as compact JSON, keys
 // sorted: the text the store keeps per result (results.fingerprint) and reports compare.
 std::string speed_fingerprint(const nlohmann::json& environment);
 

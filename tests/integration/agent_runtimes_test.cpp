@@ -57,6 +57,11 @@ TEST(AgentRuntimes, LibtorchAndPythonRunSideBySide) {
     EXPECT_EQ(eager["stats"].value("iterations", 0), 3) << eager.dump(1);
     EXPECT_GT(eager["stats"].value("mean_ms", 0.0), 0.0) << eager.dump(1);
     EXPECT_EQ(eager["environment"].value("cpu_threads", 0), 3) << eager.dump(1);
+    // The agent says how much other work shared the host while the job ran (0..1, and the flag).
+    ASSERT_TRUE(eager["environment"].contains("host_other_load")) << eager.dump(1);
+    const double other = eager["environment"]["host_other_load"].get<double>();
+    EXPECT_TRUE(other >= 0 && other <= 1) << other;
+    EXPECT_EQ(eager["environment"].value("high_load", !(other >= 0.25)), other >= 0.25) << eager.dump(1);
     const json& compiled = by_cell[{runtime, "default"}]["result"];
     EXPECT_EQ(compiled.value("status", ""), "unsupported") << compiled.dump(1);
     EXPECT_NE(compiled.value("error", "").find(runtime + " runtime"), std::string::npos) << compiled.dump(1);

@@ -21,10 +21,17 @@ std::string fp(int threads, const std::string& cpu = "AMD EPYC") {
 }
 
 TEST(FingerprintDiff, TheSpeedFingerprintKeepsOnlyWhatChangesSpeed) {
-  EXPECT_EQ(fp(2), R"({"cpu_model":"AMD EPYC","cpu_threads":2,"driver":null,"gpu_name":null})");
-  EXPECT_EQ(speed_fingerprint({{"gpu_name", "NVIDIA H200"}, {"driver", "580.1"}, {"cpu_threads", true}}),
-            R"({"cpu_model":null,"cpu_threads":null,"driver":"580.1","gpu_name":"NVIDIA H200"})");
-  EXPECT_EQ(speed_fingerprint(json::array()), R"({"cpu_model":null,"cpu_threads":null,"driver":null,"gpu_name":null})");
+  EXPECT_EQ(fp(2), R"({"cpu_model":"AMD EPYC","cpu_threads":2,"driver":null,"gpu_name":null,"high_load":null})");
+  EXPECT_EQ(speed_fingerprint({{"gpu_name", "NVIDIA H200"},
+                               {"driver", "580.1"},
+                               {"cpu_threads", true},
+                               {"high_load", true},
+                               {"host_other_load", 0.4}}),
+            R"({"cpu_model":null,"cpu_threads":null,"driver":"580.1","gpu_name":"NVIDIA H200","high_load":true})");
+  EXPECT_EQ(speed_fingerprint({{"high_load", "yes"}}),
+            R"({"cpu_model":null,"cpu_threads":null,"driver":null,"gpu_name":null,"high_load":null})");
+  EXPECT_EQ(speed_fingerprint(json::array()),
+            R"({"cpu_model":null,"cpu_threads":null,"driver":null,"gpu_name":null,"high_load":null})");
 }
 
 TEST(FingerprintDiff, DifferencesAreNamedPerSideAndUnknownsAreNot) {
@@ -39,6 +46,19 @@ TEST(FingerprintDiff, DifferencesAreNamedPerSideAndUnknownsAreNot) {
   EXPECT_TRUE(fingerprint_differences({{"a", {fp(2)}}, {"b", {speed_fingerprint(json::object())}}}).empty())
       << "b recorded nothing to compare";
   EXPECT_TRUE(fingerprint_differences({{"a", {"not json"}}, {"b", {fp(1)}}}).empty());
+}
+
+TEST(FingerprintDiff, ASideMeasuredUnderHighLoadIsWarnedAbout) {
+  const auto loaded = [](bool high) {
+    return speed_fingerprint({{"cpu_model", "AMD EPYC"}, {"cpu_threads", 2}, {"high_load", high}});
+  };
+  EXPECT_TRUE(fingerprint_differences({{"stable", {loaded(false)}}, {"unstable", {loaded(false)}}}).empty());
+  const auto d = fingerprint_differences({{"stable", {loaded(false)}}, {"unstable", {loaded(true), loaded(false)}}});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].key, "high_load");
+  EXPECT_EQ(d[0].text, "high_load: stable false; unstable false, true");
+  EXPECT_TRUE(fingerprint_differences({{"stable", {loaded(true)}}, {"old", {fp(2)}}}).empty())
+      << "results from before the flag are not compared on it";
 }
 
 TEST(FingerprintDiff, AReportOfTwoBuildsOnUnequalThreadsWarnsAndEqualOnesDoNot) {
