@@ -13,6 +13,7 @@
 
 #include "cli/cli_config.h"
 #include "cli/compare.h"
+#include "cli/fleet_commands.h"
 #include "cli/history_commands.h"
 #include "cli/id_option.h"
 #include "cli/matrix_file.h"
@@ -412,6 +413,7 @@ int run_cli(int argc, char** argv, Console& console) {
   watch_cmd->add_flag("--no-results", watch_quiet, "only the progress, no line per result");
 
   const HistoryCommands history(app);  // schedule, series, regressions
+  const FleetCommands fleet(app);      // models, builds, modes
 
   std::string launcher_config, slurm_class;
   auto* slurm_cmd = app.add_subcommand(
@@ -479,6 +481,7 @@ int run_cli(int argc, char** argv, Console& console) {
     return kExitOk;
   }
   if (auto code = history.run(client, console)) return *code;
+  if (auto code = fleet.run(client, console)) return *code;
   if (watch_cmd->parsed()) {
     watch_options.show_results = !watch_quiet;
     return watch_run(client, watch_id, watch_options, console);

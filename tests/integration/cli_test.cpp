@@ -149,6 +149,40 @@ TEST_F(CliTest, ExitCodeSaysTheRunHadFailuresOrWasCancelled) {
   }
 }
 
+TEST_F(CliTest, ModelsBuildsAndModesSayWhatTheFleetCanRun) {
+  const CliRun models = cli({"models"});
+  EXPECT_EQ(models.code, 0) << models.err;
+  EXPECT_NE(models.out.find("torchvision/resnet18"), std::string::npos) << models.out;
+  const std::size_t vit = models.out.find("google/vit-base-patch16-224");
+  ASSERT_NE(vit, std::string::npos) << models.out;
+  EXPECT_LT(models.out.find("  vit-base-patch16-224  ", vit), models.out.find('\n', vit)) << "its short name";
+
+  const CliRun none = cli({"builds"});
+  EXPECT_EQ(none.out, "no agents enrolled: no torch builds are offered\n");
+  FakeAgent a = agent();
+  const CliRun builds = cli({"builds"});
+  EXPECT_EQ(builds.code, 0) << builds.err;
+  EXPECT_NE(builds.out.find("BUILD"), std::string::npos) << builds.out;
+  const std::size_t local = builds.out.find("\nlocal ");
+  ASSERT_NE(local, std::string::npos) << builds.out;
+  const std::string row = builds.out.substr(local + 1, builds.out.find('\n', local + 1) - local - 1);
+  EXPECT_NE(row.find("2.0.0+test"), std::string::npos) << row;
+  EXPECT_NE(row.find("cpu"), std::string::npos) << row;
+  EXPECT_NE(row.find("libtorch: eager torchscript"), std::string::npos) << row;
+  EXPECT_NE(row.find("1/1 online"), std::string::npos) << row;
+  const CliRun json_builds = cli({"builds", "--json"});
+  EXPECT_EQ(json::parse(json_builds.out)["agents"][0]["name"], "cli-agent");
+
+  const CliRun modes = cli({"modes"});
+  EXPECT_EQ(modes.code, 0) << modes.err;
+  const auto line_of = [&](const std::string& mode) {
+    const std::size_t at = modes.out.find("\n" + mode + " ");
+    return at == std::string::npos ? std::string() : modes.out.substr(at + 1, modes.out.find('\n', at + 1) - at - 1);
+  };
+  EXPECT_NE(line_of("torchscript").find("local/libtorch"), std::string::npos) << modes.out;
+  EXPECT_NE(line_of("max-autotune").find(" -"), std::string::npos) << "no one offers it: " << modes.out;
+}
+
 TEST_F(CliTest, InvalidFilesAreRefusedBeforeAnythingIsStored) {
   // A field error found locally names the file, the line and the field.
   const std::string bad = matrix_file("bad.yaml", two_by_two("measurement:\n  warmup: -1\n"));

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "cli/fleet_views.h"
 #include "cli/views.h"
 
 namespace benchfleet::cli {
@@ -107,6 +108,41 @@ TEST(Views, RunShowsDtypesCompileOptionsAndNoise) {
   run["matrix"]["dynamic"] = false;
   run["matrix"]["shape_walk"] = false;
   EXPECT_NE(run_view(run).find("compile:       -\n"), std::string::npos) << run_view(run);
+}
+
+TEST(FleetViews, BuildsAreMergedOverAgentsWithTheirOnlineCount) {
+  const json agents = {{"agents",
+                        {{{"name", "a"},
+                          {"online", true},
+                          {"slots", {{{"id", "gpu0"}, {"gpu_class", "a100"}}}},
+                          {"torch_builds",
+                           {{{"name", "stable"},
+                             {"version", "2.6.0"},
+                             {"runtimes", {{{"runtime", "python"}, {"modes", {"eager", "default"}}}}}}}}},
+                         {{"name", "b"},
+                          {"online", false},
+                          {"slots", {{{"id", "gpu0"}, {"gpu_class", "h100"}}}},
+                          {"torch_builds",
+                           {{{"name", "stable"},
+                             {"version", "2.6.1"},
+                             {"runtimes", {{{"runtime", "libtorch"}, {"modes", {"eager"}}}}}}}}}}}};
+  const std::string view = builds_view(agents);
+  EXPECT_NE(view.find("stable  2.6.0, 2.6.1  a100, h100   libtorch: eager; python: eager default  1/2 online"),
+            std::string::npos)
+      << view;
+  const std::string modes = modes_view(agents);
+  EXPECT_NE(modes.find("stable/libtorch, stable/python"), std::string::npos) << modes;
+  EXPECT_EQ(builds_view(json::object()), "no agents enrolled: no torch builds are offered\n");
+}
+
+TEST(FleetViews, ModelsShowTheirShortNames) {
+  const json models = {{"models",
+                        {{{"id", "torchvision/resnet18"},
+                          {"display_name", "Image Classification/ResNet-18"},
+                          {"source", "torchvision"}}}}};
+  EXPECT_EQ(models_view(models),
+            "ID                    SHORT NAME  TASK/MODEL                      SOURCE\n"
+            "torchvision/resnet18  resnet18    Image Classification/ResNet-18  torchvision\n");
 }
 
 }  // namespace
