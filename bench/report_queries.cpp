@@ -24,6 +24,7 @@
 #include "common/http/client.h"
 #include "common/stats.h"
 #include "coordinator/report/render.h"
+#include "coordinator/rules/eta.h"
 #include "coordinator/rules/report.h"
 #include "coordinator/store/store.h"
 #include "tests/support/coordinator_child.h"
@@ -90,6 +91,12 @@ std::vector<Timing> time_in_process(const Options& o, const std::string& db, con
   rows.push_back(
       time_steps("report::render_markdown", o.warmup, n, [&] { return report::render_markdown(built).size(); }));
   rows.push_back(time_steps("report::render_csv", o.warmup, n, [&] { return report::render_csv(built).size(); }));
+  // What GET /runs/{id} adds for an active run: its jobs' times by (build, runtime, mode) and the
+  // estimate from them (the big run is over, so the same queries read every one of its jobs).
+  rows.push_back(time_steps("store.mode_times + eta::seconds_left (run ETA)", o.warmup, n, [&] {
+    const auto times = store.runs().mode_times(run_id).value();
+    return times.size() + (eta::seconds_left(times) ? 1 : 0);
+  }));
   rows.push_back(time_steps("store.list_jobs (limit 10000)", o.warmup, n,
                             [&] { return store.runs().list_jobs(run_id, std::nullopt, 10000).value().items.size(); }));
   rows.push_back(time_steps("store.list_results (limit 1000, first page)", o.warmup, n, [&] {
