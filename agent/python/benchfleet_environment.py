@@ -293,6 +293,8 @@ def gpu_fingerprint() -> Dict[str, Any]:
     driver = _Nvml.get().driver_version()
     if driver:
         out["driver"] = driver
+    if out["gpu_uuid"]:
+        out.update(_Nvml.get().configured(out["gpu_uuid"]))
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -331,6 +333,20 @@ class _Nvml:
     def driver_version(self) -> str:
         text = ctypes.create_string_buffer(96)
         return text.value.decode() if self._call("nvmlSystemGetDriverVersion", text, ctypes.c_uint(96)) else ""
+
+    def configured(self, uuid: str) -> Dict[str, Any]:
+        """What an administrator sets and a comparison must hold equal, as the worker reads it:
+        the SM application clock (MHz) and the enforced power limit (W)."""
+        device = ctypes.c_void_p()
+        if not self._call("nvmlDeviceGetHandleByUUID", uuid.encode(), ctypes.byref(device)):
+            return {}
+        out: Dict[str, Any] = {}
+        value = ctypes.c_uint(0)
+        if self._call("nvmlDeviceGetApplicationsClock", device, ctypes.c_uint(self._CLOCK_SM), ctypes.byref(value)):
+            out["sm_app_clock_mhz"] = value.value
+        if self._call("nvmlDeviceGetEnforcedPowerLimit", device, ctypes.byref(value)):
+            out["power_limit_w"] = value.value // 1000
+        return out
 
     def telemetry(self, uuid: str) -> Dict[str, Any]:
         device = ctypes.c_void_p()

@@ -20,6 +20,8 @@ struct Api {
   nvmlReturn_t (*power)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*throttle)(nvmlDevice_t, unsigned long long*) = nullptr;
   nvmlReturn_t (*driver)(char*, unsigned) = nullptr;
+  nvmlReturn_t (*app_clock)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
+  nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
 };
 
 template <class F>
@@ -42,6 +44,8 @@ const Api* api() {
     bind(a.lib, "nvmlDeviceGetCurrentClocksEventReasons", a.throttle);
     if (a.throttle == nullptr) bind(a.lib, "nvmlDeviceGetCurrentClocksThrottleReasons", a.throttle);
     bind(a.lib, "nvmlSystemGetDriverVersion", a.driver);
+    bind(a.lib, "nvmlDeviceGetApplicationsClock", a.app_clock);
+    bind(a.lib, "nvmlDeviceGetEnforcedPowerLimit", a.power_limit);
     if (a.init == nullptr || a.init() != kSuccess) a.lib = nullptr;
     return a;
   }();
@@ -50,11 +54,18 @@ const Api* api() {
 
 }  // namespace
 
-nlohmann::json driver_fingerprint(const std::string&) {
+nlohmann::json driver_fingerprint(const std::string& gpu_uuid) {
   nlohmann::json out = nlohmann::json::object();
   const Api* a = api();
   char version[96] = {};
   if (a && a->driver && a->driver(version, sizeof version) == kSuccess) out["driver"] = version;
+  // What an administrator sets and a comparison must hold equal: the SM clock kernels run at
+  // (application clocks) and the power limit. Read only, never changed.
+  nvmlDevice_t dev = nullptr;
+  if (!a || !a->by_uuid || a->by_uuid(gpu_uuid.c_str(), &dev) != kSuccess) return out;
+  unsigned v = 0;
+  if (a->app_clock && a->app_clock(dev, kClockSm, &v) == kSuccess) out["sm_app_clock_mhz"] = v;
+  if (a->power_limit && a->power_limit(dev, &v) == kSuccess) out["power_limit_w"] = v / 1000;
   return out;
 }
 

@@ -2,7 +2,8 @@
 // (two torch builds of one table, two runs) differ in it. A comparison of builds should differ in
 // the torch build only: thread count, CPU or GPU model, driver and a host under high load (other
 // work on a quarter of its CPU time or more while the job ran, agent/daemon/host_load.h) are
-// warned about; the torch versions differ by design and are named by the headers instead. Pure.
+// warned about, and so are a GPU's configured SM clock and power limit; the torch versions differ
+// by design and are named by the headers instead. Pure.
 //   speed_fingerprint(env)
 //     -> {"cpu_model":"AMD EPYC","cpu_threads":2,"driver":null,"gpu_name":null,"high_load":false}
 //   fingerprint_differences({{"stable", {fp1}}, {"debian12", {fp2}}})
@@ -20,8 +21,10 @@
 namespace benchfleet::rules {
 
 // The fingerprint keys that change a measurement's speed, in the order they are stored.
-inline constexpr std::array<std::string_view, 5> kSpeedKeys = {"cpu_model", "cpu_threads", "driver", "gpu_name",
-                                                               "high_load"};
+// sm_app_clock_mhz and power_limit_w are a GPU's configured clock and power limit (not the
+// clock of the moment, which the clock_drop and throttled flags judge per result).
+inline constexpr std::array<std::string_view, 7> kSpeedKeys = {
+    "cpu_model", "cpu_threads", "driver", "gpu_name", "high_load", "power_limit_w", "sm_app_clock_mhz"};
 
 // Those keys of `environment` (null where absent, or not a string or number; high_load: not a
 // boolean) as compact JSON, keys

@@ -21,17 +21,22 @@ std::string fp(int threads, const std::string& cpu = "AMD EPYC") {
 }
 
 TEST(FingerprintDiff, TheSpeedFingerprintKeepsOnlyWhatChangesSpeed) {
-  EXPECT_EQ(fp(2), R"({"cpu_model":"AMD EPYC","cpu_threads":2,"driver":null,"gpu_name":null,"high_load":null})");
-  EXPECT_EQ(speed_fingerprint({{"gpu_name", "NVIDIA H200"},
-                               {"driver", "580.1"},
-                               {"cpu_threads", true},
-                               {"high_load", true},
-                               {"host_other_load", 0.4}}),
-            R"({"cpu_model":null,"cpu_threads":null,"driver":"580.1","gpu_name":"NVIDIA H200","high_load":true})");
-  EXPECT_EQ(speed_fingerprint({{"high_load", "yes"}}),
-            R"({"cpu_model":null,"cpu_threads":null,"driver":null,"gpu_name":null,"high_load":null})");
-  EXPECT_EQ(speed_fingerprint(json::array()),
-            R"({"cpu_model":null,"cpu_threads":null,"driver":null,"gpu_name":null,"high_load":null})");
+  EXPECT_EQ(
+      fp(2),
+      R"({"cpu_model":"AMD EPYC","cpu_threads":2,"driver":null,"gpu_name":null,"high_load":null,"power_limit_w":null,"sm_app_clock_mhz":null})");
+  EXPECT_EQ(
+      speed_fingerprint({{"gpu_name", "NVIDIA H200"},
+                         {"driver", "580.1"},
+                         {"cpu_threads", true},
+                         {"high_load", true},
+                         {"host_other_load", 0.4}}),
+      R"({"cpu_model":null,"cpu_threads":null,"driver":"580.1","gpu_name":"NVIDIA H200","high_load":true,"power_limit_w":null,"sm_app_clock_mhz":null})");
+  EXPECT_EQ(
+      speed_fingerprint({{"high_load", "yes"}}),
+      R"({"cpu_model":null,"cpu_threads":null,"driver":null,"gpu_name":null,"high_load":null,"power_limit_w":null,"sm_app_clock_mhz":null})");
+  EXPECT_EQ(
+      speed_fingerprint(json::array()),
+      R"({"cpu_model":null,"cpu_threads":null,"driver":null,"gpu_name":null,"high_load":null,"power_limit_w":null,"sm_app_clock_mhz":null})");
 }
 
 TEST(FingerprintDiff, DifferencesAreNamedPerSideAndUnknownsAreNot) {
@@ -46,6 +51,22 @@ TEST(FingerprintDiff, DifferencesAreNamedPerSideAndUnknownsAreNot) {
   EXPECT_TRUE(fingerprint_differences({{"a", {fp(2)}}, {"b", {speed_fingerprint(json::object())}}}).empty())
       << "b recorded nothing to compare";
   EXPECT_TRUE(fingerprint_differences({{"a", {"not json"}}, {"b", {fp(1)}}}).empty());
+}
+
+TEST(FingerprintDiff, AGpusConfiguredClockAndPowerLimitAreComparedItsClockOfTheMomentIsNot) {
+  const auto gpu = [](int app_clock, int power_limit, int sm_clock_now) {
+    return speed_fingerprint({{"gpu_name", "NVIDIA H200"},
+                              {"driver", "580.1"},
+                              {"sm_app_clock_mhz", app_clock},
+                              {"power_limit_w", power_limit},
+                              {"sm_clock_mhz", sm_clock_now}});
+  };
+  EXPECT_TRUE(fingerprint_differences({{"a", {gpu(1980, 700, 1980)}}, {"b", {gpu(1980, 700, 1755)}}}).empty())
+      << "the clock of the moment varies; the clock_drop and throttled flags judge it";
+  const auto d = fingerprint_differences({{"a", {gpu(1980, 700, 1980)}}, {"b", {gpu(1410, 500, 1410)}}});
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].text, "power_limit_w: a 700; b 500");
+  EXPECT_EQ(d[1].text, "sm_app_clock_mhz: a 1980; b 1410");
 }
 
 TEST(FingerprintDiff, ASideMeasuredUnderHighLoadIsWarnedAbout) {

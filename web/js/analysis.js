@@ -14,11 +14,12 @@ export function significance(a, b) {
   return b.ci_high_ms < a.ci_low_ms ? "faster" : "slower";
 }
 
-// What changes speed (the report's speed fingerprints: cpu_model, cpu_threads, driver, gpu_name, high_load)
+// What changes speed (the report's speed fingerprints: cpu_model, cpu_threads, driver, gpu_name, high_load,
+// power_limit_w, sm_app_clock_mhz)
 // and differs between `sides`, [[name, [fingerprint objects]], ...]: as the coordinator's
 // rules/fingerprint_diff.h, so the compare view warns when two runs' builds ran on unequal terms.
 //   fingerprintDifferences([["A", [{cpu_threads: 2}]], ["B", [{cpu_threads: 1}]]]) -> ["cpu_threads: A 2; B 1"]
-export const SPEED_KEYS = ["cpu_model", "cpu_threads", "driver", "gpu_name", "high_load"];
+export const SPEED_KEYS = ["cpu_model", "cpu_threads", "driver", "gpu_name", "high_load", "power_limit_w", "sm_app_clock_mhz"];
 export function fingerprintDifferences(sides) {
   const out = [];
   for (const key of SPEED_KEYS) {
