@@ -118,8 +118,14 @@ bool append_pipe_table(std::string& out, const Table& table, Wanted wanted, Text
   return true;
 }
 
-// Samples per second of each latency column, for a batch above 1 (at batch 1 it is 1000 / latency).
+// Samples per second of each latency column, for a batch above 1 (at batch 1 it is 1000 / latency)
+// where at least one cell has a latency (a batch every model ran out of memory at has none).
 void append_throughput_table(std::string& out, const Table& table) {
+  const bool any = std::any_of(table.rows.begin(), table.rows.end(), [](const Row& row) {
+    return std::any_of(row.cells.begin(), row.cells.end(),
+                       [](const Cell& c) { return c.throughput_per_s.has_value(); });
+  });
+  if (!any) return;
   std::string section = "\n#### Throughput (samples/s), ";
   section += markdown_escape(table.title);
   section += "\n\n";

@@ -86,6 +86,9 @@ TEST(Markdown, ABatchAboveOneGetsAThroughputTable) {
             std::string::npos)
       << "4 samples in 20 ms:\n"
       << md;
+  in.cells.back() = verdict(job(kVit, 4, Mode::kEager), ResultStatus::kOom, "phase=warmup");
+  EXPECT_EQ(render_markdown(build_report(in)).find("Throughput"), std::string::npos)
+      << "no table for a batch where nothing has a latency";
 }
 
 TEST(Markdown, EscapesPipesAndNewlines) {
