@@ -11,6 +11,18 @@
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
 const EAGER_PALETTE = ["#9aa5b1", "#6b7785", "#c3cad2", "#4b5563"];
 
+// Calls `onNear` once, when `el` comes within 600 px of the viewport (charts are drawn only
+// then, after the tables); returns the observer, for disconnect() when the view goes.
+export function whenNearViewport(el, onNear) {
+  const observer = new IntersectionObserver((entries) => {
+    if (!entries.some((e) => e.isIntersecting)) return;
+    observer.disconnect();
+    onNear();
+  }, { rootMargin: "600px 0px" });
+  observer.observe(el);
+  return observer;
+}
+
 export function chartsAvailable() {
   return typeof window !== "undefined" && typeof window.Chart === "function";
 }

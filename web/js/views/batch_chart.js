@@ -12,7 +12,7 @@
 // `onSelect` gets {model} when a model is picked, {gpu, dtype, batch: undefined} when a GPU
 // class/dtype is (the run view's own filters, which the section follows).
 import { h } from "../dom.js";
-import { loadCharts, seriesColor, setDefaults } from "../charts.js";
+import { loadCharts, seriesColor, setDefaults, whenNearViewport } from "../charts.js";
 import { fmtBytes, fmtMs } from "../format.js";
 import { badgeClass, describeDetail } from "../status.js";
 import { selectControl, focusKey, restoreFocus } from "./controls.js";
@@ -46,13 +46,10 @@ export class BatchScalingView {
     this.visible = false;
     this.unavailable = false;
     this.scheduled = false;
-    this.observer = new IntersectionObserver((entries) => {
-      if (!entries.some((e) => e.isIntersecting)) return;
+    this.observer = whenNearViewport(this.el, () => {
       this.visible = true;
-      this.observer.disconnect();
       this.schedule();
-    }, { rootMargin: "600px 0px" });
-    this.observer.observe(this.el);
+    });
   }
 
   render(report, { gpu, dtype, model, q = "", stat = "mean" } = {}) {

@@ -5,7 +5,7 @@
 // model, report_table.js hiddenColumns) are left out of the figures too, not drawn as a row of
 // gaps.
 import { h } from "../dom.js";
-import { barChart, loadCharts, seriesColor } from "../charts.js";
+import { barChart, loadCharts, seriesColor, whenNearViewport } from "../charts.js";
 import { improvementPercent } from "../analysis.js";
 import { shortLabel } from "../format.js";
 
@@ -20,13 +20,10 @@ export class TableCharts {
     this.pending = null;    // the latest {table, rows, stat, hidden} not drawn yet
     this.visible = eager;   // near the viewport: charts are drawn only then, after the tables
     this.scheduled = false;
-    this.observer = new IntersectionObserver((entries) => {
-      if (!entries.some((e) => e.isIntersecting)) return;
+    this.observer = whenNearViewport(this.el, () => {
       this.visible = true;
-      this.observer.disconnect();
       this.schedule();
-    }, { rootMargin: "600px 0px" });
-    this.observer.observe(this.el);
+    });
   }
 
   // Charts follow the table: drawn in a later frame (the table paints first) once near the
