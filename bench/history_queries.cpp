@@ -194,6 +194,12 @@ int run(int argc, char** argv) {
   http_rows.push_back(bench::time_requests(client, "GET /api/v1/series?model=" + picked.model + "&limit=500",
                                            "/api/v1/series?model=" + picked.model + "&limit=500", "series.list", plan,
                                            checks, has_rows("series", 1)));
+  // The schedule's builds over time: each run's report built and summarised (30 and 200 runs).
+  for (const int runs : {30, 200}) {
+    const std::string summary = "/api/v1/schedules/1/summary?limit=" + std::to_string(runs);
+    http_rows.push_back(bench::time_requests(client, "GET " + summary, summary, "schedules.summary", plan, checks,
+                                             has_rows("runs", std::min<std::int64_t>(runs, o.nights))));
+  }
   bench::print_table("Over loopback (client-side per request; server mean from its /metrics histogram):", http_rows,
                      true);
 
