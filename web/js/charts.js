@@ -23,6 +23,18 @@ export function whenNearViewport(el, onNear) {
   return observer;
 }
 
+// The options every line chart of the dashboard starts from: sized by its box, drawn without
+// animation (live updates in place), a tooltip for all lines at the pointed x, and its title.
+export function lineChartOptions(title) {
+  return {
+    responsive: true,
+    maintainAspectRatio: false,
+    animation: false,
+    interaction: { mode: "index", intersect: false },
+    plugins: { title: { display: true, text: title, font: { weight: "600", size: 13 } } },
+  };
+}
+
 export function chartsAvailable() {
   return typeof window !== "undefined" && typeof window.Chart === "function";
 }

@@ -12,7 +12,7 @@
 // `onSelect` gets {model} when a model is picked, {gpu, dtype, batch: undefined} when a GPU
 // class/dtype is (the run view's own filters, which the section follows).
 import { h } from "../dom.js";
-import { loadCharts, seriesColor, setDefaults, whenNearViewport } from "../charts.js";
+import { lineChartOptions, loadCharts, seriesColor, setDefaults, whenNearViewport } from "../charts.js";
 import { fmtBytes, fmtMs } from "../format.js";
 import { badgeClass, describeDetail } from "../status.js";
 import { selectControl, focusKey, restoreFocus } from "./controls.js";
@@ -263,16 +263,14 @@ function fitWidth(options, width) {
 }
 
 function chartConfig(spec, width) {
+  const base = lineChartOptions(spec.title);
   const config = {
     type: "line",
     data: { labels: spec.labels, datasets: spec.datasets.map(chartDataset) },
     options: {
-      responsive: true,
-      maintainAspectRatio: false,
-      animation: false,
-      interaction: { mode: "index", intersect: false },
+      ...base,
       plugins: {
-        title: { display: true, text: spec.title, font: { weight: "600", size: 13 } },
+        ...base.plugins,
         legend: {
           position: "bottom",
           labels: { boxWidth: 12, boxHeight: 12, usePointStyle: true, filter: (item, data) => data.datasets[item.datasetIndex].bfKind !== "gap" },

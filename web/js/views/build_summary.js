@@ -10,7 +10,7 @@ import { h, fill } from "../dom.js";
 import { withParams } from "../route.js";
 import { fmtTime } from "../format.js";
 import { badgeClass } from "../status.js";
-import { loadCharts, seriesColor, setDefaults } from "../charts.js";
+import { lineChartOptions, loadCharts, seriesColor, setDefaults } from "../charts.js";
 import { gridNav } from "../grid_nav.js";
 import { NOT_IN_RUN, SUMMARY_METRICS, runTick, summaryCharts, summaryColumns, summaryRows } from "../build_summary.js";
 import { errorState, loadingState, emptyState } from "./states.js";
@@ -211,13 +211,11 @@ function summaryChart(canvas, spec, hidden) {
   const suffix = spec.unit === "%" ? "%" : spec.unit === "s" ? " s" : "×";
   const digits = spec.unit === "%" ? 1 : 2;
   let narrow = (canvas.parentElement?.clientWidth ?? NARROW_PX) < NARROW_PX;
+  const base = lineChartOptions(spec.title);
   const options = {
-    responsive: true,
-    maintainAspectRatio: false,
-    animation: false,
-    interaction: { mode: "index", intersect: false },
+    ...base,
     plugins: {
-      title: { display: true, text: spec.title, font: { weight: "600", size: 13 } },
+      ...base.plugins,
       legend: { display: false },
       tooltip: {
         callbacks: {
