@@ -5,14 +5,15 @@
 #   tests/slurm/slurm-cluster.sh stop DIR    # cancels jobs, kills the daemons, removes DIR
 #   tests/slurm/slurm-cluster.sh check       # exit 77 with the reason when it cannot run here
 #
-# start: a generated munge key and munged on its own socket, slurm.conf with free ephemeral
-# ports, state, spool, pid and log files under DIR, one node (this host at 127.0.0.1) with 4 CPU
-# slots (declared, whatever the real core count: SlurmdParameters=config_overrides) and a fake
-# GRES `gpu` of type `cpu`, count 2, bound to /dev/null and /dev/zero (so Slurm sets
-# SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES for a --gres=gpu job, as on a GPU node), partition
-# `test`. No cgroups (proctrack/linuxproc, task/none), no accounting database
-# (accounting_storage/none: sacct fails, `scontrol show job` answers while MinJobAge keeps the
-# record); finished jobs are also written to DIR/jobcomp.txt (jobcomp/filetxt).
+# start: a generated munge key and munged on its own socket, slurm.conf with free ports below the
+# ephemeral range (started again on new ones when a daemon finds its port taken; the first try's
+# can be named, for tests: BENCHFLEET_SLURM_PORTS="CTLD [SLURMD]"), state, spool, pid and log
+# files under DIR, one node (this host at 127.0.0.1) with 4 CPU slots (declared, whatever the
+# real core count: SlurmdParameters=config_overrides) and a fake GRES `gpu` of type `cpu`, count
+# 2, bound to /dev/null and /dev/zero (so Slurm sets SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES
+# for a --gres=gpu job, as on a GPU node), partition `test`. No cgroups (proctrack/linuxproc,
+# task/none), no accounting database (accounting_storage/none: sacct fails, `scontrol show job`
+# answers while MinJobAge keeps the record); finished jobs are also written to DIR/jobcomp.txt (jobcomp/filetxt).
 # Waits (bounded: BENCHFLEET_SLURM_START_S, default 30 s) until sinfo shows the node idle; on
 # failure prints the logs' tails, stops what it started and exits 1.
 #
@@ -47,8 +48,32 @@ check_host() {
 
 sbin() { command -v "$1" 2>/dev/null || echo "/usr/sbin/$1"; }
 
+# free_port [AVOID...]: a port no process listens on, below the kernel's ephemeral range
+# (net.ipv4.ip_local_port_range), other than AVOID. A port from bind(0) lies inside that range, so
+# any test's client connection or port-0 server could be handed it between this choice and the
+# daemon's bind ("Error binding slurm stream socket: Address already in use"); below the range,
+# only a process binding that very port by number can take it.
 free_port() {
-  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  /usr/bin/python3 -c '
+import random, socket, sys
+avoid = {int(p) for p in sys.argv[1:]}
+with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+    low = int(f.read().split()[0])
+for _ in range(200):
+    port = random.randint(10000, max(10001, low - 1))
+    if port in avoid:
+        continue
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    sys.exit(0)
+sys.exit("no free port below the ephemeral range")
+' "$@"
 }
 
 # kill_pidfile FILE NAME: SIGTERM the pid in FILE, wait up to 10 s, then SIGKILL.
@@ -150,12 +175,39 @@ start_cluster() {
     exit 1
   }
 
-  local host ctld_port slurmd_port
+  local host attempt ctld_port slurmd_port
   host=$(hostname -s)
-  ctld_port=$(free_port)
-  slurmd_port=$(free_port)
-  while [[ $slurmd_port == "$ctld_port" ]]; do slurmd_port=$(free_port); done
+  # A port can still be taken between its choice and the daemon's bind (by a process binding that
+  # number): when a daemon says so, the cluster is started again on new ports.
+  for attempt in 1 2 3; do
+    if [[ $attempt == 1 && -n ${BENCHFLEET_SLURM_PORTS:-} ]]; then
+      read -r ctld_port slurmd_port <<<"$BENCHFLEET_SLURM_PORTS"  # tests: the first try's ports
+      [[ -n $slurmd_port ]] || slurmd_port=$(free_port "$ctld_port")
+    else
+      ctld_port=$(free_port)
+      slurmd_port=$(free_port "$ctld_port")
+    fi
+    write_conf "$dir" "$host" "$ctld_port" "$slurmd_port"
+    start_daemons "$dir" "$host" && break
+    ((attempt < 3)) && port_taken "$dir" || exit 1
+    echo "slurm-cluster: port $ctld_port or $slurmd_port was taken before the daemons bound it; retrying on new ports" >&2
+    kill_pidfile "$dir/slurmd.pid"
+    kill_pidfile "$dir/slurmctld.pid"
+    for f in slurmctld.log slurmd.log; do [[ -f $dir/$f ]] && mv "$dir/$f" "$dir/$f.try$attempt"; done
+    rm -rf "$dir/state" "$dir/spool" && mkdir -p "$dir/state" "$dir/spool"
+  done
+  trap - EXIT
+  echo "export SLURM_CONF=$SLURM_CONF"
+}
 
+# port_taken DIR: whether a daemon of this try could not bind its port.
+port_taken() {
+  grep -qs "Address already in use" "$1/slurmctld.log" "$1/slurmd.log"
+}
+
+# write_conf DIR HOST CTLD_PORT SLURMD_PORT: the cluster's gres.conf and slurm.conf.
+write_conf() {
+  local dir=$1 host=$2 ctld_port=$3 slurmd_port=$4
   cat >"$dir/gres.conf" <<EOF
 # A fake GPU GRES on a CPU-only node: two "devices" so Slurm binds and exports indices
 # (SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES) as it does on a real GPU node.
@@ -205,23 +257,27 @@ GresTypes=gpu
 NodeName=$host NodeAddr=127.0.0.1 CPUs=4 RealMemory=4000 Gres=gpu:cpu:2 State=UNKNOWN
 PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
+}
+
+# start_daemons DIR HOST: slurmctld and slurmd on DIR's slurm.conf, then waits (bounded:
+# BENCHFLEET_SLURM_START_S) until sinfo shows the node idle. Fails at once when a daemon could not
+# bind its port.
+start_daemons() {
+  local dir=$1 host=$2
   export SLURM_CONF=$dir/slurm.conf
-  "$(sbin slurmctld)" -f "$SLURM_CONF"
-  "$(sbin slurmd)" -f "$SLURM_CONF"
+  "$(sbin slurmctld)" -f "$SLURM_CONF" || return 1
+  "$(sbin slurmd)" -f "$SLURM_CONF" || return 1
 
   local limit=${BENCHFLEET_SLURM_START_S:-30} state=""
   local deadline=$((SECONDS + limit))
   while ((SECONDS < deadline)); do
     state=$(timeout 5 sinfo -h -n "$host" -o %T 2>/dev/null || true)
-    [[ $state == idle ]] && break
+    [[ $state == idle ]] && return 0
+    port_taken "$dir" && return 1
     sleep 0.5
   done
-  if [[ $state != idle ]]; then
-    echo "error: node $host not idle within ${limit} s (sinfo says: '${state}')" >&2
-    exit 1
-  fi
-  trap - EXIT
-  echo "export SLURM_CONF=$SLURM_CONF"
+  echo "error: node $host not idle within ${limit} s (sinfo says: '${state}')" >&2
+  return 1
 }
 
 [[ $# -ge 1 ]] || usage

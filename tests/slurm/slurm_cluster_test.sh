@@ -29,11 +29,33 @@ wait_for() {
   return 1
 }
 
-started=$("$script" start "$dir") || {
-  echo "FAIL: start: $started" >&2
+# The first try's controller port is already taken by a listener (as another process could take
+# it between the script's choice and slurmctld's bind): the script must see the daemon's bind
+# fail and start the cluster on new ports.
+held_file="$dir.held"
+/usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+with open(sys.argv[1], "w") as f:
+    f.write(str(s.getsockname()[1]))
+time.sleep(600)
+' "$held_file" &
+holder=$!
+trap '"$script" stop "$dir" >/dev/null 2>&1; kill "$holder" 2>/dev/null; rm -f "$held_file"' EXIT
+wait_for 10 test -s "$held_file" || { echo "FAIL: the port holder did not start" >&2; exit 1; }
+held=$(<"$held_file")
+start_err=$dir.start-err
+started=$(BENCHFLEET_SLURM_PORTS="$held" "$script" start "$dir" 2>"$start_err") || {
+  echo "FAIL: start: $started $(cat "$start_err")" >&2
   exit 1
 }
 [[ $started == "export SLURM_CONF=$dir/slurm.conf" ]] || fail "start printed '$started'"
+grep -q "retrying on new ports" "$start_err" || fail "start did not say it retried: $(cat "$start_err")"
+grep -qx "SlurmctldPort=$held" "$dir/slurm.conf" && fail "the cluster's controller is configured on the taken port $held"
+rm -f "$start_err"
+kill "$holder" 2>/dev/null
 eval "$started"
 sinfo -h -o '%P %T %G' | grep -q '^test\* idle gpu:cpu:2' || fail "sinfo: $(sinfo -h -o '%P %T %G')"
 
