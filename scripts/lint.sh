@@ -5,6 +5,12 @@
 #   scripts/lint.sh tidy [BUILD]  clang-tidy-14 over the programs' sources (.clang-tidy), from
 #                                 BUILD's compile_commands.json (default build/default); results of
 #                                 unchanged units are remembered (scripts/tidy.py)
+#   scripts/lint.sh tidy-changed [BUILD]
+#                                 the same over the units the change under test can affect: those
+#                                 compiled from a file changed since $BENCHFLEET_TIDY_BASE, else
+#                                 since the merge base with the upstream branch when HEAD is ahead
+#                                 of it, else since HEAD~20 (the last push's worth of commits on a
+#                                 clone of main, as CI's)
 #   scripts/lint.sh fix           rewrites the C++ files in the project's format
 # Exits 1 on a finding, naming the file.
 set -euo pipefail
@@ -30,8 +36,21 @@ case "${1:-}" in
     need clang-tidy-14
     exec python3 scripts/tidy.py "${2:-build/default}" --jobs "${JOBS:-$(nproc)}"
     ;;
+  tidy-changed)
+    need clang-tidy-14
+    base="${BENCHFLEET_TIDY_BASE:-}"
+    if [ -z "$base" ]; then
+      upstream="$(git rev-parse --verify --quiet '@{upstream}' 2>/dev/null || true)"
+      if [ -n "$upstream" ] && [ "$(git rev-parse HEAD)" != "$upstream" ]; then
+        base="$(git merge-base HEAD "$upstream")"
+      else
+        base="$(git rev-list --max-count=21 HEAD | tail -n 1)"  # HEAD~20, or the first commit
+      fi
+    fi
+    exec python3 scripts/tidy.py "${2:-build/default}" --jobs "${JOBS:-$(nproc)}" --changed-since "$base"
+    ;;
   *)
-    echo "usage: scripts/lint.sh format|python|tidy [BUILD]|fix" >&2
+    echo "usage: scripts/lint.sh format|python|tidy [BUILD]|tidy-changed [BUILD]|fix" >&2
     exit 2
     ;;
 esac
