@@ -61,6 +61,13 @@ case "$suite" in
   sid) packages+=(python3-transformers python3-safetensors python3-scipy) ;;
   *) die "--suite $suite: must be trixie or sid" ;;
 esac
+# Tests of the making itself (torch_root_make) name a small set instead: a root without
+# python3-torch is made and marked the same way, with torch_version "none" and no ISA probe.
+if [ -n "${BENCHFLEET_ROOT_PACKAGES:-}" ]; then
+  read -r -a packages <<<"$BENCHFLEET_ROOT_PACKAGES"
+fi
+with_torch=0
+for p in "${packages[@]}"; do [ "$p" = python3-torch ] && with_torch=1; done
 if [ -z "$root" ]; then
   root="${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots/$suite"
   [ "$suite" = trixie ] && root="${BENCHFLEET_TORCH_ROOT:-$root}"
@@ -112,7 +119,7 @@ esac
 
 if current; then
   # A root made before its kernels could be vectorised says "none": ask again, it is cheap.
-  if grep -qE '"vec_isa": *"(none|unknown)"' "$marker" || ! grep -q '"vec_isa"' "$marker"; then
+  if [ "$with_torch" = 1 ] && { grep -qE '"vec_isa": *"(none|unknown)"' "$marker" || ! grep -q '"vec_isa"' "$marker"; }; then
     vec_isa="$(probe_vec_isa)"
     sed -i -E "s/\"vec_isa\": *\"[^\"]*\"/\"vec_isa\": \"$vec_isa\"/" "$marker"
   fi
@@ -231,13 +238,17 @@ $(tail -n 15 "$log")"
   mv "$work" "$root"
 fi
 
-say "checking torch in the root"
-torch_version="$(with_proc "$root" python3 -c 'import torch, torchvision; print(torch.__version__)')" ||
-  die "the root's python cannot import torch and torchvision"
-[ -f "$root/usr/include/torch/csrc/inductor/aoti_package/model_package_loader.h" ] ||
-  die "the root's LibTorch has no AOTInductor package loader header"
-vec_isa="$(probe_vec_isa)"
-[ "$vec_isa" = none ] && say "warning: Inductor picks no vector ISA in this root on this CPU: compiled kernels are scalar"
+if [ "$with_torch" = 1 ]; then
+  say "checking torch in the root"
+  torch_version="$(with_proc "$root" python3 -c 'import torch, torchvision; print(torch.__version__)')" ||
+    die "the root's python cannot import torch and torchvision"
+  [ -f "$root/usr/include/torch/csrc/inductor/aoti_package/model_package_loader.h" ] ||
+    die "the root's LibTorch has no AOTInductor package loader header"
+  vec_isa="$(probe_vec_isa)"
+  [ "$vec_isa" = none ] && say "warning: Inductor picks no vector ISA in this root on this CPU: compiled kernels are scalar"
+else
+  torch_version=none vec_isa=none
+fi
 id="$(root_id "$root")"
 cat >"$marker" <<EOF
 {"suite": "$suite", "torch_version": "$torch_version", "root_id": "$id", "packages_hash": "$wanted_hash", "vec_isa": "$vec_isa", "created": "$(date -u +%Y-%m-%dT%H:%M:%SZ)"}
