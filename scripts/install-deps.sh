@@ -10,6 +10,9 @@
 #                                          # targets use (the quick start)
 #   scripts/install-deps.sh --no-slurm    # without slurmctld, slurmd, munge and slurm-client,
 #                                          # which only the real-Slurm tests use (the quick start)
+#   scripts/install-deps.sh --roots-only  # only what makes the torch roots (mmdebstrap, curl), so
+#                                          # their making can start beside the rest (the quick
+#                                          # start and scripts/test.sh run this first)
 #   scripts/install-deps.sh --no-lint     # without ansible, ansible-lint, clang-format, clang-tidy,
 #                                          # flake8 and patchelf, which only the lint and deploy
 #                                          # tests and the GPU study's bundle use (the quick start)
@@ -19,14 +22,16 @@ with_browser=1
 with_fuzz=1
 with_slurm=1
 with_lint=1
+roots_only=0
 for arg in "$@"; do
   case "$arg" in
+    --roots-only) roots_only=1 ;;
     --no-npm) with_npm=0 ;;
     --no-browser) with_browser=0 ;;
     --no-fuzz) with_fuzz=0 ;;
     --no-slurm) with_slurm=0 ;;
     --no-lint) with_lint=0 ;;
-    *) echo "usage: scripts/install-deps.sh [--no-browser] [--no-npm] [--no-fuzz] [--no-slurm] [--no-lint]" >&2; exit 2 ;;
+    *) echo "usage: scripts/install-deps.sh [--roots-only] [--no-browser] [--no-npm] [--no-fuzz] [--no-slurm] [--no-lint]" >&2; exit 2 ;;
   esac
 done
 
@@ -58,6 +63,11 @@ fi
 # packages' services (below): nothing of Slurm runs on this host unless a test starts it.
 slurm_packages=()
 [ "$with_slurm" = 1 ] && slurm_packages=(slurmctld slurmd munge slurm-client)
+if [ "$roots_only" = 1 ]; then
+  packages=(mmdebstrap curl ca-certificates bubblewrap)
+  slurm_packages=()
+  with_npm=0
+fi
 
 not_installed() {  # not_installed PACKAGE...: prints those dpkg does not list as installed
   local p

@@ -75,8 +75,6 @@ setup=1
 mkdir -p "$state"
 
 t0=$(date +%s)
-[ "$setup" = 1 ] && scripts/install-deps.sh --no-browser --no-fuzz --no-slurm --no-lint
-t1=$(date +%s)
 # The libtorch runtime (AOTInductor, TorchScript) needs benchfleet-worker: in each root for a
 # matrix given in BENCHFLEET_QUICKSTART_MATRIX that names it, on the host for such a matrix, the
 # fast path's examples/cpu-demo.yaml and a GPU host's examples/gpu-demo.yaml. The default CPU
@@ -91,20 +89,32 @@ done
 needs_host_worker="$needs_workers"
 [ "$torch_root" = none ] && needs_host_worker=1
 nvidia-smi -L 2>/dev/null | grep -q '^GPU' && needs_host_worker=1
-# The two roots are made side by side, beside the C++ build, at the lowest CPU priority so the
-# compile keeps its cores (a few minutes the first time, seconds after). From scratch on 2 cores
-# both were ready 313 s after the start, as the build ended (each takes about 90 s alone). Each
-# writes its own log.
+# The two roots are made side by side, beside the other packages' install and the C++ build, at
+# the lowest CPU and I/O priority (nice 19, ionice idle): they start as soon as mmdebstrap is
+# there, so their downloads and first steps use what the install leaves of the cores, and the
+# compile keeps its cores; their unpacking mostly follows it. Each writes its own log and, when
+# it ends, its exit status (torch-root-SUITE.rc), which the loop below polls: each matrix runs as
+# soon as the roots of its builds are ready, so a root that is ready first is used first, and
+# whichever root is still being made yields its CPU and disk to the measurement.
 declare -A root_pids=()
 if [ "$setup" = 1 ]; then
+  [ "$torch_root" = none ] || scripts/install-deps.sh --roots-only
   for pair in "trixie $torch_root" "sid $sid_root"; do
     read -r suite dir <<<"$pair"
     [ "$dir" = none ] && continue
     echo "quickstart: making the $suite root in the background (log: $state/torch-root-$suite.log)"
-    nice -n 19 scripts/torch-root.sh --suite "$suite" --root "$dir" >"$state/torch-root-$suite.log" 2>&1 &
+    rm -f "$state/torch-root-$suite.rc"
+    (
+      rc=0
+      ionice -t -c 3 nice -n 19 scripts/torch-root.sh --suite "$suite" --root "$dir" \
+        >"$state/torch-root-$suite.log" 2>&1 || rc=$?
+      echo "$rc" >"$state/torch-root-$suite.rc"
+    ) &
     root_pids[$suite]=$!
   done
+  scripts/install-deps.sh --no-browser --no-fuzz --no-slurm --no-lint
 fi
+t1=$(date +%s)
 if [ "$setup" = 1 ]; then
   cmake --preset default >/dev/null
   targets=(benchfleet benchfleet-coordinator benchfleet-agent)
@@ -112,50 +122,60 @@ if [ "$setup" = 1 ]; then
   cmake --build --preset default --target "${targets[@]}"
 fi
 t2=$(date +%s)
-# A root whose making failed, or whose worker does not build, is left out: the others still run.
-declare -A root_failed=()
-for suite in "${!root_pids[@]}"; do
-  if wait "${root_pids[$suite]}"; then
-    grep -E '^torch-root: root (ready|is current)' "$state/torch-root-$suite.log" | sed 's/^torch-root: /quickstart: /' || true
-  else
-    root_failed[$suite]=1
-    tail -n 5 "$state/torch-root-$suite.log" >&2
+
+# Each root's state: pending (being made), ready (its directory), or none (not wanted, or it could
+# not be made or checked: its build is left out and the others still run).
+declare -A root_dir=([trixie]="$torch_root" [sid]="$sid_root")
+declare -A root_state=()
+declare -A root_ready_s=()
+for suite in trixie sid; do
+  if [ "${root_dir[$suite]}" = none ]; then root_state[$suite]=none
+  elif [ -n "${root_pids[$suite]:-}" ]; then root_state[$suite]=pending
+  elif [ -f "${root_dir[$suite]}/etc/benchfleet-root.json" ]; then root_state[$suite]=ready
+  else root_state[$suite]=none
   fi
 done
-root_build() {  # name suite root: checks the root (and builds its worker if needed); prints the root or none
-  local name="$1" suite="$2" dir="$3"
-  if [ "$dir" = none ]; then echo none; return; fi
-  if [ "$setup" = 1 ]; then
-    if [ -n "${root_failed[$suite]:-}" ]; then
-      echo "quickstart: the $suite root could not be made (see $state/torch-root-$suite.log); no $name build" >&2
-      echo none; return
-    fi
-    if [ "$needs_workers" = 1 ]; then
-      echo "quickstart: building benchfleet-worker inside the $suite root against its LibTorch" >&2
-      if ! scripts/build-worker.sh --root "$dir" --out "$build/$suite-root-worker" >/dev/null; then
-        echo "quickstart: the worker did not build in the $suite root; the $name build runs the python runtime only" >&2
-      fi
+root_name() { case "$1" in trixie) echo stable ;; sid) echo unstable ;; esac; }
+# settle_root SUITE: a root whose making ended is checked (and its worker built when a matrix
+# needs it); prints nothing, sets root_state.
+settle_root() {
+  local suite="$1" dir="${root_dir[$1]}" name rc
+  name="$(root_name "$suite")"
+  [ "${root_state[$suite]}" = pending ] || return 0
+  [ -s "$state/torch-root-$suite.rc" ] || return 0
+  wait "${root_pids[$suite]}" 2>/dev/null || true
+  rc="$(cat "$state/torch-root-$suite.rc")"
+  root_ready_s[$suite]=$(($(date +%s) - t0))
+  if [ "$rc" != 0 ]; then
+    tail -n 5 "$state/torch-root-$suite.log" >&2
+    echo "quickstart: the $suite root could not be made (see $state/torch-root-$suite.log); no $name build" >&2
+    root_state[$suite]=none; return 0
+  fi
+  grep -E '^torch-root: root (ready|is current)' "$state/torch-root-$suite.log" | sed 's/^torch-root: /quickstart: /' || true
+  if [ "$needs_workers" = 1 ]; then
+    echo "quickstart: building benchfleet-worker inside the $suite root against its LibTorch" >&2
+    if ! scripts/build-worker.sh --root "$dir" --out "$build/$suite-root-worker" >/dev/null; then
+      echo "quickstart: the worker did not build in the $suite root; the $name build runs the python runtime only" >&2
     fi
   fi
-  if [ -f "$dir/etc/benchfleet-root.json" ]; then echo "$dir"; else echo none; fi
+  if [ -f "$dir/etc/benchfleet-root.json" ]; then root_state[$suite]=ready; else root_state[$suite]=none; fi
 }
-torch_root="$(root_build stable trixie "$torch_root")"
-sid_root="$(root_build unstable sid "$sid_root")"
-t2b=$(date +%s)
+settle_roots() { local s; for s in trixie sid; do settle_root "$s"; done; }
 
 # The agent's torch builds: Debian 13's torch 2.6 and Debian unstable's torch 2.14, each in its
-# root with the worker where one was built there, and this host's (Debian 12, torch 1.13).
-{
+# root (with the worker where one was built there) once the root is ready, and this host's
+# (Debian 12, torch 1.13). A changed set restarts the agent (between runs, never during one).
+write_agent_config() {
   echo "# written by scripts/quickstart.sh"
   echo "builds:"
-  for pair in "stable trixie $torch_root" "unstable sid $sid_root"; do
-    read -r name suite dir <<<"$pair"
-    [ "$dir" = none ] && continue
-    worker="$build/$suite-root-worker/bin/benchfleet-worker"  # without it: the python runtime only
+  for suite in trixie sid; do
+    [ "${root_state[$suite]}" = ready ] || continue
+    local name dir="${root_dir[$suite]}" worker="$build/$suite-root-worker/bin/benchfleet-worker"
+    name="$(root_name "$suite")"
     if [ "$needs_workers" = 1 ] && [ -x "$worker" ]; then
       echo "  - {name: $name, python: /usr/bin/python3, worker: $worker, root: $dir}"
     else
-      echo "  - {name: $name, python: /usr/bin/python3, root: $dir}"
+      echo "  - {name: $name, python: /usr/bin/python3, root: $dir}"  # the python runtime only
     fi
   done
   if [ "$needs_host_worker" = 1 ] && [ -x "$build/agent/worker/benchfleet-worker" ]; then
@@ -163,13 +183,18 @@ t2b=$(date +%s)
   else
     echo "  - {name: debian12, python: /usr/bin/python3}"
   fi
-} >"$state/agent.yaml.new"
-if ! cmp -s "$state/agent.yaml.new" "$state/agent.yaml" 2>/dev/null; then
-  mv "$state/agent.yaml.new" "$state/agent.yaml"
-  stop_one "$agent_pidfile" "agent (its builds changed)"
-else
-  rm -f "$state/agent.yaml.new"
-fi
+}
+update_agent_config() {
+  write_agent_config >"$state/agent.yaml.new"
+  if ! cmp -s "$state/agent.yaml.new" "$state/agent.yaml" 2>/dev/null; then
+    mv "$state/agent.yaml.new" "$state/agent.yaml"
+    stop_one "$agent_pidfile" "agent (its builds changed)"
+  else
+    rm -f "$state/agent.yaml.new"
+  fi
+}
+settle_roots
+update_agent_config
 
 # A service started from an older build (a re-run after a pull rebuilt it) is restarted, so the
 # tables are made by the code just built; the database and the agent's caches stay.
@@ -200,33 +225,40 @@ base="http://127.0.0.1:$(cat "$state/port")"
 export BENCHFLEET_URL="$base"
 export BENCHFLEET_OPERATOR_TOKEN_FILE="$state/benchfleet.db.operator-token"
 
-if ! alive "$agent_pidfile"; then
-  BENCHFLEET_ENROLLMENT_TOKEN=$(cat "$state/benchfleet.db.enrollment-token") \
-    "$build/agent/daemon/benchfleet-agent" --config "$state/agent.yaml" --coordinator "$base" \
-    --state-dir "$state/agent" --name local \
-    >>"$state/agent.log" 2>&1 &
-  echo $! >"$agent_pidfile"
-fi
-
-# The local agent's GPU classes, once it has enrolled ("" when it only has the CPU slot).
+# ensure_agent: the local agent running with agent.yaml's builds, enrolled and online with all of
+# them; sets gpu_classes (its GPU classes, "" when it only has the CPU slot).
 gpu_classes=""
-for _ in $(seq 100); do
-  agents=$("$cli" agents --json 2>/dev/null || true)
-  classes=$(printf '%s' "$agents" | /usr/bin/python3 -c '
+ensure_agent() {
+  if ! alive "$agent_pidfile"; then
+    BENCHFLEET_ENROLLMENT_TOKEN=$(cat "$state/benchfleet.db.enrollment-token") \
+      "$build/agent/daemon/benchfleet-agent" --config "$state/agent.yaml" --coordinator "$base" \
+      --state-dir "$state/agent" --name local \
+      >>"$state/agent.log" 2>&1 &
+    echo $! >"$agent_pidfile"
+  fi
+  local wanted agents classes
+  wanted="$(sed -n 's/^  - {name: \([^,]*\),.*/\1/p' "$state/agent.yaml" | tr '\n' ' ')"
+  for _ in $(seq 150); do
+    agents=$("$cli" agents --json 2>/dev/null || true)
+    classes=$(printf '%s' "$agents" | /usr/bin/python3 -c '
 import json, sys
 try:
     agents = json.load(sys.stdin)["agents"]
 except Exception:
     sys.exit(1)
 local = [a for a in agents if a["name"] == "local" and a["online"]]
-if not local:
+if not local or not set(sys.argv[1].split()) <= set(local[0].get("torch_builds", [])):
     sys.exit(1)
 print(",".join(sorted({s["gpu_class"] for s in local[0]["slots"] if s["gpu_class"] != "cpu"})))
-') && { gpu_classes="$classes"; break; }
-  alive "$agent_pidfile" || { echo "quickstart: the agent exited; see $state/agent.log" >&2
-                              tail -n 5 "$state/agent.log" >&2; exit 1; }
-  sleep 0.2
-done
+' "$wanted") && { gpu_classes="$classes"; return 0; }
+    alive "$agent_pidfile" || { echo "quickstart: the agent exited; see $state/agent.log" >&2
+                                tail -n 5 "$state/agent.log" >&2; exit 1; }
+    sleep 0.2
+  done
+  echo "quickstart: the agent did not come online with the builds $wanted; see $state/agent.log" >&2
+  exit 1
+}
+ensure_agent
 
 submit_args=()
 if [ -n "${BENCHFLEET_QUICKSTART_MATRIX:-}" ]; then
@@ -235,12 +267,56 @@ elif [ -n "$gpu_classes" ]; then
   matrices=(examples/gpu-demo.yaml)
   submit_args=(--gpus "$gpu_classes")
 elif [ "$torch_root" != none ] && [ "$sid_root" != none ]; then
-  matrices=(examples/cpu-compile-demo.yaml examples/cpu-seed-demo.yaml examples/cpu-memory-demo.yaml)
+  matrices=(examples/cpu-seed-demo.yaml examples/cpu-compile-demo.yaml examples/cpu-memory-demo.yaml)
 else
   matrices=(examples/cpu-demo.yaml)
 fi
+
+# matrix_waits FILE: whether one of the matrix's torch builds is in a root still being made (a
+# build of a root that is not coming, or of no root at all, waits for nothing).
+matrix_waits() {
+  local b
+  for b in $(/usr/bin/python3 -c '
+import sys, yaml
+try:
+    builds = (yaml.safe_load(open(sys.argv[1])) or {}).get("torch_builds") or []
+except Exception:
+    builds = []  # submit says what is wrong with the file
+print(" ".join(str(b) for b in builds) if isinstance(builds, list) else "")
+' "$1"); do
+    case "$b" in
+      stable) [ "${root_state[trixie]}" = pending ] && return 0 ;;
+      unstable) [ "${root_state[sid]}" = pending ] && return 0 ;;
+    esac
+  done
+  return 1
+}
+
+# Medians in the tables: the statistic the matrices' stopping rule measures to a 95% CI, and the
+# one a few slow calls (a busy scheduler) do not move. Each table is printed as its run ends.
 run_ids=()
-for matrix in "${matrices[@]}"; do
+first_table_s=""
+pending_matrices=("${matrices[@]}")
+waiting_said=""
+while [ ${#pending_matrices[@]} -gt 0 ]; do
+  settle_roots
+  chosen=""
+  for i in "${!pending_matrices[@]}"; do
+    matrix_waits "${pending_matrices[$i]}" || { chosen=$i; break; }
+  done
+  if [ -z "$chosen" ]; then
+    if [ -z "$waiting_said" ]; then
+      echo "quickstart: waiting for the roots of ${pending_matrices[*]}"
+      waiting_said=1
+    fi
+    sleep 1; continue
+  fi
+  waiting_said=""
+  matrix="${pending_matrices[$chosen]}"
+  unset "pending_matrices[$chosen]"
+  pending_matrices=("${pending_matrices[@]}")
+  update_agent_config
+  ensure_agent
   echo "quickstart: submitting $matrix ${submit_args[*]:-} (the agent log is $state/agent.log)"
   run_status=0
   run_id=$(timeout "${BENCHFLEET_QUICKSTART_TIMEOUT_S:-3600}" \
@@ -252,23 +328,25 @@ for matrix in "${matrices[@]}"; do
     *) echo "quickstart: waiting for run $run_id ended with exit code $run_status" >&2; exit 1 ;;
   esac
   run_ids+=("$run_id")
+  echo
+  "$cli" report "$run_id" --stat median
+  echo "Dashboard: $base/#/runs/$run_id"
+  echo
+  [ -n "$first_table_s" ] || first_table_s=$(($(date +%s) - t0))
 done
 t3=$(date +%s)
 
-# Medians: the statistic the matrices' stopping rule measures to a 95% CI, and the one a few slow
-# calls (a busy scheduler) do not move.
-for run_id in "${run_ids[@]}"; do
-  echo
-  "$cli" report "$run_id" --stat median
-done
-echo
 for run_id in "${run_ids[@]}"; do
   echo "Dashboard: $base/#/runs/$run_id   Report: $base/api/v1/runs/$run_id/report (?format=md|csv)"
 done
 echo "API: $base/api/v1/runs   OpenAPI: $base/api/v1/openapi.json   Metrics: $base/metrics"
 echo "CLI: export BENCHFLEET_URL=$base BENCHFLEET_OPERATOR_TOKEN_FILE=$BENCHFLEET_OPERATOR_TOKEN_FILE"
 echo "     $cli runs | run ${run_ids[0]} | report ${run_ids[0]} --format csv | agents | watch ID | --help"
-echo "Timings: dependencies $((t1 - t0)) s, build $((t2 - t1)) s, waiting for the roots $((t2b - t2)) s, run $((t3 - t2b)) s"
+roots_said=""
+for suite in trixie sid; do
+  if [ -n "${root_ready_s[$suite]:-}" ]; then roots_said+=", $suite root ready at ${root_ready_s[$suite]} s"; fi
+done
+echo "Timings: dependencies $((t1 - t0)) s, build $((t2 - t1)) s$roots_said, first table at ${first_table_s} s, all at $((t3 - t0)) s"
 
 if [ "$detach" = "--detach" ]; then
   echo "quickstart: coordinator and agent left running; stop them with: scripts/quickstart.sh stop"

@@ -13,6 +13,9 @@
 #   BENCHFLEET_FUZZ=none scripts/test.sh  # without the fuzz targets (ctest fuzz_short)
 #   BENCHFLEET_CUDA_HEADERS=none scripts/test.sh  # without the CUDA compile check
 #                                        # (ctest worker_cuda_compile; headers from scripts/cuda-headers.sh)
+#   scripts/test.sh --scheduled          # the scheduled tier (ctest --preset scheduled): clang-tidy
+#                                        # over every unit, and scripts/fresh-check.sh (the README's
+#                                        # two commands in a new Debian 12 root with empty caches)
 #   scripts/test.sh --fast               # the fast tier while developing: no installs, no root, no
 #                                        # CUDA headers, no fuzz tree; an incremental build, then the
 #                                        # tests labelled `fast` (ctest --preset fast: unit tests,
@@ -28,30 +31,46 @@ case "${1:-}" in
     [ -f build/default/CMakeCache.txt ] || cmake --preset default
     cmake --build --preset default -j "$jobs"
     exec ctest --preset fast -j "$jobs" --timeout 300 ;;
+  --scheduled)
+    scripts/install-deps.sh --no-browser --no-fuzz --no-slurm
+    cmake --preset "$preset"
+    cmake --build --preset "$preset" -j "$jobs"
+    exec ctest --preset scheduled ;;
   "") ;;
-  *) echo "usage: scripts/test.sh [--fast]" >&2; exit 2 ;;
+  *) echo "usage: scripts/test.sh [--fast | --scheduled]" >&2; exit 2 ;;
 esac
 roots_dir="${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots"
 root="${BENCHFLEET_TORCH_ROOT:-$roots_dir/trixie}"
 sid_root="${BENCHFLEET_SID_ROOT:-$roots_dir/sid}"
 [ "$root" = none ] && sid_root=none  # the fast path: the host's torch alone
 
-scripts/install-deps.sh
+t0=$SECONDS
+phase_t=$SECONDS
+phase_times=()
+phase_done() {  # phase_done NAME: records how long the phase since the last one took
+  phase_times+=("$1 $((SECONDS - phase_t)) s")
+  echo "test: $1 took $((SECONDS - phase_t)) s"
+  phase_t=$SECONDS
+}
 
 # The roots take minutes to make the first time (downloads, dpkg) and are reused afterwards;
-# making them side by side (at the lowest CPU priority) beside the compile saves that time on a
-# fresh machine: each is mostly one process at a time, so together they use both cores once the
-# compile is done. Each writes its own log.
+# making them side by side (at the lowest CPU and I/O priority) beside the other packages'
+# install and the compile saves that time on a fresh machine: each is mostly one process at a
+# time, so together they use both cores once the compile is done. They start as soon as
+# mmdebstrap is there. Each writes its own log.
 root_pids=()
 if [ "$root" != none ]; then
+  scripts/install-deps.sh --roots-only
   mkdir -p build
   for pair in "trixie $root" "sid $sid_root"; do
     read -r suite dir <<<"$pair"
     [ "$dir" = none ] && continue
-    nice -n 19 scripts/torch-root.sh --suite "$suite" --root "$dir" >"build/torch-root-$suite.log" 2>&1 &
+    ionice -t -c 3 nice -n 19 scripts/torch-root.sh --suite "$suite" --root "$dir" >"build/torch-root-$suite.log" 2>&1 &
     root_pids+=("$suite:$!")
   done
 fi
+scripts/install-deps.sh
+phase_done "installing the packages"
 
 # The CUDA compile check (ctest worker_cuda_compile) compiles the worker's CUDA code against a
 # CUDA LibTorch's headers (2.4 MB, unpacked once into ~/.cache) and /usr/local/cuda's.
@@ -69,9 +88,11 @@ fuzz_dir=""
 cmake --preset "$preset" -DBENCHFLEET_TORCH_ROOT="$root" -DBENCHFLEET_SID_ROOT="$sid_root" -DBENCHFLEET_CUDA_TORCH_HEADERS="$cuda_headers" \
   -DBENCHFLEET_FUZZ_DIR="$fuzz_dir"
 cmake --build --preset "$preset" -j "$jobs"
+phase_done "the build"
 if [ -n "$fuzz_dir" ]; then
   echo "test: building the fuzz targets (clang, ASan + UBSan) in $fuzz_dir"
   scripts/fuzz.sh build --dir "$fuzz_dir"
+  phase_done "the fuzz targets"
 fi
 
 if [ ${#root_pids[@]} -gt 0 ]; then
@@ -84,9 +105,11 @@ if [ ${#root_pids[@]} -gt 0 ]; then
     fi
     grep -E '^torch-root: (root|creating|updating)' "build/torch-root-$suite.log" || true
   done
+  phase_done "waiting for the roots"
   echo "test: building benchfleet-worker inside the roots against their LibTorch"
   scripts/build-worker.sh --root "$root" --out "build/$preset/trixie-root-worker" --jobs "$jobs"
   [ "$sid_root" = none ] || scripts/build-worker.sh --root "$sid_root" --out "build/$preset/sid-root-worker" --jobs "$jobs"
+  phase_done "the workers in the roots"
   export BENCHFLEET_REQUIRE_TORCH_ROOT=1
 fi
 # install-deps.sh installed bubblewrap and the archive was reachable: the worker's build from
@@ -99,10 +122,14 @@ slurm_log="build/$preset/ctest-slurm.log"
 ctest --preset "$preset" -L '^slurm$' -j 1 --timeout 300 >"$slurm_log" 2>&1 &
 slurm_pid=$!
 status=0
-ctest --preset "$preset" -LE '^slurm$' -j "$jobs" --timeout 300 || status=$?
+# The scheduled tier's tests (labels tidy_full, fresh: ctest --preset scheduled) are not this
+# command's: each takes longer than the rest of the suite on a small machine.
+ctest --preset "$preset" -LE '^(slurm|tidy_full|fresh)$' -j "$jobs" --timeout 300 || status=$?
 slurm_status=0
 wait "$slurm_pid" || slurm_status=$?
 echo "test: the Slurm tests (run beside the rest):"
 cat "$slurm_log"
 [ "$slurm_status" -eq 0 ] || status=$slurm_status
+phase_done "the tests"
+echo "test: $(IFS=,; echo "${phase_times[*]}" | sed 's/,/, /g'); in all $((SECONDS - t0)) s"
 exit "$status"
