@@ -74,7 +74,7 @@ git clone --quiet --no-hardlinks "$src" "$root/root/benchfleet"
 say "cloned $(git -C "$src" rev-parse --short HEAD) into /root/benchfleet"
 
 # run_inside LOG COMMAND: runs COMMAND (bash) in the root, in a mount namespace of its own with
-# /proc, /sys (cgroups included), /dev and a fresh /tmp and /run, so what it mounts goes with it;
+# /proc, /sys (cgroups included), /dev and a fresh /run, so what it mounts goes with it;
 # CI=true and no stdin, as CI runs it.
 run_inside() {
   local log="$1" cmd="$2"
@@ -85,7 +85,6 @@ run_inside() {
     mount -t proc proc "$r/proc"
     mount --rbind /sys "$r/sys"; mount --make-rslave "$r/sys"
     mount --rbind /dev "$r/dev"; mount --make-rslave "$r/dev"
-    mount -t tmpfs -o size=8g tmpfs "$r/tmp"
     mount -t tmpfs tmpfs "$r/run"
     exec chroot "$r" /usr/bin/env -i HOME=/root USER=root LOGNAME=root TERM=dumb CI=true \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
