@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Proves the README's two commands on a fresh machine: makes a new Debian 12 root (mmdebstrap,
 # the packages of a Debian 12 server install: priority "important" plus git and ca-certificates,
-# nothing of this project's), clones this repository into it, and runs there, with an empty HOME
+# with the site's certificate authorities, nothing of this project's), clones this repository into
+# it, and runs there, with an empty HOME
 # (no ccache, no torch roots, no Inductor, tidy or npm caches), first `scripts/quickstart.sh
 # --detach` (then `quickstart.sh stop`), then `scripts/test.sh`, as a newcomer would. Prints each
 # phase's time and the commands' own splits; the logs stay under DIR.
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
     --only) only="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     --mirror) mirror="$2"; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -68,6 +69,14 @@ mmdebstrap --mode=root --variant=important --components=main --include=git,ca-ce
   bookworm "$root" "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
   >"$logs/mmdebstrap.log" 2>&1 || { tail -n 20 "$logs/mmdebstrap.log" >&2; die "mmdebstrap failed"; }
 phase "fresh Debian 12 root" $((SECONDS - t))
+
+# The site's certificate authorities and npm's setting for them, as every machine provisioned
+# here has them (a registry behind a TLS proxy is refused without them); nothing else of the host.
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  chroot "$root" update-ca-certificates >/dev/null
+fi
+[ -f /etc/npmrc ] && cp /etc/npmrc "$root/etc/npmrc"
 
 # 2. A clone of this repository's HEAD, as a newcomer's git clone gives it.
 git clone --quiet --no-hardlinks "$src" "$root/root/benchfleet"
