@@ -83,7 +83,9 @@ git clone --quiet --no-hardlinks "$src" "$root/root/benchfleet"
 say "cloned $(git -C "$src" rev-parse --short HEAD) into /root/benchfleet"
 
 # run_inside LOG COMMAND: runs COMMAND (bash) in the root, in a mount namespace of its own with
-# /proc, /sys (cgroups included), /dev and a fresh /run, so what it mounts goes with it;
+# the root bound on itself (a chroot's / that is no mount point makes bubblewrap fail: "Failed to
+# make / slave"), /proc, /sys (cgroups included), /dev and a fresh /run, so what it mounts goes
+# with it;
 # CI=true and no stdin, as CI runs it.
 run_inside() {
   local log="$1" cmd="$2"
@@ -91,6 +93,7 @@ run_inside() {
   unshare --mount --propagation private --fork -- /bin/bash -c '
     set -e
     r="$1"; shift
+    mount --bind "$r" "$r"  # its / a mount point, as a machine'"'"'s is (bubblewrap makes it a slave)
     mount -t proc proc "$r/proc"
     mount --rbind /sys "$r/sys"; mount --make-rslave "$r/sys"
     mount --rbind /dev "$r/dev"; mount --make-rslave "$r/dev"
