@@ -10,6 +10,11 @@
 #                                          # targets use (the quick start)
 #   scripts/install-deps.sh --no-slurm    # without slurmctld, slurmd, munge and slurm-client,
 #                                          # which only the real-Slurm tests use (the quick start)
+#   scripts/install-deps.sh --chart-js-only # no Node.js and npm (Debian's npm is about 700
+#                                          # packages): only the dashboard's chart.js, its tarball
+#                                          # fetched from the npm registry at package-lock.json's
+#                                          # version and checked against its integrity hash (the
+#                                          # quick start; the tests' Node tools need npm)
 #   scripts/install-deps.sh --roots-only  # only what makes the torch roots (mmdebstrap, curl), so
 #                                          # their making can start beside the rest (the quick
 #                                          # start and scripts/test.sh run this first)
@@ -23,15 +28,17 @@ with_fuzz=1
 with_slurm=1
 with_lint=1
 roots_only=0
+chart_js_only=0
 for arg in "$@"; do
   case "$arg" in
+    --chart-js-only) chart_js_only=1; with_npm=0 ;;
     --roots-only) roots_only=1 ;;
     --no-npm) with_npm=0 ;;
     --no-browser) with_browser=0 ;;
     --no-fuzz) with_fuzz=0 ;;
     --no-slurm) with_slurm=0 ;;
     --no-lint) with_lint=0 ;;
-    *) echo "usage: scripts/install-deps.sh [--roots-only] [--no-browser] [--no-npm] [--no-fuzz] [--no-slurm] [--no-lint]" >&2; exit 2 ;;
+    *) echo "usage: scripts/install-deps.sh [--roots-only] [--chart-js-only] [--no-browser] [--no-npm] [--no-fuzz] [--no-slurm] [--no-lint]" >&2; exit 2 ;;
   esac
 done
 
@@ -117,12 +124,42 @@ else
   fi
 fi
 
+cd "$(dirname "$0")/.."
+# The dashboard's chart library alone, without npm: the tarball of the version package-lock.json
+# locks, from the registry ($BENCHFLEET_NPM_REGISTRY, default npm's), refused unless its sha512 is
+# the lock's integrity; the build copies its dist/chart.umd.js (self-contained) into the dashboard.
+if [ "$chart_js_only" = 1 ]; then
+  read -r version integrity < <(/usr/bin/python3 -c '
+import json
+entry = json.load(open("package-lock.json"))["packages"]["node_modules/chart.js"]
+print(entry["version"], entry["integrity"])')
+  dest=node_modules/chart.js
+  if [ -f "$dest/dist/chart.umd.js" ] && grep -qx "$integrity" "$dest/.benchfleet-integrity" 2>/dev/null; then
+    echo "install-deps: chart.js $version is there"
+    exit 0
+  fi
+  registry="${BENCHFLEET_NPM_REGISTRY:-https://registry.npmjs.org}"
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  if ! curl -fsS --max-time 120 -o "$tmp/chart.tgz" "${registry%/}/chart.js/-/chart.js-$version.tgz"; then
+    echo "install-deps: chart.js $version could not be fetched from $registry; the dashboard will say charts are unavailable" >&2
+    exit 0
+  fi
+  got="$(/usr/bin/python3 -c 'import base64, hashlib, sys
+print("sha512-" + base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' "$tmp/chart.tgz")"
+  [ "$got" = "$integrity" ] || { echo "install-deps: chart.js $version from $registry is not the locked one ($got)" >&2; exit 1; }
+  mkdir -p "$tmp/x" && tar -xzf "$tmp/chart.tgz" -C "$tmp/x"
+  rm -rf "$dest" && mkdir -p node_modules && mv "$tmp/x/package" "$dest"
+  echo "$integrity" >"$dest/.benchfleet-integrity"
+  echo "install-deps: chart.js $version fetched"
+  exit 0
+fi
+
 # Node packages (package.json / package-lock.json in the repository root): chart.js, which the
 # build copies into the dashboard, and the tests' tools (OpenAPI validator, playwright-core for the
 # browser tests, which drive Debian's chromium). Optional: without them the dashboard says "charts
 # unavailable" and those tests are skipped.
 [ "$with_npm" = 1 ] || exit 0
-cd "$(dirname "$0")/.."
 stamp=node_modules/.benchfleet-lock.sha256
 if [ -f "$stamp" ] && [ "$(sha256sum package-lock.json)" = "$(cat "$stamp")" ]; then
   echo "install-deps: node_modules is up to date"

@@ -112,7 +112,7 @@ if [ "$setup" = 1 ]; then
     ) &
     root_pids[$suite]=$!
   done
-  scripts/install-deps.sh --no-browser --no-fuzz --no-slurm --no-lint
+  scripts/install-deps.sh --chart-js-only --no-browser --no-fuzz --no-slurm --no-lint
 fi
 t1=$(date +%s)
 if [ "$setup" = 1 ]; then
