@@ -247,7 +247,7 @@ try:
 except Exception:
     sys.exit(1)
 local = [a for a in agents if a["name"] == "local" and a["online"]]
-if not local or not set(sys.argv[1].split()) <= set(local[0].get("torch_builds", [])):
+if not local or not set(sys.argv[1].split()) <= {b["name"] for b in local[0].get("torch_builds", [])}:
     sys.exit(1)
 print(",".join(sorted({s["gpu_class"] for s in local[0]["slots"] if s["gpu_class"] != "cpu"})))
 ' "$wanted") && { gpu_classes="$classes"; return 0; }
