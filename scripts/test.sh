@@ -73,9 +73,14 @@ scripts/install-deps.sh
 phase_done "installing the packages"
 
 # The CUDA compile check (ctest worker_cuda_compile) compiles the worker's CUDA code against a
-# CUDA LibTorch's headers (2.4 MB, unpacked once into ~/.cache) and /usr/local/cuda's.
+# CUDA LibTorch's headers (2.4 MB, unpacked once into ~/.cache) and a CUDA toolkit's
+# (/usr/local/cuda, where NVIDIA's installer puts it; Debian's own is non-free, so a fresh Debian
+# machine has none): without a toolkit the check is left out, saying so.
 cuda_headers=""
-if [ "${BENCHFLEET_CUDA_HEADERS:-}" != none ]; then
+cuda_include="${BENCHFLEET_CUDA_INCLUDE_DIR:-/usr/local/cuda/include}"
+if [ "${BENCHFLEET_CUDA_HEADERS:-}" != none ] && [ ! -f "$cuda_include/cuda_runtime_api.h" ]; then
+  echo "test: no CUDA toolkit at $cuda_include (cuda_runtime_api.h): the suite runs without the CUDA compile check (worker_cuda_compile)"
+elif [ "${BENCHFLEET_CUDA_HEADERS:-}" != none ]; then
   cuda_headers="$(scripts/cuda-headers.sh)" ||
     { echo "test: the CUDA LibTorch headers could not be fetched (BENCHFLEET_CUDA_HEADERS=none runs the suite without the CUDA compile check)" >&2; exit 1; }
 fi
@@ -86,6 +91,7 @@ fuzz_dir=""
 [ "${BENCHFLEET_FUZZ:-}" != none ] && fuzz_dir="$PWD/build/fuzz"
 
 cmake --preset "$preset" -DBENCHFLEET_TORCH_ROOT="$root" -DBENCHFLEET_SID_ROOT="$sid_root" -DBENCHFLEET_CUDA_TORCH_HEADERS="$cuda_headers" \
+  -DBENCHFLEET_CUDA_INCLUDE_DIR="$cuda_include" \
   -DBENCHFLEET_FUZZ_DIR="$fuzz_dir"
 cmake --build --preset "$preset" -j "$jobs"
 phase_done "the build"
