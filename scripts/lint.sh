@@ -44,6 +44,11 @@ case "${1:-}" in
       if [ -n "$upstream" ] && [ "$(git rev-parse HEAD)" != "$upstream" ]; then
         base="$(git merge-base HEAD "$upstream")"
       else
+        # A shallow clone holds too few commits to say what the last push changed: deepen it.
+        if [ "$(git rev-parse --is-shallow-repository)" = true ] && [ "$(git rev-list --count HEAD)" -le 20 ]; then
+          git fetch --quiet --deepen=20 2>/dev/null ||
+            echo "lint: a shallow clone that could not be deepened: the change is taken from its $(git rev-list --count HEAD) commit(s)" >&2
+        fi
         base="$(git rev-list --max-count=21 HEAD | tail -n 1)"  # HEAD~20, or the first commit
       fi
     fi
