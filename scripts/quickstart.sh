@@ -238,7 +238,7 @@ ensure_agent() {
   fi
   local wanted agents classes
   wanted="$(sed -n 's/^  - {name: \([^,]*\),.*/\1/p' "$state/agent.yaml" | tr '\n' ' ')"
-  for _ in $(seq 150); do
+  for _ in $(seq 600); do  # 2 min: the agent probes each build (torch imported in its root) before it enrols
     agents=$("$cli" agents --json 2>/dev/null || true)
     classes=$(printf '%s' "$agents" | /usr/bin/python3 -c '
 import json, sys
