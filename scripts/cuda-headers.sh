@@ -42,10 +42,7 @@ fi
 
 for tool in apt-get dpkg; do command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (this script needs Debian's apt)"; done
 if [ -z "$mirror" ]; then
-  mirror="$(grep -rhoE '^URIs: *https?://[^ ]+/debian/?$|^deb +https?://[^ ]+/debian/? ' \
-              /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null |
-            sed -E 's/^URIs: *//; s/^deb +//; s/ +$//' | head -n1 || true)"
-  mirror="${mirror:-http://deb.debian.org/debian}"
+  mirror="$("$(dirname "${BASH_SOURCE[0]}")/debian-mirror.sh")"
 fi
 
 # A private apt state: only the trixie contrib index, so the host's apt lists stay untouched.

@@ -40,10 +40,7 @@ for tool in mmdebstrap unshare chroot git; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (apt-get install mmdebstrap util-linux git)"
 done
 if [ -z "$mirror" ]; then
-  mirror="$(grep -rhoE '^URIs: *https?://[^ ]+/debian/?$|^deb +https?://[^ ]+/debian/? ' \
-              /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null |
-            sed -E 's/^URIs: *//; s/^deb +//; s/ +$//' | head -n1 || true)"
-  mirror="${mirror:-http://deb.debian.org/debian}"
+  mirror="$("$(dirname "${BASH_SOURCE[0]}")/debian-mirror.sh")"
 fi
 
 root="$dir/root"

@@ -134,10 +134,7 @@ for tool in mmdebstrap chroot; do
 done
 
 if [ -z "$mirror" ]; then
-  mirror="$(grep -rhoE '^URIs: *https?://[^ ]+/debian/?$|^deb +https?://[^ ]+/debian/? ' \
-              /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null |
-            sed -E 's/^URIs: *//; s/^deb +//; s/ +$//' | head -n1 || true)"
-  mirror="${mirror:-http://deb.debian.org/debian}"
+  mirror="$("$(dirname "${BASH_SOURCE[0]}")/debian-mirror.sh")"
 fi
 
 # Say clearly when the archive cannot be reached, before apt's own less direct message.
