@@ -101,33 +101,29 @@ run_inside() {
   ' fresh-check "$root" "$cmd" </dev/null >"$log" 2>&1
 }
 
+# command_phase NAME LOG SUMMARY FAILURES COMMAND: runs one README command in the root, timed;
+# prints the lines of its log matching SUMMARY, and on failure those matching FAILURES (else its
+# tail).
 status=0
-if [ "$only" != test ]; then
-  say "running scripts/quickstart.sh --detach in it (log: $logs/quickstart.log)"
-  t=$SECONDS
-  rc=0
-  run_inside "$logs/quickstart.log" 'scripts/quickstart.sh --detach; rc=$?; scripts/quickstart.sh stop; exit $rc' || rc=$?
-  phase "quick start (to its last table)" $((SECONDS - t))
-  grep -E '^(Timings|quickstart: (root|the .* root))' "$logs/quickstart.log" | sed 's/^/  /' || true
+command_phase() {
+  local name="$1" log="$2" summary="$3" failures="$4" cmd="$5" t=$SECONDS rc=0
+  say "running $name in it (log: $log)"
+  run_inside "$log" "$cmd" || rc=$?
+  phase "$name" $((SECONDS - t))
+  grep -E "$summary" "$log" | sed 's/^/  /' || true
   if [ "$rc" -ne 0 ]; then
-    tail -n 30 "$logs/quickstart.log" >&2
-    say "the quick start failed (exit $rc)"
+    { grep -E "$failures" "$log" || tail -n 30 "$log"; } | sed 's/^/  /' >&2
+    say "$name failed (exit $rc)"
     status=$rc
   fi
+}
+if [ "$only" != test ]; then
+  command_phase "scripts/quickstart.sh" "$logs/quickstart.log" '^(Timings|quickstart: (root|the .* root))' '^quickstart: ' \
+    'scripts/quickstart.sh --detach; rc=$?; scripts/quickstart.sh stop; exit $rc'
 fi
 if [ "$only" != quickstart ] && [ "$status" -eq 0 ]; then
-  say "running scripts/test.sh in it (log: $logs/test.log)"
-  t=$SECONDS
-  rc=0
-  run_inside "$logs/test.log" 'scripts/test.sh' || rc=$?
-  phase "test command" $((SECONDS - t))
-  grep -E '^test: .* [0-9]+ s' "$logs/test.log" | sed 's/^/  /' || true
-  grep -E 'tests passed|tests failed' "$logs/test.log" | sed 's/^/  /' || true
-  if [ "$rc" -ne 0 ]; then
-    grep -E '\*\*\*Failed|\(Failed\)|\(Timeout\)' "$logs/test.log" | sed 's/^/  /' >&2 || true
-    say "the test command failed (exit $rc)"
-    status=$rc
-  fi
+  command_phase "scripts/test.sh" "$logs/test.log" '^test: .* [0-9]+ s|tests passed|tests failed' \
+    '\*\*\*Failed|\(Failed\)|\(Timeout\)' 'scripts/test.sh'
 fi
 
 echo
