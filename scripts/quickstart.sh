@@ -145,7 +145,7 @@ settle_root() {
   [ -s "$state/torch-root-$suite.rc" ] || return 0
   wait "${root_pids[$suite]}" 2>/dev/null || true
   rc="$(cat "$state/torch-root-$suite.rc")"
-  root_ready_s[$suite]=$(($(date +%s) - t0))
+  root_ready_s[$suite]=$(($(stat -c %Y "$state/torch-root-$suite.rc") - t0))  # when it ended, not when seen
   if [ "$rc" != 0 ]; then
     tail -n 5 "$state/torch-root-$suite.log" >&2
     echo "quickstart: the $suite root could not be made (see $state/torch-root-$suite.log); no $name build" >&2
@@ -274,9 +274,10 @@ else
   matrices=(examples/cpu-demo.yaml)
 fi
 
-# matrix_waits FILE: whether one of the matrix's torch builds is in a root still being made (a
-# build of a root that is not coming, or of no root at all, waits for nothing).
-matrix_waits() {
+# matrix_roots FILE: the states of the roots of the matrix's torch builds, one word each
+# (pending, ready, none); builds of no root (debian12, or a name the fleet check will judge) give
+# nothing.
+matrix_roots() {
   local b
   for b in $(/usr/bin/python3 -c '
 import sys, yaml
@@ -287,11 +288,10 @@ except Exception:
 print(" ".join(str(b) for b in builds) if isinstance(builds, list) else "")
 ' "$1"); do
     case "$b" in
-      stable) [ "${root_state[trixie]}" = pending ] && return 0 ;;
-      unstable) [ "${root_state[sid]}" = pending ] && return 0 ;;
+      stable) echo "${root_state[trixie]}" ;;
+      unstable) echo "${root_state[sid]}" ;;
     esac
   done
-  return 1
 }
 
 # Medians in the tables: the statistic the matrices' stopping rule measures to a 95% CI, and the
@@ -304,9 +304,17 @@ while [ ${#pending_matrices[@]} -gt 0 ]; do
   settle_roots
   chosen=""
   for i in "${!pending_matrices[@]}"; do
-    matrix_waits "${pending_matrices[$i]}" || { chosen=$i; break; }
+    states="$(matrix_roots "${pending_matrices[$i]}")"
+    if grep -qx none <<<"$states"; then  # a root it needs is not there (not wanted, or not made)
+      echo "quickstart: skipping ${pending_matrices[$i]}: a torch build it names has no root here" >&2
+      unset "pending_matrices[$i]"
+      continue
+    fi
+    grep -qx pending <<<"$states" || { chosen="${pending_matrices[$i]}"; unset "pending_matrices[$i]"; break; }
   done
+  pending_matrices=("${pending_matrices[@]}")
   if [ -z "$chosen" ]; then
+    [ ${#pending_matrices[@]} -gt 0 ] || break
     if [ -z "$waiting_said" ]; then
       echo "quickstart: waiting for the roots of ${pending_matrices[*]}"
       waiting_said=1
@@ -314,9 +322,7 @@ while [ ${#pending_matrices[@]} -gt 0 ]; do
     sleep 1; continue
   fi
   waiting_said=""
-  matrix="${pending_matrices[$chosen]}"
-  unset "pending_matrices[$chosen]"
-  pending_matrices=("${pending_matrices[@]}")
+  matrix="$chosen"
   update_agent_config
   ensure_agent
   echo "quickstart: submitting $matrix ${submit_args[*]:-} (the agent log is $state/agent.log)"
@@ -337,6 +343,7 @@ while [ ${#pending_matrices[@]} -gt 0 ]; do
   [ -n "$first_table_s" ] || first_table_s=$(($(date +%s) - t0))
 done
 t3=$(date +%s)
+[ ${#run_ids[@]} -gt 0 ] || { echo "quickstart: no matrix could run (see above)" >&2; exit 1; }
 
 for run_id in "${run_ids[@]}"; do
   echo "Dashboard: $base/#/runs/$run_id   Report: $base/api/v1/runs/$run_id/report (?format=md|csv)"
