@@ -54,9 +54,12 @@ packages=(
   mmdebstrap bubblewrap
 )
 [ "$with_lint" = 1 ] && packages+=(ansible ansible-lint clang-format-14 clang-tidy-14 flake8 patchelf)
-# Node for chart.js and the tests' tools: Debian's nodejs and npm, unless a node with its npm is
-# already there (e.g. from NodeSource, whose nodejs conflicts with Debian's npm).
-if [ "$with_npm" = 1 ]; then
+# Node for chart.js and the tests' tools: a node of 20 or newer with its npm (playwright-core needs
+# 20; Debian 12's nodejs is 18). The machine's own when new enough (e.g. from NodeSource), else the
+# pinned official binary and npm that scripts/node-toolchain.sh fetches from the npm registry below
+# (seconds, where Debian's npm is about 700 packages); Debian's nodejs and npm only on an
+# architecture without a pinned binary and no node at all.
+if [ "$with_npm" = 1 ] && [ "$(uname -m)" != x86_64 ]; then
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
@@ -163,13 +166,13 @@ fi
 stamp=node_modules/.benchfleet-lock.sha256
 if [ -f "$stamp" ] && [ "$(sha256sum package-lock.json)" = "$(cat "$stamp")" ]; then
   echo "install-deps: node_modules is up to date"
-elif command -v npm >/dev/null 2>&1; then
-  echo "install-deps: npm ci (chart.js, OpenAPI validator, playwright-core)"
-  if npm ci --no-audit --no-fund --loglevel=error; then
+elif node_bin="$(scripts/node-toolchain.sh --fetch)"; then
+  echo "install-deps: npm ci (chart.js, OpenAPI validator, playwright-core) with $node_bin/node $("$node_bin/node" --version)"
+  if PATH="$node_bin:$PATH" npm ci --no-audit --no-fund --loglevel=error; then
     sha256sum package-lock.json >"$stamp"
   else
     echo "install-deps: npm ci failed; openapi_validate and the browser tests will be skipped" >&2
   fi
 else
-  echo "install-deps: npm not found; openapi_validate and the browser tests will be skipped"
+  echo "install-deps: no Node.js to run npm with; openapi_validate and the browser tests will be skipped"
 fi
