@@ -18,6 +18,10 @@
 #   scripts/install-deps.sh --roots-only  # only what makes the torch roots (mmdebstrap, curl), so
 #                                          # their making can start beside the rest (the quick
 #                                          # start and scripts/test.sh run this first)
+#   scripts/install-deps.sh --no-host-torch # without Debian 12's torch 1.13 (libtorch-dev,
+#                                          # python3-torch, python3-torchvision: about 190 packages),
+#                                          # which only the host's worker and the debian12 build
+#                                          # use (the quick start when its matrices run in the roots)
 #   scripts/install-deps.sh --no-lint     # without ansible, ansible-lint, clang-format, clang-tidy,
 #                                          # flake8 and patchelf, which only the lint and deploy
 #                                          # tests and the GPU study's bundle use (the quick start)
@@ -27,6 +31,7 @@ with_browser=1
 with_fuzz=1
 with_slurm=1
 with_lint=1
+with_host_torch=1
 roots_only=0
 chart_js_only=0
 for arg in "$@"; do
@@ -38,7 +43,8 @@ for arg in "$@"; do
     --no-fuzz) with_fuzz=0 ;;
     --no-slurm) with_slurm=0 ;;
     --no-lint) with_lint=0 ;;
-    *) echo "usage: scripts/install-deps.sh [--roots-only] [--chart-js-only] [--no-browser] [--no-npm] [--no-fuzz] [--no-slurm] [--no-lint]" >&2; exit 2 ;;
+    --no-host-torch) with_host_torch=0 ;;
+    *) echo "usage: scripts/install-deps.sh [--roots-only] [--chart-js-only] [--no-browser] [--no-npm] [--no-fuzz] [--no-slurm] [--no-lint] [--no-host-torch]" >&2; exit 2 ;;
   esac
 done
 
@@ -49,10 +55,11 @@ packages=(
   libboost1.81-dev nlohmann-json3-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libcli11-dev libyaml-cpp-dev libssl-dev
-  libtorch-dev python3-torch python3-torchvision python3-yaml
+  python3-yaml
   curl ca-certificates
   mmdebstrap bubblewrap
 )
+[ "$with_host_torch" = 1 ] && packages+=(libtorch-dev python3-torch python3-torchvision)
 [ "$with_lint" = 1 ] && packages+=(ansible ansible-lint clang-format-14 clang-tidy-14 flake8 patchelf)
 # Node for chart.js and the tests' tools: a node of 20 or newer with its npm (playwright-core needs
 # 20; Debian 12's nodejs is 18). The machine's own when new enough (e.g. from NodeSource), else the

@@ -2,9 +2,10 @@
 # The main job on a fresh Debian 12 machine: installs dependencies, makes (or reuses) two Debian
 # roots while it builds — Debian 13 with torch 2.6 and Debian unstable with torch 2.14 and
 # transformers — starts a coordinator on the embedded SQLite default (state in .state/) and one
-# local agent (GPU slots if nvidia-smi finds GPUs, else the CPU slot) with three torch builds —
-# `stable` (torch 2.6 in its root), `unstable` (torch 2.14 in its root) and `debian12` (this host's
-# torch 1.13, kept for matrices that name it) — submits the default matrices with the CLI (without
+# local agent (GPU slots if nvidia-smi finds GPUs, else the CPU slot) with its torch builds —
+# `stable` (torch 2.6 in its root), `unstable` (torch 2.14 in its root) and, where this host has
+# Debian's torch 1.13 (installed only when something runs on it), `debian12` — submits the default
+# matrices with the CLI, each build's part as soon as its root is ready (without
 # a GPU examples/cpu-compile-demo.yaml, eager vs torch.compile on stable and unstable,
 # examples/cpu-seed-demo.yaml, a seed model on unstable, and examples/cpu-memory-demo.yaml, the
 # meant OOM cell; examples/gpu-demo.yaml on the local GPU classes with one), shows progress,
@@ -89,30 +90,75 @@ done
 needs_host_worker="$needs_workers"
 [ "$torch_root" = none ] && needs_host_worker=1
 nvidia-smi -L 2>/dev/null | grep -q '^GPU' && needs_host_worker=1
-# The two roots are made side by side, beside the other packages' install and the C++ build, at
-# the lowest CPU and I/O priority (nice 19, ionice idle): they start as soon as mmdebstrap is
-# there, so their downloads and first steps use what the install leaves of the cores, and the
-# compile keeps its cores; their unpacking mostly follows it. Each writes its own log and, when
-# it ends, its exit status (torch-root-SUITE.rc), which the loop below polls: each matrix runs as
-# soon as the roots of its builds are ready, so a root that is ready first is used first, and
-# whichever root is still being made yields its CPU and disk to the measurement.
+# The two roots are made side by side, beside the other packages' install and the C++ build. The
+# unstable root comes first: every default matrix runs on it (the seed model's on it alone), so it
+# runs at the normal CPU priority and best-effort I/O, and the first table waits for it and the
+# build, not for the second root; the stable root runs at the lowest priority (nice 19, ionice
+# idle), using what the install, the build and the first root leave of the cores and the disk.
+# They start as soon as mmdebstrap is there. Each writes its own log and, when it ends, its exit
+# status (torch-root-SUITE.rc), which the loop below polls: a matrix's builds run as soon as their
+# roots are ready, so a root that is ready first is used first, and a root still being made
+# yields its CPU and disk to the measurement.
 declare -A root_pids=()
+# tree_pids PID: PID and its descendants, each parent before its children (from /proc: a minimal
+# machine may have no ps).
+tree_pids() {
+  local f stat rest pid ppid
+  local -A children=()
+  for f in /proc/[0-9]*/stat; do
+    stat="$(cat "$f" 2>/dev/null)" || continue
+    rest="${stat##*) }"  # after the command's name, which may hold spaces and parentheses
+    read -r _ ppid _ <<<"$rest"
+    pid="${f#/proc/}"; pid="${pid%/stat}"
+    children[$ppid]+=" $pid"
+  done
+  local queue=("$1")
+  while [ ${#queue[@]} -gt 0 ]; do
+    pid="${queue[0]}"; queue=("${queue[@]:1}")
+    echo "$pid"
+    # shellcheck disable=SC2206  # the list is pids, split on spaces
+    queue+=(${children[$pid]:-})
+  done
+}
+# pause_roots / resume_roots: a root still being made is stopped (SIGSTOP, its whole process tree)
+# while a run measures, and continued after it: its unpacking beside a measurement made the
+# unstable build read 0.71x "slower" than the stable one in an A/B of one machine (high_load set on
+# the unstable side). Parents are stopped before their children, twice, so none forks past it.
+roots_paused=0
+signal_roots() {
+  local suite pid
+  for suite in "${!root_pids[@]}"; do
+    [ "${root_state[$suite]:-pending}" = pending ] || continue
+    for pid in $(tree_pids "${root_pids[$suite]}"); do kill "-$1" "$pid" 2>/dev/null || true; done
+  done
+}
+pause_roots() { signal_roots STOP; signal_roots STOP; roots_paused=1; }
+resume_roots() { [ "$roots_paused" = 0 ] || signal_roots CONT; roots_paused=0; }
+trap resume_roots EXIT
 if [ "$setup" = 1 ]; then
   [ "$torch_root" = none ] || scripts/install-deps.sh --roots-only
-  for pair in "trixie $torch_root" "sid $sid_root"; do
+  first_root=""
+  for pair in "sid $sid_root" "trixie $torch_root"; do
     read -r suite dir <<<"$pair"
     [ "$dir" = none ] && continue
+    priority=(ionice -t -c 3 nice -n 19)
+    [ -z "$first_root" ] && { first_root="$suite"; priority=(ionice -t -c 2 -n 7); }
     echo "quickstart: making the $suite root in the background (log: $state/torch-root-$suite.log)"
     rm -f "$state/torch-root-$suite.rc"
     (
       rc=0
-      ionice -t -c 3 nice -n 19 scripts/torch-root.sh --suite "$suite" --root "$dir" \
+      "${priority[@]}" scripts/torch-root.sh --suite "$suite" --root "$dir" \
         >"$state/torch-root-$suite.log" 2>&1 || rc=$?
       echo "$rc" >"$state/torch-root-$suite.rc"
     ) &
     root_pids[$suite]=$!
   done
-  scripts/install-deps.sh --chart-js-only --no-browser --no-fuzz --no-slurm --no-lint
+  # This host's torch 1.13 (the debian12 build) only where something runs on it: the fast path, a
+  # GPU host's or a given matrix's worker; the default matrices run in the roots (about 190
+  # packages less to download and unpack beside the roots).
+  host_torch=(--no-host-torch)
+  [ "$needs_host_worker" = 1 ] && host_torch=()
+  scripts/install-deps.sh --chart-js-only --no-browser --no-fuzz --no-slurm --no-lint "${host_torch[@]}"
 fi
 t1=$(date +%s)
 if [ "$setup" = 1 ]; then
@@ -180,9 +226,12 @@ write_agent_config() {
   done
   if [ "$needs_host_worker" = 1 ] && [ -x "$build/agent/worker/benchfleet-worker" ]; then
     echo "  - {name: debian12, python: /usr/bin/python3, worker: $build/agent/worker/benchfleet-worker}"
-  else
+  elif host_has_torch; then
     echo "  - {name: debian12, python: /usr/bin/python3}"
   fi
+}
+host_has_torch() {  # whether this host's python has Debian's torch (the debian12 build)
+  dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed"
 }
 update_agent_config() {
   write_agent_config >"$state/agent.yaml.new"
@@ -258,7 +307,9 @@ print(",".join(sorted({s["gpu_class"] for s in local[0]["slots"] if s["gpu_class
   echo "quickstart: the agent did not come online with the builds $wanted; see $state/agent.log" >&2
   exit 1
 }
-ensure_agent
+# Started now when it has a build already (a re-run, this host's torch), which also tells a GPU
+# host's classes; else with the first root that is ready (no GPU: a GPU host has the debian12 build).
+if grep -q '^  - {name:' "$state/agent.yaml"; then ensure_agent; fi
 
 submit_args=()
 if [ -n "${BENCHFLEET_QUICKSTART_MATRIX:-}" ]; then
@@ -274,61 +325,43 @@ else
   matrices=(examples/cpu-demo.yaml)
 fi
 
-# matrix_roots FILE: the states of the roots of the matrix's torch builds, one word each
-# (pending, ready, none); builds of no root (debian12, or a name the fleet check will judge) give
-# nothing.
-matrix_roots() {
-  local b
-  for b in $(/usr/bin/python3 -c '
-import sys, yaml
-try:
-    builds = (yaml.safe_load(open(sys.argv[1])) or {}).get("torch_builds") or []
-except Exception:
-    builds = []  # submit says what is wrong with the file
-print(" ".join(str(b) for b in builds) if isinstance(builds, list) else "")
-' "$1"); do
-    case "$b" in
-      stable) echo "${root_state[trixie]}" ;;
-      unstable) echo "${root_state[sid]}" ;;
-    esac
-  done
-}
-
 # Medians in the tables: the statistic the matrices' stopping rule measures to a 95% CI, and the
 # one a few slow calls (a busy scheduler) do not move. Each table is printed as its run ends.
+# The order of runs (scripts/quickstart_plan.py): the matrices in their order, and of each the
+# builds whose roots are ready, as soon as they are (the unstable build's cells when its root is
+# ready, the stable build's in a run of their own when that root follows; then both side by side
+# with `compare`); a build whose root could not be made is left out, said.
+plan="$state/quickstart-plan.json"
+/usr/bin/python3 scripts/quickstart_plan.py "$plan" init "${matrices[@]}"
 run_ids=()
 first_table_s=""
-pending_matrices=("${matrices[@]}")
 waiting_said=""
-while [ ${#pending_matrices[@]} -gt 0 ]; do
+while true; do
   settle_roots
-  chosen=""
-  for i in "${!pending_matrices[@]}"; do
-    states="$(matrix_roots "${pending_matrices[$i]}")"
-    if grep -qx none <<<"$states"; then  # a root it needs is not there (not wanted, or not made)
-      echo "quickstart: skipping ${pending_matrices[$i]}: a torch build it names has no root here" >&2
-      unset "pending_matrices[$i]"
-      continue
-    fi
-    grep -qx pending <<<"$states" || { chosen="${pending_matrices[$i]}"; unset "pending_matrices[$i]"; break; }
-  done
-  pending_matrices=("${pending_matrices[@]}")
-  if [ -z "$chosen" ]; then
-    [ ${#pending_matrices[@]} -gt 0 ] || break
-    if [ -z "$waiting_said" ]; then
-      echo "quickstart: waiting for the roots of ${pending_matrices[*]}"
-      waiting_said=1
-    fi
-    sleep 1; continue
-  fi
+  step="$(/usr/bin/python3 scripts/quickstart_plan.py "$plan" next \
+            "trixie=${root_state[trixie]}" "sid=${root_state[sid]}")"
+  grep -E '^(skip|drop) ' <<<"$step" | sed 's/^[a-z]* /quickstart: leaving out /' >&2 || true
+  read -r verb matrix builds partial < <(tail -n 1 <<<"$step")
+  case "$verb" in
+    done) break ;;
+    wait)
+      if [ -z "$waiting_said" ]; then
+        echo "quickstart: waiting for the roots of ${step##*wait }"
+        waiting_said=1
+      fi
+      sleep 1; continue ;;
+  esac
   waiting_said=""
-  matrix="$chosen"
   update_agent_config
   ensure_agent
-  echo "quickstart: submitting $matrix ${submit_args[*]:-} (the agent log is $state/agent.log)"
+  part_args=()
+  [ "$partial" = 1 ] && part_args=(--builds "$builds")
+  echo "quickstart: submitting $matrix${part_args[*]:+ ${part_args[*]}}${submit_args[*]:+ ${submit_args[*]}} (the agent log is $state/agent.log)"
   run_status=0
+  pause_roots
   run_id=$(timeout "${BENCHFLEET_QUICKSTART_TIMEOUT_S:-3600}" \
-             "$cli" submit "$matrix" "${submit_args[@]}" --wait --print-id) || run_status=$?
+             "$cli" submit "$matrix" "${part_args[@]}" "${submit_args[@]}" --wait --print-id) || run_status=$?
+  resume_roots
   [ -n "$run_id" ] || { echo "quickstart: $matrix was not submitted" >&2; exit 1; }
   case "$run_status" in
     0) ;;
@@ -341,6 +374,13 @@ while [ ${#pending_matrices[@]} -gt 0 ]; do
   echo "Dashboard: $base/#/runs/$run_id"
   echo
   [ -n "$first_table_s" ] || first_table_s=$(($(date +%s) - t0))
+  compare="$(/usr/bin/python3 scripts/quickstart_plan.py "$plan" ran "$matrix" "$builds" "$run_id")"
+  if [ -n "$compare" ]; then
+    read -r _ stable_run unstable_run <<<"$compare"
+    echo "$matrix ran in two parts, each as its root was ready; stable (run $stable_run) vs unstable (run $unstable_run):"
+    "$cli" compare "$stable_run" "$unstable_run" --build-a stable --build-b unstable || true
+    echo
+  fi
 done
 t3=$(date +%s)
 [ ${#run_ids[@]} -gt 0 ] || { echo "quickstart: no matrix could run (see above)" >&2; exit 1; }

@@ -206,11 +206,12 @@ else
   # cores the sid root took 88 s this way and about 250 s with debootstrap. Manual pages, message
   # catalogues and documentation are left out (nothing in the root reads them). Signatures are
   # checked; the Release file's expiry is not: unstable's lasts a week, and a mirror that is a
-  # snapshot (or lags) would otherwise refuse the suite.
+  # snapshot (or lags) would otherwise refuse the suite. A download is retried (the quick start
+  # pauses a root's making while it measures, and a mirror may close a connection left idle).
   set +e
   # shellcheck disable=SC2016  # $1 is the root, expanded by the hook's own shell
   mmdebstrap --mode=root --variant=minbase --components=main --include="$include" \
-    --aptopt='Acquire::Check-Valid-Until "false"' \
+    --aptopt='Acquire::Check-Valid-Until "false"' --aptopt='Acquire::Retries "3"' \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
     --setup-hook='mkdir -p "$1/var/cache/apt/archives"' \
