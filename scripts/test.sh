@@ -48,12 +48,20 @@ sid_root="${BENCHFLEET_SID_ROOT:-$roots_dir/sid}"
 [ "$root" = none ] && sid_root=none  # the fast path: the host's torch alone
 
 t0=$SECONDS
+# cpu_ticks: the machine's busy and total CPU ticks since boot (/proc/stat's first line), so each
+# phase says how much of the cores it used: a phase well below 100% waits on something (the
+# network, a sleep, one thread), one at 100% is bound by the cores.
+cpu_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8; exit}' /proc/stat; }
 phase_t=$SECONDS
+read -r phase_busy phase_all < <(cpu_ticks)
 phase_times=()
-phase_done() {  # phase_done NAME: records how long the phase since the last one took
-  phase_times+=("$1 $((SECONDS - phase_t)) s")
-  echo "test: $1 took $((SECONDS - phase_t)) s"
-  phase_t=$SECONDS
+phase_done() {  # phase_done NAME: records how long the phase since the last one took, and its CPU use
+  local busy all share
+  read -r busy all < <(cpu_ticks)
+  share=$(( all > phase_all ? 100 * (busy - phase_busy) / (all - phase_all) : 0 ))
+  phase_times+=("$1 $((SECONDS - phase_t)) s (CPU ${share}%)")
+  echo "test: $1 took $((SECONDS - phase_t)) s, the cores ${share}% busy"
+  phase_t=$SECONDS phase_busy=$busy phase_all=$all
 }
 
 # The roots take minutes to make the first time (downloads, dpkg) and are reused afterwards;
