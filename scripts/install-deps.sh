@@ -175,7 +175,7 @@ if [ -f "$stamp" ] && [ "$(sha256sum package-lock.json)" = "$(cat "$stamp")" ]; 
   echo "install-deps: node_modules is up to date"
 elif node_bin="$(scripts/node-toolchain.sh --fetch)"; then
   echo "install-deps: npm ci (chart.js, OpenAPI validator, playwright-core) with $node_bin/node $("$node_bin/node" --version)"
-  if PATH="$node_bin:$PATH" npm ci --no-audit --no-fund --loglevel=error; then
+  if scripts/node-toolchain.sh --run npm ci --no-audit --no-fund --loglevel=error; then
     sha256sum package-lock.json >"$stamp"
   else
     echo "install-deps: npm ci failed; openapi_validate and the browser tests will be skipped" >&2

@@ -8,14 +8,28 @@
 #     ($BENCHFLEET_NPM_REGISTRY, default npm's), each refused unless its sha512 is the pinned one.
 # Exit 1, saying why on stderr, when there is none (no --fetch, another architecture, the registry
 # unreachable, a tarball off its pin). Nothing outside that cache directory is written.
-#   scripts/node-toolchain.sh [--fetch]
+# --run COMMAND... runs COMMAND with that node and npm first on PATH and the machine's trust and
+# npm settings, which the official binary does not read by itself (Debian's node and npm do): the
+# machine's certificate authorities (NODE_EXTRA_CA_CERTS, from $BENCHFLEET_CA_BUNDLE, default
+# Debian's bundle /etc/ssl/certs/ca-certificates.crt, which holds the site's own ones too) and
+# /etc/npmrc (registry, proxy, cafile); a variable already set wins. Without them npm ci behind a
+# TLS-inspecting proxy failed on a fresh machine: "self-signed certificate in certificate chain".
+#   scripts/node-toolchain.sh [--fetch | --run COMMAND...]
 set -euo pipefail
 pins="$(cd "$(dirname "$0")" && pwd)/node-toolchain.json"
 fetch=0
 case "${1:-}" in
   --fetch) fetch=1 ;;
+  --run)
+    shift
+    [ $# -gt 0 ] || { echo "usage: scripts/node-toolchain.sh --run COMMAND..." >&2; exit 2; }
+    bin="$("$0")" || exit 1
+    ca="${BENCHFLEET_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
+    if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$ca" ]; then export NODE_EXTRA_CA_CERTS="$ca"; fi
+    if [ -z "${npm_config_globalconfig:-}" ] && [ -f /etc/npmrc ]; then export npm_config_globalconfig=/etc/npmrc; fi
+    PATH="$bin:$PATH" exec "$@" ;;
   "") ;;
-  *) echo "usage: scripts/node-toolchain.sh [--fetch]" >&2; exit 2 ;;
+  *) echo "usage: scripts/node-toolchain.sh [--fetch | --run COMMAND...]" >&2; exit 2 ;;
 esac
 pin() {  # pin KEY...: the pinned value at that path of node-toolchain.json, or "" when absent
   /usr/bin/python3 -c '

@@ -8,7 +8,11 @@
 #   3. run again with the registry gone: the cached one, not fetched again;
 #   4. a tarball whose sha512 is not the pinned one: refused (exit 1), nothing left in the cache;
 #   5. no pinned binary for this architecture: said, exit 1;
-#   6. the machine's node new enough: its own directory, nothing fetched.
+#   6. the machine's node new enough: its own directory, nothing fetched;
+#   7. --run with the repository's script and the machine's real toolchain (skipped, saying so,
+#      where there is none): node reaches an HTTPS server on loopback whose certificate a CA of the
+#      test's own signed when that CA is the machine's bundle (BENCHFLEET_CA_BUNDLE), and is
+#      refused without it, as the official binary refuses a site's TLS proxy unless told.
 #   node_toolchain_test.sh SOURCE_DIR SCRATCH
 set -uo pipefail
 src="$1" scratch="$2"
@@ -98,6 +102,48 @@ pins "$arch" "$node_sri"
 out="$(run new --fetch)" || fail "the machine's node 22: exit $?: $(cat "$scratch/err")"
 [ "$out" = "$scratch/new/bin" ] || fail "the machine's node 22: printed '$out'"
 [ -e "$dir" ] && fail "fetched although the machine's node is new enough"
+
+# 7 --------------------------------------------------------------------------------------------
+if ! "$src/scripts/node-toolchain.sh" >/dev/null 2>"$scratch/err"; then
+  echo "node_toolchain: check 7 skipped: $(cat "$scratch/err")"
+elif ! command -v openssl >/dev/null 2>&1; then
+  echo "node_toolchain: check 7 skipped: no openssl to make a CA with"
+else
+  tls="$scratch/tls"
+  mkdir -p "$tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tls/ca.key" -out "$tls/ca.pem" -days 1 \
+    -subj "/CN=benchfleet test CA" >/dev/null 2>&1
+  openssl req -newkey rsa:2048 -nodes -keyout "$tls/server.key" -out "$tls/server.csr" \
+    -subj "/CN=127.0.0.1" >/dev/null 2>&1
+  printf 'subjectAltName=IP:127.0.0.1\n' >"$tls/ext"
+  openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial \
+    -out "$tls/server.pem" -days 1 -extfile "$tls/ext" >/dev/null 2>&1
+  rm -f "$tls/port"
+  /usr/bin/python3 -c '
+import http.server, ssl, sys
+server = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(sys.argv[1], sys.argv[2])
+server.socket = context.wrap_socket(server.socket, server_side=True)
+open(sys.argv[3], "w").write(str(server.server_port))
+server.serve_forever()
+' "$tls/server.pem" "$tls/server.key" "$tls/port" 2>/dev/null &
+  tls_server=$!
+  for _ in $(seq 50); do [ -s "$tls/port" ] && break; sleep 0.1; done
+  url="https://127.0.0.1:$(cat "$tls/port")/"
+  get='require("https").get(process.argv[1], r => { console.log(r.statusCode); r.resume(); })
+         .on("error", e => { console.log(e.code || e.message); process.exitCode = 1; })'
+  out="$(env -u NODE_EXTRA_CA_CERTS BENCHFLEET_CA_BUNDLE="$tls/ca.pem" \
+           "$src/scripts/node-toolchain.sh" --run node -e "$get" "$url" 2>&1)" ||
+    fail "--run with the CA in the bundle: $out"
+  [ "$out" = 200 ] || fail "--run with the CA in the bundle answered '$out', wanted 200"
+  out="$(env -u NODE_EXTRA_CA_CERTS BENCHFLEET_CA_BUNDLE="$tls/none.pem" \
+           "$src/scripts/node-toolchain.sh" --run node -e "$get" "$url" 2>&1)" &&
+    fail "--run without the CA reached the server: $out"
+  grep -q 'SELF_SIGNED\|UNABLE_TO_VERIFY\|unable to verify' <<<"$out" || fail "--run without the CA: '$out'"
+  kill "$tls_server" 2>/dev/null
+  wait "$tls_server" 2>/dev/null
+fi
 
 [ "$failures" -eq 0 ] && echo "node_toolchain: all checks passed"
 exit $((failures > 0))
