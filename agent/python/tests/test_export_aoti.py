@@ -128,12 +128,15 @@ class ExportAotInductorTest(unittest.TestCase):
             # The compile worked in the Inductor cache directory it was given (the agent's per-build one).
             self.assertTrue(os.listdir(cache))
 
-    def test_mobilenet_v3_small_max_autotune_no_cudagraphs(self) -> None:
+    # ResNet-18, not MobileNetV3-Small, in the compiles below: the rules checked are the mode's and
+    # the perturbation's, not the model's, and ResNet-18's `default` compiles cold in under half the
+    # time (17 s against 39 s on 2 cores); the module went from 125 s to 114 s alone.
+    def test_resnet18_max_autotune_no_cudagraphs(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "art")
-            meta = self.export(out, "torchvision/mobilenet_v3_small", "max-autotune-no-cudagraphs",
+            meta = self.export(out, "torchvision/resnet18", "max-autotune-no-cudagraphs",
                                os.path.join(tmp, "inductor-cache"))
-            self.check_package(out, meta, "torchvision/mobilenet_v3_small", "max-autotune-no-cudagraphs")
+            self.check_package(out, meta, "torchvision/resnet18", "max-autotune-no-cudagraphs")
             self.assertTrue(meta["inductor_configs"].get("max_autotune"), meta["inductor_configs"])
             self.assertFalse([k for k in meta["inductor_configs"] if "cudagraph" in k or k.startswith("aot_inductor")],
                              meta["inductor_configs"])
@@ -157,14 +160,14 @@ class ExportAotInductorTest(unittest.TestCase):
 
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "art")
-            code, meta, err = run_exporter("--catalog", CATALOG, "--model", "torchvision/mobilenet_v3_small",
+            code, meta, err = run_exporter("--catalog", CATALOG, "--model", "torchvision/resnet18",
                                            "--batch", "2", "--format", "aotinductor", "--device", "cpu", "--out", out,
                                            env={"TORCHINDUCTOR_CACHE_DIR": os.path.join(tmp, "cache"),
                                                 "BENCHFLEET_TEST_PERTURB_COMPILED": "0.05"}, timeout=900)
             # A package 5% off eager is no export failure: the worker's accuracy verdict judges it.
             self.assertEqual(code, 0, err)
             self.assertEqual(meta["test_perturb_compiled"], 0.05)
-            self.check_reference(out, meta, "torchvision/mobilenet_v3_small")
+            self.check_reference(out, meta, "torchvision/resnet18")
             inputs, outputs = self.read_reference(out, meta)
             compiled = torch._inductor.aoti_load_package(os.path.join(out, "model.pt2"))
             with torch.no_grad():
