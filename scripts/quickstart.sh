@@ -106,7 +106,7 @@ tree_pids() {
   local f stat rest pid ppid
   local -A children=()
   for f in /proc/[0-9]*/stat; do
-    stat="$(cat "$f" 2>/dev/null)" || continue
+    stat="$(<"$f")" 2>/dev/null || continue
     rest="${stat##*) }"  # after the command's name, which may hold spaces and parentheses
     read -r _ ppid _ <<<"$rest"
     pid="${f#/proc/}"; pid="${pid%/stat}"
@@ -327,10 +327,11 @@ fi
 
 # Medians in the tables: the statistic the matrices' stopping rule measures to a 95% CI, and the
 # one a few slow calls (a busy scheduler) do not move. Each table is printed as its run ends.
-# The order of runs (scripts/quickstart_plan.py): the matrices in their order, and of each the
-# builds whose roots are ready, as soon as they are (the unstable build's cells when its root is
-# ready, the stable build's in a run of their own when that root follows; then both side by side
-# with `compare`); a build whose root could not be made is left out, said.
+# The order of runs (scripts/quickstart_plan.py, given each root build's state): the matrices in
+# their order, and of each the builds whose roots are ready, as soon as they are (the unstable
+# build's cells when its root is ready, the stable build's in a run of their own when that root
+# follows; then both side by side with `compare`); a build whose root could not be made is left
+# out, said.
 plan="$state/quickstart-plan.json"
 /usr/bin/python3 scripts/quickstart_plan.py "$plan" init "${matrices[@]}"
 run_ids=()
@@ -339,7 +340,7 @@ waiting_said=""
 while true; do
   settle_roots
   step="$(/usr/bin/python3 scripts/quickstart_plan.py "$plan" next \
-            "trixie=${root_state[trixie]}" "sid=${root_state[sid]}")"
+            "$(root_name trixie)=${root_state[trixie]}" "$(root_name sid)=${root_state[sid]}")"
   grep -E '^(skip|drop) ' <<<"$step" | sed 's/^[a-z]* /quickstart: leaving out /' >&2 || true
   read -r verb matrix builds partial < <(tail -n 1 <<<"$step")
   case "$verb" in
@@ -376,9 +377,9 @@ while true; do
   [ -n "$first_table_s" ] || first_table_s=$(($(date +%s) - t0))
   compare="$(/usr/bin/python3 scripts/quickstart_plan.py "$plan" ran "$matrix" "$builds" "$run_id")"
   if [ -n "$compare" ]; then
-    read -r _ stable_run unstable_run <<<"$compare"
-    echo "$matrix ran in two parts, each as its root was ready; stable (run $stable_run) vs unstable (run $unstable_run):"
-    "$cli" compare "$stable_run" "$unstable_run" --build-a stable --build-b unstable || true
+    read -r _ run_a run_b build_a build_b <<<"$compare"
+    echo "$matrix ran in two parts, each as its root was ready; $build_a (run $run_a) vs $build_b (run $run_b):"
+    "$cli" compare "$run_a" "$run_b" --build-a "$build_a" --build-b "$build_b" || true
     echo
   fi
 done

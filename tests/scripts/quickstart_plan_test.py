@@ -29,8 +29,9 @@ class Plan:
         self.test.assertEqual(done.returncode, 0, done.stderr)
         return done.stdout.splitlines()
 
-    def next(self, trixie, sid):
-        return self.call("next", f"trixie={trixie}", f"sid={sid}")
+    def next(self, stable, unstable):
+        """The quick start's states of its two root builds."""
+        return self.call("next", f"stable={stable}", f"unstable={unstable}")
 
     def ran(self, matrix, builds, run_id):
         return self.call("ran", matrix, builds, str(run_id))
@@ -61,9 +62,9 @@ class QuickstartPlanTest(unittest.TestCase):
         self.assertEqual(plan.next("pending", "ready"), [f"wait {MEMORY} {COMPILE}"])
         # The stable root follows: the matrices' stable parts, each ending with its comparison.
         self.assertEqual(plan.next("ready", "ready"), [f"run {MEMORY} stable 1"])
-        self.assertEqual(plan.ran(MEMORY, "stable", 4), ["compare 4 1"])
+        self.assertEqual(plan.ran(MEMORY, "stable", 4), ["compare 4 1 stable unstable"])
         self.assertEqual(plan.next("ready", "ready"), [f"run {COMPILE} stable 1"])
-        self.assertEqual(plan.ran(COMPILE, "stable", 5), ["compare 5 3"])
+        self.assertEqual(plan.ran(COMPILE, "stable", 5), ["compare 5 3 stable unstable"])
         self.assertEqual(plan.next("ready", "ready"), ["done"])
 
     def test_a_matrix_whose_roots_are_all_ready_runs_whole(self):
@@ -73,7 +74,7 @@ class QuickstartPlanTest(unittest.TestCase):
         self.assertEqual(plan.next("ready", "pending"), [f"run {COMPILE} stable 1"])
         self.assertEqual(plan.ran(COMPILE, "stable", 2), [])
         self.assertEqual(plan.next("ready", "ready"), [f"run {COMPILE} unstable 1"])
-        self.assertEqual(plan.ran(COMPILE, "unstable", 3), ["compare 2 3"])
+        self.assertEqual(plan.ran(COMPILE, "unstable", 3), ["compare 2 3 stable unstable"])
         self.assertEqual(plan.next("ready", "ready"), ["done"])
 
     def test_a_build_whose_root_could_not_be_made_is_left_out_and_said(self):
@@ -109,10 +110,18 @@ class QuickstartPlanTest(unittest.TestCase):
         with open(plan.path, encoding="utf-8") as f:
             stored = json.load(f)
         self.assertEqual(stored["matrices"][0]["left"], ["unstable"])
-        bad = subprocess.run([sys.executable, PLANNER, plan.path, "next", "sid=maybe"], capture_output=True,
+        bad = subprocess.run([sys.executable, PLANNER, plan.path, "next", "unstable=maybe"], capture_output=True,
                              text=True, check=False)
         self.assertNotEqual(bad.returncode, 0)
-        self.assertIn("sid=maybe", bad.stderr)
+        self.assertIn("unstable=maybe", bad.stderr)
+
+    def test_the_comparison_follows_the_matrix_order_of_its_builds(self):
+        unstable_first = self.write("reversed.yaml", "torch_builds: [unstable, stable]\n")
+        plan = Plan(self, unstable_first)
+        self.assertEqual(plan.next("ready", "pending"), [f"run {unstable_first} stable 1"])
+        plan.ran(unstable_first, "stable", 7)
+        self.assertEqual(plan.next("ready", "ready"), [f"run {unstable_first} unstable 1"])
+        self.assertEqual(plan.ran(unstable_first, "unstable", 8), ["compare 8 7 unstable stable"])
 
 
 if __name__ == "__main__":
