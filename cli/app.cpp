@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "cli/cli_config.h"
-#include "cli/compare.h"
 #include "cli/fleet_commands.h"
 #include "cli/history_commands.h"
 #include "cli/id_option.h"
@@ -20,6 +19,7 @@
 #include "cli/progress.h"
 #include "cli/slurm_script.h"
 #include "cli/views.h"
+#include "common/display_text.h"
 
 namespace benchfleet::cli {
 namespace {
@@ -54,7 +54,7 @@ struct SubmitArgs {
 struct ReportArgs {
   std::int64_t id = 0;
   std::string format = "md";
-  std::string stat = "mean";
+  std::string stat = "median";
   bool exclude_flagged = false;
   std::string output;
 };
@@ -65,6 +65,7 @@ struct CompareArgs {
   std::string build_a;
   std::string build_b;
   std::optional<double> fail_if_slower;
+  std::optional<int> min_cells;  // default with the gate: every cell A measured
   std::string format = "md";
   std::string stat = "median";
 };
@@ -117,11 +118,16 @@ Error at_line(const SubmitArgs& a, const MatrixFile& matrix, Error e) {
   return e;
 }
 
-// What waits for hosts still to come (an allow_pending submit), one line each.
+// What waits for hosts still to come (an allow_pending submit) and what will end unsupported,
+// one line each.
 void print_pending(const nlohmann::json& answer, std::ostream& out) {
   for (const auto& p : answer.value("pending", nlohmann::json::array())) {
-    out << "benchfleet: pending, for hosts still to come: " << p.value("field", "") << ": " << p.value("message", "")
-        << "\n";
+    out << "benchfleet: pending, for hosts still to come: " << escape_display_text(p.value("field", "")) << ": "
+        << escape_display_text(p.value("message", "")) << "\n";
+  }
+  for (const auto& p : answer.value("unsupported", nlohmann::json::array())) {
+    out << "benchfleet: " << escape_display_text(p.value("field", "")) << ": "
+        << escape_display_text(p.value("message", "")) << "\n";
   }
 }
 
@@ -141,11 +147,15 @@ int submit(const SubmitArgs& a, FleetClient& client, Console& console) {
         console.out << "\n" << std::flush;
         return fail(console, at_line(a, *matrix, checked.error()));
       }
-      console.out << "; not checked against the coordinator (" << checked.error().message << ")\n";
-      return kExitOk;
+      // Not checked is not "valid": a wrong token, a coordinator down. The file itself was.
+      console.out << "; not checked against the coordinator (" << checked.error().message << ")\n" << std::flush;
+      return kExitError;
     }
     const bool pending = !checked->value("pending", nlohmann::json::array()).empty();
-    console.out << (pending ? "; some jobs wait for hosts still to come:\n" : "; the fleet can run every job\n");
+    const bool unsupported = !checked->value("unsupported", nlohmann::json::array()).empty();
+    console.out << (pending       ? "; some jobs wait for hosts still to come:\n"
+                    : unsupported ? "; the fleet takes every job, but some will end unsupported:\n"
+                                  : "; the fleet can run every job\n");
     print_pending(*checked, console.out);
     return kExitOk;
   }
@@ -169,7 +179,7 @@ int submit(const SubmitArgs& a, FleetClient& client, Console& console) {
   if (a.print_id || a.no_report || (code != kExitOk && code != kExitRunFailed && code != kExitRunCancelled)) {
     return code;
   }
-  auto text = client.report(id, "md", "mean", false);
+  auto text = client.report(id, "md", "median", false);
   if (!text.ok()) {
     console.err << "benchfleet: the run ended, but its report could not be read: " << text.error().message << "\n";
     return code;
@@ -188,63 +198,68 @@ void add_format_and_stat(CLI::App& cmd, std::string& format, std::string& stat, 
   cmd.add_option("--stat", stat, stat_help)->check(CLI::IsMember({"mean", "median"}))->capture_default_str();
 }
 
-// The builds of a run, as it was submitted.
-std::vector<std::string> builds_of(const nlohmann::json& run) {
-  std::vector<std::string> out;
-  for (const auto& b : run.value("torch_builds", nlohmann::json::array())) {
-    if (b.is_string()) out.push_back(b.get<std::string>());
-  }
-  return out;
-}
-
 int compare(const CompareArgs& a, FleetClient& client, Console& console) {
-  auto run_a = client.run(a.run_a);
-  if (!run_a.ok()) return fail(console, run_a.error());
-  auto run_b = client.run(a.run_b);
-  if (!run_b.ok()) return fail(console, run_b.error());
-  const auto builds_a = builds_of(*run_a);
-  const auto builds_b = builds_of(*run_b);
-  if (builds_a.empty() || builds_b.empty()) return fail(console, Error::invalid("run", "a run without torch builds"));
-  // Without builds named: the first build of each run, or the first two of one run.
-  const std::string build_a = a.build_a.empty() ? builds_a.front() : a.build_a;
-  std::string build_b = a.build_b;
-  if (build_b.empty()) {
-    build_b = builds_b.front();
-    if (a.run_a == a.run_b && build_b == build_a && builds_b.size() > 1) build_b = builds_b[1];
-  }
-  if (a.run_a == a.run_b && build_a == build_b) {
-    return fail(console, Error::invalid("build_b", "run " + std::to_string(a.run_a) +
-                                                       " against itself: name two of its builds with "
-                                                       "--build-a and --build-b"));
-  }
-  auto rep_a = client.report_json(a.run_a, a.stat);
-  if (!rep_a.ok()) return fail(console, rep_a.error());
-  auto rep_b = client.report_json(a.run_b, a.stat);
-  if (!rep_b.ok()) return fail(console, rep_b.error());
-  Comparison c;
+  // The coordinator compares (GET /api/v1/compare), so the CLI, the dashboard and the exports
+  // read one rule; the gate below judges the JSON, the display is the format asked for.
+  const std::string side_a = std::to_string(a.run_a) + (a.build_a.empty() ? "" : ":" + a.build_a);
+  const std::string side_b = std::to_string(a.run_b) + (a.build_b.empty() ? "" : ":" + a.build_b);
+  auto c = client.compare_json(side_a, side_b, a.stat);
+  if (!c.ok()) return fail(console, c.error());
+  std::vector<std::string> slow;
+  int expected = 0, compared = 0;
+  std::vector<std::string> uncompared;
   try {
-    c = compare_reports({*rep_a, build_a}, {*rep_b, build_b});
-  } catch (const nlohmann::json::exception& e) {  // a report not in the documented shape
-    return fail(console, Error{ErrorCode::kUnavailable, std::string("compare: unexpected report: ") + e.what(), {}});
+    expected = c->at("expected").get<int>();
+    compared = c->at("compared").get<int>();
+    for (const auto& u : c->at("uncompared")) {
+      uncompared.push_back(u.at("table").get<std::string>() + " | " + u.at("label").get<std::string>() + " | " +
+                           u.at("column").get<std::string>() + ": " + u.at("why").get<std::string>());
+    }
+    for (const auto& x : c->at("cells")) {
+      const double a_ms = x.at("a_ms").get<double>(), b_ms = x.at("b_ms").get<double>();
+      const double pct = (b_ms / a_ms - 1) * 100;
+      if (!a.fail_if_slower || x.at("verdict").get<std::string>() != "slower" || pct <= *a.fail_if_slower) continue;
+      char line[96];
+      std::snprintf(line, sizeof line, ": %.3f -> %.3f ms (%+.1f%%; ", a_ms, b_ms, pct);
+      slow.push_back(x.at("table").get<std::string>() + " | " + x.at("label").get<std::string>() + " | " +
+                     x.at("column").get<std::string>() + line + x.at("why").get<std::string>() + ")");
+    }
+  } catch (const nlohmann::json::exception& e) {  // not the documented shape
+    return fail(console,
+                Error{ErrorCode::kUnavailable, std::string("compare: unexpected comparison: ") + e.what(), {}});
   }
-  console.out << render_comparison(c, a.format) << std::flush;
+  if (a.format == "json") {
+    console.out << c->dump(2, ' ', true) << "\n";  // non-ASCII as \\u escapes: nothing for a terminal to act on
+  } else {
+    auto text = client.compare(side_a, side_b, a.stat, a.format);
+    if (!text.ok()) return fail(console, text.error());
+    console.out << *text;
+  }
+  console.out << std::flush;
   if (a.format == "csv") {
-    for (const std::string& w : c.warnings) console.err << "benchfleet: differs besides torch: " << w << "\n";
+    for (const auto& w : c->value("warnings", nlohmann::json::array())) {
+      if (w.is_string())
+        console.err << "benchfleet: differs besides torch: " << escape_display_text(w.get<std::string>()) << "\n";
+    }
+  }
+  if (!a.fail_if_slower && !a.min_cells) return kExitOk;
+  // A gate that compared fewer cells than asked cannot pass: "no slowdown" over nothing is no
+  // finding.
+  const int wanted = a.min_cells.value_or(expected);
+  if (compared < wanted || compared == 0) {
+    console.err << "benchfleet: compared " << compared << " of " << (a.min_cells ? "the " : "A's ") << wanted
+                << (a.min_cells ? " cells asked (--min-cells)" : " measured cells") << "; the gate cannot pass\n";
+    for (const std::string& u : uncompared) console.err << "  not compared: " << escape_display_text(u) << "\n";
+    return kExitIncomplete;
   }
   if (!a.fail_if_slower) return kExitOk;
-  const auto slow = slowdowns(c, *a.fail_if_slower);
   const std::string beyond = " beyond " + std::to_string(static_cast<int>(*a.fail_if_slower)) + "%";
   if (slow.empty()) {
-    console.err << "benchfleet: no significant slowdown" << beyond << "\n";
+    console.err << "benchfleet: no significant slowdown" << beyond << " in " << compared << " cells\n";
     return kExitOk;
   }
   console.err << "benchfleet: " << slow.size() << " significant slowdown(s)" << beyond << " (B against A):\n";
-  for (const ComparedCell& x : slow) {
-    char pct[32];
-    std::snprintf(pct, sizeof pct, "%+.1f%%", (x.b_ms / x.a_ms - 1) * 100);
-    console.err << "  " << x.table << " | " << x.model << " | " << x.column << ": " << x.a_ms << " -> " << x.b_ms
-                << " ms (" << pct << ")\n";
-  }
+  for (const std::string& x : slow) console.err << "  " << escape_display_text(x) << "\n";
   return kExitError;
 }
 
@@ -314,7 +329,8 @@ int run_cli(int argc, char** argv, Console& console) {
   submit_cmd->add_flag("--no-report", submit_args.no_report, "with --wait: end with the counts, not the report");
   submit_cmd->add_flag("--dry-run", submit_args.dry_run,
                        "validate and count the jobs, and have the coordinator check them as a submit would (the\n"
-                       "catalog, its limits, the fleet); submit nothing");
+                       "catalog, its limits, the fleet's builds, GPU classes, runtimes and modes: what would wait\n"
+                       "forever or end unsupported is named); submit nothing. Exit 1 when it could not be checked");
   submit_cmd->add_flag("--allow-pending", submit_args.allow_pending,
                        "queue jobs for a torch build or GPU class no enrolled agent offers yet (hosts still to\n"
                        "come) instead of being refused; what waits is said");
@@ -350,9 +366,10 @@ int run_cli(int argc, char** argv, Console& console) {
   report_cmd->add_option("id", report_args.id, "run id")->required()->check(positive_id());
   add_format_and_stat(*report_cmd, report_args.format, report_args.stat,
                       "statistic per cell: mean (as the seeds) or median");
-  report_cmd->add_flag("--exclude-flagged", report_args.exclude_flagged,
-                       "leave noise-flagged results (high_cv, clock_drop, throttled, ci_not_met) out of the "
-                       "geomeans too");
+  report_cmd->add_flag(
+      "--exclude-flagged", report_args.exclude_flagged,
+      "leave noise-flagged results (high_cv, second_mode, clock_drop, throttled, ci_not_met) out of the "
+      "geomeans too");
   report_cmd->add_option("-o,--output", report_args.output, "write to this file instead of stdout");
 
   CompareArgs compare_args;
@@ -361,10 +378,13 @@ int run_cli(int argc, char** argv, Console& console) {
       "Compare two sides cell by cell, each a (run, torch build): two runs, or two builds of one run\n"
       "(by default the first build of each run, or the first two of one). For every GPU class x batch x\n"
       "(runtime, mode) both measured: A's and B's latency, the ratio A/B (above 1: B is faster) and\n"
-      "whether the change is significant (the 95% CIs of the statistic do not overlap); noisy pairs\n"
-      "marked *, and a warning when the sides differ besides torch (threads, CPU, GPU, driver).\n"
-      "With --fail-if-slower PCT the exit code is 1 when B is significantly slower than A by more\n"
-      "than PCT percent in any cell, and the cells are named (for CI).");
+      "whether the change is significant: the 95% CIs apart and the change beyond the run-to-run\n"
+      "noise (the spread of the cell's repetitions, each a fresh process, where both sides have two\n"
+      "or more; else the device's stated floor: 50% on a CPU). Noisy pairs marked *; a warning when\n"
+      "the sides differ besides torch (threads, CPU, GPU, driver); an A/A (one torch, one machine)\n"
+      "said. With --fail-if-slower PCT the exit code is 1 when B is significantly slower than A by\n"
+      "more than PCT percent in any cell (named), and 5 when fewer cells were compared than A\n"
+      "measured (or than --min-cells): a gate that compared nothing does not pass.");
   compare_cmd->add_option("a", compare_args.run_a, "run A")->required()->check(positive_id());
   compare_cmd->add_option("b", compare_args.run_b, "run B (A again to compare two of its builds)")
       ->required()
@@ -375,6 +395,11 @@ int run_cli(int argc, char** argv, Console& console) {
       ->add_option("--fail-if-slower", compare_args.fail_if_slower,
                    "exit 1 when B is significantly slower than A by more than this percentage")
       ->check(CLI::Range(0.0, 1000.0));
+  compare_cmd
+      ->add_option("--min-cells", compare_args.min_cells,
+                   "exit 5 unless at least this many cells were compared (default with --fail-if-slower: "
+                   "every cell A measured)")
+      ->check(CLI::Range(1, 1'000'000));
   add_format_and_stat(*compare_cmd, compare_args.format, compare_args.stat,
                       "statistic per cell, its CI and the ratio: median or mean");
 

@@ -1,5 +1,7 @@
 #include "cli/fleet_client.h"
 
+#include <cctype>
+
 #include <utility>
 
 #include "common/display_text.h"
@@ -104,6 +106,43 @@ Result<std::string> FleetClient::report(std::int64_t run_id, const std::string& 
 Result<nlohmann::json> FleetClient::report_json(std::int64_t run_id, const std::string& stat) {
   return send_json(bhttp::verb::get, "/api/v1/runs/" + std::to_string(run_id) + "/report?format=json&stat=" + stat,
                    "report of run " + std::to_string(run_id), 200);
+}
+
+namespace {
+
+// `text` percent-encoded for a query value (RFC 3986 unreserved characters and ':' kept).
+std::string query_value(const std::string& text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == ':') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string compare_target(const std::string& a, const std::string& b, const std::string& stat,
+                           const std::string& format) {
+  return "/api/v1/compare?a=" + query_value(a) + "&b=" + query_value(b) + "&stat=" + query_value(stat) +
+         "&format=" + format;
+}
+
+}  // namespace
+
+Result<nlohmann::json> FleetClient::compare_json(const std::string& a, const std::string& b, const std::string& stat) {
+  return send_json(bhttp::verb::get, compare_target(a, b, stat, "json"), "compare " + a + " with " + b, 200);
+}
+
+Result<std::string> FleetClient::compare(const std::string& a, const std::string& b, const std::string& stat,
+                                         const std::string& format) {
+  BF_ASSIGN_OR_RETURN(auto r,
+                      send(bhttp::verb::get, compare_target(a, b, stat, format), "compare " + a + " with " + b, 200));
+  return escape_display_text(r.body, TextLines::kMany);
 }
 
 Result<nlohmann::json> FleetClient::cancel(std::int64_t run_id) {

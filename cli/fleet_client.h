@@ -35,11 +35,16 @@ class FleetClient {
   Result<std::string> report(std::int64_t run_id, const std::string& format, const std::string& stat,
                              bool exclude_flagged = false);
   Result<nlohmann::json> report_json(std::int64_t run_id, const std::string& stat);  // Report
-  Result<nlohmann::json> cancel(std::int64_t run_id);                                // CancelledRun
-  Result<nlohmann::json> agents();                                                   // AgentList
-  Result<nlohmann::json> drain(std::int64_t agent_id, bool draining);                // Agent
-  Result<nlohmann::json> approve(std::int64_t agent_id);                             // Agent
-  Result<nlohmann::json> models();                                                   // ModelList
+  // GET /api/v1/compare of sides "RUN" or "RUN:BUILD": the Comparison (format json), or its
+  // Markdown or CSV as text.
+  Result<nlohmann::json> compare_json(const std::string& a, const std::string& b, const std::string& stat);
+  Result<std::string> compare(const std::string& a, const std::string& b, const std::string& stat,
+                              const std::string& format);
+  Result<nlohmann::json> cancel(std::int64_t run_id);                  // CancelledRun
+  Result<nlohmann::json> agents();                                     // AgentList
+  Result<nlohmann::json> drain(std::int64_t agent_id, bool draining);  // Agent
+  Result<nlohmann::json> approve(std::int64_t agent_id);               // Agent
+  Result<nlohmann::json> models();                                     // ModelList
 
   // History. `query` is already encoded ("model=...&limit=20"), "" for none.
   Result<nlohmann::json> create_schedule(const nlohmann::json& request);       // Schedule

@@ -20,6 +20,9 @@ inline constexpr int kExitError = 1;      // the request failed, a file is inval
 inline constexpr int kExitUsage = 2;      // bad command line
 inline constexpr int kExitRunFailed = 3;  // the run ended with failed jobs or error/crash/timeout/invalid verdicts
 inline constexpr int kExitRunCancelled = 4;
+// compare --fail-if-slower / --min-cells: fewer cells were compared than asked, so the gate
+// cannot pass (a misspelt build, runs of other batch sizes, cells that failed on one side).
+inline constexpr int kExitIncomplete = 5;
 inline constexpr int kExitInterrupted = 130;
 
 // What the progress display needs from GET /api/v1/runs/{id}.

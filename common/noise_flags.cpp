@@ -13,12 +13,12 @@ std::optional<double> number(const nlohmann::json& telemetry, const char* key) {
   return it->get<double>();
 }
 
-}  // namespace
+struct Fences {
+  double low = 0, high = 0;
+};
 
-double judged_cv(const JobResult& result) {
-  const double reported = result.stats ? result.stats->cv : 0;
-  const std::vector<double>& x = result.samples_ms;
-  if (x.size() < 8) return reported;
+// Tukey's outer fences of `x` (Q1 - 3 IQR, Q3 + 3 IQR). REQUIRES: x not empty.
+Fences outer_fences(const std::vector<double>& x) {
   std::vector<double> sorted = x;
   const auto at = [&sorted](std::size_t k) {
     std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end());
@@ -26,8 +26,26 @@ double judged_cv(const JobResult& result) {
   };
   const double q1 = at(sorted.size() / 4);
   const double q3 = at(3 * sorted.size() / 4);
-  const double low = q1 - 3 * (q3 - q1);
-  const double high = q3 + 3 * (q3 - q1);
+  return {q1 - 3 * (q3 - q1), q3 + 3 * (q3 - q1)};
+}
+
+constexpr std::size_t kMinSamplesForFences = 8;
+
+}  // namespace
+
+double outlier_share(const JobResult& result) {
+  const std::vector<double>& x = result.samples_ms;
+  if (x.size() < kMinSamplesForFences) return 0;
+  const Fences f = outer_fences(x);
+  const auto outside = std::count_if(x.begin(), x.end(), [&f](double v) { return v < f.low || v > f.high; });
+  return static_cast<double>(outside) / static_cast<double>(x.size());
+}
+
+double judged_cv(const JobResult& result) {
+  const double reported = result.stats ? result.stats->cv : 0;
+  const std::vector<double>& x = result.samples_ms;
+  if (x.size() < kMinSamplesForFences) return reported;
+  const auto [low, high] = outer_fences(x);
   double sum = 0;
   std::size_t n = 0;
   for (double v : x) {
@@ -49,6 +67,7 @@ std::vector<std::string> noise_flags(const JobResult& result, const NoiseSpec& n
   std::vector<std::string> flags;
   if (result.status != ResultStatus::kOk) return flags;
   if (result.stats && judged_cv(result) > noise.max_cv) flags.emplace_back("high_cv");
+  if (result.stats && outlier_share(result) > kMaxOutlierShare) flags.emplace_back("second_mode");
   const auto before = number(result.telemetry, "before_sm_clock_mhz");
   const auto after = number(result.telemetry, "after_sm_clock_mhz");
   if (before && after && *before > 0 && *after < (1 - noise.max_clock_drop) * *before) flags.emplace_back("clock_drop");

@@ -74,7 +74,8 @@ from benchfleet_models import ExportFailure, ModelSpec, build_model, find_model,
 from benchfleet_precision import autocast_dtype, cast_inputs, cast_model, in_precision, unsupported_dtype_reason
 from benchfleet_shape_walk import shape_walk
 from benchfleet_stats import StoppingRule, compute_statistics
-from benchfleet_timing import CUDA_HARVEST_BATCH, HARVEST_INTERVAL_S, CpuTimer, CudaEventTimer, HarvestSchedule
+from benchfleet_timing import (CUDA_HARVEST_BATCH, HARVEST_INTERVAL_S, CpuTimer, CudaEventTimer, HarvestSchedule,
+                               test_slowdown)
 from benchfleet_vec_isa import inductor_vec_isa
 
 
@@ -222,7 +223,7 @@ def _accuracy(job: Job, spec: ModelSpec, model: torch.nn.Module, call_compiled: 
 def _timed_loop(step: Callable[[], None], job: Job, on_cuda: bool, hooks: Hooks,
                 result: Dict[str, Any]) -> List[float]:
     """Timed calls until the stopping rule says stop; records stop_reason and host wall time."""
-    timer = CudaEventTimer(CUDA_HARVEST_BATCH) if on_cuda else CpuTimer()
+    timer = CudaEventTimer(CUDA_HARVEST_BATCH) if on_cuda else CpuTimer(test_slowdown(job.model))
     rule = StoppingRule(job.measurement)
     max_iterations = int(job.measurement["max_iterations"])
     samples: List[float] = []

@@ -5,6 +5,7 @@ event pairs read in batches (CudaEventTimer), and when a loop reads its timer (H
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Callable, List, Optional
 
@@ -13,15 +14,43 @@ import torch
 
 # ---- timers (agent/worker/timing.cpp, cuda.cpp) ------------------------------------------------
 
-class CpuTimer:
-    """CPU work is synchronous: the steady clock around the call is the iteration's time."""
+# Test only: BENCHFLEET_TEST_SLOWDOWN="BUILD:MODEL=FACTOR" makes every timed CPU call of MODEL
+# in the torch build named BUILD (the agent's BENCHFLEET_BUILD) FACTOR times as long, by spinning
+# after the call: "a build that is 10% slower" for the A/A benchmark (bench/aa_noise.sh), which
+# checks that the comparison finds such a step. Anything else (unset, another build or model, a
+# malformed value) is no slowdown.
+SLOWDOWN_VARIABLE = "BENCHFLEET_TEST_SLOWDOWN"
 
-    def __init__(self) -> None:
+
+def test_slowdown(model: str, environ: Optional[dict] = None) -> float:
+    env = os.environ if environ is None else environ
+    spec = env.get(SLOWDOWN_VARIABLE, "")
+    target, _, factor = spec.rpartition("=")
+    build, _, slowed_model = target.partition(":")
+    if not spec or build != env.get("BENCHFLEET_BUILD") or slowed_model != model:
+        return 1.0
+    try:
+        value = float(factor)
+    except ValueError:
+        return 1.0
+    return value if 1.0 <= value <= 10.0 else 1.0
+
+
+class CpuTimer:
+    """CPU work is synchronous: the steady clock around the call is the iteration's time.
+    slowdown: test_slowdown's factor (1.0: none)."""
+
+    def __init__(self, slowdown: float = 1.0) -> None:
         self._pending: List[float] = []
+        self._slowdown = slowdown
 
     def time(self, fn: Callable[[], None]) -> None:
         start = time.perf_counter_ns()
         fn()
+        if self._slowdown > 1.0:
+            until = start + (time.perf_counter_ns() - start) * self._slowdown
+            while time.perf_counter_ns() < until:
+                pass
         self._pending.append((time.perf_counter_ns() - start) / 1e6)
 
     def harvest(self, samples_ms: List[float]) -> None:

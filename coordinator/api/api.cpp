@@ -105,6 +105,7 @@ void register_routes(http::Router& r, ApiContext& ctx) {
   r.add(verb::get, "/api/v1/runs/{id}/results", "runs.results", offload(ctx, list_results), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/runs/{id}/jobs", "runs.jobs", offload(ctx, list_jobs), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/runs/{id}/report", "runs.report", offload(ctx, run_report), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/compare", "runs.compare", offload(ctx, compare_runs), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/results/{id}", "results.get", offload(ctx, get_result), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/models", "models.list", offload(ctx, list_models), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/agents", "agents.list", offload(ctx, list_agents), admit(reader, kNoBody));

@@ -18,6 +18,7 @@ Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, c
 Result<http::Response> list_jobs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> get_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> compare_runs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> list_models(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 
 // agents_handlers.cpp

@@ -1,6 +1,10 @@
 // Handlers for runs, results, reports and the model catalog.
 #include "coordinator/api/handlers.h"
 
+#include <algorithm>
+#include <charconv>
+#include <tuple>
+
 #include "common/codecs.h"
 #include "common/matrix.h"
 #include "coordinator/report/render.h"
@@ -22,7 +26,8 @@ constexpr int kMaxResultsWithSamples = 10;
 // A matrix whose torch build or GPU class no enrolled agent offers is refused (its jobs would
 // wait forever), naming the field, the nearest name and what the fleet offers, unless
 // ?allow_pending=true queues it for hosts still to come; the answer's `pending` says what waits.
-// ?dry_run=true checks all of it and answers 200 with the job count, storing nothing.
+// ?dry_run=true checks all of it and answers 200 with the job count, storing nothing. Both answers
+// list the modes that will end `unsupported` where they go (rules::unsupported_modes).
 Result<http::Response> submit_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const bool allow_pending, bool_query(m, "allow_pending"));
@@ -43,14 +48,26 @@ Result<http::Response> submit_run(ApiContext& ctx, const http::Request& req, con
   }
   nlohmann::json pending = nlohmann::json::array();
   for (const auto& g : gaps) pending.push_back({{"field", g.field}, {"message", g.message}});
+  // Jobs the fleet would run only to answer `unsupported`: said, not refused (a matrix over
+  // every mode is a fair question; its answer is a table with those cells marked).
+  nlohmann::json unsupported = nlohmann::json::array();
+  for (const auto& u : rules::unsupported_modes(spec, fleet)) {
+    unsupported.push_back({{"field", u.field}, {"message", u.message}});
+  }
   if (dry_run) {
-    return json_response(bhttp::status::ok, {{"valid", true}, {"job_count", jobs.size()}, {"pending", pending}}, req);
+    return json_response(
+        bhttp::status::ok,
+        {{"valid", true}, {"job_count", jobs.size()}, {"pending", pending}, {"unsupported", unsupported}}, req);
   }
   BF_ASSIGN_OR_RETURN(const auto created, ctx.store.runs().create_run(spec, jobs));
   const std::string url = "/api/v1/runs/" + std::to_string(created.run_id);
-  auto res = json_response(
-      bhttp::status::created,
-      {{"id", created.run_id}, {"job_count", created.job_count}, {"url", url}, {"pending", pending}}, req);
+  auto res = json_response(bhttp::status::created,
+                           {{"id", created.run_id},
+                            {"job_count", created.job_count},
+                            {"url", url},
+                            {"pending", pending},
+                            {"unsupported", unsupported}},
+                           req);
   res.set(bhttp::field::location, url);
   return res;
 }
@@ -161,7 +178,8 @@ Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, con
   if (format != "json" && format != "md" && format != "csv") {
     return Error::invalid("query.format", "must be json, md or csv");
   }
-  const auto stat = report::parse_stat(str_query(m, "stat").value_or("mean"));
+  const auto stat =
+      report::parse_stat(str_query(m, "stat").value_or(std::string(report::to_string(report::kDefaultStat))));
   if (!stat) return Error::invalid("query.stat", "must be mean or median");
   const auto exclude_flagged = str_query(m, "exclude_flagged");
   if (exclude_flagged && *exclude_flagged != "true" && *exclude_flagged != "false") {
@@ -181,6 +199,85 @@ Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, con
     return res;
   }
   return http::text_response(bhttp::status::ok, report::render_json(built), req, "application/json");
+}
+
+namespace {
+
+// One side of GET /compare: "RUN" or "RUN:BUILD" (query key `key`).
+struct SideQuery {
+  std::int64_t run = 0;
+  std::string build;  // empty: the default
+};
+
+Result<SideQuery> side_query(const http::RouteMatch& m, const char* key) {
+  const auto text = str_query(m, key);
+  const std::string field = std::string("query.") + key;
+  if (!text || text->empty()) return Error::invalid(field, "is required: a run id, or RUN:BUILD");
+  SideQuery q;
+  const auto colon = text->find(':');
+  const std::string id = text->substr(0, colon);
+  std::int64_t run = 0;
+  const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), run);
+  if (ec != std::errc() || end != id.data() + id.size() || run < 1) {
+    return Error::invalid(field, "must be a run id (a positive integer), or RUN:BUILD");
+  }
+  q.run = run;
+  if (colon != std::string::npos) q.build = text->substr(colon + 1);
+  return q;
+}
+
+std::string builds_text(const std::vector<std::string>& builds) {
+  std::string s;
+  for (const std::string& b : builds) s += (s.empty() ? "" : ", ") + b;
+  return s;
+}
+
+}  // namespace
+
+// Two sides, each a run's torch build, compared cell by cell (rules/compare.h). Without a build:
+// the run's first, or, when both sides are one run, B gets its second.
+Result<http::Response> compare_runs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
+  BF_RETURN_IF_ERROR(require_reader(ctx, req));
+  const std::string format = str_query(m, "format").value_or("json");
+  if (format != "json" && format != "md" && format != "csv") {
+    return Error::invalid("query.format", "must be json, md or csv");
+  }
+  const auto stat =
+      report::parse_stat(str_query(m, "stat").value_or(std::string(report::to_string(report::kDefaultStat))));
+  if (!stat) return Error::invalid("query.stat", "must be mean or median");
+  BF_ASSIGN_OR_RETURN(SideQuery qa, side_query(m, "a"));
+  BF_ASSIGN_OR_RETURN(SideQuery qb, side_query(m, "b"));
+  BF_ASSIGN_OR_RETURN(const auto run_a, ctx.store.runs().get_run(qa.run));
+  BF_ASSIGN_OR_RETURN(const auto run_b, ctx.store.runs().get_run(qb.run));
+  const auto& builds_a = run_a.spec.torch_builds;
+  const auto& builds_b = run_b.spec.torch_builds;
+  if (builds_a.empty() || builds_b.empty()) return Error::invalid("query.a", "a run without torch builds");
+  if (qa.build.empty()) qa.build = builds_a.front();
+  if (qb.build.empty()) {
+    qb.build = builds_b.front();
+    if (qa.run == qb.run && qb.build == qa.build && builds_b.size() > 1) qb.build = builds_b[1];
+  }
+  for (const auto& [q, builds, key] : {std::tuple{&qa, &builds_a, "query.a"}, std::tuple{&qb, &builds_b, "query.b"}}) {
+    if (std::find(builds->begin(), builds->end(), q->build) == builds->end()) {
+      return Error::invalid(key, "run " + std::to_string(q->run) + " has no torch build \"" + q->build +
+                                     "\"; its builds: " + builds_text(*builds));
+    }
+  }
+  if (qa.run == qb.run && qa.build == qb.build) {
+    return Error::invalid("query.b", "run " + std::to_string(qa.run) + " build " + qa.build +
+                                         " against itself: name two of its builds (RUN:BUILD)");
+  }
+  BF_ASSIGN_OR_RETURN(const report::Report rep_a, report_of_run(ctx, run_a, *stat, false));
+  BF_ASSIGN_OR_RETURN(const report::Report rep_b, report_of_run(ctx, run_b, *stat, false));
+  const rules::Comparison c = rules::compare_reports({&rep_a, qa.build}, {&rep_b, qb.build});
+  if (format == "md") {
+    return http::text_response(bhttp::status::ok, report::render_comparison_markdown(c), req,
+                               "text/markdown; charset=utf-8");
+  }
+  if (format == "csv") {
+    return http::text_response(bhttp::status::ok, report::render_comparison_csv(c), req, "text/csv; charset=utf-8");
+  }
+  return json_response(bhttp::status::ok, report::comparison_json(c), req);
 }
 
 Result<http::Response> list_models(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {

@@ -57,6 +57,7 @@ bool in_latency_table(ColumnKind kind) { return kind == ColumnKind::kLatency || 
 // What a noise flag means, for the footnote under a table that has flagged cells.
 std::string_view flag_meaning(std::string_view flag) {
   if (flag == "high_cv") return "the samples' CV, isolated spikes aside, above the run's noise.max_cv";
+  if (flag == "second_mode") return "over 5% of the samples outside Tukey's outer fences: a second mode";
   if (flag == "clock_drop") return "the SM clock dropped while measuring";
   if (flag == "throttled") return "the GPU throttled while measuring";
   if (flag == "ci_not_met") return "the iteration or time bound stopped the loop with its CI wider than the target";
@@ -299,6 +300,118 @@ std::string render_csv(const Report& report) {
                         number(cell.compile_ms), cell.compile_cache, peak_mb, number(cell.throughput_per_s)});
       }
     }
+  }
+  return out;
+}
+
+}  // namespace benchfleet::report
+
+namespace benchfleet::report {
+namespace {
+
+std::string verdict_words(const std::string& verdict) {
+  if (verdict == "same") return "≈ no significant change";
+  if (verdict == "faster") return "▲ faster";
+  if (verdict == "slower") return "▼ slower";
+  return "?";
+}
+
+std::string noise_words(const rules::ChangeVerdict& v) {
+  if (v.noise == "repetitions" && v.ratio_ci) {
+    return "repetitions: " + format_fixed(v.ratio_ci->low, 2) + "-" + format_fixed(v.ratio_ci->high, 2);
+  }
+  return "floor " + format_fixed(v.floor * 100, 0) + "%";
+}
+
+}  // namespace
+
+nlohmann::json comparison_json(const rules::Comparison& c) {
+  nlohmann::json cells = nlohmann::json::array();
+  for (const rules::ComparedCell& x : c.cells) {
+    const auto& v = x.change;
+    cells.push_back({{"table", x.table},
+                     {"gpu", x.gpu},
+                     {"batch", x.batch},
+                     {"dtype", to_string(x.dtype)},
+                     {"model", x.model},
+                     {"label", x.label},
+                     {"runtime", to_string(x.runtime)},
+                     {"mode", to_string(x.mode)},
+                     {"column", x.column},
+                     {"a_ms", x.a_ms},
+                     {"b_ms", x.b_ms},
+                     {"a_n", x.a_n},
+                     {"b_n", x.b_n},
+                     {"ratio", v.ratio},
+                     {"ratio_ci_low", v.ratio_ci ? nlohmann::json(v.ratio_ci->low) : nlohmann::json()},
+                     {"ratio_ci_high", v.ratio_ci ? nlohmann::json(v.ratio_ci->high) : nlohmann::json()},
+                     {"verdict", v.verdict},
+                     {"noise", v.noise},
+                     {"noise_floor", v.floor},
+                     {"why", v.why},
+                     {"flags", x.flags}});
+  }
+  nlohmann::json uncompared = nlohmann::json::array();
+  for (const rules::UncomparedCell& u : c.uncompared) {
+    uncompared.push_back({{"table", u.table}, {"label", u.label}, {"column", u.column}, {"why", u.why}});
+  }
+  return {{"stat", to_string(c.stat)},
+          {"a", {{"run", c.run_a}, {"build", c.build_a}}},
+          {"b", {{"run", c.run_b}, {"build", c.build_b}}},
+          {"aa", c.aa},
+          {"aa_text", c.aa_text},
+          {"expected", c.expected},
+          {"compared", c.cells.size()},
+          {"cells", cells},
+          {"uncompared", uncompared},
+          {"warnings", c.warnings}};
+}
+
+std::string render_comparison_markdown(const rules::Comparison& c) {
+  const std::string name_a = "run " + std::to_string(c.run_a) + " " + c.build_a;
+  const std::string name_b = "run " + std::to_string(c.run_b) + " " + c.build_b;
+  std::string s = "# A = " + markdown_escape(name_a) + " vs B = " + markdown_escape(name_b) + " (" +
+                  std::string(to_string(c.stat)) + " latency in ms; A/B above 1: B is faster)\n\n";
+  if (c.aa) s += "ℹ " + c.aa_text + ".\n\n";
+  for (const std::string& w : c.warnings) s += "⚠ differs besides torch: " + markdown_escape(w) + "\n";
+  if (!c.warnings.empty()) s += "\n";
+  s += "| **Table** | **Task/Model** | **Column** | **A** | **B** | **A/B** | **Change** | **Noise** |\n";
+  s += "|:---|:---|:---|---:|---:|---:|:---|:---|\n";
+  for (const rules::ComparedCell& x : c.cells) {
+    const std::string mark = x.flags.empty() ? "" : "*";
+    s += "| " + markdown_escape(x.table) + " | " + markdown_escape(x.label) + " | " + markdown_escape(x.column) +
+         " | " + format_fixed(x.a_ms, 3) + " | " + format_fixed(x.b_ms, 3) + " | " + format_fixed(x.change.ratio, 2) +
+         "x" + mark + " | " + verdict_words(x.change.verdict) + " | " + noise_words(x.change) + " |\n";
+  }
+  if (c.cells.empty()) s += "| - | no cell measured ok by both sides | | | | | | |\n";
+  if (!c.uncompared.empty()) {
+    s += "\nNot compared:\n";
+    for (const rules::UncomparedCell& u : c.uncompared) {
+      s += "- " + markdown_escape(u.table) + " | " + markdown_escape(u.label) + " | " + markdown_escape(u.column) +
+           ": " + markdown_escape(u.why) + "\n";
+    }
+  }
+  s += "\nCompared " + std::to_string(c.cells.size()) + " of A's " + std::to_string(c.expected) +
+       " measured cells. A change is significant when the within-run intervals are apart and it is beyond the "
+       "run-to-run noise: the spread of the repetitions (fresh processes) where both sides have two or more, "
+       "else the device's stated floor.\n";
+  return s;
+}
+
+std::string render_comparison_csv(const rules::Comparison& c) {
+  std::string out;
+  append_csv_row(out, {"table", "model", "column", "stat", "a_ms", "b_ms", "a_n", "b_n", "ratio", "ratio_ci_low",
+                       "ratio_ci_high", "verdict", "noise", "noise_floor", "flags"});
+  const std::string stat(to_string(c.stat));
+  for (const rules::ComparedCell& x : c.cells) {
+    const auto& v = x.change;
+    std::string flags;
+    for (const std::string& f : x.flags) flags += (flags.empty() ? "" : ";") + f;
+    const std::string lo = v.ratio_ci ? format_fixed(v.ratio_ci->low, 4) : "";
+    const std::string hi = v.ratio_ci ? format_fixed(v.ratio_ci->high, 4) : "";
+    append_csv_row(out, {x.table, x.label, x.column, stat, format_fixed(x.a_ms, 3), format_fixed(x.b_ms, 3),
+                         std::to_string(x.a_n), std::to_string(x.b_n), format_fixed(v.ratio, 4), lo, hi, v.verdict,
+                         v.noise, format_fixed(v.floor, 2), flags});
   }
   return out;
 }

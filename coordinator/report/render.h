@@ -1,9 +1,11 @@
-// Renderers for a Report (report.h). Pure string/JSON producers; the caller writes them out.
+// Renderers for a Report (report.h) and a Comparison (rules/compare.h). Pure string/JSON producers;
+// the caller writes them out.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "coordinator/rules/compare.h"
 #include "coordinator/rules/report.h"
 
 namespace benchfleet::report {
@@ -45,5 +47,22 @@ std::string render_csv(const Report& report);
 std::string render_json(const Report& report);
 // The same, parsed (for callers that walk it).
 nlohmann::json to_json(const Report& report);
+
+// A comparison (GET /api/v1/compare), every key always present:
+// {"stat", "a": {"run", "build"}, "b": {...}, "aa", "aa_text", "expected", "compared",
+//  "cells": [{"table", "gpu", "batch", "dtype", "model", "label", "runtime", "mode", "column",
+//    "a_ms", "b_ms", "a_n", "b_n", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict", "noise",
+//    "noise_floor", "why", "flags"}],
+//  "uncompared": [{"table", "label", "column", "why"}], "warnings"}
+// ratio_ci_* are null unless noise is "repetitions".
+nlohmann::json comparison_json(const rules::Comparison& c);
+// "# A = run 1 stable vs B = run 2 unstable (median latency in ms; A/B above 1: B is faster)",
+// the A/A line and the warnings, then a pipe table Table | Task/Model | Column | A | B | A/B |
+// Change | Noise, then the uncompared cells and "Compared N of A's M measured cells".
+std::string render_comparison_markdown(const rules::Comparison& c);
+// One line per compared cell, header
+//   table,model,column,stat,a_ms,b_ms,a_n,b_n,ratio,ratio_ci_low,ratio_ci_high,verdict,noise,noise_floor,flags
+// RFC 4180 as render_csv.
+std::string render_comparison_csv(const rules::Comparison& c);
 
 }  // namespace benchfleet::report

@@ -4,7 +4,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { parseRoute, formatRoute, withParams, parseSide, formatSide } from "../../web/js/route.js";
-import { significance, compareTables, compareCells, histogram, improvementPercent, buildTorchVersions, fingerprintDifferences, buildFingerprints } from "../../web/js/analysis.js";
+import { judgedKey, judgedCells, compareTables, compareCells, histogram, improvementPercent, buildTorchVersions, fingerprintDifferences, buildFingerprints } from "../../web/js/analysis.js";
 import { reproduceCommand } from "../../web/js/reproduce.js";
 import { describeDetail, gridState, badgeClass } from "../../web/js/status.js";
 import { fmtBytes, shortLabel, fmtAgo } from "../../web/js/format.js";
@@ -55,19 +55,26 @@ const cell = (value, lo, hi, status = "ok", text) => ({
   status, value, value_ms: value, ci_low_ms: lo, ci_high_ms: hi, text: text ?? (value === null ? "OOM" : value.toFixed(3)), result_ids: [1],
 });
 
-test("significance: overlapping CIs are no significant change", () => {
-  assert.equal(significance(cell(10, 9.8, 10.2), cell(10.1, 9.9, 10.3)), "same");
-  assert.equal(significance(cell(10, 9.8, 10.2), cell(8, 7.9, 8.1)), "faster");
-  assert.equal(significance(cell(10, 9.8, 10.2), cell(12, 11.9, 12.1)), "slower");
-  assert.equal(significance(cell(10, 9.8, 10.2), cell(10.2, 10.2, 10.4)), "same", "touching ends overlap");
-  assert.equal(significance(cell(10, null, null), cell(8, 7.9, 8.1)), "unknown");
+// The coordinator's comparison (GET /compare) of one table's pairs: the verdicts the view shows.
+const judgedOf = (table, pairs) => judgedCells({
+  cells: pairs.map(([model, runtime, mode, verdict, why = ""]) => ({ gpu: table.gpu, batch: table.batch, dtype: "float32", model, runtime, mode, verdict, why })),
 });
 
-test("compareCells: ratio is A/B, none without two values", () => {
-  const c = compareCells(cell(10, 9.9, 10.1), cell(8, 7.9, 8.1));
+test("judgedCells: the coordinator's verdicts by table, model, runtime and mode", () => {
+  const t = { gpu: "cpu", batch: 1 };
+  const judged = judgedOf(t, [["m1", "python", "eager", "same", "within the run-to-run noise floor (50%)"], ["m1", "python", "default", "slower"]]);
+  assert.equal(judged.get(judgedKey(t, "m1", "python", "eager")).why, "within the run-to-run noise floor (50%)");
+  assert.equal(judged.get(judgedKey({ ...t, dtype: "float32" }, "m1", "python", "default")).verdict, "slower", "float32 is the default dtype");
+  assert.equal(judged.get(judgedKey({ gpu: "cpu", batch: 4 }, "m1", "python", "eager")), undefined);
+});
+
+test("compareCells: ratio is A/B, none without two values; the verdict is the coordinator's", () => {
+  const c = compareCells(cell(10, 9.9, 10.1), cell(8, 7.9, 8.1), { verdict: "same", why: "within the run-to-run noise floor (50%)" });
   assert.equal(c.ratio, 1.25);
   assert.equal(c.text, "1.25x");
-  assert.equal(c.verdict, "faster");
+  assert.equal(c.verdict, "same", "apart CIs do not make a change the coordinator did not find");
+  assert.equal(c.why, "within the run-to-run noise floor (50%)");
+  assert.equal(compareCells(cell(10, 9.9, 10.1), cell(8, 7.9, 8.1)).verdict, "unknown", "not judged");
   const oom = compareCells(cell(10, 9.9, 10.1), cell(null, null, null, "oom"));
   assert.equal(oom.ratio, null);
   assert.equal(oom.text, "-");
@@ -77,6 +84,7 @@ test("compareCells: ratio is A/B, none without two values", () => {
 test("compareTables: builds of one table, rows of either side, geomeans with coverage", () => {
   const col = (build, mode) => ({ key: `latency/${build}/libtorch/${mode}`, kind: "latency_ms", build, runtime: "libtorch", mode, header: `${build} - ${mode}` });
   const table = {
+    gpu: "a100", batch: 1,
     columns: [col("stable", "eager"), col("stable", "default"), col("nightly", "eager"), col("nightly", "default"),
       { key: "speedup/stable/libtorch/default", kind: "speedup", build: "stable", runtime: "libtorch", mode: "default" }],
     rows: [
@@ -84,7 +92,8 @@ test("compareTables: builds of one table, rows of either side, geomeans with cov
       { model: "m2", label: "T/M2", cells: [cell(null, null, null, "oom"), cell(4, 3.9, 4.1), cell(20, 19, 21), cell(2, 1.9, 2.1), cell(null, null, null, "unavailable")] },
     ],
   };
-  const cmp = compareTables({ table, build: "stable" }, { table, build: "nightly" });
+  const judged = judgedOf(table, [["m1", "libtorch", "eager", "faster"], ["m1", "libtorch", "default", "same"], ["m2", "libtorch", "default", "faster"]]);
+  const cmp = compareTables({ table, build: "stable" }, { table, build: "nightly" }, { judged });
   assert.deepEqual(cmp.columns.map((c) => c.mode), ["eager", "default"]);
   assert.deepEqual(cmp.rows.map((r) => r.cells.map((c) => c.text)), [["2.00x", "0.99x"], ["-", "2.00x"]]);
   assert.deepEqual(cmp.rows.map((r) => r.cells.map((c) => c.verdict)), [["faster", "same"], ["unavailable", "faster"]]);

@@ -140,7 +140,7 @@ TEST_F(CliTest, ExitCodeSaysTheRunHadFailuresOrWasCancelled) {
     EXPECT_EQ(cancel.out, "cancelled run " + id + ": 4 jobs stopped\n");
     const CliRun r = submit.wait();
     EXPECT_EQ(r.code, cli::kExitRunCancelled) << r.err;
-    EXPECT_NE(r.out.find("(run " + id + ", mean latency in ms)"), std::string::npos) << "the report of what ran";
+    EXPECT_NE(r.out.find("(run " + id + ", median latency in ms)"), std::string::npos) << "the report of what ran";
     EXPECT_NE(r.err.find("run " + id + " cancelled"), std::string::npos) << r.err;
     // Cancelling again is not an error for the server; the CLI says what happened.
     const CliRun again = cli({"cancel", id});
@@ -272,15 +272,16 @@ TEST_F(CliTest, ReadCommandsShowWhatTheApiHolds) {
   EXPECT_NE(r.out.find("state:         done"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("models:        " + kResnet18 + ", " + kSqueezenet), std::string::npos) << r.out;
 
-  // The report is the endpoint's, byte for byte, on stdout or in a file.
+  // The report is the endpoint's, byte for byte, on stdout or in a file; both default to the median.
   r = cli({"report", id});
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out, coord_.get("/api/v1/runs/" + id + "/report?format=md&stat=mean").body);
+  EXPECT_EQ(r.out, coord_.get("/api/v1/runs/" + id + "/report?format=md&stat=median").body);
+  EXPECT_EQ(r.out, coord_.get("/api/v1/runs/" + id + "/report?format=md").body);
   EXPECT_NE(r.out.find("| OOM |"), std::string::npos) << r.out;
   const std::string csv_path = coord_.dir() + "/report.csv";
-  r = cli({"report", id, "--format", "csv", "--stat", "median", "-o", csv_path});
+  r = cli({"report", id, "--format", "csv", "--stat", "mean", "-o", csv_path});
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(read_file(csv_path), coord_.get("/api/v1/runs/" + id + "/report?format=csv&stat=median").body);
+  EXPECT_EQ(read_file(csv_path), coord_.get("/api/v1/runs/" + id + "/report?format=csv&stat=mean").body);
   r = cli({"report", "999"});
   EXPECT_EQ(r.code, cli::kExitError);
   EXPECT_EQ(r.err, "benchfleet: report of run 999: HTTP 404: run 999 does not exist\n");

@@ -1,8 +1,9 @@
 // Integration: submissions checked against the enrolled fleet, through the real CLI and the real
-// coordinator. A torch build or GPU class no enrolled agent offers is refused naming the field,
-// the nearest name and what the fleet offers (it would otherwise wait forever); --allow-pending
-// queues it for hosts still to come and says so; --dry-run asks the coordinator the same; a
-// misspelt matrix key is named with the key meant.
+// coordinator. A torch build, GPU class or runtime no enrolled agent offers is refused naming the
+// field, the nearest name and what the fleet offers (it would otherwise wait forever);
+// --allow-pending queues it for hosts still to come and says so; --dry-run asks the coordinator
+// the same, names the modes that will end unsupported, and fails when it could not check; a
+// misspelt matrix key is named with the key meant. `compare` and its gate.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -18,10 +19,9 @@ using nlohmann::json;
 
 class FleetCheckTest : public ::testing::Test {
  protected:
-  CliRun cli(std::vector<std::string> args) {
+  CliRun cli(std::vector<std::string> args, const std::string& token = CoordinatorProcess::kOperatorToken) {
     return CliProcess(coord_.dir(), std::move(args),
-                      {{"BENCHFLEET_URL", coord_.base_url()},
-                       {"BENCHFLEET_OPERATOR_TOKEN", CoordinatorProcess::kOperatorToken}})
+                      {{"BENCHFLEET_URL", coord_.base_url()}, {"BENCHFLEET_OPERATOR_TOKEN", token}})
         .wait();
   }
 
@@ -164,9 +164,12 @@ TEST_F(FleetCheckTest, BuildsWithDifferentThreadCountsGetAWarningEqualOnesNone) 
   EXPECT_EQ(cli({"report", equal["run_id"].dump()}).out.find("⚠"), std::string::npos);
 }
 
-// `benchfleet compare` for CI: two runs of one build, B 50% slower in one cell (their CIs of the
-// median, 0.9x-1.1x of each, apart) and the same in the other; --fail-if-slower's exit code says whether a significant
-// slowdown passes the threshold, naming the cell; two builds of one run are compared when the run is given twice.
+// `benchfleet compare` for CI: two runs of one build, B twice as slow in one cell (their CIs of the
+// median, 0.9x-1.1x of each, apart, and beyond the CPU's run-to-run noise floor) and the same in
+// the other; --fail-if-slower's exit code says whether a significant slowdown passes the
+// threshold, naming the cell; two builds of one run are compared when the run is given twice; a
+// gate that compared fewer cells than A measured (a misspelt build, other batch sizes) fails with
+// its own exit code, and an unknown build is an error naming the run's builds.
 TEST_F(FleetCheckTest, CompareFailsOnlyOnASignificantSlowdownBeyondTheThreshold) {
   FakeAgent host(coord_, FakeAgent::descriptor("cpu-host", {{"cpu", "cpu"}}, {{"debian13", {"eager"}}}));
   const std::string file = coord_.dir() + "/two.yaml";
@@ -189,7 +192,7 @@ TEST_F(FleetCheckTest, CompareFailsOnlyOnASignificantSlowdownBeyondTheThreshold)
     return r.out.substr(0, r.out.find('\n'));
   };
   const std::string a = run(10.0);
-  const std::string b = run(15.0);  // ResNet-18 50% slower; SqueezeNet the same
+  const std::string b = run(20.0);  // ResNet-18 twice as slow (beyond the CPU's 50% floor); SqueezeNet the same
 
   CliRun r = cli({"compare", a, b});
   EXPECT_EQ(r.code, 0) << r.err;
@@ -197,7 +200,7 @@ TEST_F(FleetCheckTest, CompareFailsOnlyOnASignificantSlowdownBeyondTheThreshold)
             std::string::npos)
       << r.out;
   // The fixture's results are flagged (ci_not_met): the ratio carries the mark.
-  EXPECT_NE(r.out.find("| CPU (batch size: 1) | Image Classification/ResNet-18 | eager | 10.000 | 15.000 | 0.67x"),
+  EXPECT_NE(r.out.find("| CPU (batch size: 1) | Image Classification/ResNet-18 | eager | 10.000 | 20.000 | 0.50x"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("| ▼ slower |"), std::string::npos) << r.out;
@@ -207,10 +210,13 @@ TEST_F(FleetCheckTest, CompareFailsOnlyOnASignificantSlowdownBeyondTheThreshold)
   r = cli({"compare", a, b, "--fail-if-slower", "10"});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("1 significant slowdown(s) beyond 10% (B against A):"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("Image Classification/ResNet-18 | eager: 10 -> 15 ms (+50.0%)"), std::string::npos) << r.err;
-  r = cli({"compare", a, b, "--fail-if-slower", "60"});
+  EXPECT_NE(r.err.find("Image Classification/ResNet-18 | eager: 10.000 -> 20.000 ms (+100.0%; beyond the run-to-run "
+                       "noise floor (50%)"),
+            std::string::npos)
+      << r.err;
+  r = cli({"compare", a, b, "--fail-if-slower", "120"});
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("no significant slowdown beyond 60%"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no significant slowdown beyond 120%"), std::string::npos) << r.err;
   r = cli({"compare", b, a, "--fail-if-slower", "0"});
   EXPECT_EQ(r.code, 0) << "B faster is no slowdown: " << r.err;
 
@@ -219,9 +225,76 @@ TEST_F(FleetCheckTest, CompareFailsOnlyOnASignificantSlowdownBeyondTheThreshold)
   const json j = json::parse(r.out);
   EXPECT_EQ(j["cells"].size(), 2u) << r.out;
   EXPECT_EQ(j["stat"], "median");
+  EXPECT_EQ(j["expected"], 2);
+  EXPECT_EQ(j["compared"], 2);
+  EXPECT_EQ(j["cells"][0]["noise"], "floor");
   r = cli({"compare", a, a});
   EXPECT_EQ(r.code, cli::kExitError);
   EXPECT_NE(r.err.find("against itself: name two of its builds"), std::string::npos) << r.err;
+
+  // All compared: the gate judges (exit 0 here: nothing slower beyond 120%).
+  r = cli({"compare", a, b, "--fail-if-slower", "120", "--min-cells", "2"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("no significant slowdown beyond 120% in 2 cells"), std::string::npos) << r.err;
+  // More cells asked than compared: the gate cannot pass.
+  r = cli({"compare", a, b, "--min-cells", "3"});
+  EXPECT_EQ(r.code, cli::kExitIncomplete) << r.err;
+  EXPECT_NE(r.err.find("compared 2 of the 3 cells asked (--min-cells); the gate cannot pass"), std::string::npos)
+      << r.err;
+  // An unknown build: the coordinator's error, naming what the run has.
+  r = cli({"compare", a, b, "--build-a", "debain13", "--fail-if-slower", "5"});
+  EXPECT_EQ(r.code, cli::kExitError) << r.err;
+  EXPECT_NE(r.err.find("run " + a + " has no torch build \"debain13\"; its builds: debian13"), std::string::npos)
+      << r.err;
+  // Nothing in common (another batch size): compared nothing, so the gate fails closed.
+  write_file(file,
+             "name: batch 4\nmodels: [torchvision/resnet18]\n"
+             "batch_sizes: [4]\nmodes: [eager]\ntorch_builds: [debian13]\ngpus: [cpu]\n");
+  const CliRun c = cli({"submit", file, "--print-id"});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const std::string batch4 = c.out.substr(0, c.out.find('\n'));
+  auto lease = host.lease_job("cpu", 1);
+  ASSERT_TRUE(lease);
+  EXPECT_EQ(host.post_result(*lease, ok_result(40.0)).status, 201u);
+  r = cli({"compare", batch4, b, "--fail-if-slower", "5"});
+  EXPECT_EQ(r.code, cli::kExitIncomplete) << r.out << r.err;
+  EXPECT_NE(r.err.find("compared 0 of A's 1 measured cells; the gate cannot pass"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not compared: CPU (batch size: 4) | Image Classification/ResNet-18 | eager: B has no CPU "
+                       "(batch size: 4) table"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("Compared 0 of A's 1 measured cells."), std::string::npos) << r.out;
+}
+
+// A dry run names what would wait forever (a runtime no agent offers) and what would end
+// unsupported (a CUDA-graph mode on the CPU), and fails when it could not check (a wrong token).
+TEST_F(FleetCheckTest, ADryRunNamesRuntimesAndModesTheFleetCannotRun) {
+  FakeAgent host(coord_,
+                 FakeAgent::descriptor("cpu-host", {{"cpu", "cpu"}}, {{"unstable", {"eager", "default"}, "python"}}));
+  const std::string file = coord_.dir() + "/ro.yaml";
+  write_file(file,
+             "name: ro\nmodels: [torchvision/resnet18]\nbatch_sizes: [1]\nmodes: [eager, reduce-overhead]\n"
+             "torch_builds: [unstable]\ngpus: [cpu]\nruntimes: [python]\n");
+  CliRun r = cli({"submit", file, "--dry-run"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("the fleet takes every job, but some will end unsupported:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("modes[1]: reduce-overhead on build \"unstable\", runtime python, GPU class \"cpu\" will end "
+                       "unsupported: it replays CUDA graphs"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("the fleet can run every job"), std::string::npos) << r.out;
+
+  write_file(file,
+             "name: lt\nmodels: [torchvision/resnet18]\nbatch_sizes: [1]\nmodes: [eager]\n"
+             "torch_builds: [unstable]\ngpus: [cpu]\nruntimes: [libtorch]\n");
+  r = cli({"submit", file, "--dry-run"});
+  EXPECT_EQ(r.code, cli::kExitError) << r.out;
+  EXPECT_NE(r.err.find("no enrolled agent offers runtime \"libtorch\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the fleet offers: python"), std::string::npos) << r.err;
+
+  r = cli({"submit", file, "--dry-run"}, "wrong-token");
+  EXPECT_EQ(r.code, cli::kExitError) << r.out << r.err;
+  EXPECT_NE(r.out.find("not checked against the coordinator"), std::string::npos) << r.out;
 }
 
 }  // namespace

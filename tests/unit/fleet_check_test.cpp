@@ -12,12 +12,18 @@
 namespace benchfleet::rules {
 namespace {
 
+// Both runtimes by default, each with the modes a CPU host's torch 2.6 runs.
+const std::vector<RuntimeSupport> kBothRuntimes = {
+    {Runtime::kLibtorch, {Mode::kEager, Mode::kDefault, Mode::kMaxAutotuneNoCudagraphs}},
+    {Runtime::kPython, {Mode::kEager, Mode::kDefault, Mode::kMaxAutotuneNoCudagraphs}}};
+
 AgentDescriptor host(const std::string& name, const std::vector<std::string>& classes,
-                     const std::vector<std::string>& builds) {
+                     const std::vector<std::string>& builds,
+                     const std::vector<RuntimeSupport>& runtimes = kBothRuntimes) {
   AgentDescriptor a;
   a.name = name;
   for (std::size_t i = 0; i < classes.size(); ++i) a.slots.push_back({"slot" + std::to_string(i), classes[i], {}, {}});
-  for (const auto& b : builds) a.torch_builds.push_back({b, "2.6.0", {}});
+  for (const auto& b : builds) a.torch_builds.push_back({b, "2.6.0", runtimes});
   return a;
 }
 
@@ -73,6 +79,54 @@ TEST(FleetCheck, ABuildAndAClassOnDifferentAgentsAreAGap) {
 }
 
 TEST(FleetCheck, AnEmptyFleetHasNoGaps) { EXPECT_TRUE(fleet_gaps(matrix({"anything"}, {"h100"}), {}).empty()); }
+
+// After the quick start the agent offers the python runtime alone (no worker built in the roots):
+// a libtorch matrix would wait forever, and said so nowhere.
+TEST(FleetCheck, ARuntimeNoAgentOffersIsAGap) {
+  const std::vector<AgentDescriptor> fleet = {
+      host("a", {"cpu"}, {"stable", "unstable"}, {{Runtime::kPython, {Mode::kEager, Mode::kDefault}}})};
+  MatrixSpec m = matrix({"stable", "unstable"}, {"cpu"});
+  m.runtimes = {Runtime::kLibtorch};
+  const auto gaps = fleet_gaps(m, fleet);
+  ASSERT_EQ(gaps.size(), 1u);
+  EXPECT_EQ(gaps[0].field, "runtimes[0]");
+  EXPECT_NE(gaps[0].message.find("no enrolled agent offers runtime \"libtorch\""), std::string::npos)
+      << gaps[0].message;
+  EXPECT_NE(gaps[0].message.find("the fleet offers: python"), std::string::npos) << gaps[0].message;
+  m.runtimes = {Runtime::kPython};
+  EXPECT_TRUE(fleet_gaps(m, fleet).empty());
+  // Offered on one build only: the combination is named.
+  const std::vector<AgentDescriptor> split = {host("a", {"cpu"}, {"stable"}, {{Runtime::kLibtorch, {Mode::kEager}}}),
+                                              host("b", {"cpu"}, {"unstable"}, {{Runtime::kPython, {Mode::kEager}}})};
+  m.runtimes = {Runtime::kLibtorch};
+  const auto pair = fleet_gaps(m, split);
+  ASSERT_EQ(pair.size(), 1u);
+  EXPECT_EQ(pair[0].field, "runtimes");
+  EXPECT_NE(pair[0].message.find("for torch build \"unstable\" on a slot of GPU class \"cpu\""), std::string::npos);
+}
+
+TEST(FleetCheck, ModesThatWillEndUnsupportedAreNamed) {
+  const std::vector<AgentDescriptor> fleet = {
+      host("a", {"cpu"}, {"unstable"}, {{Runtime::kPython, {Mode::kEager, Mode::kDefault}}}),
+      host("g", {"h100"}, {"unstable"},
+           {{Runtime::kPython, {Mode::kEager, Mode::kDefault, Mode::kReduceOverhead, Mode::kMaxAutotune}}})};
+  MatrixSpec m = matrix({"unstable"}, {"cpu"});
+  m.runtimes = {Runtime::kPython};
+  m.modes = {Mode::kEager, Mode::kReduceOverhead, Mode::kMaxAutotuneNoCudagraphs};
+  const auto ends = unsupported_modes(m, fleet);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(ends[0].field, "modes[1]");
+  EXPECT_NE(ends[0].message.find("reduce-overhead on build \"unstable\", runtime python, GPU class \"cpu\" will end "
+                                 "unsupported: it replays CUDA graphs"),
+            std::string::npos)
+      << ends[0].message;
+  EXPECT_EQ(ends[1].field, "modes[2]");
+  EXPECT_NE(ends[1].message.find("no enrolled agent serving it runs that mode"), std::string::npos);
+  // On the GPU host the CUDA-graph mode runs.
+  m.gpus = {"h100"};
+  m.modes = {Mode::kReduceOverhead, Mode::kMaxAutotune};
+  EXPECT_TRUE(unsupported_modes(m, fleet).empty());
+}
 
 }  // namespace
 }  // namespace benchfleet::rules

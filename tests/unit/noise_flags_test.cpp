@@ -39,6 +39,44 @@ std::vector<double> tight_samples() {
   return x;
 }
 
+// `n` samples around 10 ms (a deterministic +/-1% spread), the last `share` of them `factor` x
+// slower: a second mode.
+JobResult with_second_mode(std::size_t n, double share, double factor) {
+  JobResult r = quiet_result();
+  r.samples_ms.clear();
+  const auto second = static_cast<std::size_t>(static_cast<double>(n) * share);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double base = 9.9 + 0.2 * static_cast<double>(i % 17) / 16;
+    r.samples_ms.push_back(i >= n - second ? base * factor : base);
+  }
+  return r;
+}
+
+// The cases the fences alone missed: fewer than a quarter of the samples in a second mode, the
+// IQR the main mode's, the whole second mode outside the fences and out of the judged CV.
+TEST(NoiseFlags, ASecondModeIsFlaggedThoughTheFencesHideItFromTheCv) {
+  const JobResult twenty = with_second_mode(200, 0.20, 1.4);
+  EXPECT_LT(judged_cv(twenty), 0.02);  // blind to it, as designed for spikes
+  EXPECT_NEAR(outlier_share(twenty), 0.20, 1e-9);
+  EXPECT_EQ(noise_flags(twenty, NoiseSpec{}), Flags{"second_mode"});
+  const JobResult ten = with_second_mode(200, 0.10, 2.0);
+  EXPECT_NEAR(outlier_share(ten), 0.10, 1e-9);
+  EXPECT_EQ(noise_flags(ten, NoiseSpec{}), Flags{"second_mode"});
+  // At 30% the IQR spans both modes: the spread is the CV's to judge.
+  const JobResult thirty = with_second_mode(200, 0.30, 1.4);
+  EXPECT_EQ(noise_flags(thirty, NoiseSpec{}), Flags{"high_cv"});
+}
+
+TEST(NoiseFlags, AFewIsolatedSpikesAreNotASecondMode) {
+  JobResult r = with_second_mode(200, 0, 1);
+  for (std::size_t i : {17u, 90u, 151u, 199u}) r.samples_ms[i] = 38.5;  // 2%: preemptions
+  EXPECT_NEAR(outlier_share(r), 0.02, 1e-9);
+  EXPECT_EQ(noise_flags(r, NoiseSpec{}), Flags{});
+  // Too few samples for fences: no share.
+  r.samples_ms = {9.4, 9.5, 38.5};
+  EXPECT_EQ(outlier_share(r), 0);
+}
+
 TEST(NoiseFlags, IsolatedSpikesDoNotMakeATightResultNoisyAWideSpreadDoes) {
   JobResult r = quiet_result();
   r.samples_ms = tight_samples();

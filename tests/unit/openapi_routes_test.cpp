@@ -19,7 +19,7 @@ TEST_F(OpenApiRoutes, EveryRouteIsDocumentedAndNothingElse) {
     ASSERT_TRUE(paths[r.pattern].contains(method)) << method << " " << r.pattern << " is not documented";
     EXPECT_EQ(paths[r.pattern][method]["operationId"], r.name) << method << " " << r.pattern;
   }
-  EXPECT_EQ(routes.size(), 38u);
+  EXPECT_EQ(routes.size(), 39u);
   for (const auto& [path, item] : paths.items()) {
     for (const auto& m : kMethods) {
       if (item.contains(m)) {
@@ -247,12 +247,36 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
 
   exercise_history(one, op, agent, token);
 
+  // The comparison of this run with a second of the same matrix (nothing measured there yet):
+  // A's ok cell is counted and said uncompared.
+  Call second = call(verb::post, "/api/v1/runs", matrix, op);
+  ASSERT_EQ(second.status, 201u) << second.body;
+  ASSERT_EQ(call(verb::post, "/api/v1/runs/" + std::to_string(second.parsed["id"].get<std::int64_t>()) + "/cancel",
+                 std::nullopt, op)
+                .status,
+            200u);
+  const std::string a_side = std::to_string(submitted.parsed["id"].get<std::int64_t>());
+  const std::string b_side = std::to_string(second.parsed["id"].get<std::int64_t>());
+  Call compared = call(verb::get, "/api/v1/compare?a=" + a_side + "&b=" + b_side + ":stable");
+  ASSERT_EQ(compared.status, 200u) << compared.body;
+  EXPECT_EQ(compared.parsed["expected"], 1) << compared.body;
+  EXPECT_EQ(compared.parsed["compared"], 0) << compared.body;
+  EXPECT_EQ(compared.parsed["uncompared"][0]["why"], "B's cell is not run") << compared.body;
+  for (const char* q : {"&format=md", "&format=csv", "&stat=mean"}) {
+    EXPECT_EQ(call(verb::get, "/api/v1/compare?a=" + a_side + "&b=" + b_side + q).status, 200u) << q;
+  }
+  EXPECT_EQ(call(verb::get, "/api/v1/compare?a=" + a_side + ":stabel&b=" + b_side).status, 400u);
+  EXPECT_EQ(call(verb::get, "/api/v1/compare?a=" + a_side + "&b=" + a_side).status, 400u);
+  EXPECT_EQ(call(verb::get, "/api/v1/compare?a=x&b=" + b_side).status, 400u);
+  EXPECT_EQ(call(verb::get, "/api/v1/compare?b=" + b_side).status, 400u);
+  EXPECT_EQ(call(verb::get, "/api/v1/compare?a=999&b=" + b_side).status, 404u);
+
   // With public_reads off, reads need the operator token.
   config_.public_reads = false;
   EXPECT_EQ(call(verb::get, "/api/v1/runs").status, 401u);
   EXPECT_EQ(call(verb::get, "/api/v1/runs", std::nullopt, op).status, 200u);
-  for (const std::string& target :
-       std::vector<std::string>{run, run + "/results", run + "/jobs", run + "/report", "/api/v1/results/1"}) {
+  for (const std::string& target : std::vector<std::string>{run, run + "/results", run + "/jobs", run + "/report",
+                                                            "/api/v1/results/1", "/api/v1/compare?a=1&b=2"}) {
     EXPECT_EQ(call(verb::get, target).status, 401u) << target;
   }
   for (const char* target : {"/api/v1/models", "/api/v1/agents", "/api/v1/queue", "/metrics", "/api/v1/schedules",

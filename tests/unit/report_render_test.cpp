@@ -315,7 +315,7 @@ TEST(ReportJson, StringsAreEscapedAndNumbersReadBackExactly) {
   ASSERT_FALSE(j.is_discarded()) << text;
   EXPECT_EQ(j["run_id"], 42);
   EXPECT_EQ(j["run_name"], r.run_name);
-  EXPECT_EQ(j["stat"], "mean");
+  EXPECT_EQ(j["stat"], "median");  // the default statistic
   const auto& cell = j["tables"][0]["rows"][0]["cells"][0];
   EXPECT_EQ(cell["value"].get<double>(), 9.324999999999999);
   EXPECT_EQ(cell["value_ms"].get<double>(), 9.324999999999999);

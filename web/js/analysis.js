@@ -1,17 +1,16 @@
 // Pure computations behind the compare view and the charts: side-by-side tables of two
-// (run, build) sides with the ratio per cell and whether the change is significant, the
+// (run, build) sides with the ratio per cell and the coordinator's verdict on it, the
 // histogram of a result's samples, and the improvement over eager. Tested in node.
 
-// Two cells differ significantly only when their 95% CIs do not overlap. The report gives each
-// cell the CI of the statistic it shows (the mean's t interval, the median's bootstrap interval),
-// so the ratio and this verdict are one statistic's.
-// Returns "same" (overlap: no significant change), "faster" / "slower" (B relative to A), or
-// "unknown" (a CI is missing).
-export function significance(a, b) {
-  const ok = (c) => c && Number.isFinite(c.ci_low_ms) && Number.isFinite(c.ci_high_ms);
-  if (!ok(a) || !ok(b)) return "unknown";
-  if (a.ci_low_ms <= b.ci_high_ms && b.ci_low_ms <= a.ci_high_ms) return "same";
-  return b.ci_high_ms < a.ci_low_ms ? "faster" : "slower";
+// A comparison's verdicts are the coordinator's (GET /compare, rules/change_rule.h: the within-run
+// CIs apart and the change beyond the run-to-run noise), so the CLI, the exports and this view
+// read one rule. judgedCells indexes its cells for compareTables.
+//   judgedCells(comparison).get(judgedKey({gpu, batch, dtype}, model, runtime, mode)) -> {verdict, why, ...}
+export function judgedKey(table, model, runtime, mode) {
+  return [table.gpu, table.batch, table.dtype ?? "float32", model, runtime, mode].join("\u0000");
+}
+export function judgedCells(comparison) {
+  return new Map((comparison?.cells ?? []).map((c) => [judgedKey(c, c.model, c.runtime, c.mode), c]));
 }
 
 // What changes speed (the report's speed fingerprints: cpu_model, cpu_threads, driver, gpu_name, high_load,
@@ -60,10 +59,12 @@ function latencyColumns(table, build) {
 // `ratio` is A's latency / B's latency: above 1, B is faster (like the report's speedups).
 // A cell pair is `flagged` when either side carries a noise flag; with excludeFlagged, the
 // geomeans leave such pairs out and say how many (as the report's geomeans do).
-//   compareTables({table: tA, build: "stable"}, {table: tB, build: "nightly"}, {excludeFlagged: true})
-//   -> {columns: [{key, runtime, mode}], rows: [{model, label, cells: [{a, b, ratio, text, verdict, flags}]}],
+// Each pair's verdict (and why) is the coordinator's, from `judged` (judgedCells): "unknown" for a
+// pair it did not judge.
+//   compareTables({table: tA, build: "stable"}, {table: tB, build: "nightly"}, {excludeFlagged: true, judged})
+//   -> {columns: [{key, runtime, mode}], rows: [{model, label, cells: [{a, b, ratio, text, verdict, why, flags}]}],
 //       geomeans: [{key, value, covered, total, excluded, text}]}
-export function compareTables(sideA, sideB, { excludeFlagged = false } = {}) {
+export function compareTables(sideA, sideB, { excludeFlagged = false, judged = new Map() } = {}) {
   const colsA = latencyColumns(sideA.table, sideA.build);
   const colsB = latencyColumns(sideB.table, sideB.build);
   const keys = [...colsA.keys()].filter((k) => colsB.has(k));
@@ -83,7 +84,8 @@ export function compareTables(sideA, sideB, { excludeFlagged = false } = {}) {
     const cells = keys.map((key) => {
       const a = ra ? ra.cells[colsA.get(key).index] : null;
       const b = rb ? rb.cells[colsB.get(key).index] : null;
-      return compareCells(a, b);
+      const { runtime, mode } = colsA.get(key).col;
+      return compareCells(a, b, judged.get(judgedKey(sideA.table, model, runtime, mode)));
     });
     return { model, label: (ra || rb).label, cells };
   });
@@ -100,15 +102,16 @@ export function compareTables(sideA, sideB, { excludeFlagged = false } = {}) {
   return { columns, rows, geomeans };
 }
 
-// `flags`: the union of both sides' noise flags, sorted (a ratio of a noisy side is noisy).
-export function compareCells(a, b) {
+// `flags`: the union of both sides' noise flags, sorted (a ratio of a noisy side is noisy);
+// `judged`: the coordinator's cell for the pair, whose verdict it takes.
+export function compareCells(a, b, judged) {
   const usable = (c) => c && c.status === "ok" && Number.isFinite(c.value) && c.value > 0;
   if (!usable(a) || !usable(b)) {
     return { a, b, ratio: null, text: "-", verdict: "unavailable", flags: [] };
   }
   const ratio = a.value / b.value;
   const flags = [...new Set([...(a.flags ?? []), ...(b.flags ?? [])])].sort();
-  return { a, b, ratio, text: `${ratio.toFixed(2)}x`, verdict: significance(a, b), flags };
+  return { a, b, ratio, text: `${ratio.toFixed(2)}x`, verdict: judged?.verdict ?? "unknown", why: judged?.why ?? "", flags };
 }
 
 // Equal-width histogram of `samples` (ms): k = clamp(ceil(sqrt(n)), 5, 40) bins over [min, max].

@@ -10,6 +10,8 @@
 //   const run = await api.run(5);
 //   await api.regressionAction(3, "acknowledge");   // ApiError with status 401 without a token
 
+import { DEFAULT_STAT } from "./route.js";
+
 const TIMEOUT_MS = 15000;
 
 export class ApiError extends Error {
@@ -107,8 +109,18 @@ export class Api {
   }
   run(id) { return this.getJson(`runs/${id}`); }
   // `excludeFlagged`: geomeans leave out results flagged as noisy (exclude_flagged=true).
-  report(id, stat = "mean", { excludeFlagged = false } = {}) {
+  report(id, stat = DEFAULT_STAT, { excludeFlagged = false } = {}) {
     return this.getJson(`runs/${id}/report?format=json&stat=${stat}${excludeFlagged ? "&exclude_flagged=true" : ""}`);
+  }
+  // Two sides ({run, build}; build may be null: the run's first) compared by the coordinator
+  // (GET /compare): every verdict is the change rule's, as the CLI's.
+  compare(a, b, stat = DEFAULT_STAT) {
+    const side = (x) => encodeURIComponent(x.build ? `${x.run}:${x.build}` : String(x.run));
+    return this.getJson(`compare?a=${side(a)}&b=${side(b)}&stat=${stat}`);
+  }
+  compareUrl(a, b, format, stat = DEFAULT_STAT) {
+    const side = (x) => encodeURIComponent(x.build ? `${x.run}:${x.build}` : String(x.run));
+    return this.url(`compare?a=${side(a)}&b=${side(b)}&stat=${stat}&format=${format}`);
   }
   reportUrl(id, format, stat, { excludeFlagged = false } = {}) {
     return this.url(`runs/${id}/report?format=${format}&stat=${stat}${excludeFlagged ? "&exclude_flagged=true" : ""}`);
@@ -138,7 +150,7 @@ export class Api {
   deleteSchedule(id) { return this.send("DELETE", `schedules/${id}`); }
   // A schedule's latest `limit` runs (oldest first), per build · runtime · compiled mode: geomean
   // speedup vs eager, pass rate, median compile time, memory ratio; `stat`: "mean" or "median".
-  scheduleSummary(id, { limit = 30, stat = "mean" } = {}) {
+  scheduleSummary(id, { limit = 30, stat = DEFAULT_STAT } = {}) {
     return this.getJson(`schedules/${id}/summary?limit=${limit}&stat=${stat}`);
   }
   // `query`: history.js seriesQuery(...).

@@ -92,3 +92,9 @@ function rank(key) {
 function encodeComponent(s) {
   return encodeURIComponent(s).replace(/%3A/gi, ":").replace(/%2C/gi, ",");
 }
+
+// The statistic every view shows unless the route names the other: the median, as the
+// coordinator's reports, exports and comparisons (rules/report.h kDefaultStat). A route carries
+// `stat` only when it is not this one.
+export const DEFAULT_STAT = "median";
+export function statOf(params) { return params.stat === "mean" || params.stat === "median" ? params.stat : DEFAULT_STAT; }

@@ -179,7 +179,8 @@ class CudaEventTimerTest(unittest.TestCase):
 
 
 def fixed_count_job(count: int) -> Any:
-    return types.SimpleNamespace(measurement={"warmup": 0, "min_iterations": count, "max_iterations": count,
+    return types.SimpleNamespace(model="torchvision/resnet18",
+                                 measurement={"warmup": 0, "min_iterations": count, "max_iterations": count,
                                               "min_duration_s": 0, "max_duration_s": 60,
                                               "target_ci_rel_width": 0.05})
 
@@ -205,6 +206,36 @@ class TimedLoopTest(unittest.TestCase):
         samples = bm._timed_loop(lambda: None, fixed_count_job(7), False, bj.Hooks(), result)
         self.assertEqual(len(samples), 7)
         self.assertEqual(result["stop_reason"], "fixed_count")
+
+
+@unittest.skipUnless(HAVE_TORCH, "benchfleet_timing needs torch")
+class TestSlowdownTest(unittest.TestCase):
+    """The A/A benchmark's "build that is 10% slower" (BENCHFLEET_TEST_SLOWDOWN)."""
+
+    def test_only_the_named_build_and_model_are_slowed(self) -> None:
+        env = {"BENCHFLEET_TEST_SLOWDOWN": "slow:torchvision/resnet18=1.5", "BENCHFLEET_BUILD": "slow"}
+        self.assertEqual(btime.test_slowdown("torchvision/resnet18", env), 1.5)
+        self.assertEqual(btime.test_slowdown("torchvision/squeezenet1_1", env), 1.0)
+        self.assertEqual(btime.test_slowdown("torchvision/resnet18", {**env, "BENCHFLEET_BUILD": "fast"}), 1.0)
+        for bad in ("", "slow:torchvision/resnet18", "slow:torchvision/resnet18=x", "slow:torchvision/resnet18=0.5"):
+            self.assertEqual(btime.test_slowdown("torchvision/resnet18", {**env, "BENCHFLEET_TEST_SLOWDOWN": bad}), 1.0,
+                             bad)
+
+    def test_a_slowed_timer_takes_the_factor_longer(self) -> None:
+        def work() -> None:
+            end = btime.time.perf_counter() + 0.004
+            while btime.time.perf_counter() < end:
+                pass
+        plain, slowed = btime.CpuTimer(), btime.CpuTimer(2.0)
+        for _ in range(5):
+            plain.time(work)
+            slowed.time(work)
+        a: List[float] = []
+        b: List[float] = []
+        plain.harvest(a)
+        slowed.harvest(b)
+        self.assertGreater(min(b), 1.8 * 4.0)  # each call at least twice its 4 ms
+        self.assertLess(max(a), 8.0)
 
 
 @unittest.skipUnless(HAVE_TORCH, "benchfleet_measure needs torch")

@@ -17,6 +17,7 @@ import { fmtBytes, fmtMs } from "../format.js";
 import { badgeClass, describeDetail } from "../status.js";
 import { selectControl, focusKey, restoreFocus } from "./controls.js";
 import {
+import { DEFAULT_STAT } from "../route.js";
   batchScaling, fmtThroughput, gapSummary, groupKey, pickGroup, pickModel, scalingGaps, scalingGroups, scalingModels,
 } from "../scaling.js";
 
@@ -52,7 +53,7 @@ export class BatchScalingView {
     });
   }
 
-  render(report, { gpu, dtype, model, q = "", stat = "mean" } = {}) {
+  render(report, { gpu, dtype, model, q = "", stat = DEFAULT_STAT } = {}) {
     const groups = scalingGroups(report.tables);
     const group = pickGroup(groups, { gpu, dtype });
     const models = group ? scalingModels(report.tables, group) : [];

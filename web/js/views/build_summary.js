@@ -7,7 +7,7 @@
 // how many runs are in the URL. Without chart.js the charts say "charts unavailable"; the table
 // has every figure.
 import { h, fill } from "../dom.js";
-import { withParams } from "../route.js";
+import { withParams, DEFAULT_STAT, statOf } from "../route.js";
 import { fmtTime } from "../format.js";
 import { badgeClass } from "../status.js";
 import { lineChartOptions, loadCharts, seriesColor, setDefaults } from "../charts.js";
@@ -48,7 +48,7 @@ export class BuildSummaryView {
     this.dropCharts();
   }
 
-  stat() { return this.route.params.stat === "median" ? "median" : "mean"; }
+  stat() { return statOf(this.route.params); }
   limit() {
     const n = Number(this.route.params.limit);
     return Number.isInteger(n) && n >= 1 && n <= 200 ? n : DEFAULT_LIMIT;
@@ -129,7 +129,7 @@ export class BuildSummaryView {
     const limit = this.limit();
     const limits = LIMITS.includes(limit) ? LIMITS : [...LIMITS, limit].sort((a, b) => a - b);  // a count typed in the URL
     return h("div", { class: "toolbar summary-controls", role: "toolbar", "aria-label": "Summary options" },
-      statSwitch(stat, (v) => go({ stat: v === "mean" ? undefined : v })),
+      statSwitch(stat, (v) => go({ stat: v === DEFAULT_STAT ? undefined : v })),
       selectControl("Runs", "limit", limits.map((n) => [String(n), `latest ${n}`]), String(limit),
         (v) => go({ limit: Number(v) === DEFAULT_LIMIT ? undefined : v })),
       shown >= limit ? h("p", { class: "note" }, `Showing the latest ${limit} runs.`) : null);

@@ -1,12 +1,14 @@
 // Compare two sides, each a (run, torch build): two builds of one run (stable vs nightly) or
 // two runs. For every GPU class x batch both sides have, a table per model with A's and B's
-// latency per (runtime, mode) and the ratio A/B (above 1: B is faster), marked "no significant
-// change" when the two cells' 95% CIs of the chosen statistic overlap. Noise flags show on each
-// side and on the ratio; flagged=exclude leaves flagged pairs out of the geomeans.
+// latency per (runtime, mode) and the ratio A/B (above 1: B is faster) with the coordinator's
+// verdict (GET /compare: the within-run CIs apart and the change beyond the run-to-run noise, as
+// the CLI's compare), an A/A said, and A's cells that found no counterpart. Noise flags show on
+// each side and on the ratio; flagged=exclude leaves flagged pairs out of the geomeans. A build a
+// run lacks is the coordinator's error, shown as such.
 //   #/compare?a=5:stable&b=5:nightly&gpu=a100&batch=1&stat=mean&flagged=exclude
 import { h } from "../dom.js";
-import { withParams, parseSide, formatSide } from "../route.js";
-import { compareTables, buildTorchVersions, fingerprintDifferences, buildFingerprints } from "../analysis.js";
+import { withParams, parseSide, formatSide, statOf, DEFAULT_STAT } from "../route.js";
+import { compareTables, buildTorchVersions, fingerprintDifferences, buildFingerprints, judgedCells } from "../analysis.js";
 import { badgeClass } from "../status.js";
 import { gridNav } from "../grid_nav.js";
 import { errorState, loadingState, emptyState } from "./states.js";
@@ -62,7 +64,7 @@ export class CompareView {
     const { params } = this.route;
     // What has keyboard focus now, to give it back after the page is redrawn.
     const focus = { nav: document.activeElement?.dataset?.nav, control: focusKey(document.activeElement) };
-    const stat = params.stat === "median" ? "median" : "mean";
+    const stat = statOf(params);
     const a = parseSide(params.a);
     const b = parseSide(params.b);
     try {
@@ -77,12 +79,15 @@ export class CompareView {
         return;
       }
       if (!this.body.querySelector(".compare-table")) this.body.replaceChildren(loadingState("Loading reports…"));
+      // The comparison first: a build a run lacks is its error ("run 1 has no torch build
+      // \"stabel\"; its builds: stable, unstable"), shown instead of a page about that build.
+      const comparison = await this.ctx.api.compare(a, b, stat);
       const [repA, repB] = await Promise.all([
         this.get(`report/${a.run}/${stat}`, () => this.ctx.api.report(a.run, stat)),
         this.get(`report/${b.run}/${stat}`, () => this.ctx.api.report(b.run, stat)),
       ]);
       if (seq !== this.seq) return;
-      this.renderBody({ a, b, runA, runB, repA, repB, stat }, focus);
+      this.renderBody({ a, b, runA, runB, repA, repB, stat, comparison }, focus);
     } catch (e) {
       if (seq !== this.seq) return;
       this.body.replaceChildren(errorState(e));
@@ -114,7 +119,7 @@ export class CompareView {
     restoreFocus(this.form, focused);
   }
 
-  renderBody({ a, b, runA, runB, repA, repB, stat }, focus) {
+  renderBody({ a, b, runA, runB, repA, repB, stat, comparison }, focus) {
     const { params } = this.route;
     // Tables pair up by GPU class, batch and dtype (a report without dtypes is float32 only).
     const same = (t, u) => u.gpu === t.gpu && u.batch === t.batch && (u.dtype ?? "float32") === (t.dtype ?? "float32");
@@ -130,9 +135,17 @@ export class CompareView {
     const intro = h("p", { class: "meta" },
       h("a", { href: `#/runs/${a.run}` }, `A = run ${a.run} “${runA.name}”`), `, build ${a.build}${torchOf(repA, a.build)}; `,
       h("a", { href: `#/runs/${b.run}` }, `B = run ${b.run} “${runB.name}”`), `, build ${b.build}${torchOf(repB, b.build)}. `,
-      `Ratio = A ${stat} latency / B ${stat} latency: above 1.00x B is faster. Cells whose 95% CIs of the ${stat} overlap are marked “no significant change”; ⚑ marks a pair with a noisy side, ⏱ one stopped at its budget.`);
+      `Ratio = A ${stat} latency / B ${stat} latency: above 1.00x B is faster. A change is significant when the 95% CIs of the ${stat} are apart and it is beyond the run-to-run noise: the spread of the cell's repetitions (fresh processes) where both sides have two or more, else the device's stated floor; otherwise “no significant change”. ⚑ marks a pair with a noisy side, ⏱ one stopped at its budget.`);
+    const judged = judgedCells(comparison);
+    const aa = comparison.aa ? h("p", { class: "aa-note", role: "note" }, `ℹ ${comparison.aa_text}.`) : null;
+    const coverage = h("div", { class: "compare-coverage" },
+      h("p", { class: "meta" }, `Compared ${comparison.compared} of A's ${comparison.expected} measured cells.`),
+      comparison.uncompared.length
+        ? h("details", null, h("summary", null, `${comparison.uncompared.length} of A's cells not compared`),
+          h("ul", null, comparison.uncompared.map((u) => h("li", null, `${u.table} · ${u.label} · ${u.column}: ${u.why}`))))
+        : null);
     if (!both.length) {
-      this.body.replaceChildren(intro, emptyState(`Runs ${a.run} and ${b.run} have no GPU class × batch size in common.`));
+      this.body.replaceChildren(intro, coverage, emptyState(`Runs ${a.run} and ${b.run} have no GPU class × batch size in common.`));
       return;
     }
     const gpus = [...new Set(both.map((t) => t.gpu))];
@@ -144,22 +157,22 @@ export class CompareView {
     const toolbar = h("div", { class: "toolbar", role: "toolbar", "aria-label": "Compare options" },
       selectControl("GPU class", "gpu", gpus.map((g) => [g, both.find((t) => t.gpu === g).gpu_label]), gpu, (v) => go({ gpu: v, batch: undefined })),
       selectControl("Batch", "batch", [...batches.map((x) => [String(x), String(x)]), ["all", "all"]], String(batch), (v) => go({ batch: v })),
-      statSwitch(stat, (v) => go({ stat: v === "mean" ? undefined : v })),
+      statSwitch(stat, (v) => go({ stat: v === DEFAULT_STAT ? undefined : v })),
       h("label", { class: "control check", title: "Geomeans leave out pairs either side of which is flagged as noisy (high CV, clock drop, throttling, CI target missed)" },
         h("input", { type: "checkbox", name: "flagged", checked: params.flagged === "exclude", on: { change: (e) => go({ flagged: e.target.checked ? "exclude" : undefined }) } }),
         h("span", null, "Exclude flagged from geomeans")),
       copyButton("Copy link", () => location.href));
     const tables = (batch === "all" ? ofGpu : ofGpu.filter((t) => t.batch === batch)).map((tA) => {
       const tB = repB.tables.find((u) => same(tA, u));
-      return this.table(tA, tB, a, b, nameA, nameB, stat, params.flagged === "exclude");
+      return this.table(tA, tB, a, b, nameA, nameB, stat, params.flagged === "exclude", judged);
     });
-    this.body.replaceChildren(intro, toolbar, ...tables);
+    this.body.replaceChildren(intro, aa, toolbar, coverage, ...tables);
     if (focus.nav) this.body.querySelector(`[data-nav="${focus.nav}"]`)?.focus();
     restoreFocus(this.body, focus.control);
   }
 
-  table(tA, tB, a, b, nameA, nameB, stat, excludeFlagged) {
-    const cmp = compareTables({ table: tA, build: a.build }, { table: tB, build: b.build }, { excludeFlagged });
+  table(tA, tB, a, b, nameA, nameB, stat, excludeFlagged, judged) {
+    const cmp = compareTables({ table: tA, build: a.build }, { table: tB, build: b.build }, { excludeFlagged, judged });
     const title = tA.title;
     // Torch versions differ by design (the intro names them); anything else that changes speed
     // makes the ratios a comparison of more than the builds.
@@ -198,7 +211,7 @@ export class CompareView {
           const key = `${tA.gpu}/${tA.batch}/${r}/${i}`;
           const flagged = c.flags.length ? `; flagged: ${c.flags.map((f) => FLAG_LABELS[f] ?? f).join("; ")}` : "";
           const ratioTitle = c.ratio === null ? "no ratio: a side has no value"
-            : `A ${c.a.text} ms / B ${c.b.text} ms = ${c.ratio.toFixed(4)}; 95% CIs of the ${stat} A [${fmtCi(c.a)}] B [${fmtCi(c.b)}]${flagged}`;
+            : `A ${c.a.text} ms / B ${c.b.text} ms = ${c.ratio.toFixed(4)}; 95% CIs of the ${stat} A [${fmtCi(c.a)}] B [${fmtCi(c.b)}]${c.why ? `; ${c.why}` : ""}${flagged}`;
           return [
             side(c.a, `${key}/a`),
             side(c.b, `${key}/b`),

@@ -21,6 +21,7 @@ import { fmtBytes, fmtDuration, fmtThroughput } from "../format.js";
 import { gridNav } from "../grid_nav.js";
 import { TableCharts } from "./table_charts.js";
 import { cellSeriesParams } from "../history.js";
+import { DEFAULT_STAT } from "../route.js";
 
 export class ReportTableView {
   constructor({ resultHref, seriesHref = null, eagerCharts = false }) {
@@ -53,7 +54,7 @@ export class ReportTableView {
     });
   }
 
-  render(table, { q = "", stat = "mean", final = true } = {}) {
+  render(table, { q = "", stat = DEFAULT_STAT, final = true } = {}) {
     this.shown = table;
     this.el.dataset.gpu = table.gpu;
     this.el.dataset.batch = String(table.batch);
@@ -193,6 +194,7 @@ export const ACCURACY_LABELS = {
 };
 export const FLAG_LABELS = {
   high_cv: "high CV (samples vary more than the run's noise.max_cv, isolated spikes aside)",
+  second_mode: "a second mode: over 5% of the samples far from the rest (outside Tukey's outer fences)",
   clock_drop: "SM clock dropped while measuring",
   throttled: "GPU throttled while measuring",
   ci_not_met: "the time or iteration bound stopped the loop with its CI wider than the target",

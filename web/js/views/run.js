@@ -4,7 +4,7 @@
 // While the run is active it polls every 2 s and updates in place: what the user selected,
 // focused or scrolled stays as it was.
 import { h, fill, patch } from "../dom.js";
-import { withParams, formatSide } from "../route.js";
+import { withParams, formatSide, DEFAULT_STAT, statOf } from "../route.js";
 import { fmtTime, percent } from "../format.js";
 import { badgeClass } from "../status.js";
 import { ProgressGrid } from "./progress_grid.js";
@@ -50,7 +50,7 @@ export class RunView {
     this.scaling?.destroy();
   }
 
-  stat(route = this.route) { return route.params.stat === "median" ? "median" : "mean"; }
+  stat(route = this.route) { return statOf(route.params); }
   excludeFlagged(route = this.route) { return route.params.flagged === "exclude"; }
 
   // Polls on while the run is active, and through errors until it has been shown (the banner
@@ -258,7 +258,7 @@ export class RunView {
       },
     }, { md: "Markdown", csv: "CSV", json: "JSON" }[format]));
     const builds = run.torch_builds;
-    const compareParams = { gpu: sel.gpu, batch: sel.batch === "all" ? undefined : sel.batch, stat: stat === "mean" ? undefined : stat };
+    const compareParams = { gpu: sel.gpu, batch: sel.batch === "all" ? undefined : sel.batch, stat: stat === DEFAULT_STAT ? undefined : stat };
     const compareBuilds = builds.length >= 2
       ? h("a", {
         class: "btn", dataset: { compare: "builds" },
@@ -282,7 +282,7 @@ export class RunView {
       selectControl("GPU class", "gpu", sel.gpus.map((g) => [g, sel.labelOf(g)]), sel.gpu, (v) => go({ gpu: v, batch: undefined })),
       sel.dtypes.length > 1 ? selectControl("Dtype", "dtype", sel.dtypes.map((d) => [d, d]), sel.dtype, (v) => go({ dtype: v })) : null,
       selectControl("Batch", "batch", [...sel.batches.map((b) => [String(b), String(b)]), ["all", "all"]], String(sel.batch), (v) => go({ batch: v })),
-      statSwitch(stat, (v) => go({ stat: v === "mean" ? undefined : v })),
+      statSwitch(stat, (v) => go({ stat: v === DEFAULT_STAT ? undefined : v })),
       h("label", { class: "control check", title: "Geomeans leave out results flagged as noisy (high CV, clock drop, throttling, CI target missed)" },
         h("input", { type: "checkbox", name: "flagged", checked: excludeFlagged, on: { change: (e) => go({ flagged: e.target.checked ? "exclude" : undefined }) } }),
         h("span", null, "Exclude flagged from geomeans")),

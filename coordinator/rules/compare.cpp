@@ -1,0 +1,173 @@
+// compare_reports: A's latency cells matched with B's by table (GPU class, batch, dtype), runtime,
+// mode and model, each judged by the change rule.
+#include "coordinator/rules/compare.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "coordinator/rules/fingerprint_diff.h"
+
+namespace benchfleet::rules {
+namespace {
+
+using report::Cell;
+using report::Column;
+using report::ColumnKind;
+using report::Table;
+
+const Table* same_table(const report::Report& r, const Table& t) {
+  for (const Table& u : r.tables) {
+    if (u.gpu == t.gpu && u.batch == t.batch && u.dtype == t.dtype) return &u;
+  }
+  return nullptr;
+}
+
+constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+// The index of `build`'s latency column of `runtime` and `mode` in `t`, or kNone. (Not an
+// optional: GCC 12 at -O3 warns falsely of a maybe-uninitialized one.)
+std::size_t latency_column(const Table* t, const std::string& build, Runtime runtime, Mode mode) {
+  if (!t) return kNone;
+  for (std::size_t i = 0; i < t->columns.size(); ++i) {
+    const Column& c = t->columns[i];
+    if (c.kind == ColumnKind::kLatency && c.build == build && c.runtime == runtime && c.mode == mode) return i;
+  }
+  return kNone;
+}
+
+const report::Row* row_of(const Table& t, const std::string& model) {
+  for (const report::Row& r : t.rows) {
+    if (r.model == model) return &r;
+  }
+  return nullptr;
+}
+
+bool ok(const Cell& c) { return c.status == "ok" && c.value && *c.value > 0; }
+
+ChangeSide side_of(const Cell& c) {
+  ChangeSide s;
+  s.value_ms = c.value.value_or(0);
+  if (c.ci_low_ms && c.ci_high_ms) s.ci = Interval{*c.ci_low_ms, *c.ci_high_ms};
+  for (const report::RepetitionOutcome& o : c.repetitions) {
+    if (o.status == "ok" && o.value_ms) s.per_process_ms.push_back(*o.value_ms);
+  }
+  return s;
+}
+
+int runtimes_of(const Table& t, const std::string& build) {
+  std::set<Runtime> r;
+  for (const Column& c : t.columns) {
+    if (c.kind == ColumnKind::kLatency && c.build == build) r.insert(c.runtime);
+  }
+  return static_cast<int>(r.size());
+}
+
+std::string column_text(Runtime runtime, Mode mode, bool several_runtimes) {
+  std::string m(to_string(mode));
+  return several_runtimes ? std::string(to_string(runtime)) + " - " + m : m;
+}
+
+std::string joined(const std::set<std::string>& items) {
+  std::string s;
+  for (const std::string& i : items) s += (s.empty() ? "" : ", ") + i;
+  return s;
+}
+
+}  // namespace
+
+Comparison compare_reports(const CompareSide& a, const CompareSide& b) {
+  Comparison out;
+  out.stat = a.report->stat;
+  out.run_a = a.report->run_id;
+  out.run_b = b.report->run_id;
+  out.build_a = a.build;
+  out.build_b = b.build;
+  std::set<std::string> versions_a, versions_b, prints_a, prints_b;
+  for (const Table& ta : a.report->tables) {
+    const Table* tb = same_table(*b.report, ta);
+    const bool several = runtimes_of(ta, a.build) > 1;
+    std::vector<std::string> fp_a, fp_b;
+    for (const Column& col : ta.columns) {
+      if (col.kind != ColumnKind::kLatency || col.build != a.build) continue;
+      const std::size_t ia = static_cast<std::size_t>(&col - ta.columns.data());
+      const std::size_t ib = latency_column(tb, b.build, col.runtime, col.mode);
+      const std::string column = column_text(col.runtime, col.mode, several);
+      if (ib != kNone) {
+        const Column& colb = tb->columns[ib];
+        versions_a.insert(col.torch_versions.begin(), col.torch_versions.end());
+        versions_b.insert(colb.torch_versions.begin(), colb.torch_versions.end());
+        prints_a.insert(col.fingerprints.begin(), col.fingerprints.end());
+        prints_b.insert(colb.fingerprints.begin(), colb.fingerprints.end());
+        fp_a.insert(fp_a.end(), col.fingerprints.begin(), col.fingerprints.end());
+        fp_b.insert(fp_b.end(), colb.fingerprints.begin(), colb.fingerprints.end());
+      }
+      for (const report::Row& ra : ta.rows) {
+        const Cell& ca = ra.cells.at(ia);
+        if (!ok(ca)) continue;
+        ++out.expected;
+        const auto skip = [&](std::string why) {
+          out.uncompared.push_back({ta.title, ra.label, column, std::move(why)});
+        };
+        if (!tb) {
+          skip("B has no " + ta.title + " table");
+          continue;
+        }
+        if (ib == kNone) {
+          skip("B's build " + b.build + " has no " + column_text(col.runtime, col.mode, true) + " column");
+          continue;
+        }
+        const report::Row* rb = row_of(*tb, ra.model);
+        if (!rb) {
+          skip("B did not measure this model");
+          continue;
+        }
+        const Cell& cb = rb->cells.at(ib);
+        if (!ok(cb)) {
+          skip("B's cell is " + (cb.status == "not_run" ? std::string("not run") : cb.status));
+          continue;
+        }
+        ComparedCell c;
+        c.table = ta.title;
+        c.gpu = ta.gpu;
+        c.batch = ta.batch;
+        c.dtype = ta.dtype;
+        c.model = ra.model;
+        c.label = ra.label;
+        c.runtime = col.runtime;
+        c.mode = col.mode;
+        c.column = column;
+        c.a_ms = *ca.value;
+        c.b_ms = *cb.value;
+        c.a_n = ca.n;
+        c.b_n = cb.n;
+        c.change = judge_change(side_of(ca), side_of(cb), noise_floor(device_kind_of(ta.gpu)));
+        std::set<std::string> flags(ca.flags.begin(), ca.flags.end());
+        flags.insert(cb.flags.begin(), cb.flags.end());
+        c.flags.assign(flags.begin(), flags.end());
+        out.cells.push_back(std::move(c));
+      }
+    }
+    for (const auto& d : fingerprint_differences({{"A", fp_a}, {"B", fp_b}})) {
+      out.warnings.push_back(ta.title + ": " + d.text);
+    }
+  }
+  out.aa = !out.cells.empty() && versions_a.size() == 1 && versions_a == versions_b && !prints_a.empty() &&
+           prints_a == prints_b;
+  if (out.aa) {
+    out.aa_text = "A/A: torch " + joined(versions_a) +
+                  " on both sides, with the same speed fingerprint (CPU, threads, GPU, driver, load): no change is "
+                  "expected, and any cell called faster or slower is noise";
+  }
+  return out;
+}
+
+std::vector<ComparedCell> slowdowns(const Comparison& c, double percent) {
+  std::vector<ComparedCell> out;
+  for (const ComparedCell& cell : c.cells) {
+    if (cell.change.verdict == "slower" && (cell.b_ms / cell.a_ms - 1) * 100 > percent) out.push_back(cell);
+  }
+  return out;
+}
+
+}  // namespace benchfleet::rules

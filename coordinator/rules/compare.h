@@ -1,0 +1,66 @@
+// A comparison of two sides, each a (run, torch build), cell by cell from their reports: the ratio
+// A/B of the reports' statistic and the change rule's verdict (rules/change_rule.h: within-run CIs
+// and run-to-run noise), either side's noise flags, what differs between the sides besides torch,
+// whether it is an A/A (the same torch on the same machine: any verdict but "same" is noise), and
+// which of A's measured cells found no counterpart, so that a gate can refuse to pass on a
+// comparison of nothing. `GET /api/v1/compare` serves it; the CLI and the dashboard render it.
+// Pure.
+//   Comparison c = compare_reports({&report_a, "stable"}, {&report_b, "nightly"});
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coordinator/rules/change_rule.h"
+#include "coordinator/rules/report.h"
+
+namespace benchfleet::rules {
+
+struct CompareSide {
+  const report::Report* report = nullptr;
+  std::string build;
+};
+
+struct ComparedCell {
+  std::string table;  // "CPU (batch size: 1)"
+  std::string gpu;    // the matrix's class: "cpu", "a100"
+  int batch = 1;
+  Dtype dtype = Dtype::kFloat32;
+  std::string model;  // catalog id
+  std::string label;  // "ResNet-18"
+  Runtime runtime = Runtime::kPython;
+  Mode mode = Mode::kEager;
+  std::string column;  // "eager", or "python - eager" when A's table has several runtimes
+  double a_ms = 0, b_ms = 0;
+  int a_n = 0, b_n = 0;  // ok repetitions behind each side
+  ChangeVerdict change;
+  std::vector<std::string> flags;  // either side's noise flags, sorted
+};
+
+// One of A's ok latency cells that was not compared, and why ("B's cell is oom", "B has no
+// float32 batch 4 table", ...).
+struct UncomparedCell {
+  std::string table, label, column, why;
+};
+
+struct Comparison {
+  report::Stat stat = report::Stat::kMedian;
+  std::int64_t run_a = 0, run_b = 0;
+  std::string build_a, build_b;
+  std::vector<ComparedCell> cells;
+  int expected = 0;  // A's ok latency cells of its build: what a complete comparison covers
+  std::vector<UncomparedCell> uncompared;
+  // Both sides recorded one torch version, the same, and the same speed fingerprints: the same
+  // build on the same machine, where no change is expected.
+  bool aa = false;
+  std::string aa_text;                // "A/A: torch 2.14.1 on both sides, the same machine ..."
+  std::vector<std::string> warnings;  // per table: what changes speed and differs between the sides
+};
+
+Comparison compare_reports(const CompareSide& a, const CompareSide& b);
+
+// The cells where B is significantly slower than A by more than `percent` (B / A - 1 > percent / 100).
+std::vector<ComparedCell> slowdowns(const Comparison& c, double percent);
+
+}  // namespace benchfleet::rules

@@ -1,0 +1,240 @@
+// The change rule (rules/change_rule.h) and the comparison of two reports (rules/compare.h), with
+// its renderers: run-to-run noise decides, an A/A is said, cells without a counterpart are counted.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "coordinator/report/render.h"
+#include "coordinator/rules/change_rule.h"
+#include "coordinator/rules/compare.h"
+#include "report_cases.h"
+
+namespace benchfleet {
+namespace {
+
+using rules::ChangeSide;
+using rules::judge_change;
+
+// One process's statistic with a tight within-run CI (+/-1%), as this VM's processes have.
+ChangeSide one_process(double ms) { return {ms, Interval{ms * 0.99, ms * 1.01}, {ms}}; }
+
+ChangeSide processes(const std::vector<double>& ms) {
+  ChangeSide s;
+  double sum = 0, lo = 1e300, hi = 0;
+  for (double v : ms) {
+    sum += v;
+    lo = std::min(lo, v * 0.99);
+    hi = std::max(hi, v * 1.01);
+  }
+  s.value_ms = sum / static_cast<double>(ms.size());
+  s.ci = Interval{lo, hi};  // widened across repetitions, as the report does
+  s.per_process_ms = ms;
+  return s;
+}
+
+TEST(ChangeRule, TheFloorsAreTheSharedRulesAndTheCpuOneIsAboveThisVmsSpread) {
+  EXPECT_GT(rules::noise_floor("cpu"), 0.48);  // fresh processes moved 31-46 ms here
+  EXPECT_GT(rules::noise_floor("cuda"), 0);
+  EXPECT_LT(rules::noise_floor("cuda"), rules::noise_floor("cpu"));
+  EXPECT_EQ(rules::device_kind_of("CPU"), "cpu");
+  EXPECT_EQ(rules::device_kind_of("h200"), "cuda");
+}
+
+TEST(ChangeRule, ApartCisWithinTheFloorAreNoChange) {
+  // An A/A of this VM: 46.138 -> 31.075 ms of one build, CIs far apart: 1.48x, inside a 50% floor.
+  auto v = judge_change(one_process(46.138), one_process(31.075), 0.5);
+  EXPECT_EQ(v.verdict, "same");
+  EXPECT_EQ(v.noise, "floor");
+  EXPECT_NEAR(v.ratio, 1.4847, 1e-3);
+  EXPECT_NE(v.why.find("within the run-to-run noise floor (50%)"), std::string::npos) << v.why;
+  // Beyond it, both ways.
+  EXPECT_EQ(judge_change(one_process(50), one_process(30), 0.5).verdict, "faster");
+  EXPECT_EQ(judge_change(one_process(30), one_process(50), 0.5).verdict, "slower");
+}
+
+TEST(ChangeRule, OverlappingCisAreNoChangeWhateverTheRatio) {
+  auto v = judge_change({10, Interval{5, 20}, {10}}, {30, Interval{19, 40}, {30}}, 0.05);
+  EXPECT_EQ(v.verdict, "same");
+  EXPECT_EQ(v.why, "the within-run confidence intervals overlap");
+}
+
+TEST(ChangeRule, WithoutACiOrAValueTheVerdictIsUnknown) {
+  EXPECT_EQ(judge_change({10, std::nullopt, {}}, one_process(5), 0.1).verdict, "unknown");
+  EXPECT_EQ(judge_change(one_process(0), one_process(5), 0.1).verdict, "unknown");
+}
+
+TEST(ChangeRule, RepetitionsMeasureTheNoiseAndFindATenPercentStep) {
+  // Five fresh processes a side with a 2% spread: 10% slower is beyond their noise.
+  const std::vector<double> a = {40.0, 40.8, 39.6, 40.4, 39.9};
+  std::vector<double> b;
+  for (double v : a) b.push_back(v * 1.10);
+  b[0] *= 1.01;
+  const auto v = judge_change(processes(a), processes(b), 0.5);
+  EXPECT_EQ(v.noise, "repetitions");
+  ASSERT_TRUE(v.ratio_ci);
+  EXPECT_LT(v.ratio_ci->high, 1.0);
+  EXPECT_EQ(v.verdict, "slower") << v.why;
+  // The floor does not apply where the repetitions measured the noise: 10% is below 50%.
+  EXPECT_LT(1 / v.ratio - 1, 0.35);
+}
+
+TEST(ChangeRule, RepetitionsAsSpreadAsThisVmsHideATenPercentStep) {
+  // This VM's ResNet-18 processes (33-45 ms) against the same, 10% slower: no finding.
+  const std::vector<double> a = {39.1, 33.2, 44.8, 42.4};
+  std::vector<double> b = {45.5, 45.6, 45.5, 47.5};
+  const auto v = judge_change(processes(a), processes(b), 0.5);
+  EXPECT_EQ(v.noise, "repetitions");
+  EXPECT_EQ(v.verdict, "same") << v.why;
+  ASSERT_TRUE(v.ratio_ci);
+  EXPECT_LT(v.ratio_ci->low, 1.0);
+  EXPECT_GT(v.ratio_ci->high, 1.0);
+}
+
+TEST(ChangeRule, OneSideRepeatedTheOtherNotFallsBackToTheFloor) {
+  const auto v = judge_change(processes({40, 41, 39}), one_process(44), 0.35);
+  EXPECT_EQ(v.noise, "floor");
+  EXPECT_EQ(v.verdict, "same");
+}
+
+// Simulated A/As at this VM's measured spread (log sd 0.09 per process): one process a side, the
+// CPU floor calls well under 1% of them a change; with repetitions the false positives stay near
+// the interval's 5%, and a real step is found: 20% with five a side, 10% with twelve, mostly.
+TEST(ChangeRule, SimulatedAaFalsePositivesAndDetection) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(0, 0.09);
+  const double floor = rules::noise_floor("cpu");
+  int single_fp = 0, rep_fp = 0, found_20 = 0, found_10 = 0;
+  constexpr int kTrials = 2000;
+  const auto draw = [&](double scale) { return 40 * scale * std::exp(noise(rng)); };
+  const auto draws = [&](int n, double scale) {
+    std::vector<double> v;
+    for (int i = 0; i < n; ++i) v.push_back(draw(scale));
+    return v;
+  };
+  for (int t = 0; t < kTrials; ++t) {
+    single_fp += judge_change(one_process(draw(1)), one_process(draw(1)), floor).verdict != "same";
+    const auto a = draws(5, 1);
+    rep_fp += judge_change(processes(a), processes(draws(5, 1)), floor).verdict != "same";
+    found_20 += judge_change(processes(a), processes(draws(5, 1.2)), floor).verdict == "slower";
+    found_10 += judge_change(processes(draws(12, 1)), processes(draws(12, 1.1)), floor).verdict == "slower";
+  }
+  EXPECT_LT(single_fp, kTrials / 100);
+  EXPECT_LT(rep_fp, kTrials * 7 / 100);
+  EXPECT_GT(found_20, kTrials * 70 / 100);
+  EXPECT_GT(found_10, kTrials * 60 / 100);
+}
+
+using report::cases::job;
+using report::cases::ok;
+
+report::ReportInput run_of(std::int64_t id, const std::vector<double>& resnet_ms, double squeezenet_ms,
+                           const std::string& torch = "2.14.1", bool with_b4 = false) {
+  report::ReportInput in;
+  in.run_id = id;
+  in.run_name = "aa";
+  in.matrix.name = "aa";
+  in.matrix.models = {"torchvision/resnet18", "torchvision/squeezenet1_1"};
+  in.matrix.batch_sizes = with_b4 ? std::vector<int>{1, 4} : std::vector<int>{1};
+  in.matrix.modes = {Mode::kEager};
+  in.matrix.torch_builds = {"unstable"};
+  in.matrix.gpus = {"cpu"};
+  in.matrix.runtimes = {Runtime::kPython};
+  in.matrix.repetitions = static_cast<int>(resnet_ms.size());
+  in.stat = report::Stat::kMedian;
+  in.labels = {{"torchvision/resnet18", "ResNet-18"}, {"torchvision/squeezenet1_1", "SqueezeNet 1.1"}};
+  const std::string fp = R"({"cpu_model":"AMD EPYC","cpu_threads":2,"high_load":false})";
+  for (std::size_t r = 0; r < resnet_ms.size(); ++r) {
+    auto c = ok(job("torchvision/resnet18", 1, Mode::kEager, "cpu", "unstable", Runtime::kPython, static_cast<int>(r)),
+                resnet_ms[r], resnet_ms[r], 10 + static_cast<std::int64_t>(r), torch);
+    c.fingerprint = fp;
+    in.cells.push_back(c);
+  }
+  auto s = ok(job("torchvision/squeezenet1_1", 1, Mode::kEager, "cpu", "unstable", Runtime::kPython), squeezenet_ms,
+              squeezenet_ms, 20, torch);
+  s.fingerprint = fp;
+  in.cells.push_back(s);
+  if (with_b4) {
+    auto c = ok(job("torchvision/resnet18", 4, Mode::kEager, "cpu", "unstable", Runtime::kPython), 120, 120, 30, torch);
+    c.fingerprint = fp;
+    in.cells.push_back(c);
+  }
+  return in;
+}
+
+TEST(Compare, AnAaOfOneBuildSaysSoAndCallsTheIssuesRatioNoChange) {
+  const auto ra = report::build_report(run_of(1, {46.138}, 5.2));
+  const auto rb = report::build_report(run_of(4, {31.075}, 4.6));
+  const auto c = rules::compare_reports({&ra, "unstable"}, {&rb, "unstable"});
+  ASSERT_EQ(c.cells.size(), 2u);
+  EXPECT_TRUE(c.aa) << c.aa_text;
+  EXPECT_NE(c.aa_text.find("torch 2.14.1"), std::string::npos);
+  EXPECT_EQ(c.expected, 2);
+  for (const auto& x : c.cells) EXPECT_EQ(x.change.verdict, "same") << x.label << ": " << x.change.why;
+  EXPECT_EQ(c.cells[0].change.noise, "floor");
+  // Other torch versions: not an A/A.
+  const auto rc = report::build_report(run_of(5, {31.075}, 4.6, "2.6.0"));
+  EXPECT_FALSE(rules::compare_reports({&ra, "unstable"}, {&rc, "unstable"}).aa);
+}
+
+TEST(Compare, RepetitionsDecideWhereBothSidesHaveThem) {
+  const auto ra = report::build_report(run_of(1, {40.0, 40.5, 39.8, 40.2}, 5));
+  const auto rb = report::build_report(run_of(2, {44.1, 44.6, 43.9, 44.3}, 5));
+  const auto c = rules::compare_reports({&ra, "unstable"}, {&rb, "unstable"});
+  const auto& resnet = c.cells.at(0);
+  EXPECT_EQ(resnet.label, "ResNet-18");
+  EXPECT_EQ(resnet.a_n, 4);
+  EXPECT_EQ(resnet.change.noise, "repetitions");
+  EXPECT_EQ(resnet.change.verdict, "slower") << resnet.change.why;
+  ASSERT_EQ(rules::slowdowns(c, 5).size(), 1u);
+  EXPECT_TRUE(rules::slowdowns(c, 15).empty());
+}
+
+TEST(Compare, CellsWithoutACounterpartAreCountedAndSaid) {
+  const auto ra = report::build_report(run_of(1, {40}, 5, "2.14.1", /*with_b4=*/true));
+  const auto rb = report::build_report(run_of(2, {40}, 5));
+  const auto c = rules::compare_reports({&ra, "unstable"}, {&rb, "unstable"});
+  EXPECT_EQ(c.expected, 3);
+  EXPECT_EQ(c.cells.size(), 2u);
+  ASSERT_EQ(c.uncompared.size(), 1u);
+  EXPECT_EQ(c.uncompared[0].why, "B has no CPU (batch size: 4) table");
+  // A build B does not have: nothing compared, each of A's cells said.
+  const auto none = rules::compare_reports({&ra, "unstable"}, {&rb, "stable"});
+  EXPECT_TRUE(none.cells.empty());
+  EXPECT_EQ(none.expected, 3);
+  EXPECT_EQ(none.uncompared.size(), 3u);
+  EXPECT_FALSE(none.aa);
+}
+
+TEST(Compare, RenderersNameTheStatisticTheNoiseAndTheCoverage) {
+  const auto ra = report::build_report(run_of(1, {46.138}, 5.2, "2.14.1", true));
+  const auto rb = report::build_report(run_of(4, {31.075}, 4.6));
+  const auto c = rules::compare_reports({&ra, "unstable"}, {&rb, "unstable"});
+  const std::string md = report::render_comparison_markdown(c);
+  EXPECT_NE(md.find("(median latency in ms; A/B above 1: B is faster)"), std::string::npos) << md;
+  EXPECT_NE(md.find("ℹ A/A: torch 2.14.1"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1.48x | ≈ no significant change | floor 50% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Compared 2 of A's 3 measured cells."), std::string::npos) << md;
+  EXPECT_NE(md.find("Not compared:\n- CPU (batch size: 4) | ResNet-18 | eager: B has no CPU (batch size: 4) table"),
+            std::string::npos)
+      << md;
+  const std::string csv = report::render_comparison_csv(c);
+  EXPECT_EQ(
+      csv.substr(0, csv.find("\r\n")),
+      "table,model,column,stat,a_ms,b_ms,a_n,b_n,ratio,ratio_ci_low,ratio_ci_high,verdict,noise,noise_floor,flags");
+  EXPECT_NE(csv.find("CPU (batch size: 1),ResNet-18,eager,median,46.138,31.075,1,1,1.4847,,,same,floor,"),
+            std::string::npos)
+      << csv;
+  const auto j = report::comparison_json(c);
+  EXPECT_EQ(j["stat"], "median");
+  EXPECT_EQ(j["expected"], 3);
+  EXPECT_EQ(j["compared"], 2);
+  EXPECT_TRUE(j["aa"].get<bool>());
+  EXPECT_TRUE(j["cells"][0]["ratio_ci_low"].is_null());
+  EXPECT_EQ(j["cells"][0]["verdict"], "same");
+}
+
+}  // namespace
+}  // namespace benchfleet
