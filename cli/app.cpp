@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/aa_check.h"
 #include "cli/cli_config.h"
 #include "cli/fleet_commands.h"
 #include "cli/history_commands.h"
@@ -66,6 +67,9 @@ struct CompareArgs {
   std::string build_b;
   std::optional<double> fail_if_slower;
   std::optional<int> min_cells;  // default with the gate: every cell A measured
+  bool aa = false;               // --aa: an A/A of run A instead (cli/aa_check.h)
+  int repetitions = 5;
+  std::vector<std::string> models;
   std::string format = "md";
   std::string stat = "median";
 };
@@ -199,6 +203,12 @@ void add_format_and_stat(CLI::App& cmd, std::string& format, std::string& stat, 
 }
 
 int compare(const CompareArgs& a, FleetClient& client, Console& console) {
+  if (a.aa) {
+    if (a.run_b != 0) return fail(console, Error::invalid("b", "--aa takes one run: the one to repeat"));
+    return aa_check(client, console, {a.run_a, a.repetitions, a.models, 1.0});
+  }
+  if (a.run_b == 0)
+    return fail(console, Error::invalid("b", "compare needs run B (run A again for two of its builds)"));
   // The coordinator compares (GET /api/v1/compare), so the CLI, the dashboard and the exports
   // read one rule; the gate below judges the JSON, the display is the format asked for.
   const std::string side_a = std::to_string(a.run_a) + (a.build_a.empty() ? "" : ":" + a.build_a);
@@ -386,8 +396,7 @@ int run_cli(int argc, char** argv, Console& console) {
       "more than PCT percent in any cell (named), and 5 when fewer cells were compared than A\n"
       "measured (or than --min-cells): a gate that compared nothing does not pass.");
   compare_cmd->add_option("a", compare_args.run_a, "run A")->required()->check(positive_id());
-  compare_cmd->add_option("b", compare_args.run_b, "run B (A again to compare two of its builds)")
-      ->required()
+  compare_cmd->add_option("b", compare_args.run_b, "run B (A again to compare two of its builds; none with --aa)")
       ->check(positive_id());
   compare_cmd->add_option("--build-a", compare_args.build_a, "A's torch build (default: run A's first)");
   compare_cmd->add_option("--build-b", compare_args.build_b, "B's torch build (default: run B's first, or A's second)");
@@ -400,6 +409,15 @@ int run_cli(int argc, char** argv, Console& console) {
                    "exit 5 unless at least this many cells were compared (default with --fail-if-slower: "
                    "every cell A measured)")
       ->check(CLI::Range(1, 1'000'000));
+  compare_cmd->add_flag("--aa", compare_args.aa,
+                        "an A/A instead: submit run A's matrix again with --repetitions fresh processes per cell,\n"
+                        "follow it, and print how far each cell moved between processes (the run-to-run noise\n"
+                        "any gate has to see past) and the comparison of run A with its repeat");
+  compare_cmd->add_option("--repetitions", compare_args.repetitions, "--aa: fresh processes per cell")
+      ->check(CLI::Range(2, 100))
+      ->capture_default_str();
+  compare_cmd->add_option("--models", compare_args.models, "--aa: a slice of run A's models (catalog ids)")
+      ->delimiter(',');
   add_format_and_stat(*compare_cmd, compare_args.format, compare_args.stat,
                       "statistic per cell, its CI and the ratio: median or mean");
 

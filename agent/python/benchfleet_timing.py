@@ -15,7 +15,7 @@ import torch
 # ---- timers (agent/worker/timing.cpp, cuda.cpp) ------------------------------------------------
 
 # Test only: BENCHFLEET_TEST_SLOWDOWN="BUILD:MODEL=FACTOR" makes every timed CPU call of MODEL
-# in the torch build named BUILD (the agent's BENCHFLEET_BUILD) FACTOR times as long, by spinning
+# (* for any) in the torch build named BUILD (the agent's BENCHFLEET_BUILD) FACTOR times as long, by spinning
 # after the call: "a build that is 10% slower" for the A/A benchmark (bench/aa_noise.sh), which
 # checks that the comparison finds such a step. Anything else (unset, another build or model, a
 # malformed value) is no slowdown.
@@ -27,7 +27,7 @@ def test_slowdown(model: str, environ: Optional[dict] = None) -> float:
     spec = env.get(SLOWDOWN_VARIABLE, "")
     target, _, factor = spec.rpartition("=")
     build, _, slowed_model = target.partition(":")
-    if not spec or build != env.get("BENCHFLEET_BUILD") or slowed_model != model:
+    if not spec or build != env.get("BENCHFLEET_BUILD") or slowed_model not in (model, "*"):
         return 1.0
     try:
         value = float(factor)

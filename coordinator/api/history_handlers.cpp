@@ -113,7 +113,8 @@ Result<http::Response> schedule_summary(ApiContext& ctx, const http::Request& re
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 200));
-  const auto stat = report::parse_stat(str_query(m, "stat").value_or("mean"));
+  const auto stat =
+      report::parse_stat(str_query(m, "stat").value_or(std::string(report::to_string(report::kDefaultStat))));
   if (!stat) return Error::invalid("query.stat", "must be mean or median");
   BF_ASSIGN_OR_RETURN(const auto schedule_and_runs,
                       ctx.store.history().schedule_runs(id, static_cast<int>(limit.value_or(30))));

@@ -123,6 +123,9 @@ void cell_json(JsonText& w, const Cell& cell, ColumnKind kind) {
   w.raw(","), w.key("flags"), w.array(cell.flags, [&](const std::string& f) { w.string(f); });
   w.raw(","), w.key("compile_ms"), w.number_or_null(cell.compile_ms);
   w.raw(","), w.key("compile_cache"), w.string_or_null(cell.compile_cache);
+  w.raw(","), w.key("change"), w.string_or_null(cell.change);
+  w.raw(","), w.key("run_to_run_spread"), w.number_or_null(cell.run_to_run_spread);
+  w.raw(","), w.key("run_to_run_cv"), w.number_or_null(cell.run_to_run_cv);
   w.raw(","), w.key("peak_memory_bytes"), w.integer_or_null(cell.peak_memory_bytes);
   w.raw(","), w.key("recompiles"), w.integer_or_null(cell.recompiles);
   w.raw("}");

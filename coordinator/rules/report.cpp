@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "coordinator/rules/change_rule.h"
 #include "coordinator/rules/fingerprint_diff.h"
 #include "coordinator/rules/format.h"
 #include "coordinator/rules/report_cells.h"
@@ -414,7 +415,8 @@ Report build_report(const ReportInput& in) {
                 break;
               }
               case ColumnKind::kSpeedup:
-                row.cells.push_back(speedup_cell(row.cells[p.eager_index], row.cells[p.mode_index], c.mode));
+                row.cells.push_back(speedup_cell(row.cells[p.eager_index], row.cells[p.mode_index], c.mode,
+                                                 rules::noise_floor(rules::device_kind_of(gpu))));
                 break;
               case ColumnKind::kCompileMs:
                 row.cells.push_back(compile_cell(row.cells[p.mode_index]));

@@ -155,6 +155,14 @@ struct Cell {
   std::string compile_cache;
   std::optional<std::int64_t> peak_memory_bytes;
   std::optional<int> recompiles;
+  // Speedup cells: the change rule's verdict (rules/change_rule.h) on the compiled mode against
+  // eager, two processes each: "faster" (the compiled mode is), "slower" or "same" (within the
+  // run-to-run noise); "" for any other cell. Views colour a speedup by it, not by 1.00x.
+  std::string change;
+  // Latency cells with two or more ok repetitions (each a fresh process): how far their statistic
+  // moved between processes, max / min - 1, and the standard deviation of its log (about the CV):
+  // this machine's run-to-run noise for the cell. nullopt otherwise.
+  std::optional<double> run_to_run_spread, run_to_run_cv;
 };
 
 struct Row {

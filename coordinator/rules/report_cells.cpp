@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/stats.h"
+#include "coordinator/rules/change_rule.h"
 #include "coordinator/rules/format.h"
 
 namespace benchfleet::report::cells {
@@ -207,6 +208,23 @@ Cell latency_cell(const std::vector<const CellResult*>* results, Mode mode, cons
     cell.ci_low_ms = cell.ci_low_ms ? std::min(*cell.ci_low_ms, ci.low) : ci.low;
     cell.ci_high_ms = cell.ci_high_ms ? std::max(*cell.ci_high_ms, ci.high) : ci.high;
   }
+  if (cell.n > 1) {  // fresh processes: how far they moved
+    double lo = 0, hi = 0, log_sum = 0, log_squares = 0;
+    for (const RepetitionOutcome& o : cell.repetitions) {
+      if (o.status != kOk || !(*o.value_ms > 0)) continue;
+      lo = lo > 0 ? std::min(lo, *o.value_ms) : *o.value_ms;
+      hi = std::max(hi, *o.value_ms);
+      log_sum += std::log(*o.value_ms);
+    }
+    const double log_mean = log_sum / cell.n;
+    for (const RepetitionOutcome& o : cell.repetitions) {
+      if (o.status == kOk && *o.value_ms > 0) log_squares += std::pow(std::log(*o.value_ms) - log_mean, 2);
+    }
+    if (lo > 0) {
+      cell.run_to_run_spread = hi / lo - 1;
+      cell.run_to_run_cv = std::sqrt(log_squares / (cell.n - 1));
+    }
+  }
   if (cell.n > 0) {
     cell.status = kOk;
     cell.value = sum / cell.n;
@@ -232,7 +250,21 @@ bool inaccurate(const std::optional<AccuracyVerdict>& v) {
   return v == AccuracyVerdict::kWrong || v == AccuracyVerdict::kEagerNondeterministic;
 }
 
-Cell speedup_cell(const Cell& eager, const Cell& compiled, Mode mode) {
+namespace {
+
+rules::ChangeSide change_side(const Cell& latency) {
+  rules::ChangeSide s;
+  s.value_ms = latency.value.value_or(0);
+  if (latency.ci_low_ms && latency.ci_high_ms) s.ci = Interval{*latency.ci_low_ms, *latency.ci_high_ms};
+  for (const RepetitionOutcome& o : latency.repetitions) {
+    if (o.status == kOk && o.value_ms) s.per_process_ms.push_back(*o.value_ms);
+  }
+  return s;
+}
+
+}  // namespace
+
+Cell speedup_cell(const Cell& eager, const Cell& compiled, Mode mode, double noise_floor) {
   Cell cell;
   const bool ok = eager.status == kOk && compiled.status == kOk && *eager.value > 0 &&
                   *compiled.value > 0 &&                          // a ratio of a zero latency means nothing
@@ -250,6 +282,12 @@ Cell speedup_cell(const Cell& eager, const Cell& compiled, Mode mode) {
     cell.detail += ' ';
     cell.detail += compiled.text;
     cell.detail += " ms";
+    const rules::ChangeVerdict v = rules::judge_change(change_side(eager), change_side(compiled), noise_floor);
+    cell.change = v.verdict == "unknown" ? "" : v.verdict;
+    if (v.verdict == "same") {
+      cell.detail += "; no significant change: ";
+      cell.detail += v.why;
+    }
   } else {
     std::string detail = "eager: ";
     detail += eager.text;

@@ -22,8 +22,9 @@ Interval ci_of(const Statistics& st, Stat stat);
 // `in.stat`, or the most telling status when none is ok, with accuracy, flags, compile time and
 // peak memory over the ok ones.
 Cell latency_cell(const std::vector<const CellResult*>* results, Mode mode, const ReportInput& in);
-// eager / compiled latency; unavailable unless both are ok.
-Cell speedup_cell(const Cell& eager, const Cell& compiled, Mode mode);
+// eager / compiled latency; unavailable unless both are ok. Its `change` is the change rule's
+// verdict with `noise_floor` (rules/change_rule.h noise_floor of the table's device kind).
+Cell speedup_cell(const Cell& eager, const Cell& compiled, Mode mode, double noise_floor);
 // A compiled mode's compile time, from its latency cell.
 Cell compile_cell(const Cell& latency);
 // A mode's peak memory in MiB, from its latency cell.

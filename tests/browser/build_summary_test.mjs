@@ -109,8 +109,9 @@ await browserSuite("browser_build_summary", async (t) => {
     await t.eventually(async () => (await api.run(run.id)).state === "done", `run ${run.id} is done`);
     runs.push(run);
   }
+  // The median by default, as every view; the mean on the switch.
   const summary = await api.getJson(`/api/v1/schedules/${schedule.id}/summary`);
-  const median = await api.getJson(`/api/v1/schedules/${schedule.id}/summary?stat=median`);
+  const mean = await api.getJson(`/api/v1/schedules/${schedule.id}/summary?stat=mean`);
   const summaryHash = `#/schedules/${schedule.id}/summary`;
   const page = await t.page({ width: 1400, height: 1000 });
 
@@ -120,10 +121,10 @@ await browserSuite("browser_build_summary", async (t) => {
     t.equal(summaryColumns(summary).map((c) => c.key).sort(), ["nightly/libtorch/default", "stable/libtorch/default"], "two compiled columns");
     const figures = (s, key) => s.runs.map((r) => r.columns.find((c) => c.key === key))
       .map((c) => [round(c.geomean_speedup), round(c.pass_rate), round(c.compile_ms_median), round(c.memory_ratio_geomean)]);
-    t.equal(figures(summary, "stable/libtorch/default"), [[1.25, 1, 41000, 1.25], [1.25, 1, 41000, 1.25]], "stable, mean");
-    t.equal(figures(summary, "nightly/libtorch/default"), [[2, round(2 / 3), 30000, 2], [null, 0, null, null]], "nightly, mean: the OOM night has no figures but 0% passed");
-    t.equal(figures(median, "stable/libtorch/default").map((f) => f[0]), [2, 2], "stable, median");
-    t.equal(figures(median, "nightly/libtorch/default").map((f) => f[0]), [2.5, null], "nightly, median");
+    t.equal(figures(mean, "stable/libtorch/default"), [[1.25, 1, 41000, 1.25], [1.25, 1, 41000, 1.25]], "stable, mean");
+    t.equal(figures(mean, "nightly/libtorch/default"), [[2, round(2 / 3), 30000, 2], [null, 0, null, null]], "nightly, mean: the OOM night has no figures but 0% passed");
+    t.equal(figures(summary, "stable/libtorch/default").map((f) => f[0]), [2, 2], "stable, median (the default)");
+    t.equal(figures(summary, "nightly/libtorch/default").map((f) => f[0]), [2.5, null], "nightly, median (the default)");
   });
 
   await t.step("the schedules page links each schedule to its summary", async () => {
@@ -148,8 +149,8 @@ await browserSuite("browser_build_summary", async (t) => {
       t.equal(c.lines, want[i].datasets.map((d) => ({ label: d.label, data: d.data })), `${c.metric}: the lines of the API's figures`);
     }
     const line = (metric, build) => charts.find((c) => c.metric === metric).lines.find((l) => l.label === `${build} · libtorch · default`).data.map(round);
-    t.equal(line("speedup", "stable"), [1.25, 1.25], "stable's speedup (×)");
-    t.equal(line("speedup", "nightly"), [2, null], "nightly's speedup: a gap on the OOM night");
+    t.equal(line("speedup", "stable"), [2, 2], "stable's speedup (×, of the median)");
+    t.equal(line("speedup", "nightly"), [2.5, null], "nightly's speedup: a gap on the OOM night");
     t.equal(line("pass_rate", "stable"), [100, 100], "pass rate in percent");
     t.equal(line("pass_rate", "nightly"), [round(200 / 3), 0], "nightly's pass rate: 0%, a point, not a gap");
     t.equal(line("compile", "stable"), [41, 41], "compile time in seconds");
@@ -181,9 +182,9 @@ await browserSuite("browser_build_summary", async (t) => {
     t.equal(rows.map((r) => r.run), [runs[1].id, runs[0].id], "newest first");
     t.equal(rows.map((r) => r.href), [`#/runs/${runs[1].id}`, `#/runs/${runs[0].id}`], "each run links to its page");
     const cells = (row, key) => row.cells.filter((c) => c[0] === key).map((c) => c.slice(1, 4));
-    t.equal(cells(rows[1], "stable/libtorch/default"), [["speedup", "1.25×", `torch ${STABLE}`], ["pass_rate", "100.0%", "3/3"], ["compile", "41.00 s", ""], ["memory", "1.25×", ""]],
+    t.equal(cells(rows[1], "stable/libtorch/default"), [["speedup", "2.00×", `torch ${STABLE}`], ["pass_rate", "100.0%", "3/3"], ["compile", "41.00 s", ""], ["memory", "1.25×", ""]],
       "stable, first night");
-    t.equal(cells(rows[1], "nightly/libtorch/default"), [["speedup", "2.00×", `torch ${NIGHTLY[0]}`], ["pass_rate", "66.7%", "2/3 · 1 wrong"], ["compile", "30.00 s", ""], ["memory", "2.00×", ""]],
+    t.equal(cells(rows[1], "nightly/libtorch/default"), [["speedup", "2.50×", `torch ${NIGHTLY[0]}`], ["pass_rate", "66.7%", "2/3 · 1 wrong"], ["compile", "30.00 s", ""], ["memory", "2.00×", ""]],
       "nightly, first night: the wrong ViT named");
     t.equal(cells(rows[0], "nightly/libtorch/default"), [["speedup", "-", `torch ${NIGHTLY[1]}`], ["pass_rate", "0.0%", "0/3 · 3 OOM"], ["compile", "-", ""], ["memory", "-", ""]],
       "nightly, OOM night: no figures, and why nothing passed");
@@ -198,22 +199,22 @@ await browserSuite("browser_build_summary", async (t) => {
   });
 
   await t.step("the mean/median switch and the run count are kept in the URL", async () => {
-    await page.getByRole("radio", { name: "median" }).check({ force: true });
-    await t.eventually(() => page.url().endsWith(`${summaryHash}?stat=median`), `the URL says stat=median (${page.url()})`);
-    await t.eventually(async () => (await page.locator("table.summary-table thead th[data-metric=speedup]").first().textContent()) === "Speedup (median)",
-      "the table's speedups are the median's");
+    await page.getByRole("radio", { name: "mean" }).check({ force: true });
+    await t.eventually(() => page.url().endsWith(`${summaryHash}?stat=mean`), `the URL says stat=mean (${page.url()})`);
+    await t.eventually(async () => (await page.locator("table.summary-table thead th[data-metric=speedup]").first().textContent()) === "Speedup (mean)",
+      "the table's speedups are the mean's");
     await page.waitForFunction(() => document.querySelectorAll(".summary-chart[data-drawn]").length === 4);
     const charts = await readCharts(page);
-    t.equal(charts[0].lines, summaryCharts(median)[0].datasets.map((d) => ({ label: d.label, data: d.data })), "the speedup chart of median latencies");
-    t.equal(charts[0].lines.map((l) => l.data.map(round)).sort(), [[2, 2], [2.5, null]].sort(), "2× and 2.5× (median)");
+    t.equal(charts[0].lines, summaryCharts(mean)[0].datasets.map((d) => ({ label: d.label, data: d.data })), "the speedup chart of mean latencies");
+    t.equal(charts[0].lines.map((l) => l.data.map(round)).sort(), [[1.25, 1.25], [2, null]].sort(), "1.25× and 2× (mean)");
     await page.locator("select[name=limit]").selectOption("10");
-    await t.eventually(() => page.url().endsWith(`${summaryHash}?stat=median&limit=10`), `the run count joins it (${page.url()})`);
+    await t.eventually(() => page.url().endsWith(`${summaryHash}?stat=mean&limit=10`), `the run count joins it (${page.url()})`);
     await page.reload();
     await page.waitForFunction(() => document.querySelectorAll(".summary-chart[data-drawn]").length === 4);
-    t.ok(await page.getByRole("radio", { name: "median" }).isChecked(), "reloaded, the switch still says median");
+    t.ok(await page.getByRole("radio", { name: "mean" }).isChecked(), "reloaded, the switch still says mean");
     t.equal(await page.locator("select[name=limit]").inputValue(), "10", "and the run count 10");
-    await page.getByRole("radio", { name: "mean" }).check({ force: true });
-    await t.eventually(() => page.url().endsWith(`${summaryHash}?limit=10`), `mean, the default, leaves the URL (${page.url()})`);
+    await page.getByRole("radio", { name: "median" }).check({ force: true });
+    await t.eventually(() => page.url().endsWith(`${summaryHash}?limit=10`), `median, the default, leaves the URL (${page.url()})`);
   });
 
   await t.step("without chart.js: charts unavailable, the table still there", async () => {
@@ -224,7 +225,7 @@ await browserSuite("browser_build_summary", async (t) => {
     t.ok((await bare.locator(".charts-unavailable").textContent()).startsWith("Charts unavailable"), "says charts are unavailable");
     t.equal(await bare.locator(".summary-chart").count(), 0, "no empty chart boxes");
     t.equal(await bare.locator("table.summary-table tbody tr").count(), 2, "the table has both runs");
-    t.equal((await readTable(bare))[1].cells.find((c) => c[0] === "stable/libtorch/default" && c[1] === "speedup")[2], "1.25×", "with its figures");
+    t.equal((await readTable(bare))[1].cells.find((c) => c[0] === "stable/libtorch/default" && c[1] === "speedup")[2], "2.00×", "with its figures");
   });
 
   await t.step("a schedule without runs: an empty state", async () => {

@@ -1,8 +1,11 @@
 // The compare page: two torch builds of one run (stable vs nightly) and two runs, side by side,
-// with the ratio A/B per cell and "no significant change" exactly where the cells' 95% CIs of
-// the shown statistic overlap, and each pair's noise flags (the union of its sides'); all
-// computed here from the report JSON, independently of the page. Leaving flagged pairs out of
-// the geomeans says how many were left out.
+// with the ratio A/B per cell from the report JSON of the statistic shown (the median, as every
+// view by default), each pair's noise flags (the union of its sides'), and the verdict the real
+// CLI's `benchfleet compare --format json` gives the same cells (the coordinator's change rule):
+// the page, the report and the CLI read the same. A build the run does not have is the
+// coordinator's error on the page. Leaving flagged pairs out of the geomeans says how many were
+// left out.
+import { execFileSync } from "node:child_process";
 import { browserSuite } from "./support/harness.mjs";
 import { Api, Agent, matrix, okResult, oomResult } from "./support/fleet.mjs";
 import { waitForRunPage } from "./support/dashboard.mjs";
@@ -26,8 +29,19 @@ const answerRun2 = (s) => {
   return okResult(v, { n: 21, ciHalf: v * 0.01 });
 };
 
-// What the page must show for side A (build a) vs side B (build b) in one report table each.
-function expected(tableA, buildA, tableB, buildB) {
+// The CLI's comparison of two sides ("RUN:BUILD"), as JSON; verdicts by "gpu/batch/model/runtime/mode".
+function cliVerdicts(url, a, b) {
+  const [runA, buildA] = a.split(":");
+  const [runB, buildB] = b.split(":");
+  const out = execFileSync(process.env.BENCHFLEET_CLI, ["compare", runA, runB, "--build-a", buildA, "--build-b", buildB, "--format", "json"],
+    { env: { ...process.env, BENCHFLEET_URL: url }, encoding: "utf8" });
+  const c = JSON.parse(out);
+  return { comparison: c, verdicts: new Map(c.cells.map((x) => [`${x.gpu}/${x.batch}/${x.model}/${x.runtime}/${x.mode}`, x])) };
+}
+
+// What the page must show for side A (build a) vs side B (build b) in one report table each, the
+// verdicts the CLI's.
+function expected(tableA, buildA, tableB, buildB, cli) {
   const cols = (table, build) => new Map(table.columns.map((c, i) => [c, i]).filter(([c]) => c.kind === "latency_ms" && c.build === build).map(([c, i]) => [`${c.runtime}/${c.mode}`, i]));
   const ca = cols(tableA, buildA);
   const cb = cols(tableB, buildB);
@@ -38,8 +52,8 @@ function expected(tableA, buildA, tableB, buildB) {
       const a = ra.cells[ca.get(k)];
       const b = rb.cells[cb.get(k)];
       if (a.status !== "ok" || b.status !== "ok") return [a.text, b.text, "-", "unavailable", ""];
-      const overlap = a.ci_low_ms <= b.ci_high_ms && b.ci_low_ms <= a.ci_high_ms;
-      const verdict = overlap ? "same" : b.ci_high_ms < a.ci_low_ms ? "faster" : "slower";
+      const judged = cli.verdicts.get(`${tableA.gpu}/${tableA.batch}/${ra.model}/${k}`);
+      const verdict = judged?.verdict ?? "missing from the CLI's comparison";
       const flags = [...new Set([...a.flags, ...b.flags])].sort().join(",");
       return [a.text, b.text, `${(a.value / b.value).toFixed(2)}x`, verdict, flags];
     });
@@ -69,8 +83,8 @@ await browserSuite("browser_compare", async (t) => {
   const rep2 = await api.report(run2.id);
   const page = await t.page();
 
-  const check = async (tableA, buildA, tableB, buildB) => {
-    const want = expected(tableA, buildA, tableB, buildB);
+  const check = async (tableA, buildA, tableB, buildB, cli) => {
+    const want = expected(tableA, buildA, tableB, buildB, cli);
     const [shown] = await readCompare(page);
     t.equal(shown.title, tableA.title, "table title");
     t.equal(shown.rows.length, want.length, "rows");
@@ -93,7 +107,14 @@ await browserSuite("browser_compare", async (t) => {
     await page.getByRole("link", { name: "Compare stable vs nightly" }).click();
     await t.eventually(() => page.url().includes(`#/compare?a=${run1.id}:stable&b=${run1.id}:nightly&gpu=a100&batch=1`), `compare URL (${page.url()})`);
     await page.waitForSelector(".compare-table tbody tr");
-    const { want } = await check(rep1.tables[0], "stable", rep1.tables[0], "nightly");
+    const cli = cliVerdicts(coord.url, `${run1.id}:stable`, `${run1.id}:nightly`);
+    t.equal(cli.comparison.stat, "median", "the CLI compares the median, as the page and the report show");
+    for (const x of cli.comparison.cells.filter((c) => c.batch === 1)) {
+      const row = rep1.tables[0].rows.find((r) => r.model === x.model);
+      const col = rep1.tables[0].columns.findIndex((c) => c.kind === "latency_ms" && c.build === "stable" && c.runtime === x.runtime && c.mode === x.mode);
+      t.equal(x.a_ms, row.cells[col].value, `${x.label} ${x.mode}: the CLI's A is the report's value`);
+    }
+    const { want } = await check(rep1.tables[0], "stable", rep1.tables[0], "nightly", cli);
     const verdicts = want.flatMap((r) => r.filter((_, i) => i % 5 === 3));
     t.ok(verdicts.includes("same") && verdicts.includes("faster"), `the fixture has both outcomes (${verdicts})`);
     t.equal(await page.locator(".compare-table td.ratio .m-same").count(), verdicts.filter((v) => v === "same").length, "one marker per overlapping pair");
@@ -114,7 +135,7 @@ await browserSuite("browser_compare", async (t) => {
   await t.step("batch 4: an OOM side gives no ratio", async () => {
     await page.locator("select[name=batch]").selectOption("4");
     await t.eventually(async () => (await readCompare(page))[0]?.title === "A100 (batch size: 4)", "batch 4 shown");
-    await check(rep1.tables[1], "stable", rep1.tables[1], "nightly");
+    await check(rep1.tables[1], "stable", rep1.tables[1], "nightly", cliVerdicts(coord.url, `${run1.id}:stable`, `${run1.id}:nightly`));
     const detr = (await readCompare(page))[0].rows[2];
     t.equal(detr.slice(6, 11), [rep1.tables[1].rows[2].cells[1].text, "OOM", "-", "unavailable", ""], "DETR default: nightly OOM, no ratio");
   });
@@ -123,7 +144,7 @@ await browserSuite("browser_compare", async (t) => {
     await page.getByRole("link", { name: "Swap A and B" }).click();
     await t.eventually(() => page.url().includes(`a=${run1.id}:nightly&b=${run1.id}:stable`), "swapped URL");
     await page.waitForFunction(() => document.querySelector(".compare-table th[scope=colgroup]") && document.querySelector(".compare-table thead tr:nth-child(2) th").textContent.includes("nightly"));
-    await check(rep1.tables[1], "nightly", rep1.tables[1], "stable");
+    await check(rep1.tables[1], "nightly", rep1.tables[1], "stable", cliVerdicts(coord.url, `${run1.id}:nightly`, `${run1.id}:stable`));
   });
 
   await t.step("two runs side by side, from the run page's compare form", async () => {
@@ -133,13 +154,20 @@ await browserSuite("browser_compare", async (t) => {
     await page.getByRole("button", { name: "Go" }).click();
     await t.eventually(() => page.url().includes(`a=${run1.id}:stable&b=${run2.id}:stable`), `two-run URL (${page.url()})`);
     await page.waitForSelector(".compare-table tbody tr");
-    const { want } = await check(rep1.tables[0], "stable", rep2.tables[0], "stable");
-    t.equal(want[3][3], "slower", "ResNet is significantly slower in run 2");
+    const { want } = await check(rep1.tables[0], "stable", rep2.tables[0], "stable", cliVerdicts(coord.url, `${run1.id}:stable`, `${run2.id}:stable`));
+    t.equal(want[3][3], "slower", "ResNet is significantly slower in run 2 (10%, beyond a GPU's 5% floor)");
     t.equal(want[0][3], "same", "ViT: no significant change");
     const fresh = await t.page();
     await fresh.goto(page.url());
     await fresh.waitForSelector(".compare-table tbody tr");
     t.equal(await readCompare(fresh), await readCompare(page), "the permalink restores the comparison");
     await fresh.context().close();
+  });
+
+  await t.step("a build the run does not have: the coordinator's error, not a page about it", async () => {
+    await page.goto(`${coord.url}/#/compare?a=${run1.id}:stabel&b=${run1.id}:nightly`);
+    await t.eventually(async () => (await page.locator(".compare-body").textContent()).includes(`run ${run1.id} has no torch build "stabel"; its builds: stable, nightly`),
+      "the error names the run's builds");
+    t.equal(await page.locator(".compare-table").count(), 0, "no table");
   });
 });

@@ -123,7 +123,7 @@ await browserSuite("browser_fleet_views", async (t) => {
     await waitForRunPage(p, 1);
     t.ok(await p.locator("#token-banner").isHidden(), "the banner is gone");
     const [download] = await Promise.all([p.waitForEvent("download"), p.getByRole("link", { name: "Markdown", exact: true }).click()]);
-    t.equal(await readFile(await download.path(), "utf8"), await closedApi.report(run.id, "mean", "md"), "the export carries the token");
+    t.equal(await readFile(await download.path(), "utf8"), await closedApi.report(run.id, "median", "md"), "the export carries the token");
     await p.reload();
     await waitForRunPage(p, 1);
     t.ok(await p.locator("#token-banner").isHidden(), "the token is kept for this tab");

@@ -47,10 +47,12 @@ await browserSuite("browser_run_tables", async (t) => {
   const agent = await Agent.enroll(api, { name: "gpu-host-1", slots: [["gpu0", "a100"]], builds: { stable: ["eager", "default", "reduce-overhead"], nightly: ["eager", "default"] } });
   await agent.finish("gpu0", answer);
   await t.eventually(async () => (await api.run(run.id)).jobs.failed === 1, "the unanswered job fails after its lease expires");
-  const mean = await api.report(run.id, "mean");
+  // The run page shows the median unless the route asks for the mean (the default statistic of
+  // every view).
   const median = await api.report(run.id, "median");
+  const mean = await api.report(run.id, "mean");
   const results = await api.results(run.id);
-  const statuses = new Set(mean.tables.flatMap((tb) => tb.rows.flatMap((r) => r.cells.map((c) => c.status))));
+  const statuses = new Set(median.tables.flatMap((tb) => tb.rows.flatMap((r) => r.cells.map((c) => c.status))));
   for (const s of ["ok", "oom", "oom_implied", "error", "timeout", "crash", "unsupported", "invalid", "failed", "not_run", "unavailable"]) {
     t.ok(statuses.has(s), `the fixture covers status ${s}`);
   }
@@ -64,8 +66,8 @@ await browserSuite("browser_run_tables", async (t) => {
       await waitForRunPage(page, 3);
       shown.push(...await readTables(page));
     }
-    t.equal(shown.map((x) => x.title), mean.tables.map((x) => x.title), "table titles");
-    mean.tables.forEach((table, i) => {
+    t.equal(shown.map((x) => x.title), median.tables.map((x) => x.title), "table titles");
+    median.tables.forEach((table, i) => {
       const got = shown[i];
       t.equal(got.headers, ["Task/Model", ...table.columns.map((c) => c.header)], `${table.title} headers`);
       t.equal(got.rows.map((r) => r.label), table.rows.map((r) => r.label), `${table.title} row labels`);
@@ -81,7 +83,7 @@ await browserSuite("browser_run_tables", async (t) => {
       t.equal(got.geomeans, table.geomeans.map((g) => g.text), `${table.title} geomeans`);
     });
     // Headers name the torch each build's results in the table recorded; keys stay put.
-    const column = (gpu, key) => mean.tables.find((x) => x.gpu === gpu && x.batch === 1).columns.find((c) => c.key === key);
+    const column = (gpu, key) => median.tables.find((x) => x.gpu === gpu && x.batch === 1).columns.find((c) => c.key === key);
     t.equal(column("a100", "latency/stable/libtorch/eager").header, "stable (torch 2.5.1) - eager", "stable's torch in its header");
     t.equal(column("a100", "speedup/nightly/libtorch/default").header, "nightly (torch 2.6.0.dev20250301) - default speedup", "nightly's torch in its header");
     t.equal(column("a100", "latency/nightly/libtorch/eager").torch_versions, [TORCH.nightly], "the exact version in the JSON");
@@ -106,42 +108,54 @@ await browserSuite("browser_run_tables", async (t) => {
     t.equal(oomCells, 4, "no other OOM badges");
   });
 
-  await t.step("the mean/median switch shows the report's median values", async () => {
+  await t.step("speedups are coloured by the report's verdict on them, not by 1.00x", async () => {
     await page.goto(`${runUrl}?gpu=a100&batch=all`);
     await waitForRunPage(page, 3);
-    await page.getByRole("radio", { name: "median" }).check({ force: true });
-    await t.eventually(() => page.url().includes("stat=median"), "the URL says stat=median");
+    const count = (change) => median.tables.filter((tb) => tb.gpu === "a100")
+      .flatMap((tb) => tb.rows.flatMap((r) => r.cells.filter((c, i) => tb.columns[i].kind === "speedup" && c.status === "ok" && c.change === change))).length;
+    t.ok(count("faster") > 0, "the fixture has speedups beyond the noise");
+    t.equal(await page.locator("td.speedup.faster").count(), count("faster"), "green: the report's faster");
+    t.equal(await page.locator("td.speedup.slower").count(), count("slower"), "red: the report's slower");
+    t.equal(await page.locator("td.speedup[data-change=same]").count(), count("same"), "no colour: within the noise");
+  });
+
+  await t.step("the mean/median switch shows the report's mean values", async () => {
+    await page.goto(`${runUrl}?gpu=a100&batch=all`);
+    await waitForRunPage(page, 3);
+    t.ok(await page.getByRole("radio", { name: "median" }).isChecked(), "the median by default");
+    await page.getByRole("radio", { name: "mean" }).check({ force: true });
+    await t.eventually(() => page.url().includes("stat=mean"), "the URL says stat=mean");
     const a100 = (report) => report.tables.filter((tb) => tb.gpu === "a100");
-    const want = a100(median).map((tb) => tb.rows.map((r) => r.cells.map((c) => c.text)));
-    t.ok(JSON.stringify(want) !== JSON.stringify(a100(mean).map((tb) => tb.rows.map((r) => r.cells.map((c) => c.text)))), "median differs from mean in the fixture");
+    const want = a100(mean).map((tb) => tb.rows.map((r) => r.cells.map((c) => c.text)));
+    t.ok(JSON.stringify(want) !== JSON.stringify(a100(median).map((tb) => tb.rows.map((r) => r.cells.map((c) => c.text)))), "mean differs from median in the fixture");
     await t.eventually(async () => JSON.stringify((await readTables(page)).map((x) => x.rows.map((r) => r.cells.map((c) => c.text)))) === JSON.stringify(want),
-      "cells show the median report");
-    t.equal((await readTables(page)).map((x) => x.geomeans), a100(median).map((tb) => tb.geomeans.map((g) => g.text)), "median geomeans");
+      "cells show the mean report");
+    t.equal((await readTables(page)).map((x) => x.geomeans), a100(mean).map((tb) => tb.geomeans.map((g) => g.text)), "mean geomeans");
   });
 
   await t.step("exports download the endpoint's Markdown and CSV bodies", async () => {
     for (const [format, name] of [["md", "Markdown"], ["csv", "CSV"]]) {
       const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name, exact: true }).click()]);
       const body = await readFile(await download.path(), "utf8");
-      t.equal(body, await api.report(run.id, "median", format), `${format} export body`);
+      t.equal(body, await api.report(run.id, "mean", format), `${format} export body`);
       // The download attribute names the file unless the endpoint's Content-Disposition does.
-      t.ok(new RegExp(`^run-${run.id}(-median)?\\.${format}$`).test(download.suggestedFilename()), `${format} file name ${download.suggestedFilename()}`);
+      t.ok(new RegExp(`^run-${run.id}(-mean)?\\.${format}$`).test(download.suggestedFilename()), `${format} file name ${download.suggestedFilename()}`);
     }
   });
 
   await t.step("a permalink (gpu, batch, stat, filter) restores the view in a fresh page", async () => {
     const fresh = await t.page();
-    await fresh.goto(`${runUrl}?gpu=a100&batch=4&stat=median&q=detr`);
+    await fresh.goto(`${runUrl}?gpu=a100&batch=4&stat=mean&q=detr`);
     await waitForRunPage(fresh, 1);
     t.equal(await fresh.locator("select[name=gpu]").inputValue(), "a100", "GPU selector");
     t.equal(await fresh.locator("select[name=batch]").inputValue(), "4", "batch selector");
-    t.ok(await fresh.getByRole("radio", { name: "median" }).isChecked(), "median is selected");
+    t.ok(await fresh.getByRole("radio", { name: "mean" }).isChecked(), "mean is selected");
     t.equal(await fresh.locator("input[name=q]").inputValue(), "detr", "model filter");
     const [table] = await readTables(fresh);
-    const want = median.tables.find((x) => x.batch === 4);
+    const want = mean.tables.find((x) => x.batch === 4);
     t.equal(table.title, want.title, "the batch-4 table only");
     t.equal(table.rows.filter((r) => !r.hidden).map((r) => r.label), ["Object Detection/DETR"], "the filter keeps DETR only");
-    t.equal(table.rows.map((r) => r.cells.map((c) => c.text)), want.rows.map((r) => r.cells.map((c) => c.text)), "median cells");
+    t.equal(table.rows.map((r) => r.cells.map((c) => c.text)), want.rows.map((r) => r.cells.map((c) => c.text)), "mean cells");
     await fresh.context().close();
   });
 
@@ -168,7 +182,7 @@ await browserSuite("browser_run_tables", async (t) => {
       return { labels: chart.data.labels, datasets: chart.data.datasets.map((d) => ({ label: d.label, data: d.data, gaps: d.gaps })) };
     }), figures);
     t.equal(charts.length, 2, "two figures per table");
-    const table = mean.tables.find((x) => x.batch === 4);
+    const table = median.tables.find((x) => x.batch === 4);
     const [latency, improvement] = charts;
     t.equal(latency.labels, ["ViT", "Segformer", "DETR", "ResNet"], "one bar group per model");
     const latencyCols = table.columns.filter((c) => c.kind === "latency_ms");

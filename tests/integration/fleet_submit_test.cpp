@@ -266,6 +266,62 @@ TEST_F(FleetCheckTest, CompareFailsOnlyOnASignificantSlowdownBeyondTheThreshold)
   EXPECT_NE(r.out.find("Compared 0 of A's 1 measured cells."), std::string::npos) << r.out;
 }
 
+// `compare --aa RUN`: the run's matrix again (a slice of its models), with fresh processes per cell,
+// followed to its end; how far each cell moved between them; and the run against its repeat, an
+// A/A that reads no change.
+TEST_F(FleetCheckTest, CompareAaRepeatsARunAndShowsHowFarFreshProcessesMove) {
+  FakeAgent host(coord_, FakeAgent::descriptor("cpu-host", {{"cpu", "cpu"}}, {{"debian13", {"eager"}}}));
+  const std::string file = coord_.dir() + "/two.yaml";
+  write_file(file,
+             "name: two models\nmodels: [torchvision/resnet18, torchvision/squeezenet1_1]\n"
+             "batch_sizes: [1]\nmodes: [eager]\ntorch_builds: [debian13]\ngpus: [cpu]\n");
+  CliRun r = cli({"submit", file, "--print-id"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string run = r.out.substr(0, r.out.find('\n'));
+  for (int i = 0; i < 2; ++i) {
+    auto lease = host.lease_job("cpu", 1);
+    ASSERT_TRUE(lease);
+    EXPECT_EQ(host.post_result(*lease, ok_result(11.0)).status, 201u);
+  }
+
+  CliProcess aa(
+      coord_.dir(), {"compare", "--aa", run, "--repetitions", "3", "--models", "torchvision/resnet18"},
+      {{"BENCHFLEET_URL", coord_.base_url()}, {"BENCHFLEET_OPERATOR_TOKEN", CoordinatorProcess::kOperatorToken}});
+  // Three fresh processes of ResNet-18, 10, 11 and 12 ms: 20% apart.
+  for (double ms : {10.0, 11.0, 12.0}) {
+    auto lease = host.lease_job("cpu", 30);
+    ASSERT_TRUE(lease) << "the A/A's job";
+    EXPECT_EQ(lease->spec()["model"], "torchvision/resnet18");
+    EXPECT_EQ(host.post_result(*lease, ok_result(ms)).status, 201u);
+  }
+  r = aa.wait();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  const std::string repeat = std::to_string(std::stoll(run) + 1);
+  EXPECT_NE(
+      r.out.find("A/A: run " + repeat + " repeats run " + run + "'s matrix with 3 fresh processes per cell (3 jobs)"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(
+      r.out.find("| CPU (batch size: 1) | Image Classification/ResNet-18 | debian13 - eager | 3 | 10.000 | 12.000 | "
+                 "20.0% |"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Run-to-run noise over 1 cells: median spread 20.0%, worst 20.0%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("compare " + run + ":debian13 " + repeat + ":debian13: 0 of 1 cells read as a change"),
+            std::string::npos)
+      << r.out;
+  const json repeated = coord_.get_json("/api/v1/runs/" + repeat);
+  EXPECT_EQ(repeated["matrix"]["repetitions"], 3);
+  EXPECT_EQ(repeated["matrix"]["name"], "A/A of run " + run);
+
+  r = cli({"compare", "--aa", run, "--models", "torchvision/vit"});
+  EXPECT_EQ(r.code, cli::kExitError);
+  EXPECT_NE(r.err.find("--models: run " + run + " did not measure torchvision/vit"), std::string::npos) << r.err;
+  r = cli({"compare", "--aa", run, repeat});
+  EXPECT_EQ(r.code, cli::kExitError);
+  EXPECT_NE(r.err.find("--aa takes one run"), std::string::npos) << r.err;
+}
+
 // A dry run names what would wait forever (a runtime no agent offers) and what would end
 // unsupported (a CUDA-graph mode on the CPU), and fails when it could not check (a wrong token).
 TEST_F(FleetCheckTest, ADryRunNamesRuntimesAndModesTheFleetCannotRun) {

@@ -216,12 +216,31 @@ TEST(Json, SelfDescribingShape) {
   EXPECT_EQ(vit["label"], "Image Classification/ViT");
   ASSERT_EQ(vit["cells"].size(), 7u);
   const json& eager = vit["cells"][0];
-  for (const char* key :
-       {"text", "status", "value", "value_ms", "ci_low_ms", "ci_high_ms", "throughput_per_s", "detail", "result_ids",
-        "n", "repetitions", "accuracy", "flags", "compile_ms", "compile_cache", "peak_memory_bytes", "recompiles"}) {
+  for (const char* key : {"text",
+                          "status",
+                          "value",
+                          "value_ms",
+                          "ci_low_ms",
+                          "ci_high_ms",
+                          "throughput_per_s",
+                          "detail",
+                          "result_ids",
+                          "n",
+                          "repetitions",
+                          "accuracy",
+                          "flags",
+                          "compile_ms",
+                          "compile_cache",
+                          "peak_memory_bytes",
+                          "recompiles",
+                          "change",
+                          "run_to_run_spread",
+                          "run_to_run_cv"}) {
     EXPECT_TRUE(eager.contains(key)) << key;
   }
-  EXPECT_EQ(eager.size(), 17u);
+  EXPECT_EQ(eager.size(), 20u);
+  EXPECT_TRUE(eager["change"].is_null()) << "a latency cell has no verdict";
+  EXPECT_TRUE(eager["run_to_run_spread"].is_null()) << "one repetition: no spread";
   EXPECT_NEAR(eager["throughput_per_s"].get<double>(), 1000 / 9.325, 1e-9) << "batch 1: one sample per call";
   EXPECT_TRUE(vit["cells"][2]["throughput_per_s"].is_null()) << "a speedup has none";
   EXPECT_TRUE(eager["accuracy"].is_null());
@@ -244,6 +263,7 @@ TEST(Json, SelfDescribingShape) {
   EXPECT_TRUE(speedup["ci_low_ms"].is_null());
   EXPECT_NEAR(speedup["value"].get<double>(), 9.325 / 7.584, 1e-12);
   EXPECT_TRUE(speedup["repetitions"].empty());
+  EXPECT_EQ(speedup["change"], "faster") << "23% apart, beyond a GPU's 5% floor";
 
   const json& oom = t["rows"][1]["cells"][1];
   EXPECT_EQ(oom["status"], "oom");

@@ -106,6 +106,11 @@ TEST(Report, RepetitionsAreAveragedOverOkOnes) {
   EXPECT_EQ(c.repetitions[2].repetition, 2);
   EXPECT_EQ(c.repetitions[2].status, "oom");
   EXPECT_EQ(c.detail, "2/3 repetitions ok; rep 2: oom: phase=measure");
+  // Two ok repetitions, two fresh processes: how far they moved (the oom one aside).
+  ASSERT_TRUE(c.run_to_run_spread && c.run_to_run_cv);
+  EXPECT_NEAR(*c.run_to_run_spread, 12.0 / 10.0 - 1, 1e-12);
+  EXPECT_NEAR(*c.run_to_run_cv, std::abs(std::log(12.0) - std::log(10.0)) / std::sqrt(2.0), 1e-12);
+  EXPECT_FALSE(r.tables[0].rows[0].cells[1].run_to_run_spread) << "one repetition";
 
   in.stat = Stat::kMedian;
   const Cell median = build_report(in).tables[0].rows[0].cells[0];

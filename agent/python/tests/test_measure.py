@@ -217,6 +217,8 @@ class TestSlowdownTest(unittest.TestCase):
         self.assertEqual(btime.test_slowdown("torchvision/resnet18", env), 1.5)
         self.assertEqual(btime.test_slowdown("torchvision/squeezenet1_1", env), 1.0)
         self.assertEqual(btime.test_slowdown("torchvision/resnet18", {**env, "BENCHFLEET_BUILD": "fast"}), 1.0)
+        every = {**env, "BENCHFLEET_TEST_SLOWDOWN": "slow:*=1.1"}
+        self.assertEqual(btime.test_slowdown("torchvision/squeezenet1_1", every), 1.1)
         for bad in ("", "slow:torchvision/resnet18", "slow:torchvision/resnet18=x", "slow:torchvision/resnet18=0.5"):
             self.assertEqual(btime.test_slowdown("torchvision/resnet18", {**env, "BENCHFLEET_TEST_SLOWDOWN": bad}), 1.0,
                              bad)

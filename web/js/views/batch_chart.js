@@ -11,13 +11,13 @@
 //   view.render(report, { gpu, dtype, model, q, stat });   // again on each fresh report
 // `onSelect` gets {model} when a model is picked, {gpu, dtype, batch: undefined} when a GPU
 // class/dtype is (the run view's own filters, which the section follows).
+import { DEFAULT_STAT } from "../route.js";
 import { h } from "../dom.js";
 import { lineChartOptions, loadCharts, seriesColor, setDefaults, whenNearViewport } from "../charts.js";
 import { fmtBytes, fmtMs } from "../format.js";
 import { badgeClass, describeDetail } from "../status.js";
 import { selectControl, focusKey, restoreFocus } from "./controls.js";
 import {
-import { DEFAULT_STAT } from "../route.js";
   batchScaling, fmtThroughput, gapSummary, groupKey, pickGroup, pickModel, scalingGaps, scalingGroups, scalingModels,
 } from "../scaling.js";
 

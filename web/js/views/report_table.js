@@ -15,13 +15,13 @@
 // runs and torch versions. Made on demand, so that big tables pay nothing per cell for it.
 //   parent.append(view.el);
 //   view.render(table, { q, stat, final });   // final: the run ended (no cell will still fill)
+import { DEFAULT_STAT } from "../route.js";
 import { h, patch } from "../dom.js";
 import { badgeClass, describeDetail } from "../status.js";
 import { fmtBytes, fmtDuration, fmtThroughput } from "../format.js";
 import { gridNav } from "../grid_nav.js";
 import { TableCharts } from "./table_charts.js";
 import { cellSeriesParams } from "../history.js";
-import { DEFAULT_STAT } from "../route.js";
 
 export class ReportTableView {
   constructor({ resultHref, seriesHref = null, eagerCharts = false }) {
@@ -139,7 +139,10 @@ export class ReportTableView {
       td.replaceChildren(id ? h("a", { href: this.resultHref(id), tabindex: -1 }, cell.text) : cell.text, ...marks);
     } else if (cell.status === "ok" && col.kind === "speedup") {
       const excluded = INACCURATE.has(cell.accuracy) ? " excluded" : "";
-      td.className = `num speedup ${cell.value > 1 ? "faster" : cell.value < 1 ? "slower" : ""}${excluded}`;
+      // Coloured by the coordinator's verdict (the change rule: beyond the run-to-run noise), not
+      // by which side of 1.00x it falls: 0.99x and 1.01x are the same within the noise.
+      td.className = `num speedup ${cell.change === "faster" || cell.change === "slower" ? cell.change : ""}${excluded}`;
+      if (cell.change) td.dataset.change = cell.change; else delete td.dataset.change;
       td.replaceChildren(cell.text, ...marks);
     } else if (cell.status === "ok") {
       td.className = "num";

@@ -54,7 +54,7 @@ export class RunsView {
     if (!page.runs.length) {
       this.table = null;
       this.body.replaceChildren(emptyState(before ? "No older runs." : "No runs yet.",
-        h("p", null, "Submit a matrix with the CLI: ", h("code", null, "benchfleet submit examples/cpu-demo.yaml --wait"))));
+        h("p", null, "Submit a matrix with the CLI: ", h("code", null, "benchfleet submit examples/cpu-compile-demo.yaml --wait"))));
       return;
     }
     const focused = focusedCell("run");

@@ -51,7 +51,7 @@ export class SchedulesView {
     this.shown = true;
     if (!schedules.length) {
       this.body.replaceChildren(emptyState("No schedules yet.",
-        h("p", null, "Add one with the CLI: ", h("code", null, "benchfleet schedule add examples/cpu-demo.yaml --cron '30 2 * * *'"))));
+        h("p", null, "Add one with the CLI: ", h("code", null, "benchfleet schedule add examples/cpu-compile-demo.yaml --cron '30 2 * * *'"))));
       return;
     }
     const focused = focusedCell("schedule");
