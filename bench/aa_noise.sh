@@ -113,7 +113,7 @@ b=$(submit a-again "$reps")
 single_a=$(submit one-a 1)
 single_b=$(submit one-b 1)
 
-compare() { "$cli" compare "$1" "$2" --format json; }
+compare() { "$cli" compare "${1%%:*}" "${2%%:*}" --build-a "${1#*:}" --build-b "${2#*:}" --format json; }
 {
   compare "$a:unstable" "$b:unstable" >"$work/aa1.json"
   compare "$a:unstable-slow" "$b:unstable-slow" >"$work/aa2.json"

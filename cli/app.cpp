@@ -21,6 +21,7 @@
 #include "cli/slurm_script.h"
 #include "cli/views.h"
 #include "common/display_text.h"
+#include "common/suggest.h"
 
 namespace benchfleet::cli {
 namespace {
@@ -390,7 +391,7 @@ int run_cli(int argc, char** argv, Console& console) {
       "(runtime, mode) both measured: A's and B's latency, the ratio A/B (above 1: B is faster) and\n"
       "whether the change is significant: the 95% CIs apart and the change beyond the run-to-run\n"
       "noise (the spread of the cell's repetitions, each a fresh process, where both sides have two\n"
-      "or more; else the device's stated floor: 50% on a CPU). Noisy pairs marked *; a warning when\n"
+      "or more; else the device's stated floor: 80% on a CPU). Noisy pairs marked *; a warning when\n"
       "the sides differ besides torch (threads, CPU, GPU, driver); an A/A (one torch, one machine)\n"
       "said. With --fail-if-slower PCT the exit code is 1 when B is significantly slower than A by\n"
       "more than PCT percent in any cell (named), and 5 when fewer cells were compared than A\n"
@@ -471,6 +472,20 @@ int run_cli(int argc, char** argv, Console& console) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A mistyped subcommand reaches CLI11 as an unexpected argument: name the one meant.
+    if (app.get_subcommands().empty()) {
+      std::vector<std::string> commands;
+      for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
+      for (int i = 1; i < argc; ++i) {
+        const std::string word = argv[i];
+        if (word.empty() || word.front() == '-') continue;
+        if (const auto meant = nearest_word(word, commands)) {
+          console.err << "benchfleet: unknown command \"" << escape_display_text(word) << "\" (did you mean \""
+                      << *meant << "\"?); benchfleet --help lists them\n";
+          return kExitUsage;
+        }
+      }
+    }
     const int code = app.exit(e, console.out, console.err);
     return code == 0 ? kExitOk : kExitUsage;
   }

@@ -132,9 +132,9 @@ std::string render_bar(const RunProgress& p, std::optional<double> eta_s, int wi
     tail += "  ETA ";
     tail += eta_s ? format_duration(*eta_s) : std::string("--");
   }
-  // The bar takes what is left, between 10 and 30 cells; the line is cut when too narrow.
-  const int fixed = static_cast<int>(head.size()) + 2;
-  const int bar_cells = std::clamp(width - fixed - static_cast<int>(tail.size()), 10, 30);
+  // The bar's width follows the terminal's alone (a third of it, 10 to 30 cells), so it stays put
+  // while the counts after it grow; the line is cut when too narrow.
+  const int bar_cells = std::clamp(width / 3, 10, 30);
   const int filled = static_cast<int>(std::floor(fraction * bar_cells));
   std::string line = head;
   line += '[';

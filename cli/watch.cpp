@@ -93,7 +93,8 @@ int watch_run(FleetClient& client, std::int64_t run_id, const WatchOptions& opti
       if (!left && !progress->ended()) left = eta.eta_s(progress->job_count);
       if (console.err_is_terminal) {
         console.err << kClearLine << render_bar(*progress, left, console.width) << std::flush;
-      } else if (!shown || *shown != *progress || now - shown_at >= options.plain_every_s) {
+      } else if (!progress->ended() && (!shown || *shown != *progress || now - shown_at >= options.plain_every_s)) {
+        // The end is the summary's alone: a plain line of the same counts before it said it twice.
         console.err << render_plain(*progress, left) << "\n" << std::flush;
         shown = progress;
         shown_at = now;

@@ -81,10 +81,14 @@ std::variant<WorkerJob, JobResult> libtorch_job(const LeasedJob& job, const JobE
   return w;
 }
 
-// The fingerprint says which of this host's builds ran the job, and in which root.
+// The fingerprint says which of this host's builds ran the job, and in which root. A job that
+// died before it recorded its torch (killed at its memory cap, a crash) gets the build's, as the
+// agent probed it: a report's headers and a series name the torch of every result, an OOM's too.
 void add_build_identity(const TorchBuild& build, JobResult& r) {
   if (!r.environment.is_object()) r.environment = nlohmann::json::object();
   r.environment["build"] = build.name;
+  if (!build.version.empty() && !r.environment.contains("torch_version"))
+    r.environment["torch_version"] = build.version;
   if (!build.torch_git.empty() && !r.environment.contains("torch_git")) r.environment["torch_git"] = build.torch_git;
   if (!build.root.empty()) {
     r.environment["build_root"] = build.root;

@@ -154,7 +154,7 @@ def _measure(job: Job, spec: ModelSpec, hooks: Hooks, perturb_scale: Optional[fl
     hooks.progress("load", 0, result["load_s"])
 
     with torch.no_grad():
-        hooks.phase("compile")
+        hooks.phase("compile" if compiled else "warmup")  # eager compiles nothing: its first call warms up
         first = time.perf_counter()
         step()
         synchronize()

@@ -74,7 +74,9 @@ void measure(const WorkerJob& job, std::atomic<OomPhase>& phase, const ProgressF
   r.load_s = seconds_since(load_start);
   progress("load", 0, *r.load_s);
 
-  phase = OomPhase::kCompile;  // the first call: profiling executor, lazy init, autotuning
+  // The first call: the profiling executor, lazy init, autotuning. Eager compiles nothing: its
+  // first call is its first warm-up call.
+  phase = job.mode == Mode::kEager ? OomPhase::kWarmup : OomPhase::kCompile;
   note_phase(phase);
   const auto first = Clock::now();
   std::vector<at::Tensor> outputs = runner->forward();

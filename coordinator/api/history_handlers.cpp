@@ -173,6 +173,12 @@ Result<http::Response> list_series(ApiContext& ctx, const http::Request& req, co
     BF_ASSIGN_OR_RETURN(q.filter.model, ctx.catalog.resolve_id(*q.filter.model, "query.model"));
   }
   BF_ASSIGN_OR_RETURN(const auto page, ctx.store.history().list_series(q.filter, q.after, q.limit));
+  // A short name (no '/') neither the catalog nor any series knows ("resnet": a part of several
+  // ids, whole in none) is a mistake to name, not an empty answer; a whole id is looked up as given.
+  if (page.items.empty() && !q.after && q.filter.model && q.filter.model->find('/') == std::string::npos &&
+      ctx.catalog.ids_matching(*q.filter.model).empty()) {
+    BF_ASSIGN_OR_RETURN(q.filter.model, ctx.catalog.resolve_id(*q.filter.model, "query.model"));
+  }
   json out = json::array();
   for (const auto& s : page.items) out.push_back(series_json(s));
   const json next = page.next_cursor ? json(*page.next_cursor) : json();

@@ -276,9 +276,11 @@ std::string render_markdown(const Report& report) {
 
 std::string render_csv(const Report& report) {
   std::string out;
-  append_csv_row(
-      out, {"gpu", "batch", "dtype", "task_model", "model_id", "column", "build", "runtime", "mode", "kind", "value",
-            "status", "text", "accuracy", "flags", "compile_ms", "compile_cache", "peak_memory_mb", "samples_per_s"});
+  append_csv_row(out, {"gpu",           "batch",    "dtype",     "task_model", "model_id",      "column",
+                       "build",         "runtime",  "mode",      "kind",       "value",         "status",
+                       "text",          "accuracy", "flags",     "compile_ms", "compile_cache", "peak_memory_mb",
+                       "samples_per_s", "stat",     "ci_low_ms", "ci_high_ms", "change"});
+  const std::string stat(to_string(report.stat));
   for (const Table& table : report.tables) {
     const std::string batch = std::to_string(table.batch);
     for (const Row& row : table.rows) {
@@ -293,11 +295,29 @@ std::string render_csv(const Report& report) {
         }
         const std::string peak_mb =
             cell.peak_memory_bytes ? format_shortest(static_cast<double>(*cell.peak_memory_bytes) / (1 << 20)) : "";
-        append_csv_row(out,
-                       {table.gpu, batch, to_string(table.dtype), row.label, row.model, column.header, column.build,
-                        to_string(column.runtime), to_string(column.mode), to_string(column.kind), number(cell.value),
-                        cell.status, cell.text, cell.accuracy ? to_string(*cell.accuracy) : std::string_view(), flags,
-                        number(cell.compile_ms), cell.compile_cache, peak_mb, number(cell.throughput_per_s)});
+        append_csv_row(out, {table.gpu,
+                             batch,
+                             to_string(table.dtype),
+                             row.label,
+                             row.model,
+                             column.header,
+                             column.build,
+                             to_string(column.runtime),
+                             to_string(column.mode),
+                             to_string(column.kind),
+                             number(cell.value),
+                             cell.status,
+                             cell.text,
+                             cell.accuracy ? to_string(*cell.accuracy) : std::string_view(),
+                             flags,
+                             number(cell.compile_ms),
+                             cell.compile_cache,
+                             peak_mb,
+                             number(cell.throughput_per_s),
+                             stat,
+                             number(cell.ci_low_ms),
+                             number(cell.ci_high_ms),
+                             cell.change});
       }
     }
   }

@@ -22,11 +22,14 @@ std::string render_markdown(const Report& report);
 
 // One line per (gpu, batch, dtype, model, column), header
 //   gpu,batch,dtype,task_model,model_id,column,build,runtime,mode,kind,value,status,text,
-//   accuracy,flags,compile_ms,compile_cache,peak_memory_mb
+//   accuracy,flags,compile_ms,compile_cache,peak_memory_mb,samples_per_s,stat,ci_low_ms,
+//   ci_high_ms,change
 // column is Column::header (with the build's torch version, "stable (torch 2.6.0) - eager");
 // kind is latency_ms|speedup|compile_ms|peak_memory_mb|memory_ratio; value is the unrounded
 // number (empty when none); flags are joined with ';'; peak_memory_mb is peak_memory_bytes in
-// MiB. RFC 4180: CRLF line ends, fields with , " CR or LF are quoted with quotes doubled.
+// MiB; stat names the statistic of every latency value (median or mean) and ci_* its 95% CI;
+// change is a speedup's verdict (faster, slower, same; Cell::change). RFC 4180: CRLF line ends, fields with , " CR or
+// LF are quoted with quotes doubled.
 std::string render_csv(const Report& report);
 
 // Self-describing form the dashboard renders from:

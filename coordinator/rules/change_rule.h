@@ -33,10 +33,10 @@ struct ChangeVerdict {
   std::string verdict;  // "same", "faster", "slower" (B against A), "unknown" (a side without a CI)
   double ratio = 0;     // A / B: above 1, B is faster
   std::string noise;    // "repetitions" or "floor"
-  // noise "floor": the floor used (0.5 = 50%). noise "repetitions": the 95% interval of A / B.
+  // noise "floor": the floor used (0.8 = 80%). noise "repetitions": the 95% interval of A / B.
   double floor = 0;
   std::optional<Interval> ratio_ci;
-  // "within the cpu run-to-run noise floor (50%) of a cell without repetitions", ...
+  // "within the cpu run-to-run noise floor (80%) of a cell without repetitions", ...
   std::string why;
 };
 

@@ -166,7 +166,13 @@ TEST_F(CliHistoryTest, SeriesAndRegressionsShowTheStepAndItsBisectRange) {
   ASSERT_EQ(series.code, 0) << series.err;
   EXPECT_NE(series.out.find("LAST TORCH"), std::string::npos) << series.out;
   EXPECT_NE(series.out.find(nightly(8)), std::string::npos) << series.out;
-  EXPECT_EQ(cli({"series", "--model", "no such model"}).out, "no series match\n");
+  // A model name no series and no catalog id has: named, with the one meant, not "no series".
+  CliRun unknown = cli({"series", "--model", "resnet"});
+  EXPECT_EQ(unknown.code, 1) << unknown.out;
+  EXPECT_NE(unknown.err.find("unknown model \"resnet\" (not in the model catalog (did you mean"), std::string::npos)
+      << unknown.err;
+  // Filters that match none of the series there are: no series.
+  EXPECT_EQ(cli({"series", "--model", kResnet, "--gpu", "h100"}).out, "no series match\n");
   CliRun bad_mode = cli({"series", "--mode", "fast"});
   EXPECT_EQ(bad_mode.code, 1);
   EXPECT_NE(bad_mode.err.find("mode"), std::string::npos) << bad_mode.err;

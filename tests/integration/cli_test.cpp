@@ -212,6 +212,10 @@ TEST_F(CliTest, InvalidFilesAreRefusedBeforeAnythingIsStored) {
   EXPECT_EQ(cli({"report", "0"}).code, cli::kExitUsage);
   EXPECT_EQ(cli({"report", "1", "--format", "xml"}).code, cli::kExitUsage);
   EXPECT_EQ(cli({"frobnicate"}).code, cli::kExitUsage);
+  // A mistyped command: the one meant is named.
+  const CliRun typo = cli({"comapre", "1", "2"});
+  EXPECT_EQ(typo.code, cli::kExitUsage);
+  EXPECT_NE(typo.err.find("unknown command \"comapre\" (did you mean \"compare\"?)"), std::string::npos) << typo.err;
   EXPECT_TRUE(runs().empty()) << "nothing was stored";
 }
 

@@ -135,8 +135,8 @@ TEST(CoordinatorResults, ReportShowsOomAndImpliedOomCells) {
   EXPECT_NE(csv.content_type.find("text/csv"), std::string::npos);
   EXPECT_EQ(csv.body.substr(0, csv.body.find("\r\n")),
             "gpu,batch,dtype,task_model,model_id,column,build,runtime,mode,kind,value,status,text,accuracy,flags,"
-            "compile_ms,compile_cache,peak_memory_mb,samples_per_s");
-  EXPECT_NE(csv.body.find(",oom_implied,OOM (implied),,,,,,\r\n"), std::string::npos) << csv.body;
+            "compile_ms,compile_cache,peak_memory_mb,samples_per_s,stat,ci_low_ms,ci_high_ms,change");
+  EXPECT_NE(csv.body.find(",oom_implied,OOM (implied),,,,,,,median,,,\r\n"), std::string::npos) << csv.body;
 
   auto bad = coord.get(run_url(run) + "/report?format=xml");
   EXPECT_EQ(bad.status, 400u);

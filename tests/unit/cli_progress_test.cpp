@@ -52,6 +52,12 @@ TEST(Progress, BarShowsFractionCountsAndEta) {
   EXPECT_EQ(render_bar(p, std::nullopt, 120).find("ETA --") != std::string::npos, true);
   // Never wider than the terminal.
   EXPECT_LE(render_bar(p, 80.0, 40).size(), 40u);
+  // The bar stays put while the counts after it grow: its brackets where they were.
+  auto later = progress_from_json(run_json("running", 30, 36, {{"ok", 20}, {"oom", 5}, {"error", 3}, {"timeout", 2}},
+                                           {{"running", 1}}))
+                   .value();
+  const std::string busier = render_bar(later, 5.0, 120);
+  EXPECT_EQ(busier.find(']'), close) << bar << "\n" << busier;
 }
 
 TEST(Progress, PlainLineAndSummary) {

@@ -468,17 +468,17 @@ TEST(ReportRenderers, CsvCarriesDtypeAccuracyFlagsCompileAndMemory) {
   const std::string csv = render_csv(build_report(in));
   for (const char* line : {
            "a100,1,float32,Image Classification/ViT,google/vit-base-patch16-224,stable - default,stable,python,default,"
-           "latency_ms,7,ok,7.000,wrong,,12400,cold,800,142.85714285714286\r\n",
+           "latency_ms,7,ok,7.000,wrong,,12400,cold,800,142.85714285714286,mean,7,7,\r\n",
            "a100,1,float32,Image Classification/ViT,google/vit-base-patch16-224,stable - default speedup,stable,python,"
-           "default,speedup,1.2857142857142858,ok,1.29x,wrong,,,,,\r\n",
+           "default,speedup,1.2857142857142858,ok,1.29x,wrong,,,,,,mean,,,faster\r\n",
            "a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,stable - eager,stable,python,eager,latency_ms,"
-           "30,ok,30.000,,ci_not_met;high_cv,,,2048,33.333333333333336\r\n",
+           "30,ok,30.000,,ci_not_met;high_cv,,,2048,33.333333333333336,mean,30,30,\r\n",
            "a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,stable - default compile,stable,python,"
-           "default,compile_ms,800,ok,800 ms (warm),,,800,warm,,\r\n",
+           "default,compile_ms,800,ok,800 ms (warm),,,800,warm,,,mean,,,\r\n",
            "a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,stable - default peak MB,stable,python,"
-           "default,peak_memory_mb,1024,ok,1024,,,,,1024,\r\n",
+           "default,peak_memory_mb,1024,ok,1024,,,,,1024,,mean,,,\r\n",
            "a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,stable - default memory ratio,stable,python,"
-           "default,memory_ratio,2,ok,2.00x,,,,,,\r\n",
+           "default,memory_ratio,2,ok,2.00x,,,,,,,mean,,,\r\n",
        }) {
     EXPECT_NE(csv.find(line), std::string::npos) << line << "\n" << csv;
   }

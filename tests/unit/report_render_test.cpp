@@ -142,21 +142,25 @@ TEST(Csv, HeaderRowsAndQuoting) {
   in.labels[0].display_name = "Classification, \"fast\"";
   const std::string csv = render_csv(build_report(in));
   EXPECT_EQ(csv.rfind("gpu,batch,dtype,task_model,model_id,column,build,runtime,mode,kind,value,status,"
-                      "text,accuracy,flags,compile_ms,compile_cache,peak_memory_mb,samples_per_s\r\n",
+                      "text,accuracy,flags,compile_ms,compile_cache,peak_memory_mb,samples_per_s,stat,ci_low_ms,"
+                      "ci_high_ms,change\r\n",
                       0),
             0u);
-  EXPECT_NE(csv.find("a100,1,float32,\"Classification, \"\"fast\"\"\",google/vit-base-patch16-224,"
-                     "stable - eager,stable,libtorch,eager,latency_ms,9.325,ok,9.325,,,,,,107.23860589812334\r\n"),
-            std::string::npos);
+  EXPECT_NE(
+      csv.find("a100,1,float32,\"Classification, \"\"fast\"\"\",google/vit-base-patch16-224,"
+               "stable - eager,stable,libtorch,eager,latency_ms,9.325,ok,9.325,,,,,,107.23860589812334,mean,9.325,"
+               "9.325,\r\n"),
+      std::string::npos);
   EXPECT_NE(csv.find("a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,stable - default,"
-                     "stable,libtorch,default,latency_ms,,oom,OOM,,,,,,\r\n"),
+                     "stable,libtorch,default,latency_ms,,oom,OOM,,,,,,,mean,,,\r\n"),
             std::string::npos);
   EXPECT_NE(csv.find("a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,"
-                     "stable - default speedup,stable,libtorch,default,speedup,,unavailable,-,,,,,,\r\n"),
+                     "stable - default speedup,stable,libtorch,default,speedup,,unavailable,-,,,,,,,mean,,,\r\n"),
             std::string::npos);
-  EXPECT_NE(csv.find("a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,"
-                     "stable - default memory ratio,stable,libtorch,default,memory_ratio,,unavailable,-,,,,,,\r\n"),
-            std::string::npos);
+  EXPECT_NE(
+      csv.find("a100,1,float32,Object Detection/DETR,facebook/detr-resnet-50,"
+               "stable - default memory ratio,stable,libtorch,default,memory_ratio,,unavailable,-,,,,,,,mean,,,\r\n"),
+      std::string::npos);
   // header + 2 models x 7 columns (eager, default, speedup, compile, 2 x memory, memory ratio)
   std::size_t lines = 0;
   for (std::size_t p = csv.find("\r\n"); p != std::string::npos; p = csv.find("\r\n", p + 2)) {

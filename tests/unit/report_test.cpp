@@ -327,7 +327,7 @@ TEST(ReportTorchVersions, TwoBuildsSideBySideReadLikeTheSeedsStudy) {
   EXPECT_NE(md.find("- Geomean speedup trixie (torch 2.6.0) - default: 1.25x (1/2)"), std::string::npos) << md;
   const std::string csv = render_csv(r);
   EXPECT_NE(csv.find(",google/vit-base-patch16-224,trixie (torch 2.6.0) - eager,trixie,libtorch,eager,"
-                     "latency_ms,10,ok,10.000,,,,,,100\r\n"),
+                     "latency_ms,10,ok,10.000,,,,,,100,mean,10,10,\r\n"),
             std::string::npos)
       << csv;
   const json j = to_json(r);

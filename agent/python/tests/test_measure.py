@@ -236,8 +236,10 @@ class TestSlowdownTest(unittest.TestCase):
         b: List[float] = []
         plain.harvest(a)
         slowed.harvest(b)
-        self.assertGreater(min(b), 1.8 * 4.0)  # each call at least twice its 4 ms
-        self.assertLess(max(a), 8.0)
+        # Each slowed call spins until twice its own time, so it takes at least twice the 4 ms of
+        # work (a busy machine only makes both longer); the plain calls take the work's time.
+        self.assertGreaterEqual(min(b), 2 * 4.0)
+        self.assertGreaterEqual(min(a), 4.0)
 
 
 @unittest.skipUnless(HAVE_TORCH, "benchfleet_measure needs torch")

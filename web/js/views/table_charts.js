@@ -164,7 +164,7 @@ export function chartSpecs(table, rows, stat, { hidden = [] } = {}) {
     title: `${table.title}: improvement over eager (%)`,
     caption: "Time saved vs eager per model: (1 − 1/speedup) × 100 (higher is better).",
     unit: "%",
-    yTitle: "% faster than eager",
+    yTitle: "% of eager's time saved",
     labels,
     fullLabels,
     datasets: speedupCols.map((col) => ({
