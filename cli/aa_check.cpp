@@ -1,28 +1,20 @@
 #include "cli/aa_check.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <utility>
 
 #include "cli/progress.h"
 #include "common/display_text.h"
+#include "coordinator/rules/format.h"
 
 namespace benchfleet::cli {
 namespace {
 
 using nlohmann::json;
 
-std::string pct(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", fraction * 100);
-  return buf;
-}
+std::string pct(double fraction) { return report::format_fixed(fraction * 100, 1) + "%"; }
 
-std::string ms(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", v);
-  return buf;
-}
+std::string ms(double v) { return report::format_fixed(v, 3); }
 
 int fail(Console& console, const std::string& message) {
   console.err << "benchfleet: " << escape_display_text(message) << "\n";

@@ -104,6 +104,22 @@ Result<nlohmann::json> json_body(const ApiContext& ctx, const http::Request& req
   return parse_json(req.body(), ctx.config.max_json_depth);
 }
 
+Result<report::Stat> stat_query(const http::RouteMatch& m) {
+  const auto text = str_query(m, "stat");
+  if (!text) return report::kDefaultStat;
+  const auto stat = report::parse_stat(*text);
+  if (!stat) return Error::invalid("query.stat", "must be mean or median");
+  return *stat;
+}
+
+Result<std::string> format_query(const http::RouteMatch& m) {
+  std::string format = str_query(m, "format").value_or("json");
+  if (format != "json" && format != "md" && format != "csv") {
+    return Error::invalid("query.format", "must be json, md or csv");
+  }
+  return format;
+}
+
 Result<report::Report> report_of_run(ApiContext& ctx, const store::RunInfo& run, report::Stat stat,
                                      bool exclude_flagged) {
   BF_ASSIGN_OR_RETURN(auto cells, ctx.store.results().report_cells(run.id));

@@ -113,16 +113,14 @@ Result<http::Response> schedule_summary(ApiContext& ctx, const http::Request& re
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 200));
-  const auto stat =
-      report::parse_stat(str_query(m, "stat").value_or(std::string(report::to_string(report::kDefaultStat))));
-  if (!stat) return Error::invalid("query.stat", "must be mean or median");
+  BF_ASSIGN_OR_RETURN(const report::Stat stat, stat_query(m));
   BF_ASSIGN_OR_RETURN(const auto schedule_and_runs,
                       ctx.store.history().schedule_runs(id, static_cast<int>(limit.value_or(30))));
   const auto& [schedule, run_ids] = schedule_and_runs;
   json runs = json::array();
   for (auto it = run_ids.rbegin(); it != run_ids.rend(); ++it) {
     BF_ASSIGN_OR_RETURN(const auto run, ctx.store.runs().get_run(*it));
-    BF_ASSIGN_OR_RETURN(const report::Report built, report_of_run(ctx, run, *stat, false));
+    BF_ASSIGN_OR_RETURN(const report::Report built, report_of_run(ctx, run, stat, false));
     json columns = json::array();
     for (const summary::ModeSummary& s : summary::summarize(built)) columns.push_back(mode_summary_json(s));
     runs.push_back({{"run_id", run.id},
@@ -133,7 +131,7 @@ Result<http::Response> schedule_summary(ApiContext& ctx, const http::Request& re
   }
   return json_response(bhttp::status::ok,
                        {{"schedule", {{"id", schedule.id}, {"name", schedule.name}}},
-                        {"stat", report::to_string(*stat)},
+                        {"stat", report::to_string(stat)},
                         {"runs", std::move(runs)}},
                        req);
 }

@@ -11,6 +11,7 @@
 #include "coordinator/rules/eta.h"
 #include "coordinator/rules/fleet_check.h"
 #include "coordinator/rules/report.h"
+#include "coordinator/rules/report_cells.h"
 
 namespace benchfleet::api {
 namespace {
@@ -174,13 +175,8 @@ Result<http::Response> get_result(ApiContext& ctx, const http::Request& req, con
 Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  const std::string format = str_query(m, "format").value_or("json");
-  if (format != "json" && format != "md" && format != "csv") {
-    return Error::invalid("query.format", "must be json, md or csv");
-  }
-  const auto stat =
-      report::parse_stat(str_query(m, "stat").value_or(std::string(report::to_string(report::kDefaultStat))));
-  if (!stat) return Error::invalid("query.stat", "must be mean or median");
+  BF_ASSIGN_OR_RETURN(const std::string format, format_query(m));
+  BF_ASSIGN_OR_RETURN(const report::Stat stat, stat_query(m));
   const auto exclude_flagged = str_query(m, "exclude_flagged");
   if (exclude_flagged && *exclude_flagged != "true" && *exclude_flagged != "false") {
     return Error::invalid("query.exclude_flagged", "must be true or false");
@@ -188,7 +184,7 @@ Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, con
 
   BF_ASSIGN_OR_RETURN(const auto run, ctx.store.runs().get_run(id));
   BF_ASSIGN_OR_RETURN(const report::Report built,
-                      report_of_run(ctx, run, *stat, exclude_flagged.value_or("false") == "true"));
+                      report_of_run(ctx, run, stat, exclude_flagged.value_or("false") == "true"));
 
   if (format == "md") {
     return http::text_response(bhttp::status::ok, report::render_markdown(built), req, "text/markdown; charset=utf-8");
@@ -226,25 +222,14 @@ Result<SideQuery> side_query(const http::RouteMatch& m, const char* key) {
   return q;
 }
 
-std::string builds_text(const std::vector<std::string>& builds) {
-  std::string s;
-  for (const std::string& b : builds) s += (s.empty() ? "" : ", ") + b;
-  return s;
-}
-
 }  // namespace
 
 // Two sides, each a run's torch build, compared cell by cell (rules/compare.h). Without a build:
 // the run's first, or, when both sides are one run, B gets its second.
 Result<http::Response> compare_runs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
-  const std::string format = str_query(m, "format").value_or("json");
-  if (format != "json" && format != "md" && format != "csv") {
-    return Error::invalid("query.format", "must be json, md or csv");
-  }
-  const auto stat =
-      report::parse_stat(str_query(m, "stat").value_or(std::string(report::to_string(report::kDefaultStat))));
-  if (!stat) return Error::invalid("query.stat", "must be mean or median");
+  BF_ASSIGN_OR_RETURN(const std::string format, format_query(m));
+  BF_ASSIGN_OR_RETURN(const report::Stat stat, stat_query(m));
   BF_ASSIGN_OR_RETURN(SideQuery qa, side_query(m, "a"));
   BF_ASSIGN_OR_RETURN(SideQuery qb, side_query(m, "b"));
   BF_ASSIGN_OR_RETURN(const auto run_a, ctx.store.runs().get_run(qa.run));
@@ -260,15 +245,15 @@ Result<http::Response> compare_runs(ApiContext& ctx, const http::Request& req, c
   for (const auto& [q, builds, key] : {std::tuple{&qa, &builds_a, "query.a"}, std::tuple{&qb, &builds_b, "query.b"}}) {
     if (std::find(builds->begin(), builds->end(), q->build) == builds->end()) {
       return Error::invalid(key, "run " + std::to_string(q->run) + " has no torch build \"" + q->build +
-                                     "\"; its builds: " + builds_text(*builds));
+                                     "\"; its builds: " + report::cells::joined(*builds));
     }
   }
   if (qa.run == qb.run && qa.build == qb.build) {
     return Error::invalid("query.b", "run " + std::to_string(qa.run) + " build " + qa.build +
                                          " against itself: name two of its builds (RUN:BUILD)");
   }
-  BF_ASSIGN_OR_RETURN(const report::Report rep_a, report_of_run(ctx, run_a, *stat, false));
-  BF_ASSIGN_OR_RETURN(const report::Report rep_b, report_of_run(ctx, run_b, *stat, false));
+  BF_ASSIGN_OR_RETURN(const report::Report rep_a, report_of_run(ctx, run_a, stat, false));
+  BF_ASSIGN_OR_RETURN(const report::Report rep_b, report_of_run(ctx, run_b, stat, false));
   const rules::Comparison c = rules::compare_reports({&rep_a, qa.build}, {&rep_b, qb.build});
   if (format == "md") {
     return http::text_response(bhttp::status::ok, report::render_comparison_markdown(c), req,

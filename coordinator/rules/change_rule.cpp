@@ -4,25 +4,17 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "common/shared_rules.h"
+#include "coordinator/rules/format.h"
 
 namespace benchfleet::rules {
 namespace {
 
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", fraction * 100);
-  return buf;
-}
+std::string percent(double fraction) { return report::format_fixed(fraction * 100, 0) + "%"; }
 
-std::string ratio_text(double r) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", r);
-  return buf;
-}
+std::string ratio_text(double r) { return report::format_fixed(r, 2); }
 
 struct LogSummary {
   double mean = 0;
@@ -47,8 +39,10 @@ bool all_positive(const std::vector<double>& values) {
 }  // namespace
 
 double noise_floor(std::string_view device_kind) {
-  const nlohmann::json& floors = shared_rule("run_to_run_noise.json").at("floor");
-  return floors.at(device_kind == "cpu" ? "cpu" : "cuda").get<double>();
+  // Read once: every speedup cell of every report asks.
+  static const double cpu = shared_rule("run_to_run_noise.json").at("floor").at("cpu").get<double>();
+  static const double cuda = shared_rule("run_to_run_noise.json").at("floor").at("cuda").get<double>();
+  return device_kind == "cpu" ? cpu : cuda;
 }
 
 std::string device_kind_of(std::string_view gpu_class) {

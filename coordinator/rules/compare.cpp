@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "coordinator/rules/fingerprint_diff.h"
+#include "coordinator/rules/report_cells.h"
 
 namespace benchfleet::rules {
 namespace {
@@ -44,16 +45,6 @@ const report::Row* row_of(const Table& t, const std::string& model) {
 }
 
 bool ok(const Cell& c) { return c.status == "ok" && c.value && *c.value > 0; }
-
-ChangeSide side_of(const Cell& c) {
-  ChangeSide s;
-  s.value_ms = c.value.value_or(0);
-  if (c.ci_low_ms && c.ci_high_ms) s.ci = Interval{*c.ci_low_ms, *c.ci_high_ms};
-  for (const report::RepetitionOutcome& o : c.repetitions) {
-    if (o.status == "ok" && o.value_ms) s.per_process_ms.push_back(*o.value_ms);
-  }
-  return s;
-}
 
 int runtimes_of(const Table& t, const std::string& build) {
   std::set<Runtime> r;
@@ -141,7 +132,8 @@ Comparison compare_reports(const CompareSide& a, const CompareSide& b) {
         c.b_ms = *cb.value;
         c.a_n = ca.n;
         c.b_n = cb.n;
-        c.change = judge_change(side_of(ca), side_of(cb), noise_floor(device_kind_of(ta.gpu)));
+        c.change = judge_change(report::cells::change_side(ca), report::cells::change_side(cb),
+                                noise_floor(device_kind_of(ta.gpu)));
         std::set<std::string> flags(ca.flags.begin(), ca.flags.end());
         flags.insert(cb.flags.begin(), cb.flags.end());
         c.flags.assign(flags.begin(), flags.end());

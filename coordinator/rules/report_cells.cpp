@@ -250,8 +250,6 @@ bool inaccurate(const std::optional<AccuracyVerdict>& v) {
   return v == AccuracyVerdict::kWrong || v == AccuracyVerdict::kEagerNondeterministic;
 }
 
-namespace {
-
 rules::ChangeSide change_side(const Cell& latency) {
   rules::ChangeSide s;
   s.value_ms = latency.value.value_or(0);
@@ -261,8 +259,6 @@ rules::ChangeSide change_side(const Cell& latency) {
   }
   return s;
 }
-
-}  // namespace
 
 Cell speedup_cell(const Cell& eager, const Cell& compiled, Mode mode, double noise_floor) {
   Cell cell;

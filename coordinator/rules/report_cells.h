@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/stats.h"
+#include "coordinator/rules/change_rule.h"
 #include "coordinator/rules/report.h"
 
 namespace benchfleet::report::cells {
@@ -22,6 +23,8 @@ Interval ci_of(const Statistics& st, Stat stat);
 // `in.stat`, or the most telling status when none is ok, with accuracy, flags, compile time and
 // peak memory over the ok ones.
 Cell latency_cell(const std::vector<const CellResult*>* results, Mode mode, const ReportInput& in);
+// A latency cell as the change rule judges it: its value, CI and each ok repetition's value.
+rules::ChangeSide change_side(const Cell& latency);
 // eager / compiled latency; unavailable unless both are ok. Its `change` is the change rule's
 // verdict with `noise_floor` (rules/change_rule.h noise_floor of the table's device kind).
 Cell speedup_cell(const Cell& eager, const Cell& compiled, Mode mode, double noise_floor);
