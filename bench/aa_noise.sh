@@ -15,15 +15,21 @@
 # and the run-to-run spread of each cell's repetitions (the report's run_to_run_spread).
 # Prints figures; asserts nothing.
 #
-#   bench/aa_noise.sh [--build DIR] [--root DIR] [--repetitions N] [--slowdown F] [--keep]
+#   bench/aa_noise.sh [--build DIR] [--root DIR] [--repetitions N] [--slowdown F] [--modes LIST]
+#                     [--batch-sizes LIST] [--keep]
 #
 #   --build DIR        build tree with the binaries (default: build/default)
 #   --root DIR         the unstable torch root (default: ~/.cache/benchfleet/torch-roots/sid)
 #   --repetitions N    fresh processes per cell in A and A' (default 4)
 #   --slowdown F       the slow build's factor (default 1.10)
+#   --modes LIST       the modes, comma-separated (default eager,default; eager alone is about 3x
+#                      quicker a job, no compile in each fresh process)
+#   --batch-sizes LIST the batch sizes, comma-separated (default 1,2; eager alone needs four,
+#                      1,2,4,8, for 24 cells)
 #   --keep             keep the scratch directory (logs, database)
 #
-# About 25 minutes on a 2-core machine at the defaults (216 jobs). Run it on an otherwise idle
+# About an hour on a 2-core machine at the defaults (264 jobs; eager alone at 8 repetitions and
+# four batch sizes, 456 shorter jobs, about as long). Run it on an otherwise idle
 # machine: other work beside it is noise it measures.
 set -euo pipefail
 
@@ -32,6 +38,8 @@ build=$repo/build/default
 root=${XDG_CACHE_HOME:-$HOME/.cache}/benchfleet/torch-roots/sid
 reps=4
 slowdown=1.10
+modes=eager,default
+batch_sizes=1,2
 keep=0
 while (($#)); do
   case $1 in
@@ -39,8 +47,10 @@ while (($#)); do
     --root) root=$(cd "$2" && pwd); shift 2 ;;
     --repetitions) reps=$2; shift 2 ;;
     --slowdown) slowdown=$2; shift 2 ;;
+    --modes) modes=$2; shift 2 ;;
+    --batch-sizes) batch_sizes=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -89,8 +99,8 @@ matrix() {  # matrix NAME REPETITIONS
   cat <<EOF
 name: $1
 models: [torchvision/resnet18, torchvision/squeezenet1_1, torchvision/mobilenet_v3_small]
-batch_sizes: [1, 2]
-modes: [eager, default]
+batch_sizes: [$batch_sizes]
+modes: [$modes]
 torch_builds: [unstable, unstable-slow]
 gpus: [cpu]
 runtimes: [python]

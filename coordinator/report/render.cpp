@@ -338,7 +338,9 @@ std::string verdict_words(const std::string& verdict) {
 
 std::string noise_words(const rules::ChangeVerdict& v) {
   if (v.noise == "repetitions" && v.ratio_ci) {
-    return "repetitions: " + format_fixed(v.ratio_ci->low, 2) + "-" + format_fixed(v.ratio_ci->high, 2);
+    std::string s = "repetitions: " + format_fixed(v.ratio_ci->low, 2) + "-" + format_fixed(v.ratio_ci->high, 2);
+    if (v.p) s += *v.p < 0.001 ? ", p < 0.001" : ", p = " + format_fixed(*v.p, 3);
+    return s;
   }
   return "floor " + format_fixed(v.floor * 100, 0) + "%";
 }
@@ -365,6 +367,7 @@ nlohmann::json comparison_json(const rules::Comparison& c) {
                      {"ratio", v.ratio},
                      {"ratio_ci_low", v.ratio_ci ? nlohmann::json(v.ratio_ci->low) : nlohmann::json()},
                      {"ratio_ci_high", v.ratio_ci ? nlohmann::json(v.ratio_ci->high) : nlohmann::json()},
+                     {"p", v.p ? nlohmann::json(*v.p) : nlohmann::json()},
                      {"verdict", v.verdict},
                      {"noise", v.noise},
                      {"noise_floor", v.floor},
@@ -414,14 +417,15 @@ std::string render_comparison_markdown(const rules::Comparison& c) {
   s += "\nCompared " + std::to_string(c.cells.size()) + " of A's " + std::to_string(c.expected) +
        " measured cells. A change is significant when the within-run intervals are apart and it is beyond the "
        "run-to-run noise: the spread of the repetitions (fresh processes) where both sides have two or more, "
-       "else the device's stated floor.\n";
+       "else the device's stated floor. The cells judged by repetitions are held together to a " +
+       format_fixed(rules::kFalseDiscoveryRate * 100, 0) + "% false-discovery rate.\n";
   return s;
 }
 
 std::string render_comparison_csv(const rules::Comparison& c) {
   std::string out;
   append_csv_row(out, {"table", "model", "column", "stat", "a_ms", "b_ms", "a_n", "b_n", "ratio", "ratio_ci_low",
-                       "ratio_ci_high", "verdict", "noise", "noise_floor", "flags"});
+                       "ratio_ci_high", "p", "verdict", "noise", "noise_floor", "flags"});
   const std::string stat(to_string(c.stat));
   for (const rules::ComparedCell& x : c.cells) {
     const auto& v = x.change;
@@ -430,8 +434,8 @@ std::string render_comparison_csv(const rules::Comparison& c) {
     const std::string lo = v.ratio_ci ? format_fixed(v.ratio_ci->low, 4) : "";
     const std::string hi = v.ratio_ci ? format_fixed(v.ratio_ci->high, 4) : "";
     append_csv_row(out, {x.table, x.label, x.column, stat, format_fixed(x.a_ms, 3), format_fixed(x.b_ms, 3),
-                         std::to_string(x.a_n), std::to_string(x.b_n), format_fixed(v.ratio, 4), lo, hi, v.verdict,
-                         v.noise, format_fixed(v.floor, 2), flags});
+                         std::to_string(x.a_n), std::to_string(x.b_n), format_fixed(v.ratio, 4), lo, hi,
+                         v.p ? format_fixed(*v.p, 6) : "", v.verdict, v.noise, format_fixed(v.floor, 2), flags});
   }
   return out;
 }

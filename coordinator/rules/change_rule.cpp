@@ -6,6 +6,8 @@
 #include <cmath>
 #include <string>
 
+#include <boost/math/distributions/students_t.hpp>
+
 #include "common/shared_rules.h"
 #include "coordinator/rules/format.h"
 
@@ -31,6 +33,15 @@ LogSummary log_summary(const std::vector<double>& values) {
   s.variance /= static_cast<double>(s.n - 1);
   return s;
 }
+
+// Two-sided p of Welch's t for a difference `d` with standard error `se` on `df` degrees of freedom.
+double welch_p(double d, double se, double df) {
+  if (!(se > 0)) return d == 0 ? 1 : 0;
+  const boost::math::students_t t(std::max(df, 1.0));
+  return std::min(1.0, 2 * boost::math::cdf(boost::math::complement(t, std::abs(d) / se)));
+}
+
+std::string p_text(double p) { return p < 0.001 ? "p < 0.001" : "p = " + report::format_fixed(p, 3); }
 
 bool all_positive(const std::vector<double>& values) {
   return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v) && v > 0; });
@@ -80,9 +91,11 @@ ChangeVerdict judge_change(const ChangeSide& a, const ChangeSide& b, double floo
     const double half = student_t_975(std::max(1, static_cast<int>(std::floor(df)))) * se;
     const double d = la.mean - lb.mean;
     v.ratio_ci = Interval{std::exp(d - half), std::exp(d + half)};
+    v.p = welch_p(d, se, df);
     beyond_noise = v.ratio_ci->low > 1 || v.ratio_ci->high < 1;
     v.why = "A/B " + ratio_text(v.ratio) + ", 95% interval over " + std::to_string(la.n) + " and " +
             std::to_string(lb.n) + " repetitions " + ratio_text(v.ratio_ci->low) + "-" + ratio_text(v.ratio_ci->high) +
+            " (" + p_text(*v.p) + ")" +
             (beyond_noise ? ": beyond the run-to-run noise" : ": within the run-to-run noise");
   } else {
     v.noise = "floor";
@@ -97,6 +110,36 @@ ChangeVerdict judge_change(const ChangeSide& a, const ChangeSide& b, double floo
   if (!cis_apart) v.why = "the within-run confidence intervals overlap";
   v.verdict = cis_apart && beyond_noise ? direction : "same";
   return v;
+}
+
+void control_false_discoveries(const std::vector<ChangeVerdict*>& verdicts, double rate) {
+  std::vector<ChangeVerdict*> tested;
+  for (ChangeVerdict* v : verdicts) {
+    if (v && v->p) tested.push_back(v);
+  }
+  if (tested.size() < 2) return;  // one test: its own 95% interval is the whole rule
+  std::stable_sort(tested.begin(), tested.end(),
+                   [](const ChangeVerdict* x, const ChangeVerdict* y) { return *x->p < *y->p; });
+  const double m = static_cast<double>(tested.size());
+  // Step-up: the largest k with p_(k) <= k/m * rate; the k smallest are discoveries.
+  std::size_t discoveries = 0;
+  for (std::size_t k = tested.size(); k >= 1; --k) {
+    if (*tested[k - 1]->p <= static_cast<double>(k) / m * rate) {
+      discoveries = k;
+      break;
+    }
+  }
+  const double threshold = static_cast<double>(std::max<std::size_t>(discoveries, 1)) / m * rate;
+  for (std::size_t i = discoveries; i < tested.size(); ++i) {
+    ChangeVerdict& v = *tested[i];
+    if (v.verdict != "faster" && v.verdict != "slower") continue;
+    v.verdict = "same";
+    const std::string beyond = ": beyond the run-to-run noise";
+    if (const auto at = v.why.rfind(beyond); at != std::string::npos) v.why.erase(at);
+    v.why += ": within the run-to-run noise, as one of " + std::to_string(tested.size()) +
+             " cells judged by repetitions (a " + percent(rate) +
+             " false-discovery rate asks p <= " + report::format_fixed(threshold, 4) + " here)";
+  }
 }
 
 }  // namespace benchfleet::rules

@@ -10,7 +10,12 @@
 //     (noise "repetitions"; their spread holds each process's sampling noise too);
 //   - otherwise: the within-run CIs apart, and max/min - 1 above the device kind's stated floor
 //     (noise "floor", common/rules/run_to_run_noise.json).
+// A comparison judges many cells at once: at 95% per cell, one A/A cell in twenty reads as a
+// change. So the cells judged by repetitions are held together to a 5% false-discovery rate
+// (Benjamini-Hochberg on their Welch p-values): in an A/A, a 5% chance that any cell reads as a
+// change; where many cells did change, at most 5% of those called a change are expected noise.
 //   auto v = judge_change({a_ms, a_ci, a_reps}, {b_ms, b_ci, b_reps}, noise_floor("cpu"));
+//   control_false_discoveries(verdicts_of_every_cell);
 // Pure.
 #pragma once
 
@@ -36,6 +41,8 @@ struct ChangeVerdict {
   // noise "floor": the floor used (0.8 = 80%). noise "repetitions": the 95% interval of A / B.
   double floor = 0;
   std::optional<Interval> ratio_ci;
+  // noise "repetitions": the two-sided p-value of Welch's t test on the logs (no change).
+  std::optional<double> p;
   // "within the cpu run-to-run noise floor (80%) of a cell without repetitions", ...
   std::string why;
 };
@@ -47,5 +54,13 @@ double noise_floor(std::string_view device_kind);
 std::string device_kind_of(std::string_view gpu_class);
 
 ChangeVerdict judge_change(const ChangeSide& a, const ChangeSide& b, double floor);
+
+// The false-discovery rate the cells of one comparison are held to.
+inline constexpr double kFalseDiscoveryRate = 0.05;
+
+// Benjamini-Hochberg over the verdicts that carry a p-value: one called a change whose p is above
+// the step-up threshold becomes "same", and its why says so. Verdicts without a p (the floor's)
+// are left as they are.
+void control_false_discoveries(const std::vector<ChangeVerdict*>& verdicts, double rate = kFalseDiscoveryRate);
 
 }  // namespace benchfleet::rules

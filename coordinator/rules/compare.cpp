@@ -144,6 +144,9 @@ Comparison compare_reports(const CompareSide& a, const CompareSide& b) {
       out.warnings.push_back(ta.title + ": " + d.text);
     }
   }
+  std::vector<ChangeVerdict*> verdicts;
+  for (ComparedCell& c : out.cells) verdicts.push_back(&c.change);
+  control_false_discoveries(verdicts);
   out.aa = !out.cells.empty() && versions_a.size() == 1 && versions_a == versions_b && !prints_a.empty() &&
            prints_a == prints_b;
   if (out.aa) {

@@ -127,6 +127,94 @@ TEST(ChangeRule, SimulatedAaFalsePositivesAndDetection) {
   EXPECT_GT(found_10, kTrials * 60 / 100);
 }
 
+// Welch's p agrees with its interval: an interval that excludes 1 has p below 0.05.
+TEST(ChangeRule, ThePValueAgreesWithTheInterval) {
+  const auto found = judge_change(processes({40.0, 40.8, 39.6, 40.4}), processes({44.0, 44.9, 43.6, 44.4}), 0.5);
+  ASSERT_TRUE(found.p);
+  EXPECT_LT(*found.p, 0.05);
+  EXPECT_NE(found.why.find("p < 0.001"), std::string::npos) << found.why;
+  const auto hidden = judge_change(processes({39.1, 33.2, 44.8, 42.4}), processes({45.5, 45.6, 45.5, 47.5}), 0.5);
+  ASSERT_TRUE(hidden.p);
+  EXPECT_GT(*hidden.p, 0.05);
+  EXPECT_FALSE(judge_change(one_process(40), one_process(44), 0.5).p);  // the floor's: no test
+}
+
+std::vector<rules::ChangeVerdict*> pointers(std::vector<rules::ChangeVerdict>& verdicts) {
+  std::vector<rules::ChangeVerdict*> out;
+  for (auto& v : verdicts) out.push_back(&v);
+  return out;
+}
+
+rules::ChangeVerdict tested(double p, const std::string& verdict) {
+  rules::ChangeVerdict v;
+  v.verdict = verdict;
+  v.noise = "repetitions";
+  v.p = p;
+  v.why = "A/B 0.90: beyond the run-to-run noise";
+  return v;
+}
+
+TEST(ChangeRule, FalseDiscoveryControlStepsUp) {
+  // Four tests at 5%: thresholds 0.0125, 0.025, 0.0375, 0.05. The largest k with p_(k) <= k/4 *
+  // 0.05 is 3 (0.03 <= 0.0375): the three smallest stand, the fourth (0.2) does not.
+  std::vector<rules::ChangeVerdict> v = {tested(0.03, "slower"), tested(0.001, "slower"), tested(0.2, "same"),
+                                         tested(0.02, "faster")};
+  rules::control_false_discoveries(pointers(v));
+  EXPECT_EQ(v[0].verdict, "slower");
+  EXPECT_EQ(v[1].verdict, "slower");
+  EXPECT_EQ(v[3].verdict, "faster");
+  EXPECT_EQ(v[2].verdict, "same");
+  // One change at p = 0.04 among 24 unchanged cells is what an A/A makes: not a finding.
+  std::vector<rules::ChangeVerdict> aa(24, tested(0.6, "same"));
+  aa[5] = tested(0.04, "slower");
+  rules::control_false_discoveries(pointers(aa));
+  EXPECT_EQ(aa[5].verdict, "same");
+  EXPECT_NE(aa[5].why.find("within the run-to-run noise, as one of 24 cells judged by repetitions"), std::string::npos)
+      << aa[5].why;
+  EXPECT_EQ(aa[5].why.find("beyond"), std::string::npos) << aa[5].why;
+  // A floor verdict carries no p and is left alone; one test alone keeps its own 95% rule.
+  std::vector<rules::ChangeVerdict> mixed = {tested(0.04, "slower"), rules::ChangeVerdict{}};
+  mixed[1].verdict = "faster";
+  rules::control_false_discoveries(pointers(mixed));
+  EXPECT_EQ(mixed[0].verdict, "slower");
+  EXPECT_EQ(mixed[1].verdict, "faster");
+}
+
+// Simulated comparisons of 24 cells with 4 repetitions a side at a log sd of 0.03 per process:
+// an A/A calls a cell a change in about 5% of comparisons (not 5% of cells), and a build 10%
+// slower in every cell is found in most cells.
+TEST(ChangeRule, SimulatedComparisonsOfManyCellsHoldTheFalseDiscoveryRate) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0, 0.03);
+  const double floor = rules::noise_floor("cpu");
+  const auto draws = [&](int n, double scale) {
+    std::vector<double> v;
+    for (int i = 0; i < n; ++i) v.push_back(40 * scale * std::exp(noise(rng)));
+    return v;
+  };
+  constexpr int kTrials = 400, kCells = 24;
+  int aa_with_any = 0, unadjusted_with_any = 0, found = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    std::vector<rules::ChangeVerdict> aa, slow;
+    for (int c = 0; c < kCells; ++c) {
+      aa.push_back(judge_change(processes(draws(4, 1)), processes(draws(4, 1)), floor));
+      slow.push_back(judge_change(processes(draws(4, 1)), processes(draws(4, 1.1)), floor));
+    }
+    bool any = false;
+    for (const auto& v : aa) any = any || v.verdict != "same";
+    unadjusted_with_any += any;
+    rules::control_false_discoveries(pointers(aa));
+    rules::control_false_discoveries(pointers(slow));
+    any = false;
+    for (const auto& v : aa) any = any || v.verdict != "same";
+    aa_with_any += any;
+    for (const auto& v : slow) found += v.verdict == "slower";
+  }
+  EXPECT_GT(unadjusted_with_any, kTrials * 50 / 100);  // each cell's own 95%: most A/As find something
+  EXPECT_LT(aa_with_any, kTrials * 9 / 100);
+  EXPECT_GT(found, kTrials * kCells * 80 / 100);
+}
+
 using report::cases::job;
 using report::cases::ok;
 
@@ -223,8 +311,8 @@ TEST(Compare, RenderersNameTheStatisticTheNoiseAndTheCoverage) {
   const std::string csv = report::render_comparison_csv(c);
   EXPECT_EQ(
       csv.substr(0, csv.find("\r\n")),
-      "table,model,column,stat,a_ms,b_ms,a_n,b_n,ratio,ratio_ci_low,ratio_ci_high,verdict,noise,noise_floor,flags");
-  EXPECT_NE(csv.find("CPU (batch size: 1),ResNet-18,eager,median,46.138,31.075,1,1,1.4847,,,same,floor,"),
+      "table,model,column,stat,a_ms,b_ms,a_n,b_n,ratio,ratio_ci_low,ratio_ci_high,p,verdict,noise,noise_floor,flags");
+  EXPECT_NE(csv.find("CPU (batch size: 1),ResNet-18,eager,median,46.138,31.075,1,1,1.4847,,,,same,floor,"),
             std::string::npos)
       << csv;
   const auto j = report::comparison_json(c);
