@@ -107,7 +107,18 @@ long long read_all_samples(benchfleet::http::Client& client, const std::string& 
     if (!res.ok() || res->status != 200) return -1;
     auto body = res->json();
     if (!body.ok()) return -1;
-    for (const auto& r : body->at("results")) samples += static_cast<long long>(r.at("result").at("samples_ms").size());
+    for (const auto& r : body->at("results")) {
+      if (!r.contains("samples_url")) {
+        samples += static_cast<long long>(r.at("result").at("samples_ms").size());
+        continue;
+      }
+      // More than a page holds: the result's own read streams them.
+      auto whole = client.get(r.at("samples_url").get<std::string>(), {}, std::chrono::seconds(300));
+      if (!whole.ok() || whole->status != 200) return -1;
+      auto parsed = whole->json();
+      if (!parsed.ok()) return -1;
+      samples += static_cast<long long>(parsed->at("result").at("samples_ms").size());
+    }
     if (body->at("next_cursor").is_null()) return samples;
     cursor = body->at("next_cursor").get<std::string>();
   }
@@ -261,8 +272,9 @@ int run(const Options& o) {
       answer_bytes = res->body.size();
       if (read.needs_samples) {
         auto body = res->json();
-        const bool has =
-            body.ok() && !body->at("results").empty() && body->at("results")[0].at("result").contains("samples_ms");
+        const bool has = body.ok() && !body->at("results").empty() &&
+                         (body->at("results")[0].at("result").contains("samples_ms") ||
+                          body->at("results")[0].contains("samples_url"));
         if (!has) {
           std::cerr << "GET " << read.target << ": no samples in the answer\n";
           failed = true;

@@ -36,9 +36,28 @@ std::optional<char32_t> next_code_point(std::string_view s, std::size_t& i) {
 
 // Controls (C0, DEL, C1), line/paragraph separators, zero-width and bidirectional formatting
 // characters: they hide or reorder what a reader sees (U+202E shows "exe.txt" as "txt.exe").
+// And every other code point that draws nothing: Unicode's default-ignorable ones (soft hyphen,
+// combining grapheme joiner, Hangul fillers, Mongolian vowel separator and variation selectors,
+// deprecated format characters, variation selectors, tag characters, ...), the other format
+// characters (interlinear annotations, Arabic and Syriac marks, shorthand and musical format
+// controls), and the braille blank, which passes for a space.
 bool is_invisible_or_control(char32_t c) {
-  return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x061C || (c >= 0x200B && c <= 0x200F) ||
-         (c >= 0x2028 && c <= 0x202E) || (c >= 0x2060 && c <= 0x2069) || c == 0xFEFF;
+  struct Range {
+    char32_t first, last;
+  };
+  static constexpr Range kInvisible[] = {
+      {0x0000, 0x001F},   {0x007F, 0x009F},   {0x00AD, 0x00AD},   {0x034F, 0x034F},   {0x0600, 0x0605},
+      {0x061C, 0x061C},   {0x06DD, 0x06DD},   {0x070F, 0x070F},   {0x0890, 0x0891},   {0x08E2, 0x08E2},
+      {0x115F, 0x1160},   {0x17B4, 0x17B5},   {0x180B, 0x180F},   {0x200B, 0x200F},   {0x2028, 0x202E},
+      {0x2060, 0x206F},   {0x2800, 0x2800},   {0x3164, 0x3164},   {0xFE00, 0xFE0F},   {0xFEFF, 0xFEFF},
+      {0xFFA0, 0xFFA0},   {0xFFF0, 0xFFFB},   {0x110BD, 0x110BD}, {0x110CD, 0x110CD}, {0x13430, 0x1343F},
+      {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0000, 0xE0FFF},
+  };
+  for (const Range& r : kInvisible) {
+    if (c < r.first) return false;  // sorted
+    if (c <= r.last) return true;
+  }
+  return false;
 }
 
 bool is_blank(char32_t c) {

@@ -17,8 +17,10 @@ namespace benchfleet {
 enum class TextLines { kOne, kMany };
 
 // Why `s` cannot be shown as text: longer than `max_bytes`, not UTF-8, or holding a control,
-// invisible or bidirectional formatting character (ESC, BEL, NUL, DEL, C1, U+200B, U+202E...;
-// under kMany newline and tab are allowed). nullopt when it is fine; empty text is fine.
+// invisible or bidirectional formatting character (ESC, BEL, NUL, DEL, C1, U+200B, U+202E, the
+// default-ignorable code points such as tag characters, U+00AD, U+034F, U+180E, U+3164, U+FE0F,
+// the other format characters such as U+FFF9, and the braille blank U+2800; under kMany newline
+// and tab are allowed). nullopt when it is fine; empty text is fine.
 std::optional<std::string> display_text_problem(std::string_view s, std::size_t max_bytes,
                                                 TextLines lines = TextLines::kOne);
 

@@ -83,6 +83,34 @@ void escape_flat_text(nlohmann::json& obj) {
   obj = std::move(out);
 }
 
+// A judged verdict (pass, wrong) must be what the rule (common/accuracy.h) makes of its own
+// figures: an output eager itself misses by more than kMaxEagerError is never judged; pass keeps
+// the compiled error within the tolerance (and the cosine bound where one is reported); wrong
+// shows one of the rule's failures: an error above the tolerance, a cosine below kMinCosine, an
+// exact-match output (tolerance 0), or NaN/Inf in the compiled output (reported as error 0 with
+// no cosine, and said in the detail, as the rule words it).
+std::optional<Error> check_verdict_agrees(const AccuracyInfo& a, const std::string& field) {
+  if (a.verdict != AccuracyVerdict::kPass && a.verdict != AccuracyVerdict::kWrong) return std::nullopt;
+  const std::string verdict(to_string(a.verdict));
+  if (!(a.eager_error <= kMaxEagerError)) {
+    return Error::invalid(field, "is " + verdict + " but eager_error " + number(a.eager_error) + " is above " +
+                                     number(kMaxEagerError) + ": the rule does not judge such an output (unchecked)");
+  }
+  const bool low_cosine = a.cosine && *a.cosine < kMinCosine;
+  if (a.verdict == AccuracyVerdict::kPass) {
+    if (a.compiled_error > a.tolerance) {
+      return Error::invalid(field, "is pass but compiled_error " + number(a.compiled_error) +
+                                       " is above its tolerance " + number(a.tolerance));
+    }
+    if (low_cosine) return Error::invalid(field, "is pass but cosine " + number(*a.cosine) + " is below 0.99");
+    return std::nullopt;
+  }
+  const bool non_finite = a.compiled_error == 0 && !a.cosine && a.detail.find("NaN or Inf") != std::string::npos;
+  if (a.compiled_error > a.tolerance || low_cosine || a.tolerance == 0 || non_finite) return std::nullopt;
+  return Error::invalid(field, "is wrong but compiled_error " + number(a.compiled_error) + " is within its tolerance " +
+                                   number(a.tolerance) + ", with no other failure of the rule");
+}
+
 }  // namespace
 
 std::optional<Error> check_posted_result(const JobResult& r, const std::string& path) {
@@ -104,6 +132,11 @@ std::optional<Error> check_posted_result(const JobResult& r, const std::string& 
   }
   if (r.status == ResultStatus::kOk && (!r.stats || r.samples_ms.empty())) {
     return Error::invalid(at(r.stats ? "samples_ms" : "stats"), "is required when status is ok");
+  }
+  // Every stopping rule records why it stopped, and the count checks judge the samples by it:
+  // a result without one would pass them all.
+  if (r.status == ResultStatus::kOk && !r.stop_reason) {
+    return Error::invalid(at("stop_reason"), "is required when status is ok (the samples are judged by it)");
   }
   if (r.stats && r.samples_ms.empty()) return Error::invalid(at("samples_ms"), "is required with stats");
   if (r.samples_ms.size() > max_iterations()) {
@@ -137,10 +170,7 @@ std::optional<Error> check_posted_result(const JobResult& r, const std::string& 
       return Error::invalid(at("accuracy.tolerance"), "must be at least " + number(kErrorMultiplier) +
                                                           " x eager_error (the rule's bound, common/accuracy.h)");
     }
-    if (a.verdict == AccuracyVerdict::kPass && a.compiled_error > a.tolerance) {
-      return Error::invalid(at("accuracy.verdict"), "is pass but compiled_error " + number(a.compiled_error) +
-                                                        " is above its tolerance " + number(a.tolerance));
-    }
+    if (auto err = check_verdict_agrees(a, at("accuracy.verdict"))) return err;
     for (const auto& [name, text] : {std::pair{"output", &a.output}, std::pair{"detail", &a.detail}}) {
       if (auto why = display_text_problem(*text, kMaxFlatTextBytes, TextLines::kMany)) {
         return Error::invalid(at(std::string("accuracy.") + name), *why);
@@ -180,14 +210,32 @@ void escape_result_text(JobResult& r) {
   }
 }
 
-std::optional<Error> check_result_for_job(const JobResult& r, Mode mode, const MeasurementSpec& m,
-                                          const std::string& path) {
+std::optional<Error> check_result_for_job(const JobResult& r, const ResultJob& job, const std::string& path) {
   const auto at = [&](std::string_view key) { return join_path(path, key); };
-  if (r.accuracy && mode == Mode::kEager) {
+  const MeasurementSpec& m = job.measurement;
+  if (r.accuracy && job.mode == Mode::kEager) {
     return Error::invalid(at("accuracy"), "is only allowed on a compiled mode (this job is eager)");
   }
-  if (r.status != ResultStatus::kOk || !r.stop_reason) return std::nullopt;
+  if (r.accuracy && (r.accuracy->verdict == AccuracyVerdict::kPass || r.accuracy->verdict == AccuracyVerdict::kWrong) &&
+      r.accuracy->tolerance != 0) {
+    // The bound is the coordinator's rule for the job's dtype and device, not the agent's claim.
+    const double rule = kErrorMultiplier * r.accuracy->eager_error + error_floor(job.dtype, job.on_cuda);
+    if (std::abs(r.accuracy->tolerance - rule) > 1e-9 * std::max(1.0, rule)) {
+      return Error::invalid(at("accuracy.tolerance"),
+                            "is " + number(r.accuracy->tolerance) + " where the rule gives " + number(rule) + " (" +
+                                number(kErrorMultiplier) + " x eager_error + " +
+                                number(error_floor(job.dtype, job.on_cuda)) + " for " +
+                                std::string(to_string(job.dtype)) + (job.on_cuda ? " on CUDA" : " on the CPU") + ")");
+    }
+  }
+  if (!has_measurements(r.status) || r.samples_ms.empty()) return std::nullopt;
   const auto n = static_cast<std::int64_t>(r.samples_ms.size());
+  if (n > m.max_iterations) {
+    return Error::invalid(at("samples_ms"), "holds " + std::to_string(n) +
+                                                " samples, more than the job's max_iterations " +
+                                                std::to_string(m.max_iterations));
+  }
+  if (!r.stop_reason) return std::nullopt;  // required on ok (check_posted_result); optional on invalid
   const bool fixed = m.min_iterations == m.max_iterations;
   const std::string counts = std::to_string(n) + " samples; the job's measurement has min_iterations " +
                              std::to_string(m.min_iterations) + " and max_iterations " +

@@ -28,17 +28,22 @@ inline constexpr double kMaxResultMs = 7.0 * 86400 * 1000;
 //    [min, max] and contain the median;
 //  - oom info only on oom, signal (1..128) only on crash, memory figures >= 0;
 //  - accuracy only on ok and invalid (the codec checks its figures' ranges), its tolerance at
-//    least kErrorMultiplier x its eager_error, and pass only with compiled_error <= tolerance;
+//    least kErrorMultiplier x its eager_error; pass and wrong only where the rule judges (eager_error
+//    at most kMaxEagerError), pass only with compiled_error <= tolerance (and no cosine below
+//    kMinCosine), wrong only with one of the rule's failures (an error above the tolerance, a low
+//    cosine, an exact-match output, NaN/Inf);
 //  - error, and the keys and string values of environment and telemetry, are text people read
 //    (common/display_text.h): no control, invisible or bidirectional characters (error may
 //    hold newlines and tabs).
 // Pure; O(n log n) in the number of samples.
 std::optional<Error> check_posted_result(const JobResult& result, const std::string& path);
 
-// The rules that need the job's mode and the run's measurement spec, applied by the coordinator
-// as it stores a result (the first violation, its field under `path`):
-//  - accuracy only on a compiled mode (an eager job has nothing to judge);
-//  - an ok result's samples_ms at most max_iterations, and its stop_reason what that count can
+// The rules that need the job (its mode, dtype, device) and the run's measurement spec, applied by
+// the coordinator as it stores a result (the first violation, its field under `path`):
+//  - accuracy only on a compiled mode (an eager job has nothing to judge), and a judged verdict's
+//    tolerance the rule's for the job's dtype and device (kErrorMultiplier x eager_error +
+//    error_floor), or 0 for an exact-match output;
+//  - samples_ms at most max_iterations whatever the status, and the stop_reason what that count can
 //    show: fixed_count only on a fixed count (min == max) and with exactly that many samples
 //    (so 2 samples of a run fixed at 300 are refused, and so is fixed_count on a job whose count
 //    is not fixed: neither stopping rule makes that claim); max_iterations with exactly max_iterations;
@@ -47,8 +52,13 @@ std::optional<Error> check_posted_result(const JobResult& result, const std::str
 //    before its minimum).
 // Whether the CI really met its target is flagged, not refused (ci_not_met, common/noise_flags.h):
 // the rule's CI and the final one come from different bootstrap draws.
-std::optional<Error> check_result_for_job(const JobResult& result, Mode mode, const MeasurementSpec& measurement,
-                                          const std::string& path);
+struct ResultJob {
+  Mode mode = Mode::kEager;
+  Dtype dtype = Dtype::kFloat32;
+  bool on_cuda = false;  // the job's GPU class is not the CPU
+  MeasurementSpec measurement;
+};
+std::optional<Error> check_result_for_job(const JobResult& result, const ResultJob& job, const std::string& path);
 
 // Makes the text check_posted_result checks displayable, escaping what its rule refuses: the
 // agent applies it to what a job wrote (a compiler's coloured diagnostics in a stderr tail, a

@@ -54,7 +54,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libboost1.81-dev nlohmann-json3-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
-  libspdlog-dev libcli11-dev libyaml-cpp-dev libssl-dev
+  libspdlog-dev libcli11-dev libyaml-cpp-dev libssl-dev libicu-dev
   python3-yaml
   curl ca-certificates
   mmdebstrap bubblewrap

@@ -20,6 +20,16 @@ bool bytes_waiting(Connection& conn) {
   return ::ioctl(conn.stream.socket().native_handle(), FIONREAD, &waiting) == 0 && waiting > 0;
 }
 
+bool sheddable(Connection& conn, std::chrono::steady_clock::time_point now) {
+  const std::int64_t since = conn.headers_since_ns.load();
+  if (since != 0) {
+    return now.time_since_epoch() - std::chrono::nanoseconds(since) > kSlowHeaders;
+  }
+  // Idle with bytes waiting is not idle: a burst of clients connecting at once is accepted
+  // faster than their requests are read, and must not close each other.
+  return conn.idle && !bytes_waiting(conn);
+}
+
 std::optional<std::string> ConnectionPool::admit(std::uint64_t id, const std::shared_ptr<Connection>& conn,
                                                  const boost::asio::ip::address& peer) {
   std::shared_ptr<Connection> victim;
@@ -50,7 +60,7 @@ std::optional<std::string> ConnectionPool::admit(std::uint64_t id, const std::sh
     boost::asio::post(victim->stream.get_executor(), [victim] {
       // It may have begun a request since it was chosen: then it keeps its connection (and the
       // bound is over by one until it closes).
-      if (victim->idle && !bytes_waiting(*victim)) victim->stream.cancel();
+      if (sheddable(*victim, std::chrono::steady_clock::now())) victim->stream.cancel();
     });
   }
   connections_.emplace(id, Entry{conn, peer, false, false});
@@ -60,8 +70,9 @@ std::optional<std::string> ConnectionPool::admit(std::uint64_t id, const std::sh
   return std::nullopt;
 }
 
-// Connections that have been answered, or stayed silent past kNewcomerGrace, go first; only when
-// none is idle does the oldest newcomer that has not sent anything yet give way. A client that
+// Connections that have been answered, or stayed silent past kNewcomerGrace, or whose headers
+// have taken longer than kSlowHeaders, go first; only when none is does the oldest newcomer that
+// has not sent anything yet give way. A client that
 // has just connected and is about to send its request is then closed only when every older
 // anonymous connection is busy or already gone.
 std::shared_ptr<Connection> ConnectionPool::shed_oldest_idle(const boost::asio::ip::address* peer) {
@@ -70,11 +81,10 @@ std::shared_ptr<Connection> ConnectionPool::shed_oldest_idle(const boost::asio::
     for (auto& [id, entry] : connections_) {
       if (entry.trusted || entry.shed || (peer != nullptr && entry.peer != *peer)) continue;
       auto conn = entry.conn.lock();
-      if (!conn || !conn->idle) continue;
-      if (!newcomers_too && !conn->answered && now - conn->accepted < kNewcomerGrace) continue;
-      // Idle with bytes waiting is not idle: a burst of clients connecting at once is accepted
-      // faster than their requests are read, and must not close each other.
-      if (bytes_waiting(*conn)) continue;
+      if (!conn) continue;
+      const bool slow_headers = conn->headers_since_ns.load() != 0;
+      if (!newcomers_too && !slow_headers && !conn->answered && now - conn->accepted < kNewcomerGrace) continue;
+      if (!sheddable(*conn, now)) continue;
       entry.shed = true;
       uncount(entry);
       return conn;

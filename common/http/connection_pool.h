@@ -34,7 +34,19 @@ struct Connection {
   // Admitted into reserved_connections while the anonymous pool was full: its first request must
   // show a credential. Set before the connection's coroutine starts.
   bool probation = false;
+  // Since when (steady clock, ns since its epoch) a request's headers are being read; 0 when none
+  // is. A client whose headers take longer than kSlowHeaders is treated as idle when a newcomer
+  // needs its slot: sending the first byte of each request at once no longer makes it busy.
+  std::atomic<std::int64_t> headers_since_ns{0};
+  boost::asio::ip::address peer;  // set at accept
 };
+
+// How long a request's headers may take before their connection may be shed for a newcomer.
+inline constexpr std::chrono::milliseconds kSlowHeaders{1000};
+
+// Whether `conn` may be closed to make room: waiting for its next request with nothing sent, or
+// reading headers that have taken longer than kSlowHeaders.
+bool sheddable(Connection& conn, std::chrono::steady_clock::time_point now);
 
 // Whether the client has sent bytes the server has not read yet. Asks the kernel (FIONREAD) on the
 // socket's descriptor, so it may be called off the connection's strand; a closed socket reads as

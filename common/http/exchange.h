@@ -5,9 +5,14 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <utility>
+
+#include <boost/asio/any_io_executor.hpp>
 
 namespace benchfleet::http {
 
@@ -34,7 +39,27 @@ class Exchange {
     written_ = std::move(f);
   }
 
+  // A body to send after the response's own, a chunk at a time: a large answer is streamed from
+  // its source with backpressure, so a reader that reads slowly (or not at all) holds one chunk of
+  // it in the server, not the whole answer. The response's Content-Length counts both parts.
+  struct BodyStream {
+    std::size_t size = 0;  // bytes after the response's own body
+    // The next chunk, at most `max` bytes; empty on an error (the connection is then closed, the
+    // answer cut short). May block: it runs on `executor`. Never throws.
+    std::function<std::string(std::size_t max)> next;
+    boost::asio::any_io_executor executor;
+  };
+  // Called by the handler before it returns its response (the response's body is the beginning).
+  void stream_after(BodyStream body) {
+    std::lock_guard lock(mu_);
+    stream_ = std::move(body);
+  }
+
   // ---- server side --------------------------------------------------------------------------
+  std::optional<BodyStream> take_stream() {
+    std::lock_guard lock(mu_);
+    return std::exchange(stream_, std::nullopt);
+  }
   void mark_client_gone() { gone_.store(true, std::memory_order_release); }
   // Runs the callback (at most once) with `written_ok && !client_gone()`.
   void response_written(bool written_ok) {
@@ -50,6 +75,7 @@ class Exchange {
   std::atomic<bool> gone_{false};
   std::mutex mu_;
   std::function<void(bool)> written_;
+  std::optional<BodyStream> stream_;
 };
 
 }  // namespace benchfleet::http

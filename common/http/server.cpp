@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -98,8 +100,10 @@ std::optional<std::string> host_problem(const Request& head) {
   return std::nullopt;
 }
 
-// Writes `res` (its headers only for a HEAD request); sets its payload headers first.
-asio::awaitable<error_code> write_response(beast::tcp_stream& stream, Response& res, bool head_only) {
+// Writes `res` (its headers only for a HEAD request); sets its payload headers first. With
+// `streamed` bytes to follow (Exchange::BodyStream), its Content-Length counts them too.
+asio::awaitable<error_code> write_response(beast::tcp_stream& stream, Response& res, bool head_only,
+                                           std::size_t streamed = 0) {
   const bool bodyless_status = res.result() == bhttp::status::not_modified || res.result() == bhttp::status::no_content;
   if (bodyless_status) {
     // No body and no Content-Length: a 304's would have to be the 200's length (RFC 9110).
@@ -108,6 +112,7 @@ asio::awaitable<error_code> write_response(beast::tcp_stream& stream, Response& 
     res.chunked(false);
   } else {
     res.prepare_payload();
+    if (streamed != 0) res.content_length(res.body().size() + streamed);
   }
   error_code ec;
   if (head_only) {
@@ -118,6 +123,22 @@ asio::awaitable<error_code> write_response(beast::tcp_stream& stream, Response& 
     std::tie(ec, std::ignore) = co_await bhttp::async_write(stream, res, kAsTuple);
   }
   co_return ec;
+}
+
+// Writes a streamed body's chunks as the client takes them: one chunk in memory at a time.
+// Returns an error when the source failed (the answer is then cut short) or the write did.
+asio::awaitable<error_code> write_stream(beast::tcp_stream& stream, Exchange::BodyStream& body) {
+  constexpr std::size_t kChunk = std::size_t{256} << 10;
+  for (std::size_t left = body.size; left > 0;) {
+    const std::size_t want = std::min(left, kChunk);
+    std::string chunk = co_await asio::co_spawn(
+        body.executor, [&]() -> asio::awaitable<std::string> { co_return body.next(want); }, asio::use_awaitable);
+    if (chunk.empty() || chunk.size() > left) co_return make_error_code(asio::error::operation_aborted);
+    auto [ec, n] = co_await asio::async_write(stream, asio::buffer(chunk), kAsTuple);
+    if (ec) co_return ec;
+    left -= chunk.size();
+  }
+  co_return error_code{};
 }
 
 asio::awaitable<void> linger_close(beast::tcp_stream& stream, std::chrono::milliseconds limit) {
@@ -164,19 +185,92 @@ struct ServerState {
   ConnectionPool pool;        // admission, shedding and trust of the connections served
 
   std::atomic<std::size_t> refused_connections{0};  // being answered 503 beyond max_connections
-  std::atomic<std::size_t> inflight_body_bytes{0};  // reserved by requests whose body is admitted
 
-  // Reserves `bytes` of body under max_inflight_body_bytes; false when they do not fit.
-  bool reserve_body(std::size_t bytes) {
-    if (limits.max_inflight_body_bytes == 0) return true;
-    std::size_t held = inflight_body_bytes.load();
-    do {
-      if (held != 0 && held + bytes > limits.max_inflight_body_bytes) return false;
-    } while (!inflight_body_bytes.compare_exchange_weak(held, held + bytes));
+  // Bodies being read or handled, and responses built and not yet written: in all and per
+  // client (ServerLimits' max_inflight_* bounds).
+  struct Held {
+    std::size_t body = 0, response = 0;
+  };
+  std::mutex held_mu;
+  Held held_total;                                // under held_mu
+  std::unordered_map<std::string, Held> held_by;  // under held_mu; a client holding nothing has no entry
+
+  // Reserves `bytes` of body for `client`; false when they do not fit its share or the total. A
+  // client holding no body is always admitted one when the total holds none, or when it fits.
+  bool reserve_body(const std::string& client, std::size_t bytes) {
+    std::lock_guard lock(held_mu);
+    const std::size_t mine = held_by.contains(client) ? held_by[client].body : 0;
+    if (limits.max_inflight_body_bytes_per_client != 0 && mine != 0 &&
+        mine + bytes > limits.max_inflight_body_bytes_per_client) {
+      return false;
+    }
+    if (limits.max_inflight_body_bytes != 0 && held_total.body != 0 &&
+        held_total.body + bytes > limits.max_inflight_body_bytes) {
+      return false;
+    }
+    held_total.body += bytes;
+    held_by[client].body += bytes;
     return true;
   }
-  void release_body(std::size_t bytes) {
-    if (limits.max_inflight_body_bytes != 0) inflight_body_bytes.fetch_sub(bytes);
+  void release_body(const std::string& client, std::size_t bytes) {
+    std::lock_guard lock(held_mu);
+    held_total.body -= bytes;
+    release_locked(client, bytes, 0);
+  }
+  // Whether `client` may have another response built (a read): its share and the total have room.
+  bool response_room(const std::string& client) {
+    std::lock_guard lock(held_mu);
+    if (limits.max_inflight_response_bytes != 0 && held_total.response >= limits.max_inflight_response_bytes) {
+      return false;
+    }
+    const auto it = held_by.find(client);
+    return limits.max_inflight_response_bytes_per_client == 0 || it == held_by.end() ||
+           it->second.response < limits.max_inflight_response_bytes_per_client;
+  }
+  void hold_response(const std::string& client, std::size_t bytes) {
+    std::lock_guard lock(held_mu);
+    held_total.response += bytes;
+    held_by[client].response += bytes;
+  }
+  void release_response(const std::string& client, std::size_t bytes) {
+    std::lock_guard lock(held_mu);
+    held_total.response -= bytes;
+    release_locked(client, 0, bytes);
+  }
+  // A token bucket per address for anonymous reads (anonymous_reads_per_s_per_peer).
+  struct Bucket {
+    double tokens = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::unordered_map<std::string, Bucket> read_buckets;  // under held_mu
+  bool take_read(const asio::ip::address& peer) {
+    const double rate = limits.anonymous_reads_per_s_per_peer;
+    if (rate <= 0) return true;
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(held_mu);
+    if (read_buckets.size() > 4096) {  // forget addresses whose bucket refilled (quiet ones)
+      for (auto it = read_buckets.begin(); it != read_buckets.end();) {
+        const double refill = std::chrono::duration<double>(now - it->second.at).count() * rate;
+        it = it->second.tokens + refill >= 2 * rate ? read_buckets.erase(it) : std::next(it);
+      }
+    }
+    auto [it, fresh] = read_buckets.try_emplace(peer.to_string(), Bucket{2 * rate, now});
+    Bucket& b = it->second;
+    if (!fresh) {
+      b.tokens = std::min(2 * rate, b.tokens + std::chrono::duration<double>(now - b.at).count() * rate);
+      b.at = now;
+    }
+    if (b.tokens < 1) return false;
+    b.tokens -= 1;
+    return true;
+  }
+
+  void release_locked(const std::string& client, std::size_t body, std::size_t response) {
+    const auto it = held_by.find(client);
+    if (it == held_by.end()) return;
+    it->second.body -= body;
+    it->second.response -= response;
+    if (it->second.body == 0 && it->second.response == 0) held_by.erase(it);
   }
 
   void observe(std::string_view route, unsigned status, std::chrono::steady_clock::time_point since) const {
@@ -203,11 +297,52 @@ struct Registration {
 // Body bytes held under ServerLimits::max_inflight_body_bytes until the request is answered.
 struct BodyReservation {
   detail::ServerState* state;
-  std::size_t bytes;
-  ~BodyReservation() {
-    if (bytes != 0) state->release_body(bytes);
+  std::string client;
+  std::size_t bytes = 0;
+  BodyReservation(detail::ServerState* s, std::string c) : state(s), client(std::move(c)) {}
+  BodyReservation(const BodyReservation&) = delete;
+  BodyReservation& operator=(const BodyReservation&) = delete;
+  ~BodyReservation() { release(); }
+  void release() {
+    if (bytes != 0) state->release_body(client, bytes);
+    bytes = 0;
   }
 };
+
+// A built response's bytes, held until it was written (ServerLimits::max_inflight_response_bytes).
+struct ResponseHold {
+  detail::ServerState* state;
+  std::string client;
+  std::size_t bytes;
+  ResponseHold(detail::ServerState* s, std::string c, std::size_t b) : state(s), client(std::move(c)), bytes(b) {
+    if (bytes != 0) state->hold_response(client, bytes);
+  }
+  ResponseHold(const ResponseHold&) = delete;
+  ResponseHold& operator=(const ResponseHold&) = delete;
+  ~ResponseHold() {
+    if (bytes != 0) state->release_response(client, bytes);
+  }
+};
+
+// Who a request counts against: its credential when its guard found one (agents behind one
+// address stay apart), else its address.
+std::string client_of(const Request& head, bool credentialed, const asio::ip::address& peer) {
+  if (credentialed) {
+    const auto authorization = head[bhttp::field::authorization];
+    return "token:" +
+           std::to_string(std::hash<std::string_view>{}(std::string_view(authorization.data(), authorization.size())));
+  }
+  return "address:" + peer.to_string();
+}
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A connection on probation (admitted into the reserve) has this long to send its first whole
+// request, token included.
+constexpr std::chrono::milliseconds kProbationHeaders{1000};
 
 // Answers a request that could not be read (413 chunked body over the limit, 431, 400 malformed)
 // and lingers before the caller closes; a timeout or reset is not answered.
@@ -253,8 +388,11 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
   const ServerLimits& limits = st->limits;
   beast::flat_buffer buffer;
 
-  // The first request's headers, silence before them included, get first_request_timeout in all.
-  stream.expires_after(limits.first_request_timeout);
+  // The first request's headers, silence before them included, get first_request_timeout in all
+  // (on probation, kProbationHeaders: the reserve is not held by a client that says nothing).
+  stream.expires_after(conn->probation
+                           ? std::min<std::chrono::milliseconds>(limits.first_request_timeout, kProbationHeaders)
+                           : limits.first_request_timeout);
   for (bool first = true; !st->stopping; first = false) {
     if (buffer.size() == 0) {
       if (!first) stream.expires_after(limits.idle_timeout);
@@ -270,8 +408,11 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
     bhttp::request_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(limits.header_limit, UINT32_MAX)));
     parser.body_limit(boost::none);  // the route's limit is set once the headers are admitted
-    if (auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, kAsTuple); ec) {
-      co_await answer_unreadable(*st, stream, ec, limits.body_limit, started);
+    conn->headers_since_ns = steady_ns();
+    auto [header_ec, header_n] = co_await bhttp::async_read_header(stream, buffer, parser, kAsTuple);
+    conn->headers_since_ns = 0;
+    if (header_ec) {
+      co_await answer_unreadable(*st, stream, header_ec, limits.body_limit, started);
       break;
     }
 
@@ -289,6 +430,11 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
       if (decision.credentialed()) {
         st->pool.trust(id);
         conn->probation = false;
+      } else if (limits.credentials_only && !refusal) {
+        refusal = problem(bhttp::status::unauthorized, "Unauthorized",
+                          "this listener serves requests with a token only (agents, operators, readers); anonymous "
+                          "reads and the dashboard are on the public one",
+                          head);
       } else if (conn->probation && !refusal) {
         refusal = problem(bhttp::status::service_unavailable, "Service Unavailable",
                           "the server keeps its remaining connections for clients with a token; retry later", head);
@@ -297,7 +443,19 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
     }
     const std::string_view route_name =
         decision.route_name().empty() ? kUnmatchedRoute : std::string_view(decision.route_name());
-    BodyReservation reservation{st.get(), 0};
+    const std::string client = client_of(head, decision.credentialed(), conn->peer);
+    const bool read = head.method() == bhttp::verb::get || head_only;
+    if (!refusal && read && !decision.credentialed() && !st->take_read(conn->peer)) {
+      refusal = problem(bhttp::status::too_many_requests, "Too Many Requests",
+                        "too many reads without a token from this address; retry later", head);
+      refusal->set(bhttp::field::retry_after, "1");
+    }
+    if (!refusal && read && !st->response_room(client)) {
+      refusal = problem(bhttp::status::service_unavailable, "Service Unavailable",
+                        "the server holds too many answers its readers have not read yet; retry later", head);
+      refusal->set(bhttp::field::retry_after, "1");
+    }
+    BodyReservation reservation(st.get(), client);
     std::size_t body_limit = limits.body_limit;
     if (!refusal && body_pending) {
       const std::size_t limit = std::min(limits.body_limit, decision.body_limit().value_or(limits.body_limit));
@@ -306,7 +464,7 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
       if (length && *length > limit) {
         refusal = problem(bhttp::status::payload_too_large, "Payload Too Large", body_too_large(limit), head);
       } else if (const std::size_t bytes = length ? static_cast<std::size_t>(*length) : limit;
-                 !st->reserve_body(bytes)) {
+                 !st->reserve_body(client, bytes)) {
         refusal = problem(bhttp::status::service_unavailable, "Service Unavailable",
                           "the server is receiving too many request bodies at once; retry later", head);
         refusal->set(bhttp::field::retry_after, "1");
@@ -360,12 +518,18 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
     // The body is handled: its bytes are given back before the answer is written, so a client
     // holding its answer finds them free for its next body.
     std::string().swap(req.body());
-    if (reservation.bytes != 0) {
-      st->release_body(reservation.bytes);
-      reservation.bytes = 0;
-    }
+    reservation.release();
     stream.expires_after(limits.request_timeout);
-    const error_code wec = co_await write_response(stream, res, head_only);
+    const ResponseHold holding(st.get(), client, res.body().size());
+    std::optional<Exchange::BodyStream> streamed = exchange->take_stream();
+    const bool ok_to_stream = streamed && streamed->size != 0 && res.result() == bhttp::status::ok;
+    error_code wec = co_await write_response(stream, res, head_only, ok_to_stream ? streamed->size : 0);
+    if (!wec && ok_to_stream && !head_only) {
+      wec = co_await write_stream(stream, *streamed);
+      if (wec == asio::error::operation_aborted) {  // not a client that left: the source failed
+        spdlog::warn("http {}: the streamed answer's source failed; the answer was cut short", decision.route_name());
+      }
+    }
     exchange->response_written(!wec);
     conn->answered = true;
     st->observe(decision.route_name(), res.result_int(), started);
@@ -396,6 +560,7 @@ asio::awaitable<void> accept_connections(std::shared_ptr<detail::ServerState> st
     const asio::ip::address peer = socket.remote_endpoint(peer_error).address();
     if (peer_error) continue;  // already gone
     auto conn = std::make_shared<Connection>(std::move(socket));
+    conn->peer = peer;
     const std::uint64_t id = st->next_id++;
     if (std::optional<std::string> why = st->pool.admit(id, conn, peer)) {
       // As many refusals answered at once as connections served, or kRefusalsWithoutTotalBound

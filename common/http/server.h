@@ -63,6 +63,24 @@ struct ServerLimits {
   // beyond is answered 503 with "Retry-After: 1" without its body being read. One body is always
   // admitted when none is held, so a body_limit above this bound still gets through alone.
   std::size_t max_inflight_body_bytes = std::size_t{64} << 20;
+  // Of those, what one client may hold at once (0: no per-client bound): a client is its token
+  // (the Authorization header of a request whose guard found a credential) or else its address.
+  // A client holding nothing is always admitted one body (as above), so one agent's slow or large
+  // bodies delay that agent, not the others.
+  std::size_t max_inflight_body_bytes_per_client = std::size_t{16} << 20;
+  // Response bodies built and not yet written (a slow reader's answer waits in memory until it
+  // reads it), across connections and per client; 0: unbounded. While they are at their bound a
+  // new request of that client (or any, for the total) is answered 503 with "Retry-After: 1"
+  // before its handler runs, so slow readers of large answers cost a bounded amount of memory.
+  std::size_t max_inflight_response_bytes = std::size_t{256} << 20;
+  std::size_t max_inflight_response_bytes_per_client = std::size_t{64} << 20;
+  // Reads (GET, HEAD) without a credential from one address: at most this many a second, in
+  // bursts of up to twice as many; beyond, 429 with "Retry-After: 1" before anything is done for
+  // them. 0: no bound. (Agents and operators, showing tokens, are not counted.)
+  double anonymous_reads_per_s_per_peer = 100;
+  // Only requests whose guard finds a credential are served (a listener for agents and
+  // operators apart from the public one, with its own connections): any other is answered 401.
+  bool credentials_only = false;
 };
 
 // Called after each response is written (or failed to be written), with the route name

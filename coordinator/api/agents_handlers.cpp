@@ -17,6 +17,7 @@
 #include "coordinator/api/handlers.h"
 #include "coordinator/rules/tokens.h"
 #include "coordinator/services/blocking.h"
+#include "coordinator/store/group_commit.h"
 
 namespace benchfleet::api {
 namespace {
@@ -148,7 +149,8 @@ Result<http::Response> agent_heartbeat(ApiContext& ctx, const http::Request& req
   std::vector<LeaseRef> leases;
   for (const auto& l : request.leases) leases.push_back({l.job_id, l.lease_id});
   BF_RETURN_IF_ERROR(ctx.store.agents().set_self_draining(agent_id, request.draining));
-  BF_ASSIGN_OR_RETURN(const auto renewals, ctx.store.agents().heartbeat(agent_id, leases));
+  BF_ASSIGN_OR_RETURN(const auto renewals,
+                      ctx.store.agents().heartbeat(agent_id, leases, AgentRequestArrival::current()));
   BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.agents().get_agent(agent_id));
 
   HeartbeatResponse response;
@@ -169,7 +171,10 @@ Result<http::Response> agent_heartbeat(ApiContext& ctx, const http::Request& req
 
 asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   // Authentication reads the store too, so it runs on the blocking executor as well.
-  auto checked = co_await run_blocking(ctx.blocking, [&] { return check_lease_request(ctx, req, m); });
+  auto checked = co_await run_blocking(ctx.agent_lane, [&] {
+    const store::GroupCommit::FirstInLine first;
+    return check_lease_request(ctx, req, m);
+  });
   if (!checked.ok()) co_return error_response(checked.error(), req);
   const std::int64_t agent_id = checked->agent_id;
   const LeaseRequest& lease_req = checked->request;
@@ -185,11 +190,14 @@ asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request
   while (true) {
     if (client_gone()) co_return lease_answer(ctx, store::LeaseAnswer{}, req);  // nobody reads it
     const auto generation = ctx.work.generation();
-    auto answer = co_await run_blocking(
-        ctx.blocking, [&] { return ctx.store.agents().lease(agent_id, lease_req.slot, lease_req.request_id); });
+    auto answer = co_await run_blocking(ctx.agent_lane, [&] {
+      const store::GroupCommit::FirstInLine first;
+      return ctx.store.agents().lease(agent_id, lease_req.slot, lease_req.request_id);
+    });
     if (!answer.ok()) co_return error_response(answer.error(), req);
     if (answer->grant && client_gone()) {
-      co_await run_blocking(ctx.blocking, [&] {
+      co_await run_blocking(ctx.agent_lane, [&] {
+        const store::GroupCommit::FirstInLine first;
         withdraw_undelivered(ctx, agent_id, *answer->grant);
         return 0;
       });
@@ -199,7 +207,10 @@ asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request
       if (answer->grant && !answer->grant->redelivered && exchange) {
         exchange->on_response_written([&ctx, agent_id, grant = *answer->grant](bool delivered) {
           if (delivered) return;
-          asio::post(ctx.blocking, [&ctx, agent_id, grant] { withdraw_undelivered(ctx, agent_id, grant); });
+          asio::post(ctx.agent_lane, [&ctx, agent_id, grant] {
+            const store::GroupCommit::FirstInLine first;
+            withdraw_undelivered(ctx, agent_id, grant);
+          });
         });
       }
       co_return lease_answer(ctx, *answer, req);
@@ -221,7 +232,8 @@ Result<http::Response> job_progress(ApiContext& ctx, const http::Request& req, c
   BF_ASSIGN_OR_RETURN(const ProgressRequest progress, decode<ProgressRequest>(report.body));
   const LeaseRef ref{report.job_id, progress.lease_id};
 
-  BF_ASSIGN_OR_RETURN(const auto renewal, ctx.store.agents().renew(report.agent_id, ref));
+  BF_ASSIGN_OR_RETURN(const auto renewal,
+                      ctx.store.agents().renew(report.agent_id, ref, AgentRequestArrival::current()));
   if (renewal.state != LeaseState::kActive) return renewal_conflict(renewal.state, report.job_id, req);
   return json_response(bhttp::status::ok, {{"state", "active"}, {"lease_expires_at", format_time(renewal.expires_at)}},
                        req);
@@ -244,7 +256,8 @@ Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, con
   const int attempt = posted.attempt;
   const JobResult& result = posted.result;
 
-  BF_ASSIGN_OR_RETURN(const auto outcome, ctx.store.results().record_result(report.agent_id, ref, attempt, result));
+  BF_ASSIGN_OR_RETURN(const auto outcome, ctx.store.results().record_result(report.agent_id, ref, attempt, result,
+                                                                            AgentRequestArrival::current()));
   const std::string job = std::to_string(report.job_id);
   switch (outcome.kind) {
     case store::RecordKind::kStored:

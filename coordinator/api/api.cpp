@@ -7,6 +7,7 @@
 #include "common/embedded_file.h"
 #include "coordinator/api/handlers.h"
 #include "coordinator/services/blocking.h"
+#include "coordinator/store/group_commit.h"
 
 namespace benchfleet::api {
 
@@ -30,6 +31,27 @@ http::Response respond(ApiContext& ctx, SyncHandler f, const http::Request& req,
 http::Handler offload(ApiContext& ctx, SyncHandler f) {
   return [&ctx, f](const http::Request& req, const http::RouteMatch& m) -> boost::asio::awaitable<http::Response> {
     co_return co_await run_blocking(ctx.blocking, [&] { return respond(ctx, f, req, m); });
+  };
+}
+
+// Runs a read on the read lane (lower CPU priority; its store operations yield to the agents').
+http::Handler read_offload(ApiContext& ctx, SyncHandler f) {
+  return [&ctx, f](const http::Request& req, const http::RouteMatch& m) -> boost::asio::awaitable<http::Response> {
+    co_return co_await run_blocking(ctx.read_lane, [&] { return respond(ctx, f, req, m); });
+  };
+}
+
+// Runs an agent-protocol handler on the agent lane, its store operations first in line, noting
+// the request's arrival until it is answered: the lease it renews or the result it posts is
+// judged as of then, and the sweeper expires nothing the request may renew.
+http::Handler agent_offload(ApiContext& ctx, SyncHandler f) {
+  return [&ctx, f](const http::Request& req, const http::RouteMatch& m) -> boost::asio::awaitable<http::Response> {
+    const store::AgentStore::Arrivals::Ticket arrived(ctx.store.agents().arrivals(), ctx.clock.now_ms());
+    co_return co_await run_blocking(ctx.agent_lane, [&] {
+      const store::GroupCommit::FirstInLine first;
+      const AgentRequestArrival arrival(arrived.at());
+      return respond(ctx, f, req, m);
+    });
   };
 }
 
@@ -59,8 +81,10 @@ http::Guard guard_with(ApiContext& ctx, Status (*check)(const ApiContext&, const
 http::Guard agent_guard(ApiContext& ctx, bool own_path) {
   return [&ctx, own_path](const http::Request& head,
                           const http::RouteMatch& m) -> boost::asio::awaitable<http::Admission> {
-    const Result<std::int64_t> agent = co_await run_blocking(
-        ctx.blocking, [&] { return own_path ? authenticate_agent_path(ctx, head, m) : authenticate_agent(ctx, head); });
+    const Result<std::int64_t> agent = co_await run_blocking(ctx.agent_lane, [&] {
+      const store::GroupCommit::FirstInLine first;
+      return own_path ? authenticate_agent_path(ctx, head, m) : authenticate_agent(ctx, head);
+    });
     if (agent.ok()) co_return http::Admission::admitted(true);
     co_return http::Admission::refused(error_response(agent.error(), head));
   };
@@ -99,24 +123,25 @@ void register_routes(http::Router& r, ApiContext& ctx) {
   const http::Guard any_agent = agent_guard(ctx, /*own_path=*/false);
   // Operators and dashboards.
   r.add(verb::post, "/api/v1/runs", "runs.submit", offload(ctx, submit_run), admit(op, kDocumentBody));
-  r.add(verb::get, "/api/v1/runs", "runs.list", offload(ctx, list_runs), admit(reader, kNoBody));
-  r.add(verb::get, "/api/v1/runs/{id}", "runs.get", offload(ctx, get_run), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/runs", "runs.list", read_offload(ctx, list_runs), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/runs/{id}", "runs.get", read_offload(ctx, get_run), admit(reader, kNoBody));
   r.add(verb::post, "/api/v1/runs/{id}/cancel", "runs.cancel", offload(ctx, cancel_run), admit(op, kControlBody));
-  r.add(verb::get, "/api/v1/runs/{id}/results", "runs.results", offload(ctx, list_results), admit(reader, kNoBody));
-  r.add(verb::get, "/api/v1/runs/{id}/jobs", "runs.jobs", offload(ctx, list_jobs), admit(reader, kNoBody));
-  r.add(verb::get, "/api/v1/runs/{id}/report", "runs.report", offload(ctx, run_report), admit(reader, kNoBody));
-  r.add(verb::get, "/api/v1/compare", "runs.compare", offload(ctx, compare_runs), admit(reader, kNoBody));
-  r.add(verb::get, "/api/v1/results/{id}", "results.get", offload(ctx, get_result), admit(reader, kNoBody));
-  r.add(verb::get, "/api/v1/models", "models.list", offload(ctx, list_models), admit(reader, kNoBody));
-  r.add(verb::get, "/api/v1/agents", "agents.list", offload(ctx, list_agents), admit(reader, kNoBody));
-  r.add(verb::get, "/api/v1/queue", "queue.summary", offload(ctx, queue_summary), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/runs/{id}/results", "runs.results", read_offload(ctx, list_results),
+        admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/runs/{id}/jobs", "runs.jobs", read_offload(ctx, list_jobs), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/runs/{id}/report", "runs.report", read_offload(ctx, run_report), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/compare", "runs.compare", read_offload(ctx, compare_runs), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/results/{id}", "results.get", read_offload(ctx, get_result), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/models", "models.list", read_offload(ctx, list_models), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/agents", "agents.list", read_offload(ctx, list_agents), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/queue", "queue.summary", read_offload(ctx, queue_summary), admit(reader, kNoBody));
   r.add(verb::post, "/api/v1/agents/{id}/drain", "agents.drain", offload(ctx, drain_agent), admit(op, kControlBody));
   r.add(verb::post, "/api/v1/agents/{id}/approve", "agents.approve", offload(ctx, approve_agent),
         admit(op, kControlBody));
   r.add(verb::post, "/api/v1/schedules", "schedules.create", offload(ctx, create_schedule), admit(op, kDocumentBody));
-  r.add(verb::get, "/api/v1/schedules", "schedules.list", offload(ctx, list_schedules), admit(reader, kNoBody));
-  r.add(verb::get, "/api/v1/schedules/{id}", "schedules.get", offload(ctx, get_schedule), admit(reader, kNoBody));
-  r.add(verb::get, "/api/v1/schedules/{id}/summary", "schedules.summary", offload(ctx, schedule_summary),
+  r.add(verb::get, "/api/v1/schedules", "schedules.list", read_offload(ctx, list_schedules), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/schedules/{id}", "schedules.get", read_offload(ctx, get_schedule), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/schedules/{id}/summary", "schedules.summary", read_offload(ctx, schedule_summary),
         admit(reader, kNoBody));
   r.add(verb::post, "/api/v1/schedules/{id}/pause", "schedules.pause", offload(ctx, pause_schedule),
         admit(op, kControlBody));
@@ -124,10 +149,12 @@ void register_routes(http::Router& r, ApiContext& ctx) {
         admit(op, kControlBody));
   r.add(verb::delete_, "/api/v1/schedules/{id}", "schedules.delete", offload(ctx, delete_schedule),
         admit(op, kControlBody));
-  r.add(verb::get, "/api/v1/series", "series.list", offload(ctx, list_series), admit(reader, kNoBody));
-  r.add(verb::get, "/api/v1/series/{id}", "series.get", offload(ctx, get_series), admit(reader, kNoBody));
-  r.add(verb::get, "/api/v1/regressions", "regressions.list", offload(ctx, list_regressions), admit(reader, kNoBody));
-  r.add(verb::get, "/api/v1/regressions/{id}", "regressions.get", offload(ctx, get_regression), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/series", "series.list", read_offload(ctx, list_series), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/series/{id}", "series.get", read_offload(ctx, get_series), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/regressions", "regressions.list", read_offload(ctx, list_regressions),
+        admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/regressions/{id}", "regressions.get", read_offload(ctx, get_regression),
+        admit(reader, kNoBody));
   r.add(verb::post, "/api/v1/regressions/{id}/acknowledge", "regressions.acknowledge",
         offload(ctx, acknowledge_regression), admit(op, kControlBody));
   r.add(verb::post, "/api/v1/regressions/{id}/resolve", "regressions.resolve", offload(ctx, resolve_regression),
@@ -137,25 +164,25 @@ void register_routes(http::Router& r, ApiContext& ctx) {
   // Agents.
   r.add(verb::post, "/api/v1/agents/enroll", "agents.enroll", offload(ctx, enroll_agent),
         admit(enrolling, kDocumentBody));
-  r.add(verb::post, "/api/v1/agents/{id}/heartbeat", "agents.heartbeat", offload(ctx, agent_heartbeat),
+  r.add(verb::post, "/api/v1/agents/{id}/heartbeat", "agents.heartbeat", agent_offload(ctx, agent_heartbeat),
         admit(own_agent, kControlBody));
   r.add(
       verb::post, "/api/v1/agents/{id}/lease", "agents.lease",
       [&ctx](const http::Request& req, const http::RouteMatch& m) { return agent_lease(ctx, req, m); },
       admit(own_agent, kControlBody));
-  r.add(verb::post, "/api/v1/jobs/{id}/progress", "jobs.progress", offload(ctx, job_progress),
+  r.add(verb::post, "/api/v1/jobs/{id}/progress", "jobs.progress", agent_offload(ctx, job_progress),
         admit(any_agent, kControlBody));
-  r.add(verb::post, "/api/v1/jobs/{id}/result", "jobs.result", offload(ctx, job_result),
+  r.add(verb::post, "/api/v1/jobs/{id}/result", "jobs.result", agent_offload(ctx, job_result),
         admit(any_agent, std::nullopt));
-  r.add(verb::post, "/api/v1/jobs/{id}/release", "jobs.release", offload(ctx, job_release),
+  r.add(verb::post, "/api/v1/jobs/{id}/release", "jobs.release", agent_offload(ctx, job_release),
         admit(any_agent, kControlBody));
   // Service.
   r.add(verb::get, "/healthz", "healthz", inline_handler(ctx, healthz), admit({}, kNoBody));
-  r.add(verb::get, "/metrics", "metrics", offload(ctx, metrics), admit(reader, kNoBody));
+  r.add(verb::get, "/metrics", "metrics", read_offload(ctx, metrics), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/openapi.json", "openapi", inline_handler(ctx, openapi), admit({}, kNoBody));
-  // The dashboard: static files, read on the blocking pool; public (its API calls may need a token).
-  r.add(verb::get, "/", "web.index", offload(ctx, web_asset), admit({}, kNoBody));
-  r.set_fallback("web.asset", offload(ctx, web_asset), admit({}, kNoBody));
+  // The dashboard: static files, read on the read lane; public (its API calls may need a token).
+  r.add(verb::get, "/", "web.index", read_offload(ctx, web_asset), admit({}, kNoBody));
+  r.set_fallback("web.asset", read_offload(ctx, web_asset), admit({}, kNoBody));
 }
 
 }  // namespace benchfleet::api

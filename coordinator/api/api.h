@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -14,6 +15,7 @@
 #include "common/clock.h"
 #include "common/http/router.h"
 #include "coordinator/api/metrics.h"
+#include "coordinator/api/report_cache.h"
 #include "coordinator/config/config.h"
 #include "coordinator/services/work_signal.h"
 #include "coordinator/store/store.h"
@@ -31,10 +33,18 @@ struct ApiContext {
   std::string enrollment_token;  // never empty once the coordinator runs
   std::string reader_token;      // never empty once the coordinator runs; reads only
   std::atomic<bool>& stopping;   // long polls return at once when set
-  // Where handlers that touch the store run, so the I/O threads never block on SQLite.
+  // Where handlers that touch the store run, so the I/O threads never block on SQLite: the
+  // operators' writes and the service routes.
   boost::asio::any_io_executor blocking;
+  // The agent protocol's own lane (lease, heartbeat, progress, result, release, and the agent
+  // token checks): its store operations go first (GroupCommit::FirstInLine).
+  boost::asio::any_io_executor agent_lane;
+  // The reads' lane (every GET that touches the store), at a lower CPU priority.
+  boost::asio::any_io_executor read_lane;
   // Called (cheap, never blocking) after a result was stored: wakes the change detector.
   std::function<void()> on_result_stored = {};
+  // Finished runs' rendered reports (a finished run's report never changes).
+  std::shared_ptr<ReportCache> report_cache = std::make_shared<ReportCache>();
 };
 
 // REQUIRES: `ctx` outlives the router.

@@ -241,22 +241,38 @@ bool is_number_array_text(std::string_view text) {
 
 }  // namespace
 
+ResultJsonParts result_json_parts(const store::ResultRow& row) {
+  // A control character never appears in dump_json's output (it escapes them): a safe marker.
+  static constexpr std::string_view kMarker = "\x01samples\x01";
+  nlohmann::json outer = result_json(row);
+  std::string result = dump_json(outer["result"]);
+  outer.erase("result");
+  std::string text = dump_json(outer);
+  append_member(result, "\"samples_ms\":" + std::string(kMarker));
+  append_member(text, "\"result\":" + result);
+  const auto at = text.find(kMarker);
+  return {text.substr(0, at), text.substr(at + kMarker.size())};
+}
+
+bool is_number_array_piece(std::string_view piece) {
+  for (const char c : piece) {
+    const bool ok = (c >= '0' && c <= '9') || c == '.' || c == ',' || c == '-' || c == '+' || c == 'e' || c == 'E' ||
+                    c == '[' || c == ']';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 Result<std::string> result_json_text(const store::ResultRow& row) {
   const std::string_view samples = row.samples_json ? std::string_view(*row.samples_json) : std::string_view("[]");
   if (!is_number_array_text(samples)) {
     return Error::internal("the stored samples of result " + std::to_string(row.id) +
                            " are not a JSON array of numbers");
   }
-  nlohmann::json outer = result_json(row);
-  std::string result = dump_json(outer["result"]);
-  outer.erase("result");
-  std::string text = dump_json(outer);
-  std::string member;
-  member.reserve(samples.size() + 16);
-  member.append("\"samples_ms\":").append(samples);
-  append_member(result, member);
-  text.reserve(text.size() + result.size() + 16);
-  append_member(text, "\"result\":" + result);
+  const ResultJsonParts parts = result_json_parts(row);
+  std::string text;
+  text.reserve(parts.before.size() + samples.size() + parts.after.size());
+  text.append(parts.before).append(samples).append(parts.after);
   return text;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -66,6 +67,14 @@ nlohmann::json run_json(const store::RunInfo& run);
 nlohmann::json agent_json(const store::AgentInfo& agent, TimestampMs now, int heartbeat_interval_s);
 // A result without its samples.
 nlohmann::json result_json(const store::ResultRow& row);
+// A result's JSON around its samples array: before + samples text + after is result_json_text
+// (so a large result's samples can be streamed between the two).
+struct ResultJsonParts {
+  std::string before, after;
+};
+ResultJsonParts result_json_parts(const store::ResultRow& row);
+// Whether a piece of a stored samples text holds only the characters of a JSON array of numbers.
+bool is_number_array_piece(std::string_view piece);
 // A result as JSON text with its samples (result.samples_ms): the store's samples_json spliced
 // in as it is, so 10^6 samples are copied once and never parsed. Error when the stored text is
 // not a JSON array of numbers (it is only ever written so by the coordinator).

@@ -9,6 +9,22 @@
 
 namespace benchfleet::api {
 
+// The arrival time of the agent request this thread is handling: set by the agent lane around
+// the handler (api.cpp agent_offload), read by the handlers that judge a lease (heartbeat,
+// progress, result) so the lease is judged as of the request's arrival. 0 outside one.
+class AgentRequestArrival {
+ public:
+  explicit AgentRequestArrival(TimestampMs at) : was_(current_) { current_ = at; }
+  ~AgentRequestArrival() { current_ = was_; }
+  AgentRequestArrival(const AgentRequestArrival&) = delete;
+  AgentRequestArrival& operator=(const AgentRequestArrival&) = delete;
+  static TimestampMs current() { return current_; }
+
+ private:
+  static inline thread_local TimestampMs current_ = 0;
+  TimestampMs was_;
+};
+
 // runs_handlers.cpp
 Result<http::Response> submit_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> list_runs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);

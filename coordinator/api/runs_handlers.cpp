@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <memory>
 #include <tuple>
 
 #include "common/codecs.h"
@@ -12,6 +13,7 @@
 #include "coordinator/rules/fleet_check.h"
 #include "coordinator/rules/report.h"
 #include "coordinator/rules/report_cells.h"
+#include "coordinator/store/samples_reader.h"
 
 namespace benchfleet::api {
 namespace {
@@ -129,7 +131,8 @@ Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, c
   }
   // Samples only when asked for, and then a short page: at most 10 results and
   // ResultStore::kSamplesPageBytes of samples (each result may hold 10^6 samples; next_cursor
-  // continues), so a listing stays small and quick and a read's memory is bounded.
+  // continues; a result whose samples alone are more comes with samples_url instead, its own
+  // read streaming them), so a listing stays small and quick and a read's memory is bounded.
   const bool with_samples = samples.value_or("false") == "true";
   int n = static_cast<int>(limit.value_or(100));
   if (with_samples) n = std::min(n, kMaxResultsWithSamples);
@@ -144,7 +147,14 @@ Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, c
   // page of a few MB is built once, not parsed and printed again.
   std::string body = "{\"next_cursor\":" + next.dump() + ",\"results\":[";
   for (const auto& r : page.items) {
-    BF_ASSIGN_OR_RETURN(const std::string text, result_json_text(r));
+    std::string text;
+    if (r.samples_omitted) {  // more than a page holds: its own read streams them
+      nlohmann::json j = result_json(r);
+      j["samples_url"] = "/api/v1/results/" + std::to_string(r.id);
+      text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    } else {
+      BF_ASSIGN_OR_RETURN(text, result_json_text(r));
+    }
     if (body.back() != '[') body += ',';
     body += text;
   }
@@ -157,7 +167,11 @@ Result<http::Response> list_jobs(ApiContext& ctx, const http::Request& req, cons
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 10000));
   BF_ASSIGN_OR_RETURN(const auto cursor, int_query(m, "cursor", 0, INT64_MAX));
-  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.runs().list_jobs(id, cursor, static_cast<int>(limit.value_or(1000))));
+  // A page holds at most kJobsPageMax whatever is asked: 10,000 jobs a read, looped by anonymous
+  // clients, once cost the agents their leases. Clients follow next_cursor.
+  constexpr std::int64_t kJobsPageMax = 1000;
+  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.runs().list_jobs(
+                                           id, cursor, static_cast<int>(std::min(limit.value_or(1000), kJobsPageMax))));
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& job : page.items) rows.push_back(job_json(job));
   nlohmann::json next = page.next_cursor ? nlohmann::json(std::to_string(*page.next_cursor)) : nlohmann::json();
@@ -167,6 +181,35 @@ Result<http::Response> list_jobs(ApiContext& ctx, const http::Request& req, cons
 Result<http::Response> get_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
+  // Large samples are streamed from their own read of the database, a chunk at a time as the
+  // reader takes them: a slow reader of a 10^6-sample result then holds one chunk, not 18 MiB.
+  constexpr std::size_t kStreamAbove = std::size_t{1} << 20;
+  if (m.exchange) {
+    auto reader = store::SamplesReader::open(ctx.store.options().path, id);
+    if (reader.ok() && (*reader)->size() > kStreamAbove) {
+      BF_ASSIGN_OR_RETURN(const auto row, ctx.store.results().get_result(id, /*with_samples=*/false));
+      ResultJsonParts parts = result_json_parts(row);
+      const std::size_t samples = (*reader)->size();
+      http::Exchange::BodyStream body;
+      body.size = samples + parts.after.size();
+      body.executor = ctx.read_lane;
+      body.next = [reader = std::shared_ptr<store::SamplesReader>(std::move(*reader)), samples,
+                   after = std::move(parts.after), offset = std::size_t{0}](std::size_t max) mutable -> std::string {
+        std::string piece;
+        if (offset < samples) {
+          auto read = reader->read(offset, std::min(max, samples - offset));
+          if (!read.ok() || read->empty() || !is_number_array_piece(*read)) return {};  // cut short
+          piece = std::move(*read);
+        } else {
+          piece = after.substr(offset - samples, max);
+        }
+        offset += piece.size();
+        return piece;
+      };
+      m.exchange->stream_after(std::move(body));
+      return http::text_response(bhttp::status::ok, std::move(parts.before), req, "application/json");
+    }
+  }
   BF_ASSIGN_OR_RETURN(const auto row, ctx.store.results().get_result(id));
   BF_ASSIGN_OR_RETURN(std::string body, result_json_text(row));
   return http::text_response(bhttp::status::ok, std::move(body), req, "application/json");
@@ -183,18 +226,31 @@ Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, con
   }
 
   BF_ASSIGN_OR_RETURN(const auto run, ctx.store.runs().get_run(id));
-  BF_ASSIGN_OR_RETURN(const report::Report built,
-                      report_of_run(ctx, run, stat, exclude_flagged.value_or("false") == "true"));
-
-  if (format == "md") {
-    return http::text_response(bhttp::status::ok, report::render_markdown(built), req, "text/markdown; charset=utf-8");
-  }
-  if (format == "csv") {
-    auto res = http::text_response(bhttp::status::ok, report::render_csv(built), req, "text/csv; charset=utf-8");
-    res.set(bhttp::field::content_disposition, "attachment; filename=\"run-" + std::to_string(run.id) + ".csv\"");
+  const bool exclude = exclude_flagged.value_or("false") == "true";
+  const auto respond = [&](const RenderedReport& r) {
+    auto res = http::text_response(bhttp::status::ok, r.body, req, r.content_type);
+    if (!r.content_disposition.empty()) res.set(bhttp::field::content_disposition, r.content_disposition);
     return res;
+  };
+  // A finished run's report never changes: rendered once, then copied.
+  const std::string key =
+      std::to_string(run.id) + "/" + format + "/" + std::string(to_string(stat)) + "/" + (exclude ? "exclude" : "all");
+  if (run.finished_at) {
+    if (auto hit = ctx.report_cache->find(key)) return respond(*hit);
   }
-  return http::text_response(bhttp::status::ok, report::render_json(built), req, "application/json");
+  BF_ASSIGN_OR_RETURN(const report::Report built, report_of_run(ctx, run, stat, exclude));
+  RenderedReport rendered;
+  if (format == "md") {
+    rendered = {"text/markdown; charset=utf-8", "", report::render_markdown(built)};
+  } else if (format == "csv") {
+    rendered = {"text/csv; charset=utf-8", "attachment; filename=\"run-" + std::to_string(run.id) + ".csv\"",
+                report::render_csv(built)};
+  } else {
+    rendered = {"application/json", "", report::render_json(built)};
+  }
+  auto res = respond(rendered);
+  if (run.finished_at) ctx.report_cache->put(key, std::move(rendered));
+  return res;
 }
 
 namespace {

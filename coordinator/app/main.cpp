@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -28,6 +29,7 @@
 #include "coordinator/config/config.h"
 #include "coordinator/config/layer_options.h"
 #include "coordinator/services/history_worker.h"
+#include "coordinator/services/lane.h"
 #include "coordinator/services/lease_sweeper.h"
 #include "coordinator/services/schedule_runner.h"
 #include "coordinator/store/backup.h"
@@ -102,8 +104,23 @@ int run(int argc, char** argv) {
 
   asio::io_context ioc(config.threads);
   asio::thread_pool blocking(static_cast<std::size_t>(config.store_threads));
+  // Agents first: their protocol has its own threads, whose store operations go ahead; reads
+  // have theirs, at a lower CPU priority (docs/design.md §8).
+  Lane agent_lane("agents", config.agent_threads);
+  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  Lane read_lane("reads", config.read_threads > 0 ? config.read_threads : cores, config.read_nice);
   WorkSignal work;
   (*store)->on_work_available([&work] { work.notify(); });
+  // A database file replaced under the store (a copy or rename onto it, or onto its -wal): the
+  // store already refuses every write; stop, and exit non-zero, rather than serve a store that
+  // can no longer keep what it acknowledges. (stop_serving is set below, before ioc runs.)
+  std::function<void()> stop_serving;
+  std::atomic<bool> files_lost{false};
+  (*store)->on_files_lost([&](const Error& why) {
+    spdlog::critical("{}", why.message);
+    files_lost.store(true);
+    asio::post(ioc, [&stop_serving] { stop_serving(); });
+  });
   Metrics metrics;
   std::atomic<bool> stopping{false};
   HistoryWorker history(ioc, blocking.get_executor(), (*store)->history(), clock, history_options(config));
@@ -118,6 +135,8 @@ int run(int argc, char** argv) {
                       *reader_token,
                       stopping,
                       blocking.get_executor(),
+                      agent_lane.executor(),
+                      read_lane.executor(),
                       [&history] { history.wake(); }};
   http::Router router;
   api::register_routes(router, ctx);
@@ -133,6 +152,35 @@ int run(int argc, char** argv) {
   (*server)->start();
   spdlog::info("listening on {}:{} db={} catalog={} models={}", endpoint->address().to_string(), (*server)->port(),
                config.db, catalog_path, catalog->models().size());
+  // The agents' and operators' own listener: tokens only, its own connection slots.
+  std::unique_ptr<http::Server> agent_server;
+  if (!config.agent_listen.empty()) {
+    auto agent_endpoint = http::parse_listen_address(config.agent_listen);
+    if (!agent_endpoint.ok()) {
+      spdlog::error("--agent-listen: {}", agent_endpoint.error().describe());
+      return 2;
+    }
+    http::ServerLimits limits = server_limits(config);
+    limits.credentials_only = true;
+    limits.reserved_connections = 0;
+    limits.max_connections_per_peer = 0;
+    auto listening = http::Server::listen(ioc, *agent_endpoint, router, limits,
+                                          [&metrics](std::string_view route, unsigned status, double seconds) {
+                                            metrics.observe_request(route, status, seconds);
+                                          });
+    if (!listening.ok()) {
+      spdlog::error("{}", listening.error().message);
+      return 1;
+    }
+    agent_server = std::move(*listening);
+    agent_server->start();
+    spdlog::info("listening for agents and operators (tokens only) on {}:{}", agent_endpoint->address().to_string(),
+                 agent_server->port());
+    if (!config.agent_port_file.empty()) {
+      std::ofstream(config.agent_port_file + ".tmp") << agent_server->port() << "\n";
+      std::rename((config.agent_port_file + ".tmp").c_str(), config.agent_port_file.c_str());
+    }
+  }
   if (config.web_root.empty()) {
     spdlog::info("dashboard disabled (web_root is empty)");
   } else if (std::error_code ec; !std::filesystem::is_directory(config.web_root, ec)) {
@@ -151,6 +199,19 @@ int run(int argc, char** argv) {
 
   LeaseSweeper sweeper(ioc, blocking.get_executor(), (*store)->agents(), LeaseSweeper::period_for(config.lease_ttl_s));
   sweeper.start();
+  // What a flood of reads allocated goes back to the system within seconds: glibc keeps freed
+  // heap in its per-thread arenas until it is trimmed (trimmed on the read lane, off the I/O
+  // threads).
+  asio::steady_timer trimmer(asio::make_strand(ioc));  // its waits and its cancel on one strand
+  std::function<void()> trim_later = [&] {
+    trimmer.expires_after(std::chrono::seconds(5));
+    trimmer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec || stopping.load()) return;
+      asio::post(read_lane.executor(), [] { malloc_trim(0); });
+      trim_later();
+    });
+  };
+  trim_later();
   // Schedules read "now" from the system clock, or (tests only) from the file named by
   // BENCHFLEET_TEST_SCHEDULE_CLOCK_FILE, re-read at each check.
   ScheduleRunner::NowSource schedule_now = [&clock]() -> Result<TimestampMs> { return clock.now_ms(); };
@@ -164,15 +225,20 @@ int run(int argc, char** argv) {
   schedules.start();
   history.start();
 
+  stop_serving = [&] {
+    stopping.store(true);
+    (*server)->stop();
+    if (agent_server) agent_server->stop();
+    asio::post(trimmer.get_executor(), [&trimmer] { trimmer.cancel(); });
+    sweeper.stop();
+    schedules.stop();
+    history.stop();
+  };
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     spdlog::info("signal {}: stopping (in-flight requests finish)", signo);
-    stopping.store(true);
-    (*server)->stop();
-    sweeper.stop();
-    schedules.stop();
-    history.stop();
+    stop_serving();
   });
 
   std::vector<std::thread> threads;
@@ -180,8 +246,10 @@ int run(int argc, char** argv) {
   ioc.run();
   for (auto& t : threads) t.join();
   blocking.join();
+  agent_lane.join();
+  read_lane.join();
   spdlog::info("stopped");
-  return 0;
+  return files_lost.load() ? 1 : 0;
 }
 
 }  // namespace

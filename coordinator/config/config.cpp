@@ -53,13 +53,36 @@ std::vector<Option> options(CoordinatorConfig& c) {
              "how long a later request's headers may take, from its first byte"),
       option("max_inflight_body_bytes", c.max_inflight_body_bytes,
              "request bodies held at once across connections; a request beyond is answered 503 with Retry-After"),
+      option("max_inflight_body_bytes_per_client", c.max_inflight_body_bytes_per_client,
+             "of max_inflight_body_bytes, what one client (a token, else an address) may hold; a client holding "
+             "none is always admitted one body (0: no per-client bound)"),
+      option("max_inflight_response_bytes", c.max_inflight_response_bytes,
+             "answers built and not yet read by their clients; a read beyond is answered 503 with Retry-After "
+             "before it is built (0: unbounded)"),
+      option("max_inflight_response_bytes_per_client", c.max_inflight_response_bytes_per_client,
+             "of max_inflight_response_bytes, what one client (a token, else an address) may hold"),
+      option("anonymous_reads_per_s", c.anonymous_reads_per_s,
+             "reads without a token one address may make a second, in bursts of twice as many; beyond, 429 with "
+             "Retry-After (0: unbounded)"),
+      option("agent_listen", c.agent_listen,
+             "a second address:port serving only requests with a token (agents, operators, readers), with its own "
+             "connections, so that no anonymous client can take them (empty: none)"),
+      option("agent_port_file", c.agent_port_file, "write agent_listen's bound port to this file once listening"),
       option("max_header_bytes", c.max_header_bytes, "largest request line plus headers"),
       option("max_json_depth", c.max_json_depth, "deepest JSON nesting accepted"),
       option("request_timeout_s", c.request_timeout_s, "bound on reading a request's body and on writing its response"),
       option("threads", c.threads, "I/O threads (they never wait on the database)"),
       option("store_threads", c.store_threads,
-             "threads running the handlers that use the database; requests waiting for the same commit"
-             " each hold one, so this bounds how many share an fsync"),
+             "threads running the operators' writes and service routes that use the database (agents and reads "
+             "have their own lanes); requests waiting for the same commit each hold one, so this bounds how many "
+             "share an fsync"),
+      option("agent_threads", c.agent_threads,
+             "threads running only the agent protocol (lease, heartbeat, progress, result, release), whose store "
+             "operations go ahead of every other's"),
+      option("read_threads", c.read_threads,
+             "threads running the API's reads (lists, reports, results, compare), at nice read_nice (0: the "
+             "machine's cores)"),
+      option("read_nice", c.read_nice, "CPU priority (nice, 0..19) of the read threads: reads never outrun agents"),
       option("log_level", c.log_level, "trace, debug, info, warn, error"),
       option("port_file", c.port_file, "write the bound port to this file once listening"),
       option("web_root", c.web_root,
@@ -130,11 +153,22 @@ Status validate(const CoordinatorConfig& c) {
   if (c.first_request_timeout_s < 1) return Error::invalid("first_request_timeout_s", "must be >= 1");
   if (c.header_timeout_s < 1) return Error::invalid("header_timeout_s", "must be >= 1");
   if (c.max_inflight_body_bytes < 1024) return Error::invalid("max_inflight_body_bytes", "must be >= 1024");
+  if (c.max_inflight_body_bytes_per_client < 0) {
+    return Error::invalid("max_inflight_body_bytes_per_client", "must be >= 0");
+  }
+  if (c.max_inflight_response_bytes < 0) return Error::invalid("max_inflight_response_bytes", "must be >= 0");
+  if (!(c.anonymous_reads_per_s >= 0)) return Error::invalid("anonymous_reads_per_s", "must be >= 0");
+  if (c.max_inflight_response_bytes_per_client < 0) {
+    return Error::invalid("max_inflight_response_bytes_per_client", "must be >= 0");
+  }
   if (c.max_header_bytes < 1024) return Error::invalid("max_header_bytes", "must be >= 1024");
   if (c.max_json_depth < 4 || c.max_json_depth > 256) return Error::invalid("max_json_depth", "must be 4..256");
   if (c.request_timeout_s < 1) return Error::invalid("request_timeout_s", "must be >= 1");
   if (c.threads < 1 || c.threads > 64) return Error::invalid("threads", "must be 1..64");
   if (c.store_threads < 1 || c.store_threads > 64) return Error::invalid("store_threads", "must be 1..64");
+  if (c.agent_threads < 1 || c.agent_threads > 64) return Error::invalid("agent_threads", "must be 1..64");
+  if (c.read_threads < 0 || c.read_threads > 64) return Error::invalid("read_threads", "must be 0..64");
+  if (c.read_nice < 0 || c.read_nice > 19) return Error::invalid("read_nice", "must be 0..19");
   if (c.schedule_check_ms < 10 || c.schedule_check_ms > 3'600'000) {
     return Error::invalid("schedule_check_ms", "must be between 10 and 3600000");
   }

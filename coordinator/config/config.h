@@ -49,11 +49,29 @@ struct CoordinatorConfig {
   int header_timeout_s = 10;        // a later request's headers, from its first byte
   // Request bodies held at once across connections; a request that would go beyond gets 503.
   std::int64_t max_inflight_body_bytes = std::int64_t{64} << 20;
+  std::int64_t max_inflight_body_bytes_per_client = std::int64_t{16} << 20;  // a token, else an address
+  // Answers built and not yet read by their clients; a read beyond is answered 503.
+  std::int64_t max_inflight_response_bytes = std::int64_t{256} << 20;
+  std::int64_t max_inflight_response_bytes_per_client = std::int64_t{64} << 20;
+  // Reads without a token from one address, per second (bursts of twice as many); 0: unbounded.
+  double anonymous_reads_per_s = 100;
+  // A second listener serving only requests with a token (agents, operators, readers), with its
+  // own connections: no anonymous client can take them. Empty: none.
+  std::string agent_listen;
+  std::string agent_port_file;  // when set, the second listener's port is written here
   std::int64_t max_header_bytes = 16 << 10;
   int max_json_depth = 32;
   int request_timeout_s = 30;
   int threads = 2;         // I/O threads (never block)
   int store_threads = 32;  // threads running handlers that use the store (bounds a group commit)
+  // The agent lane: threads running only the agent protocol (lease, heartbeat, progress, result,
+  // release), whose store operations go ahead of every other's.
+  int agent_threads = 16;
+  // The read lane: threads running the GETs (lists, reports, results, compare), at a lower CPU
+  // priority (nice read_nice), so a flood of reads can take neither the store nor the CPU from
+  // the agents. 0: the machine's cores.
+  int read_threads = 0;
+  int read_nice = 10;
   std::string log_level = "info";
   std::string port_file;  // when set, the bound port is written here after listening
   // The directory served at / (the dashboard); empty disables the dashboard.

@@ -51,6 +51,11 @@ http::ServerLimits server_limits(const CoordinatorConfig& config) {
   limits.first_request_timeout = std::chrono::seconds(config.first_request_timeout_s);
   limits.header_timeout = std::chrono::seconds(config.header_timeout_s);
   limits.max_inflight_body_bytes = static_cast<std::size_t>(config.max_inflight_body_bytes);
+  limits.max_inflight_body_bytes_per_client = static_cast<std::size_t>(config.max_inflight_body_bytes_per_client);
+  limits.max_inflight_response_bytes = static_cast<std::size_t>(config.max_inflight_response_bytes);
+  limits.max_inflight_response_bytes_per_client =
+      static_cast<std::size_t>(config.max_inflight_response_bytes_per_client);
+  limits.anonymous_reads_per_s_per_peer = config.anonymous_reads_per_s;
   return limits;
 }
 

@@ -41,7 +41,7 @@ std::string capability_set(const std::vector<TorchBuildDescriptor>& builds) {
 
 }  // namespace
 
-Status AgentStore::mark_unsupported(const scheduler::SlotOffer& offer) {
+Result<bool> AgentStore::mark_unsupported(const scheduler::SlotOffer& offer, std::size_t max_verdicts) {
   // Candidates: queued jobs of this class and of a build/runtime the slot has, in a mode it lacks.
   // One seek of jobs_queued_cells per build/runtime, each row one verdict.
   std::map<std::pair<std::string, Runtime>, std::set<Mode>> offered;
@@ -63,7 +63,7 @@ Status AgentStore::mark_unsupported(const scheduler::SlotOffer& offer) {
     if (missing.empty()) continue;
     q->bind(1, offer.gpu_class).bind(2, build_runtime.first).bind(3, to_string(build_runtime.second));
     q->bind(4, missing.dump());
-    while (true) {
+    while (max_verdicts == 0 || verdicts.size() < max_verdicts) {
       BF_ASSIGN_OR_RETURN(bool row, q->step());
       if (!row) break;
       if (auto reason = scheduler::unsupported_reason(offer, job_spec_at(*q, 2))) {
@@ -71,7 +71,9 @@ Status AgentStore::mark_unsupported(const scheduler::SlotOffer& offer) {
       }
     }
     q->reset();  // bound again for the next build and runtime
+    if (max_verdicts != 0 && verdicts.size() >= max_verdicts) break;
   }
+  const bool more = max_verdicts != 0 && verdicts.size() >= max_verdicts;
   const TimestampMs now = core_.clock.now_ms();
   std::set<std::int64_t> runs;
   for (const auto& [job_id, run_id, reason] : verdicts) {
@@ -88,10 +90,10 @@ Status AgentStore::mark_unsupported(const scheduler::SlotOffer& offer) {
     runs.insert(run_id);
   }
   for (auto run_id : runs) BF_RETURN_IF_ERROR(core_.update_run_finished(run_id));
-  return Status::Ok();
+  return more;
 }
 
-Status AgentStore::mark_unsupported_for_run_locked(const MatrixSpec& spec) {
+Result<bool> AgentStore::mark_unsupported_for_run_locked(const MatrixSpec& spec, std::size_t max_verdicts) {
   // Every enrolled slot judges the run's cells; slots alike (GPU class and builds) judge once.
   // Agents are few next to jobs: one read of their descriptors per submitted run.
   const std::set<std::string> gpus(spec.gpus.begin(), spec.gpus.end());
@@ -122,10 +124,11 @@ Status AgentStore::mark_unsupported_for_run_locked(const MatrixSpec& spec) {
       if (!gpus.contains(slot.gpu_class)) continue;
       if (!judged.insert(slot.gpu_class + '\n' + nlohmann::json(offer.builds).dump()).second) continue;
       offer.gpu_class = slot.gpu_class;
-      BF_RETURN_IF_ERROR(mark_unsupported(offer));
+      BF_ASSIGN_OR_RETURN(const bool more, mark_unsupported(offer, max_verdicts));
+      if (more) return true;  // the caller comes back for the rest
     }
   }
-  return Status::Ok();
+  return false;
 }
 
 Result<std::optional<std::int64_t>> AgentStore::pick_candidate_locked(const scheduler::SlotOffer& offer) {

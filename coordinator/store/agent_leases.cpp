@@ -190,11 +190,13 @@ Result<LeaseGrant> AgentStore::grant_locked(std::int64_t agent_id, const std::st
   return grant;
 }
 
-Result<Renewal> AgentStore::renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running) {
+Result<Renewal> AgentStore::renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running,
+                                         TimestampMs arrived_at) {
   BF_ASSIGN_OR_RETURN(std::optional<StoreCore::HeldLease> held, core_.held_lease_locked(agent_id, lease));
   if (!held || held->state != LeaseState::kActive) return Renewal{held ? held->state : LeaseState::kLost, 0};
   const TimestampMs now = core_.clock.now_ms();
-  if (held->expires_at <= now) {
+  // Judged as of the request's arrival: the coordinator's own queue never costs a lease.
+  if (held->expires_at <= (arrived_at > 0 ? std::min(arrived_at, now) : now)) {
     // Expired but not yet swept: it is stale all the same (docs/design.md §7), so expire it here.
     BF_RETURN_IF_ERROR(core_.requeue_or_fail(lease.job_id, held->attempt, held->max_attempts, held->run_id, "expired"));
     return Renewal{LeaseState::kLost, 0};
@@ -207,22 +209,23 @@ Result<Renewal> AgentStore::renew_locked(std::int64_t agent_id, const LeaseRef& 
   return Renewal{LeaseState::kActive, expires};
 }
 
-Result<Renewal> AgentStore::renew(std::int64_t agent_id, const LeaseRef& lease) {
+Result<Renewal> AgentStore::renew(std::int64_t agent_id, const LeaseRef& lease, TimestampMs arrived_at) {
   return core_.group.run([&]() -> Result<Renewal> {
     BF_RETURN_IF_ERROR(
         core_.db->run("UPDATE agents SET last_seen_at = ? WHERE id = ?", core_.clock.now_ms(), agent_id));
-    return renew_locked(agent_id, lease, /*mark_running=*/true);
+    return renew_locked(agent_id, lease, /*mark_running=*/true, arrived_at);
   });
 }
 
-Result<std::vector<Renewal>> AgentStore::heartbeat(std::int64_t agent_id, const std::vector<LeaseRef>& leases) {
+Result<std::vector<Renewal>> AgentStore::heartbeat(std::int64_t agent_id, const std::vector<LeaseRef>& leases,
+                                                   TimestampMs arrived_at) {
   return core_.group.run([&]() -> Result<std::vector<Renewal>> {
     BF_RETURN_IF_ERROR(
         core_.db->run("UPDATE agents SET last_seen_at = ? WHERE id = ?", core_.clock.now_ms(), agent_id));
     if (core_.db->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
     std::vector<Renewal> out;
     for (const auto& l : leases) {
-      BF_ASSIGN_OR_RETURN(Renewal r, renew_locked(agent_id, l, /*mark_running=*/false));
+      BF_ASSIGN_OR_RETURN(Renewal r, renew_locked(agent_id, l, /*mark_running=*/false, arrived_at));
       out.push_back(r);
     }
     return out;
@@ -240,8 +243,28 @@ Result<LeaseState> AgentStore::release(std::int64_t agent_id, const LeaseRef& le
   });
 }
 
+AgentStore::Arrivals::Ticket::Ticket(Arrivals& a, TimestampMs at) : arrivals_(a), at_(at) {
+  std::lock_guard lock(arrivals_.mu_);
+  arrivals_.at_.insert(at);
+}
+
+AgentStore::Arrivals::Ticket::~Ticket() {
+  std::lock_guard lock(arrivals_.mu_);
+  arrivals_.at_.erase(arrivals_.at_.find(at_));
+}
+
+std::optional<TimestampMs> AgentStore::Arrivals::oldest() const {
+  std::lock_guard lock(mu_);
+  if (at_.empty()) return std::nullopt;
+  return *at_.begin();
+}
+
 Result<std::int64_t> AgentStore::expire_leases() {
   return core_.group.run([&]() -> Result<std::int64_t> {
+    // Read under the store's lock: a request that arrived before this point and is still being
+    // handled holds the cutoff back to its arrival.
+    TimestampMs cutoff = core_.clock.now_ms();
+    if (const auto oldest = arrivals_.oldest()) cutoff = std::min(cutoff, *oldest - 1);
     struct Expired {
       std::int64_t job_id, run_id;
       int attempt, max_attempts;
@@ -253,7 +276,7 @@ Result<std::int64_t> AgentStore::expire_leases() {
           core_.db->query(
               "SELECT id, run_id, attempt, max_attempts FROM jobs INDEXED BY jobs_leases WHERE lease_id IS NOT NULL"
               " AND status IN ('leased','running') AND lease_expires_at <= ?",
-              core_.clock.now_ms()));
+              cutoff));
       while (true) {
         BF_ASSIGN_OR_RETURN(bool row, s->step());
         if (!row) break;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/codecs.h"
+#include "coordinator/rules/agent_names.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/store_core.h"
 
@@ -43,6 +44,25 @@ Result<std::int64_t> AgentStore::enroll_agent(const AgentDescriptor& d, const Ag
                          " approval (benchfleet agents approve " +
                          d.name + ")",
                      "name"};
+      }
+      if (!existing.found()) {
+        // A new name that reads as an enrolled one (case, width, spaces, normalisation, a
+        // look-alike letter) would pass for that agent in every list: one name, refused.
+        const std::string key = rules::agent_name_key(d.name);
+        BF_ASSIGN_OR_RETURN(auto all, core_.db->prepare("SELECT id, name FROM agents"));
+        while (true) {
+          BF_ASSIGN_OR_RETURN(bool row, all->step());
+          if (!row) break;
+          const std::string other = all->text(1);
+          if (rules::agent_name_key(other) != key) continue;
+          return Error{ErrorCode::kConflict,
+                       "\"" + d.name + "\" reads as the enrolled agent \"" + other + "\" (id " +
+                           std::to_string(all->int64(0)) +
+                           "): names that differ only in case, width, surrounding spaces, Unicode normalisation or "
+                           "look-alike letters are one name. Enrol under \"" +
+                           other + "\" (with its key, token or an approval) or choose another name",
+                       "name"};
+        }
       }
     }
     {

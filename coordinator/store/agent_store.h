@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,25 +69,59 @@ class AgentStore {
   // attempt's row is removed) and waiting polls are woken. Returns whether it was withdrawn;
   // false when the lease was acknowledged, ended, or its run cancelled (nothing to undo).
   Result<bool> withdraw_lease(std::int64_t agent_id, const LeaseRef& lease);
-  // Extends a lease (progress) and acknowledges it; marks the job running.
-  Result<Renewal> renew(std::int64_t agent_id, const LeaseRef& lease);
-  // Heartbeat: records the agent as seen and renews (and acknowledges) each listed lease.
-  Result<std::vector<Renewal>> heartbeat(std::int64_t agent_id, const std::vector<LeaseRef>& leases);
+  // Extends a lease (progress) and acknowledges it; marks the job running. `arrived_at`: when the
+  // request arrived (AgentArrivals); a lease that had not expired then is renewed, however late
+  // the coordinator comes to it. 0: now.
+  Result<Renewal> renew(std::int64_t agent_id, const LeaseRef& lease, TimestampMs arrived_at = 0);
+  // Heartbeat: records the agent as seen and renews (and acknowledges) each listed lease, as
+  // renew does.
+  Result<std::vector<Renewal>> heartbeat(std::int64_t agent_id, const std::vector<LeaseRef>& leases,
+                                         TimestampMs arrived_at = 0);
   // The holder gives a lease back unfinished (an aborting agent): the job is requeued at once
   // (or fails after max attempts). kLost when the lease is not current, kCancelled when its run
   // was cancelled (nothing to do then).
   Result<LeaseState> release(std::int64_t agent_id, const LeaseRef& lease);
   // Requeues (or fails, after max attempts) jobs whose lease expired. Returns how many changed.
+  // A lease is never lost for the coordinator's own lateness: while agent requests are being
+  // handled (arrivals()), only leases that expired before the oldest of them arrived are expired,
+  // since that request may be the heartbeat that renews the others.
   Result<std::int64_t> expire_leases();
 
+  // The agent requests being handled, by arrival: the API notes each from the moment it has the
+  // request until it answered (ticket), so the sweeper does not expire what they may renew.
+  class Arrivals {
+   public:
+    class Ticket {
+     public:
+      Ticket(Arrivals& a, TimestampMs at);
+      ~Ticket();
+      Ticket(const Ticket&) = delete;
+      Ticket& operator=(const Ticket&) = delete;
+      TimestampMs at() const { return at_; }
+
+     private:
+      Arrivals& arrivals_;
+      TimestampMs at_;
+    };
+    // The arrival time of the oldest request being handled; nullopt when none is.
+    std::optional<TimestampMs> oldest() const;
+
+   private:
+    mutable std::mutex mu_;
+    std::multiset<TimestampMs> at_;
+  };
+  Arrivals& arrivals() { return arrivals_; }
+
   // Inside a caller's operation: a new run's queued cells judged by every enrolled slot
-  // (RunStore::create_run); see mark_unsupported.
-  Status mark_unsupported_for_run_locked(const MatrixSpec& spec);
+  // (RunStore::create_run); see mark_unsupported. At most `max_verdicts` cells marked (0: all);
+  // returns whether more may remain, for a caller that marks a big run in several operations.
+  Result<bool> mark_unsupported_for_run_locked(const MatrixSpec& spec, std::size_t max_verdicts = 0);
 
  private:
   // Queued jobs this slot's builds declare unsupported get that verdict now (scheduler rule):
   // called for each slot class of an agent that enrols (its capabilities may have changed).
-  Status mark_unsupported(const scheduler::SlotOffer& offer);
+  // At most `max_verdicts` of them (0: all); returns whether more may remain (call again).
+  Result<bool> mark_unsupported(const scheduler::SlotOffer& offer, std::size_t max_verdicts = 0);
   // The job `offer` should run next (scheduler::pick_job over the best queued job of each cell
   // the slot can run, tier by tier), or nullopt when none fits.
   Result<std::optional<std::int64_t>> pick_candidate_locked(const scheduler::SlotOffer& offer);
@@ -96,7 +132,7 @@ class AgentStore {
   // lease, last step: `job_id` (queued, picked by pick_candidate_locked) leased to `slot`.
   Result<LeaseGrant> grant_locked(std::int64_t agent_id, const std::string& slot, std::int64_t job_id,
                                   const std::optional<std::string>& request_id);
-  Result<Renewal> renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running);
+  Result<Renewal> renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running, TimestampMs arrived_at);
   // The current lease on `job_id` handed over again, its expiry renewed (lease).
   Result<LeaseGrant> redeliver_locked(std::int64_t job_id);
   // withdraw_lease inside a caller's transaction.
@@ -107,6 +143,7 @@ class AgentStore {
   Result<AgentInfo> agent_info_locked(std::int64_t agent_id);
 
   StoreCore& core_;
+  Arrivals arrivals_;
 };
 
 }  // namespace benchfleet::store

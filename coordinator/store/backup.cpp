@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -79,6 +80,36 @@ Status check_copy(sqlite3* db, const std::string& path, const char* check) {
   return {};
 }
 
+// Whether `a` and `b` name one file: the same path once symlinks and dots are resolved (for a
+// file that does not exist yet, its directory's), or, when both exist, the same inode (a hard
+// link).
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec1, ec2;
+  const fs::path ca = fs::weakly_canonical(a, ec1), cb = fs::weakly_canonical(b, ec2);
+  if (!ec1 && !ec2 && ca == cb) return true;
+  struct stat sa {
+  }, sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// A backup written to `target` (or to its ".partial" beside it) must not replace any file of the
+// live database: the coordinator would go on writing to the replaced, deleted inode, and every
+// result it acknowledged from then on would be lost.
+Status refuse_live_files(const std::string& db_path, const std::string& target) {
+  for (const std::string suffix : {"", "-wal", "-shm", "-journal", ".lock"}) {
+    const fs::path live = db_path + suffix;
+    for (const std::string& written : {target, target + ".partial"}) {
+      if (same_file(written, live)) {
+        return Error::invalid("to", written + " is the database's own " + (suffix.empty() ? "file" : suffix + " file") +
+                                        " (" + live.string() +
+                                        "): a backup there would destroy the store; choose "
+                                        "another path");
+      }
+    }
+  }
+  return {};
+}
+
 void remove_quietly(const fs::path& p) {
   std::error_code ec;
   fs::remove(p, ec);
@@ -107,6 +138,7 @@ ServeLock::~ServeLock() {
 
 Status backup_database(const std::string& db_path, const std::string& to_path) {
   if (!fs::exists(db_path)) return Error::not_found("no database at " + db_path);
+  BF_RETURN_IF_ERROR(refuse_live_files(db_path, to_path));
   BF_ASSIGN_OR_RETURN(Db from, open_db(db_path, SQLITE_OPEN_READONLY));
   const std::string partial = to_path + ".partial";
   remove_quietly(partial);

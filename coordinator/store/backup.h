@@ -34,7 +34,9 @@ class ServeLock {
 // (one read snapshot, consistent while a coordinator writes). The copy is written beside
 // `to_path` and renamed into place only once it passed PRAGMA quick_check and carries
 // benchfleet's application id, so `to_path` never holds half a backup. Needs no lock: the
-// database is only read. An existing `to_path` is replaced.
+// database is only read. An existing `to_path` is replaced, but never a file of the database
+// itself: `to_path` (or its ".partial") naming the database, its -wal, -shm, -journal or .lock,
+// by any path (symlinks, "..", a hard link), is refused, field "to".
 Status backup_database(const std::string& db_path, const std::string& to_path);
 
 // Replaces the database at `db_path` with the backup at `from_path`: refused while a coordinator

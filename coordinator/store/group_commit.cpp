@@ -18,10 +18,32 @@ GroupCommit::~GroupCommit() {
   if (open_) commit_locked();
 }
 
+thread_local bool GroupCommit::first_in_line_ = false;
+
 Status GroupCommit::enter(Member& m) {
   arriving_.fetch_add(1, std::memory_order_relaxed);
-  mu_.lock();
+  if (first_in_line_) {
+    first_arriving_.fetch_add(1, std::memory_order_relaxed);
+    mu_.lock();
+    first_arriving_.fetch_sub(1, std::memory_order_relaxed);
+  } else {
+    // One other operation at a time contends for the lock, and it lets the agent lane's waiting
+    // operations take it first (bounded: reads are slowed, never starved). So an agent's
+    // operation waits for at most the one holding the lock and the one at the gate, not for
+    // every read queued.
+    std::unique_lock gate(others_gate_);
+    const auto until = std::chrono::steady_clock::now() + kYieldAtMost;
+    while (first_arriving_.load(std::memory_order_relaxed) > 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    mu_.lock();
+  }
   arriving_.fetch_sub(1, std::memory_order_relaxed);
+  if (files_lost_) {
+    Error lost = *files_lost_;
+    mu_.unlock();
+    return lost;
+  }
   if (!open_) {
     // IMMEDIATE: the write lock up front, so another process's writer makes this wait
     // (busy timeout) instead of failing half-way.
@@ -62,7 +84,10 @@ void GroupCommit::leave(bool kept) {
 }
 
 void GroupCommit::commit_locked() {
-  Status committed = db_.exec_cached("COMMIT");
+  Status committed = files_lost_ ? Status(*files_lost_) : db_.check_files_unchanged();
+  const bool newly_lost = !files_lost_ && !committed.ok();
+  if (newly_lost) files_lost_ = committed.error();
+  if (committed.ok()) committed = db_.exec_cached("COMMIT");
   // A failed COMMIT may leave the transaction open (e.g. SQLITE_FULL): nothing of it is kept.
   if (!committed.ok()) (void)db_.exec("ROLLBACK");
   open_ = false;
@@ -81,6 +106,7 @@ void GroupCommit::commit_locked() {
   }
   if (on_decided_) on_decided_(committed.ok());
   decided_cv_.notify_all();
+  if (newly_lost && files_lost_listener_) files_lost_listener_(*files_lost_);
 }
 
 Status GroupCommit::wait_durable(const Member& m) {

@@ -54,6 +54,29 @@ class GroupCommit {
 
   GroupCommitStats stats() const;
 
+  // Operations run on a thread inside a FirstInLine scope (the agent lane: leases, heartbeats,
+  // progress, results) go ahead of the others: the others contend for the lock one at a time,
+  // and that one waits while any FirstInLine operation is waiting (at most `kYieldAtMost` a time,
+  // so reads are slowed under a flood of agent requests but never starved). So a heartbeat waits
+  // for the operation holding the lock and at most one other, not for every read queued.
+  class FirstInLine {
+   public:
+    FirstInLine() : was_(first_in_line_) { first_in_line_ = true; }
+    ~FirstInLine() { first_in_line_ = was_; }
+    FirstInLine(const FirstInLine&) = delete;
+    FirstInLine& operator=(const FirstInLine&) = delete;
+
+   private:
+    bool was_;
+  };
+  static constexpr std::chrono::milliseconds kYieldAtMost{50};
+
+  // Before each COMMIT the database's files are checked (Database::check_files_unchanged): when
+  // one was replaced or removed, the transaction is rolled back, its operations and every later
+  // one fail with that error, and `listener` is told once (the coordinator stops). Set before
+  // the first run().
+  void on_files_lost(std::function<void(const Error&)> listener) { files_lost_listener_ = std::move(listener); }
+
   // For a caller about to run another of a series of long operations (a big submit's chunks):
   // lets the operations waiting for the lock, and those that follow them at once, go first, so
   // a request waits for one operation of the series and not for all of it (the lock is not fair:
@@ -80,12 +103,17 @@ class GroupCommit {
   const GroupCommitOptions options_;
   const std::function<void(bool)> on_decided_;
 
-  std::mutex mu_;                 // the store's lock: one operation at a time
-  std::atomic<int> arriving_{0};  // threads between wanting the lock and holding it
-  bool open_ = false;             // a transaction is open (under mu_)
+  static thread_local bool first_in_line_;
+  std::mutex mu_;                       // the store's lock: one operation at a time
+  std::atomic<int> arriving_{0};        // threads between wanting the lock and holding it
+  std::atomic<int> first_arriving_{0};  // of them, those in a FirstInLine scope
+  std::mutex others_gate_;              // held by the one other operation contending for mu_
+  bool open_ = false;                   // a transaction is open (under mu_)
   std::chrono::steady_clock::time_point opened_at_;
   int ops_in_group_ = 0;
-  std::uint64_t group_ = 1;  // id of the open (or next) transaction (under mu_)
+  std::uint64_t group_ = 1;          // id of the open (or next) transaction (under mu_)
+  std::optional<Error> files_lost_;  // sticky, under mu_: the files changed under the connection
+  std::function<void(const Error&)> files_lost_listener_;
 
   mutable std::mutex decided_mu_;
   std::condition_variable decided_cv_;

@@ -2,6 +2,12 @@
 // report is built from (docs/design.md §12).
 #include "coordinator/store/result_store.h"
 
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
 #include "coordinator/store/page.h"
 #include "coordinator/store/result_columns.h"
 #include "coordinator/store/rows.h"
@@ -134,6 +140,33 @@ std::string result_select(bool with_samples) {
          (with_samples ? " LEFT JOIN result_samples rs ON rs.result_id = r.id" : "");
 }
 
+// A result's stored samples text read through an incremental blob handle on the store's own
+// connection: its size first (a B-tree seek, the text not read), then the text only when it is
+// wanted. nullopt size: the result has no samples row.
+std::optional<std::size_t> samples_size_locked(sqlite3* db, std::int64_t result_id) {
+  sqlite3_blob* blob = nullptr;
+  if (sqlite3_blob_open(db, "main", "result_samples", "samples_ms", result_id, 0, &blob) != SQLITE_OK) {
+    sqlite3_blob_close(blob);
+    return std::nullopt;
+  }
+  const auto size = static_cast<std::size_t>(std::max(0, sqlite3_blob_bytes(blob)));
+  sqlite3_blob_close(blob);
+  return size;
+}
+
+Result<std::string> samples_text_locked(sqlite3* db, std::int64_t result_id, std::size_t size) {
+  sqlite3_blob* blob = nullptr;
+  if (sqlite3_blob_open(db, "main", "result_samples", "samples_ms", result_id, 0, &blob) != SQLITE_OK) {
+    sqlite3_blob_close(blob);
+    return Error::internal("cannot read the samples of result " + std::to_string(result_id));
+  }
+  std::string text(size, '\0');
+  const int rc = sqlite3_blob_read(blob, text.data(), static_cast<int>(size), 0);
+  sqlite3_blob_close(blob);
+  if (rc != SQLITE_OK) return Error::internal("cannot read the samples of result " + std::to_string(result_id));
+  return text;
+}
+
 // A result row as read under the store lock: its JSON still text, copied, not parsed. Parsing
 // (up to 10^6 samples) waits until the lock is released, so a big read never stalls agents.
 struct RawResultRow {
@@ -189,7 +222,7 @@ Result<Page<ResultRow>> ResultStore::list_results(std::int64_t run_id, const Res
     BF_ASSIGN_OR_RETURN(
         auto s,
         core_.db->prepare(
-            result_select(with_samples) +
+            result_select(/*with_samples=*/false) +
             " WHERE r.run_id = ? AND r.id > ?"
             " AND (?3 IS NULL OR j.model = ?3) AND (?4 IS NULL OR j.mode = ?4) AND (?5 IS NULL OR j.torch_build = ?5)"
             " AND (?6 IS NULL OR j.gpu_class = ?6) AND (?7 IS NULL OR j.runtime = ?7) AND (?8 IS NULL OR r.status = ?8)"
@@ -203,12 +236,23 @@ Result<Page<ResultRow>> ResultStore::list_results(std::int64_t run_id, const Res
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;
       RawResultRow next = raw_result_at(*s);
-      const std::size_t bytes = next.samples ? next.samples->size() : 0;
-      if (!raw.empty() && samples_bytes + bytes > ResultStore::kSamplesPageBytes) {
-        cut_by_bytes = true;  // the page ends before `next`, which the next page starts with
-        break;
+      if (with_samples) {
+        // Each result's samples size first (their text is not read for it): one more than a
+        // page holds on its own is left out, the page staying within its bound (the result's
+        // own read streams them); one that would take the page past it starts the next page.
+        const std::optional<std::size_t> bytes = samples_size_locked(core_.db->handle(), next.row.id);
+        if (bytes && *bytes > ResultStore::kSamplesPageBytes) {
+          next.row.samples_omitted = true;
+        } else if (bytes) {
+          if (!raw.empty() && samples_bytes + *bytes > ResultStore::kSamplesPageBytes) {
+            cut_by_bytes = true;  // the page ends before `next`, which the next page starts with
+            break;
+          }
+          BF_ASSIGN_OR_RETURN(std::string text, samples_text_locked(core_.db->handle(), next.row.id, *bytes));
+          next.samples = std::move(text);
+          samples_bytes += *bytes;
+        }
       }
-      samples_bytes += bytes;
       raw.push_back(std::move(next));
     }
     return Status::Ok();
@@ -223,10 +267,9 @@ Result<Page<ResultRow>> ResultStore::list_results(std::int64_t run_id, const Res
   return page;
 }
 
-Result<ResultRow> ResultStore::get_result(std::int64_t result_id) {
+Result<ResultRow> ResultStore::get_result(std::int64_t result_id, bool with_samples) {
   auto raw = core_.group.run([&]() -> Result<RawResultRow> {
-    BF_ASSIGN_OR_RETURN(auto s,
-                        core_.db->query_one(result_select(/*with_samples=*/true) + " WHERE r.id = ?", result_id));
+    BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one(result_select(with_samples) + " WHERE r.id = ?", result_id));
     if (!s.found()) return Error::not_found("result " + std::to_string(result_id) + " does not exist");
     return raw_result_at(*s);
   });

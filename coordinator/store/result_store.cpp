@@ -1,11 +1,13 @@
 // ResultStore: a lease holder's verdict (ResultStore::record_result), stored once per attempt.
 #include "coordinator/store/result_store.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
 #include "common/codecs.h"
 #include "common/result_checks.h"
+#include "coordinator/rules/change_rule.h"
 #include "coordinator/rules/fingerprint_diff.h"
 #include "coordinator/rules/tokens.h"
 #include "coordinator/store/history_store.h"
@@ -38,7 +40,7 @@ std::optional<std::string> recorded_torch_git(const JobResult& result) {
 }  // namespace
 
 Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
-                                                 const JobResult& result) {
+                                                 const JobResult& result, TimestampMs arrived_at) {
   // The digest covers the whole result; the row's body leaves the samples out: they go to
   // result_samples, which listings never read.
   nlohmann::json body_json = result;
@@ -69,7 +71,8 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
     if (held->state == LeaseState::kCancelled) return RecordOutcome{RecordKind::kCancelled, 0, 0};
     if (held->state != LeaseState::kActive) return RecordOutcome{RecordKind::kLost, 0, 0};
     const TimestampMs now = core_.clock.now_ms();
-    if (held->expires_at <= now) {
+    // As of the post's arrival: a result that came in time is never refused for the store's queue.
+    if (held->expires_at <= (arrived_at > 0 ? std::min(arrived_at, now) : now)) {
       BF_RETURN_IF_ERROR(core_.requeue_or_fail(lease.job_id, attempt, held->max_attempts, held->run_id, "expired"));
       return RecordOutcome{RecordKind::kLost, 0, 0};
     }
@@ -85,7 +88,8 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
     }
     BF_ASSIGN_OR_RETURN(const MatrixSpec run_spec, core_.run_spec_locked(held->run_id));
     // Claims the job's own spec refutes are refused before anything is written (400).
-    if (auto err = check_result_for_job(result, job.mode, run_spec.measurement, "result")) return *err;
+    const ResultJob judged{job.mode, job.dtype, rules::device_kind_of(job.gpu) != "cpu", run_spec.measurement};
+    if (auto err = check_result_for_job(result, judged, "result")) return *err;
     const ResultColumns columns = result_columns(job, result, run_spec.noise, run_spec.measurement.target_ci_rel_width);
     {
       BF_ASSIGN_OR_RETURN(

@@ -32,12 +32,15 @@ class ResultStore {
   // Stores the verdict of `attempt` for the holder of `lease` (kLost / kCancelled as for
   // AgentStore::renew): one row per attempt (kDuplicate for the same result again, kMismatch for
   // another one), with its noise flags, its series point (HistoryStore::list_series), and the
-  // OOM pruning it implies.
+  // OOM pruning it implies. `arrived_at`: when the post arrived (AgentStore::Arrivals); the lease
+  // is judged as of then, so a result that came in time is stored however late the coordinator
+  // comes to it. 0: now.
   Result<RecordOutcome> record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
-                                      const JobResult& result);
+                                      const JobResult& result, TimestampMs arrived_at = 0);
 
   // Most bytes of samples text in one page of list_results(with_samples): a page stops before
-  // the result that would pass it (but holds at least one), and next_cursor goes on from there.
+  // the result that would pass it, and next_cursor goes on from there; a result whose samples
+  // alone are more comes without them (ResultRow::samples_omitted).
   // A result holds at most 10^6 samples (max_iterations), about 9-20 MB of text.
   static constexpr std::size_t kSamplesPageBytes = 4U << 20U;
 
@@ -48,7 +51,8 @@ class ResultStore {
   Result<Page<ResultRow>> list_results(std::int64_t run_id, const ResultFilter& filter,
                                        std::optional<std::int64_t> after_id, int limit, bool with_samples = false);
   // One result with its samples (in samples_json). kNotFound.
-  Result<ResultRow> get_result(std::int64_t result_id);
+  // One result; with its samples (samples_json) unless `with_samples` is false.
+  Result<ResultRow> get_result(std::int64_t result_id, bool with_samples = true);
   // One entry per job of the run, with its result when there is one (for reports), including
   // the torch version the result recorded (results.torch_version, from its fingerprint).
   Result<std::vector<report::CellResult>> report_cells(std::int64_t run_id);

@@ -45,11 +45,22 @@ Result<RunCreated> RunStore::create_run(const MatrixSpec& spec, const std::vecto
       return insert_jobs_locked(run_id, spec, all.subspan(at, std::min(kSubmitChunk, jobs.size() - at)));
     });
   }
+  // The cells no enrolled slot can run are marked as the jobs went in: kSubmitChunk a time, the
+  // agents' requests between (40,000 unsupported cells in one operation held heartbeats 2 s).
+  for (bool more = stored.ok(); more;) {
+    core_.group.yield_to_waiting();
+    auto marked =
+        core_.group.run([&]() -> Result<bool> { return agents_.mark_unsupported_for_run_locked(spec, kSubmitChunk); });
+    if (!marked.ok()) {
+      stored = marked.error();
+      break;
+    }
+    more = *marked;
+  }
   core_.group.yield_to_waiting();
   auto finished = core_.group.run([&]() -> Status {
     core_.submitting_runs.erase(run_id);
     if (!stored.ok()) return close_partial_run_locked(run_id);
-    BF_RETURN_IF_ERROR(agents_.mark_unsupported_for_run_locked(spec));
     return core_.update_run_finished(run_id);
   });
   BF_RETURN_IF_ERROR(stored);

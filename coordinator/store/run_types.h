@@ -56,6 +56,9 @@ struct ResultRow {
   // read asked for them: served as they are, never parsed, so a result of 10^6 samples costs its
   // text once and not a parsed copy of it.
   std::optional<std::string> samples_json;
+  // A listing with samples left this result's out: they alone are more than a page may hold
+  // (ResultStore::kSamplesPageBytes). GET /api/v1/results/{id} streams them.
+  bool samples_omitted = false;
   // The noise flags the coordinator gave it when stored (results.flags; common/noise_flags.h).
   std::vector<std::string> flags;
   std::optional<std::string> agent_name;

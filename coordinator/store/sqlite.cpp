@@ -1,5 +1,7 @@
 #include "coordinator/store/sqlite.h"
 
+#include <sys/stat.h>
+
 #include <sqlite3.h>
 
 namespace benchfleet::store {
@@ -108,7 +110,40 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path, int bu
   if (auto s = db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"); !s) {
     return Error{s.error().code, "cannot configure database " + path + ": " + s.error().message, {}};
   }
+  if (path != ":memory:" && !path.empty()) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      db->path_ = path;
+      db->file_id_ = FileId{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+    }
+  }
   return db;
+}
+
+Status Database::check_files_unchanged() {
+  if (path_.empty() || !file_id_) return Status::Ok();
+  const auto id_of = [](const std::string& p) -> std::optional<FileId> {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) return std::nullopt;
+    return FileId{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+  };
+  const auto replaced = [&](const std::string& file) {
+    return Error{ErrorCode::kUnavailable,
+                 file + " was replaced or removed while this coordinator serves " + path_ +
+                     ": it stopped writing, so that nothing it acknowledges goes into a file that nothing will read "
+                     "again. Restore the store (benchfleet-coordinator restore --db " +
+                     path_ + " --from BACKUP) or put the file back, then start the coordinator",
+                 {}};
+  };
+  if (id_of(path_) != file_id_) return replaced(path_);
+  const std::string wal = path_ + "-wal";
+  const auto wal_now = id_of(wal);
+  if (!wal_id_) {
+    wal_id_ = wal_now;  // SQLite makes it at the first transaction and keeps it while connected
+  } else if (wal_now != wal_id_) {
+    return replaced(wal);
+  }
+  return Status::Ok();
 }
 
 Database::~Database() {

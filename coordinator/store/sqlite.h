@@ -134,12 +134,26 @@ class Database {
   int changes() const;
   sqlite3* handle() const { return db_; }
 
+  // Whether the files this connection writes are still the ones at its path: the database file
+  // as opened, and its -wal as first seen. A file replaced (a rename onto it, a copy over a
+  // deleted one) or removed under an open connection takes every later write into a file that
+  // nothing will read again; kUnavailable naming the file and what to do. Cheap (two stat
+  // calls): called before each commit. Always ok for ":memory:".
+  Status check_files_unchanged();
+
  private:
+  struct FileId {
+    std::uint64_t dev = 0, ino = 0;
+    bool operator==(const FileId&) const = default;
+  };
   explicit Database(sqlite3* db) : db_(db) {}
   // The statement cached for `sql` (prepared on first use), reset.
   Result<Statement*> cached(const std::string& sql);
 
   sqlite3* db_;
+  std::string path_;               // empty for ":memory:"
+  std::optional<FileId> file_id_;  // the database file's, at open
+  std::optional<FileId> wal_id_;   // the -wal's, from the first check that found it
   std::map<std::string, std::unique_ptr<Statement>, std::less<>> cache_;
   std::function<void(const std::string&)> prepare_observer_;
 };

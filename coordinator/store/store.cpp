@@ -16,7 +16,29 @@ Store::Store(std::unique_ptr<StoreCore> core)
       results_(*core_, runs_, history_) {}
 
 Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Clock& clock) {
-  BF_ASSIGN_OR_RETURN(auto db, Database::open(options.path, options.busy_timeout_ms));
+  const auto damaged = [&](const std::string& why) {
+    return Error{ErrorCode::kInvalidArgument,
+                 options.path + " fails SQLite's checks (" + why.substr(0, 300) +
+                     "): the store is damaged. Restore a backup (benchfleet-coordinator restore --db " + options.path +
+                     " --from BACKUP) and start again",
+                 {}};
+  };
+  auto opened = Database::open(options.path, options.busy_timeout_ms);
+  if (!opened.ok()) {
+    const std::string& why = opened.error().message;
+    if (why.find("malformed") != std::string::npos || why.find("not a database") != std::string::npos) {
+      return damaged(why);
+    }
+    return opened.error();
+  }
+  auto db = std::move(*opened);
+  // A damaged store is refused before anything is written to it (quick_check: every page and
+  // record well formed, without the index cross-check of integrity_check; seconds on gigabytes).
+  if (options.path != ":memory:") {
+    auto check = db->query_one("PRAGMA quick_check");
+    const std::string verdict = !check.ok() ? check.error().message : check->found() ? (*check)->text(0) : "no answer";
+    if (verdict != "ok") return damaged("quick_check: " + verdict);
+  }
   auto version = migrate(*db, embedded_migrations());
   if (!version.ok()) {
     return Error{version.error().code, options.path + ": " + version.error().message, {}};

@@ -57,6 +57,10 @@ class Store {
   // the store.
   // Set before serving.
   void on_work_available(std::function<void()> listener) { core_->work_listener = std::move(listener); }
+  // `listener(why)` is called once when the database's file or its -wal was replaced or removed
+  // under the store (GroupCommit::on_files_lost): from then on every operation fails with `why`.
+  // It runs with the store's lock held: quick, and no store calls. Set before serving.
+  void on_files_lost(std::function<void(const Error&)> listener) { core_->group.on_files_lost(std::move(listener)); }
 
   RunStore& runs() { return runs_; }
   AgentStore& agents() { return agents_; }

@@ -3,8 +3,12 @@
 // started on the restored database: every result acknowledged before the backup began is there.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <string>
@@ -119,6 +123,107 @@ TEST(Backup, TakenUnderLoadRestoresEveryAcknowledgedResult) {
   EXPECT_GE(restored.size(), before.size());
   // The restored run is whole: its job count and its states agree with the results it holds.
   EXPECT_EQ(coord.get_json(run_url(run))["job_count"], jobs);
+}
+
+// A backup written over the live database, its WAL or its shared memory, by any path to them,
+// once exited 0 and destroyed the store (the coordinator went on writing to the deleted file):
+// every such target is refused, and the store keeps every result.
+TEST(Backup, RefusesToWriteOverTheLiveDatabaseByAnyPath) {
+  CoordinatorProcess coord;
+  const json run = coord.submit(matrix({"microsoft/resnet-50"}, {1, 2, 4}, {"eager"}));
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  for (int i = 0; i < 2; ++i) {
+    auto lease = agent.lease_job("gpu0");
+    ASSERT_TRUE(lease);
+    ASSERT_EQ(agent.post_result(*lease, ok_result(7.0)).status, 201u);
+  }
+  const std::string db = coord.db_path();
+  ASSERT_EQ(::symlink(coord.dir().c_str(), (coord.dir() + "/alias").c_str()), 0);
+  ASSERT_EQ(::link(db.c_str(), (coord.dir() + "/hard.db").c_str()), 0);
+  for (const std::string& target : {db, db + "-wal", db + "-shm", coord.dir() + "/alias/benchfleet.db",
+                                    coord.dir() + "/./sub/../benchfleet.db-wal", coord.dir() + "/hard.db"}) {
+    if (target.find("/sub/") != std::string::npos) std::filesystem::create_directories(coord.dir() + "/sub");
+    const ToolRun refused = coordinator_tool(coord.dir(), {"backup", "--db", db, "--to", target});
+    EXPECT_EQ(refused.code, 1) << target << ": " << refused.output;
+    EXPECT_NE(refused.output.find("would destroy the store"), std::string::npos) << refused.output;
+  }
+  // A database named like another's partial file is not removed by a backup beside it.
+  EXPECT_EQ(coordinator_tool(coord.dir(), {"backup", "--db", db, "--to", db.substr(0, db.size() - 3)}).code, 0);
+  EXPECT_EQ(coordinator_tool(coord.dir(), {"backup", "--db", db, "--to", coord.dir() + "/fine.db"}).code, 0);
+
+  // Still serving and writing the same file: a third result is acknowledged and survives a restart.
+  auto lease = agent.lease_job("gpu0");
+  ASSERT_TRUE(lease);
+  ASSERT_EQ(agent.post_result(*lease, ok_result(7.0)).status, 201u);
+  EXPECT_EQ(coord.stop(), 0);
+  coord.restart();
+  EXPECT_EQ(stored_job_ids(coord, run).size(), 3u);
+}
+
+// A database file replaced under a serving coordinator (here by a rename, as a copy tool or an
+// old backup did) gets no more writes: the next write is refused 503, nothing is acknowledged
+// into the deleted file, and the coordinator stops with exit status 1, naming the file.
+TEST(Backup, ADatabaseReplacedWhileServingStopsTheCoordinator) {
+  CoordinatorProcess coord;
+  const json run = coord.submit(matrix({"microsoft/resnet-50"}, {1, 2}, {"eager"}));
+  FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
+  auto first = agent.lease_job("gpu0");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(agent.post_result(*first, ok_result(7.0)).status, 201u);
+  auto second = agent.lease_job("gpu0");
+  ASSERT_TRUE(second);
+
+  const std::string copy = coord.dir() + "/copy.db";
+  ASSERT_EQ(coordinator_tool(coord.dir(), {"backup", "--db", coord.db_path(), "--to", copy}).code, 0);
+  std::filesystem::rename(copy, coord.db_path());
+
+  // 503 naming the file; or no answer, when another write (the lease sweeper's) found it first
+  // and the coordinator had stopped already. Never 201.
+  http::ClientResponse refused;
+  try {
+    refused = agent.post_result(*second, ok_result(7.0));
+  } catch (const std::exception&) {
+    refused.status = 0;  // the connection refused: it had stopped
+  }
+  EXPECT_NE(refused.status, 201u) << refused.body;
+  if (refused.status != 0) {
+    EXPECT_EQ(refused.status, 503u) << refused.body;
+    EXPECT_NE(refused.body.find("was replaced or removed"), std::string::npos) << refused.body;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  bool gone = false;
+  while (!gone && std::chrono::steady_clock::now() < deadline) {
+    gone = !coord.make_client()->get("/healthz").ok();
+    if (!gone) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(gone) << "the coordinator kept serving a replaced database";
+  EXPECT_EQ(exit_code(coord.stop()), 1);
+  EXPECT_NE(coord.log_tail().find("was replaced or removed while this coordinator serves"), std::string::npos)
+      << coord.log_tail();
+  // The file in place now is whole: a coordinator starts on it, with the acknowledged result.
+  coord.restart();
+  EXPECT_EQ(stored_job_ids(coord, run), (std::set<std::int64_t>{first->job_id}));
+}
+
+// A damaged store is refused at start with the restore command to run, not served.
+TEST(Backup, ADamagedStoreIsRefusedAtStart) {
+  CoordinatorProcess coord;
+  (void)coord.submit(matrix({"microsoft/resnet-50"}, {1, 2, 4, 8, 16, 32}, {"eager"}));
+  ASSERT_EQ(coord.stop(), 0);
+  {  // garbage over every page but the first (the header)
+    std::fstream f(coord.db_path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(0, std::ios::end);
+    const auto size = static_cast<std::size_t>(f.tellg());
+    ASSERT_GT(size, 8192u);
+    f.seekp(4096);
+    const std::string junk(size - 4096, '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  const ToolRun refused = coordinator_tool(coord.dir(), {"--db", coord.db_path(), "--listen", "127.0.0.1:0"});
+  EXPECT_EQ(refused.code, 1) << refused.output;
+  EXPECT_NE(refused.output.find("the store is damaged"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("benchfleet-coordinator restore --db " + coord.db_path()), std::string::npos)
+      << refused.output;
 }
 
 // Two coordinators on one database would interleave their writes: the second is refused.

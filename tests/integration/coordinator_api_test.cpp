@@ -456,6 +456,17 @@ TEST(CoordinatorApi, ReenrollingAnAgentsNameNeedsItsTokenOrAnOperatorsApproval) 
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->status, 201u) << r->body;
   }
+  {
+    SCOPED_TRACE("a name that reads as an enrolled one is that name: refused, naming it");
+    for (const char* alike : {"gpu-host-2 ", "GPU-Host-2", "gpu-h\xd0\xbest-2", "gpu-host-\xef\xbc\x92"}) {
+      const json other = FakeAgent::descriptor(alike, {{"gpu0", "a100"}}, {{"stable", {"eager"}}});
+      auto r = coord.client().post_json("/api/v1/agents/enroll", other, CoordinatorProcess::kEnrollmentToken);
+      ASSERT_TRUE(r.ok());
+      expect_problem(*r, 409, "name");
+      EXPECT_NE(r->body.find("reads as the enrolled agent \\\"gpu-host-2\\\""), std::string::npos) << r->body;
+    }
+    EXPECT_EQ(coord.get_json("/api/v1/agents")["agents"].size(), 3u) << "gpu-host-1, -2 and -3 only";
+  }
 }
 
 TEST(CoordinatorApi, OpenReenrolmentLetsTheEnrolmentTokenTakeOverAName) {

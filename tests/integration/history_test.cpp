@@ -475,7 +475,7 @@ TEST(History, TheScheduleSummaryFollowsEachNightsBuild) {
                                    {{"verdict", "pass"},
                                     {"compiled_error", 1e-6},
                                     {"eager_error", 4e-7},
-                                    {"tolerance", 1e-4},
+                                    {"tolerance", 1.012e-4},
                                     {"output", "output0"},
                                     {"detail", ""}}}};
                     });

@@ -71,6 +71,8 @@ class CoordinatorProcess {
 
   // "http://127.0.0.1:<port>" of the current process.
   std::string base_url() const;
+  // Its port.
+  int port() const { return port_; }
   // A client of the current process, owned here (recreated by start()); not thread-safe.
   http::Client& client();
   // A new client of the current process, for use on another thread.

@@ -123,6 +123,34 @@ TEST(CoordinatorConfig, ConnectionAndInFlightBodyBoundsAreOptions) {
   EXPECT_EQ(tiny.error().field, "max_inflight_body_bytes");
 }
 
+TEST(CoordinatorConfig, AgentsFirstLanesBudgetsAndListenerAreOptions) {
+  auto defaults = parse({});
+  ASSERT_TRUE(defaults.ok()) << defaults.error().describe();
+  EXPECT_EQ(defaults->config.agent_threads, 16);
+  EXPECT_EQ(defaults->config.read_threads, 0);
+  EXPECT_EQ(defaults->config.read_nice, 10);
+  EXPECT_EQ(defaults->config.max_inflight_body_bytes_per_client, std::int64_t{16} << 20);
+  EXPECT_EQ(defaults->config.max_inflight_response_bytes, std::int64_t{256} << 20);
+  EXPECT_EQ(defaults->config.max_inflight_response_bytes_per_client, std::int64_t{64} << 20);
+  EXPECT_EQ(defaults->config.agent_listen, "");
+  auto set = parse({"--agent-threads", "4", "--read-threads", "2", "--read-nice", "19", "--agent-listen", "127.0.0.1:0",
+                    "--max-inflight-response-bytes", "0"});
+  ASSERT_TRUE(set.ok()) << set.error().describe();
+  EXPECT_EQ(set->config.agent_threads, 4);
+  EXPECT_EQ(set->config.read_threads, 2);
+  EXPECT_EQ(set->config.read_nice, 19);
+  EXPECT_EQ(set->config.agent_listen, "127.0.0.1:0");
+  EXPECT_EQ(set->config.max_inflight_response_bytes, 0);
+  const std::pair<std::vector<std::string>, const char*> bad[] = {{{"--agent-threads", "0"}, "agent_threads"},
+                                                                  {{"--read-nice", "20"}, "read_nice"},
+                                                                  {{"--read-threads", "65"}, "read_threads"}};
+  for (const auto& [args, field] : bad) {
+    auto refused = parse(args);
+    ASSERT_FALSE(refused.ok()) << args[0];
+    EXPECT_EQ(refused.error().field, field);
+  }
+}
+
 TEST(CoordinatorConfig, WebRootDefaultsToTheAssembledDashboardAndEmptyDisablesIt) {
   // A build-tree binary (this test) serves the build tree's web/.
   EXPECT_EQ(CoordinatorConfig{}.web_root, default_web_root());

@@ -35,6 +35,23 @@ TEST(DisplayText, ControlInvisibleAndBidiCharactersAreRefusedNamingWhereTheyAre)
   EXPECT_EQ(escape_display_text("a\r\nb\rc", TextLines::kMany), "a\r\nb\\x0dc");
 }
 
+// Code points that draw nothing, each once accepted and printed raw: tag characters, Hangul
+// filler, braille blank, soft hyphen, variation selector, Mongolian vowel separator, a deprecated
+// format character, an interlinear annotation, the combining grapheme joiner.
+TEST(DisplayText, EveryCodePointThatDrawsNothingIsRefused) {
+  for (const char* s : {"agent\xf3\xa0\x80\x81", "\xe3\x85\xa4", "\xe2\xa0\x80", "soft\xc2\xad", "v\xef\xb8\x8f",
+                        "m\xe1\xa0\x8e", "d\xe2\x81\xaa", "i\xef\xbf\xb9", "c\xcd\x8f"}) {
+    EXPECT_TRUE(display_text_problem(s, 200)) << escape_display_text(s);
+    EXPECT_TRUE(display_name_problem(s)) << escape_display_text(s);
+  }
+  // A Hangul filler or a braille blank alone once passed "must not be blank".
+  EXPECT_TRUE(display_name_problem("\xe3\x85\xa4"));
+  EXPECT_TRUE(display_name_problem("\xe2\xa0\x80"));
+  EXPECT_EQ(escape_display_text("agent\xf3\xa0\x80\x81"), "agent\\u{e0001}");
+  // Hangul and braille text stays text.
+  EXPECT_FALSE(display_text_problem("\xed\x95\x9c\xea\xb8\x80 \xe2\xa0\x81", 200));
+}
+
 TEST(DisplayText, NewlinesAndTabsOnlyInTextOfSeveralLines) {
   EXPECT_TRUE(display_text_problem("line\nbreak", 200));
   EXPECT_FALSE(display_text_problem("Traceback:\n\tFile \"x.py\"\n", 200, TextLines::kMany));

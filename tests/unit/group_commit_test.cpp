@@ -220,6 +220,47 @@ TEST_F(GroupCommitTest, AnExceptionUndoesTheOperationAndReleasesTheLock) {
   EXPECT_EQ(other.count("t WHERE id = 2"), 1);
 }
 
+// The agent lane goes first: with the lock held and eight other operations waiting for it, an
+// operation run inside FirstInLine gets it next, not after them.
+TEST_F(GroupCommitTest, AnOperationFirstInLineGoesAheadOfTheWaitingOthers) {
+  std::atomic<bool> release{false};
+  std::atomic<int> order{0};
+  std::atomic<int> agent_position{-1};
+  std::vector<int> other_positions(8, -1);
+  auto holder = std::async(std::launch::async, [&] {
+    return group_->run([&]() -> Status {
+      while (!release.load()) std::this_thread::sleep_for(1ms);
+      return insert(1);
+    });
+  });
+  std::this_thread::sleep_for(50ms);  // the holder has the lock
+  std::vector<std::future<Status>> others;
+  for (int i = 0; i < 8; ++i) {
+    others.push_back(std::async(std::launch::async, [&, i] {
+      return group_->run([&]() -> Status {
+        other_positions[static_cast<std::size_t>(i)] = order.fetch_add(1);
+        return insert(100 + i);
+      });
+    }));
+  }
+  std::this_thread::sleep_for(50ms);  // they wait for the lock
+  auto agent = std::async(std::launch::async, [&] {
+    const GroupCommit::FirstInLine first;
+    return group_->run([&]() -> Status {
+      agent_position = order.fetch_add(1);
+      return insert(2);
+    });
+  });
+  std::this_thread::sleep_for(20ms);  // the agent's operation waits too
+  release = true;
+  ASSERT_TRUE(holder.get().ok());
+  ASSERT_TRUE(agent.get().ok());
+  for (auto& o : others) ASSERT_TRUE(o.get().ok());
+  // The others had already asked for the lock when the agent came: at most one of them can have
+  // taken it in the moment the holder let it go.
+  EXPECT_LE(agent_position.load(), 1) << "the agent's operation waited behind the others";
+}
+
 TEST_F(GroupCommitTest, ValuesComeBackWithTheirType) {
   Result<std::int64_t> n = group_->run([&]() -> Result<std::int64_t> {
     if (Status s = insert(7); !s.ok()) return s.error();

@@ -53,6 +53,11 @@ class HttpAdmissionTest : public ::testing::Test {
                 [](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
                   co_return text_response(status::ok, "ok\n", req);
                 });
+    // An answer larger than the kernel's socket buffers take: a reader that does not read it
+    // keeps most of it in the server.
+    router_.add(verb::get, "/big", "big", [](const Request& req, const RouteMatch&) -> asio::awaitable<Response> {
+      co_return text_response(status::ok, std::string(std::size_t{24} << 20, 'b'), req);
+    });
   }
 
   void TearDown() override {
@@ -190,17 +195,18 @@ TEST_F(HttpAdmissionTest, Http11WithoutHostIs400) {
   EXPECT_EQ(handled_.load(), 0);
 }
 
-// Connections the server has surely accepted, each in the middle of its next request (its
-// headers begun), so neither is idle and neither can give way.
+// Connections the server has surely accepted, each being answered (a large answer it does not
+// read), so neither is idle and neither can give way. (Headers begun and not finished no longer
+// do: after kSlowHeaders they give way too.)
 std::vector<std::unique_ptr<RawConnection>> hold_busy(unsigned short port, int count, const char* source = nullptr) {
   std::vector<std::unique_ptr<RawConnection>> held;
   for (int i = 0; i < count; ++i) {
     held.push_back(std::make_unique<RawConnection>(port, std::chrono::seconds(10), source));
     held.back()->send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
     EXPECT_TRUE(held.back()->read_response().starts_with("HTTP/1.1 200"));
-    held.back()->send("GET /healthz HTTP/1.1\r\n");
+    held.back()->send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the server has read those bytes
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server is writing those answers
   return held;
 }
 
@@ -384,6 +390,123 @@ TEST_F(HttpAdmissionTest, ABodyLargerThanTheInFlightBoundIsAdmittedAlone) {
   auto r = client.request(verb::post, "/open", std::string(1000, 'x'));
   ASSERT_TRUE(r.ok()) << r.error().describe();
   EXPECT_EQ(r->status, 200u) << r->body;
+}
+
+// A client that sends the first byte of each request at once and the rest never was busy for
+// ever, so its connections were never shed: headers that take over a second are idle to a
+// newcomer.
+TEST_F(HttpAdmissionTest, HeadersBegunButNotFinishedGiveWayAfterASecond) {
+  ServerLimits l = limits();
+  l.max_connections = 2;
+  l.reserved_connections = 0;
+  l.header_timeout = 4s;
+  l.first_request_timeout = 4s;
+  start(l);
+  std::vector<std::unique_ptr<RawConnection>> trickling;
+  for (int i = 0; i < 2; ++i) {
+    trickling.push_back(std::make_unique<RawConnection>(port()));
+    trickling.back()->send("G");
+  }
+  std::this_thread::sleep_for(1500ms);
+  Client client("http://127.0.0.1:" + std::to_string(port()));
+  auto r = client.get("/healthz");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_EQ(r->status, 200u) << r->body;
+  int closed = 0;
+  for (auto& c : trickling) closed += c->closed_by_peer() ? 1 : 0;
+  EXPECT_GE(closed, 1) << "a connection whose headers took 1.5 s kept its slot";
+}
+
+// A newcomer admitted into the reserve on probation had 5 s to say anything: now one second for
+// its first whole request.
+TEST_F(HttpAdmissionTest, ProbationLastsASecondToTheFirstWholeRequest) {
+  ServerLimits l = limits();
+  l.max_connections = 4;
+  l.reserved_connections = 2;
+  l.first_request_timeout = 30s;
+  start(l);
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < 2; ++i) {  // the anonymous pool, each in a request being answered
+    held.push_back(std::make_unique<RawConnection>(port()));
+    held.back()->send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+  }
+  std::this_thread::sleep_for(300ms);
+  RawConnection on_probation(port());
+  on_probation.send("GET /guarded HTTP/1.1\r\n");  // begun, never finished
+  const auto since = std::chrono::steady_clock::now();
+  EXPECT_TRUE(on_probation.closed_by_peer());
+  EXPECT_LT(std::chrono::steady_clock::now() - since, 4s) << "the reserve was held past the probation";
+}
+
+// One client's bodies (here one token) take at most their share of the in-flight bound: another
+// client's body is admitted beside them.
+TEST_F(HttpAdmissionTest, OneClientHoldsAtMostItsShareOfTheInFlightBodies) {
+  ServerLimits l = limits();
+  l.max_inflight_body_bytes = 100;
+  l.max_inflight_body_bytes_per_client = 50;
+  start(l);
+  const auto begin_body = [&](RawConnection& c, const std::string& token) {
+    c.send("POST /guarded HTTP/1.1\r\nHost: x\r\nAuthorization: " + token +
+           "\r\nContent-Length: 40\r\nExpect: 100-continue\r\n\r\n");
+    return c.read_head();
+  };
+  RawConnection first(port());
+  ASSERT_TRUE(begin_body(first, std::string(kToken)).starts_with("HTTP/1.1 100"));
+  first.send(std::string(10, 'x'));  // and trickles on
+  RawConnection second(port());
+  const std::string refused = begin_body(second, std::string(kToken));
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 503")) << "the same token past its share: " << refused;
+  // Another client (an address) is admitted beside it.
+  RawConnection other(port(), 10s, "127.0.0.6");
+  other.send("POST /open HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\nExpect: 100-continue\r\n\r\n");
+  EXPECT_TRUE(other.read_head().starts_with("HTTP/1.1 100")) << "another client found no room";
+}
+
+// Answers its readers do not read were held whole in memory (150 readers of an 18 MiB result:
+// 2.7 GB). Beyond the bound a read is answered 503 before it is built.
+TEST_F(HttpAdmissionTest, AnswersNotYetReadAreBounded) {
+  ServerLimits l = limits();
+  l.max_inflight_response_bytes = 40 << 20;
+  l.max_inflight_response_bytes_per_client = 24 << 20;
+  start(l);
+  const auto ask = [&](RawConnection& c) { c.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n"); };
+  RawConnection a(port(), 10s, "127.0.0.7"), b(port(), 10s, "127.0.0.8");
+  ask(a);
+  std::this_thread::sleep_for(300ms);
+  // The same client again: its share is taken by the answer it has not read.
+  RawConnection a2(port(), 10s, "127.0.0.7");
+  ask(a2);
+  const std::string own = a2.read_head();
+  EXPECT_TRUE(own.starts_with("HTTP/1.1 503")) << own;
+  ask(b);
+  std::this_thread::sleep_for(300ms);
+  // Two unread answers (48 MiB, less what the kernel took) are past the total of 40 MiB.
+  RawConnection c(port(), 10s, "127.0.0.9");
+  ask(c);
+  const std::string total = c.read_head();
+  EXPECT_TRUE(total.starts_with("HTTP/1.1 503")) << total;
+  EXPECT_NE(total.find("Retry-After: 1"), std::string::npos) << total;
+  // Once a reader reads its answer, its bytes are given back.
+  EXPECT_TRUE(a.read_response().starts_with("HTTP/1.1 200"));
+  std::this_thread::sleep_for(200ms);
+  RawConnection d(port(), 10s, "127.0.0.9");
+  ask(d);
+  EXPECT_TRUE(d.read_head().starts_with("HTTP/1.1 200"));
+}
+
+// A listener for agents and operators serves requests with a token only.
+TEST_F(HttpAdmissionTest, ACredentialsOnlyListenerRefusesAnonymousRequests) {
+  ServerLimits l = limits();
+  l.credentials_only = true;
+  start(l);
+  RawConnection anonymous(port());
+  anonymous.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string refused = anonymous.read_response();
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 401")) << refused;
+  EXPECT_NE(refused.find("with a token only"), std::string::npos) << refused;
+  RawConnection agent(port());
+  agent.send("GET /guarded HTTP/1.1\r\nHost: x\r\nAuthorization: " + std::string(kToken) + "\r\n\r\n");
+  EXPECT_TRUE(agent.read_response().starts_with("HTTP/1.1 200"));
 }
 
 }  // namespace

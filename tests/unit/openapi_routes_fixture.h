@@ -78,7 +78,9 @@ class OpenApiRoutes : public ::testing::Test {
                                  .enrollment_token = kEnrollmentToken,
                                  .reader_token = "reader-token-of-the-openapi-routes",
                                  .stopping = stopping_,
-                                 .blocking = blocking_.get_executor()});
+                                 .blocking = blocking_.get_executor(),
+                                 .agent_lane = blocking_.get_executor(),
+                                 .read_lane = blocking_.get_executor()});
     api::register_routes(router_, *ctx_);
   }
   void TearDown() override {

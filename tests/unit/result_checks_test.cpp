@@ -167,6 +167,75 @@ TEST(CheckPostedResult, AllowsAccuracyOnlyWithMeasurements) {
   }
 }
 
+// Leaving out stop_reason once skipped every count rule: it is required on ok.
+TEST(CheckPostedResult, RequiresAStopReasonOnOk) {
+  JobResult r = ok_result();
+  r.stop_reason.reset();
+  EXPECT_EQ(field_of(r), "result.stop_reason");
+  r.status = ResultStatus::kInvalid;  // invalid may lack one (its count is still bounded by the job)
+  EXPECT_EQ(field_of(r), "(accepted)");
+}
+
+// A verdict must be what the rule makes of the figures it reports.
+TEST(CheckPostedResult, AccuracyVerdictsAgreeWithTheirFigures) {
+  const auto with = [](AccuracyInfo a) {
+    JobResult r = ok_result();
+    r.accuracy = std::move(a);
+    return field_of(r);
+  };
+  // pass where eager itself is 90% off the reference: the rule would not judge it.
+  EXPECT_EQ(with({AccuracyVerdict::kPass, 0.1, 0.9, 2.7001, std::nullopt, "output0", ""}), "result.accuracy.verdict");
+  // wrong with its error 0, within the tolerance, and nothing else wrong.
+  EXPECT_EQ(with({AccuracyVerdict::kWrong, 0, 1e-7, 1.003e-4, std::nullopt, "output0", ""}), "result.accuracy.verdict");
+  // pass with a cosine below 0.99.
+  EXPECT_EQ(with({AccuracyVerdict::kPass, 1e-3, 1e-3, 1.3e-2, 0.9, "output0", ""}), "result.accuracy.verdict");
+  // The rule's own failures: above the tolerance; a low cosine; an exact-match output; NaN/Inf.
+  EXPECT_EQ(with({AccuracyVerdict::kWrong, 0.049, 4.3e-7, 1.0129e-4, std::nullopt, "output0", ""}), "(accepted)");
+  EXPECT_EQ(with({AccuracyVerdict::kWrong, 1e-3, 1e-3, 1.3e-2, 0.9, "output0", ""}), "(accepted)");
+  EXPECT_EQ(with({AccuracyVerdict::kWrong, 0, 0, 0, std::nullopt, "output1", "output1 differs (exact match required)"}),
+            "(accepted)");
+  EXPECT_EQ(with({AccuracyVerdict::kWrong, 0, 1e-7, 1.003e-4, std::nullopt, "output0",
+                  "output0 has NaN or Inf where the reference has none"}),
+            "(accepted)");
+  EXPECT_EQ(with({AccuracyVerdict::kPass, 2e-7, 1e-7, 1.003e-4, std::nullopt, "output0", ""}), "(accepted)");
+  EXPECT_EQ(with({AccuracyVerdict::kUnchecked, 0, 0, 0, std::nullopt, "", "eager is itself 0.9 off"}), "(accepted)");
+}
+
+std::string job_field(const JobResult& r, const ResultJob& job) {
+  auto err = check_result_for_job(r, job, "result");
+  return err ? err->field + ": " + err->message : "(accepted)";
+}
+
+// The count bounds hold whatever the status, and the tolerance is the coordinator's rule for the
+// job's dtype and device, not the agent's claim.
+TEST(CheckResultForJob, BoundsEveryStatusAndOwnsTheTolerance) {
+  ResultJob job{Mode::kDefault, Dtype::kFloat32, false, MeasurementSpec{}};
+  job.measurement.min_iterations = 10;
+  job.measurement.max_iterations = 1000;
+  std::vector<double> many(5000, 1.0);
+  JobResult invalid = ok_result(many);
+  invalid.status = ResultStatus::kInvalid;
+  invalid.stop_reason.reset();
+  EXPECT_EQ(job_field(invalid, job).rfind("result.samples_ms: holds 5000 samples", 0), 0u) << job_field(invalid, job);
+
+  JobResult r = ok_result();
+  r.stop_reason = StopReason::kMaxTime;
+  r.accuracy = AccuracyInfo{AccuracyVerdict::kPass, 2e-7, 1e-7, 1.003e-4, std::nullopt, "output0", ""};
+  EXPECT_EQ(job_field(r, job), "(accepted)");
+  r.accuracy->tolerance = 0.5;  // a generous claim
+  EXPECT_EQ(job_field(r, job).rfind("result.accuracy.tolerance: is 0.5 where the rule gives", 0), 0u)
+      << job_field(r, job);
+  // float16 on CUDA: 3 x eager + 1e-2.
+  job.dtype = Dtype::kFloat16;
+  job.on_cuda = true;
+  r.accuracy->tolerance = 3e-7 + 1e-2;
+  EXPECT_EQ(job_field(r, job), "(accepted)");
+  job.on_cuda = false;  // amp differs by device; float16's floor does not
+  EXPECT_EQ(job_field(r, job), "(accepted)");
+  job.dtype = Dtype::kAmp;  // amp on the CPU is bfloat16's 4e-2
+  EXPECT_NE(job_field(r, job), "(accepted)");
+}
+
 // Text reaches operators' terminals (CLI, CSV, Markdown): a posted error or fingerprint value
 // holding an escape sequence is refused, naming the field; the agent escapes what a job wrote
 // first (escape_result_text), so a compiler's coloured stderr never costs the result.

@@ -239,6 +239,47 @@ TEST_F(StoreTest, RenewalExtendsTheLease) {
   EXPECT_EQ((*hb)[1].state, LeaseState::kLost);
 }
 
+// A lease is never lost for the coordinator's own lateness: a heartbeat, a progress report or a
+// result that arrived before the expiry is judged as of its arrival, however late the store comes
+// to it; and while such a request is being handled, the sweep expires nothing it may renew.
+TEST_F(StoreTest, ARequestThatArrivedInTimeKeepsItsLeaseHoweverLateItIsHandled) {
+  const auto a = enroll("a");
+  const auto b = enroll("b");
+  const auto c = enroll("c");
+  submit({"torchvision/resnet18", "torchvision/squeezenet1_1", "torchvision/mobilenet_v3_small"}, {1}, {Mode::kEager});
+  const auto g1 = lease(a);
+  const auto g2 = lease(b);
+  const auto g3 = lease(c);
+  clock_.advance_ms(options_.lease_ttl_ms - 10);  // 10 ms before the expiry
+  {
+    // The requests arrived; the store is busy (the clock runs on) and the sweep runs meanwhile.
+    const AgentStore::Arrivals::Ticket ticket(store_->agents().arrivals(), clock_.now_ms());
+    clock_.advance_ms(3000);
+    EXPECT_EQ(store_->agents().expire_leases().value(), 0) << "requests that arrived in time are being handled";
+    auto hb = store_->agents().heartbeat(a, {{g1.job_id, g1.lease_id}}, ticket.at());
+    ASSERT_TRUE(hb.ok());
+    EXPECT_EQ((*hb)[0].state, LeaseState::kActive);
+    EXPECT_EQ((*hb)[0].expires_at, clock_.now_ms() + options_.lease_ttl_ms) << "renewed from now, not from then";
+    EXPECT_EQ(store_->agents().renew(b, {g2.job_id, g2.lease_id}, ticket.at()).value().state, LeaseState::kActive);
+    EXPECT_EQ(store_->results().record_result(c, {g3.job_id, g3.lease_id}, 1, ok_result(1), ticket.at()).value().kind,
+              RecordKind::kStored);
+  }
+  // A request that arrived after the expiry is late: the lease is lost.
+  clock_.advance_ms(options_.lease_ttl_ms + 1);
+  const AgentStore::Arrivals::Ticket late(store_->agents().arrivals(), clock_.now_ms());
+  EXPECT_EQ(store_->agents().renew(a, {g1.job_id, g1.lease_id}, late.at()).value().state, LeaseState::kLost);
+}
+
+TEST_F(StoreTest, TheSweepWaitsOnlyForRequestsThatArrivedBeforeAnExpiry) {
+  const auto a = enroll("a");
+  submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
+  (void)lease(a);
+  clock_.advance_ms(options_.lease_ttl_ms + 5000);
+  // A request that arrived after the lease had expired holds nothing back.
+  const AgentStore::Arrivals::Ticket after(store_->agents().arrivals(), clock_.now_ms() - 1000);
+  EXPECT_EQ(store_->agents().expire_leases().value(), 1);
+}
+
 TEST_F(StoreTest, RestartGivesLiveLeasesAGracePeriod) {
   const auto a = enroll("a");
   submit({"torchvision/resnet18"}, {1}, {Mode::kEager});

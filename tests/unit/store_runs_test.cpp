@@ -75,7 +75,9 @@ TEST_F(StoreTest, ListingsLeaveSamplesOutUnlessAsked) {
 // read of results of 10^6 samples each costs one result's text at a time, not ten.
 TEST_F(StoreTest, PagesWithSamplesAreBoundedByBytes) {
   const auto a = enroll("a");
-  const auto run = submit({"torchvision/resnet18"}, {1, 2, 4, 8, 16}, {Mode::kEager});
+  MatrixSpec spec = testing::stable_a100_matrix("test", {"torchvision/resnet18"}, {1, 2, 4, 8, 16}, {Mode::kEager});
+  spec.measurement.max_iterations = 1'000'000;  // a result may carry as many samples as its job allows
+  const auto run = submit_spec(spec);
   std::vector<double> many(100'000);  // about 1.9 MB of text each: two fit in a page, three do not
   for (std::size_t i = 0; i < many.size(); ++i) many[i] = 10.0 + 1.0 / (3.0 + static_cast<double>(i));
   for (int i = 0; i < 5; ++i) {
@@ -105,6 +107,35 @@ TEST_F(StoreTest, PagesWithSamplesAreBoundedByBytes) {
   EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
   // Without samples the same listing is one page.
   EXPECT_EQ(store_->results().list_results(run, {}, std::nullopt, 10).value().items.size(), 5u);
+}
+
+// A result whose samples alone are more than a page holds once made its page that large (an 18
+// MB page): it is listed without them now, marked so, and the rest of the page is as before.
+TEST_F(StoreTest, AResultLargerThanAPageIsListedWithoutItsSamples) {
+  const auto a = enroll("a");
+  MatrixSpec spec = testing::stable_a100_matrix("test", {"torchvision/resnet18"}, {1, 2, 4}, {Mode::kEager});
+  spec.measurement.max_iterations = 1'000'000;
+  const auto run = submit_spec(spec);
+  std::vector<double> huge(300'000);  // about 5.7 MB of text, more than the 4 MiB a page holds
+  for (std::size_t i = 0; i < huge.size(); ++i) huge[i] = 10.0 + 1.0 / (3.0 + static_cast<double>(i));
+  for (int i = 0; i < 3; ++i) {
+    const auto g = lease(a);
+    JobResult r = ok_result(10);
+    if (i == 1) r.samples_ms = huge;
+    ASSERT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, 1, r).value().kind, RecordKind::kStored);
+  }
+  const auto page = store_->results().list_results(run, {}, std::nullopt, 10, /*with_samples=*/true).value();
+  ASSERT_EQ(page.items.size(), 3u);
+  EXPECT_TRUE(page.items[0].samples_json.has_value());
+  EXPECT_FALSE(page.items[0].samples_omitted);
+  EXPECT_FALSE(page.items[1].samples_json.has_value());
+  EXPECT_TRUE(page.items[1].samples_omitted);
+  EXPECT_TRUE(page.items[2].samples_json.has_value());
+  EXPECT_FALSE(page.next_cursor.has_value());
+  // Its own read has them whole.
+  const auto whole = store_->results().get_result(page.items[1].id).value();
+  ASSERT_TRUE(whole.samples_json.has_value());
+  EXPECT_EQ(nlohmann::json::parse(*whole.samples_json).get<std::vector<double>>(), huge);
 }
 
 // A run of more than RunStore::kSubmitChunk jobs goes in as several operations: all its jobs
