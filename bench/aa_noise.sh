@@ -16,7 +16,7 @@
 # Prints figures; asserts nothing.
 #
 #   bench/aa_noise.sh [--build DIR] [--root DIR] [--repetitions N] [--slowdown F] [--modes LIST]
-#                     [--batch-sizes LIST] [--keep]
+#                     [--batch-sizes LIST] [--keep] [--judge DIR]
 #
 #   --build DIR        build tree with the binaries (default: build/default)
 #   --root DIR         the unstable torch root (default: ~/.cache/benchfleet/torch-roots/sid)
@@ -27,6 +27,8 @@
 #   --batch-sizes LIST the batch sizes, comma-separated (default 1,2; eager alone needs four,
 #                      1,2,4,8, for 24 cells)
 #   --keep             keep the scratch directory (logs, database)
+#   --judge DIR        measure nothing: judge the runs a kept scratch directory DIR holds again,
+#                      with this build's rule (its runs 2-5: A, A', and the one-process pair)
 #
 # About an hour on a 2-core machine at the defaults (264 jobs; eager alone at 8 repetitions and
 # four batch sizes, 456 shorter jobs, about as long). Run it on an otherwise idle
@@ -41,6 +43,7 @@ slowdown=1.10
 modes=eager,default
 batch_sizes=1,2
 keep=0
+judge=""
 while (($#)); do
   case $1 in
     --build) build=$(cd "$2" && pwd); shift 2 ;;
@@ -50,7 +53,8 @@ while (($#)); do
     --modes) modes=$2; shift 2 ;;
     --batch-sizes) batch_sizes=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+    --judge) judge=$(cd "$2" && pwd); shift 2 ;;
+    -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -63,7 +67,13 @@ for b in "$coordinator_bin" "$agent_bin" "$cli"; do
   [[ -x $b ]] || { echo "missing $b (build it, or pass --build DIR)" >&2; exit 1; }
 done
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/benchfleet-aa-XXXXXX")
+if [[ -n $judge ]]; then
+  work=$judge
+  keep=1
+  rm -f "$work/port"
+else
+  work=$(mktemp -d "${TMPDIR:-/tmp}/benchfleet-aa-XXXXXX")
+fi
 pids=()
 cleanup() {
   local p
@@ -80,6 +90,7 @@ for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.1; done
 export BENCHFLEET_URL="http://127.0.0.1:$(cat "$work/port")"
 export BENCHFLEET_OPERATOR_TOKEN_FILE="$work/aa.db.operator-token"
 
+if [[ -z $judge ]]; then
 cat >"$work/agent.yaml" <<EOF
 builds:
   - {name: unstable, python: /usr/bin/python3, root: $root}
@@ -94,6 +105,7 @@ for _ in $(seq 600); do
   sleep 0.2
 done
 "$cli" builds | grep -q unstable-slow || { echo "the agent did not enrol: $work/agent.log" >&2; exit 1; }
+fi
 
 matrix() {  # matrix NAME REPETITIONS
   cat <<EOF
@@ -115,13 +127,20 @@ submit() {  # submit NAME REPETITIONS: the run's id, once it ended
   "$cli" submit "$work/$1.yaml" --wait --print-id 2>>"$work/progress.log"
 }
 started=$SECONDS
-echo "aa_noise: warming Inductor's cache (one repetition per cell)" >&2
-warm=$(submit warm-up 1)
-echo "aa_noise: A and A' ($reps fresh processes per cell each), slow build x$slowdown" >&2
-a=$(submit a "$reps")
-b=$(submit a-again "$reps")
-single_a=$(submit one-a 1)
-single_b=$(submit one-b 1)
+if [[ -z $judge ]]; then
+  echo "aa_noise: warming Inductor's cache (one repetition per cell)" >&2
+  warm=$(submit warm-up 1)
+  echo "aa_noise: A and A' ($reps fresh processes per cell each), slow build x$slowdown" >&2
+  a=$(submit a "$reps")
+  b=$(submit a-again "$reps")
+  single_a=$(submit one-a 1)
+  single_b=$(submit one-b 1)
+else
+  echo "aa_noise: judging the runs of $work again" >&2
+  warm=1 a=2 b=3 single_a=4 single_b=5
+  reps=$(/usr/bin/python3 -c 'import json, os, sys, urllib.request
+print(json.load(urllib.request.urlopen(os.environ["BENCHFLEET_URL"] + "/api/v1/runs/" + sys.argv[1]))["matrix"]["repetitions"])' "$a")
+fi
 
 compare() { "$cli" compare "${1%%:*}" "${2%%:*}" --build-a "${1#*:}" --build-b "${2#*:}" --format json; }
 {
@@ -168,6 +187,15 @@ for label, aa, slow in ((f"{reps} fresh processes per cell (noise: repetitions)"
           f" |A/A' - 1| median {100 * statistics.median(moved):.1f}%, max {100 * max(moved):.1f}%")
     print(f"    {100 * (slowdown - 1):.0f}% slower cells found: {found} of {len(s)} ({100 * found / max(1, len(s)):.0f}%);"
           f" called faster: {wrong}")
+    def overall(names):
+        out = []
+        for n in names:
+            o = load(n).get("overall")
+            out.append("none (no repetitions)" if not o else
+                       f"{o['verdict']} (A/B {o['ratio']:.3f}, 95% {o['ratio_ci_low']:.3f}-{o['ratio_ci_high']:.3f})")
+        return "; ".join(out)
+    print(f"    overall, A/A comparisons: {overall(aa)}")
+    print(f"    overall, slower-build comparisons: {overall(slow)}")
 if spreads:
     print(f"  run-to-run spread of a cell's {reps} repetitions (max/min - 1, build unstable, {len(spreads)} cells):"
           f" median {100 * statistics.median(spreads):.1f}%, max {100 * max(spreads):.1f}%")

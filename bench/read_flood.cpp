@@ -263,8 +263,8 @@ void attack(const std::string& name, const Options& o, unsigned short port, std:
         readers.erase(std::remove_if(readers.begin(), readers.end(),
                                      [](const std::unique_ptr<RawSocket>& r) {
                                        char head[12] = {};
-                                       const auto n = ::recv(r->s.native_handle(), head, sizeof head,
-                                                             MSG_PEEK | MSG_DONTWAIT);
+                                       const auto n =
+                                           ::recv(r->s.native_handle(), head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
                                        return n == 0 || (n == 12 && std::string_view(head, 12) == "HTTP/1.1 503");
                                      }),
                       readers.end());
@@ -346,8 +346,10 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"read_flood: agents' and operators' success, heartbeat latency, leases lost and RSS under attacks"};
   app.add_option("--seconds", o.seconds, "length of each attack")->check(CLI::Range(1.0, 3600.0));
-  app.add_option("--attacks", o.attacks, "comma-separated: slow-readers,jobs-flood,report-flood,body-stall,header-flood");
-  app.add_option("--slow-readers", o.slow_readers, "connections asking for the large result")->check(CLI::Range(1, 5000));
+  app.add_option("--attacks", o.attacks,
+                 "comma-separated: slow-readers,jobs-flood,report-flood,body-stall,header-flood");
+  app.add_option("--slow-readers", o.slow_readers, "connections asking for the large result")
+      ->check(CLI::Range(1, 5000));
   app.add_option("--flooders", o.flooders, "clients looping reads")->check(CLI::Range(1, 1024));
   app.add_option("--jobs", o.jobs, "jobs of the run the floods read (a multiple of 3)")->check(CLI::Range(3, 100000));
   app.add_option("--samples", o.samples, "samples of the large result")->check(CLI::Range(1, 1000000));
@@ -405,9 +407,10 @@ int main(int argc, char** argv) {
   auto poster = enrol(op, "poster");
   std::int64_t big_id = 0;
   if (poster && take_lease(op, *poster)) {
-    auto r = op.post_json("/api/v1/jobs/" + std::to_string(poster->job_id) + "/result",
-                          json{{"lease_id", poster->lease_id}, {"attempt", poster->attempt}, {"result", big_result(o.samples)}},
-                          poster->token, std::chrono::milliseconds(120000));
+    auto r = op.post_json(
+        "/api/v1/jobs/" + std::to_string(poster->job_id) + "/result",
+        json{{"lease_id", poster->lease_id}, {"attempt", poster->attempt}, {"result", big_result(o.samples)}},
+        poster->token, std::chrono::milliseconds(120000));
     if (r.ok() && r->status == 201u) big_id = json::parse(r->body).at("result_id");
   }
   std::vector<Agent> agents;

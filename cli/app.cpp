@@ -242,6 +242,17 @@ int compare(const CompareArgs& a, FleetClient& client, Console& console) {
       slow.push_back(x.at("table").get<std::string>() + " | " + x.at("label").get<std::string>() + " | " +
                      x.at("column").get<std::string>() + line + x.at("why").get<std::string>() + ")");
     }
+    // The comparison as a whole: a change every cell shares, found over the cells though each
+    // cell's own noise hides it.
+    if (const auto& o = c->value("overall", nlohmann::json());
+        a.fail_if_slower && o.is_object() && o.at("verdict").get<std::string>() == "slower") {
+      const double pct = (1 / o.at("ratio").get<double>() - 1) * 100;
+      if (pct > *a.fail_if_slower) {
+        char line[96];
+        std::snprintf(line, sizeof line, "overall, %d cells: %+.1f%% (", o.at("cells").get<int>(), pct);
+        slow.push_back(line + o.at("why").get<std::string>() + ")");
+      }
+    }
   } catch (const nlohmann::json::exception& e) {  // not the documented shape
     return fail(console,
                 Error{ErrorCode::kUnavailable, std::string("compare: unexpected comparison: ") + e.what(), {}});
@@ -400,9 +411,12 @@ int run_cli(int argc, char** argv, Console& console) {
       "cell's repetitions, each a fresh process, where both sides have two or more; else the 95% CIs\n"
       "apart and beyond the device's stated floor: 80% on a CPU). Noisy pairs marked *; a warning when\n"
       "the sides differ besides torch (threads, CPU, GPU, driver); an A/A (one torch, one machine)\n"
-      "said. With --fail-if-slower PCT the exit code is 1 when B is significantly slower than A by\n"
-      "more than PCT percent in any cell (named), and 5 when fewer cells were compared than A\n"
-      "measured (or than --min-cells): a gate that compared nothing does not pass.");
+      "said. Cells judged by repetitions are held together to a 5% false-discovery rate, and judged\n"
+      "as a whole: their geometric mean, with a 95% interval over the cells (a change every cell\n"
+      "shares, 5% or more). With --fail-if-slower PCT the exit code is 1 when B is significantly\n"
+      "slower than A by more than PCT percent in any cell or overall (named), and 5 when fewer\n"
+      "cells were compared than A measured (or than --min-cells): a gate that compared nothing\n"
+      "does not pass.");
   compare_cmd->add_option("a", compare_args.run_a, "run A")->required()->check(positive_id());
   compare_cmd->add_option("b", compare_args.run_b, "run B (A again to compare two of its builds; none with --aa)")
       ->check(positive_id());

@@ -378,7 +378,14 @@ nlohmann::json comparison_json(const rules::Comparison& c) {
   for (const rules::UncomparedCell& u : c.uncompared) {
     uncompared.push_back({{"table", u.table}, {"label", u.label}, {"column", u.column}, {"why", u.why}});
   }
+  nlohmann::json overall = nullptr;
+  if (c.overall) {
+    overall = {{"cells", c.overall->cells},         {"ratio", c.overall->ratio},
+               {"ratio_ci_low", c.overall->ci.low}, {"ratio_ci_high", c.overall->ci.high},
+               {"verdict", c.overall->verdict},     {"why", c.overall->why}};
+  }
   return {{"stat", to_string(c.stat)},
+          {"overall", overall},
           {"a", {{"run", c.run_a}, {"build", c.build_a}}},
           {"b", {{"run", c.run_b}, {"build", c.build_b}}},
           {"aa", c.aa},
@@ -414,11 +421,19 @@ std::string render_comparison_markdown(const rules::Comparison& c) {
            ": " + markdown_escape(u.why) + "\n";
     }
   }
+  if (c.overall) {
+    s += "\n**Overall** (" + std::to_string(c.overall->cells) + " cells judged by repetitions): A/B " +
+         format_fixed(c.overall->ratio, 2) + "x, 95% interval " + format_fixed(c.overall->ci.low, 2) + "-" +
+         format_fixed(c.overall->ci.high, 2) + ": " + verdict_words(c.overall->verdict) + "\n";
+  }
   s += "\nCompared " + std::to_string(c.cells.size()) + " of A's " + std::to_string(c.expected) +
        " measured cells. A change is significant when the within-run intervals are apart and it is beyond the "
        "run-to-run noise: the spread of the repetitions (fresh processes) where both sides have two or more, "
        "else the device's stated floor. The cells judged by repetitions are held together to a " +
-       format_fixed(rules::kFalseDiscoveryRate * 100, 0) + "% false-discovery rate.\n";
+       format_fixed(rules::kFalseDiscoveryRate * 100, 0) +
+       "% false-discovery rate; overall, their geometric mean changed when its interval over the cells excludes 1 "
+       "and it moved at least " +
+       format_fixed(rules::kOverallMinEffect * 100, 0) + "%.\n";
   return s;
 }
 

@@ -26,7 +26,8 @@ icu::UnicodeString trimmed(const icu::UnicodeString& s) {
 std::string agent_name_key(std::string_view name) {
   UErrorCode status = U_ZERO_ERROR;
   const icu::Normalizer2* fold = icu::Normalizer2::getNFKCCasefoldInstance(status);
-  icu::UnicodeString text = trimmed(icu::UnicodeString::fromUTF8(icu::StringPiece(name.data(), static_cast<int32_t>(name.size()))));
+  icu::UnicodeString text =
+      trimmed(icu::UnicodeString::fromUTF8(icu::StringPiece(name.data(), static_cast<int32_t>(name.size()))));
   icu::UnicodeString folded = U_SUCCESS(status) ? fold->normalize(text, status) : text;
   if (U_FAILURE(status)) folded = text;
   // A checker per call: uspoof_getSkeleton on a shared one is safe, but its creation is cheap

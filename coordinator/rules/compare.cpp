@@ -3,10 +3,13 @@
 #include "coordinator/rules/compare.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <utility>
 
+#include "common/stats.h"
 #include "coordinator/rules/fingerprint_diff.h"
+#include "coordinator/rules/format.h"
 #include "coordinator/rules/report_cells.h"
 
 namespace benchfleet::rules {
@@ -63,6 +66,32 @@ std::string joined(const std::set<std::string>& items) {
   std::string s;
   for (const std::string& i : items) s += (s.empty() ? "" : ", ") + i;
   return s;
+}
+
+std::optional<OverallChange> overall_change(const std::vector<ComparedCell>& cells) {
+  std::vector<double> logs;
+  for (const ComparedCell& c : cells) {
+    if (c.change.noise == "repetitions" && c.change.ratio > 0) logs.push_back(std::log(c.change.ratio));
+  }
+  if (static_cast<int>(logs.size()) < kOverallMinCells) return std::nullopt;
+  const double m = mean(logs);
+  const double half = student_t_975(static_cast<int>(logs.size()) - 1) * sample_stddev(logs) /
+                      std::sqrt(static_cast<double>(logs.size()));
+  OverallChange o;
+  o.cells = static_cast<int>(logs.size());
+  o.ratio = std::exp(m);
+  o.ci = Interval{std::exp(m - half), std::exp(m + half)};
+  const bool apart = o.ci.low > 1 || o.ci.high < 1;
+  const bool large = std::abs(std::max(o.ratio, 1 / o.ratio) - 1) >= kOverallMinEffect;
+  o.verdict = apart && large ? (o.ratio > 1 ? "faster" : "slower") : "same";
+  o.why = "geometric mean of A/B over the " + std::to_string(o.cells) + " cells judged by repetitions " +
+          report::format_fixed(o.ratio, 3) + ", 95% interval over cells " + report::format_fixed(o.ci.low, 3) + "-" +
+          report::format_fixed(o.ci.high, 3) +
+          (!apart   ? ": within the cells' spread"
+           : !large ? ": under the " + report::format_fixed(kOverallMinEffect * 100, 0) +
+                          "% that two runs' machine state moves every cell together"
+                    : ": every cell moved together, beyond their spread");
+  return o;
 }
 
 }  // namespace
@@ -147,6 +176,7 @@ Comparison compare_reports(const CompareSide& a, const CompareSide& b) {
   std::vector<ChangeVerdict*> verdicts;
   for (ComparedCell& c : out.cells) verdicts.push_back(&c.change);
   control_false_discoveries(verdicts);
+  out.overall = overall_change(out.cells);
   out.aa = !out.cells.empty() && versions_a.size() == 1 && versions_a == versions_b && !prints_a.empty() &&
            prints_a == prints_b;
   if (out.aa) {
@@ -155,6 +185,10 @@ Comparison compare_reports(const CompareSide& a, const CompareSide& b) {
                   "expected, and any cell called faster or slower is noise";
   }
   return out;
+}
+
+bool overall_slowdown(const Comparison& c, double percent) {
+  return c.overall && c.overall->verdict == "slower" && (1 / c.overall->ratio - 1) * 100 > percent;
 }
 
 std::vector<ComparedCell> slowdowns(const Comparison& c, double percent) {

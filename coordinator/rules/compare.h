@@ -44,6 +44,23 @@ struct UncomparedCell {
   std::string table, label, column, why;
 };
 
+// The comparison as a whole: the geometric mean of A/B over the cells judged by repetitions,
+// with a 95% t interval over those cells (each cell one observation). A change every cell shares
+// (a build 10% slower) is found this way though each cell's own noise hides it (on a 2-core VM a
+// cell's fresh processes spread 35%). Called only with at least kOverallMinCells such cells,
+// when the interval excludes 1 and the mean moved at least kOverallMinEffect: two runs minutes
+// apart move every cell a few percent together (the machine's state), which no interval over
+// cells can tell from a change.
+inline constexpr int kOverallMinCells = 3;
+inline constexpr double kOverallMinEffect = 0.05;
+struct OverallChange {
+  int cells = 0;
+  double ratio = 0;  // geometric mean of A / B
+  Interval ci;
+  std::string verdict;  // "same", "faster", "slower" (B against A)
+  std::string why;
+};
+
 struct Comparison {
   report::Stat stat = report::Stat::kMedian;
   std::int64_t run_a = 0, run_b = 0;
@@ -51,6 +68,7 @@ struct Comparison {
   std::vector<ComparedCell> cells;
   int expected = 0;  // A's ok latency cells of its build: what a complete comparison covers
   std::vector<UncomparedCell> uncompared;
+  std::optional<OverallChange> overall;  // with kOverallMinCells cells judged by repetitions
   // Both sides recorded one torch version, the same, and the same speed fingerprints: the same
   // build on the same machine, where no change is expected.
   bool aa = false;
@@ -62,5 +80,7 @@ Comparison compare_reports(const CompareSide& a, const CompareSide& b);
 
 // The cells where B is significantly slower than A by more than `percent` (B / A - 1 > percent / 100).
 std::vector<ComparedCell> slowdowns(const Comparison& c, double percent);
+// Whether the comparison as a whole is significantly slower by more than `percent`.
+bool overall_slowdown(const Comparison& c, double percent);
 
 }  // namespace benchfleet::rules

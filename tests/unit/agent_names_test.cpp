@@ -11,12 +11,13 @@ namespace {
 TEST(AgentNames, LookAlikesOfANameShareItsKey) {
   const std::string key = agent_name_key("gpu-node-1");
   for (const char* alike : {
-           "gpu-node-1 ",                         // a trailing space
-           " gpu-node-1",                         // a leading one
-           "GPU-Node-1",                          // upper case
-           "gpu-nod\xd0\xb5-1",                   // a Cyrillic e (U+0435)
-           "gpu-node-\xef\xbc\x91",               // a fullwidth 1 (U+FF11)
-           "gpu-n\xd0\xbe" "de-1",                // a Cyrillic o (U+043E)
+           "gpu-node-1 ",            // a trailing space
+           " gpu-node-1",            // a leading one
+           "GPU-Node-1",             // upper case
+           "gpu-nod\xd0\xb5-1",      // a Cyrillic e (U+0435)
+           "gpu-node-\xef\xbc\x91",  // a fullwidth 1 (U+FF11)
+           "gpu-n\xd0\xbe"
+           "de-1",  // a Cyrillic o (U+043E)
        }) {
     EXPECT_EQ(agent_name_key(alike), key) << alike;
   }

@@ -280,6 +280,70 @@ TEST(Compare, RepetitionsDecideWhereBothSidesHaveThem) {
   EXPECT_TRUE(rules::slowdowns(c, 15).empty());
 }
 
+// 3 models x 4 batch sizes, each cell `reps` fresh processes drawn at this VM's spread (a log sd
+// of 0.12 a process: 6 processes span about 35%), `scale` times a base latency.
+report::ReportInput noisy_run(std::int64_t id, double scale, int reps, std::mt19937_64& rng) {
+  std::normal_distribution<double> noise(0, 0.12);
+  report::ReportInput in;
+  in.run_id = id;
+  in.run_name = "noisy";
+  in.matrix.name = "noisy";
+  in.matrix.models = {"torchvision/resnet18", "torchvision/squeezenet1_1", "torchvision/mobilenet_v3_small"};
+  in.matrix.batch_sizes = {1, 2, 4, 8};
+  in.matrix.modes = {Mode::kEager};
+  in.matrix.torch_builds = {"unstable"};
+  in.matrix.gpus = {"cpu"};
+  in.matrix.runtimes = {Runtime::kPython};
+  in.matrix.repetitions = reps;
+  in.stat = report::Stat::kMedian;
+  std::int64_t result_id = 1;
+  for (const auto& model : in.matrix.models) {
+    for (int batch : in.matrix.batch_sizes) {
+      for (int r = 0; r < reps; ++r) {
+        const double ms = 10.0 * batch * scale * std::exp(noise(rng));
+        auto c =
+            ok(job(model, batch, Mode::kEager, "cpu", "unstable", Runtime::kPython, r), ms, ms, result_id++, "2.14.1");
+        c.fingerprint = R"({"cpu_model":"AMD EPYC","cpu_threads":2,"high_load":false})";
+        in.cells.push_back(c);
+      }
+    }
+  }
+  return in;
+}
+
+// A change every cell shares is found over the cells though no cell's own noise lets it be (the
+// A/A benchmark here: 6 processes a cell, a 10% slower build, 0 of 24 cells found one by one);
+// A/As are called a change overall rarely; without repetitions there is no overall verdict.
+TEST(Compare, ABuildSlowerInEveryCellIsFoundOverallWhereNoCellIsFoundAlone) {
+  std::mt19937_64 rng(3);
+  constexpr int kTrials = 100;
+  int found = 0, aa_called = 0, cells_found = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    const auto a = report::build_report(noisy_run(1, 1.0, 6, rng));
+    const auto slow = report::build_report(noisy_run(2, 1.1, 6, rng));
+    const auto same = report::build_report(noisy_run(3, 1.0, 6, rng));
+    const auto c = rules::compare_reports({&a, "unstable"}, {&slow, "unstable"});
+    ASSERT_TRUE(c.overall.has_value());
+    EXPECT_EQ(c.overall->cells, 12);
+    found += c.overall->verdict == "slower";
+    cells_found += static_cast<int>(rules::slowdowns(c, 0).size());
+    aa_called += rules::compare_reports({&a, "unstable"}, {&same, "unstable"}).overall->verdict != "same";
+  }
+  EXPECT_GT(found, kTrials * 85 / 100);
+  EXPECT_LT(aa_called, kTrials * 8 / 100);
+  EXPECT_LT(cells_found, kTrials * 12 / 10) << "cell by cell, about one in ten comparisons finds a cell";
+  // The gate reads it: 20% slower everywhere is beyond 5%, not beyond 50%.
+  const auto base = report::build_report(noisy_run(6, 1.0, 6, rng));
+  const auto slower = report::build_report(noisy_run(7, 1.2, 6, rng));
+  const auto gate = rules::compare_reports({&base, "unstable"}, {&slower, "unstable"});
+  EXPECT_TRUE(rules::overall_slowdown(gate, 5)) << gate.overall->why;
+  EXPECT_FALSE(rules::overall_slowdown(gate, 50));
+  // One process a cell: no overall verdict (two runs' machine state moves every cell together).
+  const auto a1 = report::build_report(noisy_run(4, 1.0, 1, rng));
+  const auto b1 = report::build_report(noisy_run(5, 1.1, 1, rng));
+  EXPECT_FALSE(rules::compare_reports({&a1, "unstable"}, {&b1, "unstable"}).overall.has_value());
+}
+
 TEST(Compare, CellsWithoutACounterpartAreCountedAndSaid) {
   const auto ra = report::build_report(run_of(1, {40}, 5, "2.14.1", /*with_b4=*/true));
   const auto rb = report::build_report(run_of(2, {40}, 5));

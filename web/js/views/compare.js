@@ -138,7 +138,15 @@ export class CompareView {
       `Ratio = A ${stat} latency / B ${stat} latency: above 1.00x B is faster. A change is significant when the 95% CIs of the ${stat} are apart and it is beyond the run-to-run noise: the spread of the cell's repetitions (fresh processes) where both sides have two or more, else the device's stated floor; otherwise “no significant change”. ⚑ marks a pair with a noisy side, ⏱ one stopped at its budget.`);
     const judged = judgedCells(comparison);
     const aa = comparison.aa ? h("p", { class: "aa-note", role: "note" }, `ℹ ${comparison.aa_text}.`) : null;
+    // The comparison as a whole (the coordinator's verdict over the cells judged by repetitions).
+    const o = comparison.overall;
+    const overall = o
+      ? h("p", { class: `overall v-${o.verdict}`, role: "note", title: o.why },
+        `Overall (${o.cells} cells judged by repetitions): A/B ${o.ratio.toFixed(2)}x, 95% interval ${o.ratio_ci_low.toFixed(2)}–${o.ratio_ci_high.toFixed(2)}: `,
+        VERDICT_TEXT[o.verdict] ? h("span", { class: `marker m-${o.verdict}` }, VERDICT_TEXT[o.verdict]) : o.verdict)
+      : null;
     const coverage = h("div", { class: "compare-coverage" },
+      overall,
       h("p", { class: "meta" }, `Compared ${comparison.compared} of A's ${comparison.expected} measured cells.`),
       comparison.uncompared.length
         ? h("details", null, h("summary", null, `${comparison.uncompared.length} of A's cells not compared`),
