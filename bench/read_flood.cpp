@@ -77,6 +77,7 @@ struct Options {
   int samples = 1'000'000;
   int header_sockets = 2048;
   std::string coordinator = coordinator_binary();
+  std::vector<std::string> coordinator_flags;  // more of the coordinator's flags, FLAG=VALUE
 };
 
 double ms_since(SteadyClock::time_point t0) {
@@ -355,6 +356,7 @@ int main(int argc, char** argv) {
   app.add_option("--samples", o.samples, "samples of the large result")->check(CLI::Range(1, 1000000));
   app.add_option("--header-sockets", o.header_sockets, "connections of the header flood")->check(CLI::Range(1, 60000));
   app.add_option("--coordinator", o.coordinator, "benchfleet-coordinator binary");
+  app.add_option("--coordinator-flag", o.coordinator_flags, "one more coordinator flag, as --flag=value (repeatable)");
   CLI11_PARSE(app, argc, argv);
 
   rlimit files{};
@@ -375,6 +377,10 @@ int main(int argc, char** argv) {
                   {"--lease-ttl-s", "5"},
                   {"--max-cells", "200000"},
                   {"--log-level", "warn"}};
+  for (const std::string& f : o.coordinator_flags) {
+    const auto eq = f.find('=');
+    launch.flags[f.substr(0, eq)] = eq == std::string::npos ? "" : f.substr(eq + 1);
+  }
   launch.port_file = (dir / "flood.port").string();
   launch.log_file = (dir / "flood.log").string();
   auto child = CoordinatorChild::start(launch);

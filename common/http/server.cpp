@@ -128,7 +128,7 @@ asio::awaitable<error_code> write_response(beast::tcp_stream& stream, Response& 
 // Writes a streamed body's chunks as the client takes them: one chunk in memory at a time.
 // Returns an error when the source failed (the answer is then cut short) or the write did.
 asio::awaitable<error_code> write_stream(beast::tcp_stream& stream, Exchange::BodyStream& body) {
-  constexpr std::size_t kChunk = std::size_t{256} << 10;
+  constexpr std::size_t kChunk = std::size_t{64} << 10;
   for (std::size_t left = body.size; left > 0;) {
     const std::size_t want = std::min(left, kChunk);
     std::string chunk = co_await asio::co_spawn(
@@ -520,8 +520,11 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
     std::string().swap(req.body());
     reservation.release();
     stream.expires_after(limits.request_timeout);
-    const ResponseHold holding(st.get(), client, res.body().size());
     std::optional<Exchange::BodyStream> streamed = exchange->take_stream();
+    // A streamed answer holds a chunk and its source's buffers, not its whole: counted as
+    // kStreamHold, so one client's slow readers of large answers are still bounded in number.
+    constexpr std::size_t kStreamHold = std::size_t{1} << 20;
+    const ResponseHold holding(st.get(), client, res.body().size() + (streamed ? kStreamHold : 0));
     const bool ok_to_stream = streamed && streamed->size != 0 && res.result() == bhttp::status::ok;
     error_code wec = co_await write_response(stream, res, head_only, ok_to_stream ? streamed->size : 0);
     if (!wec && ok_to_stream && !head_only) {

@@ -34,10 +34,13 @@ http::Handler offload(ApiContext& ctx, SyncHandler f) {
   };
 }
 
-// Runs a read on the read lane (lower CPU priority; its store operations yield to the agents').
+// Runs a read without a token on the read lane (lower CPU priority; its store operations yield
+// to the agents'), and one with a token (an operator, a reader) with the operators' writes, so a
+// flood of anonymous reads queues before neither.
 http::Handler read_offload(ApiContext& ctx, SyncHandler f) {
   return [&ctx, f](const http::Request& req, const http::RouteMatch& m) -> boost::asio::awaitable<http::Response> {
-    co_return co_await run_blocking(ctx.read_lane, [&] { return respond(ctx, f, req, m); });
+    const auto lane = holds_client_token(ctx, req) ? ctx.blocking : ctx.read_lane;
+    co_return co_await run_blocking(lane, [&] { return respond(ctx, f, req, m); });
   };
 }
 

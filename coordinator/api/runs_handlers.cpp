@@ -232,12 +232,11 @@ Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, con
     if (!r.content_disposition.empty()) res.set(bhttp::field::content_disposition, r.content_disposition);
     return res;
   };
-  // A finished run's report never changes: rendered once, then copied.
-  const std::string key =
-      std::to_string(run.id) + "/" + format + "/" + std::string(to_string(stat)) + "/" + (exclude ? "exclude" : "all");
-  if (run.finished_at) {
-    if (auto hit = ctx.report_cache->find(key)) return respond(*hit);
-  }
+  // A finished run's report never changes: rendered once, then copied. A running run's is kept
+  // for a second: readers in a loop cost one build a second.
+  const std::string key = std::to_string(run.id) + "/" + format + "/" + std::string(to_string(stat)) + "/" +
+                          (exclude ? "exclude" : "all") + (run.finished_at ? "/final" : "/live");
+  if (auto hit = ctx.report_cache->find(key)) return respond(*hit);
   BF_ASSIGN_OR_RETURN(const report::Report built, report_of_run(ctx, run, stat, exclude));
   RenderedReport rendered;
   if (format == "md") {
@@ -249,7 +248,9 @@ Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, con
     rendered = {"application/json", "", report::render_json(built)};
   }
   auto res = respond(rendered);
-  if (run.finished_at) ctx.report_cache->put(key, std::move(rendered));
+  ctx.report_cache->put(
+      key, std::move(rendered),
+      run.finished_at ? std::nullopt : std::optional(ReportCache::Clock::now() + std::chrono::seconds(1)));
   return res;
 }
 

@@ -152,7 +152,9 @@ int run(int argc, char** argv) {
   (*server)->start();
   spdlog::info("listening on {}:{} db={} catalog={} models={}", endpoint->address().to_string(), (*server)->port(),
                config.db, catalog_path, catalog->models().size());
-  // The agents' and operators' own listener: tokens only, its own connection slots.
+  // The agents' and operators' own listener: tokens only, its own connection slots, and its own
+  // I/O thread, so its sockets are never served behind the public listener's.
+  asio::io_context agent_ioc(1);
   std::unique_ptr<http::Server> agent_server;
   if (!config.agent_listen.empty()) {
     auto agent_endpoint = http::parse_listen_address(config.agent_listen);
@@ -164,7 +166,7 @@ int run(int argc, char** argv) {
     limits.credentials_only = true;
     limits.reserved_connections = 0;
     limits.max_connections_per_peer = 0;
-    auto listening = http::Server::listen(ioc, *agent_endpoint, router, limits,
+    auto listening = http::Server::listen(agent_ioc, *agent_endpoint, router, limits,
                                           [&metrics](std::string_view route, unsigned status, double seconds) {
                                             metrics.observe_request(route, status, seconds);
                                           });
@@ -242,6 +244,7 @@ int run(int argc, char** argv) {
   });
 
   std::vector<std::thread> threads;
+  if (agent_server) threads.emplace_back([&agent_ioc] { agent_ioc.run(); });
   for (int i = 1; i < config.threads; ++i) threads.emplace_back([&ioc] { ioc.run(); });
   ioc.run();
   for (auto& t : threads) t.join();

@@ -80,9 +80,11 @@ std::vector<Option> options(CoordinatorConfig& c) {
              "threads running only the agent protocol (lease, heartbeat, progress, result, release), whose store "
              "operations go ahead of every other's"),
       option("read_threads", c.read_threads,
-             "threads running the API's reads (lists, reports, results, compare), at nice read_nice (0: the "
-             "machine's cores)"),
-      option("read_nice", c.read_nice, "CPU priority (nice, 0..19) of the read threads: reads never outrun agents"),
+             "threads running the API's reads without a token (lists, reports, results, compare), at nice "
+             "read_nice (0: the machine's cores)"),
+      option("read_nice", c.read_nice,
+             "CPU priority (nice, 0..19) of the read threads; above 0 a read holding the store's lock can be "
+             "starved by a flood, and agents wait on it"),
       option("log_level", c.log_level, "trace, debug, info, warn, error"),
       option("port_file", c.port_file, "write the bound port to this file once listening"),
       option("web_root", c.web_root,

@@ -17,7 +17,7 @@ Result<std::unique_ptr<SamplesReader>> SamplesReader::open(const std::string& db
     return Error::internal("cannot open " + db_path + " to read samples: " + why);
   }
   sqlite3_busy_timeout(db, 5000);
-  (void)sqlite3_exec(db, "PRAGMA cache_size = -512", nullptr, nullptr, nullptr);  // 512 KiB: it reads forward once
+  (void)sqlite3_exec(db, "PRAGMA cache_size = -128", nullptr, nullptr, nullptr);  // 128 KiB: it reads forward once
   sqlite3_blob* blob = nullptr;
   if (sqlite3_blob_open(db, "main", "result_samples", "samples_ms", result_id, /*write=*/0, &blob) != SQLITE_OK) {
     const std::string why = sqlite3_errmsg(db);

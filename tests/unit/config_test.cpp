@@ -128,7 +128,7 @@ TEST(CoordinatorConfig, AgentsFirstLanesBudgetsAndListenerAreOptions) {
   ASSERT_TRUE(defaults.ok()) << defaults.error().describe();
   EXPECT_EQ(defaults->config.agent_threads, 16);
   EXPECT_EQ(defaults->config.read_threads, 0);
-  EXPECT_EQ(defaults->config.read_nice, 10);
+  EXPECT_EQ(defaults->config.read_nice, 0);
   EXPECT_EQ(defaults->config.max_inflight_body_bytes_per_client, std::int64_t{16} << 20);
   EXPECT_EQ(defaults->config.max_inflight_response_bytes, std::int64_t{256} << 20);
   EXPECT_EQ(defaults->config.max_inflight_response_bytes_per_client, std::int64_t{64} << 20);
