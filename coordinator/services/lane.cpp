@@ -10,7 +10,7 @@
 
 namespace benchfleet {
 
-Lane::Lane(std::string name, int threads, int nice) : guard_(boost::asio::make_work_guard(ioc_)) {
+Lane::Lane(const std::string& name, int threads, int nice) : guard_(boost::asio::make_work_guard(ioc_)) {
   const int n = std::max(1, threads);
   threads_.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {

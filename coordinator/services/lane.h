@@ -19,7 +19,7 @@ class Lane {
  public:
   // Starts `threads` threads (at least 1), each at `nice` (0: unchanged; a thread that may not
   // lower its priority keeps the process's and logs nothing: it still works).
-  Lane(std::string name, int threads, int nice = 0);
+  Lane(const std::string& name, int threads, int nice = 0);
   // join()s.
   ~Lane();
   Lane(const Lane&) = delete;

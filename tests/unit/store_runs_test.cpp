@@ -141,6 +141,25 @@ TEST_F(StoreTest, AResultLargerThanAPageIsListedWithoutItsSamples) {
 // A run of more than RunStore::kSubmitChunk jobs goes in as several operations: all its jobs
 // are there when create_run returns, it is not finished while its last chunk is still to come,
 // and a cancel that lands between chunks leaves no job queued.
+// A big run whose cells no enrolled slot can run was marked unsupported in one operation that
+// held the store for seconds (40,000 such cells: heartbeats waited 2 s). It is marked in
+// operations of kSubmitChunk cells now, every one of them, and the run ends done.
+TEST_F(StoreTest, ABigRunNoSlotCanRunIsMarkedInChunksAndEndsDone) {
+  (void)enroll("a", "a100", {Mode::kEager});
+  std::vector<int> batches;
+  for (int b = 1; b <= 250; ++b) batches.push_back(b);
+  MatrixSpec spec = testing::stable_a100_matrix("unrunnable", {"torchvision/resnet18"}, batches, {Mode::kDefault});
+  spec.repetitions = 8;  // 2,000 cells the slot's build does not offer: four chunks
+  const auto run = submit_spec(spec);
+  const auto info = store_->runs().get_run(run).value();
+  EXPECT_EQ(info.job_count, 2000);
+  EXPECT_EQ(info.state, "done");
+  EXPECT_TRUE(info.finished_at.has_value());
+  const auto cells = store_->results().report_cells(run).value();
+  ASSERT_EQ(cells.size(), 2000u);
+  for (const auto& c : cells) ASSERT_EQ(c.result_status, ResultStatus::kUnsupported);
+}
+
 TEST_F(StoreTest, BigRunsAreStoredInChunksAndACancelMeanwhileStopsTheRest) {
   std::vector<int> batches;
   for (int b = 1; b <= 250; ++b) batches.push_back(b);
