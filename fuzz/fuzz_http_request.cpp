@@ -2,7 +2,9 @@
 // connection of a real http::Server (common/http/server.cpp: request parsing, Host and header
 // admission, routing, guards, per-route body limits, keep-alive, pipelining, refusals) running in
 // this process on 127.0.0.1, with routes shaped like the coordinator's: a guarded POST whose
-// handler parses its JSON body, a GET with a path parameter and a query, and a fallback. The
+// handler parses its JSON body, a GET with a path parameter and a query, a GET whose answer is
+// streamed after its head (and counted against the answer budgets), and a fallback; the
+// per-client body and answer budgets and the anonymous read rate small enough to be reached. The
 // input's end is the client's end of sending; the answer is read until the server closes.
 // Properties: no crash or sanitizer report in the server; every answer it sends starts with
 // "HTTP/1.x <status>"; no 500 (a handler or the server failing on some input); the server
@@ -13,7 +15,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -49,6 +53,27 @@ asio::awaitable<Response> report(const Request& req, const RouteMatch& m) {
   co_return benchfleet::http::json_response(bhttp::status::ok, out, req);
 }
 
+// An answer streamed after its head (Exchange::BodyStream), as the coordinator streams a large
+// result's samples: `?bytes=N` of them (at most 1 MiB), a chunk at a time.
+asio::awaitable<Response> streamed(const Request& req, const RouteMatch& m) {
+  std::size_t bytes = 4096;
+  if (auto it = m.query.find("bytes"); it != m.query.end()) {
+    bytes = std::min<std::size_t>(std::strtoull(it->second.c_str(), nullptr, 10), std::size_t{1} << 20);
+  }
+  if (m.exchange && bytes != 0) {
+    benchfleet::http::Exchange::BodyStream body;
+    body.size = bytes;
+    body.executor = co_await asio::this_coro::executor;
+    body.next = [left = bytes](std::size_t max) mutable {
+      const std::size_t n = std::min(left, max);
+      left -= n;
+      return std::string(n, '7');
+    };
+    m.exchange->stream_after(std::move(body));
+  }
+  co_return benchfleet::http::text_response(bhttp::status::ok, "[", req, "application/json");
+}
+
 asio::awaitable<Response> web(const Request& req, const RouteMatch& m) {
   co_return benchfleet::http::text_response(bhttp::status::ok, std::to_string(m.segments.size()), req);
 }
@@ -69,6 +94,7 @@ struct Fixture {
   Fixture() {
     router.add(bhttp::verb::post, "/api/v1/runs", "runs.create", create_run, {bearer, 4096});
     router.add(bhttp::verb::get, "/api/v1/runs/{id}/report", "runs.report", report);
+    router.add(bhttp::verb::get, "/api/v1/results/{id}", "results.get", streamed);
     router.set_fallback("web", web);
     benchfleet::http::ServerLimits limits;
     limits.body_limit = 64 * 1024;
@@ -78,6 +104,11 @@ struct Fixture {
     limits.header_timeout = std::chrono::milliseconds(300);
     limits.max_connections = 16;
     limits.max_inflight_body_bytes = 256 * 1024;
+    limits.max_inflight_body_bytes_per_client = 64 * 1024;
+    // Small enough that inputs reach the answer budgets and the read rate limit.
+    limits.max_inflight_response_bytes = 2 << 20;
+    limits.max_inflight_response_bytes_per_client = 1 << 20;
+    limits.anonymous_reads_per_s_per_peer = 200;
     auto listening = benchfleet::http::Server::listen(ioc, {asio::ip::make_address("127.0.0.1"), 0}, router, limits);
     if (!listening.ok()) benchfleet::fuzz::fail("listen", listening.error().message);
     server = std::move(*listening);
