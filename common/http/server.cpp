@@ -322,6 +322,13 @@ struct ResponseHold {
   ~ResponseHold() {
     if (bytes != 0) state->release_response(client, bytes);
   }
+  // From what a read was reserved at admission to what its answer holds.
+  void resize(std::size_t now) {
+    if (now == bytes) return;
+    if (now != 0) state->hold_response(client, now);
+    if (bytes != 0) state->release_response(client, bytes);
+    bytes = now;
+  }
 };
 
 // Who a request counts against: its credential when its guard found one (agents behind one
@@ -455,6 +462,11 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
                         "the server holds too many answers its readers have not read yet; retry later", head);
       refusal->set(bhttp::field::retry_after, "1");
     }
+    // A read holds its share of the answer budgets from its admission, before its answer exists:
+    // reads admitted at once cannot all pass the check before any of them is counted.
+    constexpr std::size_t kReadReserve = std::size_t{1} << 20;
+    std::optional<ResponseHold> holding;
+    if (!refusal && read) holding.emplace(st.get(), client, kReadReserve);
     BodyReservation reservation(st.get(), client);
     std::size_t body_limit = limits.body_limit;
     if (!refusal && body_pending) {
@@ -523,8 +535,9 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
     std::optional<Exchange::BodyStream> streamed = exchange->take_stream();
     // A streamed answer holds a chunk and its source's buffers, not its whole: counted as
     // kStreamHold, so one client's slow readers of large answers are still bounded in number.
-    constexpr std::size_t kStreamHold = std::size_t{1} << 20;
-    const ResponseHold holding(st.get(), client, res.body().size() + (streamed ? kStreamHold : 0));
+    constexpr std::size_t kStreamHold = std::size_t{4} << 20;
+    if (!holding) holding.emplace(st.get(), client, 0);
+    holding->resize(res.body().size() + (streamed.has_value() ? kStreamHold : 0));
     const bool ok_to_stream = streamed && streamed->size != 0 && res.result() == bhttp::status::ok;
     error_code wec = co_await write_response(stream, res, head_only, ok_to_stream ? streamed->size : 0);
     if (!wec && ok_to_stream && !head_only) {
