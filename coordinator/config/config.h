@@ -66,7 +66,7 @@ struct CoordinatorConfig {
   int store_threads = 32;  // threads running handlers that use the store (bounds a group commit)
   // The agent lane: threads running only the agent protocol (lease, heartbeat, progress, result,
   // release), whose store operations go ahead of every other's.
-  int agent_threads = 16;
+  int agent_threads = 32;
   // The read lane: threads running the anonymous GETs (lists, reports, results, compare), so a
   // flood of reads queues on few threads and cannot take the store or the CPU from the agents.
   // 0: the machine's cores. read_nice lowers their CPU priority; 0 by default: a read holding the

@@ -126,7 +126,7 @@ TEST(CoordinatorConfig, ConnectionAndInFlightBodyBoundsAreOptions) {
 TEST(CoordinatorConfig, AgentsFirstLanesBudgetsAndListenerAreOptions) {
   auto defaults = parse({});
   ASSERT_TRUE(defaults.ok()) << defaults.error().describe();
-  EXPECT_EQ(defaults->config.agent_threads, 16);
+  EXPECT_EQ(defaults->config.agent_threads, 32);
   EXPECT_EQ(defaults->config.read_threads, 0);
   EXPECT_EQ(defaults->config.read_nice, 0);
   EXPECT_EQ(defaults->config.max_inflight_body_bytes_per_client, std::int64_t{16} << 20);
