@@ -30,6 +30,22 @@ using nlohmann::json;
 constexpr int kResults = 10;
 constexpr int kSamples = 1'000'000;
 
+// kSamples samples, the most a result may carry, and an ok result of them that reached
+// max_iterations (its statistics as the coordinator recomputes them).
+std::vector<double> many_samples() {
+  std::vector<double> samples(kSamples);
+  for (int i = 0; i < kSamples; ++i) samples[i] = 10.0 + (i % 997) * 0.001;
+  return samples;
+}
+
+json max_result(const std::vector<double>& samples) {
+  json result = ok_result(10.0);
+  result["samples_ms"] = samples;
+  result["stats"] = json(compute_statistics(samples, /*seed=*/1, /*resamples=*/20));
+  result["stop_reason"] = "max_iterations";
+  return result;
+}
+
 // Every result of the run with its samples, page by page as a client follows next_cursor.
 // Returns the number of samples read.
 std::size_t read_all_samples(http::Client& client, const std::string& results_url) {
@@ -71,12 +87,7 @@ TEST(CoordinatorBulk, RepeatedLargeSampleReadsReturnNearBaseline) {
   const std::string results_url = "/api/v1/runs/" + std::to_string(run["id"].get<std::int64_t>()) + "/results";
   {
     FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
-    std::vector<double> samples(kSamples);
-    for (int i = 0; i < kSamples; ++i) samples[i] = 10.0 + (i % 997) * 0.001;
-    json result = ok_result(10.0);
-    result["samples_ms"] = samples;
-    result["stats"] = json(compute_statistics(samples, /*seed=*/1, /*resamples=*/20));
-    result["stop_reason"] = "max_iterations";
+    const json result = max_result(many_samples());
     for (int i = 0; i < kResults; ++i) {
       const auto lease = agent.lease_job("gpu0");
       ASSERT_TRUE(lease.has_value());
@@ -129,12 +140,8 @@ TEST(CoordinatorBulk, SlowReadersOfALargeResultHoldLittleAndItArrivesWhole) {
   m["measurement"] = {{"min_iterations", 30}, {"max_iterations", kSamples}};
   const json run = coord.submit(m);
   FakeAgent agent(coord, FakeAgent::descriptor("a1", {{"gpu0", "a100"}}, {{"stable", {"eager"}}}));
-  std::vector<double> samples(kSamples);
-  for (int i = 0; i < kSamples; ++i) samples[i] = 10.0 + (i % 997) * 0.001;
-  json result = ok_result(10.0);
-  result["samples_ms"] = samples;
-  result["stats"] = json(compute_statistics(samples, /*seed=*/1, /*resamples=*/20));
-  result["stop_reason"] = "max_iterations";
+  const std::vector<double> samples = many_samples();
+  const json result = max_result(samples);
   const auto lease = agent.lease_job("gpu0");
   ASSERT_TRUE(lease.has_value());
   const auto posted = agent.post_result(*lease, result);
