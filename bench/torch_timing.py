@@ -64,7 +64,7 @@ def time_runner(args: argparse.Namespace) -> None:
     import torch
 
     sys.path.insert(0, os.path.join(_source_dir(), "agent", "python"))
-    from benchfleet_models import build_model, find_model, load_catalog, make_inputs
+    from benchfleet_models import find_model, load_catalog, load_model, make_inputs
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -79,7 +79,7 @@ def time_runner(args: argparse.Namespace) -> None:
         torch._C._set_graph_executor_optimize(False)
         model = torch.jit.load(args.artifact, map_location="cpu")
     else:
-        model = build_model(spec, device="cpu", seed=args.seed, log=lambda m: print(m, file=sys.stderr))
+        model = load_model(spec, args.batch, seed=args.seed, log=lambda m: print(m, file=sys.stderr)).module
     model.eval()
     load_s = time.perf_counter() - started
 

@@ -17,6 +17,7 @@
 #include "cli/history_commands.h"
 #include "cli/id_option.h"
 #include "cli/matrix_file.h"
+#include "cli/model_commands.h"
 #include "cli/progress.h"
 #include "cli/slurm_script.h"
 #include "cli/views.h"
@@ -477,8 +478,9 @@ int run_cli(int argc, char** argv, Console& console) {
       ->capture_default_str();
   watch_cmd->add_flag("--no-results", watch_quiet, "only the progress, no line per result");
 
-  const HistoryCommands history(app);  // schedule, series, regressions
-  const FleetCommands fleet(app);      // models, builds, modes
+  const HistoryCommands history(app);                       // schedule, series, regressions
+  const FleetCommands fleet(app);                           // models, builds, modes
+  const ModelCommands model_commands(app, fleet.models());  // models add/show/rm, artifacts
 
   std::string launcher_config, slurm_class;
   auto* slurm_cmd = app.add_subcommand(
@@ -560,6 +562,7 @@ int run_cli(int argc, char** argv, Console& console) {
     return kExitOk;
   }
   if (auto code = history.run(client, console)) return *code;
+  if (auto code = model_commands.run(client, console)) return *code;
   if (auto code = fleet.run(client, console)) return *code;
   if (watch_cmd->parsed()) {
     watch_options.show_results = !watch_quiet;

@@ -1,9 +1,11 @@
 #include "cli/fleet_client.h"
 
+#include <algorithm>
 #include <cctype>
-
+#include <cstdio>
 #include <utility>
 
+#include "cli/history_commands.h"
 #include "common/display_text.h"
 
 namespace benchfleet::cli {
@@ -42,13 +44,17 @@ Result<http::ClientResponse> FleetClient::send(bhttp::verb verb, const std::stri
     payload = body->dump();
   }
   auto r = http_.request(verb, target, std::move(payload), headers, timeout_);
+  if (r.ok() && (r->status == expected_status || (expected_status == 0 && r->status / 100 == 2))) return r;
+  return refusal(r, what);
+}
+
+Error FleetClient::refusal(const Result<http::ClientResponse>& r, const std::string& what) const {
   if (!r.ok()) {
     return Error{r.error().code,
                  what + ": cannot reach the coordinator at " + base_url_ + " (" + r.error().message +
                      "); set --url or BENCHFLEET_URL",
                  {}};
   }
-  if (r->status == expected_status) return r;
   Error e = http::error_for_response(*r, what);
   // A 400 names the offending field of the request (problem extension member "field").
   if (auto problem = r->json(); problem.ok() && problem->is_object()) {
@@ -167,6 +173,56 @@ Result<nlohmann::json> FleetClient::drain(std::int64_t agent_id, bool draining) 
 
 Result<nlohmann::json> FleetClient::models() {
   return send_json(bhttp::verb::get, "/api/v1/models", "list models", 200);
+}
+
+namespace {
+// A model id as one path segment ('/' inside it percent-encoded).
+std::string model_target(const std::string& id) {
+  std::string out = "/api/v1/models/";
+  for (const unsigned char c : id) {
+    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '@') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+Result<nlohmann::json> FleetClient::register_model(const nlohmann::json& definition, bool new_version) {
+  return send_json(bhttp::verb::post, new_version ? "/api/v1/models?new_version=true" : "/api/v1/models",
+                   "register model", 0, &definition);
+}
+
+Result<nlohmann::json> FleetClient::model(const std::string& id) {
+  return send_json(bhttp::verb::get, model_target(id), "model " + id, 200);
+}
+
+Result<nlohmann::json> FleetClient::delete_model(const std::string& id, bool retire) {
+  return send_json(bhttp::verb::delete_, model_target(id) + (retire ? "?retire=true" : ""),
+                   (retire ? "retire model " : "remove model ") + id, 200);
+}
+
+Result<nlohmann::json> FleetClient::upload_artifact(const std::string& path, const std::string& kind,
+                                                    const std::string& name) {
+  http::Client::Headers headers{{"Content-Type", "application/octet-stream"}};
+  if (!token_.empty()) headers.emplace_back("Authorization", "Bearer " + token_);
+  std::string target = "/api/v1/artifacts?kind=" + kind;
+  if (!name.empty()) target += "&name=" + encode_query_value(name);
+  // An upload of gigabytes takes minutes: the whole request gets an hour.
+  auto r = http_.post_file(target, path, headers, std::max<std::chrono::milliseconds>(timeout_, std::chrono::hours(1)));
+  if (!r.ok() && r.error().code == ErrorCode::kNotFound) return r.error();
+  if (!r.ok() || r->status / 100 != 2) return refusal(r, "upload " + path);
+  auto j = r->json();
+  if (!j.ok()) return Error{ErrorCode::kUnavailable, "upload " + path + ": " + j.error().message, {}};
+  return std::move(*j);
+}
+
+Result<nlohmann::json> FleetClient::artifacts() {
+  return send_json(bhttp::verb::get, "/api/v1/artifacts", "list artifacts", 200);
 }
 
 namespace {

@@ -45,6 +45,13 @@ class FleetClient {
   Result<nlohmann::json> drain(std::int64_t agent_id, bool draining);  // Agent
   Result<nlohmann::json> approve(std::int64_t agent_id);               // Agent
   Result<nlohmann::json> models();                                     // ModelList
+  // Registered models (docs/models.md). register_model answers the Model with its `outcome`.
+  Result<nlohmann::json> register_model(const nlohmann::json& definition, bool new_version);
+  Result<nlohmann::json> model(const std::string& id);  // Model, with its versions
+  Result<nlohmann::json> delete_model(const std::string& id, bool retire);
+  // Streams the file up (never whole in memory); kind "file" or "tar". The Artifact.
+  Result<nlohmann::json> upload_artifact(const std::string& path, const std::string& kind, const std::string& name);
+  Result<nlohmann::json> artifacts();  // ArtifactList
 
   // History. `query` is already encoded ("model=...&limit=20"), "" for none.
   Result<nlohmann::json> create_schedule(const nlohmann::json& request);       // Schedule
@@ -62,8 +69,11 @@ class FleetClient {
   const std::string& base_url() const { return base_url_; }
 
  private:
+  // expected_status 0: any 2xx.
   Result<http::ClientResponse> send(boost::beast::http::verb verb, const std::string& target, const std::string& what,
                                     unsigned expected_status, const nlohmann::json* body = nullptr);
+  // The Error for an answer that is not `expected_status` (0: any 2xx).
+  Error refusal(const Result<http::ClientResponse>& r, const std::string& what) const;
   Result<nlohmann::json> send_json(boost::beast::http::verb verb, const std::string& target, const std::string& what,
                                    unsigned expected_status, const nlohmann::json* body = nullptr);
 

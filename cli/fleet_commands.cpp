@@ -10,8 +10,9 @@ namespace benchfleet::cli {
 FleetCommands::FleetCommands(CLI::App& app) {
   models_ = app.add_subcommand(
       "models",
-      "List the model catalog: ids, the short name a matrix or `series --model` may give instead (the\n"
-      "id's part after its '/', or any unique ending of it after '/', '-' or '_'), task and source.");
+      "List the registered models: ids, the short name a matrix or `series --model` may give instead\n"
+      "(the id's part after its '/', or any unique ending of it after '/', '-' or '_'), task and source.\n"
+      "`models add/show/rm` register, show and remove them (docs/models.md).");
   builds_ = app.add_subcommand(
       "builds",
       "List the torch builds the enrolled agents offer: exact versions, GPU classes, runtimes and their\n"
@@ -25,6 +26,7 @@ FleetCommands::FleetCommands(CLI::App& app) {
 
 std::optional<int> FleetCommands::run(FleetClient& client, Console& console) const {
   if (!models_->parsed() && !builds_->parsed() && !modes_->parsed()) return std::nullopt;
+  if (models_->parsed() && !models_->get_subcommands().empty()) return std::nullopt;  // models add/show/rm
   auto answer = models_->parsed() ? client.models() : client.agents();
   if (!answer.ok()) {
     console.err << "benchfleet: " << answer.error().message << "\n";

@@ -20,6 +20,9 @@ class FleetCommands {
   FleetCommands(const FleetCommands&) = delete;
   FleetCommands& operator=(const FleetCommands&) = delete;
 
+  // The `models` command, under which ModelCommands adds its own.
+  CLI::App& models() const { return *models_; }
+
   // The exit code of the command app.parse() found, or nullopt when it named another one.
   std::optional<int> run(FleetClient& client, Console& console) const;
 

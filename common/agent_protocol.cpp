@@ -110,7 +110,7 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Enroll
 
 std::optional<Error> decode_value(const json& j, const std::string& path, LeasedJob& out) {
   const json known = known_members(j, {"id", "run_id", "attempt", "lease_id", "lease_expires_at", "spec", "measurement",
-                                       "memory_limit_mb", "timeout_s", "dynamic", "walk_batches"});
+                                       "memory_limit_mb", "timeout_s", "dynamic", "walk_batches", "model"});
   std::string expires_at;
   JsonReader r(known, path);
   r.required("id", out.job_id);
@@ -124,6 +124,16 @@ std::optional<Error> decode_value(const json& j, const std::string& path, Leased
   r.required("timeout_s", out.timeout_s);
   r.optional("dynamic", out.dynamic);
   r.optional("walk_batches", out.walk_batches);
+  std::optional<json> model;
+  r.optional("model", model);
+  // A model without a definition object (a coordinator before registered models) is ignored:
+  // the agent's catalog builds the model then.
+  if (model && model->is_object() && model->contains("definition") && (*model)["definition"].is_object()) {
+    out.model_definition = (*model)["definition"];
+    if (auto digest = model->find("digest"); digest != model->end() && digest->is_string()) {
+      out.model_digest = digest->get<std::string>();
+    }
+  }
   r.check(out.job_id > 0, "id", "must be > 0");
   r.check(out.walk_batches.size() <= kMaxWalkBatches, "walk_batches",
           "must list at most " + std::to_string(kMaxWalkBatches) + " batch sizes");
@@ -228,6 +238,7 @@ void to_json(json& j, const LeasedJob& v) {
        {"timeout_s", v.timeout_s}};
   if (v.dynamic) j["dynamic"] = true;
   if (!v.walk_batches.empty()) j["walk_batches"] = v.walk_batches;
+  if (v.model_definition) j["model"] = {{"definition", *v.model_definition}, {"digest", v.model_digest}};
 }
 
 void to_json(json& j, const LeaseResponse& v) {

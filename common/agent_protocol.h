@@ -58,8 +58,8 @@ struct EnrollResponse {
 };
 
 // A job leased to one slot (LeaseGrant): the `job` of a lease answer. The coordinator's
-// store::LeaseGrant is one. Its answer adds "model" (the catalog entry of spec.model, or null),
-// which agents do not read: that is catalog data, not part of the lease.
+// store::LeaseGrant is one; its answer adds "model" (the registered model spec.model names, as
+// GET /api/v1/models/{id} shows it), whose `definition` and `digest` agents read.
 struct LeasedJob {
   std::int64_t job_id = 0;     // "id", > 0
   std::int64_t run_id = 0;     // > 0
@@ -74,6 +74,10 @@ struct LeasedJob {
   // (empty: no walk). Optional when read: a coordinator before them sends neither.
   bool dynamic = false;
   std::vector<int> walk_batches;
+  // model.definition (docs/models.md): what the agent builds the model from; null from a
+  // coordinator that sends none (the agent's catalog file then). model.digest names it.
+  std::optional<nlohmann::json> model_definition;
+  std::string model_digest;
   bool operator==(const LeasedJob&) const = default;
 };
 

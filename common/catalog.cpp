@@ -19,14 +19,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/install_dirs.h"
+#include "common/model_definition.h"
 #include "common/suggest.h"
 
 namespace benchfleet {
 namespace {
-
-constexpr std::array<std::string_view, 5> kRequiredKeys = {"id", "source", "task", "name", "architecture"};
-constexpr std::string_view kWorkerKey = "worker";
-constexpr std::array<std::string_view, 2> kSources = {"huggingface", "torchvision"};
 
 // "origin:line:column: " with 1-based positions, as compilers print them.
 std::string where(std::string_view origin, const YAML::Mark& mark) {
@@ -59,14 +56,6 @@ std::string key_path(std::size_t index, std::string_view key) {
   path += '.';
   path += key;
   return path;
-}
-
-template <std::size_t N>
-bool contains(const std::array<std::string_view, N>& list, std::string_view s) {
-  for (std::string_view item : list) {
-    if (item == s) return true;
-  }
-  return false;
 }
 
 // Types a plain YAML scalar the way YAML's core schema would (ints, floats, booleans);
@@ -109,65 +98,44 @@ nlohmann::json yaml_to_json(const YAML::Node& node) {
   return nullptr;
 }
 
-// Reads one `models:` entry; returns the first problem found.
+// Reads one `models:` entry by the rule of every model definition; returns the first problem.
 Result<CatalogModel> parse_entry(const YAML::Node& node, std::size_t index, std::string_view origin) {
   if (!node.IsMap()) {
-    return invalid_at(entry_path(index), origin, node.Mark(),
-                      "expected a mapping with keys id, source, task, name, architecture");
+    return invalid_at(entry_path(index), origin, node.Mark(), "expected a mapping (a model definition)");
   }
-  CatalogModel model;
   std::set<std::string> seen;
   for (const auto& kv : node) {
     if (!kv.first.IsScalar()) {
       return invalid_at(entry_path(index), origin, kv.first.Mark(), "keys must be strings");
     }
-    const std::string key = kv.first.Scalar();
-    if (!seen.insert(key).second) {
-      return invalid_at(key_path(index, key), origin, kv.first.Mark(), "duplicate key");
-    }
-    if (key == kWorkerKey) {
-      if (!kv.second.IsMap() && !kv.second.IsNull()) {
-        return invalid_at(key_path(index, key), origin, kv.second.Mark(), "expected a mapping");
-      }
-      model.worker = kv.second.IsMap() ? yaml_to_json(kv.second) : nlohmann::json::object();
-      continue;
-    }
-    if (!contains(kRequiredKeys, key)) {
-      std::string message = "unknown key '";
-      message += key;
-      message += "' (allowed: id, source, task, name, architecture, worker)";
-      return invalid_at(key_path(index, key), origin, kv.first.Mark(), message);
-    }
-    if (!kv.second.IsScalar() || kv.second.Scalar().empty()) {
-      return invalid_at(key_path(index, key), origin, kv.second.Mark(), "expected a non-empty string");
-    }
-    const std::string& value = kv.second.Scalar();
-    if (key == "id") model.id = value;
-    if (key == "source") model.source = value;
-    if (key == "task") model.task = value;
-    if (key == "name") model.name = value;
-    if (key == "architecture") model.architecture = value;
-  }
-  for (std::string_view key : kRequiredKeys) {
-    if (seen.count(std::string(key)) == 0) {
-      return invalid_at(key_path(index, key), origin, node.Mark(), "required key is missing");
+    if (!seen.insert(kv.first.Scalar()).second) {
+      return invalid_at(key_path(index, kv.first.Scalar()), origin, kv.first.Mark(), "duplicate key");
     }
   }
-  if (!contains(kSources, model.source)) {
-    std::string message = "unknown source '";
-    message += model.source;
-    message += "' (expected huggingface or torchvision)";
-    return invalid_at(key_path(index, "source"), origin, node["source"].Mark(), message);
+  Result<CatalogModel> model = check_model_definition(yaml_to_json(node), entry_path(index));
+  if (!model) {
+    // The key's own position where the message names one.
+    const std::string& field = model.error().field;
+    const std::string key = field.substr(std::min(field.size(), entry_path(index).size() + 1));
+    const std::string top = key.substr(0, key.find_first_of(".["));
+    YAML::Mark mark = node.Mark();
+    for (const auto& kv : node) {
+      if (kv.first.Scalar() == top) mark = kv.first.Mark();
+    }
+    return invalid_at(field, origin, mark, field + ": " + model.error().message);
   }
   return model;
 }
 
 }  // namespace
 
+std::string CatalogModel::key() const { return version <= 1 ? id : id + "@" + std::to_string(version); }
+
 std::string CatalogModel::display_name() const {
   std::string out = task;
   out += '/';
   out += name;
+  if (version > 1) out += " (v" + std::to_string(version) + ")";
   return out;
 }
 
@@ -234,8 +202,8 @@ Result<Catalog> Catalog::parse(std::string_view yaml_text, std::string_view orig
   return Catalog(std::move(models));
 }
 
-const CatalogModel* Catalog::find(std::string_view id) const {
-  const std::size_t i = index_of(id);
+const CatalogModel* Catalog::find(std::string_view key) const {
+  const std::size_t i = index_of(key);
   return i == npos ? nullptr : &models_[i];
 }
 
@@ -257,13 +225,16 @@ bool ends_with_part(std::string_view id, std::string_view given, std::string_vie
 }  // namespace
 
 std::vector<std::string> Catalog::ids_matching(std::string_view given) const {
-  if (find(given) != nullptr) return {std::string(given)};
+  if (find(given) != nullptr && given.find('@') != std::string_view::npos) return {std::string(given)};
+  for (const CatalogModel& m : models_) {
+    if (m.current && m.id == given) return {m.key()};
+  }
   // A whole name after the '/' first ("resnet-50" is microsoft/resnet-50, not also
   // facebook/detr-resnet-50), then a trailing part of one.
   std::vector<std::string> matches;
   for (std::string_view boundaries : {std::string_view("/"), std::string_view("/-_")}) {
     for (const CatalogModel& m : models_) {
-      if (ends_with_part(m.id, given, boundaries)) matches.push_back(m.id);
+      if (m.current && ends_with_part(m.id, given, boundaries)) matches.push_back(m.key());
     }
     if (!matches.empty()) break;
   }
@@ -274,7 +245,9 @@ Result<std::string> Catalog::resolve_id(std::string_view given, const std::strin
   const std::vector<std::string> matches = ids_matching(given);
   if (matches.size() == 1) return matches.front();
   std::vector<std::string> ids;
-  for (const CatalogModel& m : models_) ids.push_back(m.id);
+  for (const CatalogModel& m : models_) {
+    if (m.current) ids.push_back(m.id);
+  }
   std::string message = (matches.empty() ? "unknown model \"" : "ambiguous model \"") + std::string(given) + "\"";
   if (matches.empty()) {
     // The nearest by the part after the last '/' as well as by the whole id.
@@ -296,10 +269,14 @@ Result<std::string> Catalog::resolve_id(std::string_view given, const std::strin
   return Error::invalid(field, std::move(message));
 }
 
-std::size_t Catalog::index_of(std::string_view id) const {
-  // Linear: catalogs hold tens of models.
+std::size_t Catalog::index_of(std::string_view key) const {
+  // Linear: catalogs hold tens of models, a fleet's registry hundreds.
   for (std::size_t i = 0; i < models_.size(); ++i) {
-    if (models_[i].id == id) return i;
+    const CatalogModel& m = models_[i];
+    if (m.version <= 1 ? m.id == key
+                       : key.size() > m.id.size() && key.substr(0, m.id.size()) == m.id && m.key() == key) {
+      return i;
+    }
   }
   return npos;
 }

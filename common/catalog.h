@@ -17,18 +17,27 @@
 
 namespace benchfleet {
 
+// One version of a model: the shipped catalog's entries (version 1) and the models operators
+// register (docs/models.md).
 struct CatalogModel {
-  std::string id;            // catalog id used in matrices, e.g. "google/vit-base-patch16-224"
-  std::string source;        // "huggingface" or "torchvision"
+  std::string id;            // the id used in matrices, e.g. "google/vit-base-patch16-224"
+  std::string source;        // huggingface, torchvision, timm, python or exported
   std::string task;          // e.g. "Image Classification"
   std::string name;          // short name as in the seeds' tables, e.g. "ViT"
-  std::string architecture;  // transformers class or torchvision builder, e.g. "resnet18"
-  // Free-form details for the worker (input specs, export options), converted from YAML:
-  // plain scalars that read as integers, floats or booleans become numbers/booleans, quoted
-  // scalars stay strings. Always an object; {} when the entry has no `worker` key.
-  nlohmann::json worker = nlohmann::json::object();
+  std::string architecture;  // transformers class, torchvision builder or timm name; may be ""
+  // The whole definition (common/model_definition.h), defaults filled in: what a job carries
+  // to the agent. From YAML, plain scalars that read as integers, floats or booleans become
+  // numbers/booleans and quoted scalars stay strings.
+  nlohmann::json definition = nlohmann::json::object();
+  int version = 1;       // a redefinition with results makes the next version
+  std::string digest;    // "sha256:..." of the definition as stored; "" outside the coordinator
+  bool current = true;   // the version a matrix naming the id gets
+  bool retired = false;  // kept with its results; new runs refuse it
 
-  // "<task>/<name>", the row label of the report tables, e.g. "Image Classification/ViT".
+  // What jobs, series and reports name this version by: the id for version 1, "id@N" after.
+  std::string key() const;
+  // "<task>/<name>", the row label of the report tables, e.g. "Image Classification/ViT"; a
+  // version after the first adds " (vN)".
   std::string display_name() const;
 
   bool operator==(const CatalogModel&) const = default;
@@ -51,24 +60,30 @@ class Catalog {
   // or an empty model list.
   static Result<Catalog> parse(std::string_view yaml_text, std::string_view origin);
 
-  // The model with this id, or nullptr if unknown. The pointer lives as long as the Catalog.
-  const CatalogModel* find(std::string_view id) const;
+  // The models given, in this order (the store's registered models). REQUIRES: unique keys.
+  static Catalog of(std::vector<CatalogModel> models) { return Catalog(std::move(models)); }
 
-  // The catalog id a user's `given` name stands for: `given` itself when it is an id; else the
-  // one id ending with it after a '/', '-' or '_', compared without case ("resnet18" ->
-  // "torchvision/resnet18", "ViT-Base-Patch16-224" -> "google/vit-base-patch16-224").
+  // The model version with this key (CatalogModel::key), or nullptr if unknown. The pointer
+  // lives as long as the Catalog.
+  const CatalogModel* find(std::string_view key) const;
+
+  // The key a user's `given` name stands for: `given` itself when it is a key ("acme/x@1"); the
+  // current version's key when it is an id; else that of the one current id ending with it after
+  // a '/', '-' or '_', compared without case ("resnet18" -> "torchvision/resnet18",
+  // "ViT-Base-Patch16-224" -> "google/vit-base-patch16-224").
   // kInvalidArgument naming `field` when no id does (with the nearest id, if one is near) or
   // when several do (listing them).
   Result<std::string> resolve_id(std::string_view given, const std::string& field) const;
-  // The ids `given` may stand for, as resolve_id matches them: {given} for an id, else the ids
-  // whose name after the '/' is it, else those ending with it after a '/', '-' or '_'.
+  // The keys `given` may stand for, as resolve_id matches them: {given} for a key, the current
+  // key for an id, else the current ids whose name after the '/' is it, else those ending with it
+  // after a '/', '-' or '_'.
   std::vector<std::string> ids_matching(std::string_view given) const;
 
-  // All models in file order.
+  // All models in file (or registration) order, every version.
   const std::vector<CatalogModel>& models() const { return models_; }
 
-  // Position in file order, for sorting report rows; npos if unknown.
-  std::size_t index_of(std::string_view id) const;
+  // Position of a key in file order, for sorting report rows; npos if unknown.
+  std::size_t index_of(std::string_view key) const;
 
  private:
   explicit Catalog(std::vector<CatalogModel> models) : models_(std::move(models)) {}

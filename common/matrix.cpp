@@ -14,11 +14,18 @@ Status resolve_models(MatrixSpec& spec, const Catalog& catalog) {
 Result<std::vector<JobSpec>> expand_matrix(const MatrixSpec& spec, const Catalog& catalog,
                                            const ExpansionLimits& limits) {
   for (std::size_t i = 0; i < spec.models.size(); ++i) {
-    if (catalog.find(spec.models[i]) == nullptr) {
+    const CatalogModel* model = catalog.find(spec.models[i]);
+    if (model == nullptr) {
       std::string message = "unknown model \"";
       message += spec.models[i];
       message += "\" (not in the model catalog; GET /api/v1/models lists the known ids)";
       return Error::invalid("models[" + std::to_string(i) + "]", std::move(message));
+    }
+    if (model->retired) {
+      return Error::invalid("models[" + std::to_string(i) + "]",
+                            "model \"" + model->id +
+                                "\" is retired: kept with its results, it runs no more (register "
+                                "its definition again to run it)");
     }
   }
   // Multiply with overflow in mind: each axis is at most 1000 long, repetitions at most 100.

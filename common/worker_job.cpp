@@ -87,6 +87,8 @@ std::optional<Error> decode_value(const nlohmann::json& j, const std::string& pa
   r.optional("catalog", catalog);
   out.catalog = catalog.value_or("");
   r.optional("weights", out.weights);
+  r.optional("model_definition", out.model_definition);
+  r.check(!out.model_definition || out.model_definition->is_object(), "model_definition", "must be an object");
   r.optional("threads", out.threads);
   r.check(out.threads >= 0 && out.threads <= 4096, "threads", "must be between 0 (torch's default) and 4096");
   if (libtorch) {
@@ -137,6 +139,7 @@ void to_json(nlohmann::json& j, const WorkerJob& v) {
   if (!v.walk_batches.empty()) j["walk_batches"] = v.walk_batches;
   if (!v.catalog.empty()) j["catalog"] = v.catalog;
   if (v.weights) j["weights"] = *v.weights;
+  if (v.model_definition) j["model_definition"] = *v.model_definition;
   if (v.threads > 0) j["threads"] = v.threads;
 }
 

@@ -60,6 +60,9 @@ struct WorkerJob {
   // default), and local weights (absent: random init).
   std::string catalog;
   std::optional<std::string> weights;
+  // Python runtime: the model's definition (docs/models.md) the runner builds it from, with
+  // "local_path" where its files are on this host; null: the catalog's entry for `model`.
+  std::optional<nlohmann::json> model_definition;
   // Intra-op threads torch runs with (at::set_num_threads / torch.set_num_threads), the slot's:
   // every build and runtime on a slot gets the same, so a comparison of builds is not one of
   // thread counts. 0: torch's own default (a job file written without it).

@@ -45,7 +45,12 @@ std::vector<config::Option> options(AgentConfig& c) {
       option("exporter", c.exporter, "path of benchfleet_export.py (default: found next to the binary)"),
       option("runner", c.runner,
              "path of benchfleet_runner.py, the python runtime's runner (default: beside the exporter)"),
-      option("catalog", c.catalog, "model catalog YAML (default: the shipped one)"),
+      option("catalog", c.catalog,
+             "model catalog YAML for jobs from a coordinator that sends no model definition (default: the shipped "
+             "one)"),
+      option("model_roots", c.model_roots,
+             "directories a model definition's path may name on this host (none: such jobs are errors; artifacts "
+             "need none)"),
       option("in_root", c.in_root,
              "path of in-root.sh, which runs the programs of a build that has a root (default: beside the exporter)"),
       option("log_level", c.log_level, "trace, debug, info, warn, error"),

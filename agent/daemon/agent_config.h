@@ -38,7 +38,10 @@ struct AgentConfig {
   std::string exporter;  // benchfleet_export.py; default: found next to the binary or in the source tree
   std::string runner;    // benchfleet_runner.py (python runtime); default: beside the exporter
   std::string catalog;   // default: the shipped catalog
-  std::string in_root;   // scripts/in-root.sh (builds with a root); default: beside the exporter
+  // Directories a model definition's `path` may name on this host (docs/models.md); none: a
+  // job naming a path is an error.
+  std::vector<std::string> model_roots;
+  std::string in_root;  // scripts/in-root.sh (builds with a root); default: beside the exporter
   std::string log_level = "info";
   // A batch allocation (docs/design.md §10.1): "none", or "slurm" (name, GPUs and deadline from
   // the Slurm job the agent runs in; per-allocation state, spool and work directories).

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "agent/daemon/file_digest.h"
+#include "agent/daemon/file_lock.h"
 #include "agent/daemon/process.h"
 
 namespace benchfleet::agent {
@@ -21,23 +22,6 @@ namespace fs = std::filesystem;
 
 // The exporter prints one small JSON object; anything larger is not an answer.
 constexpr std::size_t kMaxExporterAnswerBytes = 1 << 20;
-
-// Holds an exclusive flock on a file for its lifetime.
-class FileLock {
- public:
-  explicit FileLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
-    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
-  }
-  ~FileLock() {
-    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-  bool held() const { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
 
 std::optional<nlohmann::json> read_json(const fs::path& path) {
   std::ifstream in(path);
@@ -115,9 +99,10 @@ std::string sanitize(std::string_view s) {
 ArtifactCache::ArtifactCache(std::string dir) : dir_(std::move(dir)) {}
 
 std::string ArtifactCache::dir_name(const ArtifactKey& k) {
-  const std::string full = k.model + "|" + k.build + "|" + k.build_version + "|" + k.build_root_id + "|" + k.format +
-                           "|" + std::string(to_string(k.mode)) + "|" + std::to_string(k.batch) + "|" + k.device + "|" +
-                           k.device_arch + "|" + std::string(to_string(k.dtype)) + "|" + k.test_perturbation;
+  const std::string full = k.model + "|" + k.model_digest + "|" + k.build + "|" + k.build_version + "|" +
+                           k.build_root_id + "|" + k.format + "|" + std::string(to_string(k.mode)) + "|" +
+                           std::to_string(k.batch) + "|" + k.device + "|" + k.device_arch + "|" +
+                           std::string(to_string(k.dtype)) + "|" + k.test_perturbation;
   std::ostringstream hash;
   hash << std::hex << std::hash<std::string>{}(full);
   return sanitize(k.model) + "-b" + std::to_string(k.batch) + "-" + k.format + "-" + std::string(to_string(k.dtype)) +
@@ -158,6 +143,12 @@ Prepared ArtifactCache::prepare(const ArtifactKey& key, const Exporter& exporter
             "--model",       key.model,        "--batch",   std::to_string(key.batch),
             "--format",      key.format,       "--device",  key.device,
             "--out",         staging.string(), "--dtype",   std::string(to_string(key.dtype))};
+  if (key.model_definition) {
+    const fs::path definition = staging / "model.json";
+    std::ofstream(definition) << key.model_definition->dump();
+    o.argv.push_back("--model-json");
+    o.argv.push_back(definition.string());
+  }
   if (key.format == "aotinductor") {
     o.argv.push_back("--mode");
     o.argv.push_back(std::string(to_string(key.mode)));

@@ -20,7 +20,11 @@
 namespace benchfleet::agent {
 
 struct ArtifactKey {
-  std::string model;
+  std::string model;  // the job's model key ("id", or "id@N" for a later version)
+  // The model's definition (docs/models.md, "local_path" resolved on this host) the exporter
+  // builds from, and its digest, so a redefined model exports again; nullopt: the catalog's.
+  std::optional<nlohmann::json> model_definition;
+  std::string model_digest;
   std::string build;          // torch build name
   std::string build_version;  // its exact version, so an upgraded build re-exports
   std::string build_root_id;  // its root's identity ("" on the host), so a changed root re-exports

@@ -106,6 +106,10 @@ struct Daemon::State {
   std::unique_ptr<ArtifactCache> cache;
   std::unique_ptr<BuildLauncher> launcher;
   std::unique_ptr<BuildJobRunner> runner;
+  std::unique_ptr<ModelFiles> model_files;
+  // The agent's id and token (AgentLoops'), for the model artifacts a job fetches. Set before
+  // the loops start, so before any job runs.
+  AgentIdentity* identity = nullptr;
   SteadyWaitClock clock;
   std::mutex stop_mu;
   int stop_requests = 0;              // under stop_mu; passed on to the loops once they exist
@@ -199,6 +203,17 @@ int Daemon::run() {
   for (const auto& module : {c.exporter, c.runner}) {
     if (const std::string rules = shipped_rules_dir(module); fs::is_directory(rules)) readable.push_back(rules);
   }
+  // Registered models' files: artifacts fetched into the (bound, writable) artifact directory,
+  // and the paths under model_roots, bound read-only.
+  s.model_files = std::make_unique<ModelFiles>(
+      c.artifact_dir + "/models", c.model_roots,
+      [&s, coordinator = c.coordinator](const std::string& target, const std::string& path) {
+        http::Client client(coordinator);
+        http::Client::Headers headers;
+        if (s.identity != nullptr) headers.emplace_back("Authorization", "Bearer " + s.identity->get().second);
+        return client.get_to_file(target, path, headers, std::uint64_t{1} << 40, std::chrono::hours(2));
+      });
+  for (const std::string& root : c.model_roots) readable.push_back(resolved_path(root));
   s.launcher = std::make_unique<BuildLauncher>(c.in_root, std::vector<std::string>{c.work_dir, c.artifact_dir},
                                                std::move(readable), c.artifact_dir + "/inductor");
   for (auto& b : builds) probe_build(c, *s.launcher, s.record_dir(), device, b);
@@ -226,6 +241,7 @@ int Daemon::run() {
   shared.slot_threads = std::move(*threads);
   for (const auto& [slot, n] : shared.slot_threads) spdlog::info("slot {}: {} thread(s) per job", slot, n);
   shared.cache = s.cache.get();
+  shared.model_files = s.model_files.get();
   shared.launcher = s.launcher.get();
   shared.exporter = Exporter{"", c.exporter, c.catalog, c.export_timeout_s, {}};
   shared.runner = c.runner;
@@ -269,6 +285,7 @@ int Daemon::run() {
   parts.allocation.idle_exit = std::chrono::seconds(c.idle_exit_s);
   parts.allocation.kill_grace_s = c.kill_grace_s;
   auto loops = std::make_unique<AgentLoops>(std::move(parts));
+  s.identity = &loops->identity();
   if (auto saved = load_agent_token(s.token_file(), coordinator, descriptor)) {
     loops->identity().set(saved->first, std::move(saved->second));
   }

@@ -37,7 +37,8 @@ JobResult verdict(ResultStatus status, std::string message) {
 
 // The libtorch job: the artifact for the job's mode, exported (or found in the cache) first.
 // Returns the verdict of a failed export instead when there is no artifact.
-std::variant<WorkerJob, JobResult> libtorch_job(const LeasedJob& job, const JobEnvironment& env, Prepared& prepared) {
+std::variant<WorkerJob, JobResult> libtorch_job(const LeasedJob& job, const std::optional<nlohmann::json>& definition,
+                                                const JobEnvironment& env, Prepared& prepared) {
   const SlotDescriptor& slot = *env.slot;
   const bool gpu = slot.gpu.has_value();
   if (job.spec.dtype == Dtype::kAmp) {  // nothing to export: an artifact has one fixed dtype
@@ -47,6 +48,8 @@ std::variant<WorkerJob, JobResult> libtorch_job(const LeasedJob& job, const JobE
   }
   const char* perturbation = std::getenv("BENCHFLEET_TEST_PERTURB_COMPILED");  // test only (design §11)
   ArtifactKey key{job.spec.model,
+                  definition,
+                  job.model_digest,
                   env.build->name,
                   env.build->version,
                   env.build->root_info.id,
@@ -106,14 +109,22 @@ std::optional<JobResult> run_leased_job(const LeasedJob& job, const JobEnvironme
   // What runs the job, in messages.
   const std::string runner_name = python ? "the python runner" : "the worker";
 
+  // The model's definition with its files found on this host (fetched once per artifact).
+  std::optional<nlohmann::json> definition = job.model_definition;
+  if (definition && env.model_files != nullptr) {
+    auto resolved = env.model_files->resolve(*definition);
+    if (!resolved.ok()) return verdict(ResultStatus::kError, "the model's files: " + resolved.error().message);
+    definition = std::move(*resolved);
+  }
   WorkerJob w;
   Prepared prepared;
   if (python) {
     // torch.compile happens inside the runner: there is no artifact to export or cache.
     w.runtime = Runtime::kPython;
     w.catalog = env.exporter.catalog;
+    w.model_definition = definition;
   } else {
-    auto made = libtorch_job(job, env, prepared);
+    auto made = libtorch_job(job, definition, env, prepared);
     if (auto* failed = std::get_if<JobResult>(&made)) return std::move(*failed);
     w = std::move(std::get<WorkerJob>(made));
   }

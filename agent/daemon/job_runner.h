@@ -14,6 +14,7 @@
 #include "agent/daemon/build_launcher.h"
 #include "agent/daemon/coordinator_client.h"
 #include "agent/daemon/memory_cgroup.h"
+#include "agent/daemon/model_files.h"
 #include "common/types.h"
 
 namespace benchfleet::agent {
@@ -22,6 +23,7 @@ struct JobEnvironment {
   const TorchBuild* build = nullptr;
   const SlotDescriptor* slot = nullptr;
   ArtifactCache* cache = nullptr;
+  const ModelFiles* model_files = nullptr;  // resolves a job's model artifacts and paths; null: none
   const BuildLauncher* launcher = nullptr;  // starts the build's programs (in its root, if any)
   Exporter exporter;                        // python and launch filled from the build
   std::string runner;                       // benchfleet_runner.py, run with the build's python (python runtime)

@@ -201,13 +201,26 @@ def file_sha256(path: str) -> str:
 
 
 def builder_fingerprint(builder: str) -> Dict[str, Any]:
-    """The library that builds the model (torchvision, transformers) and its version. Imports it,
-    which the runner wants done before any memory cap."""
+    """The library that builds the model (transformers, torchvision, timm; torch for a python
+    factory or an exported program) and its version. Imports it, which the runner wants done
+    before any memory cap."""
     try:
         version = str(getattr(importlib.import_module(builder), "__version__", ""))
     except ImportError:
         version = ""  # building the model reports the missing package
     return {"builder": builder, f"{builder}_version": version}
+
+
+def model_weights(job: Job) -> str:
+    """Where the job's model comes from beyond its architecture: the job's weights, else its
+    definition's file or directory (the agent's copy of its artifact, or its path: a checkpoint,
+    a weights file, a factory's .py file, an exported program) or hub id, else "random"."""
+    if job.weights:
+        return os.path.abspath(job.weights)
+    spec = job.model_definition
+    if spec is not None:
+        return spec.local_path or spec.path or spec.hub_id or "random"
+    return "random"
 
 
 # Set by the agent for a build that runs inside a root filesystem (agent/daemon/build_launcher.cpp).
@@ -218,7 +231,8 @@ def fingerprint(job: Job, caps: Capabilities, environ: Optional[Mapping[str, str
     """The worker's keys where they apply (torch_version, worker_version, host, cpu_model,
     cpu_threads, device, exporter_* from the job's artifact_metadata, GPU keys on CUDA), plus
     runtime, python, torch_git (torch.version.git_version as the build says it: Debian's is
-    "Unknown"), model and weights (+ weights_sha256), and build_root / build_root_id where
+    "Unknown"), model (the job's key) and weights (+ weights_sha256 for a file: model_weights
+    says which), and build_root / build_root_id where
     `environ` (default os.environ) sets BENCHFLEET_BUILD_ROOT / BENCHFLEET_BUILD_ROOT_ID. No
     artifact_sha256 or format: the runner loads no artifact."""
     environ = os.environ if environ is None else environ
@@ -233,10 +247,10 @@ def fingerprint(job: Job, caps: Capabilities, environ: Optional[Mapping[str, str
         "cpu_threads": torch.get_num_threads(),
         "device": job.device,
         "model": job.model,
-        "weights": os.path.abspath(job.weights) if job.weights else "random",
+        "weights": model_weights(job),
     }
-    if job.weights and os.path.isfile(job.weights):
-        env["weights_sha256"] = file_sha256(job.weights)
+    if os.path.isabs(env["weights"]) and os.path.isfile(env["weights"]):
+        env["weights_sha256"] = file_sha256(env["weights"])
     for key, variable in BUILD_ROOT_VARIABLES.items():
         if environ.get(variable):
             env[key] = environ[variable]

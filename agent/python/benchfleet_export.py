@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
-"""benchfleet exporter: turns one catalog model into an artifact the C++ worker loads.
+"""benchfleet exporter: turns one model into an artifact the C++ worker loads.
 
 Run with a torch build's own python (the agent picks it per build):
 
-    python3 benchfleet_export.py --catalog common/catalog/models.yaml --model ID --batch N \\
-        --format torchscript|torchscript-frozen|aotinductor [--mode MODE] --device cpu|cuda \\
-        [--dtype float32|float16|bfloat16] --out DIR [--weights PATH] [--seed 0]
+    python3 benchfleet_export.py (--catalog common/catalog/models.yaml --model ID | --model-json FILE
+        [--model KEY]) --batch N --format torchscript|torchscript-frozen|aotinductor [--mode MODE] \\
+        --device cpu|cuda [--dtype float32|float16|bfloat16] --out DIR [--weights PATH] [--seed 0]
+
+The model is the catalog's entry for --model, or the definition in --model-json (a JSON model
+definition, docs/models.md, as a job carries it; --model is then its key, default its id, and
+the catalog is not read). By source: a python model is `unsupported` (the libtorch runtime needs
+an exported program); an exported one (a torch.export archive) is packaged with AOTInductor as
+it is, so aotinductor is its only format (TorchScript formats are `unsupported`). A definition's
+`formats` (default per docs/models.md) bound the formats of any other.
 
 Formats (one artifact per model, batch, format, mode and device):
   torchscript         torch.jit.trace under no_grad; nothing else (the worker's `eager` mode)
@@ -80,9 +87,10 @@ from typing import Any, Dict, Iterator, List, NoReturn, Optional, Sequence
 from benchfleet_accuracy import PERTURB_VARIABLE
 from benchfleet_aoti import (CACHE_COUNTERS, AotiPlan, aoti_plan, aoti_unsupported_reason, inductor_cache_counts,
                              inductor_cache_outcome, run_aotinductor)
+from benchfleet_definition import DefinitionError, ExportFailure, ModelSpec, find_model, load_catalog, parse_definition
 from benchfleet_export_check import (REFERENCE_FILE, compare, perturbed, test_perturbation,
                                      write_accuracy_reference)
-from benchfleet_job import default_catalog
+from benchfleet_job import default_catalog, model_id_of
 from benchfleet_unsupported_dtype import unsupported_dtype_line
 
 EXIT_OK, EXIT_ERROR, EXIT_UNSUPPORTED = 0, 1, 4
@@ -112,9 +120,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> _Parser:
-    p = _Parser(prog="benchfleet_export.py", description="Export a catalog model for the benchfleet worker.")
+    p = _Parser(prog="benchfleet_export.py", description="Export a model for the benchfleet worker.")
     p.add_argument("--catalog", default=default_catalog(), help="catalog YAML (default: %(default)s)")
-    p.add_argument("--model", required=True, help="catalog id, e.g. microsoft/resnet-50")
+    p.add_argument("--model", help="catalog id, e.g. microsoft/resnet-50; with --model-json the model's key "
+                                   "(its id, or id@N for version N; default: its id)")
+    p.add_argument("--model-json", help="a model definition (JSON, docs/models.md) to export instead of a catalog "
+                                        "model")
     p.add_argument("--batch", required=True, type=int, help="batch size baked into the artifact (> 0)")
     p.add_argument("--format", required=True, choices=FORMATS)
     p.add_argument("--mode", default="default",
@@ -159,8 +170,6 @@ def _sha256(path: str) -> str:
 
 def _dtype_unsupported(error: BaseException, dtype: str, device: str) -> Optional[Exception]:
     """The `unsupported` verdict for an error that says a kernel lacks `dtype` on this device."""
-    from benchfleet_models import ExportFailure
-
     line = unsupported_dtype_line(dtype, str(error))
     if line is None:
         return None
@@ -194,18 +203,19 @@ def _run_torchscript(path: str, inputs: Sequence[Any], device: str, frozen: bool
 
 
 def _export_aotinductor(model: Any, inputs: Sequence[Any], path: str, configs: Dict[str, Any],
-                        fallback: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """Exports and compiles the package; returns what the metadata says about the compile:
-    compile_s, the Inductor cache's part, and the configs used. When the compile with `configs`
-    fails and there is a `fallback` (configs without what failed), it compiles with that instead
-    and says why (`inductor_fallback`)."""
+                        fallback: Optional[Dict[str, Any]] = None, program: Any = None) -> Dict[str, Any]:
+    """Exports (unless given the `program`) and compiles the package; returns what the metadata
+    says about the compile: compile_s, the Inductor cache's part, and the configs used. When the
+    compile with `configs` fails and there is a `fallback` (configs without what failed), it
+    compiles with that instead and says why (`inductor_fallback`)."""
     import torch
     import torch._inductor
 
     report: Dict[str, Any] = {"inductor_configs": configs}
     before = inductor_cache_counts()
     with torch.no_grad():
-        program = torch.export.export(model, tuple(inputs))
+        if program is None:
+            program = torch.export.export(model, tuple(inputs))
         started = time.monotonic()
         try:
             # A copy: aoti_compile_and_package adds its own keys to the dict it is given.
@@ -245,6 +255,37 @@ def _write_json_atomically(path: str, document: Dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _model_spec(args: argparse.Namespace) -> ModelSpec:
+    """The model to export: the definition in --model-json (args.model then defaults to its id and
+    must name a version of it), else the catalog's entry for --model."""
+    if not args.model_json:
+        if not args.model:
+            raise _UsageError("one of --model and --model-json is required")
+        return find_model(load_catalog(args.catalog), args.model)
+    try:
+        with open(args.model_json, encoding="utf-8") as f:
+            document = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ExportFailure("error", f"--model-json {args.model_json}: cannot read a JSON definition: {e}") from None
+    try:
+        spec = parse_definition(document, "")
+    except DefinitionError as e:
+        raise ExportFailure("error", f"--model-json {args.model_json}: {e.message}") from None
+    args.model = args.model or spec.id
+    if model_id_of(args.model) != spec.id:
+        raise _UsageError(f"--model {args.model} is not a version of {spec.id} (the id of --model-json): give "
+                          f"{spec.id} or {spec.id}@N")
+    return spec
+
+
+def _weights_source(args: argparse.Namespace, spec: ModelSpec) -> str:
+    """The metadata's `weights`: --weights, else the definition's file or directory or hub id,
+    else "random"."""
+    if args.weights:
+        return os.path.abspath(args.weights)
+    return spec.local_path or spec.path or spec.hub_id or "random"
+
+
 def export(args: argparse.Namespace) -> Dict[str, Any]:
     """Builds, exports, checks and describes one artifact; returns the metadata."""
     try:
@@ -253,8 +294,7 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
         raise _NoTorch(f"{sys.executable} cannot import torch ({e}); run the exporter with a torch "
                        "build's own python") from None
     from benchfleet_accuracy import float64_copy
-    from benchfleet_models import (ExportFailure, build_model, dtype_of, find_model,
-                                   flatten_tensors, inductor_configs_for_mode, load_catalog, make_inputs)
+    from benchfleet_models import dtype_of, flatten_tensors, inductor_configs_for_mode, load_model
 
     if args.batch <= 0:
         raise ExportFailure("error", f"--batch must be a positive integer, got {args.batch}")
@@ -262,9 +302,15 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
         raise ExportFailure("unsupported", "amp (autocast over float32 weights) runs in the python runtime only: an "
                                            "exported artifact has one fixed dtype (use float16 or bfloat16)")
     perturbation = test_perturbation() if args.format == "aotinductor" else None
-    spec = find_model(load_catalog(args.catalog), args.model)
+    spec = _model_spec(args)
+    if spec.source == "python":
+        raise ExportFailure("unsupported", "a python model needs an exported program for the libtorch runtime: "
+                                           "register its torch.export archive as source exported")
+    if spec.source == "exported" and args.format != "aotinductor":
+        raise ExportFailure("unsupported", f"{args.model} is an exported program, which the libtorch runtime runs "
+                                           f"as an AOTInductor package (format aotinductor), not {args.format}")
     if spec.formats and args.format not in spec.formats:
-        raise ExportFailure("unsupported", f"the catalog lists {args.model} as exportable to "
+        raise ExportFailure("unsupported", f"the definition of {args.model} lists its formats as "
                                            f"{', '.join(spec.formats)}, not {args.format}")
 
     plan = AotiPlan()
@@ -287,13 +333,14 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
     artifact = "model.pt2" if args.format == "aotinductor" else "model.pt"
     artifact_path = os.path.join(args.out, artifact)
 
-    _log(f"building {args.model} ({spec.builder}) on {args.device} in {args.dtype}")
-    model = build_model(spec, device=args.device, seed=args.seed, weights=args.weights, log=_log)
+    _log(f"building {args.model} ({spec.source}) on {args.device} in {args.dtype}")
+    loaded = load_model(spec, args.batch, device=args.device, seed=args.seed, weights=args.weights, log=_log)
+    spec, model = loaded.spec, loaded.module
     # The accuracy reference is the float32 model in float64, whatever the job's dtype.
     reference_model = float64_copy(model) if args.format == "aotinductor" else None
     torch_dtype = dtype_of(args.dtype)
     model = model.to(torch_dtype)
-    inputs = _cast_inputs(make_inputs(spec, args.batch, args.seed, device=args.device), torch_dtype)
+    inputs = _cast_inputs(loaded.inputs(args.batch, args.seed), torch_dtype)
     try:
         with torch.no_grad():
             reference = model(*inputs)
@@ -310,10 +357,13 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
     try:
         if args.format == "aotinductor":
             exported_model = model
+            # An exported program is packaged as it is, unless casting or perturbing it changed it.
+            program = loaded.program if args.dtype == "float32" else None
             if perturbation is not None:
                 _log(f"test only: {PERTURB_VARIABLE}={perturbation}: the package's outputs are perturbed")
-                exported_model = perturbed(model, flatten_tensors(reference), perturbation)
-            compile_report = _export_aotinductor(exported_model, inputs, artifact_path, plan.configs, plan.fallback)
+                exported_model, program = perturbed(model, flatten_tensors(reference), perturbation), None
+            compile_report = _export_aotinductor(exported_model, inputs, artifact_path, plan.configs, plan.fallback,
+                                                 program)
         else:
             _export_torchscript(model, inputs, artifact_path, frozen=args.format == "torchscript-frozen")
     except ExportFailure:
@@ -327,15 +377,25 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
 
     _log("checking the artifact against the eager model")
     accuracy_reference: Optional[Dict[str, Any]] = None
+    reference_error = ""
     try:
         if args.format == "aotinductor":
             exported = run_aotinductor(artifact_path, inputs)
             # Only the structure: the numbers are the worker's accuracy verdict to judge.
             max_abs_diff = compare(reference, exported, numeric=False)
             _log("writing the float64 accuracy reference")
-            accuracy_reference = write_accuracy_reference(args.out, model, reference_model, inputs,
-                                                          flatten_tensors(reference),
-                                                          [item.name for item in spec.inputs], output_names)
+            try:
+                accuracy_reference = write_accuracy_reference(args.out, model, reference_model, inputs,
+                                                              flatten_tensors(reference),
+                                                              [item.name for item in spec.inputs], output_names)
+            except Exception as e:
+                if spec.source != "exported":
+                    raise
+                # Its graph may fix its dtypes: the worker's verdict is then unchecked, saying why.
+                if os.path.exists(os.path.join(args.out, REFERENCE_FILE)):
+                    os.remove(os.path.join(args.out, REFERENCE_FILE))
+                reference_error = f"the exported program does not run in float64: {_last_lines(e, keep=1)}"[:2000]
+                _log(f"no accuracy reference: {reference_error}")
         else:
             exported = _run_torchscript(artifact_path, inputs, args.device,
                                         frozen=args.format == "torchscript-frozen")
@@ -374,11 +434,13 @@ def export(args: argparse.Namespace) -> Dict[str, Any]:
         "parameters": sum(p.numel() for p in model.parameters()),
         "max_abs_diff": max_abs_diff,
         "seed": args.seed,
-        "weights": "random" if not args.weights else os.path.abspath(args.weights),
+        "weights": _weights_source(args, spec),
     }
     if args.format == "aotinductor":
         metadata.update(compile_report)
         metadata["accuracy_reference"] = accuracy_reference
+        if reference_error:
+            metadata["accuracy_reference_error"] = reference_error
         if perturbation is not None:
             metadata["test_perturb_compiled"] = perturbation
         if plan.note:

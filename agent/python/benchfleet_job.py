@@ -5,12 +5,18 @@ common/json_reader.cpp), plus three optional fields for the python runtime.
     job = parse_job(text)   # a Job, or raises JobError("field: message")
 
 Fields (as for benchfleet-worker unless marked):
-  model              catalog id. Required here (the runner builds the model from the catalog).
+  model              the model's key. Required here: the id of a catalog model, or with
+                     model_definition that definition's id, or "id@N" for its version N.
+  model_definition   the model's definition (docs/models.md), as the coordinator puts it into the
+                     job and the agent completes it (local_path: its copy of the artifact); the
+                     runner builds the model from it and reads no catalog. null/absent: the
+                     catalog's entry for `model`.
   runtime            python runtime: "python" (the default here); "libtorch" is refused.
   catalog            python runtime: catalog YAML path; default $BENCHFLEET_CATALOG, else
                      catalog/models.yaml beside the runner (installed), else the source tree's.
   weights            python runtime: local weights (a state_dict file, or a Hugging Face
-                     checkpoint directory for transformers models); null/absent: random init.
+                     checkpoint directory for transformers models) replacing the model's own;
+                     null/absent: the model's (random init for the catalog's).
   artifact, format   optional here, and not read: the runner loads no artifact. Empty strings
                      are accepted (a C++ WorkerJob without them); a format must be a known one.
   batch, mode, device, measurement, memory_limit_mb, seed   as for the worker.
@@ -20,8 +26,9 @@ Fields (as for benchfleet-worker unless marked):
                      marked dynamic (default false).
   walk_batches       batch sizes, ascending, at most 64, each 1 to 65536: call the model once at
                      each (and 5 more times) before warming up the job's own batch (default []).
-  inputs             optional here: the catalog's inputs at `batch`; when listed (not absent,
-                     null or []) they must be exactly those (the exporter's metadata lists them so).
+  inputs             optional here: the model's inputs at `batch`; when listed (not absent,
+                     null or []) they must be exactly those (the exporter's metadata lists them so),
+                     which the runner checks once it has built the model.
   artifact_metadata  optional; its torch_git/torch_version/python/sha256 go into the fingerprint
                      as exporter_*, and export_s into the result, as the worker does.
 Unknown fields are refused, as by the worker.
@@ -40,6 +47,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from benchfleet_definition import DefinitionError, ModelSpec, parse_definition
 from benchfleet_rules import rule, shipped_file
 from benchfleet_stats import MEASUREMENT_DEFAULTS
 
@@ -124,6 +132,7 @@ class Job:
     mode: str
     device: str = "cpu"
     runtime: str = "python"
+    model_definition: Optional[ModelSpec] = None
     catalog: Optional[str] = None
     weights: Optional[str] = None
     artifact: Optional[str] = None
@@ -329,6 +338,20 @@ def _check_depth(text: str) -> None:
             depth -= 1
 
 
+def _definition(value: Any, path: str) -> ModelSpec:
+    try:
+        return parse_definition(value, path)
+    except DefinitionError as e:
+        raise JobError(e.field, e.detail) from None
+
+
+def model_id_of(key: str) -> str:
+    """The model id a job's model key names: "acme/x@2" (version 2) -> "acme/x"; an id (version
+    1) names itself. Ids hold no '@', so anything else after one is no version."""
+    model_id, _, version = key.partition("@")
+    return model_id if version.isdigit() and version.isascii() and not version.startswith("0") else key
+
+
 def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
@@ -358,11 +381,16 @@ def parse_job(text: str) -> Job:
     job.walk_batches = r.optional("walk_batches", lambda v, p: _array(v, p, _int32), [])
     job.artifact_metadata = r.optional("artifact_metadata", _object, {})
     job.runtime = r.optional("runtime", _enum(("libtorch", "python")), "python")
+    job.model_definition = r.optional("model_definition", _optional(_definition))
     job.catalog = r.optional("catalog", _optional(_string))
     job.weights = r.optional("weights", _optional(_string))
     job.threads = r.optional("threads", _int32, 0)
 
     r.check(bool(job.model), "model", "must not be empty (the python runtime builds the model from the catalog)")
+    if job.model_definition is not None:
+        model_id = job.model_definition.id
+        r.check(model_id_of(job.model) == model_id, "model",
+                f'must be the model_definition\'s id "{model_id}" or "{model_id}@N" (its version N)')
     r.check(not job.format or job.format in FORMATS, "format",
             "must be torchscript, torchscript-frozen or aotinductor")
     r.check(job.batch > 0, "batch", "must be > 0")

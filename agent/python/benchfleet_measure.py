@@ -5,9 +5,11 @@ oom.cpp's benchfleet_memory.py).
     result = run_job(job, caps, hooks)   # a JobResult as a dict; never raises
 
 Phases, as the worker's (and the OOM phase each failure is reported in):
-  load     memory cap applied; the catalog model built (benchfleet_models.build_model, as the
-           exporter builds it) and its inputs made (make_inputs, seeded), both in the job's dtype
-           (benchfleet_precision); torch.compile wraps it (benchfleet_compile)
+  load     memory cap applied; the model built from the job's model_definition, else from the
+           catalog's entry (benchfleet_models.load_model, as the exporter builds it), and its
+           inputs made (seeded; a python model's by its factory), both in the job's dtype
+           (benchfleet_precision); the job's inputs, when it lists them, checked against them;
+           torch.compile wraps it (benchfleet_compile)
   compile  the first call, timed separately (first_call_ms). For compile modes this is where
            dynamo and inductor compile, so it is also telemetry.compile_ms.
   (walk)   Job.walk_batches: the model called at each of those batch sizes (benchfleet_shape_walk;
@@ -70,7 +72,7 @@ from benchfleet_job import COMPILE_MODES, Hooks, Job, JobError, TensorSpec, defa
 from benchfleet_memory import (MAX_ERROR_CHARS, apply_memory_limit, classify, cuda_oom_count, describe_error,
                                lift_memory_limit, onednn_failed_at_cap, peak_memory)
 from benchfleet_memory_cgroup import note_phase
-from benchfleet_models import ExportFailure, ModelSpec, build_model, find_model, load_catalog, make_inputs
+from benchfleet_models import ExportFailure, LoadedModel, ModelSpec, find_model, load_catalog, load_model
 from benchfleet_precision import autocast_dtype, cast_inputs, cast_model, in_precision, unsupported_dtype_reason
 from benchfleet_shape_walk import shape_walk
 from benchfleet_stats import StoppingRule, compute_statistics
@@ -82,14 +84,24 @@ from benchfleet_vec_isa import inductor_vec_isa
 # ---- the job -----------------------------------------------------------------------------------
 
 def resolve_model(job: Job) -> ModelSpec:
-    """The job's catalog entry; the job's inputs, when given, must be the catalog's at its batch."""
-    spec = find_model(load_catalog(job.catalog or default_catalog()), job.model)
-    expected = [TensorSpec(i.name, i.concrete_shape(job.batch), i.dtype, list(i.range) if i.range else None)
-                for i in spec.inputs]
-    if job.inputs is not None and [t.to_json() for t in job.inputs] != [t.to_json() for t in expected]:
-        raise JobError("inputs", f"differ from the catalog's inputs of {job.model} at batch {job.batch}: "
-                                 f"{[t.to_json() for t in expected]}")
-    return spec
+    """The job's model: its model_definition, else the catalog's entry for its model."""
+    if job.model_definition is not None:
+        return job.model_definition
+    return find_model(load_catalog(job.catalog or default_catalog()), job.model)
+
+
+def check_job_inputs(job: Job, loaded: LoadedModel, inputs: List[torch.Tensor]) -> None:
+    """The job's inputs, when it lists them, must be the model's at the job's batch (`inputs`, as
+    made before the job's dtype is applied): names, shapes, dtypes and id ranges."""
+    if job.inputs is None:
+        return
+    ranges = [list(item.range) if item.range else None for item in loaded.spec.inputs]
+    expected = [TensorSpec(name, list(t.shape), str(t.dtype).replace("torch.", ""),
+                           ranges[i] if i < len(ranges) else None).to_json()
+                for i, (name, t) in enumerate(zip(loaded.input_names(len(inputs)), inputs))]
+    if [t.to_json() for t in job.inputs] != expected:
+        raise ExportFailure("error", f"job: inputs: differ from the inputs of {job.model} at batch {job.batch}: "
+                                     f"{expected}")
 
 
 def _mark_step() -> Optional[Callable[[], None]]:
@@ -122,10 +134,12 @@ def _measure(job: Job, spec: ModelSpec, hooks: Hooks, perturb_scale: Optional[fl
     if job.memory_limit_mb:
         apply_memory_limit(job.device, job.memory_limit_mb, hooks)
     load_start = time.perf_counter()
-    model = cast_model(build_model(spec, device=job.device, seed=job.seed, weights=job.weights, log=_log), job.dtype)
+    loaded = load_model(spec, job.batch, device=job.device, seed=job.seed, weights=job.weights, log=_log)
+    model = cast_model(loaded.module, job.dtype)
+    check_job_inputs(job, loaded, loaded.inputs(job.batch, job.seed))
 
     def inputs_at(batch: int) -> List[torch.Tensor]:
-        made = cast_inputs(make_inputs(spec, batch, job.seed, device=job.device), job.dtype)
+        made = cast_inputs(loaded.inputs(batch, job.seed), job.dtype)
         return mark_batch_dynamic(made) if compiled and job.dynamic else made
 
     inputs = inputs_at(job.batch)
@@ -202,19 +216,23 @@ def _measure(job: Job, spec: ModelSpec, hooks: Hooks, perturb_scale: Optional[fl
         telemetry.update({f"after_{k}": v for k, v in gpu_telemetry().items()})
     if compiled:  # after the timing and the memory peaks, which must not see it
         check = time.perf_counter()
-        result["accuracy"] = _accuracy(job, spec, model, call_once, inputs)
+        result["accuracy"] = _accuracy(job, loaded.spec, model, call_once, inputs)
         hooks.progress("accuracy", 0, _seconds_since(check))
     return result
 
 
 def _accuracy(job: Job, spec: ModelSpec, model: torch.nn.Module, call_compiled: Callable[[List[torch.Tensor]], Any],
               inputs: List[torch.Tensor]) -> Dict[str, Any]:
-    """The compiled model judged against a float64 run of the same model (benchfleet_accuracy)."""
+    """The compiled model judged against a float64 run of the same model (benchfleet_accuracy).
+    A model that cannot run in float64 (an exported program whose graph fixes its dtypes) gets
+    verdict unchecked, saying why."""
     def reference() -> torch.nn.Module:
         if job.dtype in ("float32", "amp"):
             return float64_copy(model)
-        # float16 / bfloat16: the model's float32 weights are gone; built again, they are the same.
-        return build_model(spec, device=job.device, seed=job.seed, weights=job.weights, log=lambda _: None).double()
+        # float16 / bfloat16: the model's float32 weights are gone; built again (a python model by
+        # its factory, seeded as before), they are the same.
+        return load_model(spec, job.batch, device=job.device, seed=job.seed, weights=job.weights,
+                          log=lambda _: None).module.double()
 
     return check_compiled(in_precision(model, job.dtype, job.device), lambda *args: call_compiled(list(args)),
                           reference, inputs, job.dtype, job.device == "cuda", spec.outputs)
@@ -285,8 +303,6 @@ def run_job(job: Job, caps: Capabilities, hooks: Hooks) -> Dict[str, Any]:
     environment = fingerprint(job, caps)
     try:
         spec = resolve_model(job)
-    except JobError as e:
-        return _finish(failed("error", f"job: {e}"), environment, job)
     except ExportFailure as e:
         return _finish(failed(e.status, e.message), environment, job)
     environment.update(builder_fingerprint(spec.builder))

@@ -17,7 +17,7 @@ import torch
 
 from benchfleet_job import Hooks, JobError, failed
 from benchfleet_memory_cgroup import agent_directory, ask_agent
-from benchfleet_models import ExportFailure
+from benchfleet_definition import ExportFailure
 from benchfleet_native_oom import proc_status_bytes
 from benchfleet_rules import rule
 

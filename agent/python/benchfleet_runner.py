@@ -7,9 +7,10 @@ process interface of benchfleet-worker, so the agent treats both runtimes alike.
     <build python> agent/python/benchfleet_runner.py --version
 
 --job FILE|-  the job JSON (benchfleet_job.py: the worker's schema; model required, artifact and
-              format not read, inputs optional; optional runtime "python", catalog, weights;
-              dtype, dynamic, walk_batches). The runner builds the catalog model as the exporter
-              does, in the job's dtype (amp: under torch.autocast), then measures it as the
+              format not read, inputs optional; optional runtime "python", model_definition,
+              catalog, weights; dtype, dynamic, walk_batches). The runner builds the model (the
+              job's model_definition, else the catalog's entry) as the exporter does, in the
+              job's dtype (amp: under torch.autocast), then measures it as the
               worker does (benchfleet_measure.py): first call, the shape walk (walk_batches),
               warm-up, timed calls under the stopping rule, statistics identical to
               common/stats.cpp (benchfleet_stats.py). Compiled modes then judge the compiled

@@ -12,10 +12,10 @@ a child process of its own (this script with --one ID), at most --jobs at a time
 it ends, so a child killed mid-way keeps the steps it finished. A SIGTERM ends the children and
 still writes the report.
 
-Steps, as the exporter does them (benchfleet_models.py builds the model from its config with
-random weights, no download):
-  build    build_model(spec, device, seed 0)
-  forward  the model on make_inputs(batch 1), under no_grad
+Steps, as the exporter does them (benchfleet_models.py builds a catalog model from its config
+with random weights, no download):
+  build    load_model(spec, batch 1, device, seed 0)
+  forward  the model on its inputs at batch 1 (seed 0), under no_grad
   trace    torch.jit.trace(check_trace=False) and one call of the traced module (catalog format
            torchscript)
   export   torch.export.export and one call of the exported program's module (catalog format
@@ -66,8 +66,7 @@ def _emit(step: str, status: str, seconds: float, reason: str = "", **extra: Any
 
 def _missing_package(spec: Any) -> Optional[str]:
     """The Python package a model's builder needs and this python lacks, if any."""
-    package = "transformers" if spec.builder == "transformers" else "torchvision"
-    return None if importlib.util.find_spec(package) else package
+    return None if importlib.util.find_spec(spec.builder) else spec.builder
 
 
 def _sync(device: str) -> None:
@@ -102,7 +101,7 @@ def run_one(catalog_path: str, model_id: str, device: str, threads: int) -> int:
     except ImportError as e:
         _emit("build", "error", 0.0, f"{sys.executable} cannot import torch: {e}")
         return 1
-    from benchfleet_models import ExportFailure, build_model, find_model, load_catalog, make_inputs
+    from benchfleet_models import ExportFailure, find_model, load_catalog, load_model
 
     if threads > 0:
         torch.set_num_threads(threads)
@@ -125,7 +124,8 @@ def run_one(catalog_path: str, model_id: str, device: str, threads: int) -> int:
 
     t = time.monotonic()
     try:
-        model = build_model(spec, device=device, seed=0, log=log)
+        loaded = load_model(spec, 1, device=device, seed=0, log=log)
+        model = loaded.module
         _sync(device)
     except ExportFailure as e:
         _emit("build", e.status, time.monotonic() - t, e.message)
@@ -136,7 +136,7 @@ def run_one(catalog_path: str, model_id: str, device: str, threads: int) -> int:
     parameters = sum(p.numel() for p in model.parameters())
     _emit("build", "ok", time.monotonic() - t, parameters=parameters)
 
-    inputs = make_inputs(spec, batch=1, seed=0, device=device)
+    inputs = loaded.inputs(1, seed=0)
     t = time.monotonic()
     try:
         with torch.no_grad():

@@ -1,7 +1,11 @@
 #include "common/http/client.h"
 
 #include <cctype>
+#include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 
 #include <boost/asio/as_tuple.hpp>
@@ -13,6 +17,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
+#include <boost/beast/http/file_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -204,6 +209,66 @@ struct Client::Impl {
     return keep_alive;
   }
 
+  // One request on a connection of its own (the kept-alive one is closed first): `req` written
+  // (a string or a file body), the answer read into `parser` (a string or a file body).
+  template <class RequestBody, class Parser>
+  asio::awaitable<void> exchange_once(bhttp::request<RequestBody>& req, Parser& parser,
+                                      std::chrono::milliseconds timeout, Attempt& out) {
+    close();
+    tcp::resolver resolver(ioc);
+    error_code ec;
+    auto resolved = resolver.resolve(host, port, ec);
+    if (ec) {
+      out.ec = ec;
+      out.stage = "resolve";
+      co_return;
+    }
+    beast::tcp_stream s(ioc);
+    s.expires_after(timeout);
+    if (auto [cec, endpoint] = co_await s.async_connect(resolved, kAsTuple); cec) {
+      out.ec = cec;
+      out.stage = "connect";
+      co_return;
+    }
+    ++connections;
+    beast::flat_buffer buf;
+    auto [wec, written] = co_await bhttp::async_write(s, req, kAsTuple);
+    if (wec && !closed_by_peer(wec)) {
+      out.ec = wec;
+      out.stage = "send";
+      co_return;
+    }
+    // A server refusing the body early (401, 413) has answered before closing: read it.
+    auto [rec, read] = co_await bhttp::async_read(s, buf, parser, kAsTuple);
+    if (rec) {
+      out.ec = wec ? wec : rec;
+      out.stage = wec ? "send" : "receive";
+      co_return;
+    }
+    auto& msg = parser.get();
+    out.response.status = msg.result_int();
+    for (const auto& field : msg) out.response.headers.emplace(lower(field.name_string()), std::string(field.value()));
+    if (auto it = out.response.headers.find("content-type"); it != out.response.headers.end()) {
+      out.response.content_type = it->second;
+    }
+    error_code ignored;
+    s.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  }
+
+  template <class F>
+  void run_once(F make) {
+    bool done = false;
+    std::exception_ptr failure;
+    asio::co_spawn(ioc, make(), [&](std::exception_ptr e) {
+      failure = std::move(e);
+      done = true;
+    });
+    ioc.restart();
+    while (!done && ioc.run_one() != 0) {
+    }
+    if (failure) std::rethrow_exception(failure);  // allocation failures only
+  }
+
   Attempt attempt(const Request& req, std::chrono::milliseconds timeout) {
     Attempt out;
     bool done = false;
@@ -312,6 +377,60 @@ Result<ClientResponse> Client::post_json(std::string_view target, const nlohmann
   }
   return request(bhttp::verb::post, target, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                  headers, timeout);
+}
+
+Result<ClientResponse> Client::post_file(std::string_view target, const std::string& path, const Headers& headers,
+                                         std::chrono::milliseconds timeout) {
+  if (impl_->config_error) return *impl_->config_error;
+  bhttp::request<bhttp::file_body> req{bhttp::verb::post, impl_->prefix + std::string(target), 11};
+  beast::error_code ec;
+  req.body().open(path.c_str(), beast::file_mode::scan, ec);
+  if (ec) return Error::not_found("cannot read " + path + ": " + ec.message());
+  req.set(bhttp::field::host, impl_->host_port);
+  req.set(bhttp::field::user_agent, "benchfleet/" BENCHFLEET_VERSION);
+  for (const auto& [name, value] : headers) req.set(name, value);
+  req.prepare_payload();
+  bhttp::response_parser<bhttp::string_body> parser;
+  parser.header_limit(kResponseHeaderLimit);
+  parser.body_limit(impl_->body_limit);
+  Impl::Attempt a;
+  impl_->run_once([&] { return impl_->exchange_once(req, parser, timeout, a); });
+  if (a.ec) {
+    Request described{bhttp::verb::post, req.target(), 11};
+    return impl_->describe(described, a, timeout);
+  }
+  a.response.body = std::move(parser.get().body());
+  return std::move(a.response);
+}
+
+Result<ClientResponse> Client::get_to_file(std::string_view target, const std::string& path, const Headers& headers,
+                                           std::uint64_t max_bytes, std::chrono::milliseconds timeout) {
+  if (impl_->config_error) return *impl_->config_error;
+  Request req{bhttp::verb::get, impl_->prefix + std::string(target), 11};
+  req.set(bhttp::field::host, impl_->host_port);
+  req.set(bhttp::field::user_agent, "benchfleet/" BENCHFLEET_VERSION);
+  for (const auto& [name, value] : headers) req.set(name, value);
+  bhttp::response_parser<bhttp::file_body> parser;
+  parser.header_limit(kResponseHeaderLimit);
+  parser.body_limit(max_bytes);
+  beast::error_code ec;
+  parser.get().body().open(path.c_str(), beast::file_mode::write, ec);
+  if (ec) return Error::internal("cannot write " + path + ": " + ec.message());
+  Impl::Attempt a;
+  impl_->run_once([&] { return impl_->exchange_once(req, parser, timeout, a); });
+  parser.get().body().close();
+  if (a.ec) {
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+    return impl_->describe(req, a, timeout);
+  }
+  if (a.response.status != 200) {
+    std::ifstream in(path, std::ios::binary);
+    a.response.body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+  }
+  return std::move(a.response);
 }
 
 std::size_t Client::response_body_limit() const { return impl_->body_limit; }

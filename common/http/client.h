@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -67,6 +68,18 @@ class Client {
   Result<ClientResponse> post_json(std::string_view target, const nlohmann::json& body,
                                    std::string_view bearer_token = {},
                                    std::chrono::milliseconds timeout = kDefaultTimeout);
+
+  // Streams the file at `path` as the body of a POST to `target` (Content-Length: its size; the
+  // file is never held in memory) and reads the answer, all within `timeout`, on a connection of
+  // its own. Errors as request(), and kNotFound when the file cannot be read.
+  Result<ClientResponse> post_file(std::string_view target, const std::string& path, const Headers& headers,
+                                   std::chrono::milliseconds timeout);
+  // GETs `target` with its body streamed into the file at `path` (created or truncated), at most
+  // `max_bytes`, all within `timeout`, on a connection of its own. A 200's body is in the file
+  // and the answer's `body` is empty; any other status's body is read back into `body` (and the
+  // file is then removed). Errors as request(); kPayloadTooLarge past `max_bytes`.
+  Result<ClientResponse> get_to_file(std::string_view target, const std::string& path, const Headers& headers,
+                                     std::uint64_t max_bytes, std::chrono::milliseconds timeout);
 
   std::size_t response_body_limit() const;
   void set_response_body_limit(std::size_t bytes);  // default 64 MiB

@@ -7,14 +7,28 @@
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <boost/asio/any_io_executor.hpp>
 
 namespace benchfleet::http {
+
+// A request body a route does not want in memory (an upload): the server hands it over a chunk
+// at a time as it arrives, then runs the handler with an empty body; the handler finds the sink
+// on the exchange (Exchange::body_sink) and reads what it made of the bytes.
+class BodySink {
+ public:
+  virtual ~BodySink() = default;
+  // The next bytes of the body, in order. False stops the upload (the sink keeps why): the server
+  // reads no more of the body, runs the handler (which answers the sink's failure) and closes the
+  // connection. Runs on the connection's I/O thread: must not block for long. Never throws.
+  virtual bool write(std::string_view chunk) = 0;
+};
 
 // The server makes one per request (RouteMatch::exchange) and reports on it; handlers read it.
 // Thread safety: every member may be called from any thread.
@@ -55,7 +69,17 @@ class Exchange {
     stream_ = std::move(body);
   }
 
+  // The route's sink that took this request's body (RouteOptions::body_sink); null for others.
+  std::shared_ptr<BodySink> body_sink() const {
+    std::lock_guard lock(mu_);
+    return sink_;
+  }
+
   // ---- server side --------------------------------------------------------------------------
+  void set_body_sink(std::shared_ptr<BodySink> sink) {
+    std::lock_guard lock(mu_);
+    sink_ = std::move(sink);
+  }
   std::optional<BodyStream> take_stream() {
     std::lock_guard lock(mu_);
     return std::exchange(stream_, std::nullopt);
@@ -73,7 +97,8 @@ class Exchange {
 
  private:
   std::atomic<bool> gone_{false};
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  std::shared_ptr<BodySink> sink_;
   std::function<void(bool)> written_;
   std::optional<BodyStream> stream_;
 };

@@ -279,6 +279,7 @@ boost::asio::awaitable<RouteDecision> Router::admit(const Request& req) const {
   add_query(decision.match_);
   decision.handler_ = handler;
   decision.body_limit_ = options->body_limit;
+  decision.body_sink_ = options->body_sink;
   if (options->guard) {
     Admission admission = co_await call_guard(options->guard, decision.route_name_, req, decision.match_);
     decision.refusal_ = std::move(admission.refusal);

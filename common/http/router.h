@@ -67,8 +67,12 @@ using Guard = std::function<boost::asio::awaitable<Admission>(const Request& hea
 struct RouteOptions {
   Guard guard;  // empty: every request is admitted
   // The largest body this route accepts (413 beyond, unread); nullopt: the server's body_limit.
-  // The server never applies more than its own body_limit.
+  // The server never applies more than its own body_limit, except to a route with a body_sink.
   std::optional<std::size_t> body_limit;
+  // Set: the body is streamed into the sink this makes for each admitted request (an upload,
+  // never held in memory) and the handler sees an empty body. Called after the guard admitted the
+  // request's headers; null refuses the request (the server answers 503).
+  std::function<std::shared_ptr<BodySink>(const Request& head, const RouteMatch& match)> body_sink;
 };
 
 class Router;
@@ -82,6 +86,12 @@ class RouteDecision {
   // Set: answer this; the handler does not run and the body need not be read.
   std::optional<Response>& refusal() { return refusal_; }
   const std::optional<std::size_t>& body_limit() const { return body_limit_; }
+  // A new sink for this request's body (RouteOptions::body_sink); null for routes without one,
+  // or when the route refuses one now.
+  std::shared_ptr<BodySink> make_body_sink(const Request& head) const {
+    return body_sink_ ? body_sink_(head, match_) : nullptr;
+  }
+  bool streams_body() const { return static_cast<bool>(body_sink_); }
   // The route's guard found a credential that checked (Admission::credentialed).
   bool credentialed() const { return credentialed_; }
 
@@ -90,6 +100,7 @@ class RouteDecision {
   std::string route_name_;
   std::optional<Response> refusal_;
   std::optional<std::size_t> body_limit_;
+  std::function<std::shared_ptr<BodySink>(const Request&, const RouteMatch&)> body_sink_;
   bool credentialed_ = false;
   const Handler* handler_ = nullptr;
   RouteMatch match_;

@@ -25,6 +25,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -469,13 +470,21 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
     if (!refusal && read) holding.emplace(st.get(), client, kReadReserve);
     BodyReservation reservation(st.get(), client);
     std::size_t body_limit = limits.body_limit;
+    // A route with a sink takes its body a chunk at a time (an upload): its own limit, and only a
+    // chunk of it held at once.
+    constexpr std::size_t kSinkChunk = std::size_t{64} << 10;
+    const bool to_sink = body_pending && decision.streams_body();
+    std::shared_ptr<BodySink> sink;
     if (!refusal && body_pending) {
-      const std::size_t limit = std::min(limits.body_limit, decision.body_limit().value_or(limits.body_limit));
+      const std::size_t route_limit = decision.body_limit().value_or(limits.body_limit);
+      const std::size_t limit = to_sink ? route_limit : std::min(limits.body_limit, route_limit);
       body_limit = limit;
       const boost::optional<std::uint64_t> length = parser.content_length();
       if (length && *length > limit) {
         refusal = problem(bhttp::status::payload_too_large, "Payload Too Large", body_too_large(limit), head);
-      } else if (const std::size_t bytes = length ? static_cast<std::size_t>(*length) : limit;
+      } else if (const std::size_t bytes = to_sink  ? kSinkChunk
+                                           : length ? static_cast<std::size_t>(*length)
+                                                    : limit;
                  !st->reserve_body(client, bytes)) {
         refusal = problem(bhttp::status::service_unavailable, "Service Unavailable",
                           "the server is receiving too many request bodies at once; retry later", head);
@@ -483,6 +492,11 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
       } else {
         reservation.bytes = bytes;
         parser.body_limit(limit);
+        if (to_sink && !(sink = decision.make_body_sink(head))) {
+          refusal = problem(bhttp::status::service_unavailable, "Service Unavailable",
+                            "the server cannot take this upload now; retry later", head);
+          refusal->set(bhttp::field::retry_after, "1");
+        }
       }
     }
     if (refusal) {
@@ -507,25 +521,55 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
       continue;
     }
 
+    std::optional<Request> streamed_request;  // a sink's request: its header, an empty body
+    bool sink_failed = false;                 // the sink stopped the upload: the rest is unread
     if (body_pending) {
       stream.expires_after(limits.request_timeout);
       if (beast::iequals(head[bhttp::field::expect], "100-continue")) {
         bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, head.version()};
         if (auto [wec, w] = co_await bhttp::async_write(stream, go_on, kAsTuple); wec) break;
       }
-      if (auto [ec, n] = co_await bhttp::async_read(stream, buffer, parser, kAsTuple); ec) {
+      if (sink) {
+        // Chunk by chunk into the sink; the request timeout bounds each wait for more, not the
+        // whole upload.
+        bhttp::request_parser<bhttp::buffer_body> body_parser(std::move(parser));
+        body_parser.body_limit(body_limit);
+        std::string chunk(kSinkChunk, '\0');
+        error_code ec;
+        while (!body_parser.is_done()) {
+          body_parser.get().body().data = chunk.data();
+          body_parser.get().body().size = chunk.size();
+          stream.expires_after(limits.request_timeout);
+          auto [rec, n] = co_await bhttp::async_read_some(stream, buffer, body_parser, kAsTuple);
+          if (rec && rec != bhttp::error::need_buffer) {
+            ec = rec;
+            break;
+          }
+          const std::size_t got = chunk.size() - body_parser.get().body().size;
+          if (got > 0 && !sink->write(std::string_view(chunk.data(), got))) {
+            sink_failed = true;
+            break;
+          }
+        }
+        if (ec) {
+          co_await answer_unreadable(*st, stream, ec, body_limit, started);
+          break;
+        }
+        streamed_request.emplace(std::move(body_parser.get().base()));
+      } else if (auto [ec, n] = co_await bhttp::async_read(stream, buffer, parser, kAsTuple); ec) {
         co_await answer_unreadable(*st, stream, ec, body_limit, started);
         break;
       }
     }
 
-    Request req = parser.release();
+    Request req = streamed_request ? std::move(*streamed_request) : parser.release();
     stream.expires_never();  // the handler may wait (long-poll); it bounds its own waits
     // The handler learns through `exchange` whether its client left while it waited.
     const auto exchange = std::make_shared<Exchange>();
+    if (sink) exchange->set_body_sink(std::move(sink));
     Response res =
         co_await handle_watching_client(stream, buffer, *exchange, st->router.handle(decision, req, exchange));
-    const bool keep_alive = req.keep_alive() && res.keep_alive() && !st->stopping;
+    const bool keep_alive = req.keep_alive() && res.keep_alive() && !st->stopping && !sink_failed;
     res.keep_alive(keep_alive);
     // The body is handled: its bytes are given back before the answer is written, so a client
     // holding its answer finds them free for its next body.

@@ -48,7 +48,7 @@ Intervals intervals(const ApiContext& ctx) {
 
 // The answer to a lease poll: the job granted (or none), whether the agent drains.
 http::Response lease_answer(const ApiContext& ctx, const store::LeaseAnswer& answer, const http::Request& req) {
-  return json_response(bhttp::status::ok, lease_response_json(answer, intervals(ctx), ctx.catalog), req);
+  return json_response(bhttp::status::ok, lease_response_json(answer, intervals(ctx), *ctx.models.catalog()), req);
 }
 
 // Undoes a new grant that did not reach its agent (the job goes back to the queue, no attempt

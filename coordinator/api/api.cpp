@@ -94,6 +94,17 @@ http::Guard agent_guard(ApiContext& ctx, bool own_path) {
 }
 
 // Body limits per route; the server caps each at max_body_bytes (what results may use).
+// Readers, operators and agents (an agent fetches the artifacts of the models it runs).
+http::Guard agent_or_reader(ApiContext& ctx) {
+  return [&ctx](const http::Request& head, const http::RouteMatch&) -> boost::asio::awaitable<http::Admission> {
+    if (require_reader(ctx, head).ok()) co_return http::Admission::admitted(holds_client_token(ctx, head));
+    const Result<std::int64_t> agent =
+        co_await run_blocking(ctx.agent_lane, [&] { return authenticate_agent(ctx, head); });
+    if (agent.ok()) co_return http::Admission::admitted(true);
+    co_return http::Admission::refused(error_response(agent.error(), head));
+  };
+}
+
 constexpr std::size_t kNoBody = 0;              // GETs
 constexpr std::size_t kControlBody = 64 << 10;  // a lease, heartbeat, progress, release, cancel, drain
 constexpr std::size_t kDocumentBody = 1 << 20;  // a matrix (submit), a descriptor (enrol)
@@ -136,6 +147,25 @@ void register_routes(http::Router& r, ApiContext& ctx) {
   r.add(verb::get, "/api/v1/compare", "runs.compare", read_offload(ctx, compare_runs), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/results/{id}", "results.get", read_offload(ctx, get_result), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/models", "models.list", read_offload(ctx, list_models), admit(reader, kNoBody));
+  r.add(verb::post, "/api/v1/models", "models.register", offload(ctx, register_model), admit(op, kDocumentBody));
+  r.add(verb::get, "/api/v1/models/{id}", "models.get", read_offload(ctx, get_model), admit(reader, kNoBody));
+  r.add(verb::delete_, "/api/v1/models/{id}", "models.delete", offload(ctx, delete_model), admit(op, kControlBody));
+  // An upload streams to disk (never held in memory), up to max_artifact_bytes.
+  http::RouteOptions upload = admit(
+      [&ctx](const http::Request& head, const http::RouteMatch& m) -> boost::asio::awaitable<http::Admission> {
+        Status s = require_operator(ctx, head);
+        if (s.ok()) s = check_upload_query(m);
+        if (!s.ok()) co_return http::Admission::refused(error_response(s.error(), head));
+        co_return http::Admission::admitted(true);
+      },
+      static_cast<std::size_t>(ctx.artifacts.max_bytes()));
+  upload.body_sink = [&ctx](const http::Request&, const http::RouteMatch& m) -> std::shared_ptr<http::BodySink> {
+    return ctx.artifacts.begin_upload(m.query.count("kind") != 0 ? m.query.at("kind") : "file");
+  };
+  r.add(verb::post, "/api/v1/artifacts", "artifacts.upload", offload(ctx, upload_artifact), std::move(upload));
+  r.add(verb::get, "/api/v1/artifacts", "artifacts.list", read_offload(ctx, list_artifacts), admit(reader, kNoBody));
+  r.add(verb::get, "/api/v1/artifacts/{digest}", "artifacts.get", read_offload(ctx, get_artifact),
+        admit(agent_or_reader(ctx), kNoBody));
   r.add(verb::get, "/api/v1/agents", "agents.list", read_offload(ctx, list_agents), admit(reader, kNoBody));
   r.add(verb::get, "/api/v1/queue", "queue.summary", read_offload(ctx, queue_summary), admit(reader, kNoBody));
   r.add(verb::post, "/api/v1/agents/{id}/drain", "agents.drain", offload(ctx, drain_agent), admit(op, kControlBody));

@@ -17,6 +17,8 @@
 #include "coordinator/api/metrics.h"
 #include "coordinator/api/report_cache.h"
 #include "coordinator/config/config.h"
+#include "coordinator/services/artifact_files.h"
+#include "coordinator/services/model_registry.h"
 #include "coordinator/services/work_signal.h"
 #include "coordinator/store/store.h"
 
@@ -24,7 +26,8 @@ namespace benchfleet::api {
 
 struct ApiContext {
   store::Store& store;
-  const Catalog& catalog;
+  ModelRegistry& models;     // the models as registered (catalog() for the current set)
+  ArtifactFiles& artifacts;  // the bytes of uploaded artifacts
   const CoordinatorConfig& config;
   const Clock& clock;
   WorkSignal& work;

@@ -127,7 +127,8 @@ Result<report::Report> report_of_run(ApiContext& ctx, const store::RunInfo& run,
   input.run_id = run.id;
   input.run_name = run.name;
   input.matrix = run.spec;
-  for (const auto& model : ctx.catalog.models()) input.labels.push_back({model.id, model.display_name()});
+  const std::shared_ptr<const Catalog> models = ctx.models.catalog();
+  for (const auto& model : models->models()) input.labels.push_back({model.key(), model.display_name()});
   input.cells = std::move(cells);
   input.stat = stat;
   input.exclude_flagged = exclude_flagged;
@@ -140,7 +141,7 @@ Result<std::vector<JobSpec>> expand_submitted_matrix(const ApiContext& ctx, cons
     return Error::invalid("batch_sizes", "a shape_walk matrix may have at most " + std::to_string(kMaxWalkBatches) +
                                              " batch sizes, got " + std::to_string(spec.batch_sizes.size()));
   }
-  return expand_matrix(spec, ctx.catalog, ExpansionLimits{ctx.config.max_cells});
+  return expand_matrix(spec, *ctx.models.catalog(), ExpansionLimits{ctx.config.max_cells});
 }
 
 nlohmann::json time_or_null(const std::optional<TimestampMs>& ms) {
@@ -293,12 +294,17 @@ nlohmann::json job_json(const store::JobRow& job) {
 
 nlohmann::json model_json(const CatalogModel& m) {
   return {{"id", m.id},
+          {"key", m.key()},
+          {"version", m.version},
+          {"digest", m.digest},
+          {"current", m.current},
+          {"retired", m.retired},
           {"source", m.source},
           {"task", m.task},
           {"name", m.name},
           {"display_name", m.display_name()},
           {"architecture", m.architecture},
-          {"worker", m.worker}};
+          {"definition", m.definition}};
 }
 
 nlohmann::json lease_response_json(const store::LeaseAnswer& answer, const Intervals& intervals,
@@ -309,6 +315,7 @@ nlohmann::json lease_response_json(const store::LeaseAnswer& answer, const Inter
   response.intervals = intervals;
   nlohmann::json out = response;
   if (answer.grant) {
+    // The job's whole model definition: the agent builds the model from it, with no catalog.
     const CatalogModel* model = catalog.find(answer.grant->spec.model);
     out["job"]["model"] = model ? model_json(*model) : nlohmann::json();
   }

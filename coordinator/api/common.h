@@ -82,7 +82,8 @@ Result<std::string> result_json_text(const store::ResultRow& row);
 nlohmann::json job_json(const store::JobRow& job);
 nlohmann::json model_json(const CatalogModel& model);
 // The answer to a lease poll (LeaseResponse): `answer` as agents read it (common/agent_protocol.h)
-// plus job.model, the catalog entry of the job's model (null when it left the catalog).
+// plus job.model, the model the job names (model_json: its whole definition, which the agent
+// builds it from; null for a model the coordinator does not know).
 nlohmann::json lease_response_json(const store::LeaseAnswer& answer, const Intervals& intervals,
                                    const Catalog& catalog);
 

@@ -35,7 +35,19 @@ Result<http::Response> list_jobs(ApiContext& ctx, const http::Request& req, cons
 Result<http::Response> get_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 Result<http::Response> compare_runs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+
+// models_handlers.cpp: registered models and artifacts (docs/models.md)
 Result<http::Response> list_models(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> get_model(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> register_model(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+Result<http::Response> delete_model(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+// The body arrives through the route's sink (an ArtifactUpload), already on disk and hashed.
+Result<http::Response> upload_artifact(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+// An upload's query (kind, name), checked with its headers, before its body is read.
+Status check_upload_query(const http::RouteMatch& m);
+Result<http::Response> list_artifacts(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
+// Streams the artifact's file; agents (their token) and readers may fetch it.
+Result<http::Response> get_artifact(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);
 
 // agents_handlers.cpp
 Result<http::Response> enroll_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m);

@@ -52,7 +52,7 @@ Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req
   BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const json body, json_body(ctx, req));
   BF_ASSIGN_OR_RETURN(ScheduleRequest request, decode_schedule_request(body));
-  if (auto resolved = resolve_models(request.matrix, ctx.catalog); !resolved.ok())
+  if (auto resolved = resolve_models(request.matrix, *ctx.models.catalog()); !resolved.ok())
     return under_matrix(resolved.error());
   // The matrix must expand now; the schedule expands it again each time it fires.
   if (auto jobs = expand_submitted_matrix(ctx, request.matrix); !jobs.ok()) {
@@ -167,15 +167,15 @@ Result<http::Response> list_series(ApiContext& ctx, const http::Request& req, co
   BF_ASSIGN_OR_RETURN(SeriesListQuery q, series_list_query(m));
   // A short model name finds its catalog id's series ("resnet18"); one the catalog does not know
   // is looked up as given (series outlive a model's removal from the catalog).
-  if (q.filter.model && !ctx.catalog.ids_matching(*q.filter.model).empty()) {
-    BF_ASSIGN_OR_RETURN(q.filter.model, ctx.catalog.resolve_id(*q.filter.model, "query.model"));
+  if (q.filter.model && !ctx.models.catalog()->ids_matching(*q.filter.model).empty()) {
+    BF_ASSIGN_OR_RETURN(q.filter.model, ctx.models.catalog()->resolve_id(*q.filter.model, "query.model"));
   }
   BF_ASSIGN_OR_RETURN(const auto page, ctx.store.history().list_series(q.filter, q.after, q.limit));
   // A short name (no '/') neither the catalog nor any series knows ("resnet": a part of several
   // ids, whole in none) is a mistake to name, not an empty answer; a whole id is looked up as given.
   if (page.items.empty() && !q.after && q.filter.model && q.filter.model->find('/') == std::string::npos &&
-      ctx.catalog.ids_matching(*q.filter.model).empty()) {
-    BF_ASSIGN_OR_RETURN(q.filter.model, ctx.catalog.resolve_id(*q.filter.model, "query.model"));
+      ctx.models.catalog()->ids_matching(*q.filter.model).empty()) {
+    BF_ASSIGN_OR_RETURN(q.filter.model, ctx.models.catalog()->resolve_id(*q.filter.model, "query.model"));
   }
   json out = json::array();
   for (const auto& s : page.items) out.push_back(series_json(s));

@@ -1,4 +1,4 @@
-// Handlers for runs, results, reports and the model catalog.
+// Handlers for runs, results and reports.
 #include "coordinator/api/handlers.h"
 
 #include <algorithm>
@@ -37,7 +37,7 @@ Result<http::Response> submit_run(ApiContext& ctx, const http::Request& req, con
   BF_ASSIGN_OR_RETURN(const bool dry_run, bool_query(m, "dry_run"));
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
   BF_ASSIGN_OR_RETURN(MatrixSpec spec, decode<MatrixSpec>(body));
-  BF_RETURN_IF_ERROR(resolve_models(spec, ctx.catalog));
+  BF_RETURN_IF_ERROR(resolve_models(spec, *ctx.models.catalog()));
   BF_ASSIGN_OR_RETURN(const auto jobs, expand_submitted_matrix(ctx, spec));
   BF_ASSIGN_OR_RETURN(const auto agents, ctx.store.agents().list_agents());
   std::vector<AgentDescriptor> fleet;
@@ -320,13 +320,6 @@ Result<http::Response> compare_runs(ApiContext& ctx, const http::Request& req, c
     return http::text_response(bhttp::status::ok, report::render_comparison_csv(c), req, "text/csv; charset=utf-8");
   }
   return json_response(bhttp::status::ok, report::comparison_json(c), req);
-}
-
-Result<http::Response> list_models(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
-  nlohmann::json models = nlohmann::json::array();
-  for (const auto& model : ctx.catalog.models()) models.push_back(model_json(model));
-  return json_response(bhttp::status::ok, {{"models", models}}, req);
 }
 
 }  // namespace benchfleet::api

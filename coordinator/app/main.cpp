@@ -14,7 +14,9 @@
 
 #include <malloc.h>
 
+#include <unistd.h>
 #include <cstdlib>
+
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -28,9 +30,11 @@
 #include "coordinator/app/db_tools.h"
 #include "coordinator/config/config.h"
 #include "coordinator/config/layer_options.h"
+#include "coordinator/services/artifact_files.h"
 #include "coordinator/services/history_worker.h"
 #include "coordinator/services/lane.h"
 #include "coordinator/services/lease_sweeper.h"
+#include "coordinator/services/model_registry.h"
 #include "coordinator/services/schedule_runner.h"
 #include "coordinator/store/backup.h"
 
@@ -94,6 +98,26 @@ int run(int argc, char** argv) {
     return 1;
   }
 
+  // Models are data in the store: the shipped catalog's ids it lacks are registered first.
+  ModelRegistry models((*store)->models(), config.model_roots);
+  if (auto added = models.start(*catalog); !added.ok()) {
+    spdlog::error("cannot register the model catalog: {}", added.error().describe());
+    return 1;
+  } else if (*added > 0) {
+    spdlog::info("registered {} models of the catalog {}", *added, catalog_path);
+  }
+  ArtifactFiles artifacts(config.artifact_dir.empty() ? config.db + ".artifacts" : config.artifact_dir,
+                          static_cast<std::uint64_t>(config.max_artifact_bytes));
+  if (config.db == ":memory:" && config.artifact_dir.empty()) {
+    artifacts = ArtifactFiles(
+        (std::filesystem::temp_directory_path() / ("benchfleet-artifacts-" + std::to_string(::getpid()))).string(),
+        static_cast<std::uint64_t>(config.max_artifact_bytes));
+  }
+  if (auto opened = artifacts.open(); !opened.ok()) {
+    spdlog::error("{}", opened.error().message);
+    return 1;
+  }
+
   raise_open_file_limit(config);
 
   auto endpoint = http::parse_listen_address(config.listen);
@@ -125,7 +149,8 @@ int run(int argc, char** argv) {
   std::atomic<bool> stopping{false};
   HistoryWorker history(ioc, blocking.get_executor(), (*store)->history(), clock, history_options(config));
   api::ApiContext ctx{**store,
-                      *catalog,
+                      models,
+                      artifacts,
                       config,
                       clock,
                       work,
@@ -151,7 +176,7 @@ int run(int argc, char** argv) {
   }
   (*server)->start();
   spdlog::info("listening on {}:{} db={} catalog={} models={}", endpoint->address().to_string(), (*server)->port(),
-               config.db, catalog_path, catalog->models().size());
+               config.db, catalog_path, models.catalog()->models().size());
   // The agents' and operators' own listener: tokens only, its own connection slots, and its own
   // I/O thread, so its sockets are never served behind the public listener's.
   asio::io_context agent_ioc(1);
@@ -222,7 +247,7 @@ int run(int argc, char** argv) {
                  kTestScheduleClockEnv);
     schedule_now = [path = std::string(clock_file)] { return read_clock_file(path); };
   }
-  ScheduleRunner schedules(ioc, blocking.get_executor(), (*store)->history(), *catalog, work, std::move(schedule_now),
+  ScheduleRunner schedules(ioc, blocking.get_executor(), (*store)->history(), models, work, std::move(schedule_now),
                            {std::chrono::milliseconds(config.schedule_check_ms), config.max_cells});
   schedules.start();
   history.start();

@@ -20,6 +20,12 @@ std::vector<Option> options(CoordinatorConfig& c) {
       option("catalog", c.catalog,
              "model catalog YAML (default: <prefix>/share/benchfleet/catalog/models.yaml when installed, else the "
              "source tree's common/catalog/models.yaml)"),
+      option("artifact_dir", c.artifact_dir,
+             "where uploaded model artifacts are stored, one file per SHA-256 (default: <db>.artifacts)"),
+      option("max_artifact_bytes", c.max_artifact_bytes, "largest artifact an upload may store (413 beyond)"),
+      option("model_roots", c.model_roots,
+             "directories on the agents a model definition's path may name (absolute; none: paths are refused, "
+             "upload the files as artifacts)"),
       option("operator_token", c.operator_token,
              "token for writes (submit, cancel, drain); default: generated into <db>.operator-token"),
       option("enrollment_token", c.enrollment_token,
@@ -142,6 +148,12 @@ Status validate(const CoordinatorConfig& c) {
   if (c.restart_grace_s < 0) return Error::invalid("restart_grace_s", "must be >= 0");
   if (c.max_cells < 1) return Error::invalid("max_cells", "must be >= 1");
   if (c.max_body_bytes < 1024) return Error::invalid("max_body_bytes", "must be >= 1024");
+  if (c.max_artifact_bytes < 1) return Error::invalid("max_artifact_bytes", "must be >= 1");
+  for (const std::string& root : c.model_roots) {
+    if (!std::filesystem::path(root).is_absolute()) {
+      return Error::invalid("model_roots", "model_roots: \"" + root + "\" is not an absolute path");
+    }
+  }
   if (c.reenrolment != "token" && c.reenrolment != "open") {
     return Error::invalid("reenrolment", "must be token or open, not \"" + c.reenrolment + "\"");
   }

@@ -19,6 +19,11 @@ struct CoordinatorConfig {
   std::string listen = "127.0.0.1:8080";
   std::string db = "./benchfleet.db";
   std::string catalog;  // empty: the built-in default path
+  // Registered models (docs/models.md): where uploaded artifacts live (empty: <db>.artifacts),
+  // their largest size, and the directories a definition's `path` may name on the agents.
+  std::string artifact_dir;
+  std::int64_t max_artifact_bytes = std::int64_t{8} << 30;
+  std::vector<std::string> model_roots;
   // Tokens. When unset, a random token is generated once and kept in <db>.operator-token /
   // <db>.enrollment-token (mode 0600) so local tools can read it; tokens are never logged.
   std::string operator_token;

@@ -32,10 +32,10 @@ Result<TimestampMs> read_clock_file(const std::string& path) {
 }
 
 struct ScheduleRunner::State {
-  State(store::HistoryStore& h, const Catalog& c, WorkSignal& w, NowSource n, Options o)
-      : history(h), catalog(c), work(w), now(std::move(n)), options(o) {}
+  State(store::HistoryStore& h, ModelRegistry& c, WorkSignal& w, NowSource n, Options o)
+      : history(h), models(c), work(w), now(std::move(n)), options(o) {}
   store::HistoryStore& history;
-  const Catalog& catalog;
+  ModelRegistry& models;
   WorkSignal& work;
   const NowSource now;
   const Options options;
@@ -54,7 +54,7 @@ void check_once(ScheduleRunner::State& s) {
     }
     const ExpansionLimits limits{s.options.max_cells};
     auto outcome = s.history.fire_due_schedules(
-        *now, [&](const MatrixSpec& spec) { return expand_matrix(spec, s.catalog, limits); });
+        *now, [&](const MatrixSpec& spec) { return expand_matrix(spec, *s.models.catalog(), limits); });
     s.checks.fetch_add(1);
     if (!outcome.ok()) {
       spdlog::warn("schedules: check failed: {}", outcome.error().describe());
@@ -79,9 +79,9 @@ void check_once(ScheduleRunner::State& s) {
 }  // namespace
 
 ScheduleRunner::ScheduleRunner(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking,
-                               store::HistoryStore& history, const Catalog& catalog, WorkSignal& work, NowSource now,
+                               store::HistoryStore& history, ModelRegistry& models, WorkSignal& work, NowSource now,
                                Options options)
-    : state_(std::make_shared<State>(history, catalog, work, std::move(now), options)),
+    : state_(std::make_shared<State>(history, models, work, std::move(now), options)),
       task_(ioc, std::move(blocking), "schedule runner", options.period, [s = state_] {
         check_once(*s);
         return s->options.period;

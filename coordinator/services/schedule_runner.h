@@ -13,9 +13,9 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 
-#include "common/catalog.h"
 #include "common/clock.h"
 #include "common/result.h"
+#include "coordinator/services/model_registry.h"
 #include "coordinator/services/periodic_task.h"
 #include "coordinator/services/work_signal.h"
 #include "coordinator/store/history_store.h"
@@ -40,10 +40,10 @@ class ScheduleRunner {
     std::int64_t max_cells = 100'000;  // ExpansionLimits of the runs it creates
   };
 
-  // The timer runs on `ioc` (its own strand); the store work on `blocking`. `history`, `catalog`
+  // The timer runs on `ioc` (its own strand); the store work on `blocking`. `history`, `models`
   // and `work` must outlive the runner's loop (until `ioc` stops).
   ScheduleRunner(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::HistoryStore& history,
-                 const Catalog& catalog, WorkSignal& work, NowSource now, Options options);
+                 ModelRegistry& models, WorkSignal& work, NowSource now, Options options);
   ScheduleRunner(const ScheduleRunner&) = delete;
   ScheduleRunner& operator=(const ScheduleRunner&) = delete;
 

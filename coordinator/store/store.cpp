@@ -13,7 +13,8 @@ Store::Store(std::unique_ptr<StoreCore> core)
       agents_(*core_),
       runs_(*core_, agents_),
       history_(*core_, runs_),
-      results_(*core_, runs_, history_) {}
+      results_(*core_, runs_, history_),
+      models_(*core_) {}
 
 Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Clock& clock) {
   const auto damaged = [&](const std::string& why) {

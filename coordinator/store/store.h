@@ -3,6 +3,7 @@
 //   agents()   AgentStore    agents, leases and dispatch               (agent_store.h)
 //   results()  ResultStore   posted results and what reads them        (result_store.h)
 //   history()  HistoryStore  schedules, series, regressions, alerts    (history_store.h)
+//   models()   ModelStore    registered models and artifacts           (model_store.h)
 // Thread-safe: every method runs alone on the one connection, inside a transaction shared with
 // the methods that run while it waits to commit (GroupCommit). A method returns only once what
 // it wrote and read is committed (synchronous=FULL), so a caller may acknowledge it.
@@ -19,6 +20,7 @@
 #include "coordinator/store/agent_store.h"
 #include "coordinator/store/group_commit.h"
 #include "coordinator/store/history_store.h"
+#include "coordinator/store/model_store.h"
 #include "coordinator/store/result_store.h"
 #include "coordinator/store/run_store.h"
 #include "coordinator/store/sqlite.h"
@@ -66,6 +68,7 @@ class Store {
   AgentStore& agents() { return agents_; }
   ResultStore& results() { return results_; }
   HistoryStore& history() { return history_; }
+  ModelStore& models() { return models_; }
 
   Result<Gauges> gauges(TimestampMs seen_within_ms);
 
@@ -85,6 +88,7 @@ class Store {
   RunStore runs_;
   HistoryStore history_;
   ResultStore results_;
+  ModelStore models_;
 };
 
 }  // namespace benchfleet::store

@@ -63,8 +63,19 @@ class ArtifactCacheTest : public ::testing::Test {
   const fs::path dir_ = tmp_.path();
   ArtifactCache cache_{(dir_ / "cache").string()};
   Exporter exporter_;
-  ArtifactKey key_{"torchvision/resnet18", "local", "1.13.0", "", "torchscript", Mode::kEager, 1, "cpu", "cpu",
-                   Dtype::kFloat32,        ""};
+  ArtifactKey key_{"torchvision/resnet18",
+                   std::nullopt,
+                   "",
+                   "local",
+                   "1.13.0",
+                   "",
+                   "torchscript",
+                   Mode::kEager,
+                   1,
+                   "cpu",
+                   "cpu",
+                   Dtype::kFloat32,
+                   ""};
 };
 
 TEST(FileDigest, HashesTheFileOrNamesItWhenUnreadable) {

@@ -323,7 +323,12 @@ TEST_F(LeaseAnswerOfARealGrant, DecodesWithTheAgentsDecoderToTheGrant) {
   auto read = agent::decode_lease_answer(sent.dump());
   ASSERT_TRUE(read.ok()) << read.error().describe() << "\n" << sent.dump(2);
   ASSERT_TRUE(read->job);
-  EXPECT_EQ(*read->job, static_cast<const LeasedJob&>(grant));
+  // The grant, plus the job's model definition the agent builds the model from.
+  LeasedJob expected = grant;
+  expected.model_definition = catalog_->find("torchvision/resnet18")->definition;
+  expected.model_digest = catalog_->find("torchvision/resnet18")->digest;
+  EXPECT_EQ(*read->job, expected);
+  EXPECT_EQ(read->job->model_definition->value("architecture", ""), "resnet18");
   EXPECT_EQ(read->job->timeout_s, 900);
   EXPECT_EQ(read->job->measurement.max_duration_s, 7.5);
   EXPECT_EQ(read->job->expires_at, grant.expires_at);

@@ -36,7 +36,7 @@ const char* kTwoModels = R"(models:
     source: huggingface
     task: Image Classification
     name: One
-    architecture: OneForImageClassification
+    hub_id: a/one
   - id: torchvision/two
     source: torchvision
     task: Object Detection
@@ -61,7 +61,8 @@ TEST(Catalog, ShippedFileHasSeedModelsInOrderThenTorchvision) {
     EXPECT_EQ(models[i].display_name(), kSeedModels[i].second);
     EXPECT_EQ(models[i].source, "huggingface");
     EXPECT_FALSE(models[i].architecture.empty());
-    EXPECT_TRUE(models[i].worker.is_object());
+    EXPECT_TRUE(models[i].definition.contains("config")) << "the seeds' models are built from their config";
+    EXPECT_TRUE(models[i].definition.contains("inputs"));
   }
   const CatalogModel* resnet18 = c->find("torchvision/resnet18");
   ASSERT_NE(resnet18, nullptr);
@@ -134,26 +135,48 @@ TEST(Catalog, ShortNamesResolveToTheOneIdTheyEnd) {
   EXPECT_TRUE(c->ids_matching("net18").empty()) << "a part starts at a boundary, not mid-word";
 }
 
-TEST(Catalog, WorkerMappingBecomesJson) {
-  Result<Catalog> c = Catalog::parse(std::string(kTwoModels) + R"(    worker:
-      input: {shape: [3, 224, 224], dtype: float32}
-      scale: 0.5
-      channels_last: true
-      label: "42"
-      note: ~
+TEST(Catalog, EntriesAreDefinitionsAsJson) {
+  Result<Catalog> c = Catalog::parse(R"(models:
+  - id: a/one
+    source: huggingface
+    architecture: OneForImageClassification
+    config: {hidden: 768, scale: 0.5, qkv_bias: true, act: "42", note: ~}
 )",
                                      kOrigin);
   ASSERT_TRUE(c.ok()) << c.error().describe();
+  const CatalogModel& m = c->models()[0];
   const nlohmann::json expected = {
-      {"input", {{"shape", {3, 224, 224}}, {"dtype", "float32"}}},
-      {"scale", 0.5},
-      {"channels_last", true},
-      {"label", "42"},
-      {"note", nullptr},
-  };
-  EXPECT_EQ(c->models()[1].worker, expected);
-  EXPECT_TRUE(c->models()[1].worker["input"]["shape"][0].is_number_integer());
-  EXPECT_EQ(c->models()[0].worker, nlohmann::json::object());
+      {"hidden", 768}, {"scale", 0.5}, {"qkv_bias", true}, {"act", "42"}, {"note", nullptr}};
+  EXPECT_EQ(m.definition["config"], expected);
+  EXPECT_TRUE(m.definition["config"]["hidden"].is_number_integer());
+  // The defaults a job needs are filled in.
+  EXPECT_EQ(m.task, "Model");
+  EXPECT_EQ(m.name, "one");
+  EXPECT_EQ(m.definition["task"], "Model");
+  EXPECT_EQ(m.definition["formats"], nlohmann::json({"torchscript", "torchscript-frozen", "aotinductor"}));
+  EXPECT_EQ(m.key(), "a/one");
+  CatalogModel v2 = m;
+  v2.version = 2;
+  EXPECT_EQ(v2.key(), "a/one@2");
+  EXPECT_EQ(v2.display_name(), "Model/one (v2)");
+}
+
+TEST(Catalog, VersionedKeysAndCurrentVersions) {
+  Result<Catalog> base = Catalog::parse(kTwoModels, kOrigin);
+  ASSERT_TRUE(base.ok()) << base.error().describe();
+  std::vector<CatalogModel> models = base->models();
+  CatalogModel v2 = models[0];
+  v2.version = 2;
+  models[0].current = false;
+  models.push_back(v2);
+  const Catalog c = Catalog::of(models);
+  EXPECT_EQ(c.resolve_id("a/one", "m").value(), "a/one@2") << "an id means its current version";
+  EXPECT_EQ(c.resolve_id("one", "m").value(), "a/one@2");
+  EXPECT_EQ(c.resolve_id("a/one@2", "m").value(), "a/one@2");
+  EXPECT_EQ(c.find("a/one")->version, 1) << "an old version is found by its key";
+  EXPECT_EQ(c.find("a/one@2")->version, 2);
+  EXPECT_EQ(c.find("a/one@3"), nullptr);
+  EXPECT_EQ(c.index_of("a/one@2"), 2u);
 }
 
 TEST(Catalog, DuplicateIdNamesTheSecondEntry) {
@@ -177,10 +200,10 @@ TEST(Catalog, UnknownKeyIsNamed) {
 
 TEST(Catalog, MissingOrEmptyRequiredKeyIsNamed) {
   std::string yaml = kTwoModels;
-  yaml.erase(yaml.find("    task: Object Detection\n"), 27);
+  yaml.erase(yaml.find("    source: torchvision\n"), 24);
   Error e = parse_error(yaml);
-  EXPECT_EQ(e.field, "models[1].task");
-  EXPECT_THAT(e.message, HasSubstr("missing"));
+  EXPECT_EQ(e.field, "models[1].source");
+  EXPECT_THAT(e.message, HasSubstr("required"));
   EXPECT_THAT(e.message, HasSubstr("test.yaml"));
 
   yaml = kTwoModels;
@@ -196,10 +219,10 @@ TEST(Catalog, MissingOrEmptyRequiredKeyIsNamed) {
 
 TEST(Catalog, UnknownSourceIsNamed) {
   std::string yaml = kTwoModels;
-  yaml.replace(yaml.find("source: torchvision"), 19, "source: timm");
+  yaml.replace(yaml.find("source: torchvision"), 19, "source: onnx");
   const Error e = parse_error(yaml);
   EXPECT_EQ(e.field, "models[1].source");
-  EXPECT_THAT(e.message, HasSubstr("'timm'"));
+  EXPECT_THAT(e.message, HasSubstr("'onnx'"));
 }
 
 TEST(Catalog, MalformedYamlReportsLineAndColumn) {

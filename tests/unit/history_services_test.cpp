@@ -129,7 +129,9 @@ TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueR
   boost::asio::thread_pool blocking(1);
   WorkSignal work;
   const auto generation = work.generation();
-  ScheduleRunner runner(ioc, blocking.get_executor(), store_->history(), catalog_, work, now,
+  ModelRegistry models(store_->models(), {});
+  ASSERT_TRUE(models.start(catalog_).ok());
+  ScheduleRunner runner(ioc, blocking.get_executor(), store_->history(), models, work, now,
                         {std::chrono::milliseconds(10), 1000});
   runner.start();
   std::thread io([&] { ioc.run(); });

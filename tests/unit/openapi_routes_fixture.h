@@ -68,8 +68,13 @@ class OpenApiRoutes : public ::testing::Test {
     auto catalog = Catalog::load_file(default_catalog_path());
     ASSERT_TRUE(catalog.ok()) << catalog.error().describe();
     catalog_ = std::move(*catalog);
+    models_.emplace(store_->models(), std::vector<std::string>{});
+    ASSERT_TRUE(models_->start(catalog_).ok());
+    artifacts_.emplace((dir_ / "artifacts").string(), std::uint64_t{1} << 20);
+    ASSERT_TRUE(artifacts_->open().ok());
     ctx_.emplace(api::ApiContext{.store = *store_,
-                                 .catalog = catalog_,
+                                 .models = *models_,
+                                 .artifacts = *artifacts_,
                                  .config = config_,
                                  .clock = clock_,
                                  .work = work_,
@@ -85,6 +90,7 @@ class OpenApiRoutes : public ::testing::Test {
   }
   void TearDown() override {
     ctx_.reset();
+    models_.reset();
     store_.reset();
   }
 
@@ -170,6 +176,8 @@ class OpenApiRoutes : public ::testing::Test {
   Metrics metrics_;
   std::atomic<bool> stopping_{false};
   asio::thread_pool blocking_{2};  // where the handlers that touch the store run
+  std::optional<ModelRegistry> models_;
+  std::optional<ArtifactFiles> artifacts_;
   std::optional<api::ApiContext> ctx_;
   http::Router router_;
   std::set<std::string> exercised_;

@@ -3,6 +3,8 @@
 // answer's status code, media type and body are the documented ones.
 #include "tests/unit/openapi_routes_fixture.h"
 
+#include <fstream>
+
 namespace benchfleet::testing::openapi_routes {
 namespace {
 
@@ -19,7 +21,7 @@ TEST_F(OpenApiRoutes, EveryRouteIsDocumentedAndNothingElse) {
     ASSERT_TRUE(paths[r.pattern].contains(method)) << method << " " << r.pattern << " is not documented";
     EXPECT_EQ(paths[r.pattern][method]["operationId"], r.name) << method << " " << r.pattern;
   }
-  EXPECT_EQ(routes.size(), 39u);
+  EXPECT_EQ(routes.size(), 45u);
   for (const auto& [path, item] : paths.items()) {
     for (const auto& m : kMethods) {
       if (item.contains(m)) {
@@ -54,6 +56,31 @@ TEST_F(OpenApiRoutes, ResponsesMatchTheDocument) {
   EXPECT_EQ(call(verb::get, "/api/v1/runs/0").status, 400u);
   EXPECT_EQ(call(verb::get, "/api/v1/runs/999").status, 404u);
   EXPECT_EQ(call(verb::get, "/api/v1/models").status, 200u);
+  EXPECT_EQ(call(verb::get, "/api/v1/models?all=true").status, 200u);
+  // Registered models: created, unchanged, refused, shown, removed.
+  const json regnet = {{"id", "acme/regnet"}, {"source", "torchvision"}, {"architecture", "regnet_y_400mf"}};
+  EXPECT_EQ(call(verb::post, "/api/v1/models", regnet).status, 401u);
+  EXPECT_EQ(call(verb::post, "/api/v1/models", regnet, op).status, 201u);
+  EXPECT_EQ(call(verb::post, "/api/v1/models", regnet, op).parsed["outcome"], "unchanged");
+  Call unknown_source = call(verb::post, "/api/v1/models", json{{"id", "x"}, {"source", "onnx"}}, op);
+  EXPECT_EQ(unknown_source.status, 400u);
+  EXPECT_EQ(unknown_source.parsed["field"], "source") << unknown_source.body;
+  EXPECT_EQ(call(verb::get, "/api/v1/models/acme%2Fregnet").parsed["versions"].size(), 1u);
+  EXPECT_EQ(call(verb::get, "/api/v1/models/resnet18").parsed["id"], "torchvision/resnet18") << "a short name";
+  EXPECT_EQ(call(verb::get, "/api/v1/models/acme%2Fnone").status, 404u);
+  EXPECT_EQ(call(verb::delete_, "/api/v1/models/acme%2Fregnet", std::nullopt, op).parsed["outcome"], "removed");
+  EXPECT_EQ(call(verb::delete_, "/api/v1/models/acme%2Fregnet", std::nullopt, op).status, 404u);
+  // Artifacts: an upload's bytes come through the server's sink (the integration tests), so a
+  // dispatch without one is a 400; a stored one is listed and served.
+  EXPECT_EQ(call(verb::post, "/api/v1/artifacts?kind=file", std::nullopt, op).status, 400u);
+  EXPECT_EQ(call(verb::post, "/api/v1/artifacts?kind=zip", std::nullopt, op).status, 400u);
+  const std::string digest = "sha256:" + std::string(64, 'c');
+  std::ofstream(dir_ / "artifacts" / std::string(64, 'c')) << "bytes";
+  ASSERT_TRUE(store_->models().add_artifact({digest, 5, "file", "f.py", 1}).ok());
+  EXPECT_EQ(call(verb::get, "/api/v1/artifacts").parsed["artifacts"].size(), 1u);
+  EXPECT_EQ(call(verb::get, "/api/v1/artifacts/" + digest, std::nullopt, op).status, 200u);
+  EXPECT_EQ(call(verb::get, "/api/v1/artifacts/sha256:" + std::string(64, 'd'), std::nullopt, op).status, 404u);
+  EXPECT_EQ(call(verb::get, "/api/v1/artifacts/md5:x", std::nullopt, op).status, 400u);
   EXPECT_EQ(call(verb::get, "/api/v1/agents").status, 200u);
   Call queue = call(verb::get, "/api/v1/queue");
   ASSERT_EQ(queue.status, 200u) << queue.body;

@@ -141,7 +141,8 @@ export class Api {
   }
   result(id) { return this.getJson(`results/${id}`); }
   agents() { return this.getJson("agents"); }
-  models() { return this.getJson("models"); }
+  // Every version of every model (retired ones included): jobs and series name old versions too.
+  models() { return this.getJson("models?all=true"); }
 
   // ---- history ----------------------------------------------------------------------
   schedules() { return this.getJson("schedules"); }

@@ -14,11 +14,12 @@ import { SchedulesView } from "./views/schedules.js";
 import { SeriesView } from "./views/series.js";
 import { RegressionsView } from "./views/regressions.js";
 import { BuildSummaryView } from "./views/build_summary.js";
+import { ModelsView } from "./views/models.js";
 
 const VIEWS = {
   runs: RunsView, run: RunView, compare: CompareView, result: ResultView, agents: AgentsView,
   schedules: SchedulesView, schedule_summary: BuildSummaryView, series: SeriesView, regressions: RegressionsView,
-  notfound: NotFoundView,
+  models: ModelsView, notfound: NotFoundView,
 };
 // A page under a top-bar entry that is not its own: it marks that entry as the current one.
 const NAV_PARENT = { run: "runs", schedule_summary: "schedules" };
@@ -38,7 +39,7 @@ let modelsPromise = null;
 function models() {
   if (!modelsPromise) {
     modelsPromise = api.models().then(
-      (list) => new Map(list.models.map((m) => [m.id, m])),
+      (list) => new Map(list.models.map((m) => [m.key ?? m.id, m])),
       (e) => { modelsPromise = null; throw e; });
   }
   return modelsPromise;

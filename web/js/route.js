@@ -8,6 +8,7 @@
 //                                  two sides (run:build) side by side, ratio per cell
 //   #/results/12                   one result
 //   #/agents                       the fleet
+//   #/models                       the registered models, each with its source
 //   #/schedules                    recurring matrices
 //   #/schedules/3/summary?stat=median&limit=90
 //                                  one schedule's build summary: per run, per build · runtime ·
@@ -28,6 +29,7 @@ const VIEWS = [
   { view: "compare", pattern: /^\/compare$/, path: () => "/compare" },
   { view: "result", pattern: /^\/results\/(\d+)$/, path: (id) => `/results/${id}` },
   { view: "agents", pattern: /^\/agents$/, path: () => "/agents" },
+  { view: "models", pattern: /^\/models$/, path: () => "/models" },
   { view: "schedules", pattern: /^\/schedules$/, path: () => "/schedules" },
   { view: "schedule_summary", pattern: /^\/schedules\/(\d+)\/summary$/, path: (id) => `/schedules/${id}/summary` },
   { view: "series", pattern: /^\/series(?:\/(\d+))?$/, path: (id) => (id === null ? "/series" : `/series/${id}`) },

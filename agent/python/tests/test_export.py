@@ -100,7 +100,8 @@ FAKE_TRANSFORMERS = textwrap.dedent('''
             return _Output(self.head(joint), self.boxes(joint).sigmoid())
 
         @classmethod
-        def from_pretrained(cls, path):
+        def from_pretrained(cls, path, trust_remote_code=None, use_safetensors=None):
+            assert trust_remote_code is False, "a checkpoint's code must never run"
             # As transformers 5 (dtype="auto" by default): the checkpoint's own dtype, here bfloat16.
             config = TinyDetectorConfig(backbone_config=TinyBackboneConfig(), backbone=None)
             return cls(config).to(torch.bfloat16).eval()
@@ -113,20 +114,17 @@ FAKE_CATALOG = textwrap.dedent('''
         task: Object Detection
         name: Tiny
         architecture: TinyDetector
-        worker:
-          builder: transformers
-          model_class: TinyDetector
-          config_class: TinyDetectorConfig
-          config:
-            use_timm_backbone: false
-            backbone_config: {model_type: tiny-backbone, channels: 6}
-            num_labels: 5
-          inputs:
-            - {name: pixel_values, shape: [3, 32, 32], dtype: float32}
-            - {name: input_ids, shape: [2, 7], dtype: int64, range: [0, 100], per_image_rows: 2}
-            - {name: attention_mask, shape: [2, 7], dtype: int64, per_image_rows: 2}
-          outputs: [logits, pred_boxes]
-          formats: [torchscript, torchscript-frozen]
+        config_class: TinyDetectorConfig
+        config:
+          use_timm_backbone: false
+          backbone_config: {model_type: tiny-backbone, channels: 6}
+          num_labels: 5
+        inputs:
+          - {name: pixel_values, shape: [3, 32, 32], dtype: float32}
+          - {name: input_ids, shape: [2, 7], dtype: int64, range: [0, 100], per_image_rows: 2}
+          - {name: attention_mask, shape: [2, 7], dtype: int64, per_image_rows: 2}
+        outputs: [logits, pred_boxes]
+        formats: [torchscript, torchscript-frozen]
 ''')
 
 
@@ -311,7 +309,7 @@ class ExportTransformersPathTest(unittest.TestCase):
             with open(catalog, "w", encoding="utf-8") as f:
                 f.write(FAKE_CATALOG)
             spec = benchfleet_models.find_model(benchfleet_models.load_catalog(catalog), "test/tiny-detector")
-            model = benchfleet_models.build_model(spec, weights=tmp, log=lambda _: None)
+            model = benchfleet_models.load_model(spec, 1, weights=tmp, log=lambda _: None).module
         self.assertEqual({p.dtype for p in model.parameters()}, {torch.float32})
 
 
@@ -383,45 +381,46 @@ class CatalogTest(unittest.TestCase):
         with open(CATALOG, encoding="utf-8") as f:
             cls.models = {m["id"]: m for m in yaml.safe_load(f)["models"]}
 
-    def test_every_model_has_a_worker_section(self) -> None:
+    def test_every_model_is_a_definition_listing_its_inputs(self) -> None:
+        sys.path.insert(0, os.path.dirname(EXPORTER))
+        import benchfleet_definition as bd
+
         self.assertEqual(len(self.models), 15)
         for model_id, model in self.models.items():
             with self.subTest(model=model_id):
-                worker = model.get("worker")
-                self.assertIsInstance(worker, dict)
-                self.assertIn(worker.get("builder"), ("torchvision", "transformers"))
-                self.assertTrue(worker.get("inputs"))
-                for item in worker["inputs"]:
+                spec = bd.parse_definition(model, model_id)
+                self.assertIn(spec.source, ("torchvision", "huggingface"))
+                self.assertTrue(spec.architecture)
+                self.assertTrue(model.get("inputs"))
+                for item in model["inputs"]:
                     self.assertTrue({"name", "shape", "dtype"} <= set(item), item)
-                    self.assertTrue(all(isinstance(d, int) and d > 0 for d in item["shape"]), item)
-                self.assertTrue(worker.get("formats"))
-                self.assertLessEqual(set(worker["formats"]), {"torchscript", "torchscript-frozen", "aotinductor"})
-                if worker["builder"] == "torchvision":
-                    self.assertEqual(worker.get("constructor"), model["architecture"])
+                self.assertEqual(spec.formats, ("torchscript", "torchscript-frozen", "aotinductor"))
 
     def test_seed_models_use_transformers_configs(self) -> None:
         self.assertEqual(list(self.models)[:12], SEED_MODELS)
         for model_id in SEED_MODELS:
             with self.subTest(model=model_id):
-                worker = self.models[model_id]["worker"]
-                self.assertEqual(worker["builder"], "transformers")
-                self.assertEqual(worker["model_class"], self.models[model_id]["architecture"])
-                self.assertTrue(worker["config_class"].endswith("Config"))
-                self.assertIsInstance(worker["config"], dict)
-                self.assertTrue(worker["config"])
-                self.assertTrue(worker["outputs"])
+                model = self.models[model_id]
+                self.assertEqual(model["source"], "huggingface")
+                self.assertTrue(model["architecture"].endswith(("ForImageClassification", "ForSemanticSegmentation",
+                                                                "ForObjectDetection", "ForUniversalSegmentation",
+                                                                "ForInstanceSegmentation")), model["architecture"])
+                self.assertTrue(model["config_class"].endswith("Config"))
+                self.assertIsInstance(model["config"], dict)
+                self.assertTrue(model["config"])
+                self.assertTrue(model["outputs"])
 
     def test_input_shapes_match_the_image_processors(self) -> None:
         for model_id, expected in EXPECTED_INPUTS.items():
             with self.subTest(model=model_id):
-                got = [(i["name"], i["shape"], i["dtype"]) for i in self.models[model_id]["worker"]["inputs"]]
+                got = [(i["name"], i["shape"], i["dtype"]) for i in self.models[model_id]["inputs"]]
                 self.assertEqual(got, expected)
-        owlvit = self.models["google/owlvit-base-patch32"]["worker"]["inputs"]
+        owlvit = self.models["google/owlvit-base-patch32"]["inputs"]
         self.assertEqual(owlvit[1]["range"], [0, 49408])
         self.assertEqual([i.get("per_image_rows") for i in owlvit], [None, 2, 2])
 
     def test_checkpoint_hyperparameters(self) -> None:
-        config = {m: self.models[m]["worker"]["config"] for m in SEED_MODELS}
+        config = {m: self.models[m]["config"] for m in SEED_MODELS}
         self.assertEqual(config["microsoft/beit-base-patch16-224-pt22k-ft22k"]["num_labels"], 21841)
         self.assertTrue(config["microsoft/beit-base-patch16-224-pt22k-ft22k"]["use_relative_position_bias"])
         self.assertEqual(config["facebook/convnext-large-224"]["depths"], [3, 3, 27, 3])

@@ -110,7 +110,7 @@ class ExportAotInductorTest(unittest.TestCase):
         spec = bm.find_model(bm.load_catalog(CATALOG), model)
         expected_inputs = bm.make_inputs(spec, meta["batch"], meta["seed"])
         self.assertTrue(all(torch.equal(a, b) for a, b in zip(inputs, expected_inputs)))
-        float64_model = bm.build_model(spec, seed=meta["seed"]).double()
+        float64_model = bm.load_model(spec, meta["batch"], seed=meta["seed"]).module.double()
         with torch.no_grad():
             expected = bm.flatten_tensors(float64_model(*[t.double() for t in expected_inputs]))
         for e, got, want in zip(ref["outputs"], outputs, expected):

@@ -71,6 +71,24 @@ class JobTest(unittest.TestCase):
         self.assertTrue(self.error_of('{"batch": NaN}').startswith("malformed JSON"))
         self.assertEqual(self.error_of("[" * 40 + "]" * 40), "JSON nesting is deeper than 32 levels")
 
+    def test_model_definition_and_the_models_key(self) -> None:
+        definition = {"id": "acme/net", "source": "torchvision", "architecture": "regnet_y_400mf"}
+        ok = {"model": "acme/net", "batch": 1, "mode": "eager", "model_definition": definition}
+        job = bj.parse_job(json.dumps(ok))
+        self.assertEqual((job.model_definition.id, job.model_definition.architecture), ("acme/net", "regnet_y_400mf"))
+        self.assertEqual(bj.parse_job(json.dumps({**ok, "model": "acme/net@12"})).model, "acme/net@12")
+        self.assertIsNone(bj.parse_job(json.dumps({**ok, "model_definition": None})).model_definition)
+        for key in ("acme/other", "acme/net@0", "acme/net@", "acme/net@2b", "acme/net@1@2"):
+            with self.subTest(model=key):
+                self.assertEqual(self.error_of({**ok, "model": key}),
+                                 'model: must be the model_definition\'s id "acme/net" or "acme/net@N" (its version N)')
+        self.assertEqual(self.error_of({**ok, "model_definition": 3}),
+                         "model_definition: must be an object (a model definition)")
+        self.assertTrue(self.error_of({**ok, "model_definition": {**definition, "source": "onnx"}})
+                        .startswith("model_definition.source: unknown source 'onnx'"))
+        self.assertTrue(self.error_of({**ok, "model_definition": {**definition, "builder": "x"}})
+                        .startswith("model_definition.builder: unknown key"))
+
     def test_dtype_dynamic_and_walk_batches(self) -> None:
         ok = {"model": MODEL, "batch": 2, "mode": "default"}
         plain = bj.parse_job(json.dumps(ok))

@@ -348,8 +348,8 @@ class GpuReadingTest(unittest.TestCase):
                            f'"measurement": {{"warmup": {warmup}}}}}')
         catalog = bm.load_catalog(os.path.join(SOURCE_DIR, "common", "catalog", "models.yaml"))
         spec = bm.find_model(catalog, "torchvision/resnet18")
-        with mock.patch.object(bm, "build_model", return_value=model), \
-                mock.patch.object(bm, "make_inputs", return_value=[torch.ones(1)]), \
+        loaded = bm.LoadedModel(spec, model, "cuda", factory_inputs=lambda batch, seed: [torch.ones(1)])
+        with mock.patch.object(bm, "load_model", return_value=loaded), \
                 mock.patch.object(bm, "gpu_telemetry", side_effect=reading), \
                 mock.patch.object(bm, "_timed_loop", side_effect=timed_loop), \
                 mock.patch.object(bm, "peak_memory", return_value={}), \
