@@ -87,6 +87,24 @@ await browserSuite("browser_fleet_views", async (t) => {
     await bare.context().close();
   });
 
+  await t.step("a registered model: its rows in a run's table, its source on the Models page", async () => {
+    await api.postJson("/api/v1/models", { id: "acme/tiny-regnet", source: "torchvision", architecture: "regnet_y_400mf", name: "TinyRegNet" }, OPERATOR_TOKEN);
+    await api.postJson("/api/v1/models", { id: "acme/factory", source: "python", factory: "acme_models.vision:make", task: "Object Detection", name: "AcmeDet" }, OPERATOR_TOKEN);
+    const a3 = await Agent.enroll(api, { name: "gpu-host-3", slots: [["gpu0", "a100"]], builds: { stable: ["eager"] } });
+    const own = await api.submit(matrix({ name: "our models", models: ["acme/tiny-regnet", "factory"], batches: [1], modes: ["eager"] }));
+    await a3.finish("gpu0", () => okResult(4.25));
+    await page.goto(`${coord.url}/#/runs/${own.id}`);
+    await waitForRunPage(page, 1);
+    const labels = (await readTables(page))[0].rows.map((r) => r.label);
+    t.equal(labels, ["Image Classification/TinyRegNet", "Object Detection/AcmeDet"], "rows named from the definitions, in registration order");
+    await page.getByRole("link", { name: "Models" }).click();
+    await page.waitForSelector("table.models tbody tr");
+    const rows = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll("table.models tbody tr")].map((tr) => [tr.dataset.model, [...tr.cells].map((c) => c.innerText.trim())])));
+    t.equal(rows["acme/tiny-regnet"].slice(1, 4), ["Image Classification/TinyRegNet", "torchvision", "torchvision.models regnet_y_400mf"], "a torchvision model's source");
+    t.equal(rows["acme/factory"].slice(2, 4), ["python", "acme_models.vision:make"], "a factory's source");
+    t.ok(rows["google/vit-base-patch16-224"][3].includes("ViTForImageClassification from its config"), `a seed model's source (${rows["google/vit-base-patch16-224"][3]})`);
+  });
+
   await t.step("coordinator down: a banner, the page keeps its data, retries, recovers", async () => {
     await page.goto(`${coord.url}/#/runs/${run2.id}`);
     await waitForRunPage(page, 1);

@@ -1,6 +1,8 @@
 // The HTTP plumbing tested for real: a Server on 127.0.0.1:0 served by background threads,
 // talked to with the Client (and a raw socket where the Client cannot misbehave on purpose).
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -185,6 +187,65 @@ TEST_F(HttpTest, RoutesWithDecodedParamsAndQuery) {
   EXPECT_EQ(j["query"]["title"], "a b");
   EXPECT_EQ(j["query"]["x"], "&");
   EXPECT_EQ(j["query"]["flag"], "");
+}
+
+// A sink that counts and checksums what it is handed, and stops past `stop_after` bytes.
+class CountingSink : public BodySink {
+ public:
+  explicit CountingSink(std::size_t stop_after) : stop_after_(stop_after) {}
+  bool write(std::string_view chunk) override {
+    bytes += chunk.size();
+    largest_chunk = std::max(largest_chunk, chunk.size());
+    for (char c : chunk) sum = sum * 31 + static_cast<unsigned char>(c);
+    return bytes <= stop_after_;
+  }
+  std::size_t bytes = 0, largest_chunk = 0;
+  std::uint64_t sum = 0;
+
+ private:
+  std::size_t stop_after_;
+};
+
+// An upload route takes its body through a sink a chunk at a time: beyond the server's own
+// body_limit (up to the route's), never whole in memory; the handler sees an empty body. A body
+// over the route's limit is 413 before it is read; a sink that stops the upload gets its answer
+// and the connection closes.
+TEST_F(HttpTest, ASinkRouteStreamsItsBodyBeyondTheServersLimit) {
+  RouteOptions upload;
+  upload.body_limit = 8u << 20;
+  upload.body_sink = [](const Request&, const RouteMatch& m) -> std::shared_ptr<BodySink> {
+    return std::make_shared<CountingSink>(m.query.count("stop") != 0 ? 100000 : SIZE_MAX);
+  };
+  router_.add(
+      verb::post, "/upload", "upload",
+      [](const Request& req, const RouteMatch& m) -> asio::awaitable<Response> {
+        auto* sink = dynamic_cast<CountingSink*>(m.exchange->body_sink().get());
+        co_return json_response(status::ok,
+                                {{"bytes", sink->bytes},
+                                 {"largest_chunk", sink->largest_chunk},
+                                 {"sum", sink->sum},
+                                 {"body_size", req.body().size()}},
+                                req);
+      },
+      upload);
+  start();  // the server's body_limit: test_limits()'s, far below 3 MiB
+  std::string body(3u << 20, '\0');
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    body[i] = static_cast<char>(i * 7 + i / 977);
+    sum = sum * 31 + static_cast<unsigned char>(body[i]);
+  }
+  Client client(base_url());
+  const json j = body_of(client.request(verb::post, "/upload", body));
+  EXPECT_EQ(j.value("bytes", 0u), body.size());
+  EXPECT_EQ(j.value("sum", std::uint64_t{0}), sum) << "every byte, in order";
+  EXPECT_LE(j.value("largest_chunk", 0u), 64u << 10) << "a chunk at a time";
+  EXPECT_EQ(j.value("body_size", 1u), 0u);
+  expect_problem(client.request(verb::post, "/upload", std::string(9u << 20, 'x')), 413);
+  const json stopped = body_of(client.request(verb::post, "/upload?stop=1", body));
+  EXPECT_LT(stopped.value("bytes", 0u), body.size()) << "the rest is not read";
+  EXPECT_EQ(body_of(client.request(verb::post, "/api/v1/runs", std::string(100, 'x')))["body_size"], 100)
+      << "the client goes on, on a new connection";
 }
 
 TEST_F(HttpTest, LiteralSegmentBeatsParameter) {
