@@ -129,7 +129,9 @@ asio::awaitable<error_code> write_response(beast::tcp_stream& stream, Response& 
 // Writes a streamed body's chunks as the client takes them: one chunk in memory at a time.
 // Returns an error when the source failed (the answer is then cut short) or the write did.
 asio::awaitable<error_code> write_stream(beast::tcp_stream& stream, Exchange::BodyStream& body) {
-  constexpr std::size_t kChunk = std::size_t{64} << 10;
+  // Large enough that the hop to the source's executor costs little per byte (a GB-sized
+  // artifact is 4,096 of them), small enough that a slow reader holds little.
+  constexpr std::size_t kChunk = std::size_t{256} << 10;
   for (std::size_t left = body.size; left > 0;) {
     const std::size_t want = std::min(left, kChunk);
     std::string chunk = co_await asio::co_spawn(

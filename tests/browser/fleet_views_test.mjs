@@ -122,7 +122,7 @@ await browserSuite("browser_fleet_views", async (t) => {
     await coord.start();
     await banner.waitFor({ state: "hidden", timeout: 20000 });
     await page.waitForSelector("table.agents tbody tr", { timeout: 20000 });
-    t.equal(await page.locator("table.agents tbody tr").count(), 2, "the agents view loads once the coordinator is back");
+    t.equal(await page.locator("table.agents tbody tr").count(), 3, "the agents view loads once the coordinator is back (the three enrolled)");
   });
 
   await t.step("private reads: the page asks for the token once, then works (exports too)", async () => {
