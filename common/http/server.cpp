@@ -144,6 +144,45 @@ asio::awaitable<error_code> write_stream(beast::tcp_stream& stream, Exchange::Bo
   co_return error_code{};
 }
 
+// A body streamed into a route's sink (an upload) is read this much at a time.
+constexpr std::size_t kSinkChunk = std::size_t{64} << 10;
+
+// What reading a body into a sink came to: the request's head (its body empty), the read's
+// error, and whether the sink stopped it before its end (the rest is then unread).
+struct StreamedBody {
+  error_code ec;
+  std::optional<Request> request;
+  bool stopped = false;
+};
+
+// Reads the rest of `parser`'s body into `sink`, a chunk at a time; `timeout` bounds each wait for
+// more, not the whole upload. `parser` is moved from (into a parser of a buffer body).
+asio::awaitable<StreamedBody> read_into_sink(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                             bhttp::request_parser<bhttp::string_body>& parser, BodySink& sink,
+                                             std::size_t body_limit, std::chrono::milliseconds timeout) {
+  StreamedBody out;
+  bhttp::request_parser<bhttp::buffer_body> body_parser(std::move(parser));
+  body_parser.body_limit(body_limit);
+  std::string chunk(kSinkChunk, '\0');
+  while (!body_parser.is_done()) {
+    body_parser.get().body().data = chunk.data();
+    body_parser.get().body().size = chunk.size();
+    stream.expires_after(timeout);
+    auto [ec, n] = co_await bhttp::async_read_some(stream, buffer, body_parser, kAsTuple);
+    if (ec && ec != bhttp::error::need_buffer) {
+      out.ec = ec;
+      co_return out;
+    }
+    const std::size_t got = chunk.size() - body_parser.get().body().size;
+    if (got > 0 && !sink.write(std::string_view(chunk.data(), got))) {
+      out.stopped = true;
+      break;
+    }
+  }
+  out.request.emplace(std::move(body_parser.get().base()));
+  co_return out;
+}
+
 asio::awaitable<void> linger_close(beast::tcp_stream& stream, std::chrono::milliseconds limit) {
   error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -474,7 +513,6 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
     std::size_t body_limit = limits.body_limit;
     // A route with a sink takes its body a chunk at a time (an upload): its own limit, and only a
     // chunk of it held at once.
-    constexpr std::size_t kSinkChunk = std::size_t{64} << 10;
     const bool to_sink = body_pending && decision.streams_body();
     std::shared_ptr<BodySink> sink;
     if (!refusal && body_pending) {
@@ -532,32 +570,14 @@ asio::awaitable<void> serve_connection(std::shared_ptr<detail::ServerState> st, 
         if (auto [wec, w] = co_await bhttp::async_write(stream, go_on, kAsTuple); wec) break;
       }
       if (sink) {
-        // Chunk by chunk into the sink; the request timeout bounds each wait for more, not the
-        // whole upload.
-        bhttp::request_parser<bhttp::buffer_body> body_parser(std::move(parser));
-        body_parser.body_limit(body_limit);
-        std::string chunk(kSinkChunk, '\0');
-        error_code ec;
-        while (!body_parser.is_done()) {
-          body_parser.get().body().data = chunk.data();
-          body_parser.get().body().size = chunk.size();
-          stream.expires_after(limits.request_timeout);
-          auto [rec, n] = co_await bhttp::async_read_some(stream, buffer, body_parser, kAsTuple);
-          if (rec && rec != bhttp::error::need_buffer) {
-            ec = rec;
-            break;
-          }
-          const std::size_t got = chunk.size() - body_parser.get().body().size;
-          if (got > 0 && !sink->write(std::string_view(chunk.data(), got))) {
-            sink_failed = true;
-            break;
-          }
-        }
-        if (ec) {
-          co_await answer_unreadable(*st, stream, ec, body_limit, started);
+        StreamedBody streamed =
+            co_await read_into_sink(stream, buffer, parser, *sink, body_limit, limits.request_timeout);
+        if (streamed.ec) {
+          co_await answer_unreadable(*st, stream, streamed.ec, body_limit, started);
           break;
         }
-        streamed_request.emplace(std::move(body_parser.get().base()));
+        sink_failed = streamed.stopped;
+        streamed_request = std::move(streamed.request);
       } else if (auto [ec, n] = co_await bhttp::async_read(stream, buffer, parser, kAsTuple); ec) {
         co_await answer_unreadable(*st, stream, ec, body_limit, started);
         break;
