@@ -2,6 +2,8 @@
 # The project's linters, as CI runs them (the lint_* tests call this):
 #   scripts/lint.sh format        clang-format-14 --dry-run over every tracked C++ file (.clang-format)
 #   scripts/lint.sh python        flake8 over every tracked Python file (.flake8)
+#   scripts/lint.sh js            ESLint (npm, eslint.config.js) over the dashboard's modules and
+#                                 the node scripts that test them; exit 77 without node or npm ci
 #   scripts/lint.sh tidy [BUILD]  clang-tidy-14 over the programs' sources (.clang-tidy), from
 #                                 BUILD's compile_commands.json (default build/default); results of
 #                                 unchanged units are remembered (scripts/tidy.py)
@@ -31,6 +33,15 @@ case "${1:-}" in
     need flake8
     git ls-files '*.py' | xargs flake8
     echo "lint: flake8 clean ($(git ls-files '*.py' | wc -l) files)"
+    ;;
+  js)
+    eslint=node_modules/.bin/eslint
+    if ! scripts/node-toolchain.sh >/dev/null 2>&1 || [ ! -x "$eslint" ]; then
+      echo "lint: no node 20+ or no $eslint (scripts/install-deps.sh runs npm ci): skipped" >&2
+      exit 77
+    fi
+    scripts/node-toolchain.sh --run "$eslint" --max-warnings 0 web/js tests/browser tests/openapi eslint.config.js
+    echo "lint: eslint clean ($(git ls-files 'web/js/*.js' 'tests/browser/*.mjs' 'tests/openapi/*.mjs' | wc -l) files)"
     ;;
   tidy)
     need clang-tidy-14

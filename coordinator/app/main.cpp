@@ -239,13 +239,13 @@ int run(int argc, char** argv) {
     });
   };
   trim_later();
-  // Schedules read "now" from the system clock, or (tests only) from the file named by
-  // BENCHFLEET_TEST_SCHEDULE_CLOCK_FILE, re-read at each check.
+  // Schedules read "now" from the system clock, or (tests only) from the configured clock file,
+  // re-read at each check.
   ScheduleRunner::NowSource schedule_now = [&clock]() -> Result<TimestampMs> { return clock.now_ms(); };
-  if (const char* clock_file = std::getenv(kTestScheduleClockEnv); clock_file != nullptr && *clock_file != '\0') {
-    spdlog::warn("schedules: using the test clock file {} ({}), not the system clock", clock_file,
-                 kTestScheduleClockEnv);
-    schedule_now = [path = std::string(clock_file)] { return read_clock_file(path); };
+  if (!config.schedule_clock_file.empty()) {
+    spdlog::warn("schedules: using the clock file {} (schedule_clock_file), not the system clock",
+                 config.schedule_clock_file);
+    schedule_now = [path = config.schedule_clock_file] { return read_clock_file(path); };
   }
   ScheduleRunner schedules(ioc, blocking.get_executor(), (*store)->history(), models, work, std::move(schedule_now),
                            {std::chrono::milliseconds(config.schedule_check_ms), config.max_cells});

@@ -97,6 +97,9 @@ std::vector<Option> options(CoordinatorConfig& c) {
              "directory of the dashboard's files, served at / (default: <prefix>/share/benchfleet/web when "
              "installed, else the build tree's web/); empty disables the dashboard"),
       option("schedule_check_ms", c.schedule_check_ms, "milliseconds between looks for due schedules"),
+      option("schedule_clock_file", c.schedule_clock_file,
+             "tests only: a file holding the schedules' \"now\" (integer ms since the epoch), re-read at each check "
+             "(empty: the system clock)"),
       option("detect_interval_ms", c.detect_interval_ms,
              "milliseconds between change-detection passes over new series points (each stored result also wakes "
              "the detector)"),

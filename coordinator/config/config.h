@@ -87,6 +87,9 @@ struct CoordinatorConfig {
   // History. How often due schedules are looked for, and how often the change
   // detector looks at new points (it is also woken by each stored result).
   int schedule_check_ms = 5000;
+  // Tests only: a file holding "now" for the schedule runner (integer ms since the epoch), re-read
+  // at each check; empty: the system clock.
+  std::string schedule_clock_file;
   int detect_interval_ms = 2000;
   // The change detector (coordinator/rules/change_detector.h; docs/usage.md, "Nightly history and regression
   // detection").

@@ -22,10 +22,6 @@
 
 namespace benchfleet {
 
-// The environment variable naming a test clock file for the schedule runner (tests only): the
-// file holds "now" as integer milliseconds since the epoch, re-read at each check.
-inline constexpr const char* kTestScheduleClockEnv = "BENCHFLEET_TEST_SCHEDULE_CLOCK_FILE";
-
 // The time written in a clock file: one integer (ms since the epoch), surrounding blanks
 // allowed. Error{kInvalidArgument} naming the file when it cannot be read or holds anything else.
 Result<TimestampMs> read_clock_file(const std::string& path);

@@ -53,7 +53,6 @@ await browserSuite("browser_accuracy_columns", async (t) => {
   const excluding = await api.getJson(`/api/v1/runs/${run.id}/report?format=json&stat=mean&exclude_flagged=true`);
   const tableOf = (rep, batch, dtype) => rep.tables.find((tb) => tb.batch === batch && tb.dtype === dtype);
   const page = await t.page();
-  const cellsOf = (rows) => rows.map((r) => r.cells);
 
   await t.step("the report has a table per GPU x batch x dtype, with compile, memory and ratio columns", async () => {
     t.equal(report.tables.map((tb) => `${tb.batch}/${tb.dtype}`), ["1/float32", "1/bfloat16", "4/float32", "4/bfloat16"], "table order: batch, then dtype");

@@ -1,5 +1,5 @@
 // Integration: the real coordinator with an injected schedule clock
-// (BENCHFLEET_TEST_SCHEDULE_CLOCK_FILE) fires a nightly schedule exactly once per night, also
+// (the coordinator's schedule_clock_file) fires a nightly schedule exactly once per night, also
 // across a restart; results posted through the agent API across "torch versions" form a series;
 // a step becomes one regression, and a real HTTP server standing in for the webhook receives it
 // once, retried with backoff when it fails, without result ingest ever waiting for it.
@@ -151,11 +151,11 @@ class Coordinator {
   void start() {
     LaunchOptions options;
     options.flags = flags_;
+    options.flags["--schedule-clock-file"] = clock_file_;
     options.port_file = dir_ + "/port";
     options.log_file = dir_ + "/coordinator.log";
     options.append_log = true;
-    options.clean_environment = true;  // $BENCHFLEET_* of the developer dropped; the clock file given below
-    options.wrapper = {"/usr/bin/env", std::string("BENCHFLEET_TEST_SCHEDULE_CLOCK_FILE=") + clock_file_};
+    options.clean_environment = true;  // $BENCHFLEET_* of the developer dropped
     auto child = CoordinatorChild::start(options);
     if (!child.ok()) throw std::runtime_error(child.error().message);
     child_ = std::move(*child);

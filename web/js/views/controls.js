@@ -22,7 +22,7 @@ export function copyButton(label, text, extra = {}) {
   const button = h("button", { type: "button", class: "btn", ...extra }, label);
   button.addEventListener("click", async () => {
     const value = text();
-    let ok = false;
+    let ok;
     try {
       await navigator.clipboard.writeText(value);
       ok = true;
@@ -41,7 +41,7 @@ function legacyCopy(value) {
   area.value = value;
   document.body.append(area);
   area.select();
-  let ok = false;
+  let ok;
   try { ok = document.execCommand("copy"); } catch { ok = false; }
   area.remove();
   return ok;
