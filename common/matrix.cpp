@@ -28,6 +28,12 @@ Result<std::vector<JobSpec>> expand_matrix(const MatrixSpec& spec, const Catalog
                                 "its definition again to run it)");
     }
   }
+  // A shape walk calls the compiled model at every batch size in one process (its lease lists
+  // them): bounded for submits and schedules alike.
+  if (spec.shape_walk && spec.batch_sizes.size() > kMaxWalkBatches) {
+    return Error::invalid("batch_sizes", "a shape_walk matrix may have at most " + std::to_string(kMaxWalkBatches) +
+                                             " batch sizes, got " + std::to_string(spec.batch_sizes.size()));
+  }
   // Multiply with overflow in mind: each axis is at most 1000 long, repetitions at most 100.
   const std::int64_t cells =
       static_cast<std::int64_t>(spec.models.size()) * static_cast<std::int64_t>(spec.batch_sizes.size()) *

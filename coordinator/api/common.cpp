@@ -136,16 +136,7 @@ Result<report::Report> report_of_run(ApiContext& ctx, const store::RunInfo& run,
 }
 
 Result<std::vector<JobSpec>> expand_submitted_matrix(const ApiContext& ctx, const MatrixSpec& spec) {
-  constexpr std::size_t kMaxWalkBatches = 64;
-  if (spec.shape_walk && spec.batch_sizes.size() > kMaxWalkBatches) {
-    return Error::invalid("batch_sizes", "a shape_walk matrix may have at most " + std::to_string(kMaxWalkBatches) +
-                                             " batch sizes, got " + std::to_string(spec.batch_sizes.size()));
-  }
   return expand_matrix(spec, *ctx.models.catalog(), ExpansionLimits{ctx.config.max_cells});
-}
-
-nlohmann::json time_or_null(const std::optional<TimestampMs>& ms) {
-  return ms ? nlohmann::json(format_time(*ms)) : nlohmann::json(nullptr);
 }
 
 nlohmann::json run_json(const store::RunInfo& run) {

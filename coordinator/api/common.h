@@ -12,6 +12,7 @@
 #include "common/agent_protocol.h"
 #include "common/http/router.h"
 #include "common/http/types.h"
+#include "common/json_optional.h"
 #include "common/result.h"
 #include "common/time_format.h"
 #include "coordinator/api/api.h"
@@ -59,9 +60,6 @@ Result<report::Report> report_of_run(ApiContext& ctx, const store::RunInfo& run,
 // max_cells, refusing a shape-walk matrix with more batch sizes than a lease carries (64: agents
 // refuse more, common/agent_protocol.cpp). Errors name the matrix's own fields ("batch_sizes").
 Result<std::vector<JobSpec>> expand_submitted_matrix(const ApiContext& ctx, const MatrixSpec& spec);
-
-// format_time (common/time_format.h), or null.
-nlohmann::json time_or_null(const std::optional<TimestampMs>& ms);
 
 nlohmann::json run_json(const store::RunInfo& run);
 nlohmann::json agent_json(const store::AgentInfo& agent, TimestampMs now, int heartbeat_interval_s);

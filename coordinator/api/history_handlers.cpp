@@ -2,6 +2,7 @@
 #include <string>
 
 #include "common/codecs.h"
+#include "common/json_optional.h"
 #include "common/matrix.h"
 #include "coordinator/api/handlers.h"
 #include "coordinator/api/history_json.h"
@@ -81,8 +82,6 @@ Result<http::Response> get_schedule(ApiContext& ctx, const http::Request& req, c
 }
 
 namespace {
-
-json or_null(const std::optional<double>& v) { return v ? json(*v) : json(); }
 
 json mode_summary_json(const summary::ModeSummary& s) {
   return {{"key", s.key},

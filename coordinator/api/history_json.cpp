@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/codecs.h"
+#include "common/json_optional.h"
 #include "common/time_format.h"
 #include "coordinator/api/common.h"
 
@@ -10,11 +11,6 @@ namespace benchfleet::api {
 namespace {
 
 using nlohmann::json;
-
-template <class T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 }  // namespace
 

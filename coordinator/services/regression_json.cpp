@@ -2,19 +2,13 @@
 
 #include <string>
 
+#include "common/json_optional.h"
 #include "common/time_format.h"
 
 namespace benchfleet {
 namespace {
 
 using nlohmann::json;
-
-template <class T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
-json time_or_null(const std::optional<TimestampMs>& ms) { return ms ? json(format_time(*ms)) : json(nullptr); }
 
 }  // namespace
 

@@ -80,6 +80,24 @@ TEST(ExpandMatrix, CellCapIsEnforced) {
   EXPECT_TRUE(expand_matrix(spec(), test_catalog(), ExpansionLimits{24}).ok());
 }
 
+// The shape walk's bound holds wherever a matrix is expanded: a submit and each firing of a
+// schedule alike.
+TEST(ExpandMatrix, AShapeWalkHasAtMost64BatchSizes) {
+  MatrixSpec walk = spec();
+  walk.shape_walk = true;
+  walk.batch_sizes.clear();
+  for (int b = 1; b <= 65; ++b) walk.batch_sizes.push_back(b);
+  auto jobs = expand_matrix(walk, test_catalog(), {});
+  ASSERT_FALSE(jobs.ok());
+  EXPECT_EQ(jobs.error().field, "batch_sizes");
+  EXPECT_NE(jobs.error().message.find("at most 64"), std::string::npos) << jobs.error().message;
+  walk.batch_sizes.pop_back();
+  EXPECT_TRUE(expand_matrix(walk, test_catalog(), {}).ok());
+  walk.shape_walk = false;
+  walk.batch_sizes.push_back(65);
+  EXPECT_TRUE(expand_matrix(walk, test_catalog(), {}).ok()) << "no walk: no bound but the cells'";
+}
+
 TEST(GroupKey, DiffersOnlyByModeShareAGroup) {
   JobSpec a{"m", 4, Mode::kEager, "stable", "a100", Runtime::kLibtorch, 0};
   JobSpec b = a;
