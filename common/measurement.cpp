@@ -1,7 +1,9 @@
 #include "common/measurement.h"
 
 #include <algorithm>
+#include <string>
 
+#include "common/shared_rules.h"
 #include "common/stats.h"
 
 namespace benchfleet {
@@ -31,25 +33,10 @@ std::optional<StopReason> StoppingRule::check(std::span<const double> samples_ms
 }
 
 int exit_code_for(ResultStatus status) {
-  switch (status) {
-    case ResultStatus::kOk:
-      return 0;
-    case ResultStatus::kError:
-      return 1;
-    case ResultStatus::kOom:
-      return 3;
-    case ResultStatus::kUnsupported:
-      return 4;
-    case ResultStatus::kInvalid:
-      return 5;
-    case ResultStatus::kTimeout:
-      return 6;
-    case ResultStatus::kCrash:
-      return 7;
-    case ResultStatus::kOomImplied:
-      return 8;
-  }
-  return 1;
+  // common/rules/worker_exit_codes.json, which the python runner reads too.
+  const nlohmann::json& codes = shared_rule("worker_exit_codes.json").at("codes");
+  const auto it = codes.find(std::string(to_string(status)));
+  return it != codes.end() && it->is_number_integer() ? it->get<int>() : 1;
 }
 
 }  // namespace benchfleet

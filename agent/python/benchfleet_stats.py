@@ -19,14 +19,15 @@ import functools
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from benchfleet_rules import rule
+
 _MASK64 = (1 << 64) - 1
 _CHUNK_ELEMENTS = 1 << 22  # resampled values per numpy step of the bootstrap
 _NAN = float("nan")
 
-# Exit codes of a worker process per result status (common/measurement.cpp exit_code_for).
-EXIT_CODES: Dict[str, int] = {
-    "ok": 0, "error": 1, "oom": 3, "unsupported": 4, "invalid": 5, "timeout": 6, "crash": 7, "oom_implied": 8,
-}
+# Exit codes of a worker process per result status: common/rules/worker_exit_codes.json, which
+# the C++ worker compiles in (common/measurement.h exit_code_for).
+EXIT_CODES: Dict[str, int] = dict(rule("worker_exit_codes.json")["codes"])
 
 
 def exit_code_for(status: str) -> int:

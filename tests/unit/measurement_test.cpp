@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common/codecs.h"
+#include "common/shared_rules.h"
 #include "common/worker_job.h"
 
 namespace benchfleet {
@@ -76,7 +77,11 @@ TEST(StoppingRule, NoisierSamplesNeedMoreIterations) {
 
 TEST(WorkerExitCodes, DistinctPerStatus) {
   std::set<int> codes;
-  for (auto s : all_result_statuses()) codes.insert(exit_code_for(s));
+  for (auto s : all_result_statuses()) {
+    codes.insert(exit_code_for(s));
+    EXPECT_TRUE(shared_rule("worker_exit_codes.json").at("codes").contains(std::string(to_string(s))))
+        << to_string(s) << " has its own code in common/rules/worker_exit_codes.json";
+  }
   EXPECT_EQ(codes.size(), all_result_statuses().size());
   EXPECT_EQ(exit_code_for(ResultStatus::kOk), 0);
   EXPECT_FALSE(codes.contains(2)) << "2 is for usage errors";
