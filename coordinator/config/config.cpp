@@ -4,8 +4,8 @@
 #include <system_error>
 
 #include "common/config_options.h"
+#include "common/http/webhook_url.h"
 #include "common/install_dirs.h"
-#include "coordinator/services/history_worker.h"
 
 namespace benchfleet {
 namespace {

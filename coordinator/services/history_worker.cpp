@@ -37,33 +37,6 @@ std::optional<TimestampMs> alert_retry_at(TimestampMs now, int attempts, const H
   return now + std::min(delay, max);
 }
 
-Result<WebhookTarget> split_webhook_url(const std::string& url) {
-  constexpr std::string_view kScheme = "http://";
-  if (!url.starts_with(kScheme)) {
-    return Error::invalid("alert_webhook_url", "must be an http:// URL such as http://alerts.example:9000/hook");
-  }
-  const std::size_t slash = url.find_first_of("/?#", kScheme.size());
-  const std::string host =
-      url.substr(kScheme.size(), slash == std::string::npos ? std::string::npos : slash - kScheme.size());
-  if (host.empty() || host.front() == ':' || host.find_first_of(" \t@") != std::string::npos) {
-    return Error::invalid("alert_webhook_url", "needs a host, as in http://alerts.example:9000/hook");
-  }
-  if (url.find('#') != std::string::npos) {
-    return Error::invalid("alert_webhook_url", "must not have a fragment (#...)");
-  }
-  if (url.find_first_of(" \t\r\n") != std::string::npos) {
-    return Error::invalid("alert_webhook_url", "must not hold spaces or line breaks");
-  }
-  WebhookTarget out;
-  out.base_url = std::string(kScheme) + host;
-  if (slash == std::string::npos) {
-    out.target = "/";
-  } else {
-    out.target = url[slash] == '?' ? "/" + url.substr(slash) : url.substr(slash);
-  }
-  return out;
-}
-
 struct HistoryWorker::State {
   State(store::HistoryStore& h, const Clock& c, HistoryWorkerOptions o) : history(h), clock(c), options(std::move(o)) {
     if (!options.webhook_url.empty()) {

@@ -20,6 +20,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "common/clock.h"
+#include "common/http/webhook_url.h"
 #include "coordinator/rules/change_detector.h"
 #include "coordinator/services/periodic_task.h"
 #include "coordinator/store/history_store.h"
@@ -40,15 +41,6 @@ struct HistoryWorkerOptions {
 // (give up) once `attempts` reached max_attempts, else after initial * 2^(attempts - 1),
 // capped at max. Pure.
 std::optional<TimestampMs> alert_retry_at(TimestampMs now, int attempts, const HistoryWorkerOptions& options);
-
-// "http://host:port/path?query" split into the client's base URL ("http://host:port") and the
-// request target ("/path?query", "/" when none). Error{kInvalidArgument} naming
-// "alert_webhook_url" unless it is an http:// URL with a host.
-struct WebhookTarget {
-  std::string base_url;
-  std::string target;
-};
-Result<WebhookTarget> split_webhook_url(const std::string& url);
 
 class HistoryWorker {
  public:
