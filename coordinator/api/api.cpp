@@ -66,8 +66,10 @@ http::Handler inline_handler(ApiContext& ctx, SyncHandler f) {
 }
 
 // ---- Admission: checked on a request's headers, before the server reads its body ------------
-// The handlers check the same again (they also run without the server, in tests); the guards
-// exist so that a client the handler would refuse cannot make the coordinator buffer its body.
+// Access is checked here, once, by each route's guard (Router::dispatch runs it too, so tests
+// that drive the router alone get the same answers); handlers do not check it again. Checked on
+// the headers, a client the route refuses cannot make the coordinator buffer its body. The
+// agent protocol's handlers still read the agent's id from its token.
 
 // A request admitted with a token that checked makes its connection trusted (the server keeps
 // slots that anonymous connections cannot take); one admitted because reads are public does not.

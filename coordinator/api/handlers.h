@@ -1,4 +1,5 @@
-// Request handlers, one function per route (see api.cpp for the route table). Synchronous
+// Request handlers, one function per route (see api.cpp for the route table, whose guards check
+// access before a handler runs). Synchronous
 // handlers return the response or an Error, which the route table turns into problem+json
 // (error_response); the long-poll lease handler is a coroutine and answers errors itself.
 #pragma once

@@ -38,7 +38,6 @@ Result<std::optional<std::string>> read_note(ApiContext& ctx, const http::Reques
 
 Result<http::Response> change_regression_state(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m,
                                                store::RegressionState state) {
-  BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto note, read_note(ctx, req));
   BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.history().set_regression_state(id, state, note));
@@ -50,7 +49,6 @@ Result<http::Response> change_regression_state(ApiContext& ctx, const http::Requ
 // ---- schedules --------------------------------------------------------------------------------
 
 Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
-  BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const json body, json_body(ctx, req));
   BF_ASSIGN_OR_RETURN(ScheduleRequest request, decode_schedule_request(body));
   if (auto resolved = resolve_models(request.matrix, *ctx.models.catalog()); !resolved.ok())
@@ -67,7 +65,6 @@ Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req
 }
 
 Result<http::Response> list_schedules(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const auto schedules, ctx.store.history().list_schedules());
   json out = json::array();
   for (const auto& s : schedules) out.push_back(schedule_json(s));
@@ -75,7 +72,6 @@ Result<http::Response> list_schedules(ApiContext& ctx, const http::Request& req,
 }
 
 Result<http::Response> get_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.history().get_schedule(id));
   return schedule_response(bhttp::status::ok, schedule, req);
@@ -109,7 +105,6 @@ json mode_summary_json(const summary::ModeSummary& s) {
 // mode): geomean speedup, pass rate, compile time and memory ratio over the run's tables. Each
 // run's report is built as GET /runs/{id}/report builds it.
 Result<http::Response> schedule_summary(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 200));
   BF_ASSIGN_OR_RETURN(const report::Stat stat, stat_query(m));
@@ -136,21 +131,18 @@ Result<http::Response> schedule_summary(ApiContext& ctx, const http::Request& re
 }
 
 Result<http::Response> pause_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.history().set_schedule_enabled(id, false));
   return schedule_response(bhttp::status::ok, schedule, req);
 }
 
 Result<http::Response> resume_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.history().set_schedule_enabled(id, true));
   return schedule_response(bhttp::status::ok, schedule, req);
 }
 
 Result<http::Response> delete_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_RETURN_IF_ERROR(ctx.store.history().delete_schedule(id));
   http::Response res{bhttp::status::no_content, req.version()};
@@ -162,7 +154,6 @@ Result<http::Response> delete_schedule(ApiContext& ctx, const http::Request& req
 // ---- series -----------------------------------------------------------------------------------
 
 Result<http::Response> list_series(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(SeriesListQuery q, series_list_query(m));
   // A short model name finds its catalog id's series ("resnet18"); one the catalog does not know
   // is looked up as given (series outlive a model's removal from the catalog).
@@ -183,7 +174,6 @@ Result<http::Response> list_series(ApiContext& ctx, const http::Request& req, co
 }
 
 Result<http::Response> get_series(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const SeriesPointsQuery q, series_points_query(m));
   BF_ASSIGN_OR_RETURN(const auto series, ctx.store.history().get_series(id, q.after_point, q.limit));
@@ -205,7 +195,6 @@ Result<http::Response> get_series(ApiContext& ctx, const http::Request& req, con
 // ---- regressions ------------------------------------------------------------------------------
 
 Result<http::Response> list_regressions(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const RegressionListQuery q, regression_list_query(m));
   BF_ASSIGN_OR_RETURN(const auto page, ctx.store.history().list_regressions(q.filter, q.before, q.limit));
   json out = json::array();
@@ -215,7 +204,6 @@ Result<http::Response> list_regressions(ApiContext& ctx, const http::Request& re
 }
 
 Result<http::Response> get_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.history().get_regression(id));
   return json_response(bhttp::status::ok, regression_json(regression), req);

@@ -36,7 +36,6 @@ nlohmann::json versions_of(const Catalog& catalog, const std::string& id) {
 }  // namespace
 
 Result<http::Response> list_models(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const bool all, bool_query(m, "all"));
   nlohmann::json models = nlohmann::json::array();
   for (const auto& model : ctx.models.catalog()->models()) {
@@ -46,7 +45,6 @@ Result<http::Response> list_models(ApiContext& ctx, const http::Request& req, co
 }
 
 Result<http::Response> get_model(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   const std::string& id = m.params.at("id");
   const auto catalog = ctx.models.catalog();
   // An id, a versioned key ("acme/x@2") or a short name ("resnet18").
@@ -70,7 +68,6 @@ Result<http::Response> get_model(ApiContext& ctx, const http::Request& req, cons
 }
 
 Result<http::Response> register_model(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const bool new_version, bool_query(m, "new_version"));
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
   BF_ASSIGN_OR_RETURN(const store::Registration registered, ctx.models.add(body, new_version));
@@ -84,7 +81,6 @@ Result<http::Response> register_model(ApiContext& ctx, const http::Request& req,
 }
 
 Result<http::Response> delete_model(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const bool retire, bool_query(m, "retire"));
   const std::string& id = m.params.at("id");
   BF_ASSIGN_OR_RETURN(const bool retired, ctx.models.remove(id, retire));
@@ -92,7 +88,6 @@ Result<http::Response> delete_model(ApiContext& ctx, const http::Request& req, c
 }
 
 Result<http::Response> upload_artifact(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_operator(ctx, req));
   std::shared_ptr<http::BodySink> sink = m.exchange ? m.exchange->body_sink() : nullptr;
   auto* upload = dynamic_cast<ArtifactUpload*>(sink.get());
   if (upload == nullptr) return Error::invalid("body", "the artifact's bytes are required");
@@ -119,7 +114,6 @@ Status check_upload_query(const http::RouteMatch& m) {
 }
 
 Result<http::Response> list_artifacts(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const auto rows, ctx.store.models().list_artifacts());
   nlohmann::json out = nlohmann::json::array();
   for (const auto& row : rows) out.push_back(artifact_json(row));

@@ -8,7 +8,6 @@ namespace bhttp = boost::beast::http;
 }  // namespace
 
 Result<http::Response> queue_summary(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const auto cells, ctx.store.runs().queue_summary());
   nlohmann::json out = nlohmann::json::array();
   for (const auto& c : cells) {

@@ -32,7 +32,6 @@ constexpr int kMaxResultsWithSamples = 10;
 // ?dry_run=true checks all of it and answers 200 with the job count, storing nothing. Both answers
 // list the modes that will end `unsupported` where they go (rules::unsupported_modes).
 Result<http::Response> submit_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const bool allow_pending, bool_query(m, "allow_pending"));
   BF_ASSIGN_OR_RETURN(const bool dry_run, bool_query(m, "dry_run"));
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
@@ -76,7 +75,6 @@ Result<http::Response> submit_run(ApiContext& ctx, const http::Request& req, con
 }
 
 Result<http::Response> list_runs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 500));
   BF_ASSIGN_OR_RETURN(const auto before, int_query(m, "before", 1, INT64_MAX));
   const int n = static_cast<int>(limit.value_or(50));
@@ -88,7 +86,6 @@ Result<http::Response> list_runs(ApiContext& ctx, const http::Request& req, cons
 }
 
 Result<http::Response> get_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto run, ctx.store.runs().get_run(id));
   nlohmann::json body = run_json(run);
@@ -100,7 +97,6 @@ Result<http::Response> get_run(ApiContext& ctx, const http::Request& req, const 
 }
 
 Result<http::Response> cancel_run(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_operator(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto outcome, ctx.store.runs().cancel_run(id));
   BF_ASSIGN_OR_RETURN(const auto run, ctx.store.runs().get_run(id));
@@ -111,7 +107,6 @@ Result<http::Response> cancel_run(ApiContext& ctx, const http::Request& req, con
 }
 
 Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 1000));
   BF_ASSIGN_OR_RETURN(const auto cursor, int_query(m, "cursor", 0, INT64_MAX));
@@ -163,7 +158,6 @@ Result<http::Response> list_results(ApiContext& ctx, const http::Request& req, c
 }
 
 Result<http::Response> list_jobs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 10000));
   BF_ASSIGN_OR_RETURN(const auto cursor, int_query(m, "cursor", 0, INT64_MAX));
@@ -179,7 +173,6 @@ Result<http::Response> list_jobs(ApiContext& ctx, const http::Request& req, cons
 }
 
 Result<http::Response> get_result(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   // Large samples are streamed from their own read of the database, a chunk at a time as the
   // reader takes them: a slow reader of a 10^6-sample result then holds one chunk, not 18 MiB.
@@ -216,7 +209,6 @@ Result<http::Response> get_result(ApiContext& ctx, const http::Request& req, con
 }
 
 Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const std::string format, format_query(m));
   BF_ASSIGN_OR_RETURN(const report::Stat stat, stat_query(m));
@@ -284,7 +276,6 @@ Result<SideQuery> side_query(const http::RouteMatch& m, const char* key) {
 // Two sides, each a run's torch build, compared cell by cell (rules/compare.h). Without a build:
 // the run's first, or, when both sides are one run, B gets its second.
 Result<http::Response> compare_runs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const std::string format, format_query(m));
   BF_ASSIGN_OR_RETURN(const report::Stat stat, stat_query(m));
   BF_ASSIGN_OR_RETURN(SideQuery qa, side_query(m, "a"));

@@ -15,7 +15,6 @@ Result<http::Response> healthz(ApiContext& ctx, const http::Request& req, const 
 }
 
 Result<http::Response> metrics(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
-  BF_RETURN_IF_ERROR(require_reader(ctx, req));
   BF_ASSIGN_OR_RETURN(const auto gauges, ctx.store.gauges(3LL * ctx.config.heartbeat_interval_s * 1000));
   return http::text_response(bhttp::status::ok, ctx.metrics.render(gauges), req, "text/plain; version=0.0.4");
 }
