@@ -1,8 +1,6 @@
 #include "cli/fleet_client.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cstdio>
 #include <utility>
 
 #include "cli/history_commands.h"
@@ -117,20 +115,7 @@ Result<nlohmann::json> FleetClient::report_json(std::int64_t run_id, const std::
 namespace {
 
 // `text` percent-encoded for a query value (RFC 3986 unreserved characters and ':' kept).
-std::string query_value(const std::string& text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == ':') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+std::string query_value(const std::string& text) { return percent_encode(text, "-._~:"); }
 
 std::string compare_target(const std::string& a, const std::string& b, const std::string& stat,
                            const std::string& format) {
@@ -176,20 +161,8 @@ Result<nlohmann::json> FleetClient::models() {
 }
 
 namespace {
-// A model id as one path segment ('/' inside it percent-encoded).
-std::string model_target(const std::string& id) {
-  std::string out = "/api/v1/models/";
-  for (const unsigned char c : id) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '@') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
+// A model id as one path segment: its '/' percent-encoded, "@N" kept.
+std::string model_target(const std::string& id) { return "/api/v1/models/" + percent_encode(id, "-_.@"); }
 }  // namespace
 
 Result<nlohmann::json> FleetClient::register_model(const nlohmann::json& definition, bool new_version) {

@@ -38,10 +38,10 @@ CLI::App* command(CLI::App& parent, const std::string& name, const std::string& 
 
 }  // namespace
 
-std::string encode_query_value(const std::string& value) {
+std::string percent_encode(std::string_view value, std::string_view keep) {
   std::string out;
   for (const unsigned char c : value) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+    if (std::isalnum(c) != 0 || keep.find(static_cast<char>(c)) != std::string_view::npos) {
       out += static_cast<char>(c);
     } else {
       char buf[4];
@@ -51,6 +51,8 @@ std::string encode_query_value(const std::string& value) {
   }
   return out;
 }
+
+std::string encode_query_value(const std::string& value) { return percent_encode(value, "-_.~/"); }
 
 HistoryCommands::HistoryCommands(CLI::App& app) {
   schedule_ = command(app, "schedule",

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cli/fleet_client.h"
 #include "cli/watch.h"
@@ -60,5 +61,7 @@ class HistoryCommands {
 
 // "a b/c" -> "a%20b/c": a query value (RFC 3986 unreserved characters and '/' kept).
 std::string encode_query_value(const std::string& value);
+// `value` with every byte but letters, digits and those in `keep` percent-encoded ("%2F").
+std::string percent_encode(std::string_view value, std::string_view keep);
 
 }  // namespace benchfleet::cli

@@ -51,20 +51,15 @@ ViTForImageClassification(config).save_pretrained("ckpt")
 json.dump({"image_processor_type": "ViTImageProcessor", "do_resize": True, "size": {"height": 32, "width": 32}},
           open("ckpt/preprocessor_config.json", "w"))
 
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 8, 3)
-        self.fc = torch.nn.Linear(8, 10)
-    def forward(self, x):
-        return self.fc(self.conv(x).mean((2, 3)))
+from tiny_net import Net
 
 batch = torch.export.Dim("batch", max=64)
 program = torch.export.export(Net().eval(), (torch.randn(2, 3, 32, 32),), dynamic_shapes={"x": {0: batch}})
 torch.export.save(program, "tiny.pt2")
 )";
 
-const char* kFactory = R"(import torch
+// The small network the factory returns and the exported program holds.
+const char* kNet = R"(import torch
 
 class Net(torch.nn.Module):
     def __init__(self):
@@ -74,7 +69,10 @@ class Net(torch.nn.Module):
 
     def forward(self, x):
         return self.fc(self.conv(x).mean((2, 3)))
+)";
 
+// A factory file: the network and its function (uploaded alone, so it holds both).
+const std::string kFactory = std::string(kNet) + R"(
 def make(batch, dtype, device):
     return Net().to(device=device, dtype=dtype), (torch.randn(batch, 3, 32, 32, dtype=dtype, device=device),)
 )";
@@ -127,6 +125,7 @@ TEST_F(RegisteredModels, FiveSourcesThroughTheCliAlone) {
   REQUIRE_ROOTS(missing_root(BENCHFLEET_SID_ROOT, BENCHFLEET_SID_ROOT_WORKER, "sid"));
   const std::string src = coord_.dir() + "/src";
   std::filesystem::create_directories(src);
+  std::ofstream(src + "/tiny_net.py") << kNet;
   ASSERT_EQ(in_root_python(src, kMakeFiles), 0) << read_file(src + "/make.log");
   std::ofstream(src + "/tiny_factory.py") << kFactory;
   std::ofstream(src + "/raising.py")
