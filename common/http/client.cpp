@@ -125,31 +125,38 @@ struct Client::Impl {
     buffer.clear();
   }
 
+  // A new connection in `stream` (the host resolved once), the old one closed; false (and
+  // out.ec, out.stage set) when it could not be made.
+  asio::awaitable<bool> connect(std::chrono::milliseconds timeout, Attempt& out) {
+    close();
+    if (!endpoints) {
+      tcp::resolver resolver(ioc);
+      error_code ec;
+      auto resolved = resolver.resolve(host, port, ec);
+      if (ec) {
+        out.ec = ec;
+        out.stage = "resolve";
+        co_return false;
+      }
+      endpoints = std::move(resolved);
+    }
+    stream.emplace(ioc);
+    stream->expires_after(timeout);
+    auto [ec, endpoint] = co_await stream->async_connect(*endpoints, kAsTuple);
+    if (ec) {
+      out.ec = ec;
+      out.stage = "connect";
+      close();
+      co_return false;
+    }
+    ++connections;
+    co_return true;
+  }
+
   asio::awaitable<void> exchange(const Request& req, std::chrono::milliseconds timeout, Attempt& out) {
     const bool reused = stream && stream->socket().is_open();
     if (!reused) {
-      close();
-      if (!endpoints) {
-        tcp::resolver resolver(ioc);
-        error_code ec;
-        auto resolved = resolver.resolve(host, port, ec);
-        if (ec) {
-          out.ec = ec;
-          out.stage = "resolve";
-          co_return;
-        }
-        endpoints = std::move(resolved);
-      }
-      stream.emplace(ioc);
-      stream->expires_after(timeout);
-      auto [ec, endpoint] = co_await stream->async_connect(*endpoints, kAsTuple);
-      if (ec) {
-        out.ec = ec;
-        out.stage = "connect";
-        close();
-        co_return;
-      }
-      ++connections;
+      if (!co_await connect(timeout, out)) co_return;
     } else {
       stream->expires_after(timeout);
     }
@@ -215,23 +222,8 @@ struct Client::Impl {
   template <class RequestBody, class Parser>
   asio::awaitable<void> exchange_once(bhttp::request<RequestBody>& req, Parser& parser,
                                       std::chrono::milliseconds timeout, Attempt& out) {
-    close();
-    tcp::resolver resolver(ioc);
-    error_code ec;
-    auto resolved = resolver.resolve(host, port, ec);
-    if (ec) {
-      out.ec = ec;
-      out.stage = "resolve";
-      co_return;
-    }
-    beast::tcp_stream s(ioc);
-    s.expires_after(timeout);
-    if (auto [cec, endpoint] = co_await s.async_connect(resolved, kAsTuple); cec) {
-      out.ec = cec;
-      out.stage = "connect";
-      co_return;
-    }
-    ++connections;
+    if (!co_await connect(timeout, out)) co_return;
+    beast::tcp_stream& s = *stream;
     // Reads take the buffer's free capacity (64 KiB at most): reserved, a large body arrives in
     // 64 KiB reads, not 512-byte ones (a GB artifact at a quarter of the speed).
     beast::flat_buffer buf;
@@ -240,6 +232,7 @@ struct Client::Impl {
     if (wec && !closed_by_peer(wec)) {
       out.ec = wec;
       out.stage = "send";
+      close();
       co_return;
     }
     // A server refusing the body early (401, 413) has answered before closing: read it.
@@ -247,6 +240,7 @@ struct Client::Impl {
     if (rec) {
       out.ec = wec ? wec : rec;
       out.stage = wec ? "send" : "receive";
+      close();
       co_return;
     }
     auto& msg = parser.get();
@@ -255,8 +249,7 @@ struct Client::Impl {
     if (auto it = out.response.headers.find("content-type"); it != out.response.headers.end()) {
       out.response.content_type = it->second;
     }
-    error_code ignored;
-    s.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    close();  // a connection of its own: the next request opens a new one
   }
 
   template <class F>
