@@ -48,10 +48,7 @@ Result<store::Registration> ModelRegistry::add(const nlohmann::json& definition,
   }
   BF_ASSIGN_OR_RETURN(store::Registration registered,
                       store_.register_model(model, digest_of(model.definition), new_version));
-  if (registered.outcome != store::Registered::kUnchanged || catalog()->find(registered.model.key()) == nullptr ||
-      catalog()->find(registered.model.key())->retired) {
-    BF_RETURN_IF_ERROR(reload());
-  }
+  BF_RETURN_IF_ERROR(reload());  // registering is rare: the set is read again whatever it did
   return registered;
 }
 
