@@ -1,6 +1,5 @@
 #include "cli/model_commands.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -34,23 +33,13 @@ CLI::App* command(CLI::App& parent, const std::string& name, const std::string& 
 // temporary file the caller removes.
 Result<std::string> tar_directory(const std::string& dir) {
   const fs::path out = fs::temp_directory_path() / ("benchfleet-artifact-" + std::to_string(::getpid()) + ".tar");
-  SpawnSpec spec;
-  spec.argv = {"tar", "--create",  "--file",    out.string(),      "--directory",
-               dir,   "--owner=0", "--group=0", "--numeric-owner", "."};
-  const std::string log = out.string() + ".log";
-  spec.stderr_to = ChildOutput::to_file(log);
-  BF_ASSIGN_OR_RETURN(pid_t pid, spawn_in_own_group(spec));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  std::ifstream in(log);
-  std::stringstream why;
-  why << in.rdbuf();
-  std::error_code ignored;
-  fs::remove(log, ignored);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (auto made = run_to_end({"tar", "--create", "--file", out.string(), "--directory", dir, "--owner=0", "--group=0",
+                              "--numeric-owner", "."},
+                             out.string() + ".log");
+      !made.ok()) {
+    std::error_code ignored;
     fs::remove(out, ignored);
-    return Error::invalid("", "cannot tar " + dir + ": " + why.str());
+    return Error::invalid("", "cannot tar " + dir + ": " + made.error().message);
   }
   return out.string();
 }

@@ -5,7 +5,12 @@
 #include <spawn.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
+#include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
 
@@ -63,6 +68,26 @@ Result<pid_t> spawn_in_own_group(const SpawnSpec& spec) {
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return Error{ErrorCode::kUnavailable, "cannot start " + spec.argv[0] + ": " + std::strerror(rc), {}};
   return pid;
+}
+
+Status run_to_end(std::vector<std::string> argv, const std::string& stderr_file) {
+  SpawnSpec spec;
+  spec.argv = std::move(argv);
+  spec.stderr_to = ChildOutput::to_file(stderr_file);
+  BF_ASSIGN_OR_RETURN(const pid_t pid, spawn_in_own_group(spec));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::string why;
+  {
+    std::ifstream in(stderr_file);
+    why.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ::unlink(stderr_file.c_str());
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+  const std::string how =
+      WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : "signal " + std::to_string(WTERMSIG(status));
+  return Error::internal(spec.argv.front() + " failed (" + how + "): " + why.substr(0, 500));
 }
 
 }  // namespace benchfleet

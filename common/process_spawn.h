@@ -41,4 +41,9 @@ struct SpawnSpec {
 // Thread-safe.
 Result<pid_t> spawn_in_own_group(const SpawnSpec& spec);
 
+// Runs `argv` to its end (no time limit: for short tools such as tar), its stderr kept in
+// `stderr_file` meanwhile and removed after. Ok when it exited 0; else kInternal with
+// "<argv[0]> failed (<how>): <the start of its stderr>"; kUnavailable when it cannot start.
+Status run_to_end(std::vector<std::string> argv, const std::string& stderr_file);
+
 }  // namespace benchfleet

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,22 +32,9 @@ std::string safe_name(std::string_view name) {
 }
 
 Status unpack(const std::string& tar, const std::string& into) {
-  SpawnSpec spec;
-  spec.argv = {"tar", "--extract", "--file", tar, "--directory", into, "--no-same-owner", "--no-same-permissions"};
-  const std::string log = into + ".tar-log";
-  spec.stderr_to = ChildOutput::to_file(log);
-  BF_ASSIGN_OR_RETURN(pid_t pid, spawn_in_own_group(spec));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  std::ifstream in(log);
-  std::string why((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::error_code ignored;
-  fs::remove(log, ignored);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Error{ErrorCode::kInternal, "tar refused it: " + why.substr(0, 500), {}};
-  }
-  return Status::Ok();
+  return run_to_end(
+      {"tar", "--extract", "--file", tar, "--directory", into, "--no-same-owner", "--no-same-permissions"},
+      into + ".tar-log");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -81,6 +82,22 @@ TEST(SpawnInOwnGroup, NamesAProgramThatCannotStart) {
   EXPECT_EQ(pid.error().code, ErrorCode::kUnavailable);
   EXPECT_EQ(pid.error().message, "cannot start /nonexistent/sbatch: No such file or directory");
   EXPECT_FALSE(spawn_in_own_group(SpawnSpec{}).ok());
+}
+
+// A short tool run to its end (the tars of model artifacts): its stderr in the error, the file
+// that held it gone either way.
+TEST(RunToEnd, SaysHowAToolEndedWithTheStartOfItsStderr) {
+  const std::string log = ::testing::TempDir() + "run-to-end-" + std::to_string(::getpid()) + ".log";
+  EXPECT_TRUE(run_to_end({"/bin/sh", "-c", "echo fine >&2"}, log).ok());
+  EXPECT_FALSE(std::filesystem::exists(log));
+  const Status failed = run_to_end({"/bin/sh", "-c", "echo 'tar: bad member' >&2; exit 2"}, log);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().message, "/bin/sh failed (exit 2): tar: bad member\n");
+  EXPECT_FALSE(std::filesystem::exists(log));
+  const Status killed = run_to_end({"/bin/sh", "-c", "kill -9 $$"}, log);
+  ASSERT_FALSE(killed.ok());
+  EXPECT_NE(killed.error().message.find("(signal 9)"), std::string::npos) << killed.error().message;
+  EXPECT_EQ(run_to_end({"/nonexistent/tool"}, log).error().code, ErrorCode::kUnavailable);
 }
 
 }  // namespace
