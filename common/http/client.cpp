@@ -99,7 +99,11 @@ struct Client::Impl {
   struct Attempt {
     error_code ec;
     const char* stage = "";
-    bool stale = false;  // failed on a reused connection before any response byte
+    // Failed before any response byte on a connection the server closed: a reused one (it closed
+    // it idle), or a new one it closed before reading (shed for a newcomer under a full pool).
+    // Sent again once on a new connection: any request in the first case, an idempotent one
+    // (RFC 9110 9.2.2) in the second, since the server may have acted on it.
+    bool stale = false;
     ClientResponse response;
   };
 
@@ -182,7 +186,7 @@ struct Client::Impl {
       }
       out.ec = wec;
       out.stage = "send";
-      out.stale = reused && closed_by_peer(wec);
+      out.stale = may_resend(req, reused) && closed_by_peer(wec);
       close();
       co_return;
     }
@@ -191,12 +195,25 @@ struct Client::Impl {
     if (rec) {
       out.ec = rec;
       out.stage = "receive";
-      out.stale = reused && !parser.got_some() && closed_by_peer(rec);
+      out.stale = may_resend(req, reused) && !parser.got_some() && closed_by_peer(rec);
       close();
       co_return;
     }
     stream->expires_never();
     if (!take_response(parser.get(), out)) close();
+  }
+
+  static bool may_resend(const Request& req, bool reused) {
+    switch (req.method()) {
+      case bhttp::verb::get:
+      case bhttp::verb::head:
+      case bhttp::verb::options:
+      case bhttp::verb::put:
+      case bhttp::verb::delete_:
+        return true;
+      default:
+        return reused;
+    }
   }
 
   // Moves the parsed response into `out`; whether the connection may be kept.

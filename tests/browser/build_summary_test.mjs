@@ -6,7 +6,7 @@
 // OOM night as a gap, never a zero; the table lists the runs newest first with each figure's
 // unit, the torch versions and run links; the mean/median switch and the run count go to the
 // URL; without chart.js the table is still there; a schedule without runs and an unknown one say so.
-import { chmodSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { browserSuite } from "./support/harness.mjs";
@@ -70,8 +70,7 @@ function readTable(page) {
 }
 
 await browserSuite("browser_build_summary", async (t) => {
-  // The coordinator reads its schedule clock from a file (tests only): started through a
-  // wrapper that names the file, since the harness gives the coordinator a clean environment.
+  // The coordinator reads its schedule clock from the file its schedule_clock_file option names.
   const dir = mkdtempSync(join(process.env.TMPDIR || tmpdir(), "benchfleet-summary-"));
   process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
   const clockFile = join(dir, "clock");
@@ -80,10 +79,7 @@ await browserSuite("browser_build_summary", async (t) => {
     renameSync(`${clockFile}.tmp`, clockFile);
   };
   setClock(Date.now());
-  const wrapper = join(dir, "coordinator.sh");
-  writeFileSync(wrapper, `#!/bin/sh\nBENCHFLEET_TEST_SCHEDULE_CLOCK_FILE='${clockFile}' exec '${process.env.BENCHFLEET_COORDINATOR}' "$@"\n`);
-  chmodSync(wrapper, 0o755);
-  const coord = await t.coordinator({ binary: wrapper, extraFlags: ["--schedule-check-ms", "50"] });
+  const coord = await t.coordinator({ extraFlags: ["--schedule-check-ms", "50", "--schedule-clock-file", clockFile] });
   const api = new Api(coord.url);
   const agent = await Agent.enroll(api, { name: "nightly-host", slots: [["gpu0", "a100"]], builds: { stable: ["eager", "default"], nightly: ["eager", "default"] } });
 

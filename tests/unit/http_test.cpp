@@ -19,6 +19,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/streambuf.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -446,6 +447,64 @@ TEST_F(HttpTest, ClientReconnectsWhenServerClosedIdleConnection) {
   ASSERT_TRUE(r.ok()) << r.error().describe();
   EXPECT_EQ(r->status, 200u);
   EXPECT_EQ(client.connections_opened(), 2u);
+}
+
+// A server that closes each of the first `shed` connections it accepts before reading anything
+// (what a full pool does to a newcomer whose request has not arrived yet) and answers the next
+// one "ok"; how many connections it accepted.
+std::future<int> shedding_server(asio::ip::tcp::acceptor& acceptor, int shed) {
+  return std::async(std::launch::async, [&acceptor, shed] {
+    int accepted = 0;
+    for (;; ++accepted) {
+      boost::system::error_code ec;
+      asio::ip::tcp::socket socket = acceptor.accept(ec);
+      if (ec) return accepted;
+      if (accepted < shed) {
+        socket.close();
+        continue;
+      }
+      asio::streambuf request;
+      asio::read_until(socket, request, "\r\n\r\n", ec);
+      asio::write(socket,
+                  asio::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")), ec);
+      return accepted + 1;
+    }
+  });
+}
+
+TEST(HttpClient, AGetOnANewConnectionClosedUnreadIsSentOnceMoreAPostIsNot) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  const std::string url = "http://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port());
+  {
+    auto server = shedding_server(acceptor, 1);
+    Client client(url);
+    auto r = client.get("/healthz", {}, 5s);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(r->body, "ok");
+    EXPECT_EQ(client.connections_opened(), 2u);
+    EXPECT_EQ(server.get(), 2);
+  }
+  {
+    // Shed twice: the GET is sent again once, not retried for ever.
+    auto server = shedding_server(acceptor, 2);
+    Client client(url);
+    auto r = client.get("/healthz", {}, 5s);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(client.connections_opened(), 2u);
+    ASSERT_TRUE(Client(url).get("/healthz", {}, 5s).ok());  // the server's third connection
+    EXPECT_EQ(server.get(), 3);
+  }
+  {
+    // The server may have acted on a POST it closed: the caller decides.
+    auto server = shedding_server(acceptor, 1);
+    Client client(url);
+    auto r = client.post_json("/api/v1/runs", json{{"x", 1}}, {}, 5s);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(client.connections_opened(), 1u);
+    ASSERT_TRUE(Client(url).get("/healthz", {}, 5s).ok());
+    EXPECT_EQ(server.get(), 2);
+  }
 }
 
 TEST_F(HttpTest, SlowHandlerDoesNotBlockOtherConnections) {
