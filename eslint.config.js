@@ -8,10 +8,10 @@ export default [
   js.configs.recommended,
   {
     files: ["web/js/**/*.js"],
-    languageOptions: { ecmaVersion: 2022, sourceType: "module", globals: { ...globals.browser, Chart: "readonly" } },
+    languageOptions: { ecmaVersion: 2025, sourceType: "module", globals: { ...globals.browser, Chart: "readonly" } },
   },
   {
     files: ["tests/browser/**/*.mjs", "tests/openapi/**/*.mjs"],
-    languageOptions: { ecmaVersion: 2022, sourceType: "module", globals: { ...globals.node, ...globals.browser } },
+    languageOptions: { ecmaVersion: 2025, sourceType: "module", globals: { ...globals.node, ...globals.browser } },
   },
 ];

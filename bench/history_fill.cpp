@@ -188,10 +188,10 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
     started = std::chrono::steady_clock::now();
     for (bool more = true; more;) {
       BF_ASSIGN_OR_RETURN(const auto pass,
-                          store->history().detect_changes(history::DetectorOptions{}, /*enqueue_alerts=*/true));
+                          store->history().detect_changes(rules::DetectorOptions{}, /*enqueue_alerts=*/true));
       summary.detect_series_examined += pass.series_examined;
       for (const auto& change : pass.changes) {
-        ++(change.direction == history::ChangeDirection::kRegression ? summary.regressions : summary.improvements);
+        ++(change.direction == rules::ChangeDirection::kRegression ? summary.regressions : summary.improvements);
       }
       more = pass.more;
     }
@@ -206,7 +206,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
         key_of(change.key.model, change.key.batch, change.key.mode, change.key.gpu, change.key.torch_build);
     const auto step = steps.find(key);
     const auto night = night_of_run.find(change.first_bad.run_id);
-    const bool slower = change.direction == history::ChangeDirection::kRegression;
+    const bool slower = change.direction == rules::ChangeDirection::kRegression;
     if (step != steps.end() && night != night_of_run.end() && night->second == step->second.night &&
         slower == (step->second.factor > 1)) {
       ++summary.changes_at_step;

@@ -70,7 +70,7 @@ std::vector<Timing> time_in_process(const Options& o, store::Store& store, const
   }));
   store::RegressionFilter open;
   open.state = store::RegressionState::kOpen;
-  open.direction = history::ChangeDirection::kRegression;
+  open.direction = rules::ChangeDirection::kRegression;
   rows.push_back(bench::time_steps("store.list_regressions (open, first 100)", o.warmup, o.requests, [&] {
     return store.history().list_regressions(open, std::nullopt, 100).value().items.size();
   }));

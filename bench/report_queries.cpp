@@ -68,24 +68,24 @@ std::vector<Timing> time_in_process(const Options& o, const std::string& db, con
     checks.fail(run.error().message);
     return {};
   }
-  report::ReportInput input;
+  rules::ReportInput input;
   input.run_id = run->id;
   input.run_name = run->name;
   input.matrix = run->spec;
   for (const auto& model : catalog.models()) input.labels.push_back({model.id, model.display_name()});
   input.cells = store.results().report_cells(run_id).value();
-  const report::Report built = report::build_report(input);
+  const rules::Report built = rules::build_report(input);
 
   std::vector<Timing> rows;
   const int n = o.requests;
   rows.push_back(time_steps("store.report_cells (one row per job, no samples)", o.warmup, n,
                             [&] { return store.results().report_cells(run_id).value().size(); }));
-  for (report::Stat stat : {report::Stat::kMean, report::Stat::kMedian}) {
-    report::ReportInput in = input;
+  for (rules::Stat stat : {rules::Stat::kMean, rules::Stat::kMedian}) {
+    rules::ReportInput in = input;
     in.stat = stat;
     rows.push_back(
-        time_steps(std::string("report::build_report, stat=") + (stat == report::Stat::kMean ? "mean" : "median"),
-                   o.warmup, n, [&] { return report::build_report(in).tables.size(); }));
+        time_steps(std::string("rules::build_report, stat=") + (stat == rules::Stat::kMean ? "mean" : "median"),
+                   o.warmup, n, [&] { return rules::build_report(in).tables.size(); }));
   }
   rows.push_back(time_steps("report::render_json", o.warmup, n, [&] { return report::render_json(built).size(); }));
   rows.push_back(
@@ -93,9 +93,9 @@ std::vector<Timing> time_in_process(const Options& o, const std::string& db, con
   rows.push_back(time_steps("report::render_csv", o.warmup, n, [&] { return report::render_csv(built).size(); }));
   // What GET /runs/{id} adds for an active run: its jobs' times by (build, runtime, mode) and the
   // estimate from them (the big run is over, so the same queries read every one of its jobs).
-  rows.push_back(time_steps("store.mode_times + eta::seconds_left (run ETA)", o.warmup, n, [&] {
+  rows.push_back(time_steps("store.mode_times + rules::seconds_left (run ETA)", o.warmup, n, [&] {
     const auto times = store.runs().mode_times(run_id).value();
-    return times.size() + (eta::seconds_left(times) ? 1 : 0);
+    return times.size() + (rules::seconds_left(times) ? 1 : 0);
   }));
   rows.push_back(time_steps("store.list_jobs (limit 10000)", o.warmup, n,
                             [&] { return store.runs().list_jobs(run_id, std::nullopt, 10000).value().items.size(); }));

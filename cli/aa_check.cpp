@@ -5,16 +5,16 @@
 
 #include "cli/progress.h"
 #include "common/display_text.h"
-#include "coordinator/rules/format.h"
+#include "common/number_format.h"
 
 namespace benchfleet::cli {
 namespace {
 
 using nlohmann::json;
 
-std::string pct(double fraction) { return report::format_fixed(fraction * 100, 1) + "%"; }
+std::string pct(double fraction) { return format_fixed(fraction * 100, 1) + "%"; }
 
-std::string ms(double v) { return report::format_fixed(v, 3); }
+std::string ms(double v) { return format_fixed(v, 3); }
 
 int fail(Console& console, const std::string& message) {
   console.err << "benchfleet: " << escape_display_text(message) << "\n";

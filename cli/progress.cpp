@@ -4,14 +4,10 @@
 #include <cmath>
 
 #include "common/json_reader.h"
+#include "common/shared_rules.h"
 
 namespace benchfleet::cli {
 namespace {
-
-// Display order: verdicts, then the jobs that are still active or ended without a verdict.
-constexpr const char* kVerdicts[] = {"ok", "oom", "oom_implied", "unsupported", "error", "timeout", "crash", "invalid"};
-constexpr const char* kJobStates[] = {"failed", "cancelled"};
-constexpr const char* kProblemVerdicts[] = {"error", "timeout", "crash", "invalid"};
 
 std::int64_t count_of(const std::map<std::string, std::int64_t>& m, const std::string& key) {
   auto it = m.find(key);
@@ -56,20 +52,6 @@ std::optional<double> coordinator_eta_s(const nlohmann::json& run) {
   return v;
 }
 
-void EtaEstimator::observe(double t_s, std::int64_t finished) {
-  if (!first_) first_ = {t_s, finished};
-  if (!last_change_ || finished != last_change_->second) last_change_ = {t_s, finished};
-}
-
-std::optional<double> EtaEstimator::eta_s(std::int64_t total) const {
-  if (!first_ || !last_change_) return std::nullopt;
-  const std::int64_t done = last_change_->second - first_->second;
-  const double spent = last_change_->first - first_->first;
-  if (done <= 0 || spent <= 0) return std::nullopt;
-  const std::int64_t left = std::max<std::int64_t>(0, total - last_change_->second);
-  return static_cast<double>(left) * spent / static_cast<double>(done);
-}
-
 std::string format_duration(double seconds) {
   const auto s = static_cast<std::int64_t>(std::llround(std::max(0.0, seconds)));
   auto two = [](std::int64_t v) {
@@ -104,10 +86,13 @@ std::string status_counts(const RunProgress& p, const std::string& separator) {
     out += ' ';
     out += std::to_string(n);
   };
-  for (const char* v : kVerdicts) add(v, count_of(p.results, v));
+  // Display order (statuses.json): verdicts, then the jobs that are running or ended without one.
+  for (const std::string& v : statuses().results) add(v, count_of(p.results, v));
   // A leased job is about to run; the difference is not worth a flickering line.
   add("running", count_of(p.jobs, "running") + count_of(p.jobs, "leased"));
-  for (const char* s : kJobStates) add(s, count_of(p.jobs, s));
+  for (const std::string& s : statuses().ended_jobs) {
+    if (s != "done") add(s, count_of(p.jobs, s));
+  }
   return out;
 }
 
@@ -203,7 +188,7 @@ std::string render_summary(const RunProgress& p, double elapsed_s) {
 int exit_code_for(const RunProgress& p) {
   if (p.state == "cancelled") return kExitRunCancelled;
   if (count_of(p.jobs, "failed") > 0) return kExitRunFailed;
-  for (const char* v : kProblemVerdicts) {
+  for (const std::string& v : statuses().problems) {
     if (count_of(p.results, v) > 0) return kExitRunFailed;
   }
   return kExitOk;

@@ -40,22 +40,9 @@ struct RunProgress {
 };
 Result<RunProgress> progress_from_json(const nlohmann::json& run);
 // The coordinator's estimate of the seconds a run has left (its `eta_s`, re-estimated at each
-// request from the run's job times); nullopt when it gives none or is older than the field.
+// request from the run's job times: rules/eta.h, the one estimate the CLI and the dashboard
+// show); nullopt when it has none yet.
 std::optional<double> coordinator_eta_s(const nlohmann::json& run);
-
-// Estimates the time left from the rate at which jobs finished while it watched (for a
-// coordinator that gives no estimate of its own).
-class EtaEstimator {
- public:
-  // Records `finished` jobs at time `t_s` (seconds on any monotonic clock).
-  void observe(double t_s, std::int64_t finished);
-  // Seconds left for `total` jobs; nullopt until at least one job finished while watching.
-  std::optional<double> eta_s(std::int64_t total) const;
-
- private:
-  std::optional<std::pair<double, std::int64_t>> first_;
-  std::optional<std::pair<double, std::int64_t>> last_change_;
-};
 
 // "45s", "3m05s", "2h07m".
 std::string format_duration(double seconds);

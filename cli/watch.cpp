@@ -46,7 +46,6 @@ class ResultFeed {
 
 int watch_run(FleetClient& client, std::int64_t run_id, const WatchOptions& options, Console& console) {
   const double started = console.now_s();
-  EtaEstimator eta;
   ResultFeed feed(client, run_id);
   std::optional<RunProgress> shown;
   bool saw_active = false;  // the time watched says how long the run took only if it was active
@@ -88,9 +87,7 @@ int watch_run(FleetClient& client, std::int64_t run_id, const WatchOptions& opti
       unreachable_since = -1;
       const double now = console.now_s();
       saw_active = saw_active || !progress->ended();
-      eta.observe(now, progress->finished_jobs);
-      auto left = coordinator_eta_s(*run);
-      if (!left && !progress->ended()) left = eta.eta_s(progress->job_count);
+      const auto left = coordinator_eta_s(*run);
       if (console.err_is_terminal) {
         console.err << kClearLine << render_bar(*progress, left, console.width) << std::flush;
       } else if (!progress->ended() && (!shown || *shown != *progress || now - shown_at >= options.plain_every_s)) {

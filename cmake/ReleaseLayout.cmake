@@ -9,7 +9,8 @@
 #   share/benchfleet/rules/*.json          the rules they share with the C++ programs (common/rules)
 #   share/benchfleet/in-root.sh            runs the programs of a build that lives in its own root
 #   share/benchfleet/src/                  the worker's sources: the top CMakeLists.txt,
-#                                          cmake/TorchApi.cmake, cmake/EmbedFiles*.cmake, common/,
+#                                          cmake/TorchApi.cmake, cmake/EmbedFiles*.cmake,
+#                                          cmake/ExposeHeaders.cmake, common/,
 #                                          agent/worker/
 #   share/benchfleet/build-worker.sh       builds a worker from src/ against a torch build's LibTorch
 #   share/benchfleet/SOURCE_ID             a digest of src/ (cmake/SourceId.cmake): releases with the
@@ -34,6 +35,7 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/in-root.sh ${PROJECT_SOURCE_DIR}/
 install(CODE "file(REMOVE_RECURSE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${benchfleet_share}/src\")")
 install(FILES ${PROJECT_SOURCE_DIR}/CMakeLists.txt DESTINATION ${benchfleet_share}/src)
 install(FILES ${PROJECT_SOURCE_DIR}/cmake/TorchApi.cmake ${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/ExposeHeaders.cmake
               ${PROJECT_SOURCE_DIR}/cmake/EmbedFilesScript.cmake DESTINATION ${benchfleet_share}/src/cmake)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/common DESTINATION ${benchfleet_share}/src)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/agent/worker DESTINATION ${benchfleet_share}/src/agent)

@@ -6,7 +6,8 @@
 # with CONFIGURE_DEPENDS, so a later `npm ci` brings it in at the next build.
 function(benchfleet_web_assets)
   cmake_parse_arguments(ARG "" "TARGET;SOURCE_DIR;OUTPUT_DIR;CHART_JS" "" ${ARGN})
-  file(GLOB_RECURSE sources CONFIGURE_DEPENDS LIST_DIRECTORIES false "${ARG_SOURCE_DIR}/*")
+  # FOLLOW_SYMLINKS: web/rules is common/rules, the rules the programs share (served at /rules/).
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS FOLLOW_SYMLINKS LIST_DIRECTORIES false "${ARG_SOURCE_DIR}/*")
   file(GLOB chart_js CONFIGURE_DEPENDS "${ARG_CHART_JS}")
   if(NOT chart_js)
     message(WARNING "${ARG_CHART_JS} is missing: the dashboard is assembled without its chart "

@@ -5,7 +5,7 @@ cmake_minimum_required(VERSION 3.25)
 file(MAKE_DIRECTORY "${OUTPUT_DIR}")
 set(wanted "")
 if(IS_DIRECTORY "${SOURCE_DIR}")
-  file(GLOB_RECURSE sources LIST_DIRECTORIES false RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/*")
+  file(GLOB_RECURSE sources FOLLOW_SYMLINKS LIST_DIRECTORIES false RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/*")
   # index.html preloads every module at once instead of import level by import level; the list
   # is written here from the files themselves (the marker line), so it never goes stale.
   set(preloads "")

@@ -44,4 +44,24 @@ const MemoryCgroupProtocol& memory_cgroup_protocol() {
   return value;
 }
 
+const Statuses& statuses() {
+  static const Statuses value = [] {
+    const nlohmann::json& rule = shared_rule("statuses.json");
+    Statuses s;
+    s.results = rule.at("results").get<std::vector<std::string>>();
+    s.problems = rule.at("problems").get<std::vector<std::string>>();
+    s.active_jobs = rule.at("jobs").at("active").get<std::vector<std::string>>();
+    s.ended_jobs = rule.at("jobs").at("ended").get<std::vector<std::string>>();
+    s.cell_precedence = rule.at("cell_precedence").get<std::vector<std::string>>();
+    for (const auto& [status, text] : rule.at("cell_text").items()) s.cell_text[status] = text.get<std::string>();
+    return s;
+  }();
+  return value;
+}
+
+const std::vector<std::string>& speed_keys() {
+  static const auto value = shared_rule("speed_fingerprint.json").at("keys").get<std::vector<std::string>>();
+  return value;
+}
+
 }  // namespace benchfleet

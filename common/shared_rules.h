@@ -5,11 +5,16 @@
 //   measurement_limits.json  max_iterations() below
 //   oom_messages.json        agent/worker/oom.h (is_oom_message)
 //   memory_cgroup.json       memory_cgroup_protocol() below
+//   statuses.json            statuses() below
+//   speed_fingerprint.json   speed_keys() below
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,5 +40,20 @@ struct MemoryCgroupProtocol {
   int answer_timeout_s = 0;
 };
 const MemoryCgroupProtocol& memory_cgroup_protocol();
+
+// The statuses of results, report cells and jobs and how they are shown (statuses.json).
+struct Statuses {
+  std::vector<std::string> results;          // ResultStatus, in its order
+  std::vector<std::string> problems;         // verdicts that say a measurement failed
+  std::vector<std::string> active_jobs;      // queued, leased, running
+  std::vector<std::string> ended_jobs;       // done, failed, cancelled
+  std::vector<std::string> cell_precedence;  // a report cell's status when no repetition is ok: the first present
+  std::map<std::string, std::string, std::less<>> cell_text;  // a cell's text where it is not the status
+};
+const Statuses& statuses();
+
+// The environment keys that change speed besides torch (speed_fingerprint.json), sorted: what a
+// report's fingerprint keeps and a comparison names when two sides differ in it.
+const std::vector<std::string>& speed_keys();
 
 }  // namespace benchfleet

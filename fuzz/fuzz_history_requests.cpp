@@ -62,7 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       auto r = api::decode_schedule_request(*body);
       check_refusal(r, "schedule", false);
       if (!r.ok()) return 0;
-      auto again = history::CronSchedule::parse(r->cron);
+      auto again = rules::CronSchedule::parse(r->cron);
       if (!again.ok() || again->text() != r->cron) fuzz::fail("schedule", "cron text not canonical: " + r->cron);
       fuzz::check_round_trip<MatrixSpec>(nlohmann::json(r->matrix), "schedule matrix");
       break;

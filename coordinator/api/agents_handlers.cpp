@@ -98,8 +98,8 @@ Result<JobReport> read_job_report(const ApiContext& ctx, const http::Request& re
 Result<http::Response> enroll_agent(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
   // The enrolment token is checked like the operator token, but against its own secret.
   const std::string_view header = req[bhttp::field::authorization];
-  const std::string_view token = auth::bearer_token(header);
-  if (token.empty() || !auth::constant_time_equal(token, ctx.enrollment_token)) {
+  const std::string_view token = rules::bearer_token(header);
+  if (token.empty() || !rules::constant_time_equal(token, ctx.enrollment_token)) {
     return Error{ErrorCode::kUnauthenticated,
                  "enrolment needs the enrollment token: send \"Authorization: Bearer <token>\"",
                  {}};
@@ -124,18 +124,18 @@ Result<http::Response> enroll_agent(ApiContext& ctx, const http::Request& req, c
   if (!key.empty()) {
     BF_ASSIGN_OR_RETURN(const auto stored, ctx.store.agents().agent_key(descriptor.name));
     if (stored && !stored->hash.empty() &&
-        auth::constant_time_equal(auth::hash_token(stored->salt, key), stored->hash)) {
+        rules::constant_time_equal(rules::hash_token(stored->salt, key), stored->hash)) {
       proven = stored->agent_id;
     }
-    key_hash = store::AgentCredentials{auth::random_bytes(16), {}};
-    key_hash->hash = auth::hash_token(key_hash->salt, key);
+    key_hash = store::AgentCredentials{rules::random_bytes(16), {}};
+    key_hash->hash = rules::hash_token(key_hash->salt, key);
   }
   const store::EnrolmentClaim claim =
       ctx.config.reenrolment == "open" ? store::EnrolmentClaim::anyone() : store::EnrolmentClaim::holder_of(proven);
-  const std::string secret = auth::generate_secret();
+  const std::string secret = rules::generate_secret();
   store::AgentCredentials creds;
-  creds.salt = auth::random_bytes(16);
-  creds.hash = auth::hash_token(creds.salt, secret);
+  creds.salt = rules::random_bytes(16);
+  creds.hash = rules::hash_token(creds.salt, secret);
   BF_ASSIGN_OR_RETURN(const std::int64_t id, ctx.store.agents().enroll_agent(descriptor, creds, claim, key_hash));
   const EnrollResponse out{id, compose_agent_token(id, secret), intervals(ctx)};
   return json_response(bhttp::status::created, out, req);
@@ -171,7 +171,7 @@ Result<http::Response> agent_heartbeat(ApiContext& ctx, const http::Request& req
 
 asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   // Authentication reads the store too, so it runs on the blocking executor as well.
-  auto checked = co_await run_blocking(ctx.agent_lane, [&] {
+  auto checked = co_await services::run_blocking(ctx.agent_lane, [&] {
     const store::GroupCommit::FirstInLine first;
     return check_lease_request(ctx, req, m);
   });
@@ -190,13 +190,13 @@ asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request
   while (true) {
     if (client_gone()) co_return lease_answer(ctx, store::LeaseAnswer{}, req);  // nobody reads it
     const auto generation = ctx.work.generation();
-    auto answer = co_await run_blocking(ctx.agent_lane, [&] {
+    auto answer = co_await services::run_blocking(ctx.agent_lane, [&] {
       const store::GroupCommit::FirstInLine first;
       return ctx.store.agents().lease(agent_id, lease_req.slot, lease_req.request_id);
     });
     if (!answer.ok()) co_return error_response(answer.error(), req);
     if (answer->grant && client_gone()) {
-      co_await run_blocking(ctx.agent_lane, [&] {
+      co_await services::run_blocking(ctx.agent_lane, [&] {
         const store::GroupCommit::FirstInLine first;
         withdraw_undelivered(ctx, agent_id, *answer->grant);
         return 0;

@@ -30,7 +30,7 @@ http::Response respond(ApiContext& ctx, SyncHandler f, const http::Request& req,
 // connection's coroutine resumes on its own executor when it is done.
 http::Handler offload(ApiContext& ctx, SyncHandler f) {
   return [&ctx, f](const http::Request& req, const http::RouteMatch& m) -> boost::asio::awaitable<http::Response> {
-    co_return co_await run_blocking(ctx.blocking, [&] { return respond(ctx, f, req, m); });
+    co_return co_await services::run_blocking(ctx.blocking, [&] { return respond(ctx, f, req, m); });
   };
 }
 
@@ -40,7 +40,7 @@ http::Handler offload(ApiContext& ctx, SyncHandler f) {
 http::Handler read_offload(ApiContext& ctx, SyncHandler f) {
   return [&ctx, f](const http::Request& req, const http::RouteMatch& m) -> boost::asio::awaitable<http::Response> {
     const auto lane = holds_client_token(ctx, req) ? ctx.blocking : ctx.read_lane;
-    co_return co_await run_blocking(lane, [&] { return respond(ctx, f, req, m); });
+    co_return co_await services::run_blocking(lane, [&] { return respond(ctx, f, req, m); });
   };
 }
 
@@ -50,7 +50,7 @@ http::Handler read_offload(ApiContext& ctx, SyncHandler f) {
 http::Handler agent_offload(ApiContext& ctx, SyncHandler f) {
   return [&ctx, f](const http::Request& req, const http::RouteMatch& m) -> boost::asio::awaitable<http::Response> {
     const store::AgentStore::Arrivals::Ticket arrived(ctx.store.agents().arrivals(), ctx.clock.now_ms());
-    co_return co_await run_blocking(ctx.agent_lane, [&] {
+    co_return co_await services::run_blocking(ctx.agent_lane, [&] {
       const store::GroupCommit::FirstInLine first;
       const AgentRequestArrival arrival(arrived.at());
       return respond(ctx, f, req, m);
@@ -86,7 +86,7 @@ http::Guard guard_with(ApiContext& ctx, Status (*check)(const ApiContext&, const
 http::Guard agent_guard(ApiContext& ctx, bool own_path) {
   return [&ctx, own_path](const http::Request& head,
                           const http::RouteMatch& m) -> boost::asio::awaitable<http::Admission> {
-    const Result<std::int64_t> agent = co_await run_blocking(ctx.agent_lane, [&] {
+    const Result<std::int64_t> agent = co_await services::run_blocking(ctx.agent_lane, [&] {
       const store::GroupCommit::FirstInLine first;
       return own_path ? authenticate_agent_path(ctx, head, m) : authenticate_agent(ctx, head);
     });
@@ -101,7 +101,7 @@ http::Guard agent_or_reader(ApiContext& ctx) {
   return [&ctx](const http::Request& head, const http::RouteMatch&) -> boost::asio::awaitable<http::Admission> {
     if (require_reader(ctx, head).ok()) co_return http::Admission::admitted(holds_client_token(ctx, head));
     const Result<std::int64_t> agent =
-        co_await run_blocking(ctx.agent_lane, [&] { return authenticate_agent(ctx, head); });
+        co_await services::run_blocking(ctx.agent_lane, [&] { return authenticate_agent(ctx, head); });
     if (agent.ok()) co_return http::Admission::admitted(true);
     co_return http::Admission::refused(error_response(agent.error(), head));
   };

@@ -26,11 +26,11 @@ namespace benchfleet::api {
 
 struct ApiContext {
   store::Store& store;
-  ModelRegistry& models;     // the models as registered (catalog() for the current set)
-  ArtifactFiles& artifacts;  // the bytes of uploaded artifacts
-  const CoordinatorConfig& config;
+  services::ModelRegistry& models;     // the models as registered (catalog() for the current set)
+  services::ArtifactFiles& artifacts;  // the bytes of uploaded artifacts
+  const config::CoordinatorConfig& config;
   const Clock& clock;
-  WorkSignal& work;
+  services::WorkSignal& work;
   Metrics& metrics;
   std::string operator_token;    // never empty once the coordinator runs
   std::string enrollment_token;  // never empty once the coordinator runs

@@ -17,14 +17,14 @@ std::string_view authorization(const http::Request& req) {
 }
 
 Status check_token(const http::Request& req, const std::string& expected, std::string_view what) {
-  const std::string_view token = auth::bearer_token(authorization(req));
+  const std::string_view token = rules::bearer_token(authorization(req));
   if (token.empty()) {
     return Error{
         ErrorCode::kUnauthenticated,
         std::string("this endpoint needs the ") + std::string(what) + " token: send \"Authorization: Bearer <token>\"",
         {}};
   }
-  if (!auth::constant_time_equal(token, expected)) {
+  if (!rules::constant_time_equal(token, expected)) {
     return Error{ErrorCode::kUnauthenticated, std::string("the ") + std::string(what) + " token is not valid", {}};
   }
   return Status::Ok();
@@ -43,19 +43,19 @@ Status require_enrollment(const ApiContext& ctx, const http::Request& req) {
 Status require_reader(const ApiContext& ctx, const http::Request& req) {
   if (ctx.config.public_reads) return Status::Ok();
   // A reader token reads; the operator token does everything.
-  if (const std::string_view token = auth::bearer_token(authorization(req));
-      !token.empty() && auth::constant_time_equal(token, ctx.reader_token)) {
+  if (const std::string_view token = rules::bearer_token(authorization(req));
+      !token.empty() && rules::constant_time_equal(token, ctx.reader_token)) {
     return Status::Ok();
   }
   return check_token(req, ctx.operator_token, "reader or operator");
 }
 
 bool holds_client_token(const ApiContext& ctx, const http::Request& req) {
-  const std::string_view token = auth::bearer_token(authorization(req));
+  const std::string_view token = rules::bearer_token(authorization(req));
   if (token.empty()) return false;
   bool held = false;  // every comparison made, so the time says nothing of which token matched
   for (const std::string* known : {&ctx.operator_token, &ctx.reader_token, &ctx.enrollment_token}) {
-    held = (!known->empty() && auth::constant_time_equal(token, *known)) || held;
+    held = (!known->empty() && rules::constant_time_equal(token, *known)) || held;
   }
   return held;
 }
@@ -65,7 +65,7 @@ std::string compose_agent_token(std::int64_t agent_id, const std::string& secret
 }
 
 Result<std::int64_t> authenticate_agent(const ApiContext& ctx, const http::Request& req) {
-  return authenticate_agent_token(ctx, auth::bearer_token(authorization(req)));
+  return authenticate_agent_token(ctx, rules::bearer_token(authorization(req)));
 }
 
 Result<std::int64_t> authenticate_agent_token(const ApiContext& ctx, std::string_view token) {
@@ -81,7 +81,7 @@ Result<std::int64_t> authenticate_agent_token(const ApiContext& ctx, std::string
     if (creds.error().code == ErrorCode::kNotFound) return unauthenticated;
     return creds.error();
   }
-  if (!auth::constant_time_equal(auth::hash_token(creds->salt, rest.substr(sep + 1)), creds->hash)) {
+  if (!rules::constant_time_equal(rules::hash_token(creds->salt, rest.substr(sep + 1)), creds->hash)) {
     return unauthenticated;
   }
   return agent_id;
@@ -104,10 +104,10 @@ Result<nlohmann::json> json_body(const ApiContext& ctx, const http::Request& req
   return parse_json(req.body(), ctx.config.max_json_depth);
 }
 
-Result<report::Stat> stat_query(const http::RouteMatch& m) {
+Result<rules::Stat> stat_query(const http::RouteMatch& m) {
   const auto text = str_query(m, "stat");
-  if (!text) return report::kDefaultStat;
-  const auto stat = report::parse_stat(*text);
+  if (!text) return rules::kDefaultStat;
+  const auto stat = rules::parse_stat(*text);
   if (!stat) return Error::invalid("query.stat", "must be mean or median");
   return *stat;
 }
@@ -120,10 +120,10 @@ Result<std::string> format_query(const http::RouteMatch& m) {
   return format;
 }
 
-Result<report::Report> report_of_run(ApiContext& ctx, const store::RunInfo& run, report::Stat stat,
-                                     bool exclude_flagged) {
+Result<rules::Report> report_of_run(ApiContext& ctx, const store::RunInfo& run, rules::Stat stat,
+                                    bool exclude_flagged) {
   BF_ASSIGN_OR_RETURN(auto cells, ctx.store.results().report_cells(run.id));
-  report::ReportInput input;
+  rules::ReportInput input;
   input.run_id = run.id;
   input.run_name = run.name;
   input.matrix = run.spec;
@@ -132,7 +132,7 @@ Result<report::Report> report_of_run(ApiContext& ctx, const store::RunInfo& run,
   input.cells = std::move(cells);
   input.stat = stat;
   input.exclude_flagged = exclude_flagged;
-  return report::build_report(input);
+  return rules::build_report(input);
 }
 
 Result<std::vector<JobSpec>> expand_submitted_matrix(const ApiContext& ctx, const MatrixSpec& spec) {

@@ -46,15 +46,14 @@ std::string compose_agent_token(std::int64_t agent_id, const std::string& secret
 Result<nlohmann::json> json_body(const ApiContext& ctx, const http::Request& req);
 
 // ?stat= of a report, comparison or summary: mean or median, the median when absent
-// (report::kDefaultStat); anything else a 400 naming query.stat.
-Result<report::Stat> stat_query(const http::RouteMatch& m);
+// (rules::kDefaultStat); anything else a 400 naming query.stat.
+Result<rules::Stat> stat_query(const http::RouteMatch& m);
 // ?format= of a report or comparison: json (absent), md or csv; anything else a 400.
 Result<std::string> format_query(const http::RouteMatch& m);
 
-// The comparison tables of a run (report::build_report over its stored cells, labelled from the
+// The comparison tables of a run (rules::build_report over its stored cells, labelled from the
 // catalog).
-Result<report::Report> report_of_run(ApiContext& ctx, const store::RunInfo& run, report::Stat stat,
-                                     bool exclude_flagged);
+Result<rules::Report> report_of_run(ApiContext& ctx, const store::RunInfo& run, rules::Stat stat, bool exclude_flagged);
 
 // The jobs a submitted matrix (a run's, or a schedule's) expands to against the catalog and
 // max_cells, refusing a shape-walk matrix with more batch sizes than a lease carries (64: agents

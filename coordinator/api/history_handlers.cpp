@@ -7,7 +7,7 @@
 #include "coordinator/api/handlers.h"
 #include "coordinator/api/history_json.h"
 #include "coordinator/api/history_requests.h"
-#include "coordinator/rules/build_summary.h"
+#include "coordinator/rules/run_summary.h"
 
 namespace benchfleet::api {
 namespace {
@@ -41,7 +41,7 @@ Result<http::Response> change_regression_state(ApiContext& ctx, const http::Requ
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto note, read_note(ctx, req));
   BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.history().set_regression_state(id, state, note));
-  return json_response(bhttp::status::ok, regression_json(regression), req);
+  return json_response(bhttp::status::ok, services::regression_json(regression), req);
 }
 
 }  // namespace
@@ -79,7 +79,7 @@ Result<http::Response> get_schedule(ApiContext& ctx, const http::Request& req, c
 
 namespace {
 
-json mode_summary_json(const summary::ModeSummary& s) {
+json mode_summary_json(const rules::ModeSummary& s) {
   return {{"key", s.key},
           {"build", s.build},
           {"runtime", to_string(s.runtime)},
@@ -107,16 +107,16 @@ json mode_summary_json(const summary::ModeSummary& s) {
 Result<http::Response> schedule_summary(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 200));
-  BF_ASSIGN_OR_RETURN(const report::Stat stat, stat_query(m));
+  BF_ASSIGN_OR_RETURN(const rules::Stat stat, stat_query(m));
   BF_ASSIGN_OR_RETURN(const auto schedule_and_runs,
                       ctx.store.history().schedule_runs(id, static_cast<int>(limit.value_or(30))));
   const auto& [schedule, run_ids] = schedule_and_runs;
   json runs = json::array();
   for (auto it = run_ids.rbegin(); it != run_ids.rend(); ++it) {
     BF_ASSIGN_OR_RETURN(const auto run, ctx.store.runs().get_run(*it));
-    BF_ASSIGN_OR_RETURN(const report::Report built, report_of_run(ctx, run, stat, false));
+    BF_ASSIGN_OR_RETURN(const rules::Report built, report_of_run(ctx, run, stat, false));
     json columns = json::array();
-    for (const summary::ModeSummary& s : summary::summarize(built)) columns.push_back(mode_summary_json(s));
+    for (const rules::ModeSummary& s : rules::summarize(built)) columns.push_back(mode_summary_json(s));
     runs.push_back({{"run_id", run.id},
                     {"name", run.name},
                     {"created_at", format_time(run.created_at)},
@@ -125,7 +125,7 @@ Result<http::Response> schedule_summary(ApiContext& ctx, const http::Request& re
   }
   return json_response(bhttp::status::ok,
                        {{"schedule", {{"id", schedule.id}, {"name", schedule.name}}},
-                        {"stat", report::to_string(stat)},
+                        {"stat", rules::to_string(stat)},
                         {"runs", std::move(runs)}},
                        req);
 }
@@ -185,7 +185,7 @@ Result<http::Response> get_series(ApiContext& ctx, const http::Request& req, con
   json points = json::array();
   for (const auto& p : series.points) points.push_back(point_json(p));
   json changes = json::array();
-  for (const auto& r : regressions.items) changes.push_back(regression_json(r));
+  for (const auto& r : regressions.items) changes.push_back(services::regression_json(r));
   out["points"] = std::move(points);
   out["next_after_point"] = series.next_cursor ? json(*series.next_cursor) : json();
   out["regressions"] = std::move(changes);
@@ -198,7 +198,7 @@ Result<http::Response> list_regressions(ApiContext& ctx, const http::Request& re
   BF_ASSIGN_OR_RETURN(const RegressionListQuery q, regression_list_query(m));
   BF_ASSIGN_OR_RETURN(const auto page, ctx.store.history().list_regressions(q.filter, q.before, q.limit));
   json out = json::array();
-  for (const auto& r : page.items) out.push_back(regression_json(r));
+  for (const auto& r : page.items) out.push_back(services::regression_json(r));
   const json next = page.next_cursor ? json(*page.next_cursor) : json();
   return json_response(bhttp::status::ok, {{"regressions", out}, {"next_before", next}}, req);
 }
@@ -206,7 +206,7 @@ Result<http::Response> list_regressions(ApiContext& ctx, const http::Request& re
 Result<http::Response> get_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.history().get_regression(id));
-  return json_response(bhttp::status::ok, regression_json(regression), req);
+  return json_response(bhttp::status::ok, services::regression_json(regression), req);
 }
 
 Result<http::Response> acknowledge_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {

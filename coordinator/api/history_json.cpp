@@ -31,7 +31,7 @@ json schedule_json(const store::ScheduleInfo& s) {
 }
 
 json series_json(const store::SeriesInfo& s) {
-  json out = series_key_json(s.key);
+  json out = services::series_key_json(s.key);
   out["id"] = s.id;
   out["point_count"] = s.points;
   out["last_point_at"] = time_or_null(s.last_point_at);

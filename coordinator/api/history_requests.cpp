@@ -16,7 +16,7 @@ Result<ScheduleRequest> decode_schedule_request(const nlohmann::json& body) {
   r.optional("enabled", out.enabled);
   r.required("matrix", out.matrix);
   BF_RETURN_IF_ERROR(r.finish());
-  BF_ASSIGN_OR_RETURN(const auto schedule, history::CronSchedule::parse(out.cron));
+  BF_ASSIGN_OR_RETURN(const auto schedule, rules::CronSchedule::parse(out.cron));
   out.cron = schedule.text();
   return out;
 }
@@ -70,7 +70,7 @@ Result<RegressionListQuery> regression_list_query(const http::RouteMatch& match)
   }
   const std::string direction = str_query(match, "direction").value_or("regression");
   if (direction != "all") {
-    out.filter.direction = history::parse_change_direction(direction);
+    out.filter.direction = rules::parse_change_direction(direction);
     if (!out.filter.direction) return Error::invalid("query.direction", "must be regression, improvement or all");
   }
   out.limit = static_cast<int>(limit.value_or(out.limit));

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-namespace benchfleet {
+namespace benchfleet::api {
 
 void Metrics::observe_request(std::string_view route, unsigned status, double seconds) {
   std::string klass = std::to_string(status / 100) + "xx";
@@ -64,4 +64,4 @@ std::string Metrics::render(const store::Gauges& g) const {
   return out.str();
 }
 
-}  // namespace benchfleet
+}  // namespace benchfleet::api

@@ -11,7 +11,7 @@
 
 #include "coordinator/store/store.h"
 
-namespace benchfleet {
+namespace benchfleet::api {
 
 class Metrics {
  public:
@@ -32,4 +32,4 @@ class Metrics {
   std::map<std::pair<std::string, std::string>, Series> series_;  // (route, "2xx") -> histogram
 };
 
-}  // namespace benchfleet
+}  // namespace benchfleet::api

@@ -89,11 +89,11 @@ Result<http::Response> delete_model(ApiContext& ctx, const http::Request& req, c
 
 Result<http::Response> upload_artifact(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   std::shared_ptr<http::BodySink> sink = m.exchange ? m.exchange->body_sink() : nullptr;
-  auto* upload = dynamic_cast<ArtifactUpload*>(sink.get());
+  auto* upload = dynamic_cast<services::ArtifactUpload*>(sink.get());
   if (upload == nullptr) return Error::invalid("body", "the artifact's bytes are required");
   const std::string kind = str_query(m, "kind").value_or("file");
   const std::string name = str_query(m, "name").value_or("");
-  BF_ASSIGN_OR_RETURN(const FinishedUpload done, upload->finish());
+  BF_ASSIGN_OR_RETURN(const services::FinishedUpload done, upload->finish());
   store::ArtifactRow row{done.digest, static_cast<std::int64_t>(done.size), kind, name, ctx.clock.now_ms()};
   BF_ASSIGN_OR_RETURN(const bool added, ctx.store.models().add_artifact(row));
   if (!added) {

@@ -91,7 +91,7 @@ Result<http::Response> get_run(ApiContext& ctx, const http::Request& req, const 
   nlohmann::json body = run_json(run);
   if (run.state == "queued" || run.state == "running") {
     BF_ASSIGN_OR_RETURN(const auto times, ctx.store.runs().mode_times(id));
-    if (const auto left = eta::seconds_left(times)) body["eta_s"] = *left;
+    if (const auto left = rules::seconds_left(times)) body["eta_s"] = *left;
   }
   return json_response(bhttp::status::ok, body, req);
 }
@@ -211,7 +211,7 @@ Result<http::Response> get_result(ApiContext& ctx, const http::Request& req, con
 Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const std::string format, format_query(m));
-  BF_ASSIGN_OR_RETURN(const report::Stat stat, stat_query(m));
+  BF_ASSIGN_OR_RETURN(const rules::Stat stat, stat_query(m));
   const auto exclude_flagged = str_query(m, "exclude_flagged");
   if (exclude_flagged && *exclude_flagged != "true" && *exclude_flagged != "false") {
     return Error::invalid("query.exclude_flagged", "must be true or false");
@@ -229,7 +229,7 @@ Result<http::Response> run_report(ApiContext& ctx, const http::Request& req, con
   const std::string key = std::to_string(run.id) + "/" + format + "/" + std::string(to_string(stat)) + "/" +
                           (exclude ? "exclude" : "all") + (run.finished_at ? "/final" : "/live");
   if (auto hit = ctx.report_cache->find(key)) return respond(*hit);
-  BF_ASSIGN_OR_RETURN(const report::Report built, report_of_run(ctx, run, stat, exclude));
+  BF_ASSIGN_OR_RETURN(const rules::Report built, report_of_run(ctx, run, stat, exclude));
   RenderedReport rendered;
   if (format == "md") {
     rendered = {"text/markdown; charset=utf-8", "", report::render_markdown(built)};
@@ -277,7 +277,7 @@ Result<SideQuery> side_query(const http::RouteMatch& m, const char* key) {
 // the run's first, or, when both sides are one run, B gets its second.
 Result<http::Response> compare_runs(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const std::string format, format_query(m));
-  BF_ASSIGN_OR_RETURN(const report::Stat stat, stat_query(m));
+  BF_ASSIGN_OR_RETURN(const rules::Stat stat, stat_query(m));
   BF_ASSIGN_OR_RETURN(SideQuery qa, side_query(m, "a"));
   BF_ASSIGN_OR_RETURN(SideQuery qb, side_query(m, "b"));
   BF_ASSIGN_OR_RETURN(const auto run_a, ctx.store.runs().get_run(qa.run));
@@ -293,15 +293,15 @@ Result<http::Response> compare_runs(ApiContext& ctx, const http::Request& req, c
   for (const auto& [q, builds, key] : {std::tuple{&qa, &builds_a, "query.a"}, std::tuple{&qb, &builds_b, "query.b"}}) {
     if (std::find(builds->begin(), builds->end(), q->build) == builds->end()) {
       return Error::invalid(key, "run " + std::to_string(q->run) + " has no torch build \"" + q->build +
-                                     "\"; its builds: " + report::cells::joined(*builds));
+                                     "\"; its builds: " + rules::joined(*builds));
     }
   }
   if (qa.run == qb.run && qa.build == qb.build) {
     return Error::invalid("query.b", "run " + std::to_string(qa.run) + " build " + qa.build +
                                          " against itself: name two of its builds (RUN:BUILD)");
   }
-  BF_ASSIGN_OR_RETURN(const report::Report rep_a, report_of_run(ctx, run_a, stat, false));
-  BF_ASSIGN_OR_RETURN(const report::Report rep_b, report_of_run(ctx, run_b, stat, false));
+  BF_ASSIGN_OR_RETURN(const rules::Report rep_a, report_of_run(ctx, run_a, stat, false));
+  BF_ASSIGN_OR_RETURN(const rules::Report rep_b, report_of_run(ctx, run_b, stat, false));
   const rules::Comparison c = rules::compare_reports({&rep_a, qa.build}, {&rep_b, qb.build});
   if (format == "md") {
     return http::text_response(bhttp::status::ok, report::render_comparison_markdown(c), req,

@@ -34,7 +34,7 @@ Result<http::Response> web_asset(ApiContext& ctx, const http::Request& req, cons
     detail += target.substr(0, target.find('?'));
     return Error::not_found(std::move(detail));
   }
-  return web::serve_asset(ctx.config.web_root, req, m.segments);
+  return serve_asset(ctx.config.web_root, req, m.segments);
 }
 
 }  // namespace benchfleet::api

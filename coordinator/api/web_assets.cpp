@@ -17,7 +17,7 @@
 
 #include "common/http/problem.h"
 
-namespace benchfleet::web {
+namespace benchfleet::api {
 namespace {
 
 namespace bhttp = boost::beast::http;
@@ -192,4 +192,4 @@ http::Response serve_asset(const std::string& web_root, const http::Request& req
   return res;
 }
 
-}  // namespace benchfleet::web
+}  // namespace benchfleet::api

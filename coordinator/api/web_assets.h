@@ -10,7 +10,7 @@
 
 #include "common/http/types.h"
 
-namespace benchfleet::web {
+namespace benchfleet::api {
 
 // Largest file served; bigger ones answer 404 (the dashboard's files are a few hundred KiB).
 inline constexpr std::uintmax_t kMaxAssetBytes = std::uintmax_t{64} << 20;
@@ -42,4 +42,4 @@ bool none_match(std::string_view if_none_match, std::string_view etag);
 http::Response serve_asset(const std::string& web_root, const http::Request& req,
                            const std::vector<std::string>& segments);
 
-}  // namespace benchfleet::web
+}  // namespace benchfleet::api

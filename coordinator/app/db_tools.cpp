@@ -6,7 +6,7 @@
 
 #include "coordinator/store/backup.h"
 
-namespace benchfleet {
+namespace benchfleet::app {
 namespace {
 
 constexpr std::string_view kUsage =
@@ -55,4 +55,4 @@ std::optional<int> run_db_tool(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace benchfleet
+}  // namespace benchfleet::app

@@ -5,10 +5,10 @@
 
 #include <optional>
 
-namespace benchfleet {
+namespace benchfleet::app {
 
 // The exit code of the command when argv[1] names one (0 done, 1 failed, 2 usage); nullopt when
 // it does not (the coordinator serves).
 std::optional<int> run_db_tool(int argc, char** argv);
 
-}  // namespace benchfleet
+}  // namespace benchfleet::app

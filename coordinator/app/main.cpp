@@ -52,20 +52,20 @@ void hand_large_blocks_back() { mallopt(M_MMAP_THRESHOLD, 128 * 1024); }
 
 int run(int argc, char** argv) {
   hand_large_blocks_back();
-  if (auto tool = run_db_tool(argc, argv)) return *tool;
-  auto parsed = parse_coordinator_config(argc, argv);
+  if (auto tool = app::run_db_tool(argc, argv)) return *tool;
+  auto parsed = config::parse_coordinator_config(argc, argv);
   if (!parsed.ok()) {
     std::cerr << "benchfleet-coordinator: " << parsed.error().describe() << "\n";
     return 2;
   }
   if (parsed->exit_now) return parsed->exit_code;
-  const CoordinatorConfig config = parsed->config;
+  const config::CoordinatorConfig config = parsed->config;
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ coordinator: %v");
 
-  auto operator_token = resolve_token(config.operator_token, config.db + ".operator-token");
-  auto enrollment_token = resolve_token(config.enrollment_token, config.db + ".enrollment-token");
-  auto reader_token = resolve_token(config.reader_token, config.db + ".reader-token");
+  auto operator_token = config::resolve_token(config.operator_token, config.db + ".operator-token");
+  auto enrollment_token = config::resolve_token(config.enrollment_token, config.db + ".enrollment-token");
+  auto reader_token = config::resolve_token(config.reader_token, config.db + ".reader-token");
   for (const auto* token : {&operator_token, &enrollment_token, &reader_token}) {
     if (!token->ok()) {
       spdlog::error("{}", token->error().message);
@@ -92,24 +92,24 @@ int run(int argc, char** argv) {
   }
 
   SystemClock clock;
-  auto store = store::Store::open(store_options(config), clock);
+  auto store = store::Store::open(config::store_options(config), clock);
   if (!store.ok()) {
     spdlog::error("cannot open the store: {}", store.error().message);
     return 1;
   }
 
   // Models are data in the store: the shipped catalog's ids it lacks are registered first.
-  ModelRegistry models((*store)->models(), config.model_roots);
+  services::ModelRegistry models((*store)->models(), config.model_roots);
   if (auto added = models.start(*catalog); !added.ok()) {
     spdlog::error("cannot register the model catalog: {}", added.error().describe());
     return 1;
   } else if (*added > 0) {
     spdlog::info("registered {} models of the catalog {}", *added, catalog_path);
   }
-  ArtifactFiles artifacts(config.artifact_dir.empty() ? config.db + ".artifacts" : config.artifact_dir,
-                          static_cast<std::uint64_t>(config.max_artifact_bytes));
+  services::ArtifactFiles artifacts(config.artifact_dir.empty() ? config.db + ".artifacts" : config.artifact_dir,
+                                    static_cast<std::uint64_t>(config.max_artifact_bytes));
   if (config.db == ":memory:" && config.artifact_dir.empty()) {
-    artifacts = ArtifactFiles(
+    artifacts = services::ArtifactFiles(
         (std::filesystem::temp_directory_path() / ("benchfleet-artifacts-" + std::to_string(::getpid()))).string(),
         static_cast<std::uint64_t>(config.max_artifact_bytes));
   }
@@ -118,7 +118,7 @@ int run(int argc, char** argv) {
     return 1;
   }
 
-  raise_open_file_limit(config);
+  config::raise_open_file_limit(config);
 
   auto endpoint = http::parse_listen_address(config.listen);
   if (!endpoint.ok()) {
@@ -130,10 +130,10 @@ int run(int argc, char** argv) {
   asio::thread_pool blocking(static_cast<std::size_t>(config.store_threads));
   // Agents first: their protocol has its own threads, whose store operations go ahead; reads
   // have theirs, at a lower CPU priority (docs/design.md §8).
-  Lane agent_lane("agents", config.agent_threads);
+  services::Lane agent_lane("agents", config.agent_threads);
   const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  Lane read_lane("reads", config.read_threads > 0 ? config.read_threads : cores, config.read_nice);
-  WorkSignal work;
+  services::Lane read_lane("reads", config.read_threads > 0 ? config.read_threads : cores, config.read_nice);
+  services::WorkSignal work;
   (*store)->on_work_available([&work] { work.notify(); });
   // A database file replaced under the store (a copy or rename onto it, or onto its -wal): the
   // store already refuses every write; stop, and exit non-zero, rather than serve a store that
@@ -145,9 +145,10 @@ int run(int argc, char** argv) {
     files_lost.store(true);
     asio::post(ioc, [&stop_serving] { stop_serving(); });
   });
-  Metrics metrics;
+  api::Metrics metrics;
   std::atomic<bool> stopping{false};
-  HistoryWorker history(ioc, blocking.get_executor(), (*store)->history(), clock, history_options(config));
+  services::HistoryWorker history(ioc, blocking.get_executor(), (*store)->history(), clock,
+                                  config::history_options(config));
   api::ApiContext ctx{**store,
                       models,
                       artifacts,
@@ -166,7 +167,7 @@ int run(int argc, char** argv) {
   http::Router router;
   api::register_routes(router, ctx);
 
-  auto server = http::Server::listen(ioc, *endpoint, router, server_limits(config),
+  auto server = http::Server::listen(ioc, *endpoint, router, config::server_limits(config),
                                      [&metrics](std::string_view route, unsigned status, double seconds) {
                                        metrics.observe_request(route, status, seconds);
                                      });
@@ -187,7 +188,7 @@ int run(int argc, char** argv) {
       spdlog::error("--agent-listen: {}", agent_endpoint.error().describe());
       return 2;
     }
-    http::ServerLimits limits = server_limits(config);
+    http::ServerLimits limits = config::server_limits(config);
     limits.credentials_only = true;
     limits.reserved_connections = 0;
     limits.max_connections_per_peer = 0;
@@ -224,7 +225,8 @@ int run(int argc, char** argv) {
     std::rename((config.port_file + ".tmp").c_str(), config.port_file.c_str());
   }
 
-  LeaseSweeper sweeper(ioc, blocking.get_executor(), (*store)->agents(), LeaseSweeper::period_for(config.lease_ttl_s));
+  services::LeaseSweeper sweeper(ioc, blocking.get_executor(), (*store)->agents(),
+                                 services::LeaseSweeper::period_for(config.lease_ttl_s));
   sweeper.start();
   // What a flood of reads allocated goes back to the system within seconds: glibc keeps freed
   // heap in its per-thread arenas until it is trimmed (trimmed on the read lane, off the I/O
@@ -241,14 +243,15 @@ int run(int argc, char** argv) {
   trim_later();
   // Schedules read "now" from the system clock, or (tests only) from the configured clock file,
   // re-read at each check.
-  ScheduleRunner::NowSource schedule_now = [&clock]() -> Result<TimestampMs> { return clock.now_ms(); };
+  services::ScheduleRunner::NowSource schedule_now = [&clock]() -> Result<TimestampMs> { return clock.now_ms(); };
   if (!config.schedule_clock_file.empty()) {
     spdlog::warn("schedules: using the clock file {} (schedule_clock_file), not the system clock",
                  config.schedule_clock_file);
-    schedule_now = [path = config.schedule_clock_file] { return read_clock_file(path); };
+    schedule_now = [path = config.schedule_clock_file] { return services::read_clock_file(path); };
   }
-  ScheduleRunner schedules(ioc, blocking.get_executor(), (*store)->history(), models, work, std::move(schedule_now),
-                           {std::chrono::milliseconds(config.schedule_check_ms), config.max_cells});
+  services::ScheduleRunner schedules(ioc, blocking.get_executor(), (*store)->history(), models, work,
+                                     std::move(schedule_now),
+                                     {std::chrono::milliseconds(config.schedule_check_ms), config.max_cells});
   schedules.start();
   history.start();
 

@@ -7,7 +7,7 @@
 #include "common/http/webhook_url.h"
 #include "common/install_dirs.h"
 
-namespace benchfleet {
+namespace benchfleet::config {
 namespace {
 
 using config::option;
@@ -250,4 +250,4 @@ Result<ConfigParse> parse_coordinator_config(int argc, char** argv) {
   return out;
 }
 
-}  // namespace benchfleet
+}  // namespace benchfleet::config

@@ -7,7 +7,7 @@
 
 #include "common/result.h"
 
-namespace benchfleet {
+namespace benchfleet::config {
 
 // Where the dashboard's files are when web_root is not set: <dir of the executable>/../share/
 // benchfleet/web (an installed coordinator); when that directory is missing and the executable
@@ -122,4 +122,4 @@ Status apply_yaml_config(std::string_view yaml_text, std::string_view origin, Co
 // Checks ranges (TTL > heartbeat, positive limits...) naming the offending option.
 Status validate(const CoordinatorConfig& config);
 
-}  // namespace benchfleet
+}  // namespace benchfleet::config

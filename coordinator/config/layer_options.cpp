@@ -10,7 +10,7 @@
 
 #include "coordinator/rules/tokens.h"
 
-namespace benchfleet {
+namespace benchfleet::config {
 
 using std::chrono::milliseconds;
 
@@ -23,8 +23,8 @@ store::StoreOptions store_options(const CoordinatorConfig& config) {
   return options;
 }
 
-HistoryWorkerOptions history_options(const CoordinatorConfig& config) {
-  HistoryWorkerOptions options;
+services::HistoryWorkerOptions history_options(const CoordinatorConfig& config) {
+  services::HistoryWorkerOptions options;
   options.detect_interval = milliseconds(config.detect_interval_ms);
   options.detector.min_effect = config.detect_min_effect;
   options.detector.alpha = config.detect_alpha;
@@ -66,7 +66,7 @@ Result<std::string> resolve_token(const std::string& configured, const std::stri
     std::getline(in, token);
     if (!token.empty()) return token;
   }
-  const std::string token = auth::generate_secret();
+  const std::string token = rules::generate_secret();
   const mode_t old = umask(077);
   std::ofstream out(path, std::ios::trunc);
   umask(old);
@@ -92,4 +92,4 @@ void raise_open_file_limit(const CoordinatorConfig& config) {
   }
 }
 
-}  // namespace benchfleet
+}  // namespace benchfleet::config

@@ -10,10 +10,10 @@
 #include "coordinator/services/history_worker.h"
 #include "coordinator/store/store.h"
 
-namespace benchfleet {
+namespace benchfleet::config {
 
 store::StoreOptions store_options(const CoordinatorConfig& config);
-HistoryWorkerOptions history_options(const CoordinatorConfig& config);
+services::HistoryWorkerOptions history_options(const CoordinatorConfig& config);
 http::ServerLimits server_limits(const CoordinatorConfig& config);
 
 // The configured token, else the one kept in `path`, else a new one written there (mode 0600).
@@ -24,4 +24,4 @@ Result<std::string> resolve_token(const std::string& configured, const std::stri
 // that limit (often 1024); warns when max_connections still cannot be reached.
 void raise_open_file_limit(const CoordinatorConfig& config);
 
-}  // namespace benchfleet
+}  // namespace benchfleet::config

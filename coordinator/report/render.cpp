@@ -10,9 +10,20 @@
 #include <vector>
 
 #include "common/display_text.h"
-#include "coordinator/rules/format.h"
+#include "common/number_format.h"
 
 namespace benchfleet::report {
+
+// The rules' tables, rendered here.
+using rules::Cell;
+using rules::Column;
+using rules::ColumnKind;
+using rules::Geomean;
+using rules::PassRate;
+using rules::RepetitionOutcome;
+using rules::Report;
+using rules::Row;
+using rules::Table;
 namespace {
 
 // The characters markdown_escape puts a backslash before.

@@ -18,7 +18,7 @@ namespace benchfleet::report {
 // "#### Compile time and memory, A100 (batch size: 1)" of the compile, memory and memory ratio
 // columns. Text is escaped ('|' as "\|", Markdown markup with a backslash), control characters
 // become spaces.
-std::string render_markdown(const Report& report);
+std::string render_markdown(const rules::Report& report);
 
 // One line per (gpu, batch, dtype, model, column), header
 //   gpu,batch,dtype,task_model,model_id,column,build,runtime,mode,kind,value,status,text,
@@ -30,7 +30,7 @@ std::string render_markdown(const Report& report);
 // MiB; stat names the statistic of every latency value (median or mean) and ci_* its 95% CI;
 // change is a speedup's verdict (faster, slower, same; Cell::change). RFC 4180: CRLF line ends, fields with , " CR or
 // LF are quoted with quotes doubled.
-std::string render_csv(const Report& report);
+std::string render_csv(const rules::Report& report);
 
 // Self-describing form the dashboard renders from:
 // {"run_id", "run_name", "stat", "exclude_flagged", "tables": [{"gpu", "gpu_label", "batch",
@@ -47,9 +47,9 @@ std::string render_csv(const Report& report);
 // AccuracyVerdict wire name) and an empty "compile_cache"; "flags" is an array (empty when
 // none); "value_ms" is null outside latency cells (a speedup's ratio is in "value").
 // Strings are escaped as nlohmann::json does, invalid UTF-8 replaced.
-std::string render_json(const Report& report);
+std::string render_json(const rules::Report& report);
 // The same, parsed (for callers that walk it).
-nlohmann::json to_json(const Report& report);
+nlohmann::json to_json(const rules::Report& report);
 
 // A comparison (GET /api/v1/compare), every key always present:
 // {"stat", "a": {"run", "build"}, "b": {...}, "aa", "aa_text", "expected", "compared",

@@ -11,6 +11,17 @@
 #include "coordinator/report/render.h"
 
 namespace benchfleet::report {
+
+// The rules' tables, rendered here.
+using rules::Cell;
+using rules::Column;
+using rules::ColumnKind;
+using rules::Geomean;
+using rules::PassRate;
+using rules::RepetitionOutcome;
+using rules::Report;
+using rules::Row;
+using rules::Table;
 namespace {
 
 // Appends JSON values to a string. The caller writes well-formed sequences: key() before each

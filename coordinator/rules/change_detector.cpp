@@ -7,7 +7,7 @@
 
 #include "common/stats.h"
 
-namespace benchfleet::history {
+namespace benchfleet::rules {
 namespace {
 
 std::vector<double> finite_sorted(std::span<const double> values) {
@@ -164,4 +164,4 @@ std::optional<ChangeDirection> parse_change_direction(std::string_view s) {
   return std::nullopt;
 }
 
-}  // namespace benchfleet::history
+}  // namespace benchfleet::rules

@@ -41,7 +41,7 @@
 #include <string_view>
 #include <vector>
 
-namespace benchfleet::history {
+namespace benchfleet::rules {
 
 struct DetectorOptions {
   double min_effect = 0.05;   // smallest |after/before - 1| that counts
@@ -98,4 +98,4 @@ std::optional<Change> change_at_tail(std::span<const RunSamples> level, const De
 // confirmed change the level restarts at its first run.
 std::vector<Change> find_changes(std::span<const RunSamples> runs, const DetectorOptions& options);
 
-}  // namespace benchfleet::history
+}  // namespace benchfleet::rules

@@ -8,15 +8,15 @@
 
 #include <boost/math/distributions/students_t.hpp>
 
+#include "common/number_format.h"
 #include "common/shared_rules.h"
-#include "coordinator/rules/format.h"
 
 namespace benchfleet::rules {
 namespace {
 
-std::string percent(double fraction) { return report::format_fixed(fraction * 100, 0) + "%"; }
+std::string percent(double fraction) { return format_fixed(fraction * 100, 0) + "%"; }
 
-std::string ratio_text(double r) { return report::format_fixed(r, 2); }
+std::string ratio_text(double r) { return format_fixed(r, 2); }
 
 struct LogSummary {
   double mean = 0;
@@ -41,7 +41,7 @@ double welch_p(double d, double se, double df) {
   return std::min(1.0, 2 * boost::math::cdf(boost::math::complement(t, std::abs(d) / se)));
 }
 
-std::string p_text(double p) { return p < 0.001 ? "p < 0.001" : "p = " + report::format_fixed(p, 3); }
+std::string p_text(double p) { return p < 0.001 ? "p < 0.001" : "p = " + format_fixed(p, 3); }
 
 bool all_positive(const std::vector<double>& values) {
   return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v) && v > 0; });
@@ -138,7 +138,7 @@ void control_false_discoveries(const std::vector<ChangeVerdict*>& verdicts, doub
     if (const auto at = v.why.rfind(beyond); at != std::string::npos) v.why.erase(at);
     v.why += ": within the run-to-run noise, as one of " + std::to_string(tested.size()) +
              " cells judged by repetitions (a " + percent(rate) +
-             " false-discovery rate asks p <= " + report::format_fixed(threshold, 4) + " here)";
+             " false-discovery rate asks p <= " + format_fixed(threshold, 4) + " here)";
   }
 }
 

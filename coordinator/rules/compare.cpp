@@ -7,20 +7,20 @@
 #include <set>
 #include <utility>
 
+#include "common/number_format.h"
 #include "common/stats.h"
 #include "coordinator/rules/fingerprint_diff.h"
-#include "coordinator/rules/format.h"
 #include "coordinator/rules/report_cells.h"
 
 namespace benchfleet::rules {
 namespace {
 
-using report::Cell;
-using report::Column;
-using report::ColumnKind;
-using report::Table;
+using rules::Cell;
+using rules::Column;
+using rules::ColumnKind;
+using rules::Table;
 
-const Table* same_table(const report::Report& r, const Table& t) {
+const Table* same_table(const rules::Report& r, const Table& t) {
   for (const Table& u : r.tables) {
     if (u.gpu == t.gpu && u.batch == t.batch && u.dtype == t.dtype) return &u;
   }
@@ -40,8 +40,8 @@ std::size_t latency_column(const Table* t, const std::string& build, Runtime run
   return kNone;
 }
 
-const report::Row* row_of(const Table& t, const std::string& model) {
-  for (const report::Row& r : t.rows) {
+const rules::Row* row_of(const Table& t, const std::string& model) {
+  for (const rules::Row& r : t.rows) {
     if (r.model == model) return &r;
   }
   return nullptr;
@@ -85,10 +85,10 @@ std::optional<OverallChange> overall_change(const std::vector<ComparedCell>& cel
   const bool large = std::abs(std::max(o.ratio, 1 / o.ratio) - 1) >= kOverallMinEffect;
   o.verdict = apart && large ? (o.ratio > 1 ? "faster" : "slower") : "same";
   o.why = "geometric mean of A/B over the " + std::to_string(o.cells) + " cells judged by repetitions " +
-          report::format_fixed(o.ratio, 3) + ", 95% interval over cells " + report::format_fixed(o.ci.low, 3) + "-" +
-          report::format_fixed(o.ci.high, 3) +
+          format_fixed(o.ratio, 3) + ", 95% interval over cells " + format_fixed(o.ci.low, 3) + "-" +
+          format_fixed(o.ci.high, 3) +
           (!apart   ? ": within the cells' spread"
-           : !large ? ": under the " + report::format_fixed(kOverallMinEffect * 100, 0) +
+           : !large ? ": under the " + format_fixed(kOverallMinEffect * 100, 0) +
                           "% that two runs' machine state moves every cell together"
                     : ": every cell moved together, beyond their spread");
   return o;
@@ -122,7 +122,7 @@ Comparison compare_reports(const CompareSide& a, const CompareSide& b) {
         fp_a.insert(fp_a.end(), col.fingerprints.begin(), col.fingerprints.end());
         fp_b.insert(fp_b.end(), colb.fingerprints.begin(), colb.fingerprints.end());
       }
-      for (const report::Row& ra : ta.rows) {
+      for (const rules::Row& ra : ta.rows) {
         const Cell& ca = ra.cells.at(ia);
         if (!ok(ca)) continue;
         ++out.expected;
@@ -137,7 +137,7 @@ Comparison compare_reports(const CompareSide& a, const CompareSide& b) {
           skip("B's build " + b.build + " has no " + column_text(col.runtime, col.mode, true) + " column");
           continue;
         }
-        const report::Row* rb = row_of(*tb, ra.model);
+        const rules::Row* rb = row_of(*tb, ra.model);
         if (!rb) {
           skip("B did not measure this model");
           continue;
@@ -161,8 +161,7 @@ Comparison compare_reports(const CompareSide& a, const CompareSide& b) {
         c.b_ms = *cb.value;
         c.a_n = ca.n;
         c.b_n = cb.n;
-        c.change = judge_change(report::cells::change_side(ca), report::cells::change_side(cb),
-                                noise_floor(device_kind_of(ta.gpu)));
+        c.change = judge_change(rules::change_side(ca), rules::change_side(cb), noise_floor(device_kind_of(ta.gpu)));
         std::set<std::string> flags(ca.flags.begin(), ca.flags.end());
         flags.insert(cb.flags.begin(), cb.flags.end());
         c.flags.assign(flags.begin(), flags.end());

@@ -18,7 +18,7 @@
 namespace benchfleet::rules {
 
 struct CompareSide {
-  const report::Report* report = nullptr;
+  const rules::Report* report = nullptr;
   std::string build;
 };
 
@@ -62,7 +62,7 @@ struct OverallChange {
 };
 
 struct Comparison {
-  report::Stat stat = report::Stat::kMedian;
+  rules::Stat stat = rules::Stat::kMedian;
   std::int64_t run_a = 0, run_b = 0;
   std::string build_a, build_b;
   std::vector<ComparedCell> cells;

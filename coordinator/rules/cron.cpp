@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-namespace benchfleet::history {
+namespace benchfleet::rules {
 namespace {
 
 constexpr std::int64_t kMsPerMinute = 60'000;
@@ -291,4 +291,4 @@ TimestampMs CronSchedule::next_after(TimestampMs t) const {
   return kLatest;
 }
 
-}  // namespace benchfleet::history
+}  // namespace benchfleet::rules

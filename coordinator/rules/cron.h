@@ -18,7 +18,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 
-namespace benchfleet::history {
+namespace benchfleet::rules {
 
 class CronSchedule {
  public:
@@ -49,4 +49,4 @@ class CronSchedule {
   bool dow_restricted_ = false;
 };
 
-}  // namespace benchfleet::history
+}  // namespace benchfleet::rules

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <functional>
 
-namespace benchfleet::eta {
+namespace benchfleet::rules {
 namespace {
 
 // The mean duration of the finished jobs of the groups `pick` accepts; nullopt if none.
@@ -49,4 +49,4 @@ std::optional<double> seconds_left(const std::vector<ModeTimes>& times) {
   return work_ms / 1000 / static_cast<double>(std::max<std::size_t>(1, running));
 }
 
-}  // namespace benchfleet::eta
+}  // namespace benchfleet::rules

@@ -2,8 +2,8 @@
 // of the same (build, runtime, mode) took (a compiled mode's include its compile), the time its
 // running jobs have already spent, and how many run at once. Pure.
 //
-//   std::vector<eta::ModeTimes> times = ...;      // RunStore::mode_times
-//   std::optional<double> left = eta::seconds_left(times);
+//   std::vector<rules::ModeTimes> times = ...;      // RunStore::mode_times
+//   std::optional<double> left = rules::seconds_left(times);
 #pragma once
 
 #include <optional>
@@ -12,7 +12,7 @@
 
 #include "common/types.h"
 
-namespace benchfleet::eta {
+namespace benchfleet::rules {
 
 // The jobs of one (build, runtime, mode) of a run.
 struct ModeTimes {
@@ -38,4 +38,4 @@ std::optional<double> expected_ms(const std::vector<ModeTimes>& times, const Mod
 // it is shared by the jobs running now (at least one).
 std::optional<double> seconds_left(const std::vector<ModeTimes>& times);
 
-}  // namespace benchfleet::eta
+}  // namespace benchfleet::rules

@@ -10,7 +10,6 @@
 //     -> [{key "cpu_threads", text "cpu_threads: stable 2; debian12 1"}]
 #pragma once
 
-#include <array>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,11 +19,10 @@
 
 namespace benchfleet::rules {
 
-// The fingerprint keys that change a measurement's speed, in the order they are stored.
-// sm_app_clock_mhz and power_limit_w are a GPU's configured clock and power limit (not the
-// clock of the moment, which the clock_drop and throttled flags judge per result).
-inline constexpr std::array<std::string_view, 7> kSpeedKeys = {
-    "cpu_model", "cpu_threads", "driver", "gpu_name", "high_load", "power_limit_w", "sm_app_clock_mhz"};
+// The fingerprint keys that change a measurement's speed are speed_keys() (common/shared_rules.h,
+// common/rules/speed_fingerprint.json), in the order they are stored. sm_app_clock_mhz and
+// power_limit_w are a GPU's configured clock and power limit (not the clock of the moment, which
+// the clock_drop and throttled flags judge per result).
 
 // Those keys of `environment` (null where absent, or not a string or number; high_load: not a
 // boolean) as compact JSON, keys
@@ -38,7 +36,7 @@ struct FingerprintDifference {
 
 // The speed keys whose recorded values differ between `sides` (name -> the speed fingerprints of
 // its results). A side that recorded none of a key is not compared on it; a side whose own results
-// disagree (2 and 1) differs from any other. Ordered as kSpeedKeys.
+// disagree (2 and 1) differs from any other. Ordered as speed_keys().
 std::vector<FingerprintDifference> fingerprint_differences(
     const std::vector<std::pair<std::string, std::vector<std::string>>>& sides);
 

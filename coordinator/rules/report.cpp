@@ -11,24 +11,24 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/number_format.h"
 #include "coordinator/rules/change_rule.h"
 #include "coordinator/rules/fingerprint_diff.h"
-#include "coordinator/rules/format.h"
 #include "coordinator/rules/report_cells.h"
 #include "coordinator/rules/torch_version.h"
 
-namespace benchfleet::report {
+namespace benchfleet::rules {
 namespace {
 
-using cells::compile_cell;
-using cells::inaccurate;
-using cells::joined;
-using cells::kNotRun;
-using cells::kOk;
-using cells::latency_cell;
-using cells::memory_cell;
-using cells::memory_ratio_cell;
-using cells::speedup_cell;
+using rules::compile_cell;
+using rules::inaccurate;
+using rules::joined;
+using rules::kNotRun;
+using rules::kOk;
+using rules::latency_cell;
+using rules::memory_cell;
+using rules::memory_ratio_cell;
+using rules::speedup_cell;
 
 std::string upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -449,4 +449,4 @@ Report build_report(const ReportInput& in) {
   return report;
 }
 
-}  // namespace benchfleet::report
+}  // namespace benchfleet::rules

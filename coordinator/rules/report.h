@@ -14,7 +14,7 @@
 
 #include "common/types.h"
 
-namespace benchfleet::report {
+namespace benchfleet::rules {
 
 // Which statistic of each result the table shows. The seeds used the mean of 300 runs.
 enum class Stat { kMean, kMedian };
@@ -240,4 +240,4 @@ struct Report {
 // memory ratio column per compiled mode.
 Report build_report(const ReportInput& input);
 
-}  // namespace benchfleet::report
+}  // namespace benchfleet::rules

@@ -3,37 +3,33 @@
 #include "coordinator/rules/report_cells.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstddef>
 #include <set>
 #include <utility>
 
+#include "common/number_format.h"
+#include "common/shared_rules.h"
 #include "common/stats.h"
 #include "coordinator/rules/change_rule.h"
-#include "coordinator/rules/format.h"
 
-namespace benchfleet::report::cells {
+namespace benchfleet::rules {
 namespace {
 
 constexpr std::string_view kFailed = "failed";
 constexpr std::string_view kUnavailable = "unavailable";
 
 // When no repetition is ok, the cell shows the most telling of the others: a verdict beats
-// "failed", which beats "not_run". Order among verdicts follows ResultStatus.
-constexpr std::array<std::string_view, 9> kStatusPrecedence = {
-    "oom", "oom_implied", "error", "timeout", "crash", "unsupported", "invalid", "failed", "not_run"};
-
+// "failed", which beats "not_run" (statuses.json cell_precedence).
 std::size_t precedence(std::string_view status) {
-  auto it = std::find(kStatusPrecedence.begin(), kStatusPrecedence.end(), status);
-  return static_cast<std::size_t>(it - kStatusPrecedence.begin());
+  const auto& order = statuses().cell_precedence;
+  return static_cast<std::size_t>(std::find(order.begin(), order.end(), status) - order.begin());
 }
 
 std::string status_text(std::string_view status) {
-  if (status == "oom") return "OOM";
-  if (status == "oom_implied") return "OOM (implied)";
-  if (status == kNotRun) return "-";
-  return std::string(status);  // error, timeout, crash, unsupported, invalid, failed
+  const auto& texts = statuses().cell_text;
+  const auto it = texts.find(status);
+  return it == texts.end() ? std::string(status) : it->second;
 }
 
 RepetitionOutcome outcome_of(const CellResult& r, Stat stat) {
@@ -367,4 +363,4 @@ Cell memory_ratio_cell(const Cell& eager, const Cell& compiled, Mode mode) {
   return cell;
 }
 
-}  // namespace benchfleet::report::cells
+}  // namespace benchfleet::rules

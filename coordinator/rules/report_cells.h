@@ -11,7 +11,7 @@
 #include "coordinator/rules/change_rule.h"
 #include "coordinator/rules/report.h"
 
-namespace benchfleet::report::cells {
+namespace benchfleet::rules {
 
 inline constexpr std::string_view kOk = "ok";
 inline constexpr std::string_view kNotRun = "not_run";
@@ -39,4 +39,4 @@ bool inaccurate(const std::optional<AccuracyVerdict>& v);
 // "a, b, c".
 std::string joined(const std::vector<std::string>& items);
 
-}  // namespace benchfleet::report::cells
+}  // namespace benchfleet::rules

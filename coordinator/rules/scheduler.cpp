@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
-namespace benchfleet::scheduler {
+namespace benchfleet::rules {
 
 bool can_run(const SlotOffer& offer, const JobSpec& job) {
   if (job.gpu != offer.gpu_class) return false;
@@ -107,4 +107,4 @@ RunState run_state(const std::map<JobStatus, std::int64_t>& job_counts, bool can
   return started == 0 ? RunState::kQueued : RunState::kRunning;
 }
 
-}  // namespace benchfleet::scheduler
+}  // namespace benchfleet::rules

@@ -12,7 +12,7 @@
 #include "common/clock.h"
 #include "common/types.h"
 
-namespace benchfleet::scheduler {
+namespace benchfleet::rules {
 
 // One agent slot asking for work.
 struct SlotOffer {
@@ -86,4 +86,4 @@ std::string_view to_string(RunState s);
 // A run's state from its job counts by status.
 RunState run_state(const std::map<JobStatus, std::int64_t>& job_counts, bool cancelled);
 
-}  // namespace benchfleet::scheduler
+}  // namespace benchfleet::rules

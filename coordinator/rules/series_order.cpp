@@ -4,7 +4,7 @@
 #include <cctype>
 #include <cstddef>
 
-namespace benchfleet::history {
+namespace benchfleet::rules {
 namespace {
 
 constexpr std::size_t kWidth = 12;
@@ -48,4 +48,4 @@ std::string version_sort_key(std::string_view version) {
   return key;
 }
 
-}  // namespace benchfleet::history
+}  // namespace benchfleet::rules

@@ -5,9 +5,9 @@
 #include <string>
 #include <string_view>
 
-namespace benchfleet::history {
+namespace benchfleet::rules {
 
-// A key whose byte order is report::version_less's order: every run of digits left-padded with
+// A key whose byte order is rules::version_less's order: every run of digits left-padded with
 // zeros to 12 digits ("2.10.0.dev20250101+cu130" -> "000000000002.000000000010.000000000000.dev
 // 000020250101+cu000000000130"), so "2.9.0" < "2.10.0" and nightlies sort by date. "" (no version
 // recorded) sorts first. Numbers of 12 nines and longer (never in a torch version) are written as
@@ -15,4 +15,4 @@ namespace benchfleet::history {
 // versions equal as numbers ("2.06", "2.6") get the same key.
 std::string version_sort_key(std::string_view version);
 
-}  // namespace benchfleet::history
+}  // namespace benchfleet::rules

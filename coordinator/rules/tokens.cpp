@@ -10,7 +10,7 @@
 
 #include <stdexcept>
 
-namespace benchfleet::auth {
+namespace benchfleet::rules {
 namespace {
 
 std::string hex(std::string_view bytes) {
@@ -88,4 +88,4 @@ std::string_view bearer_token(std::string_view header) {
   return header.substr(kPrefix.size());
 }
 
-}  // namespace benchfleet::auth
+}  // namespace benchfleet::rules

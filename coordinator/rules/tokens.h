@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace benchfleet::auth {
+namespace benchfleet::rules {
 
 // `bytes` cryptographically random bytes.
 std::string random_bytes(std::size_t bytes);
@@ -23,4 +23,4 @@ bool constant_time_equal(std::string_view a, std::string_view b);
 // The token of an "Authorization: Bearer <token>" header value; empty if not that form.
 std::string_view bearer_token(std::string_view authorization_header);
 
-}  // namespace benchfleet::auth
+}  // namespace benchfleet::rules

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <set>
 
-namespace benchfleet::report {
+namespace benchfleet::rules {
 namespace {
 
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
@@ -49,4 +49,4 @@ std::string torch_versions_label(const std::vector<std::string>& versions) {
   return label;
 }
 
-}  // namespace benchfleet::report
+}  // namespace benchfleet::rules

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace benchfleet::report {
+namespace benchfleet::rules {
 
 // Version order: runs of digits compare as numbers, everything else byte by byte, so
 // "2.5.1" < "2.6.0" < "2.10.0" and "1.13.0" < "1.13.0a0". A strict weak order on any strings.
@@ -19,4 +19,4 @@ bool version_less(std::string_view a, std::string_view b);
 // unless two of them differ only there ("2.6.0+cu124", "2.6.0+cu126"): then all are shown exact.
 std::string torch_versions_label(const std::vector<std::string>& versions);
 
-}  // namespace benchfleet::report
+}  // namespace benchfleet::rules

@@ -12,7 +12,7 @@
 
 #include "common/model_definition.h"
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 namespace fs = std::filesystem;
 
@@ -130,4 +130,4 @@ std::string ArtifactFiles::path_of(std::string_view digest) const {
   return (fs::path(dir_) / std::string(digest.substr(kDigestPrefix.size()))).string();
 }
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

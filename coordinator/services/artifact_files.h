@@ -16,7 +16,7 @@
 #include "common/http/exchange.h"
 #include "common/result.h"
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 struct FinishedUpload {
   std::string digest;  // "sha256:<hex>"
@@ -56,4 +56,4 @@ class ArtifactFiles {
   std::uint64_t max_bytes_;
 };
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

@@ -10,7 +10,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 // Calls f() on `executor` and resumes the caller on its own executor with the value.
 // An exception from f() is rethrown in the caller.
@@ -27,4 +27,4 @@ boost::asio::awaitable<std::invoke_result_t<F&>> run_blocking(boost::asio::any_i
   co_return std::move(*out);
 }
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

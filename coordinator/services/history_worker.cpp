@@ -10,7 +10,7 @@
 #include "common/http/client.h"
 #include "coordinator/services/regression_json.h"
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 using std::chrono::milliseconds;
 
@@ -73,7 +73,7 @@ std::int64_t detect_pass(State& s) {
         break;
       }
       for (const auto& c : pass->changes) {
-        if (c.direction == history::ChangeDirection::kRegression) ++opened;
+        if (c.direction == rules::ChangeDirection::kRegression) ++opened;
         spdlog::info(
             "{} {} in series {} ({} batch={} {} {} {} gpu={} build={}): median {:.4g} -> {:.4g} ms (x{:.3f}, p={:.2g}) "
             "first bad torch {} (result {}), last good torch {}",
@@ -185,4 +185,4 @@ void HistoryWorker::wake() { detect_->poke(wake_debounce(state_->options)); }
 
 std::int64_t HistoryWorker::detection_passes() const { return state_->passes.load(); }
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

@@ -25,11 +25,11 @@
 #include "coordinator/services/periodic_task.h"
 #include "coordinator/store/history_store.h"
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 struct HistoryWorkerOptions {
   std::chrono::milliseconds detect_interval{2000};
-  history::DetectorOptions detector;
+  rules::DetectorOptions detector;
   std::string webhook_url;  // "" disables alerts (and their enqueueing)
   std::chrono::milliseconds alert_timeout{10000};
   int alert_max_attempts = 8;
@@ -69,4 +69,4 @@ class HistoryWorker {
   std::optional<PeriodicTask> detect_;
 };
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

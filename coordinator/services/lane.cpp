@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <utility>
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 Lane::Lane(const std::string& name, int threads, int nice) : guard_(boost::asio::make_work_guard(ioc_)) {
   const int n = std::max(1, threads);
@@ -32,4 +32,4 @@ void Lane::join() {
 
 Lane::~Lane() { join(); }
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

@@ -13,7 +13,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 class Lane {
  public:
@@ -35,4 +35,4 @@ class Lane {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

@@ -5,7 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 struct LeaseSweeper::Counts {
   std::atomic<std::int64_t> sweeps{0}, expired{0};
@@ -36,4 +36,4 @@ void LeaseSweeper::stop() { task_.stop(); }
 std::int64_t LeaseSweeper::sweeps() const { return counts_->sweeps.load(); }
 std::int64_t LeaseSweeper::expired() const { return counts_->expired.load(); }
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

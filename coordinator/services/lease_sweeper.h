@@ -14,7 +14,7 @@
 #include "coordinator/services/periodic_task.h"
 #include "coordinator/store/agent_store.h"
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 class LeaseSweeper {
  public:
@@ -43,4 +43,4 @@ class LeaseSweeper {
   PeriodicTask task_;
 };
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

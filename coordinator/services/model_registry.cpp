@@ -5,13 +5,13 @@
 #include "common/model_definition.h"
 #include "coordinator/rules/tokens.h"
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 ModelRegistry::ModelRegistry(store::ModelStore& store, std::vector<std::string> path_roots)
     : store_(store), path_roots_(std::move(path_roots)) {}
 
 std::string ModelRegistry::digest_of(const nlohmann::json& definition) {
-  return std::string(kDigestPrefix) + auth::sha256_hex(definition.dump());
+  return std::string(kDigestPrefix) + rules::sha256_hex(definition.dump());
 }
 
 Result<int> ModelRegistry::start(const Catalog& shipped) {
@@ -59,4 +59,4 @@ Result<bool> ModelRegistry::remove(const std::string& id, bool retire) {
   return retired;
 }
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

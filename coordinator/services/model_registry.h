@@ -16,7 +16,7 @@
 #include "common/result.h"
 #include "coordinator/store/model_store.h"
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 class ModelRegistry {
  public:
@@ -52,4 +52,4 @@ class ModelRegistry {
   std::shared_ptr<const Catalog> catalog_ = std::make_shared<const Catalog>();
 };
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

@@ -16,7 +16,7 @@
 
 #include "coordinator/services/blocking.h"
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 namespace asio = boost::asio;
 using std::chrono::milliseconds;
@@ -141,4 +141,4 @@ std::function<void(milliseconds)> PeriodicTask::poker() const {
 
 std::int64_t PeriodicTask::steps() const { return state_->steps.load(); }
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

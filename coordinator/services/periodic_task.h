@@ -13,7 +13,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 class PeriodicTask {
  public:
@@ -50,4 +50,4 @@ class PeriodicTask {
   std::shared_ptr<State> state_;
 };
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

@@ -5,7 +5,7 @@
 #include "common/json_optional.h"
 #include "common/time_format.h"
 
-namespace benchfleet {
+namespace benchfleet::services {
 namespace {
 
 using nlohmann::json;
@@ -58,4 +58,4 @@ json regression_opened_event(const store::RegressionInfo& regression, std::int64
   return {{"event", "regression.opened"}, {"delivery_id", delivery_id}, {"regression", regression_json(regression)}};
 }
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

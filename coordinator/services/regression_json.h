@@ -9,7 +9,7 @@
 
 #include "coordinator/store/history_types.h"
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 // {"model","batch","mode","dtype","runtime","gpu","torch_build"}
 nlohmann::json series_key_json(const store::SeriesKey& key);
@@ -19,4 +19,4 @@ nlohmann::json regression_json(const store::RegressionInfo& regression);
 // The webhook body of a new regression: {"event": "regression.opened", "delivery_id", "regression"}.
 nlohmann::json regression_opened_event(const store::RegressionInfo& regression, std::int64_t delivery_id);
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

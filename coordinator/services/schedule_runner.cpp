@@ -11,7 +11,7 @@
 
 #include "common/matrix.h"
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 Result<TimestampMs> read_clock_file(const std::string& path) {
   std::ifstream in(path);
@@ -93,4 +93,4 @@ void ScheduleRunner::stop() { task_.stop(); }
 std::int64_t ScheduleRunner::checks() const { return state_->checks.load(); }
 std::int64_t ScheduleRunner::runs_created() const { return state_->runs_created.load(); }
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

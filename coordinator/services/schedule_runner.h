@@ -20,7 +20,7 @@
 #include "coordinator/services/work_signal.h"
 #include "coordinator/store/history_store.h"
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 // The time written in a clock file: one integer (ms since the epoch), surrounding blanks
 // allowed. Error{kInvalidArgument} naming the file when it cannot be read or holds anything else.
@@ -58,4 +58,4 @@ class ScheduleRunner {
   PeriodicTask task_;
 };
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

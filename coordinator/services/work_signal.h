@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace benchfleet {
+namespace benchfleet::services {
 
 class WorkSignal {
  public:
@@ -17,4 +17,4 @@ class WorkSignal {
   std::atomic<std::uint64_t> generation_{0};
 };
 
-}  // namespace benchfleet
+}  // namespace benchfleet::services

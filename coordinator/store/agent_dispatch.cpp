@@ -41,7 +41,7 @@ std::string capability_set(const std::vector<TorchBuildDescriptor>& builds) {
 
 }  // namespace
 
-Result<bool> AgentStore::mark_unsupported(const scheduler::SlotOffer& offer, std::size_t max_verdicts) {
+Result<bool> AgentStore::mark_unsupported(const rules::SlotOffer& offer, std::size_t max_verdicts) {
   // Candidates: queued jobs of this class and of a build/runtime the slot has, in a mode it lacks.
   // One seek of jobs_queued_cells per build/runtime, each row one verdict.
   std::map<std::pair<std::string, Runtime>, std::set<Mode>> offered;
@@ -66,7 +66,7 @@ Result<bool> AgentStore::mark_unsupported(const scheduler::SlotOffer& offer, std
     while (max_verdicts == 0 || verdicts.size() < max_verdicts) {
       BF_ASSIGN_OR_RETURN(bool row, q->step());
       if (!row) break;
-      if (auto reason = scheduler::unsupported_reason(offer, job_spec_at(*q, 2))) {
+      if (auto reason = rules::unsupported_reason(offer, job_spec_at(*q, 2))) {
         verdicts.emplace_back(q->int64(0), q->int64(1), std::move(*reason));
       }
     }
@@ -110,7 +110,7 @@ Result<bool> AgentStore::mark_unsupported_for_run_locked(const MatrixSpec& spec,
   }
   std::set<std::string> judged;
   for (const auto& agent : fleet) {
-    scheduler::SlotOffer offer;
+    rules::SlotOffer offer;
     for (const auto& b : agent.torch_builds) {
       if (!builds.contains(b.name)) continue;
       TorchBuildDescriptor relevant{b.name, b.version, {}};
@@ -131,8 +131,8 @@ Result<bool> AgentStore::mark_unsupported_for_run_locked(const MatrixSpec& spec,
   return false;
 }
 
-Result<std::optional<std::int64_t>> AgentStore::pick_candidate_locked(const scheduler::SlotOffer& offer) {
-  // scheduler::pick_job ranks groups this slot owns, then groups nobody owns, then the rest; each
+Result<std::optional<std::int64_t>> AgentStore::pick_candidate_locked(const rules::SlotOffer& offer) {
+  // rules::pick_job ranks groups this slot owns, then groups nobody owns, then the rest; each
   // tier is read only when the ones before it gave nothing. The slot's own groups are few (what
   // it started and has not finished): one seek of jobs_queued_owned. The other two tiers read one
   // row per (build, runtime, mode) the slot offers, an ordered seek of jobs_queued_unowned_cells
@@ -140,15 +140,15 @@ Result<std::optional<std::int64_t>> AgentStore::pick_candidate_locked(const sche
   // SQL's filter is can_run's. Before, each tier read the class's queue in priority order and
   // filtered it row by row: every lease read all the queued jobs ahead that the slot cannot run.
   const std::string columns = "SELECT j.id, j.priority, j.owner_agent_id, j.owner_slot, " + job_spec_columns("j");
-  std::vector<scheduler::Candidate> candidates;
+  std::vector<rules::Candidate> candidates;
   auto read = [&](Statement& q) -> Status {
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, q.step());
       if (!row) break;
-      scheduler::Candidate c;
+      rules::Candidate c;
       c.job_id = q.int64(0);
       c.priority = static_cast<int>(q.int64(1));
-      if (!q.is_null(2)) c.group_owner = scheduler::SlotRef{q.int64(2), q.text(3)};
+      if (!q.is_null(2)) c.group_owner = rules::SlotRef{q.int64(2), q.text(3)};
       c.spec = job_spec_at(q, 4);
       candidates.push_back(std::move(c));
     }
@@ -166,7 +166,7 @@ Result<std::optional<std::int64_t>> AgentStore::pick_candidate_locked(const sche
           std::to_string(kOwnedCandidates)));
   owned->bind(1, offer.agent_id).bind(2, offer.slot).bind(3, offer.gpu_class).bind(4, capability_set(offer.builds));
   BF_RETURN_IF_ERROR(read(*owned));
-  if (auto picked = scheduler::pick_job(offer, candidates)) return picked;
+  if (auto picked = rules::pick_job(offer, candidates)) return picked;
 
   const std::string per_cell =
       " WHERE j.status = 'queued' AND j.gpu_class = ?1 AND j.torch_build = ?2"
@@ -186,7 +186,7 @@ Result<std::optional<std::int64_t>> AgentStore::pick_candidate_locked(const sche
         }
       }
     }
-    if (auto picked = scheduler::pick_job(offer, candidates)) return picked;
+    if (auto picked = rules::pick_job(offer, candidates)) return picked;
   }
   return std::optional<std::int64_t>{};
 }

@@ -19,7 +19,7 @@ namespace benchfleet::store {
 
 Result<LeaseGrant> AgentStore::redeliver_locked(std::int64_t job_id) {
   LeaseGrant grant;
-  grant.expires_at = scheduler::lease_expiry(core_.clock.now_ms(), core_.options.lease_ttl_ms);
+  grant.expires_at = rules::lease_expiry(core_.clock.now_ms(), core_.options.lease_ttl_ms);
   {
     BF_ASSIGN_OR_RETURN(
         auto row,
@@ -83,7 +83,7 @@ Result<LeaseAnswer> AgentStore::lease(std::int64_t agent_id, const std::string& 
                                       const std::optional<std::string>& request_id) {
   return core_.group.run([&]() -> Result<LeaseAnswer> {
     BF_ASSIGN_OR_RETURN(AgentInfo agent, agent_info_locked(agent_id));
-    scheduler::SlotOffer offer{agent_id, slot, {}, agent.descriptor.torch_builds};
+    rules::SlotOffer offer{agent_id, slot, {}, agent.descriptor.torch_builds};
     bool slot_known = false;
     for (const auto& s : agent.descriptor.slots) {
       if (s.id == slot) {
@@ -155,8 +155,8 @@ Result<LeaseGrant> AgentStore::grant_locked(std::int64_t agent_id, const std::st
   const TimestampMs now = core_.clock.now_ms();
   LeaseGrant grant;
   grant.job_id = job_id;
-  grant.lease_id = auth::generate_lease_id();
-  grant.expires_at = scheduler::lease_expiry(now, core_.options.lease_ttl_ms);
+  grant.lease_id = rules::generate_lease_id();
+  grant.expires_at = rules::lease_expiry(now, core_.options.lease_ttl_ms);
   std::string group;
   {
     BF_ASSIGN_OR_RETURN(
@@ -201,7 +201,7 @@ Result<Renewal> AgentStore::renew_locked(std::int64_t agent_id, const LeaseRef& 
     BF_RETURN_IF_ERROR(core_.requeue_or_fail(lease.job_id, held->attempt, held->max_attempts, held->run_id, "expired"));
     return Renewal{LeaseState::kLost, 0};
   }
-  const TimestampMs expires = scheduler::lease_expiry(now, core_.options.lease_ttl_ms);
+  const TimestampMs expires = rules::lease_expiry(now, core_.options.lease_ttl_ms);
   BF_RETURN_IF_ERROR(
       core_.db->run("UPDATE jobs SET lease_expires_at = ?, updated_at = ?, lease_acked = 1,"
                     " status = CASE WHEN ? THEN 'running' ELSE status END WHERE id = ?",

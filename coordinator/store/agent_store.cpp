@@ -114,7 +114,7 @@ Result<std::int64_t> AgentStore::enroll_agent(const AgentDescriptor& d, const Ag
     std::set<std::string> judged;
     for (const auto& s : d.slots) {
       if (judged.insert(s.gpu_class).second) {
-        BF_RETURN_IF_ERROR(mark_unsupported(scheduler::SlotOffer{id, s.id, s.gpu_class, d.torch_builds}));
+        BF_RETURN_IF_ERROR(mark_unsupported(rules::SlotOffer{id, s.id, s.gpu_class, d.torch_builds}));
       }
     }
     return id;

@@ -30,7 +30,7 @@ class AgentStore {
   // ---- agents ------------------------------------------------------------------------------
   // Creates the agent, or updates the one with the same name (it keeps its id), and replaces
   // its credentials. Queued jobs whose build and runtime one of its slots has but not their mode
-  // become `unsupported` now (scheduler::unsupported_reason). Returns the agent id.
+  // become `unsupported` now (rules::unsupported_reason). Returns the agent id.
   // An enrolled name is taken over only when `claim` allows it: open, the caller proved it holds
   // that agent's token, or an operator approved it (approve_reenrolment; used up here). Else
   // kConflict, naming both ways.
@@ -121,10 +121,10 @@ class AgentStore {
   // Queued jobs this slot's builds declare unsupported get that verdict now (scheduler rule):
   // called for each slot class of an agent that enrols (its capabilities may have changed).
   // At most `max_verdicts` of them (0: all); returns whether more may remain (call again).
-  Result<bool> mark_unsupported(const scheduler::SlotOffer& offer, std::size_t max_verdicts = 0);
-  // The job `offer` should run next (scheduler::pick_job over the best queued job of each cell
+  Result<bool> mark_unsupported(const rules::SlotOffer& offer, std::size_t max_verdicts = 0);
+  // The job `offer` should run next (rules::pick_job over the best queued job of each cell
   // the slot can run, tier by tier), or nullopt when none fits.
-  Result<std::optional<std::int64_t>> pick_candidate_locked(const scheduler::SlotOffer& offer);
+  Result<std::optional<std::int64_t>> pick_candidate_locked(const rules::SlotOffer& offer);
   // lease, step one: what `slot` already holds is handed over again (returned), withdrawn
   // (draining), expired or released; see lease().
   Result<std::optional<LeaseGrant>> settle_slot_locked(const AgentInfo& agent, const std::string& slot,

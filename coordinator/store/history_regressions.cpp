@@ -49,8 +49,7 @@ RegressionInfo regression_at(const Statement& s) {
   r.key.runtime = parse_runtime(s.text(6)).value_or(Runtime::kLibtorch);
   r.key.gpu = s.text(7);
   r.key.torch_build = s.text(8);
-  r.direction =
-      s.text(9) == "improvement" ? history::ChangeDirection::kImprovement : history::ChangeDirection::kRegression;
+  r.direction = s.text(9) == "improvement" ? rules::ChangeDirection::kImprovement : rules::ChangeDirection::kRegression;
   r.state = parse_regression_state(s.text(10)).value_or(RegressionState::kOpen);
   r.before_median_ms = s.real(11);
   r.after_median_ms = s.real(12);
@@ -67,8 +66,8 @@ RegressionInfo regression_at(const Statement& s) {
   return r;
 }
 
-std::string_view direction_name(history::ChangeDirection d) {
-  return d == history::ChangeDirection::kRegression ? "regression" : "improvement";
+std::string_view direction_name(rules::ChangeDirection d) {
+  return d == rules::ChangeDirection::kRegression ? "regression" : "improvement";
 }
 
 // Whether set_regression_state may take a regression from `from` to `to` (a different state):

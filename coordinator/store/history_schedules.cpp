@@ -20,7 +20,7 @@ constexpr const char* kScheduleColumns =
 // The latest due time of `cron` that is <= `now`, walking from `first` (a due time <= now), and
 // how many due times before it were passed over. One next_after per due time passed: a schedule
 // due every minute and down for a year costs half a million steps (well under a second).
-std::pair<TimestampMs, std::int64_t> latest_due(const history::CronSchedule& cron, TimestampMs first, TimestampMs now) {
+std::pair<TimestampMs, std::int64_t> latest_due(const rules::CronSchedule& cron, TimestampMs first, TimestampMs now) {
   TimestampMs due = first;
   std::int64_t passed = 0;
   for (TimestampMs next = cron.next_after(due); next <= now; next = cron.next_after(due)) {
@@ -30,8 +30,8 @@ std::pair<TimestampMs, std::int64_t> latest_due(const history::CronSchedule& cro
   return {due, passed};
 }
 
-Result<history::CronSchedule> parse_stored_cron(std::int64_t schedule_id, const std::string& text) {
-  auto cron = history::CronSchedule::parse(text);
+Result<rules::CronSchedule> parse_stored_cron(std::int64_t schedule_id, const std::string& text) {
+  auto cron = rules::CronSchedule::parse(text);
   if (!cron.ok()) {
     return Error::internal("stored cron of schedule " + std::to_string(schedule_id) +
                            " is unreadable: " + cron.error().describe());
@@ -74,7 +74,7 @@ Result<ScheduleInfo> HistoryStore::schedule_info_locked(std::int64_t schedule_id
 }
 
 Result<ScheduleInfo> HistoryStore::create_schedule(const MatrixSpec& spec, const std::string& cron_text, bool enabled) {
-  BF_ASSIGN_OR_RETURN(const history::CronSchedule cron, history::CronSchedule::parse(cron_text));
+  BF_ASSIGN_OR_RETURN(const rules::CronSchedule cron, rules::CronSchedule::parse(cron_text));
   return core_.group.run([&]() -> Result<ScheduleInfo> {
     const TimestampMs now = core_.clock.now_ms();
     BF_RETURN_IF_ERROR(core_.db->run(
@@ -131,7 +131,7 @@ Result<ScheduleInfo> HistoryStore::set_schedule_enabled(std::int64_t schedule_id
       return schedule_info_locked(schedule_id);
     }
     // Resuming: the due times that passed while paused are skipped, and counted.
-    BF_ASSIGN_OR_RETURN(const history::CronSchedule cron, parse_stored_cron(schedule_id, info.cron));
+    BF_ASSIGN_OR_RETURN(const rules::CronSchedule cron, parse_stored_cron(schedule_id, info.cron));
     std::int64_t skipped = 0;
     if (info.next_due_at <= now) skipped = latest_due(cron, info.next_due_at, now).second + 1;
     BF_RETURN_IF_ERROR(core_.db->run(

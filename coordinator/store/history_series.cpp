@@ -93,8 +93,8 @@ double median_of(std::vector<double> values) {
   return (*std::max_element(values.begin(), mid) + upper) / 2;
 }
 
-std::string_view direction_name(history::ChangeDirection d) {
-  return d == history::ChangeDirection::kRegression ? "regression" : "improvement";
+std::string_view direction_name(rules::ChangeDirection d) {
+  return d == rules::ChangeDirection::kRegression ? "regression" : "improvement";
 }
 
 }  // namespace
@@ -135,7 +135,7 @@ Result<std::optional<std::pair<std::string, std::int64_t>>> HistoryStore::add_se
                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
   ins->bind(1, series_id).bind(2, p.result_id).bind(3, p.run_id).bind(4, to_string(p.status)).bind(5, p.median_ms);
   ins->bind(6, p.ci_low_ms).bind(7, p.ci_high_ms).bind(8, p.torch_version).bind(9, p.torch_git);
-  ins->bind(10, history::version_sort_key(p.torch_version.value_or(""))).bind(11, p.recorded_at).bind(12, p.flags);
+  ins->bind(10, rules::version_sort_key(p.torch_version.value_or(""))).bind(11, p.recorded_at).bind(12, p.flags);
   ins->bind(13, p.accuracy);
   BF_RETURN_IF_ERROR(ins->run());
   return uncached;
@@ -246,7 +246,7 @@ struct HistoryStore::DetectionRead {
 
 // A change the walk confirmed, and the points it starts at and follows.
 struct HistoryStore::FoundChange {
-  history::Change change;
+  rules::Change change;
   std::int64_t first_bad = 0;
   std::optional<std::int64_t> last_good;
 };
@@ -279,8 +279,8 @@ Result<std::map<std::int64_t, OrderKey>> unseen_points(Database& db, std::int64_
 }
 
 // A run's samples, parsed from its results' samples texts.
-history::RunSamples parse_run(const std::vector<std::string>& texts, const std::vector<double>& medians) {
-  history::RunSamples run;
+rules::RunSamples parse_run(const std::vector<std::string>& texts, const std::vector<double>& medians) {
+  rules::RunSamples run;
   run.median_ms = median_of(medians);
   for (const std::string& text : texts) {
     const auto samples = nlohmann::json::parse(text, nullptr, false);
@@ -295,18 +295,18 @@ history::RunSamples parse_run(const std::vector<std::string>& texts, const std::
 }  // namespace
 
 // The detector runs as if the unseen runs came one at a time: each is the tail once, against
-// the runs of the level before it (history::change_at_tail); a confirmed change starts the
+// the runs of the level before it (rules::change_at_tail); a confirmed change starts the
 // level at its first run. No lock held: `read` is this walk's own copy.
 std::vector<HistoryStore::FoundChange> HistoryStore::walk_detection(const DetectionRead& read,
-                                                                    const history::DetectorOptions& options) {
+                                                                    const rules::DetectorOptions& options) {
   std::vector<FoundChange> found;
   const std::ptrdiff_t window = options.baseline_runs + options.confirm_runs;
   std::ptrdiff_t level_begin = 0;
-  std::map<std::ptrdiff_t, history::RunSamples> parsed;  // the runs of the current window
+  std::map<std::ptrdiff_t, rules::RunSamples> parsed;  // the runs of the current window
   for (std::ptrdiff_t k = read.first_pending; k < read.stop; ++k) {
     const std::ptrdiff_t begin = std::max(level_begin, k + 1 - window);
     parsed.erase(parsed.begin(), parsed.lower_bound(begin));
-    std::vector<history::RunSamples> level;
+    std::vector<rules::RunSamples> level;
     for (std::ptrdiff_t i = begin; i <= k; ++i) {
       auto it = parsed.find(i);
       if (it == parsed.end()) {
@@ -315,7 +315,7 @@ std::vector<HistoryStore::FoundChange> HistoryStore::walk_detection(const Detect
       }
       level.push_back(it->second);
     }
-    const auto change = history::change_at_tail(level, options);
+    const auto change = rules::change_at_tail(level, options);
     if (!change) continue;
     const std::ptrdiff_t first = begin + static_cast<std::ptrdiff_t>(change->first_index);
     FoundChange f{*change, read.runs[static_cast<std::size_t>(first)].point_ids.front(), std::nullopt};
@@ -326,7 +326,7 @@ std::vector<HistoryStore::FoundChange> HistoryStore::walk_detection(const Detect
   return found;
 }
 
-Result<DetectionPass> HistoryStore::detect_changes(const history::DetectorOptions& options, bool enqueue_alerts,
+Result<DetectionPass> HistoryStore::detect_changes(const rules::DetectorOptions& options, bool enqueue_alerts,
                                                    int max_series) {
   DetectionPass pass;
   auto pending = core_.group.run([&]() -> Result<std::vector<std::int64_t>> {
@@ -368,7 +368,7 @@ Result<DetectionPass> HistoryStore::detect_changes(const history::DetectorOption
 }
 
 Result<HistoryStore::DetectionRead> HistoryStore::read_detection_locked(std::int64_t series_id,
-                                                                        const history::DetectorOptions& options) {
+                                                                        const rules::DetectorOptions& options) {
   DetectionRead read;
   // The current level: from the series' level start (its first point when no change was
   // confirmed yet) on, in series order.
@@ -453,7 +453,7 @@ Result<bool> HistoryStore::write_detection_locked(std::int64_t series_id, const 
 
   const TimestampMs now = core_.clock.now_ms();
   for (const FoundChange& f : found) {
-    const history::Change& change = f.change;
+    const rules::Change& change = f.change;
     BF_RETURN_IF_ERROR(core_.db->run(
         "INSERT INTO regressions (series_id, direction, state, first_bad_point, last_good_point, before_median_ms,"
         " after_median_ms, ratio, p_value, baseline_runs, confirm_runs, detected_at)"
@@ -462,7 +462,7 @@ Result<bool> HistoryStore::write_detection_locked(std::int64_t series_id, const 
         change.after_median_ms, change.ratio, change.p_value, change.baseline_runs, change.confirm_runs, now));
     const std::int64_t regression_id = core_.db->last_insert_rowid();
     BF_RETURN_IF_ERROR(core_.db->run("UPDATE series SET level_start = ? WHERE id = ?", f.first_bad, series_id));
-    if (enqueue_alerts && change.direction == history::ChangeDirection::kRegression) {
+    if (enqueue_alerts && change.direction == rules::ChangeDirection::kRegression) {
       // The outbox: the sender expands the body into the webhook's (regression_json) at send time.
       const std::string body = nlohmann::json{{"event", "regression.opened"}, {"regression_id", regression_id}}.dump();
       BF_RETURN_IF_ERROR(

@@ -31,7 +31,7 @@ class HistoryStore {
 
   // ---- schedules (history_schedules.cpp) ----------------------------------------------------
   // Stores a schedule; its first due time is cron's first after now. REQUIRES: `cron` parses
-  // (history::CronSchedule) and `spec` expands (the handler checked both).
+  // (rules::CronSchedule) and `spec` expands (the handler checked both).
   Result<ScheduleInfo> create_schedule(const MatrixSpec& spec, const std::string& cron, bool enabled);
   Result<std::vector<ScheduleInfo>> list_schedules();
   Result<ScheduleInfo> get_schedule(std::int64_t schedule_id);
@@ -75,15 +75,14 @@ class HistoryStore {
   // Runs the change detector over up to `max_series` series that have points it has not seen:
   // groups the points of the current level by run (a run's repetitions pool their samples),
   // reads the samples of the last baseline + confirm runs (result_samples), and stores a
-  // confirmed change (history::change_at_tail) as a regression or improvement, moving the
+  // confirmed change (rules::change_at_tail) as a regression or improvement, moving the
   // series' level start to it. For each new regression (direction regression) it enqueues a
   // webhook delivery when `enqueue_alerts`. Points of non-ok results are skipped by the detector
   // (they are shown, not tested). Per series: one operation reads, the samples are parsed and
   // tested without the lock, one operation writes if the series is still as read (else its
   // points stay unseen, and `more` is set); at most 16 runs of a series are judged per call
   // (the rest: `more`).
-  Result<DetectionPass> detect_changes(const history::DetectorOptions& options, bool enqueue_alerts,
-                                       int max_series = 64);
+  Result<DetectionPass> detect_changes(const rules::DetectorOptions& options, bool enqueue_alerts, int max_series = 64);
 
   // ---- regressions and alerts (history_regressions.cpp) -------------------------------------
   // Newest first, from the first before `before_id`, at most `limit`.
@@ -131,13 +130,13 @@ class HistoryStore {
   Result<RegressionInfo> regression_info_locked(std::int64_t regression_id);
   // detect_changes for one series, in three steps so that the samples are parsed and tested
   // outside the lock: read (an operation: the level's runs, the samples texts of the runs its
-  // windows hold, for up to a few runs per call), walk (no lock: history::change_at_tail run by
+  // windows hold, for up to a few runs per call), walk (no lock: rules::change_at_tail run by
   // run), write (an operation: if the series is still as read, its changes, alerts, level start
   // and the points judged seen; else nothing, and the next call walks it again).
   struct DetectionRead;
   struct FoundChange;
-  Result<DetectionRead> read_detection_locked(std::int64_t series_id, const history::DetectorOptions& options);
-  static std::vector<FoundChange> walk_detection(const DetectionRead& read, const history::DetectorOptions& options);
+  Result<DetectionRead> read_detection_locked(std::int64_t series_id, const rules::DetectorOptions& options);
+  static std::vector<FoundChange> walk_detection(const DetectionRead& read, const rules::DetectorOptions& options);
   // Whether the series was still as read (false: nothing written).
   Result<bool> write_detection_locked(std::int64_t series_id, const DetectionRead& read,
                                       const std::vector<FoundChange>& found, bool enqueue_alerts,

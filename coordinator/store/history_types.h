@@ -22,7 +22,7 @@ struct ScheduleInfo {
   std::int64_t id = 0;
   std::string name;  // the matrix's name
   MatrixSpec spec;
-  std::string cron;  // history::CronSchedule text
+  std::string cron;  // rules::CronSchedule text
   bool enabled = true;
   TimestampMs created_at = 0;
   TimestampMs updated_at = 0;
@@ -105,12 +105,12 @@ struct PointRef {
   std::optional<double> median_ms;
 };
 
-// A change the detector confirmed (history::Change as stored).
+// A change the detector confirmed (rules::Change as stored).
 struct RegressionInfo {
   std::int64_t id = 0;
   std::int64_t series_id = 0;
   SeriesKey key;
-  history::ChangeDirection direction = history::ChangeDirection::kRegression;
+  rules::ChangeDirection direction = rules::ChangeDirection::kRegression;
   RegressionState state = RegressionState::kOpen;
   PointRef first_bad;                 // the first run of the new level
   std::optional<PointRef> last_good;  // the last run before it (the range to bisect)
@@ -122,8 +122,8 @@ struct RegressionInfo {
 };
 
 struct RegressionFilter {
-  std::optional<RegressionState> state;               // nullopt: any
-  std::optional<history::ChangeDirection> direction;  // nullopt: any
+  std::optional<RegressionState> state;             // nullopt: any
+  std::optional<rules::ChangeDirection> direction;  // nullopt: any
   std::optional<std::int64_t> series_id;
 };
 

@@ -44,7 +44,7 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
   // The digest covers the whole result; the row's body leaves the samples out: they go to
   // result_samples, which listings never read.
   nlohmann::json body_json = result;
-  const std::string digest = auth::sha256_hex(body_json.dump());
+  const std::string digest = rules::sha256_hex(body_json.dump());
   const std::string samples = body_json["samples_ms"].dump();
   body_json.erase("samples_ms");
   const std::string body = body_json.dump();

@@ -55,7 +55,7 @@ class ResultStore {
   Result<ResultRow> get_result(std::int64_t result_id, bool with_samples = true);
   // One entry per job of the run, with its result when there is one (for reports), including
   // the torch version the result recorded (results.torch_version, from its fingerprint).
-  Result<std::vector<report::CellResult>> report_cells(std::int64_t run_id);
+  Result<std::vector<rules::CellResult>> report_cells(std::int64_t run_id);
 
  private:
   StoreCore& core_;

@@ -200,8 +200,7 @@ Result<RunInfo> RunStore::run_info_locked(std::int64_t run_id) {
     if (!row) break;
     info.results_by_status[result_status_at(*r, 0)] = r->int64(1);
   }
-  info.state =
-      std::string(scheduler::to_string(scheduler::run_state(info.jobs_by_status, info.cancelled_at.has_value())));
+  info.state = std::string(rules::to_string(rules::run_state(info.jobs_by_status, info.cancelled_at.has_value())));
   return info;
 }
 

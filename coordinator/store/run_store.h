@@ -50,9 +50,9 @@ class RunStore {
   // kNotFound when the run does not exist.
   Result<Page<JobRow>> list_jobs(std::int64_t run_id, std::optional<std::int64_t> after_id, int limit);
   // The run's jobs by (build, runtime, mode): how many are queued, the durations of the finished
-  // ones, and how long each running one has run, for eta::seconds_left. Two queries over the
+  // ones, and how long each running one has run, for rules::seconds_left. Two queries over the
   // run's jobs (jobs_run_status); no row per job but the running ones.
-  Result<std::vector<eta::ModeTimes>> mode_times(std::int64_t run_id);
+  Result<std::vector<rules::ModeTimes>> mode_times(std::int64_t run_id);
 
   // The queue by (GPU class, torch build): queued jobs, and leased + running ones; a row per
   // pair with either, ordered by GPU class, then build. Done, failed and cancelled jobs are not

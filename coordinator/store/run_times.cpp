@@ -8,12 +8,12 @@
 
 namespace benchfleet::store {
 
-Result<std::vector<eta::ModeTimes>> RunStore::mode_times(std::int64_t run_id) {
-  return core_.group.run([&]() -> Result<std::vector<eta::ModeTimes>> {
+Result<std::vector<rules::ModeTimes>> RunStore::mode_times(std::int64_t run_id) {
+  return core_.group.run([&]() -> Result<std::vector<rules::ModeTimes>> {
     const TimestampMs now = core_.clock.now_ms();
-    std::map<std::tuple<std::string, std::string, std::string>, eta::ModeTimes> groups;
-    const auto group = [&](const Statement& s) -> eta::ModeTimes& {
-      eta::ModeTimes& g = groups[{s.text(0), s.text(1), s.text(2)}];
+    std::map<std::tuple<std::string, std::string, std::string>, rules::ModeTimes> groups;
+    const auto group = [&](const Statement& s) -> rules::ModeTimes& {
+      rules::ModeTimes& g = groups[{s.text(0), s.text(1), s.text(2)}];
       g.build = s.text(0);
       g.runtime = parse_runtime(s.text(1)).value_or(Runtime::kLibtorch);
       g.mode = parse_mode(s.text(2)).value_or(Mode::kEager);
@@ -31,7 +31,7 @@ Result<std::vector<eta::ModeTimes>> RunStore::mode_times(std::int64_t run_id) {
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, counts->step());
       if (!row) break;
-      eta::ModeTimes& g = group(*counts);
+      rules::ModeTimes& g = group(*counts);
       g.queued = static_cast<int>(counts->int64(3));
       g.timed = static_cast<int>(counts->int64(4));
       g.timed_ms = counts->real(5);
@@ -46,7 +46,7 @@ Result<std::vector<eta::ModeTimes>> RunStore::mode_times(std::int64_t run_id) {
       group(*running).running_elapsed_ms.push_back(
           static_cast<double>(std::max<TimestampMs>(0, now - running->int64(3))));
     }
-    std::vector<eta::ModeTimes> out;
+    std::vector<rules::ModeTimes> out;
     out.reserve(groups.size());
     for (auto& [key, g] : groups) out.push_back(std::move(g));
     return out;

@@ -31,7 +31,7 @@ struct RunInfo {
   std::optional<TimestampMs> finished_at;
   std::map<JobStatus, std::int64_t> jobs_by_status;
   std::map<ResultStatus, std::int64_t> results_by_status;
-  std::string state;  // scheduler::RunState name
+  std::string state;  // rules::RunState name
 };
 
 struct CancelOutcome {

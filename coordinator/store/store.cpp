@@ -58,7 +58,7 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Cl
   while (true) {
     BF_ASSIGN_OR_RETURN(bool row, select->step());
     if (!row) break;
-    const TimestampMs extended = scheduler::expiry_after_restart(select->int64(1), now, options.restart_grace_ms);
+    const TimestampMs extended = rules::expiry_after_restart(select->int64(1), now, options.restart_grace_ms);
     if (extended != select->int64(1)) updates.emplace_back(select->int64(0), extended);
   }
   for (const auto& [job_id, expires] : updates) {

@@ -67,7 +67,7 @@ Result<std::int64_t> StoreCore::mark_implied_oom(std::int64_t run_id, std::int64
       " WHERE j.run_id = ?1 AND j.model = ?2 AND j.mode = ?3 AND j.torch_build = ?4"
       " AND j.gpu_class = ?5 AND j.runtime = ?6 AND j.dtype = ?7";
 
-  std::vector<scheduler::QueuedJob> queued;
+  std::vector<rules::QueuedJob> queued;
   BF_ASSIGN_OR_RETURN(
       auto q, db->prepare("SELECT j.id, " + job_spec_columns("j") + " FROM jobs j INDEXED BY jobs_cells" + same_cell +
                           " AND j.status = 'queued'"));
@@ -91,7 +91,7 @@ Result<std::int64_t> StoreCore::mark_implied_oom(std::int64_t run_id, std::int64
   }
 
   const TimestampMs now = clock.now_ms();
-  const auto implied = scheduler::implied_oom(queued, oomed);
+  const auto implied = rules::implied_oom(queued, oomed);
   for (const auto& [job_id, batch] : implied) {
     BF_RETURN_IF_ERROR(db->run(
         "UPDATE jobs SET status = 'done', finished_at = ?1, updated_at = ?1 WHERE id = ?2 AND status = 'queued'", now,
@@ -150,7 +150,7 @@ Status StoreCore::requeue_or_fail(std::int64_t job_id, int attempt, int max_atte
                                   std::string_view outcome) {
   const TimestampMs now = clock.now_ms();
   BF_RETURN_IF_ERROR(end_attempt(job_id, attempt, outcome));
-  const bool fail = scheduler::on_lease_expired(attempt, max_attempts) == scheduler::ExpiryAction::kFail;
+  const bool fail = rules::on_lease_expired(attempt, max_attempts) == rules::ExpiryAction::kFail;
   BF_RETURN_IF_ERROR(
       db->run("UPDATE jobs SET status = ?, finished_at = ?, updated_at = ?, lease_id = NULL, lease_agent_id = NULL,"
               " lease_slot = NULL, lease_expires_at = NULL, lease_request_id = NULL WHERE id = ?",

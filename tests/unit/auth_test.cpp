@@ -4,7 +4,7 @@
 
 #include <set>
 
-namespace benchfleet::auth {
+namespace benchfleet::rules {
 namespace {
 
 TEST(Auth, BearerTokenParsing) {
@@ -39,4 +39,4 @@ TEST(Auth, SaltedHashesDifferPerSaltAndMatchKnownDigest) {
 }
 
 }  // namespace
-}  // namespace benchfleet::auth
+}  // namespace benchfleet::rules

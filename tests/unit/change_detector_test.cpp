@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-namespace benchfleet::history {
+namespace benchfleet::rules {
 namespace {
 
 // ---- Mann-Whitney U ---------------------------------------------------------------------------
@@ -367,4 +367,4 @@ TEST(ChangeDetector, OutOfRangeOptionsAreClamped) {
 }
 
 }  // namespace
-}  // namespace benchfleet::history
+}  // namespace benchfleet::rules

@@ -67,23 +67,10 @@ TEST(Progress, PlainLineAndSummary) {
   EXPECT_EQ(render_summary(done, 133), "run 7 done after 2m13s: 6/6 jobs (ok 5 · oom 1)");
 }
 
-TEST(Progress, EtaFromTheObservedRate) {
-  EtaEstimator eta;
-  eta.observe(100.0, 4);
-  EXPECT_FALSE(eta.eta_s(20).has_value());  // nothing finished while watching yet
-  eta.observe(110.0, 4);
-  EXPECT_FALSE(eta.eta_s(20).has_value());
-  eta.observe(120.0, 8);  // 4 jobs in 20 s -> 12 left take 60 s
-  ASSERT_TRUE(eta.eta_s(20).has_value());
-  EXPECT_DOUBLE_EQ(*eta.eta_s(20), 60.0);
-  eta.observe(125.0, 8);  // no change: the estimate stays anchored at the last change
-  EXPECT_DOUBLE_EQ(*eta.eta_s(20), 60.0);
-}
-
 TEST(Progress, TheCoordinatorsEtaIsTakenWhenItGivesOne) {
   EXPECT_DOUBLE_EQ(*coordinator_eta_s(nlohmann::json{{"eta_s", 42.5}}), 42.5);
   EXPECT_FALSE(coordinator_eta_s(nlohmann::json{{"eta_s", nullptr}}).has_value()) << "no basis yet";
-  EXPECT_FALSE(coordinator_eta_s(nlohmann::json::object()).has_value()) << "an older coordinator";
+  EXPECT_FALSE(coordinator_eta_s(nlohmann::json::object()).has_value()) << "none given";
   EXPECT_FALSE(coordinator_eta_s(nlohmann::json{{"eta_s", -1}}).has_value());
   EXPECT_FALSE(coordinator_eta_s(nlohmann::json{{"eta_s", "soon"}}).has_value());
 }

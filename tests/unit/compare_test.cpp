@@ -215,12 +215,12 @@ TEST(ChangeRule, SimulatedComparisonsOfManyCellsHoldTheFalseDiscoveryRate) {
   EXPECT_GT(found, kTrials * kCells * 80 / 100);
 }
 
-using report::cases::job;
-using report::cases::ok;
+using rules::cases::job;
+using rules::cases::ok;
 
-report::ReportInput run_of(std::int64_t id, const std::vector<double>& resnet_ms, double squeezenet_ms,
-                           const std::string& torch = "2.14.1", bool with_b4 = false) {
-  report::ReportInput in;
+rules::ReportInput run_of(std::int64_t id, const std::vector<double>& resnet_ms, double squeezenet_ms,
+                          const std::string& torch = "2.14.1", bool with_b4 = false) {
+  rules::ReportInput in;
   in.run_id = id;
   in.run_name = "aa";
   in.matrix.name = "aa";
@@ -231,7 +231,7 @@ report::ReportInput run_of(std::int64_t id, const std::vector<double>& resnet_ms
   in.matrix.gpus = {"cpu"};
   in.matrix.runtimes = {Runtime::kPython};
   in.matrix.repetitions = static_cast<int>(resnet_ms.size());
-  in.stat = report::Stat::kMedian;
+  in.stat = rules::Stat::kMedian;
   in.labels = {{"torchvision/resnet18", "ResNet-18"}, {"torchvision/squeezenet1_1", "SqueezeNet 1.1"}};
   const std::string fp = R"({"cpu_model":"AMD EPYC","cpu_threads":2,"high_load":false})";
   for (std::size_t r = 0; r < resnet_ms.size(); ++r) {
@@ -253,8 +253,8 @@ report::ReportInput run_of(std::int64_t id, const std::vector<double>& resnet_ms
 }
 
 TEST(Compare, AnAaOfOneBuildSaysSoAndCallsTheIssuesRatioNoChange) {
-  const auto ra = report::build_report(run_of(1, {46.138}, 5.2));
-  const auto rb = report::build_report(run_of(4, {31.075}, 4.6));
+  const auto ra = rules::build_report(run_of(1, {46.138}, 5.2));
+  const auto rb = rules::build_report(run_of(4, {31.075}, 4.6));
   const auto c = rules::compare_reports({&ra, "unstable"}, {&rb, "unstable"});
   ASSERT_EQ(c.cells.size(), 2u);
   EXPECT_TRUE(c.aa) << c.aa_text;
@@ -263,13 +263,13 @@ TEST(Compare, AnAaOfOneBuildSaysSoAndCallsTheIssuesRatioNoChange) {
   for (const auto& x : c.cells) EXPECT_EQ(x.change.verdict, "same") << x.label << ": " << x.change.why;
   EXPECT_EQ(c.cells[0].change.noise, "floor");
   // Other torch versions: not an A/A.
-  const auto rc = report::build_report(run_of(5, {31.075}, 4.6, "2.6.0"));
+  const auto rc = rules::build_report(run_of(5, {31.075}, 4.6, "2.6.0"));
   EXPECT_FALSE(rules::compare_reports({&ra, "unstable"}, {&rc, "unstable"}).aa);
 }
 
 TEST(Compare, RepetitionsDecideWhereBothSidesHaveThem) {
-  const auto ra = report::build_report(run_of(1, {40.0, 40.5, 39.8, 40.2}, 5));
-  const auto rb = report::build_report(run_of(2, {44.1, 44.6, 43.9, 44.3}, 5));
+  const auto ra = rules::build_report(run_of(1, {40.0, 40.5, 39.8, 40.2}, 5));
+  const auto rb = rules::build_report(run_of(2, {44.1, 44.6, 43.9, 44.3}, 5));
   const auto c = rules::compare_reports({&ra, "unstable"}, {&rb, "unstable"});
   const auto& resnet = c.cells.at(0);
   EXPECT_EQ(resnet.label, "ResNet-18");
@@ -282,9 +282,9 @@ TEST(Compare, RepetitionsDecideWhereBothSidesHaveThem) {
 
 // 3 models x 4 batch sizes, each cell `reps` fresh processes drawn at this VM's spread (a log sd
 // of 0.12 a process: 6 processes span about 35%), `scale` times a base latency.
-report::ReportInput noisy_run(std::int64_t id, double scale, int reps, std::mt19937_64& rng) {
+rules::ReportInput noisy_run(std::int64_t id, double scale, int reps, std::mt19937_64& rng) {
   std::normal_distribution<double> noise(0, 0.12);
-  report::ReportInput in;
+  rules::ReportInput in;
   in.run_id = id;
   in.run_name = "noisy";
   in.matrix.name = "noisy";
@@ -295,7 +295,7 @@ report::ReportInput noisy_run(std::int64_t id, double scale, int reps, std::mt19
   in.matrix.gpus = {"cpu"};
   in.matrix.runtimes = {Runtime::kPython};
   in.matrix.repetitions = reps;
-  in.stat = report::Stat::kMedian;
+  in.stat = rules::Stat::kMedian;
   std::int64_t result_id = 1;
   for (const auto& model : in.matrix.models) {
     for (int batch : in.matrix.batch_sizes) {
@@ -319,9 +319,9 @@ TEST(Compare, ABuildSlowerInEveryCellIsFoundOverallWhereNoCellIsFoundAlone) {
   constexpr int kTrials = 100;
   int found = 0, aa_called = 0, cells_found = 0;
   for (int t = 0; t < kTrials; ++t) {
-    const auto a = report::build_report(noisy_run(1, 1.0, 6, rng));
-    const auto slow = report::build_report(noisy_run(2, 1.1, 6, rng));
-    const auto same = report::build_report(noisy_run(3, 1.0, 6, rng));
+    const auto a = rules::build_report(noisy_run(1, 1.0, 6, rng));
+    const auto slow = rules::build_report(noisy_run(2, 1.1, 6, rng));
+    const auto same = rules::build_report(noisy_run(3, 1.0, 6, rng));
     const auto c = rules::compare_reports({&a, "unstable"}, {&slow, "unstable"});
     ASSERT_TRUE(c.overall.has_value());
     EXPECT_EQ(c.overall->cells, 12);
@@ -333,20 +333,20 @@ TEST(Compare, ABuildSlowerInEveryCellIsFoundOverallWhereNoCellIsFoundAlone) {
   EXPECT_LT(aa_called, kTrials * 8 / 100);
   EXPECT_LT(cells_found, kTrials * 12 / 10) << "cell by cell, about one in ten comparisons finds a cell";
   // The gate reads it: 20% slower everywhere is beyond 5%, not beyond 50%.
-  const auto base = report::build_report(noisy_run(6, 1.0, 6, rng));
-  const auto slower = report::build_report(noisy_run(7, 1.2, 6, rng));
+  const auto base = rules::build_report(noisy_run(6, 1.0, 6, rng));
+  const auto slower = rules::build_report(noisy_run(7, 1.2, 6, rng));
   const auto gate = rules::compare_reports({&base, "unstable"}, {&slower, "unstable"});
   EXPECT_TRUE(rules::overall_slowdown(gate, 5)) << gate.overall->why;
   EXPECT_FALSE(rules::overall_slowdown(gate, 50));
   // One process a cell: no overall verdict (two runs' machine state moves every cell together).
-  const auto a1 = report::build_report(noisy_run(4, 1.0, 1, rng));
-  const auto b1 = report::build_report(noisy_run(5, 1.1, 1, rng));
+  const auto a1 = rules::build_report(noisy_run(4, 1.0, 1, rng));
+  const auto b1 = rules::build_report(noisy_run(5, 1.1, 1, rng));
   EXPECT_FALSE(rules::compare_reports({&a1, "unstable"}, {&b1, "unstable"}).overall.has_value());
 }
 
 TEST(Compare, CellsWithoutACounterpartAreCountedAndSaid) {
-  const auto ra = report::build_report(run_of(1, {40}, 5, "2.14.1", /*with_b4=*/true));
-  const auto rb = report::build_report(run_of(2, {40}, 5));
+  const auto ra = rules::build_report(run_of(1, {40}, 5, "2.14.1", /*with_b4=*/true));
+  const auto rb = rules::build_report(run_of(2, {40}, 5));
   const auto c = rules::compare_reports({&ra, "unstable"}, {&rb, "unstable"});
   EXPECT_EQ(c.expected, 3);
   EXPECT_EQ(c.cells.size(), 2u);
@@ -361,8 +361,8 @@ TEST(Compare, CellsWithoutACounterpartAreCountedAndSaid) {
 }
 
 TEST(Compare, RenderersNameTheStatisticTheNoiseAndTheCoverage) {
-  const auto ra = report::build_report(run_of(1, {46.138}, 5.2, "2.14.1", true));
-  const auto rb = report::build_report(run_of(4, {31.075}, 4.6));
+  const auto ra = rules::build_report(run_of(1, {46.138}, 5.2, "2.14.1", true));
+  const auto rb = rules::build_report(run_of(4, {31.075}, 4.6));
   const auto c = rules::compare_reports({&ra, "unstable"}, {&rb, "unstable"});
   const std::string md = report::render_comparison_markdown(c);
   EXPECT_NE(md.find("(median latency in ms; A/B above 1: B is faster)"), std::string::npos) << md;

@@ -10,39 +10,40 @@
 namespace benchfleet {
 namespace {
 
-Result<ConfigParse> parse(std::vector<std::string> args) {
+Result<config::ConfigParse> parse(std::vector<std::string> args) {
   args.insert(args.begin(), "benchfleet-coordinator");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
-  return parse_coordinator_config(static_cast<int>(argv.size()), argv.data());
+  return config::parse_coordinator_config(static_cast<int>(argv.size()), argv.data());
 }
 
 TEST(CoordinatorConfig, YamlSetsOptionsAndNamesBadKeys) {
-  CoordinatorConfig c;
-  ASSERT_TRUE(apply_yaml_config("lease_ttl_s: 90\npublic_reads: false\nlisten: 0.0.0.0:9000\n", "c.yaml", c).ok());
+  config::CoordinatorConfig c;
+  ASSERT_TRUE(
+      config::apply_yaml_config("lease_ttl_s: 90\npublic_reads: false\nlisten: 0.0.0.0:9000\n", "c.yaml", c).ok());
   EXPECT_EQ(c.lease_ttl_s, 90);
   EXPECT_FALSE(c.public_reads);
   EXPECT_EQ(c.listen, "0.0.0.0:9000");
 
-  auto unknown = apply_yaml_config("lease_ttl: 90\n", "c.yaml", c);
+  auto unknown = config::apply_yaml_config("lease_ttl: 90\n", "c.yaml", c);
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().field, "lease_ttl");
   EXPECT_NE(unknown.error().message.find("c.yaml"), std::string::npos);
 
-  auto wrong_type = apply_yaml_config("max_attempts: many\n", "c.yaml", c);
+  auto wrong_type = config::apply_yaml_config("max_attempts: many\n", "c.yaml", c);
   ASSERT_FALSE(wrong_type.ok());
   EXPECT_EQ(wrong_type.error().field, "max_attempts");
 
-  EXPECT_FALSE(apply_yaml_config("[1, 2]", "c.yaml", c).ok());
-  EXPECT_FALSE(apply_yaml_config("a: [", "c.yaml", c).ok());
+  EXPECT_FALSE(config::apply_yaml_config("[1, 2]", "c.yaml", c).ok());
+  EXPECT_FALSE(config::apply_yaml_config("a: [", "c.yaml", c).ok());
 }
 
 TEST(CoordinatorConfig, ValidationNamesTheOption) {
-  CoordinatorConfig c;
+  config::CoordinatorConfig c;
   EXPECT_TRUE(validate(c).ok());
   c.heartbeat_interval_s = c.lease_ttl_s;
   EXPECT_EQ(validate(c).error().field, "heartbeat_interval_s");
-  c = CoordinatorConfig{};
+  c = config::CoordinatorConfig{};
   c.max_attempts = 0;
   EXPECT_EQ(validate(c).error().field, "max_attempts");
 }
@@ -153,11 +154,11 @@ TEST(CoordinatorConfig, AgentsFirstLanesBudgetsAndListenerAreOptions) {
 
 TEST(CoordinatorConfig, WebRootDefaultsToTheAssembledDashboardAndEmptyDisablesIt) {
   // A build-tree binary (this test) serves the build tree's web/.
-  EXPECT_EQ(CoordinatorConfig{}.web_root, default_web_root());
-  EXPECT_TRUE(default_web_root().ends_with("/web")) << default_web_root();
+  EXPECT_EQ(config::CoordinatorConfig{}.web_root, config::default_web_root());
+  EXPECT_TRUE(config::default_web_root().ends_with("/web")) << config::default_web_root();
   auto defaults = parse({});
   ASSERT_TRUE(defaults.ok()) << defaults.error().describe();
-  EXPECT_EQ(defaults->config.web_root, default_web_root());
+  EXPECT_EQ(defaults->config.web_root, config::default_web_root());
 
   auto flag = parse({"--web-root", "/srv/dashboard"});
   ASSERT_TRUE(flag.ok()) << flag.error().describe();
@@ -172,8 +173,8 @@ TEST(CoordinatorConfig, WebRootDefaultsToTheAssembledDashboardAndEmptyDisablesIt
   ASSERT_TRUE(env.ok()) << env.error().describe();
   EXPECT_EQ(env->config.web_root, "/srv/from-env");
 
-  CoordinatorConfig c;
-  ASSERT_TRUE(apply_yaml_config("web_root: \"\"\n", "c.yaml", c).ok());
+  config::CoordinatorConfig c;
+  ASSERT_TRUE(config::apply_yaml_config("web_root: \"\"\n", "c.yaml", c).ok());
   EXPECT_EQ(c.web_root, "");
 }
 
@@ -200,7 +201,7 @@ TEST(CoordinatorConfig, HistoryOptionsHaveFlagsYamlAndEnvironmentAndAreValidated
                     "--alert-backoff-max-ms",     "80"});
   ::unsetenv("BENCHFLEET_DETECT_ALPHA");
   ASSERT_TRUE(set.ok()) << set.error().describe();
-  const CoordinatorConfig& c = set->config;
+  const config::CoordinatorConfig& c = set->config;
   EXPECT_EQ(c.schedule_check_ms, 50);
   EXPECT_EQ(c.detect_interval_ms, 20);
   EXPECT_DOUBLE_EQ(c.detect_min_effect, 0.1);
@@ -214,8 +215,9 @@ TEST(CoordinatorConfig, HistoryOptionsHaveFlagsYamlAndEnvironmentAndAreValidated
   EXPECT_EQ(c.alert_backoff_initial_ms, 10);
   EXPECT_EQ(c.alert_backoff_max_ms, 80);
 
-  CoordinatorConfig y;
-  ASSERT_TRUE(apply_yaml_config("detect_alpha: 0.005\nalert_webhook_url: http://hooks:80/\n", "c.yaml", y).ok());
+  config::CoordinatorConfig y;
+  ASSERT_TRUE(
+      config::apply_yaml_config("detect_alpha: 0.005\nalert_webhook_url: http://hooks:80/\n", "c.yaml", y).ok());
   EXPECT_DOUBLE_EQ(y.detect_alpha, 0.005);
   EXPECT_EQ(y.alert_webhook_url, "http://hooks:80/");
 

@@ -13,7 +13,7 @@
 
 #include "common/time_format.h"
 
-namespace benchfleet::history {
+namespace benchfleet::rules {
 namespace {
 
 using ::testing::HasSubstr;
@@ -260,4 +260,4 @@ TEST(Cron, AgreesWithACalendarScanOnRandomExpressions) {
 }
 
 }  // namespace
-}  // namespace benchfleet::history
+}  // namespace benchfleet::rules

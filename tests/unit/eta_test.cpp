@@ -5,7 +5,7 @@
 
 #include <vector>
 
-namespace benchfleet::eta {
+namespace benchfleet::rules {
 namespace {
 
 ModeTimes mode(Mode m, int queued, int timed, double timed_ms, std::vector<double> running = {},
@@ -68,4 +68,4 @@ TEST(Eta, SharedByTheJobsRunningAtOnce) {
 TEST(Eta, NothingLeftIsZero) { EXPECT_DOUBLE_EQ(*seconds_left({mode(Mode::kEager, 0, 3, 30'000)}), 0); }
 
 }  // namespace
-}  // namespace benchfleet::eta
+}  // namespace benchfleet::rules

@@ -83,14 +83,14 @@ TEST(FingerprintDiff, ASideMeasuredUnderHighLoadIsWarnedAbout) {
 }
 
 TEST(FingerprintDiff, AReportOfTwoBuildsOnUnequalThreadsWarnsAndEqualOnesDoNot) {
-  using namespace report::cases;  // NOLINT(google-build-using-namespace): the report inputs
-  report::ReportInput in = seeds_like();
+  using namespace rules::cases;  // NOLINT(google-build-using-namespace): the report inputs
+  rules::ReportInput in = seeds_like();
   in.matrix.torch_builds = {"stable", "debian12"};
   in.cells = {ok(job(kVit, 1, Mode::kEager, "a100", "stable"), 10, 10, 1),
               ok(job(kVit, 1, Mode::kEager, "a100", "debian12"), 15, 15, 2)};
   in.cells[0].fingerprint = fp(2);
   in.cells[1].fingerprint = fp(1);
-  report::Report r = report::build_report(in);
+  rules::Report r = rules::build_report(in);
   EXPECT_EQ(r.tables[0].fingerprint_warnings, (std::vector<std::string>{"cpu_threads: stable 2; debian12 1"}));
   EXPECT_EQ(r.tables[0].columns[0].fingerprints, (std::vector<std::string>{fp(2)}));
   EXPECT_NE(report::render_markdown(r).find("⚠ The builds compared here differ in what changes speed, not only in "
@@ -102,7 +102,7 @@ TEST(FingerprintDiff, AReportOfTwoBuildsOnUnequalThreadsWarnsAndEqualOnesDoNot) 
   EXPECT_EQ(j["tables"][0]["columns"][0]["fingerprints"][0]["cpu_threads"], 2);
 
   in.cells[1].fingerprint = fp(2);
-  r = report::build_report(in);
+  r = rules::build_report(in);
   EXPECT_TRUE(r.tables[0].fingerprint_warnings.empty());
   EXPECT_EQ(report::render_markdown(r).find("⚠"), std::string::npos);
 }

@@ -24,21 +24,21 @@ namespace benchfleet {
 namespace {
 
 TEST(AlertRetry, DoublesFromTheInitialDelayCapsAtTheMaxAndGivesUpAfterMaxAttempts) {
-  HistoryWorkerOptions o;
+  services::HistoryWorkerOptions o;
   o.alert_backoff_initial = std::chrono::milliseconds(100);
   o.alert_backoff_max = std::chrono::milliseconds(1000);
   o.alert_max_attempts = 6;
   const TimestampMs now = 1'000'000;
-  EXPECT_EQ(alert_retry_at(now, 1, o), now + 100);
-  EXPECT_EQ(alert_retry_at(now, 2, o), now + 200);
-  EXPECT_EQ(alert_retry_at(now, 3, o), now + 400);
-  EXPECT_EQ(alert_retry_at(now, 4, o), now + 800);
-  EXPECT_EQ(alert_retry_at(now, 5, o), now + 1000);
-  EXPECT_EQ(alert_retry_at(now, 6, o), std::nullopt);
+  EXPECT_EQ(services::alert_retry_at(now, 1, o), now + 100);
+  EXPECT_EQ(services::alert_retry_at(now, 2, o), now + 200);
+  EXPECT_EQ(services::alert_retry_at(now, 3, o), now + 400);
+  EXPECT_EQ(services::alert_retry_at(now, 4, o), now + 800);
+  EXPECT_EQ(services::alert_retry_at(now, 5, o), now + 1000);
+  EXPECT_EQ(services::alert_retry_at(now, 6, o), std::nullopt);
   o.alert_max_attempts = 100;
-  EXPECT_EQ(alert_retry_at(now, 90, o), now + 1000) << "no overflow on many attempts";
+  EXPECT_EQ(services::alert_retry_at(now, 90, o), now + 1000) << "no overflow on many attempts";
   o.alert_max_attempts = 1;
-  EXPECT_EQ(alert_retry_at(now, 1, o), std::nullopt);
+  EXPECT_EQ(services::alert_retry_at(now, 1, o), std::nullopt);
 }
 
 TEST(WebhookUrl, SplitsIntoBaseAndTarget) {
@@ -64,18 +64,18 @@ TEST(ScheduleClockFile, HoldsMillisecondsAndIsReReadEachTime) {
   const testing::TempDir tmp("bf-clock");
   const auto path = tmp.path() / "clock";
   std::ofstream(path) << "1767312000000\n";
-  auto t = read_clock_file(path.string());
+  auto t = services::read_clock_file(path.string());
   ASSERT_TRUE(t.ok()) << t.error().describe();
   EXPECT_EQ(*t, 1767312000000);
   std::ofstream(path) << "  1767398400000 ";
-  EXPECT_EQ(*read_clock_file(path.string()), 1767398400000);
+  EXPECT_EQ(*services::read_clock_file(path.string()), 1767398400000);
   for (const char* bad : {"", "soon", "12x", "-5"}) {
     std::ofstream(path) << bad;
-    auto r = read_clock_file(path.string());
+    auto r = services::read_clock_file(path.string());
     EXPECT_FALSE(r.ok()) << bad;
   }
   std::filesystem::remove(path);
-  auto missing = read_clock_file(path.string());
+  auto missing = services::read_clock_file(path.string());
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().describe().find(path.string()), std::string::npos);
 }
@@ -121,18 +121,18 @@ TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueR
 
   std::atomic<int> calls{0};
   // The first two checks have no time (an unreadable clock file); then it is past the due time.
-  ScheduleRunner::NowSource now = [&]() -> Result<TimestampMs> {
+  services::ScheduleRunner::NowSource now = [&]() -> Result<TimestampMs> {
     if (calls.fetch_add(1) < 2) return Error::invalid("clock", "cannot read the clock file");
     return due + 1000;
   };
   boost::asio::io_context ioc;
   boost::asio::thread_pool blocking(1);
-  WorkSignal work;
+  services::WorkSignal work;
   const auto generation = work.generation();
-  ModelRegistry models(store_->models(), {});
+  services::ModelRegistry models(store_->models(), {});
   ASSERT_TRUE(models.start(catalog_).ok());
-  ScheduleRunner runner(ioc, blocking.get_executor(), store_->history(), models, work, now,
-                        {std::chrono::milliseconds(10), 1000});
+  services::ScheduleRunner runner(ioc, blocking.get_executor(), store_->history(), models, work, now,
+                                  {std::chrono::milliseconds(10), 1000});
   runner.start();
   std::thread io([&] { ioc.run(); });
   EXPECT_TRUE(eventually([&] { return runner.runs_created() == 1; }));
@@ -154,11 +154,11 @@ TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueR
 }
 
 TEST_F(HistoryServicesTest, HistoryWorkerDetectsSoonAfterAWakeAndStops) {
-  HistoryWorkerOptions options;
+  services::HistoryWorkerOptions options;
   options.detect_interval = std::chrono::hours(1);
   boost::asio::io_context ioc;
   boost::asio::thread_pool blocking(1);
-  HistoryWorker worker(ioc, blocking.get_executor(), store_->history(), clock_, options);
+  services::HistoryWorker worker(ioc, blocking.get_executor(), store_->history(), clock_, options);
   worker.start();
   std::thread io([&] { ioc.run(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -182,12 +182,12 @@ TEST(HistoryJson, RegressionHasTheContractShape) {
   r.key.model = "microsoft/resnet-50";
   r.key.gpu = "a100";
   r.key.torch_build = "nightly";
-  r.direction = history::ChangeDirection::kRegression;
+  r.direction = rules::ChangeDirection::kRegression;
   r.ratio = 1.15;
   r.first_bad.point_id = 11;
   r.first_bad.torch_version = "2.7.0.dev20250107";
   r.detected_at = 1767312000000;
-  const auto j = regression_json(r);
+  const auto j = services::regression_json(r);
   EXPECT_EQ(j["direction"], "regression");
   EXPECT_EQ(j["state"], "open");
   EXPECT_EQ(j["series"]["model"], "microsoft/resnet-50");
@@ -199,7 +199,7 @@ TEST(HistoryJson, RegressionHasTheContractShape) {
   EXPECT_EQ(j["url"], "/api/v1/regressions/7");
   EXPECT_EQ(j["series_url"], "/api/v1/series/3");
   EXPECT_EQ(j["detected_at"], "2026-01-02T00:00:00.000Z");
-  const auto event = regression_opened_event(r, 5);
+  const auto event = services::regression_opened_event(r, 5);
   EXPECT_EQ(event["event"], "regression.opened");
   EXPECT_EQ(event["delivery_id"], 5);
   EXPECT_EQ(event["regression"], j);
@@ -211,8 +211,8 @@ TEST(HistoryJson, RegressionHasTheContractShape) {
   EXPECT_TRUE(api::schedule_json(s)["next_due_at"].is_null()) << "null while paused";
   s.enabled = true;
   EXPECT_EQ(api::schedule_json(s)["next_due_at"], "2026-01-02T00:00:00.000Z");
-  EXPECT_EQ(history::parse_change_direction("improvement"), history::ChangeDirection::kImprovement);
-  EXPECT_EQ(history::parse_change_direction("worse"), std::nullopt);
+  EXPECT_EQ(rules::parse_change_direction("improvement"), rules::ChangeDirection::kImprovement);
+  EXPECT_EQ(rules::parse_change_direction("worse"), std::nullopt);
 }
 
 }  // namespace

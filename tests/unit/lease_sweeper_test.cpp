@@ -72,7 +72,7 @@ TEST_F(LeaseSweeperTest, RequeuesAnExpiredLeaseOnItsOwnAndStops) {
 
   boost::asio::io_context ioc;
   boost::asio::thread_pool blocking(1);
-  LeaseSweeper sweeper(ioc, blocking.get_executor(), store_->agents(), 20ms);
+  services::LeaseSweeper sweeper(ioc, blocking.get_executor(), store_->agents(), 20ms);
   sweeper.start();
   std::thread io([&] { ioc.run(); });
 
@@ -97,9 +97,9 @@ TEST_F(LeaseSweeperTest, RequeuesAnExpiredLeaseOnItsOwnAndStops) {
 }
 
 TEST(LeaseSweeperPeriod, IsAQuarterOfTheTtlWithinBounds) {
-  EXPECT_EQ(LeaseSweeper::period_for(60), std::chrono::milliseconds(5000));
-  EXPECT_EQ(LeaseSweeper::period_for(8), std::chrono::milliseconds(2000));
-  EXPECT_EQ(LeaseSweeper::period_for(0), std::chrono::milliseconds(200));
+  EXPECT_EQ(services::LeaseSweeper::period_for(60), std::chrono::milliseconds(5000));
+  EXPECT_EQ(services::LeaseSweeper::period_for(8), std::chrono::milliseconds(2000));
+  EXPECT_EQ(services::LeaseSweeper::period_for(0), std::chrono::milliseconds(200));
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ class ModelStoreTest : public StoreTest {
     auto r = store_->results().record_result(agent, {g.job_id, g.lease_id}, g.attempt, ok_result(2));
     ASSERT_TRUE(r.ok()) << r.error().message;
   }
-  std::optional<ModelRegistry> registry_;
+  std::optional<services::ModelRegistry> registry_;
 };
 
 TEST_F(ModelStoreTest, TheCatalogIsRegisteredOnceInItsOrder) {

@@ -171,13 +171,13 @@ class OpenApiRoutes : public ::testing::Test {
   SystemClock clock_;
   std::unique_ptr<store::Store> store_;
   Catalog catalog_;
-  CoordinatorConfig config_;
-  WorkSignal work_;
-  Metrics metrics_;
+  config::CoordinatorConfig config_;
+  services::WorkSignal work_;
+  api::Metrics metrics_;
   std::atomic<bool> stopping_{false};
   asio::thread_pool blocking_{2};  // where the handlers that touch the store run
-  std::optional<ModelRegistry> models_;
-  std::optional<ArtifactFiles> artifacts_;
+  std::optional<services::ModelRegistry> models_;
+  std::optional<services::ArtifactFiles> artifacts_;
   std::optional<api::ApiContext> ctx_;
   http::Router router_;
   std::set<std::string> exercised_;

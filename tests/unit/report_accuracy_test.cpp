@@ -9,7 +9,13 @@
 #include "coordinator/report/render.h"
 #include "coordinator/rules/report.h"
 
-namespace benchfleet::report {
+namespace benchfleet::rules {
+
+// The renderers under test, over the rules' tables.
+using report::render_csv;
+using report::render_json;
+using report::render_markdown;
+using report::to_json;
 namespace {
 
 using nlohmann::json;
@@ -539,4 +545,4 @@ TEST(ReportRenderers, JsonCarriesEveryNewField) {
 }
 
 }  // namespace
-}  // namespace benchfleet::report
+}  // namespace benchfleet::rules

@@ -9,7 +9,7 @@
 
 #include "coordinator/rules/report.h"
 
-namespace benchfleet::report::cases {
+namespace benchfleet::rules::cases {
 
 inline constexpr const char* kVit = "google/vit-base-patch16-224";
 inline constexpr const char* kDetr = "facebook/detr-resnet-50";
@@ -118,4 +118,4 @@ inline ReportInput small_case() {
   return in;
 }
 
-}  // namespace benchfleet::report::cases
+}  // namespace benchfleet::rules::cases

@@ -10,7 +10,13 @@
 #include "coordinator/rules/report.h"
 #include "tests/unit/report_cases.h"
 
-namespace benchfleet::report {
+namespace benchfleet::rules {
+
+// The renderers under test, over the rules' tables.
+using report::render_csv;
+using report::render_json;
+using report::render_markdown;
+using report::to_json;
 namespace {
 
 using nlohmann::json;
@@ -373,4 +379,4 @@ TEST(ReportJson, NonFiniteNumbersAreNull) {
 }
 
 }  // namespace
-}  // namespace benchfleet::report
+}  // namespace benchfleet::rules

@@ -112,7 +112,7 @@ TEST_F(ReportStoreTest, CellsCarryDtypeAccuracyCompileMemoryAndFlagsFromTheStore
 
   const auto cells = store_->results().report_cells(run).value();
   ASSERT_EQ(cells.size(), 8u);
-  std::map<std::tuple<std::string, Mode, Dtype>, report::CellResult> by_cell;
+  std::map<std::tuple<std::string, Mode, Dtype>, rules::CellResult> by_cell;
   for (const auto& c : cells) by_cell[{c.job.model, c.job.mode, c.job.dtype}] = c;
   ASSERT_EQ(by_cell.size(), 8u) << "each (model, mode, dtype) once: the dtype is read back";
 
@@ -141,12 +141,12 @@ TEST_F(ReportStoreTest, CellsCarryDtypeAccuracyCompileMemoryAndFlagsFromTheStore
   EXPECT_EQ(noisy.flags, (std::vector<std::string>{"high_cv", "ci_not_met"}));
 
   // The report built from them: one table per dtype, the wrong speedup out of its geomean.
-  report::ReportInput in;
+  rules::ReportInput in;
   in.run_id = run;
   in.run_name = "accuracy study";
   in.matrix = store_->runs().get_run(run).value().spec;
   in.cells = cells;
-  const report::Report r = report::build_report(in);
+  const rules::Report r = rules::build_report(in);
   ASSERT_EQ(r.tables.size(), 2u);
   EXPECT_EQ(r.tables[0].title, "A100 (batch size: 1, float32)");
   EXPECT_EQ(r.tables[1].title, "A100 (batch size: 1, float16)");

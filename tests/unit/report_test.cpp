@@ -10,7 +10,12 @@
 #include "coordinator/rules/report.h"
 #include "tests/unit/report_cases.h"
 
-namespace benchfleet::report {
+namespace benchfleet::rules {
+
+// The renderers, over the rules' tables.
+using report::render_csv;
+using report::render_markdown;
+using report::to_json;
 namespace {
 
 using nlohmann::json;
@@ -414,4 +419,4 @@ TEST(ReportTorchVersions, OnlyResultsWithAPlaceInTheTablesCount) {
 }
 
 }  // namespace
-}  // namespace benchfleet::report
+}  // namespace benchfleet::rules

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace benchfleet::scheduler {
+namespace benchfleet::rules {
 namespace {
 
 TorchBuildDescriptor build(std::string name, std::vector<Mode> libtorch_modes, std::vector<Mode> python_modes = {}) {
@@ -130,4 +130,4 @@ TEST(RunState, FromJobCounts) {
 }
 
 }  // namespace
-}  // namespace benchfleet::scheduler
+}  // namespace benchfleet::rules

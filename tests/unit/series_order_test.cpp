@@ -1,5 +1,5 @@
 // Series order (coordinator/rules/series_order.h): version_sort_key's byte order is
-// report::version_less's order, so the store can sort points by a TEXT column.
+// rules::version_less's order, so the store can sort points by a TEXT column.
 #include "coordinator/rules/series_order.h"
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 
 #include "coordinator/rules/torch_version.h"
 
-namespace benchfleet::history {
+namespace benchfleet::rules {
 namespace {
 
 // Distinct as versions (no two equal as numbers, like "2.6" and "2.06", which share a key).
@@ -53,7 +53,7 @@ const std::vector<std::string> kVersions = {
 
 TEST(SeriesOrder, KeysSortAsVersionLessDoes) {
   std::vector<std::string> by_version = kVersions;
-  std::sort(by_version.begin(), by_version.end(), report::version_less);
+  std::sort(by_version.begin(), by_version.end(), rules::version_less);
   std::vector<std::string> by_key = kVersions;
   std::sort(by_key.begin(), by_key.end(),
             [](const std::string& a, const std::string& b) { return version_sort_key(a) < version_sort_key(b); });
@@ -61,7 +61,7 @@ TEST(SeriesOrder, KeysSortAsVersionLessDoes) {
   // Every pair, both ways, so a tie or an inversion anywhere shows.
   for (const std::string& a : kVersions) {
     for (const std::string& b : kVersions) {
-      EXPECT_EQ(version_sort_key(a) < version_sort_key(b), report::version_less(a, b)) << a << " vs " << b;
+      EXPECT_EQ(version_sort_key(a) < version_sort_key(b), rules::version_less(a, b)) << a << " vs " << b;
     }
   }
 }
@@ -85,4 +85,4 @@ TEST(SeriesOrder, KeyShape) {
 }
 
 }  // namespace
-}  // namespace benchfleet::history
+}  // namespace benchfleet::rules

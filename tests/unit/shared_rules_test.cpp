@@ -5,6 +5,7 @@
 // each; and the measurement limits the codecs and result checks take from measurement_limits.json.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 
 #include "common/codecs.h"
 #include "common/shared_rules.h"
+#include "common/types.h"
 #include "common/unsupported_dtype.h"
 
 namespace benchfleet {
@@ -43,6 +45,43 @@ TEST(MeasurementLimits, IterationsAndSamplesStopAtTheRulesLimit) {
   ASSERT_FALSE(decode<MeasurementSpec>(past).ok());
   EXPECT_EQ(decode<MeasurementSpec>(past).error().describe(),
             "max_iterations: must be between min_iterations and " + std::to_string(most));
+}
+
+TEST(Statuses, AreTheEnumsOfTheCodeInTheirOrderWithALabelEach) {
+  const Statuses& st = statuses();
+  std::vector<std::string> results;
+  for (auto s : {ResultStatus::kOk, ResultStatus::kOom, ResultStatus::kOomImplied, ResultStatus::kError,
+                 ResultStatus::kTimeout, ResultStatus::kCrash, ResultStatus::kUnsupported, ResultStatus::kInvalid}) {
+    results.emplace_back(to_string(s));
+  }
+  EXPECT_EQ(st.results, results);
+  std::vector<std::string> jobs = st.active_jobs;
+  jobs.insert(jobs.end(), st.ended_jobs.begin(), st.ended_jobs.end());
+  std::vector<std::string> enum_jobs;
+  for (auto s : {JobStatus::kQueued, JobStatus::kLeased, JobStatus::kRunning, JobStatus::kDone, JobStatus::kFailed,
+                 JobStatus::kCancelled}) {
+    enum_jobs.emplace_back(to_string(s));
+  }
+  EXPECT_EQ(jobs, enum_jobs);
+  for (const std::string& p : st.problems) {
+    EXPECT_TRUE(parse_result_status(p).has_value()) << p;
+    EXPECT_NE(p, "ok");
+  }
+  // Every status a report cell can show has a label and a place in the precedence.
+  const nlohmann::json& labels = shared_rule("statuses.json").at("labels");
+  for (const std::string& r : st.results) EXPECT_TRUE(labels.contains(r)) << r;
+  for (const char* c : {"failed", "not_run", "unavailable"}) EXPECT_TRUE(labels.contains(c)) << c;
+  for (const std::string& r : st.results) {
+    if (r == "ok") continue;
+    EXPECT_NE(std::find(st.cell_precedence.begin(), st.cell_precedence.end(), r), st.cell_precedence.end()) << r;
+  }
+}
+
+TEST(SpeedKeys, AreSortedAndDistinct) {
+  const std::vector<std::string>& keys = speed_keys();
+  ASSERT_FALSE(keys.empty());
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+  EXPECT_EQ(std::adjacent_find(keys.begin(), keys.end()), keys.end());
 }
 
 TEST(UnsupportedDtype, FindsTheSameLinesAsThePythonSide) {

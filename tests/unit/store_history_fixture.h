@@ -104,14 +104,14 @@ class StoreHistoryTest : public StoreTest {
   static std::string version(int i) { return "2." + std::to_string(i) + ".0"; }
 
   DetectionPass detect(bool enqueue_alerts = true) {
-    auto pass = store_->history().detect_changes(history::DetectorOptions{}, enqueue_alerts);
+    auto pass = store_->history().detect_changes(rules::DetectorOptions{}, enqueue_alerts);
     EXPECT_TRUE(pass.ok()) << pass.error().message;
     return pass.ok() ? *pass : DetectionPass{};
   }
 
   std::int64_t agent_ = 0;
   std::uint64_t seed_ = 42;
-  std::vector<history::RunSamples> posted_runs_;  // each ok result post() stored, in order
+  std::vector<rules::RunSamples> posted_runs_;  // each ok result post() stored, in order
 };
 
 }  // namespace

@@ -96,7 +96,7 @@ TEST_F(StoreHistoryTest, AStepBecomesOneRegressionAtItsFirstRun) {
   EXPECT_FALSE(pass.more);
   ASSERT_EQ(pass.changes.size(), 1u);
   const RegressionInfo& r = pass.changes[0];
-  EXPECT_EQ(r.direction, history::ChangeDirection::kRegression);
+  EXPECT_EQ(r.direction, rules::ChangeDirection::kRegression);
   EXPECT_EQ(r.state, RegressionState::kOpen);
   EXPECT_EQ(r.key, resnet_key());
   EXPECT_EQ(r.first_bad.torch_version, version(6));
@@ -188,7 +188,7 @@ TEST_F(StoreHistoryTest, RepetitionsOfARunPoolTheirSamples) {
 
 TEST_F(StoreHistoryTest, ManyUnseenRunsAreJudgedOverSeveralCallsWithTheSameChanges) {
   for (int i = 0; i < 40; ++i) post(version(i), i < 10 ? 10 : i < 24 ? 11 : i < 33 ? 9 : 10.5);
-  const auto expected = history::find_changes(posted_runs_, history::DetectorOptions{});
+  const auto expected = rules::find_changes(posted_runs_, rules::DetectorOptions{});
   ASSERT_EQ(expected.size(), 3u) << "the three steps";
 
   std::vector<RegressionInfo> found;

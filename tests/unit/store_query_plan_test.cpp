@@ -272,10 +272,10 @@ TEST_F(StoreQueryPlanTest, EveryStatementOfTheHistoryIsAnIndexLookup) {
   const auto first = store_->history().get_series(id, std::nullopt, 2).value();
   ASSERT_TRUE(first.next_cursor.has_value());
   EXPECT_TRUE(store_->history().get_series(id, first.next_cursor, 2).ok());
-  EXPECT_TRUE(store_->history().detect_changes(history::DetectorOptions{}, true).ok());
+  EXPECT_TRUE(store_->history().detect_changes(rules::DetectorOptions{}, true).ok());
   const std::vector<std::optional<RegressionState>> states = {std::nullopt, RegressionState::kOpen};
-  const std::vector<std::optional<history::ChangeDirection>> directions = {std::nullopt,
-                                                                           history::ChangeDirection::kRegression};
+  const std::vector<std::optional<rules::ChangeDirection>> directions = {std::nullopt,
+                                                                         rules::ChangeDirection::kRegression};
   for (const auto& state : states) {
     for (const auto& direction : directions) {
       for (const auto& of_series : {std::optional<std::int64_t>(), std::optional<std::int64_t>(id)}) {

@@ -12,7 +12,7 @@ TEST_F(StoreHistoryTest, ImprovementsAndUnalertedRegressionsOweNoDelivery) {
   for (int i = 6; i < 8; ++i) post(version(i), 8);  // faster
   const auto pass = detect();
   ASSERT_EQ(pass.changes.size(), 1u);
-  EXPECT_EQ(pass.changes[0].direction, history::ChangeDirection::kImprovement);
+  EXPECT_EQ(pass.changes[0].direction, rules::ChangeDirection::kImprovement);
   EXPECT_TRUE(store_->history().due_alerts(clock_.now_ms(), 10).value().empty());
   EXPECT_EQ(store_->gauges(1000).value().open_regressions, 0) << "an improvement is no open regression";
 
@@ -20,11 +20,11 @@ TEST_F(StoreHistoryTest, ImprovementsAndUnalertedRegressionsOweNoDelivery) {
   for (int i = 13; i < 15; ++i) post(version(i), 10);  // slower again: a regression
   const auto quiet = detect(/*enqueue_alerts=*/false);
   ASSERT_EQ(quiet.changes.size(), 1u);
-  EXPECT_EQ(quiet.changes[0].direction, history::ChangeDirection::kRegression);
+  EXPECT_EQ(quiet.changes[0].direction, rules::ChangeDirection::kRegression);
   EXPECT_TRUE(store_->history().due_alerts(clock_.now_ms(), 10).value().empty()) << "alerts off: none owed";
 
   // The view's filters: regressions by default, improvements, or both; newest first.
-  RegressionFilter open_regressions{RegressionState::kOpen, history::ChangeDirection::kRegression, std::nullopt};
+  RegressionFilter open_regressions{RegressionState::kOpen, rules::ChangeDirection::kRegression, std::nullopt};
   auto page = store_->history().list_regressions(open_regressions, std::nullopt, 10).value();
   ASSERT_EQ(page.items.size(), 1u);
   EXPECT_EQ(page.items[0].id, quiet.changes[0].id);
@@ -37,7 +37,7 @@ TEST_F(StoreHistoryTest, ImprovementsAndUnalertedRegressionsOweNoDelivery) {
   ASSERT_EQ(page.items.size(), 1u);
   EXPECT_EQ(page.items[0].id, pass.changes[0].id);
   EXPECT_FALSE(page.next_cursor.has_value());
-  RegressionFilter improvements{std::nullopt, history::ChangeDirection::kImprovement, std::nullopt};
+  RegressionFilter improvements{std::nullopt, rules::ChangeDirection::kImprovement, std::nullopt};
   EXPECT_EQ(store_->history().list_regressions(improvements, std::nullopt, 10).value().items.size(), 1u);
   RegressionFilter of_series{std::nullopt, std::nullopt, resnet_series()};
   EXPECT_EQ(store_->history().list_regressions(of_series, std::nullopt, 10).value().items.size(), 2u);
@@ -129,7 +129,7 @@ TEST_F(StoreHistoryTest, AlertDeliveriesAreRetriedDeliveredOrGivenUp) {
 }
 
 // A series of more unseen runs than the detector judges per call (16) is finished over several
-// calls (pass.more), finding the changes history::find_changes finds in the whole series at once.
+// calls (pass.more), finding the changes rules::find_changes finds in the whole series at once.
 
 }  // namespace
 }  // namespace benchfleet::store

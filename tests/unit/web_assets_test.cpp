@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace benchfleet::web {
+namespace benchfleet::api {
 namespace {
 
 namespace fs = std::filesystem;
@@ -188,4 +188,4 @@ TEST_F(ServeAsset, EmptyRootDisablesAndAMissingRootSaysNotInstalled) {
 }
 
 }  // namespace
-}  // namespace benchfleet::web
+}  // namespace benchfleet::api

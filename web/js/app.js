@@ -13,12 +13,12 @@ import { NotFoundView } from "./views/notfound.js";
 import { SchedulesView } from "./views/schedules.js";
 import { SeriesView } from "./views/series.js";
 import { RegressionsView } from "./views/regressions.js";
-import { BuildSummaryView } from "./views/build_summary.js";
+import { ScheduleSummaryView } from "./views/schedule_summary.js";
 import { ModelsView } from "./views/models.js";
 
 const VIEWS = {
   runs: RunsView, run: RunView, compare: CompareView, result: ResultView, agents: AgentsView,
-  schedules: SchedulesView, schedule_summary: BuildSummaryView, series: SeriesView, regressions: RegressionsView,
+  schedules: SchedulesView, schedule_summary: ScheduleSummaryView, series: SeriesView, regressions: RegressionsView,
   models: ModelsView, notfound: NotFoundView,
 };
 // A page under a top-bar entry that is not its own: it marks that entry as the current one.

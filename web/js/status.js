@@ -1,31 +1,25 @@
 // What each status looks like: the badge class and label of report cells and progress-grid
 // squares (docs/design.md §5: every verdict distinct, none a speed of 0). Pure.
 
+// The statuses and their labels are the programs' own (common/rules/statuses.json, served at
+// /rules/statuses.json).
+import STATUSES from "../rules/statuses.json" with { type: "json" };
+
 // Report latency cells: ok, a result verdict, "failed" or "not_run"; speedup cells: ok or
 // "unavailable". The text shown is always the report's own `text`.
-export const CELL_STATUS_LABELS = {
-  ok: "measured",
-  oom: "out of memory",
-  oom_implied: "out of memory (implied by a smaller batch)",
-  error: "error",
-  timeout: "timeout",
-  crash: "crash",
-  unsupported: "unsupported",
-  invalid: "invalid (statistics criteria not met)",
-  failed: "failed (attempts exhausted)",
-  not_run: "not run (yet)",
-  unavailable: "no speedup (a side is missing)",
-};
+export const CELL_STATUS_LABELS = STATUSES.labels;
 
 // A CSS-safe class for a status: "b-oom_implied".
 export function badgeClass(status) {
   return `b-${String(status).replace(/[^a-z_]/gi, "")}`;
 }
 
-// Progress-grid state of a job: the verdict once done, else the job status.
+// Progress-grid state of a job: the verdict once done, else the job status; verdicts first, then
+// the jobs ended without one, then the active ones, the furthest along first.
 export const GRID_STATES = [
-  "ok", "oom", "oom_implied", "error", "timeout", "crash", "unsupported", "invalid",
-  "failed", "cancelled", "running", "leased", "queued",
+  ...STATUSES.results,
+  ...STATUSES.jobs.ended.filter((s) => s !== "done"),
+  ...[...STATUSES.jobs.active].reverse(),
 ];
 export function gridState(job) {
   if (job.status === "done" && job.result) return job.result.status;

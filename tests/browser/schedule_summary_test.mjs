@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { browserSuite } from "./support/harness.mjs";
 import { Api, Agent, matrix, okResult, oomResult } from "./support/fleet.mjs";
-import { summaryCharts, summaryColumns } from "../../web/js/build_summary.js";
+import { summaryCharts, summaryColumns } from "../../web/js/summary_charts.js";
 
 const MODELS = ["torchvision/resnet18", "microsoft/resnet-50", "google/vit-base-patch16-224"];
 const MiB = 1024 * 1024;
@@ -69,7 +69,7 @@ function readTable(page) {
   })));
 }
 
-await browserSuite("browser_build_summary", async (t) => {
+await browserSuite("browser_schedule_summary", async (t) => {
   // The coordinator reads its schedule clock from the file its schedule_clock_file option names.
   const dir = mkdtempSync(join(process.env.TMPDIR || tmpdir(), "benchfleet-summary-"));
   process.on("exit", () => rmSync(dir, { recursive: true, force: true }));

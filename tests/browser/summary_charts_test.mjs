@@ -1,15 +1,15 @@
-// The build summary's pure shaping (web/js/build_summary.js) and its route, in node without a
+// The build summary's pure shaping (web/js/summary_charts.js) and its route, in node without a
 // browser: a schedule summary's runs (oldest first) become four charts with a line per column,
 // a column missing from a run or a figure without a value a gap (null, with why), never a zero;
 // the table's rows newest first with each figure's unit, subline and tooltip.
-// Run: node tests/browser/build_summary_logic_test.mjs
+// Run: node tests/browser/summary_charts_test.mjs
 import test from "node:test";
 import assert from "node:assert/strict";
 import { parseRoute, formatRoute, withParams } from "../../web/js/route.js";
 import {
   NOT_IN_RUN, SUMMARY_METRICS, columnLabel, failureText, fmtRate, fmtRatio, runLabel, runTick, runTitle, summaryCell, summaryCharts,
   summaryColumns, summaryRows, utcTime,
-} from "../../web/js/build_summary.js";
+} from "../../web/js/summary_charts.js";
 
 const col = (build, mode, figures = {}) => ({
   key: `${build}/python/${mode}`, build, runtime: "python", mode, torch_versions: [build === "stable" ? "2.6.0" : "2.7.0.dev20261130"],

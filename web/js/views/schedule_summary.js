@@ -12,14 +12,14 @@ import { fmtTime } from "../format.js";
 import { badgeClass } from "../status.js";
 import { lineChartOptions, loadCharts, seriesColor, setDefaults } from "../charts.js";
 import { gridNav } from "../grid_nav.js";
-import { NOT_IN_RUN, SUMMARY_METRICS, runTick, summaryCharts, summaryColumns, summaryRows } from "../build_summary.js";
+import { NOT_IN_RUN, SUMMARY_METRICS, runTick, summaryCharts, summaryColumns, summaryRows } from "../summary_charts.js";
 import { errorState, loadingState, emptyState } from "./states.js";
 import { selectControl, statSwitch, focusKey, restoreFocus } from "./controls.js";
 
 export const LIMITS = [10, 30, 90, 200];
 const DEFAULT_LIMIT = 30;
 
-export class BuildSummaryView {
+export class ScheduleSummaryView {
   constructor(ctx, root) {
     this.ctx = ctx;
     this.root = root;
@@ -205,7 +205,7 @@ function fitWidth(options, narrow) {
 }
 
 // One metric's line chart: a line per column over the runs, gaps where a run has no figure;
-// the legend is the page's (BuildSummaryView.legend), shared by the four charts.
+// the legend is the page's (ScheduleSummaryView.legend), shared by the four charts.
 function summaryChart(canvas, spec, hidden) {
   setDefaults();
   const suffix = spec.unit === "%" ? "%" : spec.unit === "s" ? " s" : "×";

@@ -2,7 +2,7 @@
 // runs over time (nightly builds): geomean speedup against eager, pass rate, compile time and
 // memory ratio, over all of the run's tables (GPU classes, batch sizes, dtypes). Pure.
 //
-//   std::vector<summary::ModeSummary> s = summary::summarize(build_report(input));
+//   std::vector<rules::ModeSummary> s = rules::summarize(build_report(input));
 #pragma once
 
 #include <optional>
@@ -11,7 +11,7 @@
 
 #include "coordinator/rules/report.h"
 
-namespace benchfleet::summary {
+namespace benchfleet::rules {
 
 struct ModeSummary {
   std::string key;  // "<build>/<runtime>/<mode>"
@@ -33,6 +33,6 @@ struct ModeSummary {
 
 // One per compiled mode's latency column key across the report's tables, in first-seen order.
 // Modes the matrix measured without eager have no speedup or memory ratio (nullopt).
-std::vector<ModeSummary> summarize(const report::Report& report);
+std::vector<ModeSummary> summarize(const rules::Report& report);
 
-}  // namespace benchfleet::summary
+}  // namespace benchfleet::rules

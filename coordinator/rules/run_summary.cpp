@@ -1,17 +1,17 @@
-#include "coordinator/rules/build_summary.h"
+#include "coordinator/rules/run_summary.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <map>
 
-namespace benchfleet::summary {
+namespace benchfleet::rules {
 namespace {
 
-using report::Cell;
-using report::Column;
-using report::ColumnKind;
-using report::Table;
+using rules::Cell;
+using rules::Column;
+using rules::ColumnKind;
+using rules::Table;
 
 std::string key_of(const Column& c) {
   return c.build + "/" + std::string(to_string(c.runtime)) + "/" + std::string(to_string(c.mode));
@@ -36,7 +36,7 @@ bool ok_positive(const Cell& c) { return c.status == "ok" && c.value && *c.value
 
 }  // namespace
 
-std::vector<ModeSummary> summarize(const report::Report& report) {
+std::vector<ModeSummary> summarize(const rules::Report& report) {
   std::vector<ModeSummary> out;
   std::map<std::string, std::size_t> index;
   std::vector<Sums> sums;
@@ -77,7 +77,7 @@ std::vector<ModeSummary> summarize(const report::Report& report) {
         }
       }
     }
-    for (const report::Geomean& g : table.geomeans) {
+    for (const rules::Geomean& g : table.geomeans) {
       const auto col =
           std::find_if(table.columns.begin(), table.columns.end(), [&](const Column& c) { return c.key == g.column; });
       if (col == table.columns.end()) continue;
@@ -86,7 +86,7 @@ std::vector<ModeSummary> summarize(const report::Report& report) {
       out[at].speedup_covered += g.covered;
       if (g.value && *g.value > 0) sums[at].speedup_log_sum += g.covered * std::log(*g.value);
     }
-    for (const report::PassRate& p : table.pass_rates) {
+    for (const rules::PassRate& p : table.pass_rates) {
       const auto col =
           std::find_if(table.columns.begin(), table.columns.end(), [&](const Column& c) { return c.key == p.column; });
       if (col == table.columns.end()) continue;
@@ -109,4 +109,4 @@ std::vector<ModeSummary> summarize(const report::Report& report) {
   return out;
 }
 
-}  // namespace benchfleet::summary
+}  // namespace benchfleet::rules

@@ -1,9 +1,9 @@
-#include "coordinator/rules/format.h"
+#include "common/number_format.h"
 
 #include <array>
 #include <charconv>
 
-namespace benchfleet::report {
+namespace benchfleet {
 
 std::string format_fixed(double value, int decimals) {
   std::array<char, 512> buf{};  // fixed notation of DBL_MAX needs 309 digits
@@ -26,4 +26,4 @@ std::string format_significant(double value, int digits) {
   return std::string(buf.data(), end);
 }
 
-}  // namespace benchfleet::report
+}  // namespace benchfleet

@@ -1,5 +1,5 @@
-// A run's report summarised per compiled mode (coordinator/rules/build_summary.h).
-#include "coordinator/rules/build_summary.h"
+// A run's report summarised per compiled mode (coordinator/rules/run_summary.h).
+#include "coordinator/rules/run_summary.h"
 
 #include <gtest/gtest.h>
 
@@ -7,13 +7,13 @@
 
 #include "tests/unit/report_cases.h"
 
-namespace benchfleet::summary {
+namespace benchfleet::rules {
 namespace {
 
-using namespace report::cases;  // NOLINT(google-build-using-namespace): the inputs of report_cases.h
-using report::build_report;
-using report::CellResult;
-using report::ReportInput;
+using namespace rules::cases;  // NOLINT(google-build-using-namespace): the inputs of report_cases.h
+using rules::build_report;
+using rules::CellResult;
+using rules::ReportInput;
 
 CellResult with_compile(CellResult r, double compile_ms, std::int64_t peak_bytes) {
   r.compile_ms = compile_ms;
@@ -109,4 +109,4 @@ TEST(BuildSummary, EachBuildAndModeHasItsOwn) {
 }
 
 }  // namespace
-}  // namespace benchfleet::summary
+}  // namespace benchfleet::rules

@@ -1,10 +1,10 @@
-// Number formatting shared by the report builder and renderers (internal to benchfleet_report).
+// Number formatting shared by the report builder and renderers and the CLI.
 // Locale-independent (std::to_chars), so a host's locale never turns "9.325" into "9,325".
 #pragma once
 
 #include <string>
 
-namespace benchfleet::report {
+namespace benchfleet {
 
 // Fixed notation with `decimals` digits: format_fixed(9.3249, 3) == "9.325".
 std::string format_fixed(double value, int decimals);
@@ -16,4 +16,4 @@ std::string format_shortest(double value);
 // == "0.0491", format_significant(1.234e-5, 3) == "1.23e-05".
 std::string format_significant(double value, int digits);
 
-}  // namespace benchfleet::report
+}  // namespace benchfleet
