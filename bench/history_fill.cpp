@@ -143,7 +143,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
   for (const auto& gpu : kGpus) spec.gpus.push_back(gpu.name);
   spec.measurement.min_iterations = o.samples;
   spec.measurement.max_iterations = o.samples;
-  BF_ASSIGN_OR_RETURN(const auto schedule, store->history().create_schedule(spec, "0 2 * * *", true));
+  BF_ASSIGN_OR_RETURN(const auto schedule, store->schedules().create_schedule(spec, "0 2 * * *", true));
   (void)schedule;
   const auto expand = [&catalog](const MatrixSpec& m) { return expand_matrix(m, catalog, ExpansionLimits{100'000}); };
 
@@ -161,7 +161,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
   for (int night = 0; night < o.nights; ++night) {
     clock.set_ms(kFirstMidnight + night * kDayMs + 2 * 3'600'000 + 60'000);  // 02:01, the schedule is due
     auto started = std::chrono::steady_clock::now();
-    BF_ASSIGN_OR_RETURN(const auto fired, store->history().fire_due_schedules(clock.now_ms(), expand));
+    BF_ASSIGN_OR_RETURN(const auto fired, store->schedules().fire_due_schedules(clock.now_ms(), expand));
     if (fired.fired.size() != 1) return Error::internal("night " + std::to_string(night) + ": no run was created");
     ++summary.runs;
     night_of_run[fired.fired.front().run_id] = night;
@@ -188,7 +188,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
     started = std::chrono::steady_clock::now();
     for (bool more = true; more;) {
       BF_ASSIGN_OR_RETURN(const auto pass,
-                          store->history().detect_changes(rules::DetectorOptions{}, /*enqueue_alerts=*/true));
+                          store->series().detect_changes(rules::DetectorOptions{}, /*enqueue_alerts=*/true));
       summary.detect_series_examined += pass.series_examined;
       for (const auto& change : pass.changes) {
         ++(change.direction == rules::ChangeDirection::kRegression ? summary.regressions : summary.improvements);
@@ -200,7 +200,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
   }
   summary.injected_steps = stepped;
   std::set<std::string> found;
-  BF_ASSIGN_OR_RETURN(const auto changes, store->history().list_regressions({}, std::nullopt, 100'000));
+  BF_ASSIGN_OR_RETURN(const auto changes, store->regressions().list_regressions({}, std::nullopt, 100'000));
   for (const auto& change : changes.items) {
     const std::string key =
         key_of(change.key.model, change.key.batch, change.key.mode, change.key.gpu, change.key.torch_build);
@@ -216,7 +216,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
     }
   }
   summary.steps_missed = static_cast<std::int64_t>(steps.size() - found.size());
-  BF_ASSIGN_OR_RETURN(const auto page, store->history().list_series({}, std::nullopt, 100'000));
+  BF_ASSIGN_OR_RETURN(const auto page, store->series().list_series({}, std::nullopt, 100'000));
   summary.series = static_cast<std::int64_t>(page.items.size());
   return summary;
 }

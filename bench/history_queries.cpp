@@ -48,7 +48,7 @@ struct Picked {
 
 Result<Picked> pick_series(store::Store& store) {
   Picked p;
-  BF_ASSIGN_OR_RETURN(const auto page, store.history().list_series({}, std::nullopt, 100'000));
+  BF_ASSIGN_OR_RETURN(const auto page, store.series().list_series({}, std::nullopt, 100'000));
   if (page.items.empty()) return Error::not_found("the database has no series");
   std::vector<store::SeriesInfo> all = page.items;
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.points > b.points; });
@@ -66,21 +66,21 @@ std::vector<Timing> time_in_process(const Options& o, store::Store& store, const
   std::size_t next = 0;
   rows.push_back(bench::time_steps("store.get_series (one series, all its points)", o.warmup, o.requests, [&] {
     const auto id = picked.series[next++ % picked.series.size()];
-    return store.history().get_series(id, std::nullopt, 5000).value().points.size();
+    return store.series().get_series(id, std::nullopt, 5000).value().points.size();
   }));
   store::RegressionFilter open;
   open.state = store::RegressionState::kOpen;
   open.direction = rules::ChangeDirection::kRegression;
   rows.push_back(bench::time_steps("store.list_regressions (open, first 100)", o.warmup, o.requests, [&] {
-    return store.history().list_regressions(open, std::nullopt, 100).value().items.size();
+    return store.regressions().list_regressions(open, std::nullopt, 100).value().items.size();
   }));
-  rows.push_back(
-      bench::time_steps("store.list_regressions (any state or direction, first 100)", o.warmup, o.requests,
-                        [&] { return store.history().list_regressions({}, std::nullopt, 100).value().items.size(); }));
+  rows.push_back(bench::time_steps(
+      "store.list_regressions (any state or direction, first 100)", o.warmup, o.requests,
+      [&] { return store.regressions().list_regressions({}, std::nullopt, 100).value().items.size(); }));
   store::SeriesFilter by_model;
   by_model.model = picked.model;
   rows.push_back(bench::time_steps("store.list_series (one model, first 500)", o.warmup, o.requests, [&] {
-    return store.history().list_series(by_model, std::nullopt, 500).value().items.size();
+    return store.series().list_series(by_model, std::nullopt, 500).value().items.size();
   }));
   return rows;
 }

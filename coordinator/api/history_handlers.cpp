@@ -40,7 +40,7 @@ Result<http::Response> change_regression_state(ApiContext& ctx, const http::Requ
                                                store::RegressionState state) {
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const auto note, read_note(ctx, req));
-  BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.history().set_regression_state(id, state, note));
+  BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.regressions().set_regression_state(id, state, note));
   return json_response(bhttp::status::ok, services::regression_json(regression), req);
 }
 
@@ -58,14 +58,14 @@ Result<http::Response> create_schedule(ApiContext& ctx, const http::Request& req
     return under_matrix(jobs.error());
   }
   BF_ASSIGN_OR_RETURN(const auto created,
-                      ctx.store.history().create_schedule(request.matrix, request.cron, request.enabled));
+                      ctx.store.schedules().create_schedule(request.matrix, request.cron, request.enabled));
   auto res = json_response(bhttp::status::created, schedule_json(created), req);
   res.set(bhttp::field::location, "/api/v1/schedules/" + std::to_string(created.id));
   return res;
 }
 
 Result<http::Response> list_schedules(ApiContext& ctx, const http::Request& req, const http::RouteMatch&) {
-  BF_ASSIGN_OR_RETURN(const auto schedules, ctx.store.history().list_schedules());
+  BF_ASSIGN_OR_RETURN(const auto schedules, ctx.store.schedules().list_schedules());
   json out = json::array();
   for (const auto& s : schedules) out.push_back(schedule_json(s));
   return json_response(bhttp::status::ok, {{"schedules", out}}, req);
@@ -73,7 +73,7 @@ Result<http::Response> list_schedules(ApiContext& ctx, const http::Request& req,
 
 Result<http::Response> get_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.history().get_schedule(id));
+  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.schedules().get_schedule(id));
   return schedule_response(bhttp::status::ok, schedule, req);
 }
 
@@ -109,7 +109,7 @@ Result<http::Response> schedule_summary(ApiContext& ctx, const http::Request& re
   BF_ASSIGN_OR_RETURN(const auto limit, int_query(m, "limit", 1, 200));
   BF_ASSIGN_OR_RETURN(const rules::Stat stat, stat_query(m));
   BF_ASSIGN_OR_RETURN(const auto schedule_and_runs,
-                      ctx.store.history().schedule_runs(id, static_cast<int>(limit.value_or(30))));
+                      ctx.store.schedules().schedule_runs(id, static_cast<int>(limit.value_or(30))));
   const auto& [schedule, run_ids] = schedule_and_runs;
   json runs = json::array();
   for (auto it = run_ids.rbegin(); it != run_ids.rend(); ++it) {
@@ -132,19 +132,19 @@ Result<http::Response> schedule_summary(ApiContext& ctx, const http::Request& re
 
 Result<http::Response> pause_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.history().set_schedule_enabled(id, false));
+  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.schedules().set_schedule_enabled(id, false));
   return schedule_response(bhttp::status::ok, schedule, req);
 }
 
 Result<http::Response> resume_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.history().set_schedule_enabled(id, true));
+  BF_ASSIGN_OR_RETURN(const auto schedule, ctx.store.schedules().set_schedule_enabled(id, true));
   return schedule_response(bhttp::status::ok, schedule, req);
 }
 
 Result<http::Response> delete_schedule(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_RETURN_IF_ERROR(ctx.store.history().delete_schedule(id));
+  BF_RETURN_IF_ERROR(ctx.store.schedules().delete_schedule(id));
   http::Response res{bhttp::status::no_content, req.version()};
   res.keep_alive(req.keep_alive());
   res.prepare_payload();
@@ -160,7 +160,7 @@ Result<http::Response> list_series(ApiContext& ctx, const http::Request& req, co
   if (q.filter.model && !ctx.models.catalog()->ids_matching(*q.filter.model).empty()) {
     BF_ASSIGN_OR_RETURN(q.filter.model, ctx.models.catalog()->resolve_id(*q.filter.model, "query.model"));
   }
-  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.history().list_series(q.filter, q.after, q.limit));
+  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.series().list_series(q.filter, q.after, q.limit));
   // A short name (no '/') neither the catalog nor any series knows ("resnet": a part of several
   // ids, whole in none) is a mistake to name, not an empty answer; a whole id is looked up as given.
   if (page.items.empty() && !q.after && q.filter.model && q.filter.model->find('/') == std::string::npos &&
@@ -176,11 +176,11 @@ Result<http::Response> list_series(ApiContext& ctx, const http::Request& req, co
 Result<http::Response> get_series(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(const SeriesPointsQuery q, series_points_query(m));
-  BF_ASSIGN_OR_RETURN(const auto series, ctx.store.history().get_series(id, q.after_point, q.limit));
+  BF_ASSIGN_OR_RETURN(const auto series, ctx.store.series().get_series(id, q.after_point, q.limit));
   store::RegressionFilter f;
   f.series_id = id;
   BF_ASSIGN_OR_RETURN(const auto regressions,
-                      ctx.store.history().list_regressions(f, std::nullopt, kSeriesRegressions));
+                      ctx.store.regressions().list_regressions(f, std::nullopt, kSeriesRegressions));
   json out = series_json(series.series);
   json points = json::array();
   for (const auto& p : series.points) points.push_back(point_json(p));
@@ -196,7 +196,7 @@ Result<http::Response> get_series(ApiContext& ctx, const http::Request& req, con
 
 Result<http::Response> list_regressions(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const RegressionListQuery q, regression_list_query(m));
-  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.history().list_regressions(q.filter, q.before, q.limit));
+  BF_ASSIGN_OR_RETURN(const auto page, ctx.store.regressions().list_regressions(q.filter, q.before, q.limit));
   json out = json::array();
   for (const auto& r : page.items) out.push_back(services::regression_json(r));
   const json next = page.next_cursor ? json(*page.next_cursor) : json();
@@ -205,7 +205,7 @@ Result<http::Response> list_regressions(ApiContext& ctx, const http::Request& re
 
 Result<http::Response> get_regression(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
   BF_ASSIGN_OR_RETURN(const std::int64_t id, id_param(m, "id"));
-  BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.history().get_regression(id));
+  BF_ASSIGN_OR_RETURN(const auto regression, ctx.store.regressions().get_regression(id));
   return json_response(bhttp::status::ok, services::regression_json(regression), req);
 }
 

@@ -147,7 +147,7 @@ int run(int argc, char** argv) {
   });
   api::Metrics metrics;
   std::atomic<bool> stopping{false};
-  services::HistoryWorker history(ioc, blocking.get_executor(), (*store)->history(), clock,
+  services::HistoryWorker history(ioc, blocking.get_executor(), (*store)->series(), (*store)->regressions(), clock,
                                   config::history_options(config));
   api::ApiContext ctx{**store,
                       models,
@@ -249,7 +249,7 @@ int run(int argc, char** argv) {
                  config.schedule_clock_file);
     schedule_now = [path = config.schedule_clock_file] { return services::read_clock_file(path); };
   }
-  services::ScheduleRunner schedules(ioc, blocking.get_executor(), (*store)->history(), models, work,
+  services::ScheduleRunner schedules(ioc, blocking.get_executor(), (*store)->schedules(), models, work,
                                      std::move(schedule_now),
                                      {std::chrono::milliseconds(config.schedule_check_ms), config.max_cells});
   schedules.start();

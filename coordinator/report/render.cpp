@@ -20,7 +20,6 @@ using rules::Column;
 using rules::ColumnKind;
 using rules::Geomean;
 using rules::PassRate;
-using rules::RepetitionOutcome;
 using rules::Report;
 using rules::Row;
 using rules::Table;
@@ -389,6 +388,14 @@ nlohmann::json comparison_json(const rules::Comparison& c) {
   for (const rules::UncomparedCell& u : c.uncompared) {
     uncompared.push_back({{"table", u.table}, {"label", u.label}, {"column", u.column}, {"why", u.why}});
   }
+  // The warnings as text for a reader, and by table for a view that places them.
+  nlohmann::json warnings = nlohmann::json::array();
+  nlohmann::json table_warnings = nlohmann::json::array();
+  for (const rules::TableWarning& w : c.warnings) {
+    warnings.push_back(w.table + ": " + w.text);
+    table_warnings.push_back(
+        {{"table", w.table}, {"gpu", w.gpu}, {"batch", w.batch}, {"dtype", to_string(w.dtype)}, {"text", w.text}});
+  }
   nlohmann::json overall = nullptr;
   if (c.overall) {
     overall = {{"cells", c.overall->cells},         {"ratio", c.overall->ratio},
@@ -405,7 +412,8 @@ nlohmann::json comparison_json(const rules::Comparison& c) {
           {"compared", c.cells.size()},
           {"cells", cells},
           {"uncompared", uncompared},
-          {"warnings", c.warnings}};
+          {"warnings", warnings},
+          {"table_warnings", table_warnings}};
 }
 
 std::string render_comparison_markdown(const rules::Comparison& c) {
@@ -414,7 +422,9 @@ std::string render_comparison_markdown(const rules::Comparison& c) {
   std::string s = "# A = " + markdown_escape(name_a) + " vs B = " + markdown_escape(name_b) + " (" +
                   std::string(to_string(c.stat)) + " latency in ms; A/B above 1: B is faster)\n\n";
   if (c.aa) s += "ℹ " + c.aa_text + ".\n\n";
-  for (const std::string& w : c.warnings) s += "⚠ differs besides torch: " + markdown_escape(w) + "\n";
+  for (const rules::TableWarning& w : c.warnings) {
+    s += "⚠ differs besides torch: " + markdown_escape(w.table + ": " + w.text) + "\n";
+  }
   if (!c.warnings.empty()) s += "\n";
   s += "| **Table** | **Task/Model** | **Column** | **A** | **B** | **A/B** | **Change** | **Noise** |\n";
   s += "|:---|:---|:---|---:|---:|---:|:---|:---|\n";

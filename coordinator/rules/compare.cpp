@@ -15,11 +15,6 @@
 namespace benchfleet::rules {
 namespace {
 
-using rules::Cell;
-using rules::Column;
-using rules::ColumnKind;
-using rules::Table;
-
 const Table* same_table(const rules::Report& r, const Table& t) {
   for (const Table& u : r.tables) {
     if (u.gpu == t.gpu && u.batch == t.batch && u.dtype == t.dtype) return &u;
@@ -169,7 +164,7 @@ Comparison compare_reports(const CompareSide& a, const CompareSide& b) {
       }
     }
     for (const auto& d : fingerprint_differences({{"A", fp_a}, {"B", fp_b}})) {
-      out.warnings.push_back(ta.title + ": " + d.text);
+      out.warnings.push_back({ta.title, ta.gpu, ta.batch, ta.dtype, d.text});
     }
   }
   std::vector<ChangeVerdict*> verdicts;

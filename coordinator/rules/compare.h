@@ -61,6 +61,16 @@ struct OverallChange {
   std::string why;
 };
 
+// What changes speed and differs between the sides in one table (fingerprint_diff.h), besides
+// torch: "cpu_threads: A 2; B 1".
+struct TableWarning {
+  std::string table;  // its title
+  std::string gpu;
+  int batch = 1;
+  Dtype dtype = Dtype::kFloat32;
+  std::string text;
+};
+
 struct Comparison {
   rules::Stat stat = rules::Stat::kMedian;
   std::int64_t run_a = 0, run_b = 0;
@@ -72,8 +82,8 @@ struct Comparison {
   // Both sides recorded one torch version, the same, and the same speed fingerprints: the same
   // build on the same machine, where no change is expected.
   bool aa = false;
-  std::string aa_text;                // "A/A: torch 2.14.1 on both sides, the same machine ..."
-  std::vector<std::string> warnings;  // per table: what changes speed and differs between the sides
+  std::string aa_text;                 // "A/A: torch 2.14.1 on both sides, the same machine ..."
+  std::vector<TableWarning> warnings;  // per table: what changes speed and differs between the sides
 };
 
 Comparison compare_reports(const CompareSide& a, const CompareSide& b);

@@ -20,16 +20,6 @@
 namespace benchfleet::rules {
 namespace {
 
-using rules::compile_cell;
-using rules::inaccurate;
-using rules::joined;
-using rules::kNotRun;
-using rules::kOk;
-using rules::latency_cell;
-using rules::memory_cell;
-using rules::memory_ratio_cell;
-using rules::speedup_cell;
-
 std::string upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;

@@ -8,11 +8,6 @@
 namespace benchfleet::rules {
 namespace {
 
-using rules::Cell;
-using rules::Column;
-using rules::ColumnKind;
-using rules::Table;
-
 std::string key_of(const Column& c) {
   return c.build + "/" + std::string(to_string(c.runtime)) + "/" + std::string(to_string(c.mode));
 }

@@ -38,7 +38,8 @@ std::optional<TimestampMs> alert_retry_at(TimestampMs now, int attempts, const H
 }
 
 struct HistoryWorker::State {
-  State(store::HistoryStore& h, const Clock& c, HistoryWorkerOptions o) : history(h), clock(c), options(std::move(o)) {
+  State(store::SeriesStore& se, store::RegressionStore& re, const Clock& c, HistoryWorkerOptions o)
+      : series(se), regressions(re), clock(c), options(std::move(o)) {
     if (!options.webhook_url.empty()) {
       if (auto target = split_webhook_url(options.webhook_url); target.ok()) {
         webhook = *target;
@@ -48,7 +49,8 @@ struct HistoryWorker::State {
       }
     }
   }
-  store::HistoryStore& history;
+  store::SeriesStore& series;
+  store::RegressionStore& regressions;
   const Clock& clock;
   const HistoryWorkerOptions options;
   std::optional<WebhookTarget> webhook;
@@ -67,7 +69,7 @@ std::int64_t detect_pass(State& s) {
   try {
     const bool enqueue = s.client != nullptr;
     for (int i = 0; i < kMaxDetectCallsPerPass; ++i) {
-      auto pass = s.history.detect_changes(s.options.detector, enqueue);
+      auto pass = s.series.detect_changes(s.options.detector, enqueue);
       if (!pass.ok()) {
         spdlog::warn("change detection failed: {}", pass.error().describe());
         break;
@@ -96,14 +98,14 @@ std::int64_t detect_pass(State& s) {
 milliseconds send_due_alerts(State& s) {
   try {
     TimestampMs now = s.clock.now_ms();
-    auto due = s.history.due_alerts(now, kAlertsPerStep);
+    auto due = s.regressions.due_alerts(now, kAlertsPerStep);
     if (!due.ok()) {
       spdlog::warn("alerts: cannot read the deliveries due: {}", due.error().describe());
       return kAlertPollMax;
     }
     for (const auto& d : *due) {
       std::string error;
-      auto regression = s.history.get_regression(d.regression_id);
+      auto regression = s.regressions.get_regression(d.regression_id);
       if (!regression.ok()) {
         error = "regression " + std::to_string(d.regression_id) + ": " + regression.error().describe();
       } else {
@@ -121,7 +123,7 @@ milliseconds send_due_alerts(State& s) {
       }
       now = s.clock.now_ms();
       if (error.empty()) {
-        if (auto st = s.history.alert_delivered(d.id, now); !st.ok()) {
+        if (auto st = s.regressions.alert_delivered(d.id, now); !st.ok()) {
           spdlog::warn("alerts: delivery {} made but not recorded: {}", d.id, st.error().describe());
         } else {
           spdlog::info("alerts: delivered {} (regression {}) attempt {}", d.id, d.regression_id, d.attempts + 1);
@@ -136,12 +138,12 @@ milliseconds send_due_alerts(State& s) {
         spdlog::error("alerts: delivery {} (regression {}) given up after {} attempts: {}", d.id, d.regression_id,
                       d.attempts + 1, error);
       }
-      if (auto st = s.history.alert_attempt_failed(d.id, error, retry); !st.ok()) {
+      if (auto st = s.regressions.alert_attempt_failed(d.id, error, retry); !st.ok()) {
         spdlog::warn("alerts: cannot record the failed attempt of {}: {}", d.id, st.error().describe());
       }
     }
     if (static_cast<int>(due->size()) == kAlertsPerStep) return milliseconds(0);
-    auto next = s.history.next_alert_due();
+    auto next = s.regressions.next_alert_due();
     if (!next.ok() || !*next) return kAlertPollMax;
     return std::clamp(milliseconds(**next - s.clock.now_ms()), kAlertPollMin, kAlertPollMax);
   } catch (const std::exception& e) {
@@ -157,8 +159,9 @@ milliseconds wake_debounce(const HistoryWorkerOptions& options) {
 }  // namespace
 
 HistoryWorker::HistoryWorker(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking,
-                             store::HistoryStore& history, const Clock& clock, HistoryWorkerOptions options)
-    : state_(std::make_shared<State>(history, clock, std::move(options))) {
+                             store::SeriesStore& series, store::RegressionStore& regressions, const Clock& clock,
+                             HistoryWorkerOptions options)
+    : state_(std::make_shared<State>(series, regressions, clock, std::move(options))) {
   if (state_->client) {
     alerts_.emplace(ioc, blocking, "alert sender", kAlertPollMin, [s = state_] { return send_due_alerts(*s); });
   }

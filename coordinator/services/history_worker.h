@@ -1,8 +1,8 @@
 // The history worker, two loops off the I/O threads and off the result ingest path:
 // - the change detector: every `detect_interval`, and soon after wake() (called when a result
-//   was stored), runs HistoryStore::detect_changes until no series has unseen points, logging each
+//   was stored), runs SeriesStore::detect_changes until no series has unseen points, logging each
 //   confirmed change;
-// - the alert sender (when a webhook URL is set): POSTs each due delivery (HistoryStore::due_alerts)
+// - the alert sender (when a webhook URL is set): POSTs each due delivery (RegressionStore::due_alerts)
 //   as {"event": "regression.opened", "delivery_id", "regression": regression_json}, with the
 //   headers X-Benchfleet-Event and X-Benchfleet-Delivery; a 2xx answer delivers it, anything
 //   else (or no answer within the timeout) is retried after backoff_initial * 2^(attempts - 1),
@@ -23,7 +23,8 @@
 #include "common/http/webhook_url.h"
 #include "coordinator/rules/change_detector.h"
 #include "coordinator/services/periodic_task.h"
-#include "coordinator/store/history_store.h"
+#include "coordinator/store/regression_store.h"
+#include "coordinator/store/series_store.h"
 
 namespace benchfleet::services {
 
@@ -44,10 +45,10 @@ std::optional<TimestampMs> alert_retry_at(TimestampMs now, int attempts, const H
 
 class HistoryWorker {
  public:
-  // Timers run on `ioc` (one strand); store work and webhook requests on `blocking`. `store`
+  // Timers run on `ioc` (one strand); store work and webhook requests on `blocking`. The stores
   // and `clock` must outlive the loops (until `ioc` stops).
-  HistoryWorker(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::HistoryStore& history,
-                const Clock& clock, HistoryWorkerOptions options);
+  HistoryWorker(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::SeriesStore& series,
+                store::RegressionStore& regressions, const Clock& clock, HistoryWorkerOptions options);
   HistoryWorker(const HistoryWorker&) = delete;
   HistoryWorker& operator=(const HistoryWorker&) = delete;
 

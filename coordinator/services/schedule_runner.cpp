@@ -32,9 +32,9 @@ Result<TimestampMs> read_clock_file(const std::string& path) {
 }
 
 struct ScheduleRunner::State {
-  State(store::HistoryStore& h, ModelRegistry& c, WorkSignal& w, NowSource n, Options o)
-      : history(h), models(c), work(w), now(std::move(n)), options(o) {}
-  store::HistoryStore& history;
+  State(store::ScheduleStore& h, ModelRegistry& c, WorkSignal& w, NowSource n, Options o)
+      : schedules(h), models(c), work(w), now(std::move(n)), options(o) {}
+  store::ScheduleStore& schedules;
   ModelRegistry& models;
   WorkSignal& work;
   const NowSource now;
@@ -53,7 +53,7 @@ void check_once(ScheduleRunner::State& s) {
       return;
     }
     const ExpansionLimits limits{s.options.max_cells};
-    auto outcome = s.history.fire_due_schedules(
+    auto outcome = s.schedules.fire_due_schedules(
         *now, [&](const MatrixSpec& spec) { return expand_matrix(spec, *s.models.catalog(), limits); });
     s.checks.fetch_add(1);
     if (!outcome.ok()) {
@@ -79,9 +79,9 @@ void check_once(ScheduleRunner::State& s) {
 }  // namespace
 
 ScheduleRunner::ScheduleRunner(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking,
-                               store::HistoryStore& history, ModelRegistry& models, WorkSignal& work, NowSource now,
+                               store::ScheduleStore& schedules, ModelRegistry& models, WorkSignal& work, NowSource now,
                                Options options)
-    : state_(std::make_shared<State>(history, models, work, std::move(now), options)),
+    : state_(std::make_shared<State>(schedules, models, work, std::move(now), options)),
       task_(ioc, std::move(blocking), "schedule runner", options.period, [s = state_] {
         check_once(*s);
         return s->options.period;

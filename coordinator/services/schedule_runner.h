@@ -1,5 +1,5 @@
 // The schedule runner: every `period` it creates the runs of the schedules that are due
-// (HistoryStore::fire_due_schedules: exactly once per due time, the latest of several missed ones),
+// (ScheduleStore::fire_due_schedules: exactly once per due time, the latest of several missed ones),
 // expanding each stored matrix against the current catalog, logs what it created and why a
 // schedule created nothing, and wakes waiting lease requests.
 #pragma once
@@ -18,7 +18,7 @@
 #include "coordinator/services/model_registry.h"
 #include "coordinator/services/periodic_task.h"
 #include "coordinator/services/work_signal.h"
-#include "coordinator/store/history_store.h"
+#include "coordinator/store/schedule_store.h"
 
 namespace benchfleet::services {
 
@@ -36,9 +36,9 @@ class ScheduleRunner {
     std::int64_t max_cells = 100'000;  // ExpansionLimits of the runs it creates
   };
 
-  // The timer runs on `ioc` (its own strand); the store work on `blocking`. `history`, `models`
+  // The timer runs on `ioc` (its own strand); the store work on `blocking`. `schedules`, `models`
   // and `work` must outlive the runner's loop (until `ioc` stops).
-  ScheduleRunner(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::HistoryStore& history,
+  ScheduleRunner(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::ScheduleStore& schedules,
                  ModelRegistry& models, WorkSignal& work, NowSource now, Options options);
   ScheduleRunner(const ScheduleRunner&) = delete;
   ScheduleRunner& operator=(const ScheduleRunner&) = delete;

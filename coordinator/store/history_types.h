@@ -33,7 +33,7 @@ struct ScheduleInfo {
   std::int64_t runs = 0;    // runs it created
 };
 
-// A run a schedule created (HistoryStore::fire_due_schedules).
+// A run a schedule created (ScheduleStore::fire_due_schedules).
 struct FiredSchedule {
   std::int64_t schedule_id = 0;
   std::int64_t run_id = 0;

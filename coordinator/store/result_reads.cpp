@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "coordinator/rules/ingest.h"
 #include "coordinator/store/page.h"
-#include "coordinator/store/result_columns.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/run_store.h"
 #include "coordinator/store/store_core.h"
@@ -96,7 +96,7 @@ rules::CellResult cell_at(const Statement& s) {
   c.compile_cache = s.opt_text(kCompileCache).value_or("");
   c.peak_memory_bytes = s.opt_int64(kPeakMemoryBytes);
   if (auto recompiles = s.opt_int64(kRecompiles)) c.recompiles = static_cast<int>(*recompiles);
-  c.flags = split_flags(s.opt_text(kFlags).value_or(""));
+  c.flags = rules::split_flags(s.opt_text(kFlags).value_or(""));
   c.fingerprint = s.opt_text(kFingerprint).value_or("");
   return c;
 }
@@ -185,7 +185,7 @@ RawResultRow raw_result_at(const Statement& s) {
   raw.row.agent_name = s.opt_text(5);
   raw.row.slot = s.opt_text(6);
   raw.row.created_at = s.int64(7);
-  raw.row.flags = split_flags(s.opt_text(8).value_or(""));
+  raw.row.flags = rules::split_flags(s.opt_text(8).value_or(""));
   raw.row.spec = job_spec_at(s, kSpecColumn);
   raw.samples = s.opt_text(kSamplesColumn);
   return raw;

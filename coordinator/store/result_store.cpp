@@ -6,48 +6,18 @@
 #include <string>
 
 #include "common/codecs.h"
-#include "common/result_checks.h"
-#include "coordinator/rules/change_rule.h"
-#include "coordinator/rules/fingerprint_diff.h"
-#include "coordinator/rules/tokens.h"
-#include "coordinator/store/history_store.h"
-#include "coordinator/store/result_columns.h"
+#include "coordinator/rules/ingest.h"
 #include "coordinator/store/rows.h"
+#include "coordinator/store/series_store.h"
 #include "coordinator/store/store_core.h"
 
 namespace benchfleet::store {
-namespace {
-
-// The fingerprint's torch version (reports name it in their headers); nullopt when the result
-// recorded none, as verdicts given before torch ran do.
-std::optional<std::string> recorded_torch_version(const JobResult& result) {
-  auto it = result.environment.find("torch_version");
-  if (it == result.environment.end() || !it->is_string()) return std::nullopt;
-  std::string version = it->get<std::string>();
-  if (version.empty()) return std::nullopt;
-  return version;
-}
-
-// The fingerprint's torch git hash, when it recorded one.
-std::optional<std::string> recorded_torch_git(const JobResult& result) {
-  auto it = result.environment.find("torch_git");
-  if (it == result.environment.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
-    return std::nullopt;
-  }
-  return it->get<std::string>();
-}
-
-}  // namespace
 
 Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
                                                  const JobResult& result, TimestampMs arrived_at) {
   // The digest covers the whole result; the row's body leaves the samples out: they go to
   // result_samples, which listings never read.
-  nlohmann::json body_json = result;
-  const std::string digest = rules::sha256_hex(body_json.dump());
-  const std::string samples = body_json["samples_ms"].dump();
-  body_json.erase("samples_ms");
-  const std::string body = body_json.dump();
+  const rules::PostedBody posted = rules::posted_body(result);
   return core_.group.run([&]() -> Result<RecordOutcome> {
     {
       BF_ASSIGN_OR_RETURN(auto prior,
@@ -59,9 +29,9 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
         // Only the holder of that attempt's lease learns about the stored result (a retry after a
         // lost acknowledgement); anyone else is told its lease is not current.
         const bool same_holder = prior->opt_int64(2) == agent_id && prior->opt_text(3) == lease.lease_id;
-        return RecordOutcome{!same_holder               ? RecordKind::kLost
-                             : prior->text(1) == digest ? RecordKind::kDuplicate
-                                                        : RecordKind::kMismatch,
+        return RecordOutcome{!same_holder                      ? RecordKind::kLost
+                             : prior->text(1) == posted.digest ? RecordKind::kDuplicate
+                                                               : RecordKind::kMismatch,
                              same_holder ? prior->int64(0) : 0, 0};
       }
     }
@@ -76,8 +46,8 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
       BF_RETURN_IF_ERROR(core_.requeue_or_fail(lease.job_id, attempt, held->max_attempts, held->run_id, "expired"));
       return RecordOutcome{RecordKind::kLost, 0, 0};
     }
-    // The columns reports read need the job's mode and runtime and the run's
-    // noise thresholds.
+    // What the result becomes is decided by the ingest rule from the job and its run: refused
+    // (400) before anything is written, or the plan written below.
     JobSpec job;
     {
       BF_ASSIGN_OR_RETURN(
@@ -87,10 +57,8 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
       job = job_spec_at(*row, 0);
     }
     BF_ASSIGN_OR_RETURN(const MatrixSpec run_spec, core_.run_spec_locked(held->run_id));
-    // Claims the job's own spec refutes are refused before anything is written (400).
-    const ResultJob judged{job.mode, job.dtype, rules::device_kind_of(job.gpu) != "cpu", run_spec.measurement};
-    if (auto err = check_result_for_job(result, judged, "result")) return *err;
-    const ResultColumns columns = result_columns(job, result, run_spec.noise, run_spec.measurement.target_ci_rel_width);
+    BF_ASSIGN_OR_RETURN(const rules::IngestPlan plan, rules::plan_ingest(result, job, run_spec));
+    const rules::ResultColumns& columns = plan.columns;
     {
       BF_ASSIGN_OR_RETURN(
           auto ins,
@@ -114,17 +82,18 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
       if (result.stop_reason) ins->bind(17, to_string(*result.stop_reason));
       ins->bind(18, result.export_s);
       if (result.oom) ins->bind(19, to_string(result.oom->phase)).bind(20, result.oom->bytes_requested);
-      ins->bind(21, result.error).bind(22, result.signal).bind(23, body).bind(24, digest).bind(25, agent_id);
-      ins->bind(26, held->slot).bind(27, now).bind(28, recorded_torch_version(result));
+      ins->bind(21, result.error).bind(22, result.signal).bind(23, posted.body).bind(24, posted.digest);
+      ins->bind(25, agent_id);
+      ins->bind(26, held->slot).bind(27, now).bind(28, plan.torch_version);
       ins->bind(29, columns.accuracy).bind(30, columns.accuracy_error).bind(31, columns.accuracy_tolerance);
       ins->bind(32, columns.compile_ms).bind(33, columns.compile_cache).bind(34, columns.peak_memory_bytes);
-      ins->bind(35, columns.recompiles).bind(36, columns.flags).bind(37, rules::speed_fingerprint(result.environment));
+      ins->bind(35, columns.recompiles).bind(36, columns.flags).bind(37, plan.fingerprint);
       BF_RETURN_IF_ERROR(ins->run());
     }
     RecordOutcome out{RecordKind::kStored, core_.db->last_insert_rowid(), 0};
     if (!result.samples_ms.empty()) {
-      BF_RETURN_IF_ERROR(
-          core_.db->run("INSERT INTO result_samples (result_id, samples_ms) VALUES (?, ?)", out.result_id, samples));
+      BF_RETURN_IF_ERROR(core_.db->run("INSERT INTO result_samples (result_id, samples_ms) VALUES (?, ?)",
+                                       out.result_id, posted.samples));
     }
     BF_RETURN_IF_ERROR(core_.db->run(
         "UPDATE jobs SET status = 'done', finished_at = ?, updated_at = ?, lease_id = NULL, lease_expires_at = NULL"
@@ -133,25 +102,11 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
     BF_RETURN_IF_ERROR(core_.end_attempt(lease.job_id, attempt, "result"));
     // The result's point in its series, in the same transaction.
     std::optional<std::pair<std::string, std::int64_t>> new_series;
-    if (HistoryStore::has_series_point(result.status)) {
-      HistoryStore::NewPoint point;
-      point.job = job;
-      point.result_id = out.result_id;
-      point.run_id = held->run_id;
-      point.status = result.status;
-      if (result.stats) {
-        point.median_ms = result.stats->median_ms;
-        point.ci_low_ms = result.stats->ci_low_ms;
-        point.ci_high_ms = result.stats->ci_high_ms;
-      }
-      point.torch_version = recorded_torch_version(result);
-      point.torch_git = recorded_torch_git(result);
-      point.recorded_at = now;
-      point.flags = columns.flags;
-      point.accuracy = columns.accuracy;
-      BF_ASSIGN_OR_RETURN(new_series, history_.add_series_point_locked(point));
+    if (plan.series_point) {
+      BF_ASSIGN_OR_RETURN(new_series,
+                          series_.add_series_point_locked({job, out.result_id, held->run_id, now, *plan.series_point}));
     }
-    if (result.status == ResultStatus::kOom) {
+    if (plan.implies_oom) {
       BF_ASSIGN_OR_RETURN(out.implied_oom, core_.mark_implied_oom(held->run_id, lease.job_id));
     }
     BF_RETURN_IF_ERROR(core_.update_run_finished(held->run_id));

@@ -18,20 +18,20 @@
 
 namespace benchfleet::store {
 
-class HistoryStore;
+class SeriesStore;
 class RunStore;
 class StoreCore;
 
 class ResultStore {
  public:
-  // `history` takes each stored result's series point; `runs` answers whether a run exists.
-  ResultStore(StoreCore& core, RunStore& runs, HistoryStore& history) : core_(core), runs_(runs), history_(history) {}
+  // `series` takes each stored result's series point; `runs` answers whether a run exists.
+  ResultStore(StoreCore& core, RunStore& runs, SeriesStore& series) : core_(core), runs_(runs), series_(series) {}
   ResultStore(const ResultStore&) = delete;
   ResultStore& operator=(const ResultStore&) = delete;
 
   // Stores the verdict of `attempt` for the holder of `lease` (kLost / kCancelled as for
   // AgentStore::renew): one row per attempt (kDuplicate for the same result again, kMismatch for
-  // another one), with its noise flags, its series point (HistoryStore::list_series), and the
+  // another one), with its noise flags, its series point (SeriesStore::list_series), and the
   // OOM pruning it implies. `arrived_at`: when the post arrived (AgentStore::Arrivals); the lease
   // is judged as of then, so a result that came in time is stored however late the coordinator
   // comes to it. 0: now.
@@ -60,7 +60,7 @@ class ResultStore {
  private:
   StoreCore& core_;
   RunStore& runs_;
-  HistoryStore& history_;
+  SeriesStore& series_;
 };
 
 }  // namespace benchfleet::store

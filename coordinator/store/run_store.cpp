@@ -9,7 +9,6 @@
 #include "coordinator/rules/scheduler.h"
 #include "coordinator/store/agent_store.h"
 #include "coordinator/store/page.h"
-#include "coordinator/store/result_columns.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/store_core.h"
 

@@ -63,7 +63,7 @@ class RunStore {
 
   // Inside a caller's operation (the group's lock held, its transaction open).
   // create_run; a schedule's run names it and the due time it stands for
-  // (HistoryStore::fire_due_schedules).
+  // (ScheduleStore::fire_due_schedules).
   Result<RunCreated> create_run_locked(const MatrixSpec& spec, const std::vector<JobSpec>& jobs,
                                        std::optional<std::int64_t> schedule_id = std::nullopt,
                                        std::optional<TimestampMs> due_at = std::nullopt);

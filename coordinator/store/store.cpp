@@ -12,8 +12,10 @@ Store::Store(std::unique_ptr<StoreCore> core)
     : core_(std::move(core)),
       agents_(*core_),
       runs_(*core_, agents_),
-      history_(*core_, runs_),
-      results_(*core_, runs_, history_),
+      schedules_(*core_, runs_),
+      regressions_(*core_),
+      series_(*core_, regressions_),
+      results_(*core_, runs_, series_),
       models_(*core_) {}
 
 Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Clock& clock) {

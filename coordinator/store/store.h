@@ -1,8 +1,10 @@
-// The coordinator's durable state in SQLite, as four narrow stores over one connection:
+// The coordinator's durable state in SQLite, as narrow stores over one connection:
 //   runs()     RunStore      runs and their jobs, the queue            (run_store.h)
 //   agents()   AgentStore    agents, leases and dispatch               (agent_store.h)
 //   results()  ResultStore   posted results and what reads them        (result_store.h)
-//   history()  HistoryStore  schedules, series, regressions, alerts    (history_store.h)
+//   schedules()   ScheduleStore    recurring matrices and their runs  (schedule_store.h)
+//   series()      SeriesStore      series, points, change detection   (series_store.h)
+//   regressions() RegressionStore  regressions and their alerts       (regression_store.h)
 //   models()   ModelStore    registered models and artifacts           (model_store.h)
 // Thread-safe: every method runs alone on the one connection, inside a transaction shared with
 // the methods that run while it waits to commit (GroupCommit). A method returns only once what
@@ -19,10 +21,12 @@
 #include "common/types.h"
 #include "coordinator/store/agent_store.h"
 #include "coordinator/store/group_commit.h"
-#include "coordinator/store/history_store.h"
 #include "coordinator/store/model_store.h"
+#include "coordinator/store/regression_store.h"
 #include "coordinator/store/result_store.h"
 #include "coordinator/store/run_store.h"
+#include "coordinator/store/schedule_store.h"
+#include "coordinator/store/series_store.h"
 #include "coordinator/store/sqlite.h"
 #include "coordinator/store/store_core.h"
 
@@ -67,7 +71,9 @@ class Store {
   RunStore& runs() { return runs_; }
   AgentStore& agents() { return agents_; }
   ResultStore& results() { return results_; }
-  HistoryStore& history() { return history_; }
+  ScheduleStore& schedules() { return schedules_; }
+  SeriesStore& series() { return series_; }
+  RegressionStore& regressions() { return regressions_; }
   ModelStore& models() { return models_; }
 
   Result<Gauges> gauges(TimestampMs seen_within_ms);
@@ -86,7 +92,9 @@ class Store {
   std::unique_ptr<StoreCore> core_;
   AgentStore agents_;
   RunStore runs_;
-  HistoryStore history_;
+  ScheduleStore schedules_;
+  RegressionStore regressions_;
+  SeriesStore series_;
   ResultStore results_;
   ModelStore models_;
 };

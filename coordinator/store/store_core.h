@@ -1,7 +1,7 @@
-// What the narrow stores (RunStore, AgentStore, ResultStore, HistoryStore) share: the one
-// database connection and its group commit, the caches read on the lease path, and the steps of
-// a job's life that more than one of them takes. Internal to coordinator/store/: callers hold a
-// Store (store.h) and its narrow stores.
+// What the narrow stores (RunStore, AgentStore, ResultStore, ScheduleStore, SeriesStore,
+// RegressionStore) share: the one database connection and its group commit, the caches read on the lease path, and the
+// steps of a job's life that more than one of them takes. Internal to coordinator/store/: callers hold a Store
+// (store.h) and its narrow stores.
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { parseRoute, formatRoute, withParams, parseSide, formatSide } from "../../web/js/route.js";
-import { judgedKey, judgedCells, compareTables, compareCells, histogram, improvementPercent, buildTorchVersions, fingerprintDifferences, buildFingerprints } from "../../web/js/analysis.js";
+import { judgedKey, judgedCells, compareTables, compareCells, histogram, improvementPercent, buildTorchVersions } from "../../web/js/analysis.js";
 import { reproduceCommand } from "../../web/js/reproduce.js";
 import { describeDetail, gridState, badgeClass } from "../../web/js/status.js";
 import { fmtBytes, shortLabel, fmtAgo } from "../../web/js/format.js";
@@ -122,19 +122,6 @@ test("compare: a noisy side flags its pair, and excludeFlagged leaves such pairs
   assert.equal(kept.geomeans[0].text, "Geomean B vs A eager: 2.00x (1/3; 2 flagged excluded)");
   assert.deepEqual(compareCells(noisy, { ...cell(3, 2.9, 3.1), flags: ["ci_not_met", "high_cv"] }).flags, ["ci_not_met", "high_cv"]);
   assert.deepEqual(compareCells(noisy, cell(null, null, null, "oom")).flags, [], "no ratio, nothing to flag");
-});
-
-test("fingerprintDifferences: threads, CPU, GPU or driver that differ between sides are named; unknowns are not", () => {
-  const fp = (threads, cpu = "AMD EPYC") => ({ cpu_model: cpu, cpu_threads: threads, driver: null, gpu_name: null });
-  assert.deepEqual(fingerprintDifferences([["A", [fp(2)]], ["B", [fp(2)]]]), []);
-  assert.deepEqual(fingerprintDifferences([["stable", [fp(2)]], ["debian12", [fp(1)]]]), ["cpu_threads: stable 2; debian12 1"]);
-  assert.deepEqual(fingerprintDifferences([["A", [fp(2), fp(1)]], ["B", []]]), ["cpu_threads: A 1, 2"], "a side that disagrees with itself");
-  assert.deepEqual(fingerprintDifferences([["A", [fp(2, "Xeon")]], ["B", [fp(2)]]]), ["cpu_model: A Xeon; B AMD EPYC"]);
-  assert.deepEqual(fingerprintDifferences([["A", [fp(2)]], ["B", [{ cpu_threads: null }]]]), [], "B recorded none");
-  const table = { columns: [
-    { kind: "latency_ms", build: "a", fingerprints: [fp(2)] }, { kind: "speedup", build: "a", fingerprints: [fp(9)] },
-    { kind: "latency_ms", build: "b", fingerprints: [fp(1)] }] };
-  assert.deepEqual(buildFingerprints(table, "a"), [fp(2)], "latency columns only");
 });
 
 test("buildTorchVersions: a build's recorded versions over runtimes and tables, in version order", () => {

@@ -114,7 +114,7 @@ class HistoryServicesTest : public ::testing::Test {
 
 TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueRunOnce) {
   const MatrixSpec spec = store::testing::stable_a100_matrix("nightly", {"torchvision/resnet18"}, {1}, {Mode::kEager});
-  auto schedule = store_->history().create_schedule(spec, "0 2 * * *", true);
+  auto schedule = store_->schedules().create_schedule(spec, "0 2 * * *", true);
   ASSERT_TRUE(schedule.ok()) << schedule.error().describe();
   const TimestampMs due = schedule->next_due_at;
   EXPECT_EQ(due, clock_.now_ms() + std::int64_t{2} * 3'600'000);
@@ -131,7 +131,7 @@ TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueR
   const auto generation = work.generation();
   services::ModelRegistry models(store_->models(), {});
   ASSERT_TRUE(models.start(catalog_).ok());
-  services::ScheduleRunner runner(ioc, blocking.get_executor(), store_->history(), models, work, now,
+  services::ScheduleRunner runner(ioc, blocking.get_executor(), store_->schedules(), models, work, now,
                                   {std::chrono::milliseconds(10), 1000});
   runner.start();
   std::thread io([&] { ioc.run(); });
@@ -143,7 +143,7 @@ TEST_F(HistoryServicesTest, ScheduleRunnerSkipsChecksWithoutATimeAndCreatesADueR
   EXPECT_GE(calls.load(), 7);
   EXPECT_EQ(runner.runs_created(), 1) << "one run per due time, however many checks";
   EXPECT_GT(work.generation(), generation) << "waiting lease requests were woken";
-  auto after = store_->history().get_schedule(schedule->id);
+  auto after = store_->schedules().get_schedule(schedule->id);
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->runs, 1);
   EXPECT_EQ(after->last_due_at, due);
@@ -158,7 +158,8 @@ TEST_F(HistoryServicesTest, HistoryWorkerDetectsSoonAfterAWakeAndStops) {
   options.detect_interval = std::chrono::hours(1);
   boost::asio::io_context ioc;
   boost::asio::thread_pool blocking(1);
-  services::HistoryWorker worker(ioc, blocking.get_executor(), store_->history(), clock_, options);
+  services::HistoryWorker worker(ioc, blocking.get_executor(), store_->series(), store_->regressions(), clock_,
+                                 options);
   worker.start();
   std::thread io([&] { ioc.run(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -59,7 +59,7 @@ void OpenApiRoutes::exercise_history(const json& one, const std::string& op, con
               201u);
   }
   for (bool more = true; more;) {
-    auto pass = store_->history().detect_changes(rules::DetectorOptions{}, /*enqueue_alerts=*/false);
+    auto pass = store_->series().detect_changes(rules::DetectorOptions{}, /*enqueue_alerts=*/false);
     ASSERT_TRUE(pass.ok()) << pass.error().describe();
     more = pass->more;
   }

@@ -90,9 +90,10 @@ JobResult result_for(const JobSpec& job) {
     r.accuracy = a;
   }
   if (half && job.model == kMobilenet && job.mode == Mode::kEager) {
-    r.stats->cv = 0.25;
-    r.stop_reason = StopReason::kMaxTime;  // the time bound came first: any count
-    testing::widen_ci(r, 0.1);             // ... and left the CI 20% wide
+    // The time bound came first (any count) and left the CI wide, the samples spread (CV 0.25).
+    JobResult noisy = testing::spread_result(8.0, 0.43);
+    noisy.memory = r.memory;
+    r = noisy;
   }
   return r;
 }

@@ -261,31 +261,31 @@ TEST_F(StoreQueryPlanTest, EveryStatementOfTheHistoryIsAnIndexLookup) {
 
   std::set<std::string> seen;
   store_->observe_statements([&seen](const std::string& sql) { seen.insert(sql); });
-  const auto series = store_->history().list_series({}, std::nullopt, 50).value();
+  const auto series = store_->series().list_series({}, std::nullopt, 50).value();
   ASSERT_FALSE(series.items.empty());
   SeriesFilter of_model;
   of_model.model = kModels[0];
   of_model.batch = 4;
-  EXPECT_TRUE(store_->history().list_series(of_model, std::nullopt, 50).ok());
+  EXPECT_TRUE(store_->series().list_series(of_model, std::nullopt, 50).ok());
   const auto id = series.items[0].id;
-  EXPECT_EQ(store_->history().find_series(series.items[0].key).value(), id);
-  const auto first = store_->history().get_series(id, std::nullopt, 2).value();
+  EXPECT_EQ(store_->series().find_series(series.items[0].key).value(), id);
+  const auto first = store_->series().get_series(id, std::nullopt, 2).value();
   ASSERT_TRUE(first.next_cursor.has_value());
-  EXPECT_TRUE(store_->history().get_series(id, first.next_cursor, 2).ok());
-  EXPECT_TRUE(store_->history().detect_changes(rules::DetectorOptions{}, true).ok());
+  EXPECT_TRUE(store_->series().get_series(id, first.next_cursor, 2).ok());
+  EXPECT_TRUE(store_->series().detect_changes(rules::DetectorOptions{}, true).ok());
   const std::vector<std::optional<RegressionState>> states = {std::nullopt, RegressionState::kOpen};
   const std::vector<std::optional<rules::ChangeDirection>> directions = {std::nullopt,
                                                                          rules::ChangeDirection::kRegression};
   for (const auto& state : states) {
     for (const auto& direction : directions) {
       for (const auto& of_series : {std::optional<std::int64_t>(), std::optional<std::int64_t>(id)}) {
-        EXPECT_TRUE(store_->history().list_regressions({state, direction, of_series}, 1000, 100).ok());
+        EXPECT_TRUE(store_->regressions().list_regressions({state, direction, of_series}, 1000, 100).ok());
       }
     }
   }
-  EXPECT_FALSE(store_->history().get_regression(1).ok());
-  EXPECT_TRUE(store_->history().due_alerts(clock_.now_ms(), 10).ok());
-  EXPECT_TRUE(store_->history().next_alert_due().ok());
+  EXPECT_FALSE(store_->regressions().get_regression(1).ok());
+  EXPECT_TRUE(store_->regressions().due_alerts(clock_.now_ms(), 10).ok());
+  EXPECT_TRUE(store_->regressions().next_alert_due().ok());
   store_->observe_statements({});
   ASSERT_GT(seen.size(), 12u) << "the observer saw too little";
   EXPECT_EQ(check_plans(options_.path, seen), 0);

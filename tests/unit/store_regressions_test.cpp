@@ -13,7 +13,7 @@ TEST_F(StoreHistoryTest, ImprovementsAndUnalertedRegressionsOweNoDelivery) {
   const auto pass = detect();
   ASSERT_EQ(pass.changes.size(), 1u);
   EXPECT_EQ(pass.changes[0].direction, rules::ChangeDirection::kImprovement);
-  EXPECT_TRUE(store_->history().due_alerts(clock_.now_ms(), 10).value().empty());
+  EXPECT_TRUE(store_->regressions().due_alerts(clock_.now_ms(), 10).value().empty());
   EXPECT_EQ(store_->gauges(1000).value().open_regressions, 0) << "an improvement is no open regression";
 
   for (int i = 8; i < 13; ++i) post(version(i), 8);
@@ -21,28 +21,28 @@ TEST_F(StoreHistoryTest, ImprovementsAndUnalertedRegressionsOweNoDelivery) {
   const auto quiet = detect(/*enqueue_alerts=*/false);
   ASSERT_EQ(quiet.changes.size(), 1u);
   EXPECT_EQ(quiet.changes[0].direction, rules::ChangeDirection::kRegression);
-  EXPECT_TRUE(store_->history().due_alerts(clock_.now_ms(), 10).value().empty()) << "alerts off: none owed";
+  EXPECT_TRUE(store_->regressions().due_alerts(clock_.now_ms(), 10).value().empty()) << "alerts off: none owed";
 
   // The view's filters: regressions by default, improvements, or both; newest first.
   RegressionFilter open_regressions{RegressionState::kOpen, rules::ChangeDirection::kRegression, std::nullopt};
-  auto page = store_->history().list_regressions(open_regressions, std::nullopt, 10).value();
+  auto page = store_->regressions().list_regressions(open_regressions, std::nullopt, 10).value();
   ASSERT_EQ(page.items.size(), 1u);
   EXPECT_EQ(page.items[0].id, quiet.changes[0].id);
   RegressionFilter any_open{RegressionState::kOpen, std::nullopt, std::nullopt};
-  page = store_->history().list_regressions(any_open, std::nullopt, 1).value();
+  page = store_->regressions().list_regressions(any_open, std::nullopt, 1).value();
   ASSERT_EQ(page.items.size(), 1u);
   EXPECT_EQ(page.items[0].id, quiet.changes[0].id);
   ASSERT_TRUE(page.next_cursor.has_value());
-  page = store_->history().list_regressions(any_open, page.next_cursor, 1).value();
+  page = store_->regressions().list_regressions(any_open, page.next_cursor, 1).value();
   ASSERT_EQ(page.items.size(), 1u);
   EXPECT_EQ(page.items[0].id, pass.changes[0].id);
   EXPECT_FALSE(page.next_cursor.has_value());
   RegressionFilter improvements{std::nullopt, rules::ChangeDirection::kImprovement, std::nullopt};
-  EXPECT_EQ(store_->history().list_regressions(improvements, std::nullopt, 10).value().items.size(), 1u);
+  EXPECT_EQ(store_->regressions().list_regressions(improvements, std::nullopt, 10).value().items.size(), 1u);
   RegressionFilter of_series{std::nullopt, std::nullopt, resnet_series()};
-  EXPECT_EQ(store_->history().list_regressions(of_series, std::nullopt, 10).value().items.size(), 2u);
+  EXPECT_EQ(store_->regressions().list_regressions(of_series, std::nullopt, 10).value().items.size(), 2u);
   RegressionFilter of_other{std::nullopt, std::nullopt, resnet_series() + 1};
-  EXPECT_TRUE(store_->history().list_regressions(of_other, std::nullopt, 10).value().items.empty());
+  EXPECT_TRUE(store_->regressions().list_regressions(of_other, std::nullopt, 10).value().items.empty());
 }
 
 TEST_F(StoreHistoryTest, RegressionStatesMoveOnlyAlongTheirTransitions) {
@@ -51,46 +51,46 @@ TEST_F(StoreHistoryTest, RegressionStatesMoveOnlyAlongTheirTransitions) {
   const auto id = detect().changes.at(0).id;
 
   clock_.advance_ms(5000);
-  auto acked = store_->history().set_regression_state(id, RegressionState::kAcknowledged, "looking").value();
+  auto acked = store_->regressions().set_regression_state(id, RegressionState::kAcknowledged, "looking").value();
   EXPECT_EQ(acked.state, RegressionState::kAcknowledged);
   EXPECT_EQ(acked.acknowledged_at, clock_.now_ms());
   EXPECT_EQ(acked.note, "looking");
   auto g = store_->gauges(1000).value();
   EXPECT_EQ(g.open_regressions, 0);
   EXPECT_EQ(g.acknowledged_regressions, 1);
-  EXPECT_EQ(store_->history().get_series(resnet_series(), std::nullopt, 1).value().series.open_regressions, 1)
+  EXPECT_EQ(store_->series().get_series(resnet_series(), std::nullopt, 1).value().series.open_regressions, 1)
       << "acknowledged is still open work";
 
-  auto again = store_->history().set_regression_state(id, RegressionState::kAcknowledged, std::nullopt).value();
+  auto again = store_->regressions().set_regression_state(id, RegressionState::kAcknowledged, std::nullopt).value();
   EXPECT_EQ(again.acknowledged_at, acked.acknowledged_at) << "setting the same state is a no-op";
   EXPECT_EQ(again.note, "looking");
   // Taking an acknowledgement back reopens it and forgets when it was acknowledged.
-  auto back = store_->history().set_regression_state(id, RegressionState::kOpen, std::nullopt).value();
+  auto back = store_->regressions().set_regression_state(id, RegressionState::kOpen, std::nullopt).value();
   EXPECT_EQ(back.state, RegressionState::kOpen);
   EXPECT_FALSE(back.acknowledged_at.has_value());
   EXPECT_EQ(store_->gauges(1000).value().open_regressions, 1);
   clock_.advance_ms(1000);
-  acked = store_->history().set_regression_state(id, RegressionState::kAcknowledged, std::nullopt).value();
+  acked = store_->regressions().set_regression_state(id, RegressionState::kAcknowledged, std::nullopt).value();
 
   clock_.advance_ms(5000);
-  auto resolved = store_->history().set_regression_state(id, RegressionState::kResolved, "fixed upstream").value();
+  auto resolved = store_->regressions().set_regression_state(id, RegressionState::kResolved, "fixed upstream").value();
   EXPECT_EQ(resolved.state, RegressionState::kResolved);
   EXPECT_EQ(resolved.resolved_at, clock_.now_ms());
   EXPECT_EQ(resolved.acknowledged_at, acked.acknowledged_at);
   EXPECT_EQ(resolved.note, "fixed upstream");
-  EXPECT_EQ(store_->history().set_regression_state(id, RegressionState::kAcknowledged, std::nullopt).error().code,
+  EXPECT_EQ(store_->regressions().set_regression_state(id, RegressionState::kAcknowledged, std::nullopt).error().code,
             ErrorCode::kConflict);
 
-  auto reopened = store_->history().set_regression_state(id, RegressionState::kOpen, std::nullopt).value();
+  auto reopened = store_->regressions().set_regression_state(id, RegressionState::kOpen, std::nullopt).value();
   EXPECT_EQ(reopened.state, RegressionState::kOpen);
   EXPECT_FALSE(reopened.resolved_at.has_value());
   EXPECT_FALSE(reopened.acknowledged_at.has_value());
-  EXPECT_EQ(store_->history().set_regression_state(id, RegressionState::kResolved, std::nullopt).value().state,
+  EXPECT_EQ(store_->regressions().set_regression_state(id, RegressionState::kResolved, std::nullopt).value().state,
             RegressionState::kResolved)
       << "open -> resolved directly";
-  EXPECT_EQ(store_->history().set_regression_state(id + 1, RegressionState::kResolved, std::nullopt).error().code,
+  EXPECT_EQ(store_->regressions().set_regression_state(id + 1, RegressionState::kResolved, std::nullopt).error().code,
             ErrorCode::kNotFound);
-  EXPECT_EQ(store_->history().get_regression(id + 1).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store_->regressions().get_regression(id + 1).error().code, ErrorCode::kNotFound);
 
   for (auto s : {RegressionState::kOpen, RegressionState::kAcknowledged, RegressionState::kResolved}) {
     EXPECT_EQ(parse_regression_state(to_string(s)), s);
@@ -106,26 +106,28 @@ TEST_F(StoreHistoryTest, AlertDeliveriesAreRetriedDeliveredOrGivenUp) {
   }
   ASSERT_EQ(detect().changes.size(), 2u);
   const TimestampMs now = clock_.now_ms();
-  auto due = store_->history().due_alerts(now, 10).value();
+  auto due = store_->regressions().due_alerts(now, 10).value();
   ASSERT_EQ(due.size(), 2u);
-  EXPECT_EQ(store_->history().next_alert_due().value(), now);
+  EXPECT_EQ(store_->regressions().next_alert_due().value(), now);
 
-  ASSERT_TRUE(store_->history().alert_attempt_failed(due[0].id, "HTTP 503", now + 30'000).ok());
-  ASSERT_TRUE(store_->history().alert_delivered(due[1].id, now).ok());
-  EXPECT_TRUE(store_->history().due_alerts(now, 10).value().empty()) << "the failed one waits for its retry";
-  EXPECT_EQ(store_->history().next_alert_due().value(), now + 30'000);
-  auto retried = store_->history().due_alerts(now + 30'000, 10).value();
+  ASSERT_TRUE(store_->regressions().alert_attempt_failed(due[0].id, "HTTP 503", now + 30'000).ok());
+  ASSERT_TRUE(store_->regressions().alert_delivered(due[1].id, now).ok());
+  EXPECT_TRUE(store_->regressions().due_alerts(now, 10).value().empty()) << "the failed one waits for its retry";
+  EXPECT_EQ(store_->regressions().next_alert_due().value(), now + 30'000);
+  auto retried = store_->regressions().due_alerts(now + 30'000, 10).value();
   ASSERT_EQ(retried.size(), 1u);
   EXPECT_EQ(retried[0].attempts, 1);
-  EXPECT_EQ(store_->history().alert_delivered(due[1].id, now).error().code, ErrorCode::kNotFound) << "delivered once";
+  EXPECT_EQ(store_->regressions().alert_delivered(due[1].id, now).error().code, ErrorCode::kNotFound)
+      << "delivered once";
 
-  ASSERT_TRUE(store_->history().alert_attempt_failed(due[0].id, "HTTP 503", std::nullopt).ok());  // given up
-  EXPECT_TRUE(store_->history().due_alerts(now + 1'000'000, 10).value().empty());
-  EXPECT_FALSE(store_->history().next_alert_due().value().has_value());
+  ASSERT_TRUE(store_->regressions().alert_attempt_failed(due[0].id, "HTTP 503", std::nullopt).ok());  // given up
+  EXPECT_TRUE(store_->regressions().due_alerts(now + 1'000'000, 10).value().empty());
+  EXPECT_FALSE(store_->regressions().next_alert_due().value().has_value());
   const auto g = store_->gauges(1000).value();
   EXPECT_EQ(g.alerts_pending, 0);
   EXPECT_EQ(g.alerts_failed, 1);
-  EXPECT_EQ(store_->history().alert_attempt_failed(due[0].id, "late", std::nullopt).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store_->regressions().alert_attempt_failed(due[0].id, "late", std::nullopt).error().code,
+            ErrorCode::kNotFound);
 }
 
 // A series of more unseen runs than the detector judges per call (16) is finished over several

@@ -16,6 +16,7 @@
 
 #include "common/codecs.h"
 #include "common/matrix.h"
+#include "common/stats.h"
 #include "coordinator/store/migrations.h"
 #include "tests/unit/store_fixture.h"
 #include "tests/unit/store_test_results.h"
@@ -80,10 +81,12 @@ TEST_F(StoreTest, PagesWithSamplesAreBoundedByBytes) {
   const auto run = submit_spec(spec);
   std::vector<double> many(100'000);  // about 1.9 MB of text each: two fit in a page, three do not
   for (std::size_t i = 0; i < many.size(); ++i) many[i] = 10.0 + 1.0 / (3.0 + static_cast<double>(i));
+  const Statistics many_stats = compute_statistics(many);  // the store checks a result's figures
   for (int i = 0; i < 5; ++i) {
     const auto g = lease(a);
     JobResult r = ok_result(10);
     r.samples_ms = many;
+    r.stats = many_stats;
     ASSERT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, 1, r).value().kind, RecordKind::kStored);
   }
   std::vector<std::size_t> sizes;
@@ -118,10 +121,14 @@ TEST_F(StoreTest, AResultLargerThanAPageIsListedWithoutItsSamples) {
   const auto run = submit_spec(spec);
   std::vector<double> huge(300'000);  // about 5.7 MB of text, more than the 4 MiB a page holds
   for (std::size_t i = 0; i < huge.size(); ++i) huge[i] = 10.0 + 1.0 / (3.0 + static_cast<double>(i));
+  const Statistics huge_stats = compute_statistics(huge);  // the store checks a result's figures
   for (int i = 0; i < 3; ++i) {
     const auto g = lease(a);
     JobResult r = ok_result(10);
-    if (i == 1) r.samples_ms = huge;
+    if (i == 1) {
+      r.samples_ms = huge;
+      r.stats = huge_stats;
+    }
     ASSERT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, 1, r).value().kind, RecordKind::kStored);
   }
   const auto page = store_->results().list_results(run, {}, std::nullopt, 10, /*with_samples=*/true).value();

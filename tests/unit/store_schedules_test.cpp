@@ -39,7 +39,7 @@ class StoreSchedulesTest : public StoreTest {
     return testing::stable_a100_matrix("nightly", {"torchvision/resnet18"}, {1, 4}, {Mode::kEager});
   }
   ScheduleInfo create(const std::string& cron = "30 2 * * *", bool enabled = true) {
-    auto s = store_->history().create_schedule(nightly_matrix(), cron, enabled);
+    auto s = store_->schedules().create_schedule(nightly_matrix(), cron, enabled);
     EXPECT_TRUE(s.ok()) << s.error().message;
     return s.ok() ? *s : ScheduleInfo{};
   }
@@ -47,10 +47,10 @@ class StoreSchedulesTest : public StoreTest {
     ++expansions_;
     return expand_matrix(spec, catalog_, {});
   }
-  HistoryStore::FireOutcome fire(TimestampMs now) {
-    auto out = store_->history().fire_due_schedules(now, [this](const MatrixSpec& spec) { return expand(spec); });
+  ScheduleStore::FireOutcome fire(TimestampMs now) {
+    auto out = store_->schedules().fire_due_schedules(now, [this](const MatrixSpec& spec) { return expand(spec); });
     EXPECT_TRUE(out.ok()) << out.error().message;
-    return out.ok() ? *out : HistoryStore::FireOutcome{};
+    return out.ok() ? *out : ScheduleStore::FireOutcome{};
   }
   // runs.(schedule_id, schedule_due_at) of every run, by id.
   std::vector<std::pair<std::optional<std::int64_t>, std::optional<std::int64_t>>> run_schedule_columns() {
@@ -79,20 +79,20 @@ TEST_F(StoreSchedulesTest, AScheduleIsStoredWithItsFirstDueTime) {
   EXPECT_FALSE(s.last_run_id.has_value());
   EXPECT_EQ(s.missed, 0);
   EXPECT_EQ(s.runs, 0);
-  EXPECT_EQ(store_->history().get_schedule(s.id).value().next_due_at, kFirstNightly);
+  EXPECT_EQ(store_->schedules().get_schedule(s.id).value().next_due_at, kFirstNightly);
   const auto hourly = create("@hourly", /*enabled=*/false);
   EXPECT_FALSE(hourly.enabled);
-  const auto all = store_->history().list_schedules().value();
+  const auto all = store_->schedules().list_schedules().value();
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].id, s.id);
   EXPECT_EQ(all[1].id, hourly.id);
-  EXPECT_EQ(store_->history().next_schedule_due().value(), kFirstNightly) << "a paused schedule is never next";
+  EXPECT_EQ(store_->schedules().next_schedule_due().value(), kFirstNightly) << "a paused schedule is never next";
 
-  auto bad = store_->history().create_schedule(nightly_matrix(), "61 * * * *", true);
+  auto bad = store_->schedules().create_schedule(nightly_matrix(), "61 * * * *", true);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(bad.error().field, "cron");
-  EXPECT_EQ(store_->history().get_schedule(hourly.id + 1).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store_->schedules().get_schedule(hourly.id + 1).error().code, ErrorCode::kNotFound);
 }
 
 TEST_F(StoreSchedulesTest, ADueTimeCreatesOneRunExactlyOnceAlsoAcrossAReopen) {
@@ -116,13 +116,13 @@ TEST_F(StoreSchedulesTest, ADueTimeCreatesOneRunExactlyOnceAlsoAcrossAReopen) {
   EXPECT_TRUE(fire(now).fired.empty()) << "the same due time after a restart";
   EXPECT_EQ(store_->runs().list_runs(10, std::nullopt).value().size(), 1u);
 
-  const auto after = store_->history().get_schedule(s.id).value();
+  const auto after = store_->schedules().get_schedule(s.id).value();
   EXPECT_EQ(after.next_due_at, kFirstNightly + kDay);
   EXPECT_EQ(after.last_due_at, kFirstNightly);
   EXPECT_EQ(after.last_run_id, f.run_id);
   EXPECT_EQ(after.runs, 1);
   EXPECT_EQ(after.missed, 0);
-  EXPECT_EQ(store_->history().next_schedule_due().value(), kFirstNightly + kDay);
+  EXPECT_EQ(store_->schedules().next_schedule_due().value(), kFirstNightly + kDay);
   EXPECT_EQ(run_schedule_columns(),
             (std::vector<std::pair<std::optional<std::int64_t>, std::optional<std::int64_t>>>{{s.id, kFirstNightly}}));
 
@@ -130,7 +130,7 @@ TEST_F(StoreSchedulesTest, ADueTimeCreatesOneRunExactlyOnceAlsoAcrossAReopen) {
   const auto second = fire(kFirstNightly + kDay);
   ASSERT_EQ(second.fired.size(), 1u);
   EXPECT_EQ(second.fired[0].due_at, kFirstNightly + kDay);
-  EXPECT_EQ(store_->history().get_schedule(s.id).value().runs, 2);
+  EXPECT_EQ(store_->schedules().get_schedule(s.id).value().runs, 2);
 }
 
 TEST_F(StoreSchedulesTest, RacingCallersCreateOneRun) {
@@ -154,7 +154,7 @@ TEST_F(StoreSchedulesTest, MissedWindowsGetOneRunForTheLatestDueTime) {
   ASSERT_EQ(out.fired.size(), 1u);
   EXPECT_EQ(out.fired[0].due_at, kFirstNightly + 2 * kDay);
   EXPECT_EQ(out.fired[0].skipped, 2);
-  const auto after = store_->history().get_schedule(s.id).value();
+  const auto after = store_->schedules().get_schedule(s.id).value();
   EXPECT_EQ(after.missed, 2);
   EXPECT_EQ(after.runs, 1);
   EXPECT_EQ(after.next_due_at, kFirstNightly + 3 * kDay);
@@ -164,39 +164,39 @@ TEST_F(StoreSchedulesTest, MissedWindowsGetOneRunForTheLatestDueTime) {
 
 TEST_F(StoreSchedulesTest, APausedScheduleDoesNotFireAndResumingSkipsWhatPassed) {
   const auto s = create();
-  const auto paused = store_->history().set_schedule_enabled(s.id, false).value();
+  const auto paused = store_->schedules().set_schedule_enabled(s.id, false).value();
   EXPECT_FALSE(paused.enabled);
-  EXPECT_FALSE(store_->history().next_schedule_due().value().has_value());
+  EXPECT_FALSE(store_->schedules().next_schedule_due().value().has_value());
   const TimestampMs now = kFirstNightly + kDay + kMinute;  // two due times passed while paused
   clock_.set_ms(now);
   EXPECT_TRUE(fire(now).fired.empty());
   EXPECT_EQ(expansions_.load(), 0);
 
-  const auto resumed = store_->history().set_schedule_enabled(s.id, true).value();
+  const auto resumed = store_->schedules().set_schedule_enabled(s.id, true).value();
   EXPECT_TRUE(resumed.enabled);
   EXPECT_EQ(resumed.next_due_at, kFirstNightly + 2 * kDay) << "the next due time after now";
   EXPECT_EQ(resumed.missed, 2);
   EXPECT_EQ(resumed.updated_at, now);
   EXPECT_TRUE(fire(now).fired.empty()) << "what passed while paused is skipped";
-  EXPECT_EQ(store_->history().set_schedule_enabled(s.id, true).value().missed, 2) << "resuming twice changes nothing";
+  EXPECT_EQ(store_->schedules().set_schedule_enabled(s.id, true).value().missed, 2) << "resuming twice changes nothing";
 
   // Paused and resumed before anything was due: nothing missed.
   const auto other = create("0 12 * * *");
-  ASSERT_TRUE(store_->history().set_schedule_enabled(other.id, false).ok());
-  const auto back = store_->history().set_schedule_enabled(other.id, true).value();
+  ASSERT_TRUE(store_->schedules().set_schedule_enabled(other.id, false).ok());
+  const auto back = store_->schedules().set_schedule_enabled(other.id, true).value();
   EXPECT_EQ(back.missed, 0);
   EXPECT_EQ(back.next_due_at, other.next_due_at);
-  EXPECT_EQ(store_->history().set_schedule_enabled(other.id + 1, true).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store_->schedules().set_schedule_enabled(other.id + 1, true).error().code, ErrorCode::kNotFound);
 }
 
 TEST_F(StoreSchedulesTest, DeletingAScheduleKeepsItsRuns) {
   const auto s = create();
   const auto out = fire(kFirstNightly);
   ASSERT_EQ(out.fired.size(), 1u);
-  ASSERT_TRUE(store_->history().delete_schedule(s.id).ok());
-  EXPECT_EQ(store_->history().get_schedule(s.id).error().code, ErrorCode::kNotFound);
-  EXPECT_TRUE(store_->history().list_schedules().value().empty());
-  EXPECT_EQ(store_->history().delete_schedule(s.id).error().code, ErrorCode::kNotFound);
+  ASSERT_TRUE(store_->schedules().delete_schedule(s.id).ok());
+  EXPECT_EQ(store_->schedules().get_schedule(s.id).error().code, ErrorCode::kNotFound);
+  EXPECT_TRUE(store_->schedules().list_schedules().value().empty());
+  EXPECT_EQ(store_->schedules().delete_schedule(s.id).error().code, ErrorCode::kNotFound);
   EXPECT_EQ(store_->runs().get_run(out.fired[0].run_id).value().job_count, 2);
   EXPECT_EQ(run_schedule_columns(), (std::vector<std::pair<std::optional<std::int64_t>, std::optional<std::int64_t>>>{
                                         {std::nullopt, kFirstNightly}}));
@@ -205,15 +205,15 @@ TEST_F(StoreSchedulesTest, DeletingAScheduleKeepsItsRuns) {
 
 TEST_F(StoreSchedulesTest, AMatrixThatNoLongerExpandsMissesItsDueTime) {
   const auto s = create();
-  auto out = store_->history().fire_due_schedules(kFirstNightly, [](const MatrixSpec&) -> Result<std::vector<JobSpec>> {
-    return Error::invalid("models[0]", "unknown model");
-  });
+  auto out = store_->schedules().fire_due_schedules(
+      kFirstNightly,
+      [](const MatrixSpec&) -> Result<std::vector<JobSpec>> { return Error::invalid("models[0]", "unknown model"); });
   ASSERT_TRUE(out.ok());
   EXPECT_TRUE(out->fired.empty());
   ASSERT_EQ(out->errors.size(), 1u);
   EXPECT_EQ(out->errors[0].first, s.id);
   EXPECT_EQ(out->errors[0].second.field, "models[0]");
-  const auto after = store_->history().get_schedule(s.id).value();
+  const auto after = store_->schedules().get_schedule(s.id).value();
   EXPECT_EQ(after.missed, 1);
   EXPECT_EQ(after.runs, 0);
   EXPECT_EQ(after.next_due_at, kFirstNightly + kDay) << "tried again at the next due time, not in a loop";

@@ -1,12 +1,14 @@
-// What the store tests put in a store: agents, matrices and results (minimal, consistent
-// bodies: the store does not check them; the API does). Shared by the tests that open a real
-// store (store_test, store_query_plan_test, lease_sweeper_test, agent_protocol_test).
+// What the store tests put in a store: agents, matrices and results (minimal bodies, valid as a
+// worker posts them: the store records a result through rules::plan_ingest, which checks them).
+// Shared by the tests that open a real store (store_test, store_query_plan_test,
+// lease_sweeper_test, agent_protocol_test).
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/stats.h"
 #include "common/types.h"
 
 namespace benchfleet::store::testing {
@@ -41,14 +43,25 @@ inline JobResult ok_result(double ms) {
   r.status = ResultStatus::kOk;
   r.samples_ms = {ms, ms, ms};
   r.stats = Statistics{ms, ms, ms, ms, ms, ms, 0, 0, ms, ms, 3};
+  r.stop_reason = StopReason::kMaxTime;  // any count may stop at the time bound
   return r;
 }
 
-// Widens an ok result's CI of the median to median x (1 -/+ `fraction`), min and max with it: a
-// loop a bound stopped before its CI target (ci_not_met).
-inline void widen_ci(JobResult& r, double fraction) {
-  r.stats->ci_low_ms = r.stats->min_ms = r.stats->median_ms * (1 - fraction);
-  r.stats->ci_high_ms = r.stats->max_ms = r.stats->median_ms * (1 + fraction);
+// An "ok" result of `n` samples spread evenly over ms x (1 -/+ `spread`), mirrored around `ms`
+// (their median), with the statistics they give: its CV is about spread / sqrt(3), its CI of the
+// median wide. A loop the time bound stopped before its CI target: ci_not_met, and high_cv
+// above the run's max_cv.
+inline JobResult spread_result(double ms, double spread, int n = 12) {
+  JobResult r;
+  r.status = ResultStatus::kOk;
+  for (int i = 1; i <= n / 2; ++i) {
+    const double d = spread * i / (n / 2);
+    r.samples_ms.push_back(ms * (1 + d));
+    r.samples_ms.push_back(ms * (1 - d));
+  }
+  r.stats = compute_statistics(r.samples_ms);
+  r.stop_reason = StopReason::kMaxTime;
+  return r;
 }
 
 // An "oom" result in warm-up, 1 GiB requested.

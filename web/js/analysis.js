@@ -13,29 +13,6 @@ export function judgedCells(comparison) {
   return new Map((comparison?.cells ?? []).map((c) => [judgedKey(c, c.model, c.runtime, c.mode), c]));
 }
 
-// What changes speed (the report's speed fingerprints: cpu_model, cpu_threads, driver, gpu_name, high_load,
-// power_limit_w, sm_app_clock_mhz)
-// and differs between `sides`, [[name, [fingerprint objects]], ...]: as the coordinator's
-// rules/fingerprint_diff.h, so the compare view warns when two runs' builds ran on unequal terms.
-//   fingerprintDifferences([["A", [{cpu_threads: 2}]], ["B", [{cpu_threads: 1}]]]) -> ["cpu_threads: A 2; B 1"]
-export const SPEED_KEYS = ["cpu_model", "cpu_threads", "driver", "gpu_name", "high_load", "power_limit_w", "sm_app_clock_mhz"];
-export function fingerprintDifferences(sides) {
-  const out = [];
-  for (const key of SPEED_KEYS) {
-    const values = sides.map(([, fps]) => [...new Set((fps ?? []).map((fp) => fp?.[key]).filter((v) => v !== null && v !== undefined).map(String))].sort());
-    const known = values.filter((v) => v.length);
-    const differ = known.some((v) => v.length > 1) || new Set(known.map((v) => v.join("\u0000"))).size > 1;
-    if (!differ) continue;
-    out.push(`${key}: ${sides.map(([name], i) => (values[i].length ? `${name} ${values[i].join(", ")}` : null)).filter(Boolean).join("; ")}`);
-  }
-  return out;
-}
-
-// The speed fingerprints a build's latency columns recorded in one report table.
-export function buildFingerprints(table, build) {
-  return table.columns.filter((c) => c.kind === "latency_ms" && c.build === build).flatMap((c) => c.fingerprints ?? []);
-}
-
 // Every torch version the results of `build` recorded in a report (its columns'
 // torch_versions, over runtimes and tables), exact and in version order: ["2.5.1", "2.6.0+debian"].
 export function buildTorchVersions(report, build) {

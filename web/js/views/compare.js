@@ -8,7 +8,7 @@
 //   #/compare?a=5:stable&b=5:nightly&gpu=a100&batch=1&stat=mean&flagged=exclude
 import { h } from "../dom.js";
 import { withParams, parseSide, formatSide, statOf, DEFAULT_STAT } from "../route.js";
-import { compareTables, buildTorchVersions, fingerprintDifferences, buildFingerprints, judgedCells } from "../analysis.js";
+import { compareTables, buildTorchVersions, judgedCells } from "../analysis.js";
 import { badgeClass } from "../status.js";
 import { gridNav } from "../grid_nav.js";
 import { errorState, loadingState, emptyState } from "./states.js";
@@ -172,19 +172,21 @@ export class CompareView {
       copyButton("Copy link", () => location.href));
     const tables = (batch === "all" ? ofGpu : ofGpu.filter((t) => t.batch === batch)).map((tA) => {
       const tB = repB.tables.find((u) => same(tA, u));
-      return this.table(tA, tB, a, b, nameA, nameB, stat, params.flagged === "exclude", judged);
+      return this.table(tA, tB, a, b, nameA, nameB, stat, params.flagged === "exclude", judged, comparison);
     });
     this.body.replaceChildren(intro, aa, toolbar, coverage, ...tables);
     if (focus.nav) this.body.querySelector(`[data-nav="${focus.nav}"]`)?.focus();
     restoreFocus(this.body, focus.control);
   }
 
-  table(tA, tB, a, b, nameA, nameB, stat, excludeFlagged, judged) {
+  table(tA, tB, a, b, nameA, nameB, stat, excludeFlagged, judged, comparison) {
     const cmp = compareTables({ table: tA, build: a.build }, { table: tB, build: b.build }, { excludeFlagged, judged });
     const title = tA.title;
     // Torch versions differ by design (the intro names them); anything else that changes speed
-    // makes the ratios a comparison of more than the builds.
-    const differences = fingerprintDifferences([["A", buildFingerprints(tA, a.build)], ["B", buildFingerprints(tB, b.build)]]);
+    // makes the ratios a comparison of more than the builds: the coordinator's finding per table.
+    const differences = (comparison.table_warnings ?? [])
+      .filter((w) => w.gpu === tA.gpu && w.batch === tA.batch && w.dtype === (tA.dtype ?? "float32"))
+      .map((w) => w.text);
     const warning = differences.length
       ? h("p", { class: "fingerprint-warning", role: "note" }, `⚠ A and B differ in what changes speed, not only in their torch: ${differences.join("; ")}`)
       : null;

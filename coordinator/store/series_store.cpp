@@ -1,6 +1,6 @@
-// HistoryStore: series (one per matrix cell across runs) and their points, and the change detector's
-// pass over them. Regressions and alerts: history_regressions.cpp.
-#include "coordinator/store/history_store.h"
+// SeriesStore: series (one per matrix cell across runs) and their points, and the change detector's
+// pass over them. Regressions and alerts: regression_store.cpp.
+#include "coordinator/store/series_store.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/codecs.h"
-#include "coordinator/rules/series_order.h"
-#include "coordinator/store/result_columns.h"
+#include "coordinator/rules/ingest.h"
+#include "coordinator/store/regression_store.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/store_core.h"
 
@@ -79,7 +79,7 @@ SeriesPoint point_at(const Statement& s) {
   p.torch_version = s.opt_text(7);
   p.torch_git = s.opt_text(8);
   p.recorded_at = s.int64(9);
-  p.flags = split_flags(s.opt_text(10).value_or(""));
+  p.flags = rules::split_flags(s.opt_text(10).value_or(""));
   p.accuracy = s.opt_text(11);
   return p;
 }
@@ -99,12 +99,7 @@ std::string_view direction_name(rules::ChangeDirection d) {
 
 }  // namespace
 
-bool HistoryStore::has_series_point(ResultStatus status) {
-  return status != ResultStatus::kUnsupported && status != ResultStatus::kInvalid &&
-         status != ResultStatus::kOomImplied;
-}
-
-Result<std::optional<std::pair<std::string, std::int64_t>>> HistoryStore::add_series_point_locked(const NewPoint& p) {
+Result<std::optional<std::pair<std::string, std::int64_t>>> SeriesStore::add_series_point_locked(const NewPoint& p) {
   std::optional<std::pair<std::string, std::int64_t>> uncached;
   std::string key = series_key_text(p.job);
   std::int64_t series_id = 0;
@@ -133,22 +128,22 @@ Result<std::optional<std::pair<std::string, std::int64_t>>> HistoryStore::add_se
                     "INSERT INTO series_points (series_id, result_id, run_id, status, median_ms, ci_low_ms, ci_high_ms,"
                     " torch_version, torch_git, version_key, recorded_at, flags, accuracy)"
                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
-  ins->bind(1, series_id).bind(2, p.result_id).bind(3, p.run_id).bind(4, to_string(p.status)).bind(5, p.median_ms);
-  ins->bind(6, p.ci_low_ms).bind(7, p.ci_high_ms).bind(8, p.torch_version).bind(9, p.torch_git);
-  ins->bind(10, rules::version_sort_key(p.torch_version.value_or(""))).bind(11, p.recorded_at).bind(12, p.flags);
-  ins->bind(13, p.accuracy);
+  const rules::SeriesPointPlan& q = p.point;
+  ins->bind(1, series_id).bind(2, p.result_id).bind(3, p.run_id).bind(4, to_string(q.status)).bind(5, q.median_ms);
+  ins->bind(6, q.ci_low_ms).bind(7, q.ci_high_ms).bind(8, q.torch_version).bind(9, q.torch_git);
+  ins->bind(10, q.version_key).bind(11, p.recorded_at).bind(12, q.flags).bind(13, q.accuracy);
   BF_RETURN_IF_ERROR(ins->run());
   return uncached;
 }
 
-Result<SeriesInfo> HistoryStore::series_info_locked(std::int64_t series_id) {
+Result<SeriesInfo> SeriesStore::series_info_locked(std::int64_t series_id) {
   BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one(std::string(kSeriesSelect) + " WHERE s.id = ?", series_id));
   if (!s.found()) return Error::not_found("series " + std::to_string(series_id) + " does not exist");
   return series_at(*s);
 }
 
-Result<Page<SeriesInfo>> HistoryStore::list_series(const SeriesFilter& f, std::optional<std::int64_t> after_id,
-                                                   int limit) {
+Result<Page<SeriesInfo>> SeriesStore::list_series(const SeriesFilter& f, std::optional<std::int64_t> after_id,
+                                                  int limit) {
   return core_.group.run([&]() -> Result<Page<SeriesInfo>> {
     // A NULL parameter means "no filter" on that column.
     BF_ASSIGN_OR_RETURN(
@@ -169,7 +164,7 @@ Result<Page<SeriesInfo>> HistoryStore::list_series(const SeriesFilter& f, std::o
   });
 }
 
-Result<std::optional<std::int64_t>> HistoryStore::find_series(const SeriesKey& k) {
+Result<std::optional<std::int64_t>> SeriesStore::find_series(const SeriesKey& k) {
   return core_.group.run([&]() -> Result<std::optional<std::int64_t>> {
     BF_ASSIGN_OR_RETURN(
         auto s, core_.db->query_one("SELECT id FROM series WHERE model = ? AND batch = ? AND mode = ? AND"
@@ -180,8 +175,8 @@ Result<std::optional<std::int64_t>> HistoryStore::find_series(const SeriesKey& k
   });
 }
 
-Result<SeriesPoints> HistoryStore::get_series(std::int64_t series_id, std::optional<std::int64_t> after_point,
-                                              int limit) {
+Result<SeriesPoints> SeriesStore::get_series(std::int64_t series_id, std::optional<std::int64_t> after_point,
+                                             int limit) {
   return core_.group.run([&]() -> Result<SeriesPoints> {
     SeriesPoints out;
     BF_ASSIGN_OR_RETURN(out.series, series_info_locked(series_id));
@@ -220,7 +215,7 @@ Result<SeriesPoints> HistoryStore::get_series(std::int64_t series_id, std::optio
 // What the detector's walk over one series needs, read under the lock (read_detection_locked),
 // walked without it (walk_detection) and written back if the series is still as read
 // (write_detection_locked).
-struct HistoryStore::DetectionRead {
+struct SeriesStore::DetectionRead {
   // A run's ok points in the current level (consecutive points of one run: its repetitions).
   struct Run {
     std::int64_t run_id = 0;
@@ -245,7 +240,7 @@ struct HistoryStore::DetectionRead {
 };
 
 // A change the walk confirmed, and the points it starts at and follows.
-struct HistoryStore::FoundChange {
+struct SeriesStore::FoundChange {
   rules::Change change;
   std::int64_t first_bad = 0;
   std::optional<std::int64_t> last_good;
@@ -297,8 +292,8 @@ rules::RunSamples parse_run(const std::vector<std::string>& texts, const std::ve
 // The detector runs as if the unseen runs came one at a time: each is the tail once, against
 // the runs of the level before it (rules::change_at_tail); a confirmed change starts the
 // level at its first run. No lock held: `read` is this walk's own copy.
-std::vector<HistoryStore::FoundChange> HistoryStore::walk_detection(const DetectionRead& read,
-                                                                    const rules::DetectorOptions& options) {
+std::vector<SeriesStore::FoundChange> SeriesStore::walk_detection(const DetectionRead& read,
+                                                                  const rules::DetectorOptions& options) {
   std::vector<FoundChange> found;
   const std::ptrdiff_t window = options.baseline_runs + options.confirm_runs;
   std::ptrdiff_t level_begin = 0;
@@ -326,8 +321,8 @@ std::vector<HistoryStore::FoundChange> HistoryStore::walk_detection(const Detect
   return found;
 }
 
-Result<DetectionPass> HistoryStore::detect_changes(const rules::DetectorOptions& options, bool enqueue_alerts,
-                                                   int max_series) {
+Result<DetectionPass> SeriesStore::detect_changes(const rules::DetectorOptions& options, bool enqueue_alerts,
+                                                  int max_series) {
   DetectionPass pass;
   auto pending = core_.group.run([&]() -> Result<std::vector<std::int64_t>> {
     // series_points_pending holds only the points the detector has not seen.
@@ -367,8 +362,8 @@ Result<DetectionPass> HistoryStore::detect_changes(const rules::DetectorOptions&
   return pass;
 }
 
-Result<HistoryStore::DetectionRead> HistoryStore::read_detection_locked(std::int64_t series_id,
-                                                                        const rules::DetectorOptions& options) {
+Result<SeriesStore::DetectionRead> SeriesStore::read_detection_locked(std::int64_t series_id,
+                                                                      const rules::DetectorOptions& options) {
   DetectionRead read;
   // The current level: from the series' level start (its first point when no change was
   // confirmed yet) on, in series order.
@@ -431,9 +426,9 @@ Result<HistoryStore::DetectionRead> HistoryStore::read_detection_locked(std::int
   return read;
 }
 
-Result<bool> HistoryStore::write_detection_locked(std::int64_t series_id, const DetectionRead& read,
-                                                  const std::vector<FoundChange>& found, bool enqueue_alerts,
-                                                  std::vector<RegressionInfo>& changes) {
+Result<bool> SeriesStore::write_detection_locked(std::int64_t series_id, const DetectionRead& read,
+                                                 const std::vector<FoundChange>& found, bool enqueue_alerts,
+                                                 std::vector<RegressionInfo>& changes) {
   // Still as read: the same level start, the judged points still unseen, and no new point
   // ordered among the runs walked (one ordered after them waits for the next call).
   {
@@ -470,7 +465,7 @@ Result<bool> HistoryStore::write_detection_locked(std::int64_t series_id, const 
                         " VALUES (?, 'regression.opened', ?, ?)",
                         regression_id, body, now));
     }
-    BF_ASSIGN_OR_RETURN(auto info, regression_info_locked(regression_id));
+    BF_ASSIGN_OR_RETURN(auto info, regressions_.regression_info_locked(regression_id));
     changes.push_back(std::move(info));
   }
   for (std::int64_t id : read.judged) {

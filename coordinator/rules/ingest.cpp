@@ -1,10 +1,18 @@
-#include "coordinator/store/result_columns.h"
+#include "coordinator/rules/ingest.h"
 
 #include <cmath>
 
-#include "common/noise_flags.h"
+#include <nlohmann/json.hpp>
 
-namespace benchfleet::store {
+#include "common/codecs.h"
+#include "common/noise_flags.h"
+#include "common/result_checks.h"
+#include "coordinator/rules/change_rule.h"
+#include "coordinator/rules/fingerprint_diff.h"
+#include "coordinator/rules/series_order.h"
+#include "coordinator/rules/tokens.h"
+
+namespace benchfleet::rules {
 namespace {
 
 std::optional<double> telemetry_number(const nlohmann::json& telemetry, const char* key) {
@@ -24,6 +32,16 @@ std::optional<std::string> telemetry_text(const nlohmann::json& telemetry, const
 bool telemetry_true(const nlohmann::json& telemetry, const char* key) {
   const auto it = telemetry.find(key);
   return it != telemetry.end() && it->is_boolean() && it->get<bool>();
+}
+
+// The environment's `key` (torch_version, torch_git) when it recorded a non-empty text; verdicts
+// given before torch ran record none.
+std::optional<std::string> environment_text(const JobResult& result, const char* key) {
+  const auto it = result.environment.find(key);
+  if (it == result.environment.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
+    return std::nullopt;
+  }
+  return it->get<std::string>();
 }
 
 }  // namespace
@@ -82,4 +100,50 @@ std::vector<std::string> split_flags(const std::string& column) {
   return out;
 }
 
-}  // namespace benchfleet::store
+bool has_series_point(ResultStatus status) {
+  return status != ResultStatus::kUnsupported && status != ResultStatus::kInvalid &&
+         status != ResultStatus::kOomImplied;
+}
+
+PostedBody posted_body(const JobResult& result) {
+  nlohmann::json body = result;
+  PostedBody out;
+  out.digest = sha256_hex(body.dump());
+  out.samples = body["samples_ms"].dump();
+  body.erase("samples_ms");
+  out.body = body.dump();
+  return out;
+}
+
+Result<IngestPlan> plan_ingest(const JobResult& result, const JobSpec& job, const MatrixSpec& run_spec,
+                               const std::string& path) {
+  // Refused before anything is written: a result whose form is wrong, or whose claims its job's
+  // spec refutes (a dtype other than the job's, a compiled verdict for eager, ...).
+  if (auto err = check_posted_result(result, path)) return *err;
+  const ResultJob judged{job.mode, job.dtype, device_kind_of(job.gpu) != "cpu", run_spec.measurement};
+  if (auto err = check_result_for_job(result, judged, path)) return *err;
+
+  IngestPlan plan;
+  plan.columns = result_columns(job, result, run_spec.noise, run_spec.measurement.target_ci_rel_width);
+  plan.fingerprint = speed_fingerprint(result.environment);
+  plan.torch_version = environment_text(result, "torch_version");
+  if (has_series_point(result.status)) {
+    SeriesPointPlan point;
+    point.status = result.status;
+    if (result.stats) {
+      point.median_ms = result.stats->median_ms;
+      point.ci_low_ms = result.stats->ci_low_ms;
+      point.ci_high_ms = result.stats->ci_high_ms;
+    }
+    point.torch_version = plan.torch_version;
+    point.torch_git = environment_text(result, "torch_git");
+    point.version_key = version_sort_key(point.torch_version.value_or(""));
+    point.flags = plan.columns.flags;
+    point.accuracy = plan.columns.accuracy;
+    plan.series_point = std::move(point);
+  }
+  plan.implies_oom = result.status == ResultStatus::kOom;
+  return plan;
+}
+
+}  // namespace benchfleet::rules

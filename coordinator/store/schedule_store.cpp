@@ -1,5 +1,5 @@
-// HistoryStore: schedules, recurring matrices whose runs the coordinator creates when due.
-#include "coordinator/store/history_store.h"
+// ScheduleStore: schedules, recurring matrices whose runs the coordinator creates when due.
+#include "coordinator/store/schedule_store.h"
 
 #include <string>
 #include <utility>
@@ -65,7 +65,7 @@ std::string not_found_message(std::int64_t schedule_id) {
 
 }  // namespace
 
-Result<ScheduleInfo> HistoryStore::schedule_info_locked(std::int64_t schedule_id) {
+Result<ScheduleInfo> ScheduleStore::schedule_info_locked(std::int64_t schedule_id) {
   BF_ASSIGN_OR_RETURN(
       auto s,
       core_.db->query_one(std::string("SELECT ") + kScheduleColumns + " FROM schedules s WHERE s.id = ?", schedule_id));
@@ -73,7 +73,8 @@ Result<ScheduleInfo> HistoryStore::schedule_info_locked(std::int64_t schedule_id
   return schedule_at(*s);
 }
 
-Result<ScheduleInfo> HistoryStore::create_schedule(const MatrixSpec& spec, const std::string& cron_text, bool enabled) {
+Result<ScheduleInfo> ScheduleStore::create_schedule(const MatrixSpec& spec, const std::string& cron_text,
+                                                    bool enabled) {
   BF_ASSIGN_OR_RETURN(const rules::CronSchedule cron, rules::CronSchedule::parse(cron_text));
   return core_.group.run([&]() -> Result<ScheduleInfo> {
     const TimestampMs now = core_.clock.now_ms();
@@ -85,7 +86,7 @@ Result<ScheduleInfo> HistoryStore::create_schedule(const MatrixSpec& spec, const
   });
 }
 
-Result<std::vector<ScheduleInfo>> HistoryStore::list_schedules() {
+Result<std::vector<ScheduleInfo>> ScheduleStore::list_schedules() {
   return core_.group.run([&]() -> Result<std::vector<ScheduleInfo>> {
     BF_ASSIGN_OR_RETURN(
         auto s, core_.db->prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules s ORDER BY s.id"));
@@ -99,12 +100,12 @@ Result<std::vector<ScheduleInfo>> HistoryStore::list_schedules() {
   });
 }
 
-Result<ScheduleInfo> HistoryStore::get_schedule(std::int64_t schedule_id) {
+Result<ScheduleInfo> ScheduleStore::get_schedule(std::int64_t schedule_id) {
   return core_.group.run([&]() -> Result<ScheduleInfo> { return schedule_info_locked(schedule_id); });
 }
 
-Result<std::pair<ScheduleInfo, std::vector<std::int64_t>>> HistoryStore::schedule_runs(std::int64_t schedule_id,
-                                                                                       int limit) {
+Result<std::pair<ScheduleInfo, std::vector<std::int64_t>>> ScheduleStore::schedule_runs(std::int64_t schedule_id,
+                                                                                        int limit) {
   return core_.group.run([&]() -> Result<std::pair<ScheduleInfo, std::vector<std::int64_t>>> {
     BF_ASSIGN_OR_RETURN(ScheduleInfo info, schedule_info_locked(schedule_id));
     BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT id FROM runs WHERE schedule_id = ?"
@@ -120,7 +121,7 @@ Result<std::pair<ScheduleInfo, std::vector<std::int64_t>>> HistoryStore::schedul
   });
 }
 
-Result<ScheduleInfo> HistoryStore::set_schedule_enabled(std::int64_t schedule_id, bool enabled) {
+Result<ScheduleInfo> ScheduleStore::set_schedule_enabled(std::int64_t schedule_id, bool enabled) {
   return core_.group.run([&]() -> Result<ScheduleInfo> {
     BF_ASSIGN_OR_RETURN(ScheduleInfo info, schedule_info_locked(schedule_id));
     if (info.enabled == enabled) return info;
@@ -141,7 +142,7 @@ Result<ScheduleInfo> HistoryStore::set_schedule_enabled(std::int64_t schedule_id
   });
 }
 
-Status HistoryStore::delete_schedule(std::int64_t schedule_id) {
+Status ScheduleStore::delete_schedule(std::int64_t schedule_id) {
   return core_.group.run([&]() -> Status {
     // runs.schedule_id becomes NULL (ON DELETE SET NULL): the runs stay.
     BF_RETURN_IF_ERROR(core_.db->run("DELETE FROM schedules WHERE id = ?", schedule_id));
@@ -150,7 +151,7 @@ Status HistoryStore::delete_schedule(std::int64_t schedule_id) {
   });
 }
 
-Result<HistoryStore::FireOutcome> HistoryStore::fire_due_schedules(
+Result<ScheduleStore::FireOutcome> ScheduleStore::fire_due_schedules(
     TimestampMs now, const std::function<Result<std::vector<JobSpec>>(const MatrixSpec&)>& expand) {
   // Which schedules are due, read first; each is then expanded without the store's lock (the
   // catalog walk of a big matrix is not the store's work) and fired in its own operation, which
@@ -228,7 +229,7 @@ Result<HistoryStore::FireOutcome> HistoryStore::fire_due_schedules(
   return outcome;
 }
 
-Result<std::optional<TimestampMs>> HistoryStore::next_schedule_due() {
+Result<std::optional<TimestampMs>> ScheduleStore::next_schedule_due() {
   return core_.group.run([&]() -> Result<std::optional<TimestampMs>> {
     BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one("SELECT MIN(next_due_at) FROM schedules WHERE enabled = 1"));
     return s.found() ? s->opt_int64(0) : std::nullopt;

@@ -1,6 +1,6 @@
-// HistoryStore: the changes the detector confirmed (regressions, improvements), their states, and the
-// webhook deliveries they owe. The detector's pass: history_series.cpp.
-#include "coordinator/store/history_store.h"
+// RegressionStore: the changes the detector confirmed (regressions, improvements), their states, and the
+// webhook deliveries they owe. The detector's pass: series_store.cpp.
+#include "coordinator/store/regression_store.h"
 
 #include <limits>
 #include <string>
@@ -79,15 +79,15 @@ bool may_move(RegressionState from, RegressionState to) {
 
 }  // namespace
 
-Result<RegressionInfo> HistoryStore::regression_info_locked(std::int64_t regression_id) {
+Result<RegressionInfo> RegressionStore::regression_info_locked(std::int64_t regression_id) {
   BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one(std::string(kRegressionSelect) + kRegressionJoins + " WHERE g.id = ?",
                                                   regression_id));
   if (!s.found()) return Error::not_found("regression " + std::to_string(regression_id) + " does not exist");
   return regression_at(*s);
 }
 
-Result<Page<RegressionInfo>> HistoryStore::list_regressions(const RegressionFilter& f,
-                                                            std::optional<std::int64_t> before_id, int limit) {
+Result<Page<RegressionInfo>> RegressionStore::list_regressions(const RegressionFilter& f,
+                                                               std::optional<std::int64_t> before_id, int limit) {
   // Newest first along the index the filter names, so a page reads only the rows it returns (and
   // those a series' own filter passes over): the series' regressions, a state's (of a direction,
   // or of both), a direction's, or all of them.
@@ -120,12 +120,12 @@ Result<Page<RegressionInfo>> HistoryStore::list_regressions(const RegressionFilt
   });
 }
 
-Result<RegressionInfo> HistoryStore::get_regression(std::int64_t regression_id) {
+Result<RegressionInfo> RegressionStore::get_regression(std::int64_t regression_id) {
   return core_.group.run([&]() -> Result<RegressionInfo> { return regression_info_locked(regression_id); });
 }
 
-Result<RegressionInfo> HistoryStore::set_regression_state(std::int64_t regression_id, RegressionState state,
-                                                          const std::optional<std::string>& note) {
+Result<RegressionInfo> RegressionStore::set_regression_state(std::int64_t regression_id, RegressionState state,
+                                                             const std::optional<std::string>& note) {
   return core_.group.run([&]() -> Result<RegressionInfo> {
     BF_ASSIGN_OR_RETURN(RegressionInfo info, regression_info_locked(regression_id));
     if (info.state != state && !may_move(info.state, state)) {
@@ -147,7 +147,7 @@ Result<RegressionInfo> HistoryStore::set_regression_state(std::int64_t regressio
   });
 }
 
-Result<std::vector<AlertDelivery>> HistoryStore::due_alerts(TimestampMs now, int limit) {
+Result<std::vector<AlertDelivery>> RegressionStore::due_alerts(TimestampMs now, int limit) {
   return core_.group.run([&]() -> Result<std::vector<AlertDelivery>> {
     BF_ASSIGN_OR_RETURN(auto s,
                         core_.db->prepare("SELECT id, regression_id, event, body, attempts FROM alert_deliveries"
@@ -164,7 +164,7 @@ Result<std::vector<AlertDelivery>> HistoryStore::due_alerts(TimestampMs now, int
   });
 }
 
-Result<std::optional<TimestampMs>> HistoryStore::next_alert_due() {
+Result<std::optional<TimestampMs>> RegressionStore::next_alert_due() {
   return core_.group.run([&]() -> Result<std::optional<TimestampMs>> {
     BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one("SELECT MIN(next_attempt_at) FROM alert_deliveries"
                                                     " WHERE delivered_at IS NULL AND failed_at IS NULL"));
@@ -172,7 +172,7 @@ Result<std::optional<TimestampMs>> HistoryStore::next_alert_due() {
   });
 }
 
-Status HistoryStore::alert_delivered(std::int64_t delivery_id, TimestampMs at) {
+Status RegressionStore::alert_delivered(std::int64_t delivery_id, TimestampMs at) {
   return core_.group.run([&]() -> Status {
     BF_RETURN_IF_ERROR(
         core_.db->run("UPDATE alert_deliveries SET delivered_at = ?, attempts = attempts + 1, last_error = NULL"
@@ -185,8 +185,8 @@ Status HistoryStore::alert_delivered(std::int64_t delivery_id, TimestampMs at) {
   });
 }
 
-Status HistoryStore::alert_attempt_failed(std::int64_t delivery_id, const std::string& error,
-                                          std::optional<TimestampMs> retry_at) {
+Status RegressionStore::alert_attempt_failed(std::int64_t delivery_id, const std::string& error,
+                                             std::optional<TimestampMs> retry_at) {
   return core_.group.run([&]() -> Status {
     // Given up (no retry): failed_at takes the attempt's time; next_attempt_at stays as it was.
     BF_RETURN_IF_ERROR(
