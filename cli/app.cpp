@@ -325,173 +325,222 @@ int show(const Result<nlohmann::json>& j, bool as_json, std::string (*view)(cons
   return kExitOk;
 }
 
-}  // namespace
+// The run commands: submit, runs, run, report, compare, cancel, watch.
+class RunCommands {
+ public:
+  // Registers the commands on `app`. REQUIRES: this object outlives app.parse() and run().
+  explicit RunCommands(CLI::App& app) {
+    watch_options_.show_results = true;
+    submit_ = app.add_subcommand(
+        "submit",
+        "Validate a matrix file (YAML, the API's field names) and submit it. With --wait, show progress\n"
+        "until the run ends (a bar on a terminal, plain lines otherwise, with the coordinator's ETA), then\n"
+        "print its comparison tables (Markdown, as `report`); the exit code then says how it ended (0\n"
+        "clean, 3 failures, 4 cancelled).");
+    submit_->add_option("file", submit_args_.file, "matrix file (YAML or JSON)")->required();
+    submit_->add_flag("--wait", submit_args_.wait, "follow the run until it ends, then print its report");
+    submit_->add_flag("--no-report", submit_args_.no_report, "with --wait: end with the counts, not the report");
+    submit_->add_flag("--dry-run", submit_args_.dry_run,
+                      "validate and count the jobs, and have the coordinator check them as a submit would (the\n"
+                      "catalog, its limits, the fleet's builds, GPU classes, runtimes and modes: what would wait\n"
+                      "forever or end unsupported is named); submit nothing. Exit 1 when it could not be checked");
+    submit_->add_flag("--allow-pending", submit_args_.allow_pending,
+                      "queue jobs for a torch build or GPU class no enrolled agent offers yet (hosts still to\n"
+                      "come) instead of being refused; what waits is said");
+    submit_->add_flag("--print-id", submit_args_.print_id, "print only the run id on stdout (for scripts)");
+    submit_->add_option("--name", submit_args_.name, "replace the matrix's name");
+    submit_->add_option("--gpus", submit_args_.gpus, "replace the matrix's GPU classes (comma-separated)")
+        ->delimiter(',');
+    submit_->add_option("--builds", submit_args_.builds, "replace the matrix's torch builds (comma-separated)")
+        ->delimiter(',');
+    submit_->add_option("--interval", submit_args_.interval_s, "seconds between progress polls")
+        ->check(CLI::Range(0.05, 60.0))
+        ->capture_default_str();
 
-int run_cli(int argc, char** argv, Console& console) {
-  CliConfig config;
-  // The config file is read first so that the environment and flags override it.
-  if (const std::string path = cli_config_path(argc, argv); !path.empty()) {
-    auto root = config::load_yaml_mapping_file(path);
-    if (!root.ok()) return fail(console, Error::invalid("", root.error().describe()));
-    if (auto s = config::apply_yaml(*root, path, cli_options(config)); !s.ok()) {
-      return fail(console, Error::invalid("", s.error().describe()));
+    runs_ = app.add_subcommand("runs", "List runs, newest first, with progress and verdict counts.");
+    runs_->add_option("--limit", runs_limit_, "how many runs")->check(CLI::Range(1, 500))->capture_default_str();
+    runs_->add_flag("--json", runs_json_, "print the API's JSON");
+
+    run_ = app.add_subcommand("run", "Show one run: state, job and verdict counts, its matrix.");
+    run_->add_option("id", run_id_, "run id")->required()->check(positive_id());
+    run_->add_flag("--json", run_json_, "print the API's JSON");
+
+    report_ = app.add_subcommand(
+        "report",
+        "Print or save a run's comparison tables: per GPU class x batch size x dtype, latency per\n"
+        "(build, mode) and speedup against eager, OOM and other verdicts as such (Markdown in the seeds'\n"
+        "format); compiled cells marked wrong when their output failed the accuracy check (left out of\n"
+        "geomeans), noisy cells flagged; compile time, peak memory and memory ratio; pass rates.");
+    report_->add_option("id", report_args_.id, "run id")->required()->check(positive_id());
+    add_format_and_stat(*report_, report_args_.format, report_args_.stat,
+                        "statistic per cell: mean (as the seeds) or median");
+    report_->add_flag(
+        "--exclude-flagged", report_args_.exclude_flagged,
+        "leave noise-flagged results (high_cv, second_mode, clock_drop, throttled, ci_not_met) out of the "
+        "geomeans too");
+    report_->add_option("-o,--output", report_args_.output, "write to this file instead of stdout");
+
+    compare_ = app.add_subcommand(
+        "compare",
+        "Compare two sides cell by cell, each a (run, torch build): two runs, or two builds of one run\n"
+        "(by default the first build of each run, or the first two of one). For every GPU class x batch x\n"
+        "(runtime, mode) both measured: A's and B's latency, the ratio A/B (above 1: B is faster) and\n"
+        "whether the change is significant: beyond the run-to-run noise (the 95% interval from the\n"
+        "cell's repetitions, each a fresh process, where both sides have two or more; else the 95% CIs\n"
+        "apart and beyond the device's stated floor: 80% on a CPU). Noisy pairs marked *; a warning when\n"
+        "the sides differ besides torch (threads, CPU, GPU, driver); an A/A (one torch, one machine)\n"
+        "said. Cells judged by repetitions are held together to a 5% false-discovery rate, and judged\n"
+        "as a whole: their geometric mean, with a 95% interval over the cells (a change every cell\n"
+        "shares, 5% or more). With --fail-if-slower PCT the exit code is 1 when B is significantly\n"
+        "slower than A by more than PCT percent in any cell or overall (named), and 5 when fewer\n"
+        "cells were compared than A measured (or than --min-cells): a gate that compared nothing\n"
+        "does not pass.");
+    compare_->add_option("a", compare_args_.run_a, "run A")->required()->check(positive_id());
+    compare_->add_option("b", compare_args_.run_b, "run B (A again to compare two of its builds; none with --aa)")
+        ->check(positive_id());
+    compare_->add_option("--build-a", compare_args_.build_a, "A's torch build (default: run A's first)");
+    compare_->add_option("--build-b", compare_args_.build_b, "B's torch build (default: run B's first, or A's second)");
+    compare_
+        ->add_option("--fail-if-slower", compare_args_.fail_if_slower,
+                     "exit 1 when B is significantly slower than A by more than this percentage")
+        ->check(CLI::Range(0.0, 1000.0));
+    compare_
+        ->add_option("--min-cells", compare_args_.min_cells,
+                     "exit 5 unless at least this many cells were compared (default with --fail-if-slower: "
+                     "every cell A measured)")
+        ->check(CLI::Range(1, 1'000'000));
+    compare_->add_flag("--aa", compare_args_.aa,
+                       "an A/A instead: submit run A's matrix again with --repetitions fresh processes per cell,\n"
+                       "follow it, and print how far each cell moved between processes (the run-to-run noise\n"
+                       "any gate has to see past) and the comparison of run A with its repeat");
+    compare_->add_option("--repetitions", compare_args_.repetitions, "--aa: fresh processes per cell")
+        ->check(CLI::Range(2, 100))
+        ->capture_default_str();
+    compare_->add_option("--models", compare_args_.models, "--aa: a slice of run A's models (catalog ids)")
+        ->delimiter(',');
+    add_format_and_stat(*compare_, compare_args_.format, compare_args_.stat,
+                        "statistic per cell, its CI and the ratio: median or mean");
+
+    cancel_ = app.add_subcommand("cancel", "Cancel a run: queued jobs never start, running ones are stopped.");
+    cancel_->add_option("id", cancel_id_, "run id")->required()->check(positive_id());
+
+    watch_ = app.add_subcommand("watch",
+                                "Follow a run until it ends: a line per result as it arrives, and the progress bar.");
+    watch_->add_option("id", watch_id_, "run id")->required()->check(positive_id());
+    watch_->add_option("--interval", watch_options_.interval_s, "seconds between polls")
+        ->check(CLI::Range(0.05, 60.0))
+        ->capture_default_str();
+    watch_->add_flag("--no-results", watch_quiet_, "only the progress, no line per result");
+  }
+  RunCommands(const RunCommands&) = delete;
+  RunCommands& operator=(const RunCommands&) = delete;
+
+  // The exit code of the run command app.parse() found, or nullopt when it found another one.
+  std::optional<int> run(FleetClient& client, Console& console) {
+    if (submit_->parsed()) return submit(submit_args_, client, console);
+    if (runs_->parsed()) return show(client.runs(runs_limit_), runs_json_, runs_view, console);
+    if (run_->parsed()) return show(client.run(run_id_), run_json_, run_view, console);
+    if (report_->parsed()) return report(report_args_, client, console);
+    if (compare_->parsed()) return compare(compare_args_, client, console);
+    if (cancel_->parsed()) {
+      auto r = client.cancel(cancel_id_);
+      if (!r.ok()) return fail(console, r.error());
+      if (r->value("already_cancelled", false)) {
+        console.out << "run " << cancel_id_ << " was already cancelled\n";
+      } else {
+        console.out << "cancelled run " << cancel_id_ << ": " << r->value("cancelled_jobs", 0) << " jobs stopped\n";
+      }
+      return kExitOk;
     }
+    if (watch_->parsed()) {
+      watch_options_.show_results = !watch_quiet_;
+      return watch_run(client, watch_id_, watch_options_, console);
+    }
+    return std::nullopt;
   }
 
-  CLI::App app{kDescription, "benchfleet"};
-  app.set_version_flag("--version", std::string("benchfleet ") + BENCHFLEET_VERSION);
-  app.require_subcommand(1);
-  app.fallthrough();           // global options may follow the subcommand
-  std::string ignored_config;  // read above
-  app.add_option("-c,--config", ignored_config, "YAML config file (url, operator_token, ...)")
-      ->envname("BENCHFLEET_CLI_CONFIG");
-  for (const auto& o : cli_options(config)) o.add(app, config::flag_of(o.key), config::env_of(o.key), o.help);
+ private:
+  SubmitArgs submit_args_;
+  CLI::App* submit_ = nullptr;
+  int runs_limit_ = 20;
+  bool runs_json_ = false;
+  CLI::App* runs_ = nullptr;
+  std::int64_t run_id_ = 0;
+  bool run_json_ = false;
+  CLI::App* run_ = nullptr;
+  ReportArgs report_args_;
+  CLI::App* report_ = nullptr;
+  CompareArgs compare_args_;
+  CLI::App* compare_ = nullptr;
+  std::int64_t cancel_id_ = 0;
+  CLI::App* cancel_ = nullptr;
+  std::int64_t watch_id_ = 0;
+  WatchOptions watch_options_;
+  bool watch_quiet_ = false;
+  CLI::App* watch_ = nullptr;
+};
 
-  SubmitArgs submit_args;
-  auto* submit_cmd = app.add_subcommand(
-      "submit",
-      "Validate a matrix file (YAML, the API's field names) and submit it. With --wait, show progress\n"
-      "until the run ends (a bar on a terminal, plain lines otherwise, with the coordinator's ETA), then\n"
-      "print its comparison tables (Markdown, as `report`); the exit code then says how it ended (0\n"
-      "clean, 3 failures, 4 cancelled).");
-  submit_cmd->add_option("file", submit_args.file, "matrix file (YAML or JSON)")->required();
-  submit_cmd->add_flag("--wait", submit_args.wait, "follow the run until it ends, then print its report");
-  submit_cmd->add_flag("--no-report", submit_args.no_report, "with --wait: end with the counts, not the report");
-  submit_cmd->add_flag("--dry-run", submit_args.dry_run,
-                       "validate and count the jobs, and have the coordinator check them as a submit would (the\n"
-                       "catalog, its limits, the fleet's builds, GPU classes, runtimes and modes: what would wait\n"
-                       "forever or end unsupported is named); submit nothing. Exit 1 when it could not be checked");
-  submit_cmd->add_flag("--allow-pending", submit_args.allow_pending,
-                       "queue jobs for a torch build or GPU class no enrolled agent offers yet (hosts still to\n"
-                       "come) instead of being refused; what waits is said");
-  submit_cmd->add_flag("--print-id", submit_args.print_id, "print only the run id on stdout (for scripts)");
-  submit_cmd->add_option("--name", submit_args.name, "replace the matrix's name");
-  submit_cmd->add_option("--gpus", submit_args.gpus, "replace the matrix's GPU classes (comma-separated)")
-      ->delimiter(',');
-  submit_cmd->add_option("--builds", submit_args.builds, "replace the matrix's torch builds (comma-separated)")
-      ->delimiter(',');
-  submit_cmd->add_option("--interval", submit_args.interval_s, "seconds between progress polls")
-      ->check(CLI::Range(0.05, 60.0))
-      ->capture_default_str();
+// The agent commands: agents, agents approve, drain.
+class AgentCommands {
+ public:
+  // Registers the commands on `app`. REQUIRES: this object outlives app.parse() and run().
+  explicit AgentCommands(CLI::App& app) {
+    agents_ = app.add_subcommand("agents", "List agents: slots (GPU, class, memory), builds, last seen, jobs.");
+    agents_->add_flag("--json", agents_json_, "print the API's JSON");
+    approve_ = agents_->add_subcommand(
+        "approve",
+        "Allow the next enrolment under an agent's name without its current token (a host whose state\n"
+        "directory was lost enrols again under its name, keeping its id). Without this, or the token, the\n"
+        "coordinator refuses it (409), so the enrolment token alone cannot take over an agent's identity.");
+    approve_->add_option("agent", approve_agent_, "agent id or name")->required();
 
-  int runs_limit = 20;
-  bool runs_json = false;
-  auto* runs_cmd = app.add_subcommand("runs", "List runs, newest first, with progress and verdict counts.");
-  runs_cmd->add_option("--limit", runs_limit, "how many runs")->check(CLI::Range(1, 500))->capture_default_str();
-  runs_cmd->add_flag("--json", runs_json, "print the API's JSON");
+    drain_ = app.add_subcommand(
+        "drain", "Drain an agent (it finishes its jobs and takes no new ones), or resume it with --resume.");
+    drain_->add_option("agent", drain_agent_, "agent id or name")->required();
+    drain_->add_flag("--resume", drain_resume_, "take jobs again");
+  }
+  AgentCommands(const AgentCommands&) = delete;
+  AgentCommands& operator=(const AgentCommands&) = delete;
 
-  std::int64_t run_id = 0;
-  bool run_json = false;
-  auto* run_cmd = app.add_subcommand("run", "Show one run: state, job and verdict counts, its matrix.");
-  run_cmd->add_option("id", run_id, "run id")->required()->check(positive_id());
-  run_cmd->add_flag("--json", run_json, "print the API's JSON");
+  // The exit code of the agent command app.parse() found, or nullopt when it found another one.
+  std::optional<int> run(FleetClient& client, Console& console) {
+    if (approve_->parsed()) {
+      auto id = agent_id_of(approve_agent_, client);
+      if (!id.ok()) return fail(console, id.error());
+      auto r = client.approve(*id);
+      if (!r.ok()) return fail(console, r.error());
+      console.out << "agent " << *id << " (" << r->value("name", "?")
+                  << "): its next enrolment under this name is allowed without its token\n";
+      return kExitOk;
+    }
+    if (agents_->parsed()) return show(client.agents(), agents_json_, agents_view, console);
+    if (drain_->parsed()) {
+      auto id = agent_id_of(drain_agent_, client);
+      if (!id.ok()) return fail(console, id.error());
+      auto r = client.drain(*id, !drain_resume_);
+      if (!r.ok()) return fail(console, r.error());
+      console.out << "agent " << *id << " (" << r->value("name", "?") << ") "
+                  << (r->value("draining", false) ? "is draining: it finishes its jobs and takes no new ones"
+                                                  : "takes jobs again")
+                  << "\n";
+      return kExitOk;
+    }
+    return std::nullopt;
+  }
 
-  ReportArgs report_args;
-  auto* report_cmd = app.add_subcommand(
-      "report",
-      "Print or save a run's comparison tables: per GPU class x batch size x dtype, latency per\n"
-      "(build, mode) and speedup against eager, OOM and other verdicts as such (Markdown in the seeds'\n"
-      "format); compiled cells marked wrong when their output failed the accuracy check (left out of\n"
-      "geomeans), noisy cells flagged; compile time, peak memory and memory ratio; pass rates.");
-  report_cmd->add_option("id", report_args.id, "run id")->required()->check(positive_id());
-  add_format_and_stat(*report_cmd, report_args.format, report_args.stat,
-                      "statistic per cell: mean (as the seeds) or median");
-  report_cmd->add_flag(
-      "--exclude-flagged", report_args.exclude_flagged,
-      "leave noise-flagged results (high_cv, second_mode, clock_drop, throttled, ci_not_met) out of the "
-      "geomeans too");
-  report_cmd->add_option("-o,--output", report_args.output, "write to this file instead of stdout");
+ private:
+  bool agents_json_ = false;
+  CLI::App* agents_ = nullptr;
+  std::string approve_agent_;
+  CLI::App* approve_ = nullptr;
+  std::string drain_agent_;
+  bool drain_resume_ = false;
+  CLI::App* drain_ = nullptr;
+};
 
-  CompareArgs compare_args;
-  auto* compare_cmd = app.add_subcommand(
-      "compare",
-      "Compare two sides cell by cell, each a (run, torch build): two runs, or two builds of one run\n"
-      "(by default the first build of each run, or the first two of one). For every GPU class x batch x\n"
-      "(runtime, mode) both measured: A's and B's latency, the ratio A/B (above 1: B is faster) and\n"
-      "whether the change is significant: beyond the run-to-run noise (the 95% interval from the\n"
-      "cell's repetitions, each a fresh process, where both sides have two or more; else the 95% CIs\n"
-      "apart and beyond the device's stated floor: 80% on a CPU). Noisy pairs marked *; a warning when\n"
-      "the sides differ besides torch (threads, CPU, GPU, driver); an A/A (one torch, one machine)\n"
-      "said. Cells judged by repetitions are held together to a 5% false-discovery rate, and judged\n"
-      "as a whole: their geometric mean, with a 95% interval over the cells (a change every cell\n"
-      "shares, 5% or more). With --fail-if-slower PCT the exit code is 1 when B is significantly\n"
-      "slower than A by more than PCT percent in any cell or overall (named), and 5 when fewer\n"
-      "cells were compared than A measured (or than --min-cells): a gate that compared nothing\n"
-      "does not pass.");
-  compare_cmd->add_option("a", compare_args.run_a, "run A")->required()->check(positive_id());
-  compare_cmd->add_option("b", compare_args.run_b, "run B (A again to compare two of its builds; none with --aa)")
-      ->check(positive_id());
-  compare_cmd->add_option("--build-a", compare_args.build_a, "A's torch build (default: run A's first)");
-  compare_cmd->add_option("--build-b", compare_args.build_b, "B's torch build (default: run B's first, or A's second)");
-  compare_cmd
-      ->add_option("--fail-if-slower", compare_args.fail_if_slower,
-                   "exit 1 when B is significantly slower than A by more than this percentage")
-      ->check(CLI::Range(0.0, 1000.0));
-  compare_cmd
-      ->add_option("--min-cells", compare_args.min_cells,
-                   "exit 5 unless at least this many cells were compared (default with --fail-if-slower: "
-                   "every cell A measured)")
-      ->check(CLI::Range(1, 1'000'000));
-  compare_cmd->add_flag("--aa", compare_args.aa,
-                        "an A/A instead: submit run A's matrix again with --repetitions fresh processes per cell,\n"
-                        "follow it, and print how far each cell moved between processes (the run-to-run noise\n"
-                        "any gate has to see past) and the comparison of run A with its repeat");
-  compare_cmd->add_option("--repetitions", compare_args.repetitions, "--aa: fresh processes per cell")
-      ->check(CLI::Range(2, 100))
-      ->capture_default_str();
-  compare_cmd->add_option("--models", compare_args.models, "--aa: a slice of run A's models (catalog ids)")
-      ->delimiter(',');
-  add_format_and_stat(*compare_cmd, compare_args.format, compare_args.stat,
-                      "statistic per cell, its CI and the ratio: median or mean");
-
-  std::int64_t cancel_id = 0;
-  auto* cancel_cmd = app.add_subcommand("cancel", "Cancel a run: queued jobs never start, running ones are stopped.");
-  cancel_cmd->add_option("id", cancel_id, "run id")->required()->check(positive_id());
-
-  bool agents_json = false;
-  auto* agents_cmd = app.add_subcommand("agents", "List agents: slots (GPU, class, memory), builds, last seen, jobs.");
-  agents_cmd->add_flag("--json", agents_json, "print the API's JSON");
-  std::string approve_agent;
-  auto* approve_cmd = agents_cmd->add_subcommand(
-      "approve",
-      "Allow the next enrolment under an agent's name without its current token (a host whose state\n"
-      "directory was lost enrols again under its name, keeping its id). Without this, or the token, the\n"
-      "coordinator refuses it (409), so the enrolment token alone cannot take over an agent's identity.");
-  approve_cmd->add_option("agent", approve_agent, "agent id or name")->required();
-
-  std::string drain_agent;
-  bool drain_resume = false;
-  auto* drain_cmd = app.add_subcommand(
-      "drain", "Drain an agent (it finishes its jobs and takes no new ones), or resume it with --resume.");
-  drain_cmd->add_option("agent", drain_agent, "agent id or name")->required();
-  drain_cmd->add_flag("--resume", drain_resume, "take jobs again");
-
-  std::int64_t watch_id = 0;
-  WatchOptions watch_options;
-  watch_options.show_results = true;
-  bool watch_quiet = false;
-  auto* watch_cmd =
-      app.add_subcommand("watch", "Follow a run until it ends: a line per result as it arrives, and the progress bar.");
-  watch_cmd->add_option("id", watch_id, "run id")->required()->check(positive_id());
-  watch_cmd->add_option("--interval", watch_options.interval_s, "seconds between polls")
-      ->check(CLI::Range(0.05, 60.0))
-      ->capture_default_str();
-  watch_cmd->add_flag("--no-results", watch_quiet, "only the progress, no line per result");
-
-  const HistoryCommands history(app);                       // schedule, series, regressions
-  const FleetCommands fleet(app);                           // models, builds, modes
-  const ModelCommands model_commands(app, fleet.models());  // models add/show/rm, artifacts
-
-  std::string launcher_config, slurm_class;
-  auto* slurm_cmd = app.add_subcommand(
-      "slurm-script",
-      "Print the batch script benchfleet-slurm-launcher submits for one GPU class (#SBATCH lines from\n"
-      "the launcher's config, then the agent in allocation mode), for a manual `sbatch`. Reads only the\n"
-      "launcher's YAML config; asks no coordinator. Create the job's log directory (printed on stderr)\n"
-      "first; several agents at once: sbatch --array=0-N.");
-  slurm_cmd->add_option("--launcher-config", launcher_config, "the launcher's YAML config file")->required();
-  slurm_cmd->add_option("--class", slurm_class, "the GPU class (a classes[].gpu_class of the config)")->required();
-
+// Parses the command line; the exit code when it ends the program (a usage error, --help,
+// --version), naming the subcommand meant when one was mistyped.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, Console& console) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -512,6 +561,53 @@ int run_cli(int argc, char** argv, Console& console) {
     const int code = app.exit(e, console.out, console.err);
     return code == 0 ? kExitOk : kExitUsage;
   }
+  return std::nullopt;
+}
+
+// Reads the CLI's config file (before the environment and flags, which override it); the exit
+// code when it is invalid.
+std::optional<int> read_config_file(int argc, char** argv, CliConfig& config, Console& console) {
+  if (const std::string path = cli_config_path(argc, argv); !path.empty()) {
+    auto root = config::load_yaml_mapping_file(path);
+    if (!root.ok()) return fail(console, Error::invalid("", root.error().describe()));
+    if (auto s = config::apply_yaml(*root, path, cli_options(config)); !s.ok()) {
+      return fail(console, Error::invalid("", s.error().describe()));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv, Console& console) {
+  CliConfig config;
+  if (auto code = read_config_file(argc, argv, config, console)) return *code;
+
+  CLI::App app{kDescription, "benchfleet"};
+  app.set_version_flag("--version", std::string("benchfleet ") + BENCHFLEET_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();           // global options may follow the subcommand
+  std::string ignored_config;  // read above
+  app.add_option("-c,--config", ignored_config, "YAML config file (url, operator_token, ...)")
+      ->envname("BENCHFLEET_CLI_CONFIG");
+  for (const auto& o : cli_options(config)) o.add(app, config::flag_of(o.key), config::env_of(o.key), o.help);
+
+  RunCommands runs(app);                                    // submit, runs, run, report, compare, cancel, watch
+  AgentCommands agents(app);                                // agents, approve, drain
+  const HistoryCommands history(app);                       // schedule, series, regressions
+  const FleetCommands fleet(app);                           // models, builds, modes
+  const ModelCommands model_commands(app, fleet.models());  // models add/show/rm, artifacts
+  std::string launcher_config, slurm_class;
+  auto* slurm_cmd = app.add_subcommand(
+      "slurm-script",
+      "Print the batch script benchfleet-slurm-launcher submits for one GPU class (#SBATCH lines from\n"
+      "the launcher's config, then the agent in allocation mode), for a manual `sbatch`. Reads only the\n"
+      "launcher's YAML config; asks no coordinator. Create the job's log directory (printed on stderr)\n"
+      "first; several agents at once: sbatch --array=0-N.");
+  slurm_cmd->add_option("--launcher-config", launcher_config, "the launcher's YAML config file")->required();
+  slurm_cmd->add_option("--class", slurm_class, "the GPU class (a classes[].gpu_class of the config)")->required();
+
+  if (auto code = parse_command_line(app, argc, argv, console)) return *code;
   if (slurm_cmd->parsed()) {  // needs no coordinator, URL or token
     auto script = slurm_script(launcher_config, slurm_class);
     if (!script.ok()) return fail(console, script.error());
@@ -525,49 +621,11 @@ int run_cli(int argc, char** argv, Console& console) {
   if (!token.ok()) return fail(console, Error::invalid("", token.error().describe()));
   FleetClient client(config.url, *token, std::chrono::seconds(config.timeout_s));
 
-  if (submit_cmd->parsed()) return submit(submit_args, client, console);
-  if (runs_cmd->parsed()) return show(client.runs(runs_limit), runs_json, runs_view, console);
-  if (run_cmd->parsed()) return show(client.run(run_id), run_json, run_view, console);
-  if (report_cmd->parsed()) return report(report_args, client, console);
-  if (compare_cmd->parsed()) return compare(compare_args, client, console);
-  if (cancel_cmd->parsed()) {
-    auto r = client.cancel(cancel_id);
-    if (!r.ok()) return fail(console, r.error());
-    if (r->value("already_cancelled", false)) {
-      console.out << "run " << cancel_id << " was already cancelled\n";
-    } else {
-      console.out << "cancelled run " << cancel_id << ": " << r->value("cancelled_jobs", 0) << " jobs stopped\n";
-    }
-    return kExitOk;
-  }
-  if (approve_cmd->parsed()) {
-    auto id = agent_id_of(approve_agent, client);
-    if (!id.ok()) return fail(console, id.error());
-    auto r = client.approve(*id);
-    if (!r.ok()) return fail(console, r.error());
-    console.out << "agent " << *id << " (" << r->value("name", "?")
-                << "): its next enrolment under this name is allowed without its token\n";
-    return kExitOk;
-  }
-  if (agents_cmd->parsed()) return show(client.agents(), agents_json, agents_view, console);
-  if (drain_cmd->parsed()) {
-    auto id = agent_id_of(drain_agent, client);
-    if (!id.ok()) return fail(console, id.error());
-    auto r = client.drain(*id, !drain_resume);
-    if (!r.ok()) return fail(console, r.error());
-    console.out << "agent " << *id << " (" << r->value("name", "?") << ") "
-                << (r->value("draining", false) ? "is draining: it finishes its jobs and takes no new ones"
-                                                : "takes jobs again")
-                << "\n";
-    return kExitOk;
-  }
+  if (auto code = runs.run(client, console)) return *code;
+  if (auto code = agents.run(client, console)) return *code;
   if (auto code = history.run(client, console)) return *code;
   if (auto code = model_commands.run(client, console)) return *code;
   if (auto code = fleet.run(client, console)) return *code;
-  if (watch_cmd->parsed()) {
-    watch_options.show_results = !watch_quiet;
-    return watch_run(client, watch_id, watch_options, console);
-  }
   return kExitUsage;
 }
 

@@ -137,15 +137,18 @@ void Daemon::request_stop() {
   spdlog::info(stops >= 2 ? "abort: killing workers" : "drain: running jobs finish, nothing new is leased");
 }
 
-int Daemon::run() {
-  State& s = *state_;
+namespace {
+
+// The agent's directories made and resolved, what an earlier run of it left running killed, its
+// spool opened; false (logged) when it cannot serve.
+bool prepare_state(Daemon::State& s) {
   AgentConfig& c = s.config;
   std::error_code ec;
   for (const auto& dir : {c.state_dir, c.work_dir, c.artifact_dir}) {
     fs::create_directories(dir, ec);
     if (ec) {
       spdlog::error("cannot create {}: {}", dir, ec.message());
-      return 1;
+      return false;
     }
   }
   // Absolute from here on, before anything keeps them: a build in its own root runs with another
@@ -160,16 +163,71 @@ int Daemon::run() {
   }
   if (!sweep.survivors.empty()) {
     spdlog::error("{} orphaned process(es) survive SIGKILL; not serving with them on the GPU", sweep.survivors.size());
-    return 1;
+    return false;
   }
   if (c.exporter.empty()) c.exporter = default_exporter_path(s.executable);
   s.spool = std::make_unique<Spool>(c.spool_dir);
   s.cache = std::make_unique<ArtifactCache>(c.artifact_dir);
   if (auto st = s.spool->open(); !st) {
     spdlog::error("{}", st.error().message);
-    return 1;
+    return false;
   }
 
+  return true;
+}
+
+// How CPU jobs' memory is capped: a cgroup each under this agent's own when it can make them
+// (memory_cap auto), else each job's address space.
+void choose_memory_cap(const AgentConfig& c, JobEnvironment& shared) {
+  if (c.memory_cap == "auto") shared.memory_cgroup = this_process_memory_cgroup();
+  if (shared.memory_cgroup) {
+    if (auto usable = probe_memory_cgroup(*shared.memory_cgroup); !usable) {
+      spdlog::info("no memory cgroups for jobs: {}", usable.error().message);
+      shared.memory_cgroup.reset();
+    } else if (const int stale = remove_stale_job_cgroups(*shared.memory_cgroup); stale > 0) {
+      spdlog::info("removed {} empty job cgroup(s) left by an agent that was killed", stale);
+    }
+  }
+  if (shared.memory_cgroup) {
+    spdlog::info("memory caps of CPU jobs: a cgroup each under {}", shared.memory_cgroup->directory);
+  } else {
+    spdlog::info("memory caps of CPU jobs: each job's address space (RLIMIT_AS){}",
+                 c.memory_cap == "auto" ? "; no memory cgroup this agent can make" : "");
+  }
+}
+
+// What the agent's loops are made of: the connection, the job runner, the spool, its identity
+// (the token it holds, its key) and the allocation it runs in.
+AgentLoopParts loop_parts(Daemon::State& s, const AgentDescriptor& descriptor) {
+  const AgentConfig& c = s.config;
+  AgentLoopParts parts;
+  const std::string coordinator = c.coordinator;
+  parts.connect = [coordinator](AgentIdentity& identity) {
+    return std::make_unique<CoordinatorClient>(coordinator, identity);
+  };
+  parts.runner = s.runner.get();
+  parts.spool = s.spool.get();
+  parts.clock = &s.clock;
+  parts.enrolled = [token_file = s.token_file(), coordinator, descriptor](const EnrollResponse& e) {
+    save_agent_token(token_file, coordinator, e, descriptor);
+  };
+  parts.descriptor = descriptor;
+  parts.enrollment_token = c.enrollment_token;
+  parts.held_token = held_agent_token(s.token_file(), coordinator);
+  parts.agent_key = agent_key(c.state_dir + "/agent-key");
+  parts.allocation.read_deadline = deadline_reader(c);
+  parts.allocation.end_margin = std::chrono::seconds(c.end_margin_s);
+  parts.allocation.idle_exit = std::chrono::seconds(c.idle_exit_s);
+  parts.allocation.kill_grace_s = c.kill_grace_s;
+  return parts;
+}
+
+}  // namespace
+
+int Daemon::run() {
+  State& s = *state_;
+  AgentConfig& c = s.config;
+  if (!prepare_state(s)) return 1;
   const Discovery found = discover_gpus();
   std::vector<GpuInfo> gpus = found.gpus;
   if (found.gpus.empty()) spdlog::info("no GPU: {}; offering one cpu slot", found.note);
@@ -248,45 +306,13 @@ int Daemon::run() {
   shared.work_dir = c.work_dir;
   shared.record_dir = s.record_dir();
   shared.kill_grace_s = c.kill_grace_s;
-  if (c.memory_cap == "auto") shared.memory_cgroup = this_process_memory_cgroup();
-  if (shared.memory_cgroup) {
-    if (auto usable = probe_memory_cgroup(*shared.memory_cgroup); !usable) {
-      spdlog::info("no memory cgroups for jobs: {}", usable.error().message);
-      shared.memory_cgroup.reset();
-    } else if (const int stale = remove_stale_job_cgroups(*shared.memory_cgroup); stale > 0) {
-      spdlog::info("removed {} empty job cgroup(s) left by an agent that was killed", stale);
-    }
-  }
-  if (shared.memory_cgroup) {
-    spdlog::info("memory caps of CPU jobs: a cgroup each under {}", shared.memory_cgroup->directory);
-  } else {
-    spdlog::info("memory caps of CPU jobs: each job's address space (RLIMIT_AS){}",
-                 c.memory_cap == "auto" ? "; no memory cgroup this agent can make" : "");
-  }
+  choose_memory_cap(c, shared);
   s.runner = std::make_unique<BuildJobRunner>(builds, std::move(shared));
 
-  AgentLoopParts parts;
-  const std::string coordinator = c.coordinator;
-  parts.connect = [coordinator](AgentIdentity& identity) {
-    return std::make_unique<CoordinatorClient>(coordinator, identity);
-  };
-  parts.runner = s.runner.get();
-  parts.spool = s.spool.get();
-  parts.clock = &s.clock;
-  parts.enrolled = [token_file = s.token_file(), coordinator, descriptor](const EnrollResponse& e) {
-    save_agent_token(token_file, coordinator, e, descriptor);
-  };
-  parts.descriptor = descriptor;
-  parts.enrollment_token = c.enrollment_token;
-  parts.held_token = held_agent_token(s.token_file(), coordinator);
-  parts.agent_key = agent_key(c.state_dir + "/agent-key");
-  parts.allocation.read_deadline = deadline_reader(c);
-  parts.allocation.end_margin = std::chrono::seconds(c.end_margin_s);
-  parts.allocation.idle_exit = std::chrono::seconds(c.idle_exit_s);
-  parts.allocation.kill_grace_s = c.kill_grace_s;
+  AgentLoopParts parts = loop_parts(s, descriptor);
   auto loops = std::make_unique<AgentLoops>(std::move(parts));
   s.identity = &loops->identity();
-  if (auto saved = load_agent_token(s.token_file(), coordinator, descriptor)) {
+  if (auto saved = load_agent_token(s.token_file(), c.coordinator, descriptor)) {
     loops->identity().set(saved->first, std::move(saved->second));
   }
   AgentLoops* running = loops.get();

@@ -25,8 +25,10 @@ class Daemon {
   // First request: finish running jobs, lease nothing new, exit. Second: abort. Thread-safe.
   void request_stop();
 
- private:
+  // What a running agent holds (daemon.cpp); named here for the steps of run().
   struct State;
+
+ private:
   // At a clean exit in an allocation: its directory (token, work, spool) goes when the spool
   // is empty; a result still waiting there keeps it for an agent started on it again.
   void remove_allocation_dir();

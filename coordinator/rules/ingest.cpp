@@ -105,7 +105,8 @@ bool has_series_point(ResultStatus status) {
          status != ResultStatus::kOomImplied;
 }
 
-PostedBody posted_body(const JobResult& result) {
+Result<PostedBody> accept_posted(const JobResult& result, const std::string& path) {
+  if (auto err = check_posted_result(result, path)) return *err;
   nlohmann::json body = result;
   PostedBody out;
   out.digest = sha256_hex(body.dump());
@@ -117,9 +118,7 @@ PostedBody posted_body(const JobResult& result) {
 
 Result<IngestPlan> plan_ingest(const JobResult& result, const JobSpec& job, const MatrixSpec& run_spec,
                                const std::string& path) {
-  // Refused before anything is written: a result whose form is wrong, or whose claims its job's
-  // spec refutes (a dtype other than the job's, a compiled verdict for eager, ...).
-  if (auto err = check_posted_result(result, path)) return *err;
+  // Refused before anything is written: claims its job's spec refutes.
   const ResultJob judged{job.mode, job.dtype, device_kind_of(job.gpu) != "cpu", run_spec.measurement};
   if (auto err = check_result_for_job(result, judged, path)) return *err;
 

@@ -1,10 +1,12 @@
 // What a posted result becomes, decided before anything is written: refused (the one check of a
-// posted result: its form, and what its job's spec refutes), or the plan the store writes in one
+// posted result: its form, then what its job's spec refutes), or the plan the store writes in one
 // transaction (ResultStore::record_result): the row's derived columns, the speed fingerprint, the
 // result's point in its series, and whether it prunes the run's queue (an OOM implies the larger
-// batches of its cell are OOM too; rules/scheduler.h implied_oom picks them). Pure.
+// batches of its cell are OOM too; rules/scheduler.h implied_oom picks them). Pure. The form check
+// recomputes the statistics from the samples (a bootstrap), so the store makes it before it takes
+// its lock; the job's part needs the job, read in the store's operation.
+//   Result<PostedBody> body = rules::accept_posted(result);           // 400, naming the field
 //   Result<IngestPlan> plan = rules::plan_ingest(result, job, run_spec);
-//   if (!plan.ok()) ...  // 400, naming the field
 #pragma once
 
 #include <cstdint>
@@ -73,7 +75,9 @@ struct PostedBody {
   std::string body;     // the JSON without samples_ms
   std::string samples;  // samples_ms as JSON
 };
-PostedBody posted_body(const JobResult& result);
+// The result's form checked (common/result_checks.h check_posted_result: what any result may
+// claim), and its body as stored; else the error naming the field under `path`.
+Result<PostedBody> accept_posted(const JobResult& result, const std::string& path = "result");
 
 struct IngestPlan {
   ResultColumns columns;
@@ -85,8 +89,9 @@ struct IngestPlan {
   bool operator==(const IngestPlan&) const = default;
 };
 
-// The plan for `result` of `job` in a run of `run_spec`, or the error naming the field (under
-// `path`) a claim the result makes that its form or its job refutes.
+// The plan for `result` (accepted by accept_posted) of `job` in a run of `run_spec`, or the error
+// naming the field (under `path`) of a claim its job refutes (an accuracy verdict on an eager job,
+// a stop reason its count cannot give, ...).
 Result<IngestPlan> plan_ingest(const JobResult& result, const JobSpec& job, const MatrixSpec& run_spec,
                                const std::string& path = "result");
 

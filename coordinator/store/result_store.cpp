@@ -15,9 +15,10 @@ namespace benchfleet::store {
 
 Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,
                                                  const JobResult& result, TimestampMs arrived_at) {
-  // The digest covers the whole result; the row's body leaves the samples out: they go to
-  // result_samples, which listings never read.
-  const rules::PostedBody posted = rules::posted_body(result);
+  // Its form is checked (and its statistics recomputed) before the lock is taken. The digest
+  // covers the whole result; the row's body leaves the samples out: they go to result_samples,
+  // which listings never read.
+  BF_ASSIGN_OR_RETURN(const rules::PostedBody posted, rules::accept_posted(result));
   return core_.group.run([&]() -> Result<RecordOutcome> {
     {
       BF_ASSIGN_OR_RETURN(auto prior,

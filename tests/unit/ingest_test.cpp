@@ -177,18 +177,19 @@ TEST(IngestPlan, IsRefusedNamingTheFieldItsFormOrItsJobRefutes) {
   // Its form: statistics that are not its samples'.
   JobResult r = posted_ok(2);
   r.stats->median_ms = 3;
-  Result<IngestPlan> plan = plan_ingest(r, job(Runtime::kLibtorch, Mode::kEager), MatrixSpec{});
-  ASSERT_FALSE(plan.ok());
-  EXPECT_EQ(plan.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_TRUE(plan.error().field.starts_with("result.stats")) << plan.error().describe();
+  Result<PostedBody> accepted = accept_posted(r);
+  ASSERT_FALSE(accepted.ok());
+  EXPECT_EQ(accepted.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(accepted.error().field.starts_with("result.stats")) << accepted.error().describe();
   // A posted result may not claim what only the coordinator infers.
   JobResult implied;
   implied.status = ResultStatus::kOomImplied;
-  EXPECT_FALSE(plan_ingest(implied, job(Runtime::kLibtorch, Mode::kEager), MatrixSpec{}).ok());
+  EXPECT_FALSE(accept_posted(implied).ok());
   // Its job: an accuracy verdict on an eager job.
   r = posted_ok(2);
   r.accuracy = AccuracyInfo{AccuracyVerdict::kUnchecked, 0, 0, 0, std::nullopt, "", "no reference"};
-  plan = plan_ingest(r, job(Runtime::kLibtorch, Mode::kEager), MatrixSpec{}, "body");
+  ASSERT_TRUE(accept_posted(r).ok()) << "any result may carry a verdict; its job says whether it may";
+  const Result<IngestPlan> plan = plan_ingest(r, job(Runtime::kLibtorch, Mode::kEager), MatrixSpec{}, "body");
   ASSERT_FALSE(plan.ok());
   EXPECT_TRUE(plan.error().field.starts_with("body.accuracy")) << plan.error().describe();
   EXPECT_TRUE(plan_ingest(r, job(Runtime::kLibtorch, Mode::kDefault), MatrixSpec{}).ok());
@@ -196,7 +197,7 @@ TEST(IngestPlan, IsRefusedNamingTheFieldItsFormOrItsJobRefutes) {
 
 TEST(PostedBody, TheDigestCoversTheWholeResultTheBodyLeavesTheSamplesOut) {
   const JobResult r = posted_ok(2);
-  const PostedBody b = posted_body(r);
+  const PostedBody b = accept_posted(r).value();
   const nlohmann::json whole = r;
   EXPECT_EQ(b.digest, sha256_hex(whole.dump()));
   EXPECT_EQ(nlohmann::json::parse(b.samples), whole["samples_ms"]);
