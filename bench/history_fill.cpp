@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/matrix.h"
 #include "common/stats.h"
+#include "coordinator/services/change_detection.h"
 #include "coordinator/store/store.h"
 
 namespace benchfleet::bench {
@@ -188,7 +189,7 @@ Result<HistoryFillSummary> fill_history(const HistoryFillOptions& o, const Catal
     started = std::chrono::steady_clock::now();
     for (bool more = true; more;) {
       BF_ASSIGN_OR_RETURN(const auto pass,
-                          store->series().detect_changes(rules::DetectorOptions{}, /*enqueue_alerts=*/true));
+                          services::detect_changes(store->series(), rules::DetectorOptions{}, /*enqueue_alerts=*/true));
       summary.detect_series_examined += pass.series_examined;
       for (const auto& change : pass.changes) {
         ++(change.direction == rules::ChangeDirection::kRegression ? summary.regressions : summary.improvements);

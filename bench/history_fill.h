@@ -3,7 +3,7 @@
 // a100/v100/t4 x stable/nightly = 648 cells) fires every night on a ManualClock
 // (Store::fire_due_schedules); one agent per GPU class leases every job and records a verdict
 // (Store::lease, record_result, which adds each result to its series); after each night the
-// change detector runs over the new points (Store::detect_changes, alerts enqueued) as the
+// change detector runs over the new points (services::detect_changes, alerts enqueued) as the
 // coordinator's history worker does. Results: ok with `samples` samples of CV ~3% around the
 // cell's level, that level jittered 1% from night to night; OOMs where a T4 is too small. Some
 // series (1 in 40) step up 8-20% on one night and stay there, a few (1 in 97) get 10% faster;
@@ -41,7 +41,7 @@ struct HistoryFillSummary {
   std::int64_t changes_elsewhere = 0;
   std::int64_t steps_missed = 0;
   double fill_seconds = 0;    // leases and results
-  double detect_seconds = 0;  // Store::detect_changes, all nights
+  double detect_seconds = 0;  // services::detect_changes, all nights
   std::int64_t detect_series_examined = 0;
 };
 

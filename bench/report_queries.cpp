@@ -210,9 +210,10 @@ int run(int argc, char** argv) {
   http_rows.push_back(bench::time_requests(client, "GET " + run + "/report?format=json&exclude_flagged=true",
                                            run + "/report?format=json&exclude_flagged=true", "runs.report", plan,
                                            checks, has_tables));
-  http_rows.push_back(bench::time_requests(client, "GET " + run + "/jobs?limit=10000", run + "/jobs?limit=10000",
-                                           "runs.jobs", plan, checks,
-                                           expect_rows("jobs", std::min<std::int64_t>(job_count, 10000))));
+  // A page of jobs holds at most 1,000 whatever is asked (runs_handlers.cpp list_jobs).
+  http_rows.push_back(bench::time_requests(client, "GET " + run + "/jobs?limit=10000 (served: 1000)",
+                                           run + "/jobs?limit=10000", "runs.jobs", plan, checks,
+                                           expect_rows("jobs", std::min<std::int64_t>(job_count, 1000))));
   http_rows.push_back(bench::time_requests(client, "GET " + run + "/jobs (first page of 1000)", run + "/jobs",
                                            "runs.jobs", plan, checks,
                                            expect_rows("jobs", std::min<std::int64_t>(job_count, 1000))));

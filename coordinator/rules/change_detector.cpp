@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <map>
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/stats.h"
 
@@ -162,6 +166,59 @@ std::optional<ChangeDirection> parse_change_direction(std::string_view s) {
   if (s == "regression") return ChangeDirection::kRegression;
   if (s == "improvement") return ChangeDirection::kImprovement;
   return std::nullopt;
+}
+
+namespace {
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  if (values.size() % 2 == 1) return *mid;
+  const double upper = *mid;
+  return (*std::max_element(values.begin(), mid) + upper) / 2;
+}
+
+// A run's samples, parsed from its results' samples texts.
+RunSamples parse_run(const LevelRun& run) {
+  RunSamples out;
+  out.median_ms = median_of(run.medians);
+  for (const std::string& text : run.samples_text) {
+    const auto samples = nlohmann::json::parse(text, nullptr, false);
+    if (!samples.is_array()) continue;
+    for (const auto& v : samples) {
+      if (v.is_number()) out.samples_ms.push_back(v.get<double>());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<FoundChange> walk_level(std::span<const LevelRun* const> runs, std::ptrdiff_t first, std::ptrdiff_t stop,
+                                    const DetectorOptions& options) {
+  std::vector<FoundChange> found;
+  const std::ptrdiff_t window = options.baseline_runs + options.confirm_runs;
+  std::ptrdiff_t level_begin = 0;
+  std::map<std::ptrdiff_t, RunSamples> parsed;  // the runs of the current window
+  for (std::ptrdiff_t k = first; k < stop; ++k) {
+    const std::ptrdiff_t begin = std::max(level_begin, k + 1 - window);
+    parsed.erase(parsed.begin(), parsed.lower_bound(begin));
+    std::vector<RunSamples> level;
+    for (std::ptrdiff_t i = begin; i <= k; ++i) {
+      auto it = parsed.find(i);
+      if (it == parsed.end()) it = parsed.emplace(i, parse_run(*runs[static_cast<std::size_t>(i)])).first;
+      level.push_back(it->second);
+    }
+    const auto change = change_at_tail(level, options);
+    if (!change) continue;
+    const std::ptrdiff_t at = begin + static_cast<std::ptrdiff_t>(change->first_index);
+    FoundChange f{*change, runs[static_cast<std::size_t>(at)]->point_ids.front(), std::nullopt};
+    if (at > 0) f.last_good = runs[static_cast<std::size_t>(at - 1)]->point_ids.back();
+    found.push_back(f);
+    level_begin = at;
+  }
+  return found;
 }
 
 }  // namespace benchfleet::rules

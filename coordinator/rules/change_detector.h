@@ -35,9 +35,11 @@
 // min_baseline_runs >= 1, baseline_runs >= min_baseline_runs. Non-finite samples are ignored.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -97,5 +99,27 @@ std::optional<Change> change_at_tail(std::span<const RunSamples> level, const De
 // Every change in a whole series, as the store finds them adding one run at a time: after each
 // confirmed change the level restarts at its first run.
 std::vector<Change> find_changes(std::span<const RunSamples> runs, const DetectorOptions& options);
+
+// One run of a series' current level as the history service reads it from the store: its ok
+// points (its repetitions) with their medians, and its results' samples as stored (JSON arrays;
+// read only for the runs a window of the walk holds, empty for the others).
+struct LevelRun {
+  std::vector<std::int64_t> point_ids;
+  std::vector<double> medians;
+  std::vector<std::string> samples_text;
+};
+
+// A change the walk confirmed, the point it starts at and the last point before it.
+struct FoundChange {
+  Change change;
+  std::int64_t first_bad = 0;
+  std::optional<std::int64_t> last_good;
+};
+
+// The detector's walk over a level's runs as if the runs [first, stop) came one at a time: each
+// is the tail once, against the runs of the level before it (change_at_tail over the last
+// baseline_runs + confirm_runs runs); a confirmed change starts the level at its first run.
+std::vector<FoundChange> walk_level(std::span<const LevelRun* const> runs, std::ptrdiff_t first, std::ptrdiff_t stop,
+                                    const DetectorOptions& options);
 
 }  // namespace benchfleet::rules

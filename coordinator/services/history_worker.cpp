@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/http/client.h"
+#include "coordinator/services/change_detection.h"
 #include "coordinator/services/regression_json.h"
 
 namespace benchfleet::services {
@@ -69,7 +70,7 @@ std::int64_t detect_pass(State& s) {
   try {
     const bool enqueue = s.client != nullptr;
     for (int i = 0; i < kMaxDetectCallsPerPass; ++i) {
-      auto pass = s.series.detect_changes(s.options.detector, enqueue);
+      auto pass = detect_changes(s.series, s.options.detector, enqueue);
       if (!pass.ok()) {
         spdlog::warn("change detection failed: {}", pass.error().describe());
         break;

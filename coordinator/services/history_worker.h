@@ -1,6 +1,6 @@
 // The history worker, two loops off the I/O threads and off the result ingest path:
 // - the change detector: every `detect_interval`, and soon after wake() (called when a result
-//   was stored), runs SeriesStore::detect_changes until no series has unseen points, logging each
+//   was stored), runs the change detector's pass (change_detection.h) until no series has unseen points, logging each
 //   confirmed change;
 // - the alert sender (when a webhook URL is set): POSTs each due delivery (RegressionStore::due_alerts)
 //   as {"event": "regression.opened", "delivery_id", "regression": regression_json}, with the

@@ -1,5 +1,5 @@
 // RegressionStore: the changes the detector confirmed (regressions, improvements), their states,
-// and the webhook deliveries they owe (SeriesStore::detect_changes stores them).
+// and the webhook deliveries they owe (SeriesStore::write_detection stores them).
 // Thread-safe: every method is one operation of the store's group commit (store_core.h).
 #pragma once
 

@@ -32,13 +32,6 @@ std::string series_key_text(const JobSpec& job) {
   return key;
 }
 
-// Before every point in series order: (version_key, recorded_at, id) > this holds for all.
-struct OrderKey {
-  std::string version_key;
-  TimestampMs recorded_at = std::numeric_limits<TimestampMs>::min();
-  std::int64_t id = 0;
-};
-
 // The series columns series_at reads, then the last point's and the open regressions' count.
 constexpr const char* kSeriesSelect =
     "SELECT s.id, s.model, s.batch, s.mode, s.dtype, s.runtime, s.gpu_class, s.torch_build, s.points,"
@@ -82,15 +75,6 @@ SeriesPoint point_at(const Statement& s) {
   p.flags = rules::split_flags(s.opt_text(10).value_or(""));
   p.accuracy = s.opt_text(11);
   return p;
-}
-
-double median_of(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), mid, values.end());
-  if (values.size() % 2 == 1) return *mid;
-  const double upper = *mid;
-  return (*std::max_element(values.begin(), mid) + upper) / 2;
 }
 
 std::string_view direction_name(rules::ChangeDirection d) {
@@ -212,48 +196,10 @@ Result<SeriesPoints> SeriesStore::get_series(std::int64_t series_id, std::option
   });
 }
 
-// What the detector's walk over one series needs, read under the lock (read_detection_locked),
-// walked without it (walk_detection) and written back if the series is still as read
-// (write_detection_locked).
-struct SeriesStore::DetectionRead {
-  // A run's ok points in the current level (consecutive points of one run: its repetitions).
-  struct Run {
-    std::int64_t run_id = 0;
-    std::vector<std::int64_t> point_ids, result_ids;
-    std::vector<double> medians;
-    OrderKey first;  // its first point's place in series order
-    bool pending = false;
-    // result_samples.samples_ms of its results, read for the runs a window of the walk holds.
-    std::vector<std::string> samples_text;
-  };
-  std::optional<std::int64_t> level_start;
-  std::vector<Run> runs;
-  std::ptrdiff_t first_pending = 0;  // the first run with an unseen point (runs.size(): none)
-  std::ptrdiff_t stop = 0;           // the walk judges the runs [first_pending, stop)
-  // The series' unseen points (every status) as read, and those the walk judges: all of them
-  // when it reaches the last run, else those ordered before runs[stop].
-  std::map<std::int64_t, OrderKey> pending;
-  std::vector<std::int64_t> judged;
-  // An unseen point ordered before this that was not read means the series changed under the
-  // walk; nullopt: no ok point was read (there was nothing to walk).
-  std::optional<OrderKey> bound;
-};
-
-// A change the walk confirmed, and the points it starts at and follows.
-struct SeriesStore::FoundChange {
-  rules::Change change;
-  std::int64_t first_bad = 0;
-  std::optional<std::int64_t> last_good;
-};
-
 namespace {
 
-bool operator<(const OrderKey& a, const OrderKey& b) {
-  return std::tie(a.version_key, a.recorded_at, a.id) < std::tie(b.version_key, b.recorded_at, b.id);
-}
-
-// Runs of a series the detector judges per detect_changes call at most; the rest wait for the
-// next call (DetectionPass::more), so a series of a year of unseen runs is not
+// Runs of a series the detector judges per read at most; the rest wait for the next pass
+// (DetectionPass::more), so a series of a year of unseen runs is not
 // read into memory at once.
 constexpr std::ptrdiff_t kMaxRunsPerCall = 16;
 
@@ -273,62 +219,14 @@ Result<std::map<std::int64_t, OrderKey>> unseen_points(Database& db, std::int64_
   return points;
 }
 
-// A run's samples, parsed from its results' samples texts.
-rules::RunSamples parse_run(const std::vector<std::string>& texts, const std::vector<double>& medians) {
-  rules::RunSamples run;
-  run.median_ms = median_of(medians);
-  for (const std::string& text : texts) {
-    const auto samples = nlohmann::json::parse(text, nullptr, false);
-    if (!samples.is_array()) continue;
-    for (const auto& v : samples) {
-      if (v.is_number()) run.samples_ms.push_back(v.get<double>());
-    }
-  }
-  return run;
-}
-
 }  // namespace
 
-// The detector runs as if the unseen runs came one at a time: each is the tail once, against
-// the runs of the level before it (rules::change_at_tail); a confirmed change starts the
-// level at its first run. No lock held: `read` is this walk's own copy.
-std::vector<SeriesStore::FoundChange> SeriesStore::walk_detection(const DetectionRead& read,
-                                                                  const rules::DetectorOptions& options) {
-  std::vector<FoundChange> found;
-  const std::ptrdiff_t window = options.baseline_runs + options.confirm_runs;
-  std::ptrdiff_t level_begin = 0;
-  std::map<std::ptrdiff_t, rules::RunSamples> parsed;  // the runs of the current window
-  for (std::ptrdiff_t k = read.first_pending; k < read.stop; ++k) {
-    const std::ptrdiff_t begin = std::max(level_begin, k + 1 - window);
-    parsed.erase(parsed.begin(), parsed.lower_bound(begin));
-    std::vector<rules::RunSamples> level;
-    for (std::ptrdiff_t i = begin; i <= k; ++i) {
-      auto it = parsed.find(i);
-      if (it == parsed.end()) {
-        const auto& run = read.runs[static_cast<std::size_t>(i)];
-        it = parsed.emplace(i, parse_run(run.samples_text, run.medians)).first;
-      }
-      level.push_back(it->second);
-    }
-    const auto change = rules::change_at_tail(level, options);
-    if (!change) continue;
-    const std::ptrdiff_t first = begin + static_cast<std::ptrdiff_t>(change->first_index);
-    FoundChange f{*change, read.runs[static_cast<std::size_t>(first)].point_ids.front(), std::nullopt};
-    if (first > 0) f.last_good = read.runs[static_cast<std::size_t>(first - 1)].point_ids.back();
-    found.push_back(f);
-    level_begin = first;
-  }
-  return found;
-}
-
-Result<DetectionPass> SeriesStore::detect_changes(const rules::DetectorOptions& options, bool enqueue_alerts,
-                                                  int max_series) {
-  DetectionPass pass;
-  auto pending = core_.group.run([&]() -> Result<std::vector<std::int64_t>> {
+Result<std::vector<std::int64_t>> SeriesStore::series_with_unseen_points(int limit) {
+  return core_.group.run([&]() -> Result<std::vector<std::int64_t>> {
     // series_points_pending holds only the points the detector has not seen.
     BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT series_id FROM series_points WHERE detected = 0"
                                                   " GROUP BY series_id ORDER BY series_id LIMIT ?"));
-    s->bind(1, max_series + 1);
+    s->bind(1, limit);
     std::vector<std::int64_t> ids;
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
@@ -337,33 +235,23 @@ Result<DetectionPass> SeriesStore::detect_changes(const rules::DetectorOptions& 
     }
     return ids;
   });
-  if (!pending.ok()) return pending.error();
-  if (static_cast<int>(pending->size()) > max_series) {
-    pass.more = true;
-    pending->pop_back();
-  }
-  for (std::int64_t series_id : *pending) {
-    // Read under the lock, parse and test without it, write under it again.
-    auto read = core_.group.run([&]() { return read_detection_locked(series_id, options); });
-    if (!read.ok()) return read.error();
-    const std::vector<FoundChange> found = walk_detection(*read, options);
-    if (between_detection_steps_) between_detection_steps_(series_id);
-    std::vector<RegressionInfo> changes;
-    auto written = core_.group.run([&]() -> Result<bool> {
-      changes.clear();
-      return write_detection_locked(series_id, *read, found, enqueue_alerts, changes);
-    });
-    if (!written.ok()) return written.error();
-    ++pass.series_examined;
-    // A series changed under the walk, or with runs left to judge, has unseen points still.
-    if (!*written || read->stop < static_cast<std::ptrdiff_t>(read->runs.size())) pass.more = true;
-    for (auto& c : changes) pass.changes.push_back(std::move(c));
-  }
-  return pass;
 }
 
-Result<SeriesStore::DetectionRead> SeriesStore::read_detection_locked(std::int64_t series_id,
-                                                                      const rules::DetectorOptions& options) {
+Result<DetectionRead> SeriesStore::read_detection(std::int64_t series_id, const rules::DetectorOptions& options) {
+  return core_.group.run([&]() { return read_detection_locked(series_id, options); });
+}
+
+Result<bool> SeriesStore::write_detection(std::int64_t series_id, const DetectionRead& read,
+                                          const std::vector<rules::FoundChange>& found, bool enqueue_alerts,
+                                          std::vector<RegressionInfo>& changes) {
+  return core_.group.run([&]() -> Result<bool> {
+    changes.clear();
+    return write_detection_locked(series_id, read, found, enqueue_alerts, changes);
+  });
+}
+
+Result<DetectionRead> SeriesStore::read_detection_locked(std::int64_t series_id,
+                                                         const rules::DetectorOptions& options) {
   DetectionRead read;
   // The current level: from the series' level start (its first point when no change was
   // confirmed yet) on, in series order.
@@ -427,7 +315,7 @@ Result<SeriesStore::DetectionRead> SeriesStore::read_detection_locked(std::int64
 }
 
 Result<bool> SeriesStore::write_detection_locked(std::int64_t series_id, const DetectionRead& read,
-                                                 const std::vector<FoundChange>& found, bool enqueue_alerts,
+                                                 const std::vector<rules::FoundChange>& found, bool enqueue_alerts,
                                                  std::vector<RegressionInfo>& changes) {
   // Still as read: the same level start, the judged points still unseen, and no new point
   // ordered among the runs walked (one ordered after them waits for the next call).
@@ -447,7 +335,7 @@ Result<bool> SeriesStore::write_detection_locked(std::int64_t series_id, const D
   if (judged_unseen != read.pending.size()) return false;
 
   const TimestampMs now = core_.clock.now_ms();
-  for (const FoundChange& f : found) {
+  for (const rules::FoundChange& f : found) {
     const rules::Change& change = f.change;
     BF_RETURN_IF_ERROR(core_.db->run(
         "INSERT INTO regressions (series_id, direction, state, first_bad_point, last_good_point, before_median_ms,"

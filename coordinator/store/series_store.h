@@ -1,12 +1,15 @@
 // SeriesStore: series (one per matrix cell across runs), their points, and the change detector's
-// pass over them. Thread-safe: every method is one operation of the store's group commit
-// (store_core.h), but detect_changes, which is several (see there).
+// steps over them. Thread-safe: every method is one operation of the store's group commit
+// (store_core.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <limits>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -21,6 +24,43 @@ namespace benchfleet::store {
 
 class RegressionStore;
 class StoreCore;
+
+// A point's place in series order: (version_key, recorded_at, id). The default is before every
+// point.
+struct OrderKey {
+  std::string version_key;
+  TimestampMs recorded_at = std::numeric_limits<TimestampMs>::min();
+  std::int64_t id = 0;
+
+  friend bool operator<(const OrderKey& a, const OrderKey& b) {
+    return std::tie(a.version_key, a.recorded_at, a.id) < std::tie(b.version_key, b.recorded_at, b.id);
+  }
+};
+
+// What the detector's walk over one series needs (SeriesStore::read_detection), walked without
+// the store's lock (rules::walk_level over `runs`) and written back if the series is still as
+// read (SeriesStore::write_detection).
+struct DetectionRead {
+  // A run's ok points in the current level (consecutive points of one run: its repetitions),
+  // with the samples texts of its results for the runs a window of the walk holds.
+  struct Run : rules::LevelRun {
+    std::int64_t run_id = 0;
+    std::vector<std::int64_t> result_ids;
+    OrderKey first;  // its first point's place in series order
+    bool pending = false;
+  };
+  std::optional<std::int64_t> level_start;
+  std::vector<Run> runs;
+  std::ptrdiff_t first_pending = 0;  // the first run with an unseen point (runs.size(): none)
+  std::ptrdiff_t stop = 0;           // the walk judges the runs [first_pending, stop)
+  // The series' unseen points (every status) as read, and those the walk judges: all of them
+  // when it reaches the last run, else those ordered before runs[stop].
+  std::map<std::int64_t, OrderKey> pending;
+  std::vector<std::int64_t> judged;
+  // An unseen point ordered before this that was not read means the series changed under the
+  // walk; nullopt: no ok point was read (there was nothing to walk).
+  std::optional<OrderKey> bound;
+};
 
 class SeriesStore {
  public:
@@ -38,17 +78,19 @@ class SeriesStore {
   // A series and its points in series order, from the first after `after_point` (a point id),
   // at most `limit`. kNotFound when the series does not exist or `after_point` is not its own.
   Result<SeriesPoints> get_series(std::int64_t series_id, std::optional<std::int64_t> after_point, int limit);
-  // Runs the change detector over up to `max_series` series that have points it has not seen:
-  // groups the points of the current level by run (a run's repetitions pool their samples),
-  // reads the samples of the last baseline + confirm runs (result_samples), and stores a
-  // confirmed change (rules::change_at_tail) as a regression or improvement, moving the
-  // series' level start to it. For each new regression (direction regression) it enqueues a
-  // webhook delivery when `enqueue_alerts`. Points of non-ok results are skipped by the detector
-  // (they are shown, not tested). Per series: one operation reads, the samples are parsed and
-  // tested without the lock, one operation writes if the series is still as read (else its
-  // points stay unseen, and `more` is set); at most 16 runs of a series are judged per call
-  // (the rest: `more`).
-  Result<DetectionPass> detect_changes(const rules::DetectorOptions& options, bool enqueue_alerts, int max_series = 64);
+  // The change detector's steps, each one operation, which the history service runs
+  // (services/change_detection.h): the series with points it has not seen, by id, at most
+  // `limit`; one series' current level read for a walk (the level's runs in series order, the
+  // samples of the runs the walk's windows hold, for up to 16 runs per call); and the walk's
+  // findings written if the series is still as read: its changes as regressions or improvements
+  // (an alert enqueued for each new regression when `enqueue_alerts`), the level start moved,
+  // the points judged seen. Whether it was still as read (false: nothing written, its points
+  // stay unseen).
+  Result<std::vector<std::int64_t>> series_with_unseen_points(int limit);
+  Result<DetectionRead> read_detection(std::int64_t series_id, const rules::DetectorOptions& options);
+  Result<bool> write_detection(std::int64_t series_id, const DetectionRead& read,
+                               const std::vector<rules::FoundChange>& found, bool enqueue_alerts,
+                               std::vector<RegressionInfo>& changes);
 
   // Inside a caller's operation (ResultStore::record_result):
   // A result's point in its series, as rules::plan_ingest planned it, with its ids.
@@ -67,23 +109,10 @@ class SeriesStore {
 
  private:
   Result<SeriesInfo> series_info_locked(std::int64_t series_id);
-  // detect_changes for one series, in three steps so that the samples are parsed and tested
-  // outside the lock: read (an operation: the level's runs, the samples texts of the runs its
-  // windows hold, for up to a few runs per call), walk (no lock: rules::change_at_tail run by
-  // run), write (an operation: if the series is still as read, its changes, alerts, level start
-  // and the points judged seen; else nothing, and the next call walks it again).
-  struct DetectionRead;
-  struct FoundChange;
   Result<DetectionRead> read_detection_locked(std::int64_t series_id, const rules::DetectorOptions& options);
-  static std::vector<FoundChange> walk_detection(const DetectionRead& read, const rules::DetectorOptions& options);
-  // Whether the series was still as read (false: nothing written).
   Result<bool> write_detection_locked(std::int64_t series_id, const DetectionRead& read,
-                                      const std::vector<FoundChange>& found, bool enqueue_alerts,
+                                      const std::vector<rules::FoundChange>& found, bool enqueue_alerts,
                                       std::vector<RegressionInfo>& changes);
-  // For tests (store_history_test.cpp, through StoreTestAccess): called between a series'
-  // detection read and its write, without the lock.
-  std::function<void(std::int64_t series_id)> between_detection_steps_;
-  friend struct StoreTestAccess;
 
   StoreCore& core_;
   RegressionStore& regressions_;

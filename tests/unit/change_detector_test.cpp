@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace benchfleet::rules {
 namespace {
 
@@ -151,6 +153,36 @@ TEST(ChangeDetector, FindsATenPercentStepAtItsFirstRun) {
   ASSERT_TRUE(at_tail.has_value());
   EXPECT_EQ(at_tail->first_index, 10u);
   EXPECT_DOUBLE_EQ(at_tail->ratio, c.ratio);
+}
+
+// The history service's walk over a level read from the store (runs of point ids, medians and
+// samples as stored JSON): the same change as find_changes, named by the points it starts at and
+// follows; runs before `first` are runs the detector has judged before.
+TEST(ChangeDetector, TheWalkOverStoredRunsFindsTheChangeAtItsPoints) {
+  SeriesMaker make(1);
+  std::vector<RunSamples> runs;
+  make.add(runs, 10.0, 10);
+  make.add(runs, 11.0, 6);
+  std::vector<LevelRun> level;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto id = static_cast<std::int64_t>(100 + 2 * i);
+    level.push_back({{id, id + 1}, {runs[i].median_ms}, {nlohmann::json(runs[i].samples_ms).dump()}});
+  }
+  std::vector<const LevelRun*> view;
+  for (const LevelRun& r : level) view.push_back(&r);
+  const auto stop = static_cast<std::ptrdiff_t>(view.size());
+  const std::vector<FoundChange> found = walk_level(view, 0, stop, DetectorOptions{});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].first_bad, 120) << "run 10's first point";
+  EXPECT_EQ(found[0].last_good, 119) << "run 9's last point";
+  EXPECT_DOUBLE_EQ(found[0].change.ratio, find_changes(runs, DetectorOptions{})[0].ratio);
+  // Runs before `first` were judged before: from run 11 on, run 11 confirms run 10's step.
+  const std::vector<FoundChange> later = walk_level(view, 11, stop, DetectorOptions{});
+  ASSERT_FALSE(later.empty());
+  EXPECT_EQ(later[0].first_bad, 120);
+  // A run whose samples were not read is never a suspect: nothing is found without them.
+  for (LevelRun& r : level) r.samples_text.clear();
+  EXPECT_TRUE(walk_level(view, 0, stop, DetectorOptions{}).empty());
 }
 
 TEST(ChangeDetector, FindsAnImprovement) {

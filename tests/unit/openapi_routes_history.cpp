@@ -1,5 +1,6 @@
 // ResponsesMatchTheDocument's history part: schedules, series and regressions, answered as the
 // OpenAPI document says.
+#include "coordinator/services/change_detection.h"
 #include "tests/unit/openapi_routes_fixture.h"
 
 namespace benchfleet::testing::openapi_routes {
@@ -59,7 +60,7 @@ void OpenApiRoutes::exercise_history(const json& one, const std::string& op, con
               201u);
   }
   for (bool more = true; more;) {
-    auto pass = store_->series().detect_changes(rules::DetectorOptions{}, /*enqueue_alerts=*/false);
+    auto pass = services::detect_changes(store_->series(), rules::DetectorOptions{}, /*enqueue_alerts=*/false);
     ASSERT_TRUE(pass.ok()) << pass.error().describe();
     more = pass->more;
   }

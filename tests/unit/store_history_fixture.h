@@ -1,6 +1,6 @@
 // The fixture of the history tests in the store: a store with one agent posting results of
 // known medians and samples, run after run (post), and the seam between a series' detection
-// read and its write (StoreTestAccess).
+// read and its write (between_steps_).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 
 #include "common/codecs.h"
 #include "common/stats.h"
+#include "coordinator/services/change_detection.h"
 #include "coordinator/store/migrations.h"
 #include "coordinator/store/sqlite.h"
 #include "coordinator/store/store.h"
@@ -20,13 +21,6 @@
 #include "tests/unit/store_test_results.h"
 
 namespace benchfleet::store {
-
-// The seam between a series' detection read and its write (series_store.h).
-struct StoreTestAccess {
-  static void between_detection_steps(Store& store, std::function<void(std::int64_t series_id)> f) {
-    store.series().between_detection_steps_ = std::move(f);
-  }
-};
 
 namespace {
 
@@ -105,11 +99,14 @@ class StoreHistoryTest : public StoreTest {
   static std::string version(int i) { return "2." + std::to_string(i) + ".0"; }
 
   DetectionPass detect(bool enqueue_alerts = true) {
-    auto pass = store_->series().detect_changes(rules::DetectorOptions{}, enqueue_alerts);
+    auto pass =
+        services::detect_changes(store_->series(), rules::DetectorOptions{}, enqueue_alerts, 64, between_steps_);
     EXPECT_TRUE(pass.ok()) << pass.error().message;
     return pass.ok() ? *pass : DetectionPass{};
   }
 
+  // Called between a series' detection read and its write (services::detect_changes).
+  std::function<void(std::int64_t series_id)> between_steps_;
   std::int64_t agent_ = 0;
   std::uint64_t seed_ = 42;
   std::vector<rules::RunSamples> posted_runs_;  // each ok result post() stored, in order

@@ -248,9 +248,9 @@ TEST_F(StoreHistoryTest, APointStoredAmongTheWalkedRunsMeanwhileVoidsTheWalk) {
   for (int i = 6; i < 8; ++i) post(version(i), 11);  // +10%: confirmed by 2.7.0
 
   int calls = 0;
-  StoreTestAccess::between_detection_steps(*store_, [&](std::int64_t) {
+  between_steps_ = [&](std::int64_t) {
     if (++calls == 1) post(version(4), 10);  // ordered among the level's runs
-  });
+  };
   const auto voided = detect();
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(voided.series_examined, 1);
@@ -258,16 +258,16 @@ TEST_F(StoreHistoryTest, APointStoredAmongTheWalkedRunsMeanwhileVoidsTheWalk) {
   EXPECT_TRUE(voided.more) << "its points are still unseen";
   EXPECT_TRUE(store_->regressions().list_regressions({}, std::nullopt, 10).value().items.empty());
 
-  StoreTestAccess::between_detection_steps(*store_, [&](std::int64_t) {
+  between_steps_ = [&](std::int64_t) {
     if (++calls == 2) post(version(8), 11);  // after every run read
-  });
+  };
   const auto pass = detect();
   EXPECT_EQ(calls, 2);
   ASSERT_EQ(pass.changes.size(), 1u);
   EXPECT_EQ(pass.changes[0].first_bad.torch_version, version(6));
   EXPECT_EQ(pass.changes[0].last_good->torch_version, version(5));
   EXPECT_FALSE(pass.more);
-  StoreTestAccess::between_detection_steps(*store_, {});
+  between_steps_ = {};
   const auto after = detect();
   EXPECT_EQ(after.series_examined, 1) << "the point stored during the walk is unseen";
   EXPECT_TRUE(after.changes.empty()) << "and of the new level";

@@ -30,6 +30,7 @@
 
 #include "common/catalog.h"
 #include "common/matrix.h"
+#include "coordinator/services/change_detection.h"
 #include "coordinator/store/store.h"
 #include "tests/unit/query_plan.h"
 #include "tests/unit/store_test_results.h"
@@ -272,7 +273,7 @@ TEST_F(StoreQueryPlanTest, EveryStatementOfTheHistoryIsAnIndexLookup) {
   const auto first = store_->series().get_series(id, std::nullopt, 2).value();
   ASSERT_TRUE(first.next_cursor.has_value());
   EXPECT_TRUE(store_->series().get_series(id, first.next_cursor, 2).ok());
-  EXPECT_TRUE(store_->series().detect_changes(rules::DetectorOptions{}, true).ok());
+  EXPECT_TRUE(services::detect_changes(store_->series(), rules::DetectorOptions{}, true).ok());
   const std::vector<std::optional<RegressionState>> states = {std::nullopt, RegressionState::kOpen};
   const std::vector<std::optional<rules::ChangeDirection>> directions = {std::nullopt,
                                                                          rules::ChangeDirection::kRegression};
