@@ -56,8 +56,8 @@ enum CellColumn : int {
   kFingerprint,
 };
 
-rules::CellResult cell_at(const Statement& s) {
-  rules::CellResult c;
+CellResult cell_at(const Statement& s) {
+  CellResult c;
   c.job = job_spec_at(s, 0);
   c.job_status = job_status_at(s, kJobStatus);
   if (s.is_null(kResultId)) return c;
@@ -103,14 +103,14 @@ rules::CellResult cell_at(const Statement& s) {
 
 }  // namespace
 
-Result<std::vector<rules::CellResult>> ResultStore::report_cells(std::int64_t run_id) {
-  return core_.group.run([&]() -> Result<std::vector<rules::CellResult>> {
+Result<std::vector<CellResult>> ResultStore::report_cells(std::int64_t run_id) {
+  return core_.group.run([&]() -> Result<std::vector<CellResult>> {
     // One row per job; a job has at most one verdict (its job turns done when it arrives).
     BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT " + job_spec_columns("j") + ", " + kCellColumns +
                                                   " FROM jobs j LEFT JOIN results r ON r.job_id = j.id"
                                                   " WHERE j.run_id = ? ORDER BY j.id"));
     s->bind(1, run_id);
-    std::vector<rules::CellResult> cells;
+    std::vector<CellResult> cells;
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;

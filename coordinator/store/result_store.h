@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/agent_protocol.h"
+#include "common/cell_result.h"
 #include "common/result.h"
 #include "common/types.h"
-#include "coordinator/rules/report.h"
 #include "coordinator/store/agent_types.h"
 #include "coordinator/store/page.h"
 #include "coordinator/store/run_types.h"
@@ -55,7 +55,7 @@ class ResultStore {
   Result<ResultRow> get_result(std::int64_t result_id, bool with_samples = true);
   // One entry per job of the run, with its result when there is one (for reports), including
   // the torch version the result recorded (results.torch_version, from its fingerprint).
-  Result<std::vector<rules::CellResult>> report_cells(std::int64_t run_id);
+  Result<std::vector<CellResult>> report_cells(std::int64_t run_id);
 
  private:
   StoreCore& core_;

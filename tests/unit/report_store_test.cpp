@@ -113,7 +113,7 @@ TEST_F(ReportStoreTest, CellsCarryDtypeAccuracyCompileMemoryAndFlagsFromTheStore
 
   const auto cells = store_->results().report_cells(run).value();
   ASSERT_EQ(cells.size(), 8u);
-  std::map<std::tuple<std::string, Mode, Dtype>, rules::CellResult> by_cell;
+  std::map<std::tuple<std::string, Mode, Dtype>, CellResult> by_cell;
   for (const auto& c : cells) by_cell[{c.job.model, c.job.mode, c.job.dtype}] = c;
   ASSERT_EQ(by_cell.size(), 8u) << "each (model, mode, dtype) once: the dtype is read back";
 

@@ -12,7 +12,6 @@ namespace {
 
 using namespace rules::cases;  // NOLINT(google-build-using-namespace): the inputs of report_cases.h
 using rules::build_report;
-using rules::CellResult;
 using rules::ReportInput;
 
 CellResult with_compile(CellResult r, double compile_ms, std::int64_t peak_bytes) {
