@@ -11,7 +11,7 @@ Result<std::int64_t> drain_queue(store::Store& store, const std::vector<std::int
   for (std::size_t busy = agent_ids.size(); busy > 0;) {
     for (std::size_t a = 0; a < agent_ids.size(); ++a) {
       if (idle[a]) continue;
-      BF_ASSIGN_OR_RETURN(const auto answer, store.agents().lease(agent_ids[a], "gpu0"));
+      BF_ASSIGN_OR_RETURN(const auto answer, store.leases().lease(agent_ids[a], "gpu0"));
       if (!answer.grant) {
         idle[a] = true;
         --busy;

@@ -13,6 +13,10 @@
 #                                 since the merge base with the upstream branch when HEAD is ahead
 #                                 of it, else since HEAD~20 (the last push's worth of commits on a
 #                                 clone of main, as CI's)
+#   scripts/lint.sh thread-safety [BUILD]
+#                                 clang's -Wthread-safety over the store and the other units that
+#                                 use common/thread_safety.h, and the misuse probe refused
+#                                 (scripts/thread_safety.py)
 #   scripts/lint.sh fix           rewrites the C++ files in the project's format
 # Exits 1 on a finding, naming the file.
 set -euo pipefail
@@ -65,8 +69,12 @@ case "${1:-}" in
     fi
     exec python3 scripts/tidy.py "${2:-build/default}" --jobs "${JOBS:-$(nproc)}" --changed-since "$base"
     ;;
+  thread-safety)
+    need clang++-14
+    exec python3 scripts/thread_safety.py "${2:-build/default}" --jobs "${JOBS:-$(nproc)}"
+    ;;
   *)
-    echo "usage: scripts/lint.sh format|python|tidy [BUILD]|tidy-changed [BUILD]|fix" >&2
+    echo "usage: scripts/lint.sh format|python|js|tidy [BUILD]|tidy-changed [BUILD]|thread-safety [BUILD]|fix" >&2
     exit 2
     ;;
 esac

@@ -284,6 +284,7 @@ boost::asio::awaitable<RouteDecision> Router::admit(const Request& req) const {
     Admission admission = co_await call_guard(options->guard, decision.route_name_, req, decision.match_);
     decision.refusal_ = std::move(admission.refusal);
     decision.credentialed_ = !decision.refusal_ && admission.credentialed;
+    if (!decision.refusal_) decision.match_.principal = std::move(admission.principal);
   }
   co_return decision;
 }

@@ -41,6 +41,10 @@ struct RouteMatch {
   // The server's view of the connection while the handler runs (client gone, response
   // written); null when dispatch() was called without one (tests).
   std::shared_ptr<Exchange> exchange;
+  // Who the route's guard found the request comes from (Admission::principal), for the handler,
+  // which so need not check the credential again; empty when the route has no guard or the guard
+  // names nobody.
+  std::string principal;
 };
 
 // `req` and `match` stay valid until the returned awaitable completes. A handler may throw:
@@ -53,9 +57,14 @@ struct Admission {
   // The request showed a credential that checked (a token, not merely an open route): the server
   // then treats its connection as trusted (ServerLimits::reserved_connections).
   bool credentialed = false;
+  // Who the credential belongs to, in the guard's own terms (e.g. "agent:12"): handed to the
+  // handler as RouteMatch::principal.
+  std::string principal;
 
-  static Admission admitted(bool credentialed) { return Admission{std::nullopt, credentialed}; }
-  static Admission refused(Response res) { return Admission{std::move(res), false}; }
+  static Admission admitted(bool credentialed, std::string principal = {}) {
+    return Admission{std::nullopt, credentialed, std::move(principal)};
+  }
+  static Admission refused(Response res) { return Admission{std::move(res), false, {}}; }
 };
 
 // Decides from a request's headers alone (the server has not read its body yet, so `head`'s body

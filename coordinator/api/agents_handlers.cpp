@@ -56,7 +56,7 @@ http::Response lease_answer(const ApiContext& ctx, const store::LeaseAnswer& ans
 void withdraw_undelivered(ApiContext& ctx, std::int64_t agent_id, const store::LeaseGrant& grant) {
   if (grant.redelivered) return;
   const LeaseRef ref{grant.job_id, grant.lease_id};
-  auto withdrawn = ctx.store.agents().withdraw_lease(agent_id, ref);
+  auto withdrawn = ctx.store.leases().withdraw_lease(agent_id, ref);
   if (!withdrawn.ok()) {
     spdlog::warn("withdrawing undelivered lease of job {} failed: {}", ref.job_id, withdrawn.error().message);
   } else if (*withdrawn) {
@@ -71,7 +71,7 @@ struct CheckedLease {
 };
 
 Result<CheckedLease> check_lease_request(const ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_ASSIGN_OR_RETURN(const std::int64_t agent_id, authenticate_agent_path(ctx, req, m));
+  BF_ASSIGN_OR_RETURN(const std::int64_t agent_id, admitted_agent(m));
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
   BF_ASSIGN_OR_RETURN(LeaseRequest request, decode<LeaseRequest>(body));
   return CheckedLease{agent_id, std::move(request)};
@@ -87,7 +87,7 @@ struct JobReport {
 };
 
 Result<JobReport> read_job_report(const ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_ASSIGN_OR_RETURN(const std::int64_t agent_id, authenticate_agent(ctx, req));
+  BF_ASSIGN_OR_RETURN(const std::int64_t agent_id, admitted_agent(m));
   BF_ASSIGN_OR_RETURN(const std::int64_t job_id, id_param(m, "id"));
   BF_ASSIGN_OR_RETURN(nlohmann::json body, json_body(ctx, req));
   return JobReport{agent_id, job_id, std::move(body)};
@@ -142,7 +142,7 @@ Result<http::Response> enroll_agent(ApiContext& ctx, const http::Request& req, c
 }
 
 Result<http::Response> agent_heartbeat(ApiContext& ctx, const http::Request& req, const http::RouteMatch& m) {
-  BF_ASSIGN_OR_RETURN(const std::int64_t agent_id, authenticate_agent_path(ctx, req, m));
+  BF_ASSIGN_OR_RETURN(const std::int64_t agent_id, admitted_agent(m));
   BF_ASSIGN_OR_RETURN(const nlohmann::json body, json_body(ctx, req));
 
   BF_ASSIGN_OR_RETURN(const HeartbeatRequest request, decode<HeartbeatRequest>(body));
@@ -150,7 +150,7 @@ Result<http::Response> agent_heartbeat(ApiContext& ctx, const http::Request& req
   for (const auto& l : request.leases) leases.push_back({l.job_id, l.lease_id});
   BF_RETURN_IF_ERROR(ctx.store.agents().set_self_draining(agent_id, request.draining));
   BF_ASSIGN_OR_RETURN(const auto renewals,
-                      ctx.store.agents().heartbeat(agent_id, leases, AgentRequestArrival::current()));
+                      ctx.store.leases().heartbeat(agent_id, leases, AgentRequestArrival::current()));
   BF_ASSIGN_OR_RETURN(const auto agent, ctx.store.agents().get_agent(agent_id));
 
   HeartbeatResponse response;
@@ -192,7 +192,7 @@ asio::awaitable<http::Response> agent_lease(ApiContext& ctx, const http::Request
     const auto generation = ctx.work.generation();
     auto answer = co_await services::run_blocking(ctx.agent_lane, [&] {
       const store::GroupCommit::FirstInLine first;
-      return ctx.store.agents().lease(agent_id, lease_req.slot, lease_req.request_id);
+      return ctx.store.leases().lease(agent_id, lease_req.slot, lease_req.request_id);
     });
     if (!answer.ok()) co_return error_response(answer.error(), req);
     if (answer->grant && client_gone()) {
@@ -233,7 +233,7 @@ Result<http::Response> job_progress(ApiContext& ctx, const http::Request& req, c
   const LeaseRef ref{report.job_id, progress.lease_id};
 
   BF_ASSIGN_OR_RETURN(const auto renewal,
-                      ctx.store.agents().renew(report.agent_id, ref, AgentRequestArrival::current()));
+                      ctx.store.leases().renew(report.agent_id, ref, AgentRequestArrival::current()));
   if (renewal.state != LeaseState::kActive) return renewal_conflict(renewal.state, report.job_id, req);
   return json_response(bhttp::status::ok, {{"state", "active"}, {"lease_expires_at", format_time(renewal.expires_at)}},
                        req);
@@ -243,7 +243,7 @@ Result<http::Response> job_release(ApiContext& ctx, const http::Request& req, co
   BF_ASSIGN_OR_RETURN(const JobReport report, read_job_report(ctx, req, m));
   BF_ASSIGN_OR_RETURN(const ReleaseRequest release, decode<ReleaseRequest>(report.body));
   const LeaseRef ref{report.job_id, release.lease_id};
-  BF_ASSIGN_OR_RETURN(const auto state, ctx.store.agents().release(report.agent_id, ref));
+  BF_ASSIGN_OR_RETURN(const auto state, ctx.store.leases().release(report.agent_id, ref));
   if (state != LeaseState::kActive) return renewal_conflict(state, report.job_id, req);
   return json_response(bhttp::status::ok, {{"state", "released"}}, req);
 }

@@ -49,7 +49,7 @@ http::Handler read_offload(ApiContext& ctx, SyncHandler f) {
 // judged as of then, and the sweeper expires nothing the request may renew.
 http::Handler agent_offload(ApiContext& ctx, SyncHandler f) {
   return [&ctx, f](const http::Request& req, const http::RouteMatch& m) -> boost::asio::awaitable<http::Response> {
-    const store::AgentStore::Arrivals::Ticket arrived(ctx.store.agents().arrivals(), ctx.clock.now_ms());
+    const store::LeaseStore::Arrivals::Ticket arrived(ctx.store.leases().arrivals(), ctx.clock.now_ms());
     co_return co_await services::run_blocking(ctx.agent_lane, [&] {
       const store::GroupCommit::FirstInLine first;
       const AgentRequestArrival arrival(arrived.at());
@@ -68,8 +68,8 @@ http::Handler inline_handler(ApiContext& ctx, SyncHandler f) {
 // ---- Admission: checked on a request's headers, before the server reads its body ------------
 // Access is checked here, once, by each route's guard (Router::dispatch runs it too, so tests
 // that drive the router alone get the same answers); handlers do not check it again. Checked on
-// the headers, a client the route refuses cannot make the coordinator buffer its body. The
-// agent protocol's handlers still read the agent's id from its token.
+// the headers, a client the route refuses cannot make the coordinator buffer its body. An agent
+// guard hands the agent it authenticated to the handler (RouteMatch::principal, admitted_agent).
 
 // A request admitted with a token that checked makes its connection trusted (the server keeps
 // slots that anonymous connections cannot take); one admitted because reads are public does not.
@@ -90,7 +90,7 @@ http::Guard agent_guard(ApiContext& ctx, bool own_path) {
       const store::GroupCommit::FirstInLine first;
       return own_path ? authenticate_agent_path(ctx, head, m) : authenticate_agent(ctx, head);
     });
-    if (agent.ok()) co_return http::Admission::admitted(true);
+    if (agent.ok()) co_return http::Admission::admitted(true, agent_principal(*agent));
     co_return http::Admission::refused(error_response(agent.error(), head));
   };
 }
@@ -102,7 +102,7 @@ http::Guard agent_or_reader(ApiContext& ctx) {
     if (require_reader(ctx, head).ok()) co_return http::Admission::admitted(holds_client_token(ctx, head));
     const Result<std::int64_t> agent =
         co_await services::run_blocking(ctx.agent_lane, [&] { return authenticate_agent(ctx, head); });
-    if (agent.ok()) co_return http::Admission::admitted(true);
+    if (agent.ok()) co_return http::Admission::admitted(true, agent_principal(*agent));
     co_return http::Admission::refused(error_response(agent.error(), head));
   };
 }

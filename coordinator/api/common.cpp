@@ -87,6 +87,22 @@ Result<std::int64_t> authenticate_agent_token(const ApiContext& ctx, std::string
   return agent_id;
 }
 
+namespace {
+constexpr std::string_view kAgentPrincipal = "agent:";
+}  // namespace
+
+std::string agent_principal(std::int64_t agent_id) { return std::string(kAgentPrincipal) + std::to_string(agent_id); }
+
+Result<std::int64_t> admitted_agent(const http::RouteMatch& match) {
+  std::int64_t agent_id = 0;
+  if (!match.principal.starts_with(kAgentPrincipal) ||
+      !parse_int64(std::string_view(match.principal).substr(kAgentPrincipal.size()), agent_id)) {
+    // A route table without the agent guard on an agent route: the request is not let through.
+    return Error{ErrorCode::kUnauthenticated, "the agent token is missing or not valid; re-enrol", {}};
+  }
+  return agent_id;
+}
+
 Result<std::int64_t> authenticate_agent_path(const ApiContext& ctx, const http::Request& req,
                                              const http::RouteMatch& match) {
   BF_ASSIGN_OR_RETURN(std::int64_t agent_id, authenticate_agent(ctx, req));

@@ -38,6 +38,12 @@ Result<std::int64_t> authenticate_agent_token(const ApiContext& ctx, std::string
 // As above, and the token's agent must be the {id} in the path.
 Result<std::int64_t> authenticate_agent_path(const ApiContext& ctx, const http::Request& req,
                                              const http::RouteMatch& match);
+// The principal the agent guards name (http::Admission::principal): "agent:<id>".
+std::string agent_principal(std::int64_t agent_id);
+// The agent the route's guard authenticated (its token; on /agents/{id}/... also the path's
+// agent), read from the principal it handed over: handlers do not check the token again.
+// kUnauthenticated on a route without an agent guard.
+Result<std::int64_t> admitted_agent(const http::RouteMatch& match);
 // "bfa_<id>_<secret>".
 std::string compose_agent_token(std::int64_t agent_id, const std::string& secret);
 

@@ -225,7 +225,7 @@ int run(int argc, char** argv) {
     std::rename((config.port_file + ".tmp").c_str(), config.port_file.c_str());
   }
 
-  services::LeaseSweeper sweeper(ioc, blocking.get_executor(), (*store)->agents(),
+  services::LeaseSweeper sweeper(ioc, blocking.get_executor(), (*store)->leases(),
                                  services::LeaseSweeper::period_for(config.lease_ttl_s));
   sweeper.start();
   // What a flood of reads allocated goes back to the system within seconds: glibc keeps freed

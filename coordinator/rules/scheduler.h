@@ -50,7 +50,7 @@ struct Candidate {
 //  2. a job of a group no slot owns yet,
 //  3. a job of a group another slot owns (better than idling),
 // then higher priority, then lower job id (submission order).
-// The store (AgentStore::pick_candidate_locked, coordinator/store/agent_dispatch.cpp) feeds it one
+// The store (LeaseStore::pick_candidate_locked, coordinator/store/lease_store.cpp) feeds it one
 // tier at a time, each read by an index and only when the tiers before gave nothing:
 //  1. up to 64 queued jobs of groups this slot owns that it can run (jobs_queued_owned);
 //  2. for each (build, runtime, mode) the slot offers, the best queued job of that cell whose

@@ -12,10 +12,10 @@ struct LeaseSweeper::Counts {
 };
 
 LeaseSweeper::LeaseSweeper(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking,
-                           store::AgentStore& agents, std::chrono::milliseconds period)
+                           store::LeaseStore& leases, std::chrono::milliseconds period)
     : counts_(std::make_shared<Counts>()),
-      task_(ioc, std::move(blocking), "lease expiry sweeper", period, [&agents, counts = counts_, period] {
-        auto n = agents.expire_leases();
+      task_(ioc, std::move(blocking), "lease expiry sweeper", period, [&leases, counts = counts_, period] {
+        auto n = leases.expire_leases();
         if (!n.ok()) {
           spdlog::warn("lease expiry sweep failed: {}", n.error().message);
           return period;

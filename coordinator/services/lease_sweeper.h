@@ -1,7 +1,7 @@
 // The lease expiry sweeper: every `period` it requeues (or fails, after max attempts) the jobs
-// whose lease expired (AgentStore::expire_leases), so work held by a vanished agent goes back to the
+// whose lease expired (LeaseStore::expire_leases), so work held by a vanished agent goes back to the
 // queue even when nobody asks for it. Leases found expired by their own holder's request are
-// expired there (AgentStore::renew, ResultStore::record_result); the sweeper catches the rest.
+// expired there (LeaseStore::renew, ResultStore::record_result); the sweeper catches the rest.
 #pragma once
 
 #include <chrono>
@@ -12,15 +12,15 @@
 #include <boost/asio/io_context.hpp>
 
 #include "coordinator/services/periodic_task.h"
-#include "coordinator/store/agent_store.h"
+#include "coordinator/store/lease_store.h"
 
 namespace benchfleet::services {
 
 class LeaseSweeper {
  public:
   // The timer runs on `ioc` (its own strand); the sweep itself on `blocking`, off the I/O threads.
-  // `agents` must outlive the loop (until `ioc` stops).
-  LeaseSweeper(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::AgentStore& agents,
+  // `leases` must outlive the loop (until `ioc` stops).
+  LeaseSweeper(boost::asio::io_context& ioc, boost::asio::any_io_executor blocking, store::LeaseStore& leases,
                std::chrono::milliseconds period);
   LeaseSweeper(const LeaseSweeper&) = delete;
   LeaseSweeper& operator=(const LeaseSweeper&) = delete;

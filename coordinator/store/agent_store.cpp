@@ -8,14 +8,15 @@
 #include "coordinator/rules/agent_names.h"
 #include "coordinator/store/rows.h"
 #include "coordinator/store/store_core.h"
+#include "coordinator/store/unsupported_jobs.h"
 
 namespace benchfleet::store {
 
 Result<std::optional<StoredAgentKey>> AgentStore::agent_key(const std::string& name) {
-  return core_.group.run([&]() -> Result<std::optional<StoredAgentKey>> {
-    BF_ASSIGN_OR_RETURN(auto row, core_.db->query_one("SELECT id, key_salt IS NOT NULL AND key_hash IS NOT NULL,"
-                                                      " key_salt, key_hash FROM agents WHERE name = ?",
-                                                      name));
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::optional<StoredAgentKey>> {
+    BF_ASSIGN_OR_RETURN(auto row, core_.db().query_one("SELECT id, key_salt IS NOT NULL AND key_hash IS NOT NULL,"
+                                                       " key_salt, key_hash FROM agents WHERE name = ?",
+                                                       name));
     if (!row.found()) return std::optional<StoredAgentKey>();
     StoredAgentKey key;
     key.agent_id = row->int64(0);
@@ -29,13 +30,13 @@ Result<std::optional<StoredAgentKey>> AgentStore::agent_key(const std::string& n
 
 Result<std::int64_t> AgentStore::enroll_agent(const AgentDescriptor& d, const AgentCredentials& credentials,
                                               const EnrolmentClaim& claim, const std::optional<AgentCredentials>& key) {
-  return core_.group.run([&]() -> Result<std::int64_t> {
-    const TimestampMs now = core_.clock.now_ms();
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::int64_t> {
+    const TimestampMs now = core_.clock().now_ms();
     std::int64_t id = 0;
     {
       BF_ASSIGN_OR_RETURN(
           auto existing,
-          core_.db->query_one("SELECT id, reenrol_approved_at IS NOT NULL FROM agents WHERE name = ?", d.name));
+          core_.db().query_one("SELECT id, reenrol_approved_at IS NOT NULL FROM agents WHERE name = ?", d.name));
       if (existing.found() && !claim.open && claim.proven_agent != existing->int64(0) && existing->int64(1) == 0) {
         return Error{ErrorCode::kConflict,
                      "an agent named \"" + d.name + "\" (id " + std::to_string(existing->int64(0)) +
@@ -49,7 +50,7 @@ Result<std::int64_t> AgentStore::enroll_agent(const AgentDescriptor& d, const Ag
         // A new name that reads as an enrolled one (case, width, spaces, normalisation, a
         // look-alike letter) would pass for that agent in every list: one name, refused.
         const std::string key = rules::agent_name_key(d.name);
-        BF_ASSIGN_OR_RETURN(auto all, core_.db->prepare("SELECT id, name FROM agents"));
+        BF_ASSIGN_OR_RETURN(auto all, core_.db().prepare("SELECT id, name FROM agents"));
         while (true) {
           BF_ASSIGN_OR_RETURN(bool row, all->step());
           if (!row) break;
@@ -68,7 +69,7 @@ Result<std::int64_t> AgentStore::enroll_agent(const AgentDescriptor& d, const Ag
     {
       BF_ASSIGN_OR_RETURN(
           auto upsert,
-          core_.db->query_one(
+          core_.db().query_one(
               "INSERT INTO agents (name, hostname, version, descriptor, enrolled_at, last_seen_at, draining)"
               " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)"
               " ON CONFLICT(name) DO UPDATE SET hostname = ?2, version = ?3, descriptor = ?4, enrolled_at = ?5,"
@@ -78,26 +79,23 @@ Result<std::int64_t> AgentStore::enroll_agent(const AgentDescriptor& d, const Ag
       id = upsert->int64(0);
     }
     if (key) {
-      BF_ASSIGN_OR_RETURN(auto keep, core_.db->prepare("UPDATE agents SET key_salt = ?1, key_hash = ?2 WHERE id = ?3"));
+      BF_ASSIGN_OR_RETURN(auto keep,
+                          core_.db().prepare("UPDATE agents SET key_salt = ?1, key_hash = ?2 WHERE id = ?3"));
       BF_RETURN_IF_ERROR(keep->bind_blob(1, key->salt).bind_blob(2, key->hash).bind(3, id).run());
     }
     {
       BF_ASSIGN_OR_RETURN(
           auto token,
-          core_.db->prepare("INSERT INTO agent_tokens (agent_id, salt, hash, created_at) VALUES (?1, ?2, ?3, ?4)"
-                            " ON CONFLICT(agent_id) DO UPDATE SET salt = ?2, hash = ?3, created_at = ?4"));
+          core_.db().prepare("INSERT INTO agent_tokens (agent_id, salt, hash, created_at) VALUES (?1, ?2, ?3, ?4)"
+                             " ON CONFLICT(agent_id) DO UPDATE SET salt = ?2, hash = ?3, created_at = ?4"));
       token->bind(1, id).bind_blob(2, credentials.salt).bind_blob(3, credentials.hash).bind(4, now);
       BF_RETURN_IF_ERROR(token->run());
     }
-    {
-      std::lock_guard lock(core_.credentials_mu);
-      core_.credentials.erase(id);
-    }
-    core_.descriptors.erase(id);
+    core_.forget_agent(id);
 
-    BF_RETURN_IF_ERROR(core_.db->run("DELETE FROM agent_slots WHERE agent_id = ?", id));
+    BF_RETURN_IF_ERROR(core_.db().run("DELETE FROM agent_slots WHERE agent_id = ?", id));
     BF_ASSIGN_OR_RETURN(
-        auto slot, core_.db->prepare(
+        auto slot, core_.db().prepare(
                        "INSERT INTO agent_slots (agent_id, slot, gpu_class, gpu_name, gpu_uuid, memory_mb, descriptor)"
                        " VALUES (?, ?, ?, ?, ?, ?, ?)"));
     for (const auto& s : d.slots) {
@@ -114,7 +112,7 @@ Result<std::int64_t> AgentStore::enroll_agent(const AgentDescriptor& d, const Ag
     std::set<std::string> judged;
     for (const auto& s : d.slots) {
       if (judged.insert(s.gpu_class).second) {
-        BF_RETURN_IF_ERROR(mark_unsupported(rules::SlotOffer{id, s.id, s.gpu_class, d.torch_builds}));
+        BF_RETURN_IF_ERROR(mark_unsupported(core_, rules::SlotOffer{id, s.id, s.gpu_class, d.torch_builds}));
       }
     }
     return id;
@@ -122,75 +120,36 @@ Result<std::int64_t> AgentStore::enroll_agent(const AgentDescriptor& d, const Ag
 }
 
 Status AgentStore::approve_reenrolment(std::int64_t agent_id) {
-  return core_.group.run([&]() -> Status {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Status {
     BF_RETURN_IF_ERROR(
-        core_.db->run("UPDATE agents SET reenrol_approved_at = ? WHERE id = ?", core_.clock.now_ms(), agent_id));
-    if (core_.db->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
+        core_.db().run("UPDATE agents SET reenrol_approved_at = ? WHERE id = ?", core_.clock().now_ms(), agent_id));
+    if (core_.db().changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
     return Status::Ok();
   });
 }
 
 Result<AgentCredentials> AgentStore::agent_credentials(std::int64_t agent_id) {
   // Every agent request is authenticated: a cached answer keeps that out of the write path.
-  {
-    std::lock_guard lock(core_.credentials_mu);
-    if (auto it = core_.credentials.find(agent_id); it != core_.credentials.end()) return it->second;
-  }
-  return core_.group.run([&]() -> Result<AgentCredentials> {
+  if (auto cached = core_.cached_credentials(agent_id)) return *cached;
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<AgentCredentials> {
     BF_ASSIGN_OR_RETURN(auto row,
-                        core_.db->query_one("SELECT salt, hash FROM agent_tokens WHERE agent_id = ?", agent_id));
+                        core_.db().query_one("SELECT salt, hash FROM agent_tokens WHERE agent_id = ?", agent_id));
     if (!row.found()) return Error::not_found("agent " + std::to_string(agent_id) + " is not enrolled");
     AgentCredentials c{row->blob(0), row->blob(1)};
     // Under the store lock, so no enrolment can come between this read and the insert.
-    std::lock_guard lock(core_.credentials_mu);
-    core_.credentials.insert_or_assign(agent_id, c);
+    core_.cache_credentials(agent_id, c);
     return c;
   });
 }
 
-Result<AgentInfo> AgentStore::agent_info_locked(std::int64_t agent_id) {
-  AgentInfo info;
-  {
-    BF_ASSIGN_OR_RETURN(
-        auto s, core_.db->query_one("SELECT id, descriptor, enrolled_at, last_seen_at, draining OR self_draining,"
-                                    " reenrol_approved_at IS NOT NULL FROM agents WHERE id = ?",
-                                    agent_id));
-    if (!s.found()) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
-    info.id = s->int64(0);
-    // Every lease reads its agent: the decoded descriptor is kept until the agent enrols again.
-    if (auto it = core_.descriptors.find(agent_id); it != core_.descriptors.end()) {
-      info.descriptor = it->second;
-    } else if (auto d = decode<AgentDescriptor>(nlohmann::json::parse(s->text(1), nullptr, false)); d.ok()) {
-      info.descriptor = std::move(*d);
-      core_.descriptors.emplace(agent_id, info.descriptor);
-    }
-    info.enrolled_at = s->int64(2);
-    info.last_seen_at = s->int64(3);
-    info.draining = s->int64(4) != 0;
-    info.reenrolment_approved = s->int64(5) != 0;
-  }
-  BF_ASSIGN_OR_RETURN(
-      auto l, core_.db->query(
-                  "SELECT lease_slot, id, run_id, status, " + job_spec_columns("jobs") +
-                      " FROM jobs WHERE lease_agent_id = ? AND lease_id IS NOT NULL AND status IN ('leased','running')"
-                      " ORDER BY lease_slot",
-                  agent_id));
-  while (true) {
-    BF_ASSIGN_OR_RETURN(bool row, l->step());
-    if (!row) break;
-    info.leases.push_back({l->text(0), l->int64(1), l->int64(2), job_spec_at(*l, 4), l->text(3)});
-  }
-  return info;
-}
-
 Result<AgentInfo> AgentStore::get_agent(std::int64_t agent_id) {
-  return core_.group.run([&]() -> Result<AgentInfo> { return agent_info_locked(agent_id); });
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<AgentInfo> { return core_.agent_info_locked(agent_id); });
 }
 
 Result<std::vector<AgentInfo>> AgentStore::list_agents() {
-  return core_.group.run([&]() -> Result<std::vector<AgentInfo>> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::vector<AgentInfo>> {
     std::vector<std::int64_t> ids;
-    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT id FROM agents ORDER BY name"));
+    BF_ASSIGN_OR_RETURN(auto s, core_.db().prepare("SELECT id FROM agents ORDER BY name"));
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;
@@ -198,7 +157,7 @@ Result<std::vector<AgentInfo>> AgentStore::list_agents() {
     }
     std::vector<AgentInfo> agents;
     for (auto id : ids) {
-      BF_ASSIGN_OR_RETURN(auto info, agent_info_locked(id));
+      BF_ASSIGN_OR_RETURN(auto info, core_.agent_info_locked(id));
       agents.push_back(std::move(info));
     }
     return agents;
@@ -206,23 +165,23 @@ Result<std::vector<AgentInfo>> AgentStore::list_agents() {
 }
 
 Status AgentStore::set_draining(std::int64_t agent_id, bool draining) {
-  return core_.group.run([&]() -> Status {
-    BF_RETURN_IF_ERROR(core_.db->run("UPDATE agents SET draining = ? WHERE id = ?", draining ? 1 : 0, agent_id));
-    if (core_.db->changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Status {
+    BF_RETURN_IF_ERROR(core_.db().run("UPDATE agents SET draining = ? WHERE id = ?", draining ? 1 : 0, agent_id));
+    if (core_.db().changes() == 0) return Error::not_found("agent " + std::to_string(agent_id) + " does not exist");
     // Waiting lease requests re-check once this is durable, so a draining agent's long poll
     // returns at once.
-    core_.work_appeared = true;
+    core_.work_appeared();
     return Status::Ok();
   });
 }
 
 Status AgentStore::set_self_draining(std::int64_t agent_id, bool draining) {
-  return core_.group.run([&]() -> Status {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Status {
     BF_ASSIGN_OR_RETURN(
-        auto s, core_.db->prepare("UPDATE agents SET self_draining = ?1 WHERE id = ?2 AND self_draining != ?1"));
+        auto s, core_.db().prepare("UPDATE agents SET self_draining = ?1 WHERE id = ?2 AND self_draining != ?1"));
     BF_RETURN_IF_ERROR(s->bind(1, draining ? 1 : 0).bind(2, agent_id).run());
     // Only a change matters to waiting lease requests (heartbeats repeat the same value).
-    if (core_.db->changes() > 0) core_.work_appeared = true;
+    if (core_.db().changes() > 0) core_.work_appeared();
     return Status::Ok();
   });
 }

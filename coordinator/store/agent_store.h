@@ -1,25 +1,20 @@
-// Agents and their leases: enrolment, drain, and the lease protocol (grant, renewal, heartbeat,
-// release, withdrawal, expiry) with the dispatch rules that pick a slot's next job.
+// Agents: enrolment, credentials, listing and drain. Their leases are LeaseStore's.
 // Thread-safe: every method is one operation of the store's group commit (store_core.h): it
 // runs alone on the one connection and returns once what it wrote is committed.
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "common/agent_protocol.h"
 #include "common/result.h"
 #include "common/types.h"
-#include "coordinator/rules/scheduler.h"
 #include "coordinator/store/agent_types.h"
+#include "coordinator/store/store_core.h"
 
 namespace benchfleet::store {
-
-class StoreCore;
 
 class AgentStore {
  public:
@@ -27,7 +22,6 @@ class AgentStore {
   AgentStore(const AgentStore&) = delete;
   AgentStore& operator=(const AgentStore&) = delete;
 
-  // ---- agents ------------------------------------------------------------------------------
   // Creates the agent, or updates the one with the same name (it keeps its id), and replaces
   // its credentials. Queued jobs whose build and runtime one of its slots has but not their mode
   // become `unsupported` now (rules::unsupported_reason). Returns the agent id.
@@ -52,98 +46,8 @@ class AgentStore {
   // when either is set; enrolment clears both.
   Status set_self_draining(std::int64_t agent_id, bool draining);
 
-  // ---- leases ------------------------------------------------------------------------------
-  // Grants `slot` of `agent_id` its next job; no grant when nothing fits or the agent drains.
-  // A slot runs one job at a time, so what the slot already holds decides first:
-  // - a lease not yet acknowledged (no renewal or heartbeat has named it), or one granted to
-  //   the same `request_id`, is handed over again: same lease id, same attempt, its expiry
-  //   renewed (LeaseGrant::redelivered). A retried or concurrent poll so never burns an attempt.
-  //   While the agent drains, an unacknowledged lease is withdrawn instead (see withdraw_lease);
-  // - an expired lease is expired (requeued at attempt + 1, or failed after max attempts);
-  // - an acknowledged lease is released the same way: the slot has given up on it (restart).
-  // `request_id` is the poll's agent-chosen id (idempotency key), kept with the lease it gets.
-  Result<LeaseAnswer> lease(std::int64_t agent_id, const std::string& slot,
-                            const std::optional<std::string>& request_id = std::nullopt);
-  // Undoes a grant whose response never reached its agent: while the lease is current and not
-  // yet acknowledged, the job goes back to the queue at the attempt it had before the grant (the
-  // attempt's row is removed) and waiting polls are woken. Returns whether it was withdrawn;
-  // false when the lease was acknowledged, ended, or its run cancelled (nothing to undo).
-  Result<bool> withdraw_lease(std::int64_t agent_id, const LeaseRef& lease);
-  // Extends a lease (progress) and acknowledges it; marks the job running. `arrived_at`: when the
-  // request arrived (AgentArrivals); a lease that had not expired then is renewed, however late
-  // the coordinator comes to it. 0: now.
-  Result<Renewal> renew(std::int64_t agent_id, const LeaseRef& lease, TimestampMs arrived_at = 0);
-  // Heartbeat: records the agent as seen and renews (and acknowledges) each listed lease, as
-  // renew does.
-  Result<std::vector<Renewal>> heartbeat(std::int64_t agent_id, const std::vector<LeaseRef>& leases,
-                                         TimestampMs arrived_at = 0);
-  // The holder gives a lease back unfinished (an aborting agent): the job is requeued at once
-  // (or fails after max attempts). kLost when the lease is not current, kCancelled when its run
-  // was cancelled (nothing to do then).
-  Result<LeaseState> release(std::int64_t agent_id, const LeaseRef& lease);
-  // Requeues (or fails, after max attempts) jobs whose lease expired. Returns how many changed.
-  // A lease is never lost for the coordinator's own lateness: while agent requests are being
-  // handled (arrivals()), only leases that expired before the oldest of them arrived are expired,
-  // since that request may be the heartbeat that renews the others.
-  Result<std::int64_t> expire_leases();
-
-  // The agent requests being handled, by arrival: the API notes each from the moment it has the
-  // request until it answered (ticket), so the sweeper does not expire what they may renew.
-  class Arrivals {
-   public:
-    class Ticket {
-     public:
-      Ticket(Arrivals& a, TimestampMs at);
-      ~Ticket();
-      Ticket(const Ticket&) = delete;
-      Ticket& operator=(const Ticket&) = delete;
-      TimestampMs at() const { return at_; }
-
-     private:
-      Arrivals& arrivals_;
-      TimestampMs at_;
-    };
-    // The arrival time of the oldest request being handled; nullopt when none is.
-    std::optional<TimestampMs> oldest() const;
-
-   private:
-    mutable std::mutex mu_;
-    std::multiset<TimestampMs> at_;
-  };
-  Arrivals& arrivals() { return arrivals_; }
-
-  // Inside a caller's operation: a new run's queued cells judged by every enrolled slot
-  // (RunStore::create_run); see mark_unsupported. At most `max_verdicts` cells marked (0: all);
-  // returns whether more may remain, for a caller that marks a big run in several operations.
-  Result<bool> mark_unsupported_for_run_locked(const MatrixSpec& spec, std::size_t max_verdicts = 0);
-
  private:
-  // Queued jobs this slot's builds declare unsupported get that verdict now (scheduler rule):
-  // called for each slot class of an agent that enrols (its capabilities may have changed).
-  // At most `max_verdicts` of them (0: all); returns whether more may remain (call again).
-  Result<bool> mark_unsupported(const rules::SlotOffer& offer, std::size_t max_verdicts = 0);
-  // The job `offer` should run next (rules::pick_job over the best queued job of each cell
-  // the slot can run, tier by tier), or nullopt when none fits.
-  Result<std::optional<std::int64_t>> pick_candidate_locked(const rules::SlotOffer& offer);
-  // lease, step one: what `slot` already holds is handed over again (returned), withdrawn
-  // (draining), expired or released; see lease().
-  Result<std::optional<LeaseGrant>> settle_slot_locked(const AgentInfo& agent, const std::string& slot,
-                                                       const std::optional<std::string>& request_id);
-  // lease, last step: `job_id` (queued, picked by pick_candidate_locked) leased to `slot`.
-  Result<LeaseGrant> grant_locked(std::int64_t agent_id, const std::string& slot, std::int64_t job_id,
-                                  const std::optional<std::string>& request_id);
-  Result<Renewal> renew_locked(std::int64_t agent_id, const LeaseRef& lease, bool mark_running, TimestampMs arrived_at);
-  // The current lease on `job_id` handed over again, its expiry renewed (lease).
-  Result<LeaseGrant> redeliver_locked(std::int64_t job_id);
-  // withdraw_lease inside a caller's transaction.
-  Result<bool> withdraw_locked(std::int64_t agent_id, const LeaseRef& lease);
-  // Fills a grant's run-level parts (measurement, memory limit, timeout; for python compiled
-  // jobs dynamic and the shape walk's batch sizes) from its run.
-  Status complete_grant_locked(LeaseGrant& grant);
-  Result<AgentInfo> agent_info_locked(std::int64_t agent_id);
-
   StoreCore& core_;
-  Arrivals arrivals_;
 };
 
 }  // namespace benchfleet::store

@@ -61,6 +61,7 @@ Status GroupCommit::enter(Member& m) {
     return saved;
   }
   m.group = group_;
+  owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   return Status::Ok();
 }
 
@@ -80,6 +81,7 @@ void GroupCommit::leave(bool kept) {
       std::chrono::steady_clock::now() - opened_at_ >= options_.max_age) {
     commit_locked();
   }
+  owner_.store(std::thread::id(), std::memory_order_relaxed);
   mu_.unlock();
 }
 

@@ -16,9 +16,11 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <type_traits>
 
 #include "common/result.h"
+#include "common/thread_safety.h"
 #include "coordinator/store/sqlite.h"
 
 namespace benchfleet::store {
@@ -34,7 +36,9 @@ struct GroupCommitStats {
   std::int64_t failed_commits = 0;  // transactions whose COMMIT failed (rolled back)
 };
 
-class GroupCommit {
+// The store's lock, as a capability (common/thread_safety.h): what is used only inside an
+// operation is GUARDED_BY it, and each operation's body REQUIRES it.
+class BF_CAPABILITY("the store's lock") GroupCommit {
  public:
   // `on_decided(committed)` runs with the lock held after each transaction is committed
   // (true) or rolled back (false), before its operations return; it must be quick and must not
@@ -49,10 +53,14 @@ class GroupCommit {
   // Thread-safe. Returns op's error as is, or its value once it is durable, or the commit's
   // error. Reads see the writes of operations before them, committed or not; they wait for the
   // same commit, so nothing read is answered before it is durable.
+  // Not inside another operation (the lock is not recursive: that would deadlock). The analysis
+  // does not follow the lock into op; op's body says it REQUIRES it.
   template <class F>
-  std::invoke_result_t<F&> run(F&& op);
+  std::invoke_result_t<F&> run(F&& op) BF_EXCLUDES(this) BF_NO_THREAD_SAFETY_ANALYSIS;
 
   GroupCommitStats stats() const;
+  // Whether the calling thread is inside an operation (holds the lock).
+  bool held_by_this_thread() const { return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id(); }
 
   // Operations run on a thread inside a FirstInLine scope (the agent lane: leases, heartbeats,
   // progress, results) go ahead of the others: the others contend for the lock one at a time,
@@ -83,7 +91,7 @@ class GroupCommit {
   // a thread that releases it and asks again at once would usually get it back). Returns once
   // nobody has asked for the lock for a millisecond, or after `at_most`.
   // REQUIRES: not called inside run().
-  void yield_to_waiting(std::chrono::milliseconds at_most = std::chrono::milliseconds(200));
+  void yield_to_waiting(std::chrono::milliseconds at_most = std::chrono::milliseconds(200)) BF_EXCLUDES(this);
 
  private:
   struct Member {
@@ -105,6 +113,7 @@ class GroupCommit {
 
   static thread_local bool first_in_line_;
   std::mutex mu_;                       // the store's lock: one operation at a time
+  std::atomic<std::thread::id> owner_;  // the thread holding mu_ in an operation; none otherwise
   std::atomic<int> arriving_{0};        // threads between wanting the lock and holding it
   std::atomic<int> first_arriving_{0};  // of them, those in a FirstInLine scope
   std::mutex others_gate_;              // held by the one other operation contending for mu_
@@ -123,7 +132,7 @@ class GroupCommit {
 };
 
 template <class F>
-std::invoke_result_t<F&> GroupCommit::run(F&& op) {
+std::invoke_result_t<F&> GroupCommit::run(F&& op) BF_NO_THREAD_SAFETY_ANALYSIS {
   using Out = std::invoke_result_t<F&>;
   Member m;
   if (Status entered = enter(m); !entered.ok()) return Out(entered.error());

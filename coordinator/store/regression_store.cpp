@@ -80,8 +80,10 @@ bool may_move(RegressionState from, RegressionState to) {
 }  // namespace
 
 Result<RegressionInfo> RegressionStore::regression_info_locked(std::int64_t regression_id) {
-  BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one(std::string(kRegressionSelect) + kRegressionJoins + " WHERE g.id = ?",
-                                                  regression_id));
+  core_.assert_held();  // called from other stores' operations too
+  BF_ASSIGN_OR_RETURN(
+      auto s,
+      core_.db().query_one(std::string(kRegressionSelect) + kRegressionJoins + " WHERE g.id = ?", regression_id));
   if (!s.found()) return Error::not_found("regression " + std::to_string(regression_id) + " does not exist");
   return regression_at(*s);
 }
@@ -104,8 +106,8 @@ Result<Page<RegressionInfo>> RegressionStore::list_regressions(const RegressionF
   const std::string sql = std::string(kRegressionSelect) + from + kRegressionJoins + " WHERE g.id < ?1" +
                           (f.series_id ? " AND g.series_id = ?2" : "") + (f.state ? " AND g.state = ?3" : "") +
                           (f.direction ? " AND g.direction = ?4" : "") + " ORDER BY g.id DESC LIMIT ?5";
-  return core_.group.run([&]() -> Result<Page<RegressionInfo>> {
-    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare(sql));
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<Page<RegressionInfo>> {
+    BF_ASSIGN_OR_RETURN(auto s, core_.db().prepare(sql));
     s->bind(1, before_id.value_or(std::numeric_limits<std::int64_t>::max())).bind(5, limit + 1);
     if (f.series_id) s->bind(2, *f.series_id);
     if (f.state) s->bind(3, to_string(*f.state));
@@ -121,38 +123,39 @@ Result<Page<RegressionInfo>> RegressionStore::list_regressions(const RegressionF
 }
 
 Result<RegressionInfo> RegressionStore::get_regression(std::int64_t regression_id) {
-  return core_.group.run([&]() -> Result<RegressionInfo> { return regression_info_locked(regression_id); });
+  return core_.run(
+      [&]() BF_REQUIRES(core_.lock()) -> Result<RegressionInfo> { return regression_info_locked(regression_id); });
 }
 
 Result<RegressionInfo> RegressionStore::set_regression_state(std::int64_t regression_id, RegressionState state,
                                                              const std::optional<std::string>& note) {
-  return core_.group.run([&]() -> Result<RegressionInfo> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<RegressionInfo> {
     BF_ASSIGN_OR_RETURN(RegressionInfo info, regression_info_locked(regression_id));
     if (info.state != state && !may_move(info.state, state)) {
       return Error::conflict("regression " + std::to_string(regression_id) + " is " +
                              std::string(to_string(info.state)) + ": it cannot become " +
                              std::string(to_string(state)));
     }
-    const TimestampMs now = core_.clock.now_ms();
+    const TimestampMs now = core_.clock().now_ms();
     if (info.state != state) {
       // Reopening forgets the acknowledgement and the resolution; the others stamp their time.
-      BF_RETURN_IF_ERROR(core_.db->run(
+      BF_RETURN_IF_ERROR(core_.db().run(
           "UPDATE regressions SET state = ?1,"
           " acknowledged_at = CASE ?1 WHEN 'acknowledged' THEN ?2 WHEN 'open' THEN NULL ELSE acknowledged_at END,"
           " resolved_at = CASE ?1 WHEN 'resolved' THEN ?2 ELSE NULL END WHERE id = ?3",
           to_string(state), now, regression_id));
     }
-    if (note) BF_RETURN_IF_ERROR(core_.db->run("UPDATE regressions SET note = ? WHERE id = ?", *note, regression_id));
+    if (note) BF_RETURN_IF_ERROR(core_.db().run("UPDATE regressions SET note = ? WHERE id = ?", *note, regression_id));
     return regression_info_locked(regression_id);
   });
 }
 
 Result<std::vector<AlertDelivery>> RegressionStore::due_alerts(TimestampMs now, int limit) {
-  return core_.group.run([&]() -> Result<std::vector<AlertDelivery>> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::vector<AlertDelivery>> {
     BF_ASSIGN_OR_RETURN(auto s,
-                        core_.db->prepare("SELECT id, regression_id, event, body, attempts FROM alert_deliveries"
-                                          " WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?"
-                                          " ORDER BY next_attempt_at, id LIMIT ?"));
+                        core_.db().prepare("SELECT id, regression_id, event, body, attempts FROM alert_deliveries"
+                                           " WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?"
+                                           " ORDER BY next_attempt_at, id LIMIT ?"));
     s->bind(1, now).bind(2, limit);
     std::vector<AlertDelivery> out;
     while (true) {
@@ -165,20 +168,20 @@ Result<std::vector<AlertDelivery>> RegressionStore::due_alerts(TimestampMs now, 
 }
 
 Result<std::optional<TimestampMs>> RegressionStore::next_alert_due() {
-  return core_.group.run([&]() -> Result<std::optional<TimestampMs>> {
-    BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one("SELECT MIN(next_attempt_at) FROM alert_deliveries"
-                                                    " WHERE delivered_at IS NULL AND failed_at IS NULL"));
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::optional<TimestampMs>> {
+    BF_ASSIGN_OR_RETURN(auto s, core_.db().query_one("SELECT MIN(next_attempt_at) FROM alert_deliveries"
+                                                     " WHERE delivered_at IS NULL AND failed_at IS NULL"));
     return s.found() ? s->opt_int64(0) : std::nullopt;
   });
 }
 
 Status RegressionStore::alert_delivered(std::int64_t delivery_id, TimestampMs at) {
-  return core_.group.run([&]() -> Status {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Status {
     BF_RETURN_IF_ERROR(
-        core_.db->run("UPDATE alert_deliveries SET delivered_at = ?, attempts = attempts + 1, last_error = NULL"
-                      " WHERE id = ? AND delivered_at IS NULL AND failed_at IS NULL",
-                      at, delivery_id));
-    if (core_.db->changes() == 0) {
+        core_.db().run("UPDATE alert_deliveries SET delivered_at = ?, attempts = attempts + 1, last_error = NULL"
+                       " WHERE id = ? AND delivered_at IS NULL AND failed_at IS NULL",
+                       at, delivery_id));
+    if (core_.db().changes() == 0) {
       return Error::not_found("alert delivery " + std::to_string(delivery_id) + " does not exist or is not pending");
     }
     return Status::Ok();
@@ -187,14 +190,14 @@ Status RegressionStore::alert_delivered(std::int64_t delivery_id, TimestampMs at
 
 Status RegressionStore::alert_attempt_failed(std::int64_t delivery_id, const std::string& error,
                                              std::optional<TimestampMs> retry_at) {
-  return core_.group.run([&]() -> Status {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Status {
     // Given up (no retry): failed_at takes the attempt's time; next_attempt_at stays as it was.
     BF_RETURN_IF_ERROR(
-        core_.db->run("UPDATE alert_deliveries SET attempts = attempts + 1, last_error = ?1,"
-                      " next_attempt_at = IFNULL(?2, next_attempt_at), failed_at = CASE WHEN ?2 IS NULL THEN ?3 END"
-                      " WHERE id = ?4 AND delivered_at IS NULL AND failed_at IS NULL",
-                      error, retry_at, core_.clock.now_ms(), delivery_id));
-    if (core_.db->changes() == 0) {
+        core_.db().run("UPDATE alert_deliveries SET attempts = attempts + 1, last_error = ?1,"
+                       " next_attempt_at = IFNULL(?2, next_attempt_at), failed_at = CASE WHEN ?2 IS NULL THEN ?3 END"
+                       " WHERE id = ?4 AND delivered_at IS NULL AND failed_at IS NULL",
+                       error, retry_at, core_.clock().now_ms(), delivery_id));
+    if (core_.db().changes() == 0) {
       return Error::not_found("alert delivery " + std::to_string(delivery_id) + " does not exist or is not pending");
     }
     return Status::Ok();

@@ -12,10 +12,9 @@
 #include "common/types.h"
 #include "coordinator/store/history_types.h"
 #include "coordinator/store/page.h"
+#include "coordinator/store/store_core.h"
 
 namespace benchfleet::store {
-
-class StoreCore;
 
 class RegressionStore {
  public:

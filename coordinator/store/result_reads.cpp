@@ -104,11 +104,11 @@ CellResult cell_at(const Statement& s) {
 }  // namespace
 
 Result<std::vector<CellResult>> ResultStore::report_cells(std::int64_t run_id) {
-  return core_.group.run([&]() -> Result<std::vector<CellResult>> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::vector<CellResult>> {
     // One row per job; a job has at most one verdict (its job turns done when it arrives).
-    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT " + job_spec_columns("j") + ", " + kCellColumns +
-                                                  " FROM jobs j LEFT JOIN results r ON r.job_id = j.id"
-                                                  " WHERE j.run_id = ? ORDER BY j.id"));
+    BF_ASSIGN_OR_RETURN(auto s, core_.db().prepare("SELECT " + job_spec_columns("j") + ", " + kCellColumns +
+                                                   " FROM jobs j LEFT JOIN results r ON r.job_id = j.id"
+                                                   " WHERE j.run_id = ? ORDER BY j.id"));
     s->bind(1, run_id);
     std::vector<CellResult> cells;
     while (true) {
@@ -213,15 +213,15 @@ Result<Page<ResultRow>> ResultStore::list_results(std::int64_t run_id, const Res
   std::vector<RawResultRow> raw;
   bool cut_by_bytes = false;
   // The read runs under the store lock; parsing the bodies waits until it is released.
-  Status read = core_.group.run([&]() -> Status {
+  Status read = core_.run([&]() BF_REQUIRES(core_.lock()) -> Status {
     {
-      BF_ASSIGN_OR_RETURN(auto exists, core_.db->query_one("SELECT 1 FROM runs WHERE id = ?", run_id));
+      BF_ASSIGN_OR_RETURN(auto exists, core_.db().query_one("SELECT 1 FROM runs WHERE id = ?", run_id));
       if (!exists.found()) return Error::not_found("run " + std::to_string(run_id) + " does not exist");
     }
     // A NULL parameter means "no filter" on that column.
     BF_ASSIGN_OR_RETURN(
         auto s,
-        core_.db->prepare(
+        core_.db().prepare(
             result_select(/*with_samples=*/false) +
             " WHERE r.run_id = ? AND r.id > ?"
             " AND (?3 IS NULL OR j.model = ?3) AND (?4 IS NULL OR j.mode = ?4) AND (?5 IS NULL OR j.torch_build = ?5)"
@@ -240,7 +240,7 @@ Result<Page<ResultRow>> ResultStore::list_results(std::int64_t run_id, const Res
         // Each result's samples size first (their text is not read for it): one more than a
         // page holds on its own is left out, the page staying within its bound (the result's
         // own read streams them); one that would take the page past it starts the next page.
-        const std::optional<std::size_t> bytes = samples_size_locked(core_.db->handle(), next.row.id);
+        const std::optional<std::size_t> bytes = samples_size_locked(core_.db().handle(), next.row.id);
         if (bytes && *bytes > ResultStore::kSamplesPageBytes) {
           next.row.samples_omitted = true;
         } else if (bytes) {
@@ -248,7 +248,7 @@ Result<Page<ResultRow>> ResultStore::list_results(std::int64_t run_id, const Res
             cut_by_bytes = true;  // the page ends before `next`, which the next page starts with
             break;
           }
-          BF_ASSIGN_OR_RETURN(std::string text, samples_text_locked(core_.db->handle(), next.row.id, *bytes));
+          BF_ASSIGN_OR_RETURN(std::string text, samples_text_locked(core_.db().handle(), next.row.id, *bytes));
           next.samples = std::move(text);
           samples_bytes += *bytes;
         }
@@ -268,8 +268,8 @@ Result<Page<ResultRow>> ResultStore::list_results(std::int64_t run_id, const Res
 }
 
 Result<ResultRow> ResultStore::get_result(std::int64_t result_id, bool with_samples) {
-  auto raw = core_.group.run([&]() -> Result<RawResultRow> {
-    BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one(result_select(with_samples) + " WHERE r.id = ?", result_id));
+  auto raw = core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<RawResultRow> {
+    BF_ASSIGN_OR_RETURN(auto s, core_.db().query_one(result_select(with_samples) + " WHERE r.id = ?", result_id));
     if (!s.found()) return Error::not_found("result " + std::to_string(result_id) + " does not exist");
     return raw_result_at(*s);
   });

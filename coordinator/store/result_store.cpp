@@ -19,13 +19,13 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
   // covers the whole result; the row's body leaves the samples out: they go to result_samples,
   // which listings never read.
   BF_ASSIGN_OR_RETURN(const rules::PostedBody posted, rules::accept_posted(result));
-  return core_.group.run([&]() -> Result<RecordOutcome> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<RecordOutcome> {
     {
       BF_ASSIGN_OR_RETURN(auto prior,
-                          core_.db->query_one("SELECT r.id, r.body_sha256, r.agent_id, a.lease_id FROM results r"
-                                              " LEFT JOIN attempts a ON a.job_id = r.job_id AND a.attempt = "
-                                              "r.attempt WHERE r.job_id = ? AND r.attempt = ?",
-                                              lease.job_id, attempt));
+                          core_.db().query_one("SELECT r.id, r.body_sha256, r.agent_id, a.lease_id FROM results r"
+                                               " LEFT JOIN attempts a ON a.job_id = r.job_id AND a.attempt = "
+                                               "r.attempt WHERE r.job_id = ? AND r.attempt = ?",
+                                               lease.job_id, attempt));
       if (prior.found()) {
         // Only the holder of that attempt's lease learns about the stored result (a retry after a
         // lost acknowledgement); anyone else is told its lease is not current.
@@ -41,7 +41,7 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
     if (!held) return RecordOutcome{RecordKind::kNotFound, 0, 0};
     if (held->state == LeaseState::kCancelled) return RecordOutcome{RecordKind::kCancelled, 0, 0};
     if (held->state != LeaseState::kActive) return RecordOutcome{RecordKind::kLost, 0, 0};
-    const TimestampMs now = core_.clock.now_ms();
+    const TimestampMs now = core_.clock().now_ms();
     // As of the post's arrival: a result that came in time is never refused for the store's queue.
     if (held->expires_at <= (arrived_at > 0 ? std::min(arrived_at, now) : now)) {
       BF_RETURN_IF_ERROR(core_.requeue_or_fail(lease.job_id, attempt, held->max_attempts, held->run_id, "expired"));
@@ -53,7 +53,7 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
     {
       BF_ASSIGN_OR_RETURN(
           auto row,
-          core_.db->query_one("SELECT " + job_spec_columns("jobs") + " FROM jobs WHERE id = ?", lease.job_id));
+          core_.db().query_one("SELECT " + job_spec_columns("jobs") + " FROM jobs WHERE id = ?", lease.job_id));
       if (!row.found()) return RecordOutcome{RecordKind::kNotFound, 0, 0};
       job = job_spec_at(*row, 0);
     }
@@ -63,7 +63,7 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
     {
       BF_ASSIGN_OR_RETURN(
           auto ins,
-          core_.db->prepare(
+          core_.db().prepare(
               "INSERT INTO results (job_id, run_id, attempt, status, mean_ms, median_ms, p90_ms, p99_ms, min_ms, "
               "max_ms,"
               " stddev_ms, cv, ci_low_ms, ci_high_ms, iterations, first_call_ms, stop_reason, export_s, oom_phase,"
@@ -91,12 +91,12 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
       ins->bind(35, columns.recompiles).bind(36, columns.flags).bind(37, plan.fingerprint);
       BF_RETURN_IF_ERROR(ins->run());
     }
-    RecordOutcome out{RecordKind::kStored, core_.db->last_insert_rowid(), 0};
+    RecordOutcome out{RecordKind::kStored, core_.db().last_insert_rowid(), 0};
     if (!result.samples_ms.empty()) {
-      BF_RETURN_IF_ERROR(core_.db->run("INSERT INTO result_samples (result_id, samples_ms) VALUES (?, ?)",
-                                       out.result_id, posted.samples));
+      BF_RETURN_IF_ERROR(core_.db().run("INSERT INTO result_samples (result_id, samples_ms) VALUES (?, ?)",
+                                        out.result_id, posted.samples));
     }
-    BF_RETURN_IF_ERROR(core_.db->run(
+    BF_RETURN_IF_ERROR(core_.db().run(
         "UPDATE jobs SET status = 'done', finished_at = ?, updated_at = ?, lease_id = NULL, lease_expires_at = NULL"
         " WHERE id = ?",
         now, now, lease.job_id));
@@ -113,7 +113,7 @@ Result<RecordOutcome> ResultStore::record_result(std::int64_t agent_id, const Le
     BF_RETURN_IF_ERROR(core_.update_run_finished(held->run_id));
     // Kept only now that the operation succeeded (its savepoint stays); a failed commit of the
     // group forgets it (on_group_decided).
-    if (new_series) core_.series_ids.insert(std::move(*new_series));
+    if (new_series) core_.series_ids().insert(std::move(*new_series));
     return out;
   });
 }

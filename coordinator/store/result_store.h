@@ -30,9 +30,9 @@ class ResultStore {
   ResultStore& operator=(const ResultStore&) = delete;
 
   // Stores the verdict of `attempt` for the holder of `lease` (kLost / kCancelled as for
-  // AgentStore::renew): one row per attempt (kDuplicate for the same result again, kMismatch for
+  // LeaseStore::renew): one row per attempt (kDuplicate for the same result again, kMismatch for
   // another one), with its noise flags, its series point (SeriesStore::list_series), and the
-  // OOM pruning it implies. `arrived_at`: when the post arrived (AgentStore::Arrivals); the lease
+  // OOM pruning it implies. `arrived_at`: when the post arrived (LeaseStore::Arrivals); the lease
   // is judged as of then, so a result that came in time is stored however late the coordinator
   // comes to it. 0: now.
   Result<RecordOutcome> record_result(std::int64_t agent_id, const LeaseRef& lease, int attempt,

@@ -9,7 +9,7 @@
 namespace benchfleet::store {
 
 Result<std::vector<QueueCell>> RunStore::queue_summary() {
-  return core_.group.run([&]() -> Result<std::vector<QueueCell>> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::vector<QueueCell>> {
     std::map<std::pair<std::string, std::string>, QueueCell> cells;
     auto cell = [&](std::string gpu_class, std::string torch_build) -> QueueCell& {
       auto key = std::make_pair(std::move(gpu_class), std::move(torch_build));
@@ -27,12 +27,12 @@ Result<std::vector<QueueCell>> RunStore::queue_summary() {
       // since without statistics the planner prefers jobs_queue's status prefix and sorts what it
       // read (tests/unit/store_queue_test.cpp). The counts per run are summed here rather than by
       // a GROUP BY, which would sort on run_id.
-      BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT gpu_class, torch_build, run_id FROM jobs"
-                                                    " INDEXED BY jobs_queued_cells WHERE status = 'queued'"));
+      BF_ASSIGN_OR_RETURN(auto s, core_.db().prepare("SELECT gpu_class, torch_build, run_id FROM jobs"
+                                                     " INDEXED BY jobs_queued_cells WHERE status = 'queued'"));
       QueueCell* current = nullptr;
       std::map<std::int64_t, std::int64_t> per_run;
       std::map<std::int64_t, int> timeouts;  // run id -> its timeout_s, read once per call
-      auto close_cell = [&]() -> Status {
+      auto close_cell = [&]() BF_REQUIRES(core_.lock()) -> Status {
         if (current == nullptr) return Status::Ok();
         std::map<int, std::int64_t> by_timeout;
         for (const auto& [run_id, n] : per_run) {
@@ -73,7 +73,7 @@ Result<std::vector<QueueCell>> RunStore::queue_summary() {
       // Active jobs are at most one per slot: their rows are read through jobs_queue's status
       // prefix and counted here (no sort in SQLite).
       BF_ASSIGN_OR_RETURN(
-          auto s, core_.db->prepare("SELECT gpu_class, torch_build FROM jobs WHERE status IN ('leased','running')"));
+          auto s, core_.db().prepare("SELECT gpu_class, torch_build FROM jobs WHERE status IN ('leased','running')"));
       while (true) {
         BF_ASSIGN_OR_RETURN(bool row, s->step());
         if (!row) break;

@@ -14,16 +14,13 @@
 #include "coordinator/rules/eta.h"
 #include "coordinator/store/page.h"
 #include "coordinator/store/run_types.h"
+#include "coordinator/store/store_core.h"
 
 namespace benchfleet::store {
 
-class AgentStore;
-class StoreCore;
-
 class RunStore {
  public:
-  // `agents` judges a new run's jobs against the enrolled slots (unsupported verdicts).
-  RunStore(StoreCore& core, AgentStore& agents) : core_(core), agents_(agents) {}
+  explicit RunStore(StoreCore& core) : core_(core) {}
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
 
@@ -61,7 +58,8 @@ class RunStore {
   // the history), each run's matrix once, and the active jobs' rows; no sort.
   Result<std::vector<QueueCell>> queue_summary();
 
-  // Inside a caller's operation (the group's lock held, its transaction open).
+  // Inside an operation of this store or another narrow store's (the group's lock held, its
+  // transaction open; each asserts it, StoreCore::assert_held).
   // create_run; a schedule's run names it and the due time it stands for
   // (ScheduleStore::fire_due_schedules).
   Result<RunCreated> create_run_locked(const MatrixSpec& spec, const std::vector<JobSpec>& jobs,
@@ -75,14 +73,15 @@ class RunStore {
 
  private:
   Result<std::int64_t> insert_run_locked(const MatrixSpec& spec, std::size_t job_count,
-                                         std::optional<std::int64_t> schedule_id, std::optional<TimestampMs> due_at);
+                                         std::optional<std::int64_t> schedule_id, std::optional<TimestampMs> due_at)
+      BF_REQUIRES(core_.lock());
   // Queued, or cancelled when the run was cancelled meanwhile. Sets work_appeared.
-  Status insert_jobs_locked(std::int64_t run_id, const MatrixSpec& spec, std::span<const JobSpec> jobs);
-  Status close_partial_run_locked(std::int64_t run_id);
-  Result<std::map<JobStatus, std::int64_t>> job_counts_locked(std::int64_t run_id);
+  Status insert_jobs_locked(std::int64_t run_id, const MatrixSpec& spec, std::span<const JobSpec> jobs)
+      BF_REQUIRES(core_.lock());
+  Status close_partial_run_locked(std::int64_t run_id) BF_REQUIRES(core_.lock());
+  Result<std::map<JobStatus, std::int64_t>> job_counts_locked(std::int64_t run_id) BF_REQUIRES(core_.lock());
 
   StoreCore& core_;
-  AgentStore& agents_;
 };
 
 }  // namespace benchfleet::store

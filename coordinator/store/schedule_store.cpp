@@ -67,8 +67,8 @@ std::string not_found_message(std::int64_t schedule_id) {
 
 Result<ScheduleInfo> ScheduleStore::schedule_info_locked(std::int64_t schedule_id) {
   BF_ASSIGN_OR_RETURN(
-      auto s,
-      core_.db->query_one(std::string("SELECT ") + kScheduleColumns + " FROM schedules s WHERE s.id = ?", schedule_id));
+      auto s, core_.db().query_one(std::string("SELECT ") + kScheduleColumns + " FROM schedules s WHERE s.id = ?",
+                                   schedule_id));
   if (!s.found()) return Error::not_found(not_found_message(schedule_id));
   return schedule_at(*s);
 }
@@ -76,20 +76,20 @@ Result<ScheduleInfo> ScheduleStore::schedule_info_locked(std::int64_t schedule_i
 Result<ScheduleInfo> ScheduleStore::create_schedule(const MatrixSpec& spec, const std::string& cron_text,
                                                     bool enabled) {
   BF_ASSIGN_OR_RETURN(const rules::CronSchedule cron, rules::CronSchedule::parse(cron_text));
-  return core_.group.run([&]() -> Result<ScheduleInfo> {
-    const TimestampMs now = core_.clock.now_ms();
-    BF_RETURN_IF_ERROR(core_.db->run(
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<ScheduleInfo> {
+    const TimestampMs now = core_.clock().now_ms();
+    BF_RETURN_IF_ERROR(core_.db().run(
         "INSERT INTO schedules (name, spec, cron, enabled, created_at, updated_at, next_due_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         spec.name, nlohmann::json(spec).dump(), cron.text(), enabled ? 1 : 0, now, now, cron.next_after(now)));
-    return schedule_info_locked(core_.db->last_insert_rowid());
+    return schedule_info_locked(core_.db().last_insert_rowid());
   });
 }
 
 Result<std::vector<ScheduleInfo>> ScheduleStore::list_schedules() {
-  return core_.group.run([&]() -> Result<std::vector<ScheduleInfo>> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::vector<ScheduleInfo>> {
     BF_ASSIGN_OR_RETURN(
-        auto s, core_.db->prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules s ORDER BY s.id"));
+        auto s, core_.db().prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules s ORDER BY s.id"));
     std::vector<ScheduleInfo> out;
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
@@ -101,15 +101,16 @@ Result<std::vector<ScheduleInfo>> ScheduleStore::list_schedules() {
 }
 
 Result<ScheduleInfo> ScheduleStore::get_schedule(std::int64_t schedule_id) {
-  return core_.group.run([&]() -> Result<ScheduleInfo> { return schedule_info_locked(schedule_id); });
+  return core_.run([&]()
+                       BF_REQUIRES(core_.lock()) -> Result<ScheduleInfo> { return schedule_info_locked(schedule_id); });
 }
 
 Result<std::pair<ScheduleInfo, std::vector<std::int64_t>>> ScheduleStore::schedule_runs(std::int64_t schedule_id,
                                                                                         int limit) {
-  return core_.group.run([&]() -> Result<std::pair<ScheduleInfo, std::vector<std::int64_t>>> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::pair<ScheduleInfo, std::vector<std::int64_t>>> {
     BF_ASSIGN_OR_RETURN(ScheduleInfo info, schedule_info_locked(schedule_id));
-    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT id FROM runs WHERE schedule_id = ?"
-                                                  " ORDER BY schedule_due_at DESC LIMIT ?"));
+    BF_ASSIGN_OR_RETURN(auto s, core_.db().prepare("SELECT id FROM runs WHERE schedule_id = ?"
+                                                   " ORDER BY schedule_due_at DESC LIMIT ?"));
     s->bind(1, schedule_id).bind(2, limit);
     std::vector<std::int64_t> ids;
     while (true) {
@@ -122,20 +123,20 @@ Result<std::pair<ScheduleInfo, std::vector<std::int64_t>>> ScheduleStore::schedu
 }
 
 Result<ScheduleInfo> ScheduleStore::set_schedule_enabled(std::int64_t schedule_id, bool enabled) {
-  return core_.group.run([&]() -> Result<ScheduleInfo> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<ScheduleInfo> {
     BF_ASSIGN_OR_RETURN(ScheduleInfo info, schedule_info_locked(schedule_id));
     if (info.enabled == enabled) return info;
-    const TimestampMs now = core_.clock.now_ms();
+    const TimestampMs now = core_.clock().now_ms();
     if (!enabled) {
       BF_RETURN_IF_ERROR(
-          core_.db->run("UPDATE schedules SET enabled = 0, updated_at = ? WHERE id = ?", now, schedule_id));
+          core_.db().run("UPDATE schedules SET enabled = 0, updated_at = ? WHERE id = ?", now, schedule_id));
       return schedule_info_locked(schedule_id);
     }
     // Resuming: the due times that passed while paused are skipped, and counted.
     BF_ASSIGN_OR_RETURN(const rules::CronSchedule cron, parse_stored_cron(schedule_id, info.cron));
     std::int64_t skipped = 0;
     if (info.next_due_at <= now) skipped = latest_due(cron, info.next_due_at, now).second + 1;
-    BF_RETURN_IF_ERROR(core_.db->run(
+    BF_RETURN_IF_ERROR(core_.db().run(
         "UPDATE schedules SET enabled = 1, updated_at = ?1, next_due_at = ?2, missed = missed + ?3 WHERE id = ?4", now,
         cron.next_after(now), skipped, schedule_id));
     return schedule_info_locked(schedule_id);
@@ -143,10 +144,10 @@ Result<ScheduleInfo> ScheduleStore::set_schedule_enabled(std::int64_t schedule_i
 }
 
 Status ScheduleStore::delete_schedule(std::int64_t schedule_id) {
-  return core_.group.run([&]() -> Status {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Status {
     // runs.schedule_id becomes NULL (ON DELETE SET NULL): the runs stay.
-    BF_RETURN_IF_ERROR(core_.db->run("DELETE FROM schedules WHERE id = ?", schedule_id));
-    if (core_.db->changes() == 0) return Error::not_found(not_found_message(schedule_id));
+    BF_RETURN_IF_ERROR(core_.db().run("DELETE FROM schedules WHERE id = ?", schedule_id));
+    if (core_.db().changes() == 0) return Error::not_found(not_found_message(schedule_id));
     return Status::Ok();
   });
 }
@@ -162,10 +163,10 @@ Result<ScheduleStore::FireOutcome> ScheduleStore::fire_due_schedules(
     std::string cron;
     TimestampMs next_due_at = 0;
   };
-  auto due = core_.group.run([&]() -> Result<std::vector<Due>> {
+  auto due = core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::vector<Due>> {
     BF_ASSIGN_OR_RETURN(
-        auto s, core_.db->prepare("SELECT id, name, spec, cron, next_due_at FROM schedules WHERE enabled = 1 AND"
-                                  " next_due_at <= ? ORDER BY next_due_at"));
+        auto s, core_.db().prepare("SELECT id, name, spec, cron, next_due_at FROM schedules WHERE enabled = 1 AND"
+                                   " next_due_at <= ? ORDER BY next_due_at"));
     s->bind(1, now);
     std::vector<Due> out;
     while (true) {
@@ -197,25 +198,25 @@ Result<ScheduleStore::FireOutcome> ScheduleStore::fire_due_schedules(
     const std::int64_t skipped = latest.second;
     const TimestampMs next_due_at = cron->next_after(due_at);
     auto jobs = expand(d.spec);
-    auto fired = core_.group.run([&]() -> Result<std::optional<FiredSchedule>> {
+    auto fired = core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::optional<FiredSchedule>> {
       // Still enabled and still at the due time read (not paused, deleted or fired meanwhile)?
-      BF_ASSIGN_OR_RETURN(auto row, core_.db->query_one("SELECT 1 FROM schedules WHERE id = ? AND enabled = 1 AND"
-                                                        " next_due_at = ?",
-                                                        d.id, d.next_due_at));
+      BF_ASSIGN_OR_RETURN(auto row, core_.db().query_one("SELECT 1 FROM schedules WHERE id = ? AND enabled = 1 AND"
+                                                         " next_due_at = ?",
+                                                         d.id, d.next_due_at));
       if (!row.found()) return std::optional<FiredSchedule>();
-      const TimestampMs at = core_.clock.now_ms();
+      const TimestampMs at = core_.clock().now_ms();
       if (!jobs.ok()) {
         // This due time creates no run: it is missed like the ones before it.
         BF_RETURN_IF_ERROR(
-            core_.db->run("UPDATE schedules SET next_due_at = ?1, missed = missed + ?2, updated_at = ?3 WHERE id = ?4",
-                          next_due_at, skipped + 1, at, d.id));
+            core_.db().run("UPDATE schedules SET next_due_at = ?1, missed = missed + ?2, updated_at = ?3 WHERE id = ?4",
+                           next_due_at, skipped + 1, at, d.id));
         return std::optional<FiredSchedule>();
       }
       BF_ASSIGN_OR_RETURN(RunCreated run, runs_.create_run_locked(d.spec, *jobs, d.id, due_at));
       BF_RETURN_IF_ERROR(
-          core_.db->run("UPDATE schedules SET next_due_at = ?1, last_due_at = ?2, last_run_id = ?3,"
-                        " missed = missed + ?4, updated_at = ?5 WHERE id = ?6",
-                        next_due_at, due_at, run.run_id, skipped, at, d.id));
+          core_.db().run("UPDATE schedules SET next_due_at = ?1, last_due_at = ?2, last_run_id = ?3,"
+                         " missed = missed + ?4, updated_at = ?5 WHERE id = ?6",
+                         next_due_at, due_at, run.run_id, skipped, at, d.id));
       return std::optional<FiredSchedule>(FiredSchedule{d.id, run.run_id, run.job_count, due_at, skipped});
     });
     if (!fired.ok()) {
@@ -230,8 +231,8 @@ Result<ScheduleStore::FireOutcome> ScheduleStore::fire_due_schedules(
 }
 
 Result<std::optional<TimestampMs>> ScheduleStore::next_schedule_due() {
-  return core_.group.run([&]() -> Result<std::optional<TimestampMs>> {
-    BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one("SELECT MIN(next_due_at) FROM schedules WHERE enabled = 1"));
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::optional<TimestampMs>> {
+    BF_ASSIGN_OR_RETURN(auto s, core_.db().query_one("SELECT MIN(next_due_at) FROM schedules WHERE enabled = 1"));
     return s.found() ? s->opt_int64(0) : std::nullopt;
   });
 }

@@ -12,12 +12,11 @@
 #include "common/result.h"
 #include "common/types.h"
 #include "coordinator/store/history_types.h"
+#include "coordinator/store/store_core.h"
 
 namespace benchfleet::store {
 
 class RunStore;
-class StoreCore;
-
 class ScheduleStore {
  public:
   // `runs` creates the runs of due schedules.
@@ -57,7 +56,7 @@ class ScheduleStore {
   Result<std::optional<TimestampMs>> next_schedule_due();
 
  private:
-  Result<ScheduleInfo> schedule_info_locked(std::int64_t schedule_id);
+  Result<ScheduleInfo> schedule_info_locked(std::int64_t schedule_id) BF_REQUIRES(core_.lock());
 
   StoreCore& core_;
   RunStore& runs_;

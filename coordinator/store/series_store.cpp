@@ -84,18 +84,19 @@ std::string_view direction_name(rules::ChangeDirection d) {
 }  // namespace
 
 Result<std::optional<std::pair<std::string, std::int64_t>>> SeriesStore::add_series_point_locked(const NewPoint& p) {
+  core_.assert_held();  // called from other stores' operations too
   std::optional<std::pair<std::string, std::int64_t>> uncached;
   std::string key = series_key_text(p.job);
   std::int64_t series_id = 0;
-  if (auto it = core_.series_ids.find(key); it != core_.series_ids.end()) {
+  if (auto it = core_.series_ids().find(key); it != core_.series_ids().end()) {
     series_id = it->second;
-    BF_RETURN_IF_ERROR(core_.db->run(
+    BF_RETURN_IF_ERROR(core_.db().run(
         "UPDATE series SET points = points + 1, last_point_at = MAX(IFNULL(last_point_at, 0), ?1) WHERE id = ?2",
         p.recorded_at, series_id));
   } else {
     BF_ASSIGN_OR_RETURN(
         auto row,
-        core_.db->query_one(
+        core_.db().query_one(
             "INSERT INTO series (model, batch, mode, dtype, runtime, gpu_class, torch_build, points, last_point_at)"
             " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8)"
             " ON CONFLICT (model, batch, mode, dtype, runtime, gpu_class, torch_build) DO UPDATE SET"
@@ -108,7 +109,7 @@ Result<std::optional<std::pair<std::string, std::int64_t>>> SeriesStore::add_ser
     uncached.emplace(std::move(key), series_id);
   }
   BF_ASSIGN_OR_RETURN(
-      auto ins, core_.db->prepare(
+      auto ins, core_.db().prepare(
                     "INSERT INTO series_points (series_id, result_id, run_id, status, median_ms, ci_low_ms, ci_high_ms,"
                     " torch_version, torch_git, version_key, recorded_at, flags, accuracy)"
                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
@@ -121,21 +122,21 @@ Result<std::optional<std::pair<std::string, std::int64_t>>> SeriesStore::add_ser
 }
 
 Result<SeriesInfo> SeriesStore::series_info_locked(std::int64_t series_id) {
-  BF_ASSIGN_OR_RETURN(auto s, core_.db->query_one(std::string(kSeriesSelect) + " WHERE s.id = ?", series_id));
+  BF_ASSIGN_OR_RETURN(auto s, core_.db().query_one(std::string(kSeriesSelect) + " WHERE s.id = ?", series_id));
   if (!s.found()) return Error::not_found("series " + std::to_string(series_id) + " does not exist");
   return series_at(*s);
 }
 
 Result<Page<SeriesInfo>> SeriesStore::list_series(const SeriesFilter& f, std::optional<std::int64_t> after_id,
                                                   int limit) {
-  return core_.group.run([&]() -> Result<Page<SeriesInfo>> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<Page<SeriesInfo>> {
     // A NULL parameter means "no filter" on that column.
     BF_ASSIGN_OR_RETURN(
-        auto s, core_.db->prepare(std::string(kSeriesSelect) +
-                                  " WHERE s.id > ?1 AND (?2 IS NULL OR s.model = ?2) AND (?3 IS NULL OR s.batch = ?3)"
-                                  " AND (?4 IS NULL OR s.mode = ?4) AND (?5 IS NULL OR s.dtype = ?5)"
-                                  " AND (?6 IS NULL OR s.runtime = ?6) AND (?7 IS NULL OR s.gpu_class = ?7)"
-                                  " AND (?8 IS NULL OR s.torch_build = ?8) ORDER BY s.id LIMIT ?9"));
+        auto s, core_.db().prepare(std::string(kSeriesSelect) +
+                                   " WHERE s.id > ?1 AND (?2 IS NULL OR s.model = ?2) AND (?3 IS NULL OR s.batch = ?3)"
+                                   " AND (?4 IS NULL OR s.mode = ?4) AND (?5 IS NULL OR s.dtype = ?5)"
+                                   " AND (?6 IS NULL OR s.runtime = ?6) AND (?7 IS NULL OR s.gpu_class = ?7)"
+                                   " AND (?8 IS NULL OR s.torch_build = ?8) ORDER BY s.id LIMIT ?9"));
     s->bind(1, after_id.value_or(0)).bind(2, f.model).bind(3, f.batch).bind(4, f.mode).bind(5, f.dtype);
     s->bind(6, f.runtime).bind(7, f.gpu).bind(8, f.torch_build).bind(9, limit + 1);
     std::vector<SeriesInfo> rows;
@@ -149,26 +150,26 @@ Result<Page<SeriesInfo>> SeriesStore::list_series(const SeriesFilter& f, std::op
 }
 
 Result<std::optional<std::int64_t>> SeriesStore::find_series(const SeriesKey& k) {
-  return core_.group.run([&]() -> Result<std::optional<std::int64_t>> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::optional<std::int64_t>> {
     BF_ASSIGN_OR_RETURN(
-        auto s, core_.db->query_one("SELECT id FROM series WHERE model = ? AND batch = ? AND mode = ? AND"
-                                    " dtype = ? AND runtime = ? AND gpu_class = ? AND torch_build = ?",
-                                    k.model, k.batch, to_string(k.mode), to_string(k.dtype), to_string(k.runtime),
-                                    k.gpu, k.torch_build));
+        auto s, core_.db().query_one("SELECT id FROM series WHERE model = ? AND batch = ? AND mode = ? AND"
+                                     " dtype = ? AND runtime = ? AND gpu_class = ? AND torch_build = ?",
+                                     k.model, k.batch, to_string(k.mode), to_string(k.dtype), to_string(k.runtime),
+                                     k.gpu, k.torch_build));
     return s.found() ? std::optional<std::int64_t>(s->int64(0)) : std::nullopt;
   });
 }
 
 Result<SeriesPoints> SeriesStore::get_series(std::int64_t series_id, std::optional<std::int64_t> after_point,
                                              int limit) {
-  return core_.group.run([&]() -> Result<SeriesPoints> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<SeriesPoints> {
     SeriesPoints out;
     BF_ASSIGN_OR_RETURN(out.series, series_info_locked(series_id));
     OrderKey from;
     if (after_point) {
       BF_ASSIGN_OR_RETURN(
-          auto c, core_.db->query_one("SELECT series_id, version_key, recorded_at, id FROM series_points WHERE id = ?",
-                                      *after_point));
+          auto c, core_.db().query_one("SELECT series_id, version_key, recorded_at, id FROM series_points WHERE id = ?",
+                                       *after_point));
       if (!c.found() || c->int64(0) != series_id) {
         return Error::not_found("point " + std::to_string(*after_point) + " is not a point of series " +
                                 std::to_string(series_id));
@@ -178,10 +179,10 @@ Result<SeriesPoints> SeriesStore::get_series(std::int64_t series_id, std::option
     // Keyset pagination in series order (series_points_order).
     BF_ASSIGN_OR_RETURN(
         auto s,
-        core_.db->prepare("SELECT p.id, p.result_id, p.run_id, p.status, p.median_ms, p.ci_low_ms, p.ci_high_ms,"
-                          " p.torch_version, p.torch_git, p.recorded_at, p.flags, p.accuracy FROM series_points p"
-                          " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) > (?2, ?3, ?4)"
-                          " ORDER BY p.version_key, p.recorded_at, p.id LIMIT ?5"));
+        core_.db().prepare("SELECT p.id, p.result_id, p.run_id, p.status, p.median_ms, p.ci_low_ms, p.ci_high_ms,"
+                           " p.torch_version, p.torch_git, p.recorded_at, p.flags, p.accuracy FROM series_points p"
+                           " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) > (?2, ?3, ?4)"
+                           " ORDER BY p.version_key, p.recorded_at, p.id LIMIT ?5"));
     s->bind(1, series_id).bind(2, from.version_key).bind(3, from.recorded_at).bind(4, from.id).bind(5, limit + 1);
     std::vector<SeriesPoint> rows;
     while (true) {
@@ -222,10 +223,10 @@ Result<std::map<std::int64_t, OrderKey>> unseen_points(Database& db, std::int64_
 }  // namespace
 
 Result<std::vector<std::int64_t>> SeriesStore::series_with_unseen_points(int limit) {
-  return core_.group.run([&]() -> Result<std::vector<std::int64_t>> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<std::vector<std::int64_t>> {
     // series_points_pending holds only the points the detector has not seen.
-    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT series_id FROM series_points WHERE detected = 0"
-                                                  " GROUP BY series_id ORDER BY series_id LIMIT ?"));
+    BF_ASSIGN_OR_RETURN(auto s, core_.db().prepare("SELECT series_id FROM series_points WHERE detected = 0"
+                                                   " GROUP BY series_id ORDER BY series_id LIMIT ?"));
     s->bind(1, limit);
     std::vector<std::int64_t> ids;
     while (true) {
@@ -238,13 +239,13 @@ Result<std::vector<std::int64_t>> SeriesStore::series_with_unseen_points(int lim
 }
 
 Result<DetectionRead> SeriesStore::read_detection(std::int64_t series_id, const rules::DetectorOptions& options) {
-  return core_.group.run([&]() { return read_detection_locked(series_id, options); });
+  return core_.run([&]() BF_REQUIRES(core_.lock()) { return read_detection_locked(series_id, options); });
 }
 
 Result<bool> SeriesStore::write_detection(std::int64_t series_id, const DetectionRead& read,
                                           const std::vector<rules::FoundChange>& found, bool enqueue_alerts,
                                           std::vector<RegressionInfo>& changes) {
-  return core_.group.run([&]() -> Result<bool> {
+  return core_.run([&]() BF_REQUIRES(core_.lock()) -> Result<bool> {
     changes.clear();
     return write_detection_locked(series_id, read, found, enqueue_alerts, changes);
   });
@@ -257,9 +258,9 @@ Result<DetectionRead> SeriesStore::read_detection_locked(std::int64_t series_id,
   // confirmed yet) on, in series order.
   OrderKey from;
   {
-    BF_ASSIGN_OR_RETURN(auto level, core_.db->query_one("SELECT p.version_key, p.recorded_at, p.id FROM series s"
-                                                        " JOIN series_points p ON p.id = s.level_start WHERE s.id = ?",
-                                                        series_id));
+    BF_ASSIGN_OR_RETURN(auto level, core_.db().query_one("SELECT p.version_key, p.recorded_at, p.id FROM series s"
+                                                         " JOIN series_points p ON p.id = s.level_start WHERE s.id = ?",
+                                                         series_id));
     if (level.found()) {
       from = {level->text(0), level->int64(1), level->int64(2)};
       read.level_start = from.id;
@@ -267,11 +268,11 @@ Result<DetectionRead> SeriesStore::read_detection_locked(std::int64_t series_id,
   }
   // Its ok points, consecutive points of one run grouped (a run's repetitions).
   {
-    BF_ASSIGN_OR_RETURN(auto s, core_.db->prepare("SELECT p.id, p.run_id, p.result_id, p.median_ms, p.detected,"
-                                                  " p.version_key, p.recorded_at FROM series_points p"
-                                                  " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) >="
-                                                  " (?2, ?3, ?4) AND p.status = 'ok' AND p.median_ms IS NOT NULL"
-                                                  " ORDER BY p.version_key, p.recorded_at, p.id"));
+    BF_ASSIGN_OR_RETURN(auto s, core_.db().prepare("SELECT p.id, p.run_id, p.result_id, p.median_ms, p.detected,"
+                                                   " p.version_key, p.recorded_at FROM series_points p"
+                                                   " WHERE p.series_id = ?1 AND (p.version_key, p.recorded_at, p.id) >="
+                                                   " (?2, ?3, ?4) AND p.status = 'ok' AND p.median_ms IS NOT NULL"
+                                                   " ORDER BY p.version_key, p.recorded_at, p.id"));
     s->bind(1, series_id).bind(2, from.version_key).bind(3, from.recorded_at).bind(4, from.id);
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
@@ -292,7 +293,7 @@ Result<DetectionRead> SeriesStore::read_detection_locked(std::int64_t series_id,
     }
   }
   // Its unseen points, of every status.
-  BF_ASSIGN_OR_RETURN(read.pending, unseen_points(*core_.db, series_id));
+  BF_ASSIGN_OR_RETURN(read.pending, unseen_points(core_.db(), series_id));
   const auto size = static_cast<std::ptrdiff_t>(read.runs.size());
   read.first_pending =
       std::find_if(read.runs.begin(), read.runs.end(), [](const auto& r) { return r.pending; }) - read.runs.begin();
@@ -307,7 +308,7 @@ Result<DetectionRead> SeriesStore::read_detection_locked(std::int64_t series_id,
     auto& run = read.runs[static_cast<std::size_t>(i)];
     for (std::int64_t result_id : run.result_ids) {
       BF_ASSIGN_OR_RETURN(auto s,
-                          core_.db->query_one("SELECT samples_ms FROM result_samples WHERE result_id = ?", result_id));
+                          core_.db().query_one("SELECT samples_ms FROM result_samples WHERE result_id = ?", result_id));
       if (s.found()) run.samples_text.push_back(s->text(0));
     }
   }
@@ -320,11 +321,11 @@ Result<bool> SeriesStore::write_detection_locked(std::int64_t series_id, const D
   // Still as read: the same level start, the judged points still unseen, and no new point
   // ordered among the runs walked (one ordered after them waits for the next call).
   {
-    BF_ASSIGN_OR_RETURN(auto level, core_.db->query_one("SELECT level_start FROM series WHERE id = ?", series_id));
+    BF_ASSIGN_OR_RETURN(auto level, core_.db().query_one("SELECT level_start FROM series WHERE id = ?", series_id));
     if (!level.found() || level->opt_int64(0) != read.level_start) return false;
   }
   std::size_t judged_unseen = 0;
-  BF_ASSIGN_OR_RETURN(const auto unseen, unseen_points(*core_.db, series_id));
+  BF_ASSIGN_OR_RETURN(const auto unseen, unseen_points(core_.db(), series_id));
   for (const auto& [id, key] : unseen) {
     if (read.pending.contains(id)) {
       ++judged_unseen;
@@ -334,30 +335,30 @@ Result<bool> SeriesStore::write_detection_locked(std::int64_t series_id, const D
   }
   if (judged_unseen != read.pending.size()) return false;
 
-  const TimestampMs now = core_.clock.now_ms();
+  const TimestampMs now = core_.clock().now_ms();
   for (const rules::FoundChange& f : found) {
     const rules::Change& change = f.change;
-    BF_RETURN_IF_ERROR(core_.db->run(
+    BF_RETURN_IF_ERROR(core_.db().run(
         "INSERT INTO regressions (series_id, direction, state, first_bad_point, last_good_point, before_median_ms,"
         " after_median_ms, ratio, p_value, baseline_runs, confirm_runs, detected_at)"
         " VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         series_id, direction_name(change.direction), f.first_bad, f.last_good, change.before_median_ms,
         change.after_median_ms, change.ratio, change.p_value, change.baseline_runs, change.confirm_runs, now));
-    const std::int64_t regression_id = core_.db->last_insert_rowid();
-    BF_RETURN_IF_ERROR(core_.db->run("UPDATE series SET level_start = ? WHERE id = ?", f.first_bad, series_id));
+    const std::int64_t regression_id = core_.db().last_insert_rowid();
+    BF_RETURN_IF_ERROR(core_.db().run("UPDATE series SET level_start = ? WHERE id = ?", f.first_bad, series_id));
     if (enqueue_alerts && change.direction == rules::ChangeDirection::kRegression) {
       // The outbox: the sender expands the body into the webhook's (regression_json) at send time.
       const std::string body = nlohmann::json{{"event", "regression.opened"}, {"regression_id", regression_id}}.dump();
       BF_RETURN_IF_ERROR(
-          core_.db->run("INSERT INTO alert_deliveries (regression_id, event, body, next_attempt_at)"
-                        " VALUES (?, 'regression.opened', ?, ?)",
-                        regression_id, body, now));
+          core_.db().run("INSERT INTO alert_deliveries (regression_id, event, body, next_attempt_at)"
+                         " VALUES (?, 'regression.opened', ?, ?)",
+                         regression_id, body, now));
     }
     BF_ASSIGN_OR_RETURN(auto info, regressions_.regression_info_locked(regression_id));
     changes.push_back(std::move(info));
   }
   for (std::int64_t id : read.judged) {
-    BF_RETURN_IF_ERROR(core_.db->run("UPDATE series_points SET detected = 1 WHERE id = ?", id));
+    BF_RETURN_IF_ERROR(core_.db().run("UPDATE series_points SET detected = 1 WHERE id = ?", id));
   }
   // Stopped before a run it had seen (the walk goes back over seen runs after a point that
   // arrived out of order): its points become unseen again, so the next call starts there.
@@ -365,7 +366,7 @@ Result<bool> SeriesStore::write_detection_locked(std::int64_t series_id, const D
     const auto& next = read.runs[static_cast<std::size_t>(read.stop)];
     if (!next.pending) {
       for (std::int64_t id : next.point_ids) {
-        BF_RETURN_IF_ERROR(core_.db->run("UPDATE series_points SET detected = 0 WHERE id = ?", id));
+        BF_RETURN_IF_ERROR(core_.db().run("UPDATE series_points SET detected = 0 WHERE id = ?", id));
       }
     }
   }

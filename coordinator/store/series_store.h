@@ -19,12 +19,11 @@
 #include "coordinator/rules/ingest.h"
 #include "coordinator/store/history_types.h"
 #include "coordinator/store/page.h"
+#include "coordinator/store/store_core.h"
 
 namespace benchfleet::store {
 
 class RegressionStore;
-class StoreCore;
-
 // A point's place in series order: (version_key, recorded_at, id). The default is before every
 // point.
 struct OrderKey {
@@ -108,11 +107,12 @@ class SeriesStore {
   Result<std::optional<std::pair<std::string, std::int64_t>>> add_series_point_locked(const NewPoint& point);
 
  private:
-  Result<SeriesInfo> series_info_locked(std::int64_t series_id);
-  Result<DetectionRead> read_detection_locked(std::int64_t series_id, const rules::DetectorOptions& options);
+  Result<SeriesInfo> series_info_locked(std::int64_t series_id) BF_REQUIRES(core_.lock());
+  Result<DetectionRead> read_detection_locked(std::int64_t series_id, const rules::DetectorOptions& options)
+      BF_REQUIRES(core_.lock());
   Result<bool> write_detection_locked(std::int64_t series_id, const DetectionRead& read,
                                       const std::vector<rules::FoundChange>& found, bool enqueue_alerts,
-                                      std::vector<RegressionInfo>& changes);
+                                      std::vector<RegressionInfo>& changes) BF_REQUIRES(core_.lock());
 
   StoreCore& core_;
   RegressionStore& regressions_;

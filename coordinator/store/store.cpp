@@ -11,7 +11,8 @@ namespace benchfleet::store {
 Store::Store(std::unique_ptr<StoreCore> core)
     : core_(std::move(core)),
       agents_(*core_),
-      runs_(*core_, agents_),
+      leases_(*core_),
+      runs_(*core_),
       schedules_(*core_, runs_),
       regressions_(*core_),
       series_(*core_, regressions_),
@@ -49,45 +50,46 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options, const Cl
   std::unique_ptr<Store> store(new Store(std::make_unique<StoreCore>(options, clock, std::move(db))));
 
   // Restart grace: leases that would expire while agents reconnect get time to be renewed.
-  Transaction tx(*store->core_->db);
-  BF_RETURN_IF_ERROR(tx.begin_status());
-  const TimestampMs now = clock.now_ms();
-  BF_ASSIGN_OR_RETURN(
-      auto select,
-      store->core_->db->prepare(
-          "SELECT id, lease_expires_at FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')"));
-  std::vector<std::pair<std::int64_t, TimestampMs>> updates;
-  while (true) {
-    BF_ASSIGN_OR_RETURN(bool row, select->step());
-    if (!row) break;
-    const TimestampMs extended = rules::expiry_after_restart(select->int64(1), now, options.restart_grace_ms);
-    if (extended != select->int64(1)) updates.emplace_back(select->int64(0), extended);
-  }
-  for (const auto& [job_id, expires] : updates) {
-    BF_RETURN_IF_ERROR(store->core_->db->run("UPDATE jobs SET lease_expires_at = ? WHERE id = ?", expires, job_id));
-  }
-  BF_RETURN_IF_ERROR(store->runs().close_partial_runs_locked());
-  BF_RETURN_IF_ERROR(tx.commit());
+  StoreCore& core = *store->core_;
+  BF_RETURN_IF_ERROR(core.run([&]() BF_REQUIRES(core.lock()) -> Status {
+    const TimestampMs now = clock.now_ms();
+    BF_ASSIGN_OR_RETURN(
+        auto select,
+        core.db().prepare(
+            "SELECT id, lease_expires_at FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')"));
+    std::vector<std::pair<std::int64_t, TimestampMs>> updates;
+    while (true) {
+      BF_ASSIGN_OR_RETURN(bool row, select->step());
+      if (!row) break;
+      const TimestampMs extended = rules::expiry_after_restart(select->int64(1), now, options.restart_grace_ms);
+      if (extended != select->int64(1)) updates.emplace_back(select->int64(0), extended);
+    }
+    for (const auto& [job_id, expires] : updates) {
+      BF_RETURN_IF_ERROR(core.db().run("UPDATE jobs SET lease_expires_at = ? WHERE id = ?", expires, job_id));
+    }
+    return store->runs().close_partial_runs_locked();
+  }));
   return store;
 }
 
 void Store::observe_statements(std::function<void(const std::string& sql)> observer) {
-  (void)core_->group.run([&]() -> Status {
-    core_->db->set_prepare_observer(std::move(observer));
+  (void)core_->run([&]() BF_REQUIRES(core_->lock()) -> Status {
+    core_->db().set_prepare_observer(std::move(observer));
     return Status::Ok();
   });
 }
 
 std::map<std::string, StatementWork> Store::statement_work() {
-  auto work =
-      core_->group.run([&]() -> Result<std::map<std::string, StatementWork>> { return core_->db->statement_work(); });
+  auto work = core_->run([&]() BF_REQUIRES(core_->lock()) -> Result<std::map<std::string, StatementWork>> {
+    return core_->db().statement_work();
+  });
   return work.ok() ? std::move(*work) : std::map<std::string, StatementWork>{};
 }
 
 Result<Gauges> Store::gauges(TimestampMs seen_within_ms) {
-  return core_->group.run([&]() -> Result<Gauges> {
+  return core_->run([&]() BF_REQUIRES(core_->lock()) -> Result<Gauges> {
     Gauges g;
-    BF_ASSIGN_OR_RETURN(auto s, core_->db->prepare("SELECT status, COUNT(*) FROM jobs GROUP BY status"));
+    BF_ASSIGN_OR_RETURN(auto s, core_->db().prepare("SELECT status, COUNT(*) FROM jobs GROUP BY status"));
     while (true) {
       BF_ASSIGN_OR_RETURN(bool row, s->step());
       if (!row) break;
@@ -95,7 +97,7 @@ Result<Gauges> Store::gauges(TimestampMs seen_within_ms) {
     }
     BF_ASSIGN_OR_RETURN(
         auto counts,
-        core_->db->query_one(
+        core_->db().query_one(
             "SELECT (SELECT COUNT(*) FROM jobs WHERE lease_id IS NOT NULL AND status IN ('leased','running')),"
             "       (SELECT COUNT(*) FROM agents),"
             "       (SELECT COUNT(*) FROM agents WHERE last_seen_at >= ?),"
@@ -104,7 +106,7 @@ Result<Gauges> Store::gauges(TimestampMs seen_within_ms) {
             "       (SELECT COUNT(*) FROM regressions WHERE state = 'acknowledged' AND direction = 'regression'),"
             "       (SELECT COUNT(*) FROM alert_deliveries WHERE delivered_at IS NULL AND failed_at IS NULL),"
             "       (SELECT COUNT(*) FROM alert_deliveries WHERE failed_at IS NOT NULL)",
-            core_->clock.now_ms() - seen_within_ms));
+            core_->clock().now_ms() - seen_within_ms));
     if (counts.found()) {
       g.active_leases = counts->int64(0);
       g.agents = counts->int64(1);
@@ -115,7 +117,7 @@ Result<Gauges> Store::gauges(TimestampMs seen_within_ms) {
       g.alerts_pending = counts->int64(6);
       g.alerts_failed = counts->int64(7);
     }
-    g.store = core_->group.stats();
+    g.store = core_->stats();
     return g;
   });
 }

@@ -1,11 +1,12 @@
 // The coordinator's durable state in SQLite, as narrow stores over one connection:
-//   runs()     RunStore      runs and their jobs, the queue            (run_store.h)
-//   agents()   AgentStore    agents, leases and dispatch               (agent_store.h)
-//   results()  ResultStore   posted results and what reads them        (result_store.h)
-//   schedules()   ScheduleStore    recurring matrices and their runs  (schedule_store.h)
-//   series()      SeriesStore      series, points, change detection   (series_store.h)
-//   regressions() RegressionStore  regressions and their alerts       (regression_store.h)
-//   models()   ModelStore    registered models and artifacts           (model_store.h)
+//   runs()        RunStore         runs and their jobs, the queue      (run_store.h)
+//   agents()      AgentStore       agents: enrolment, drain            (agent_store.h)
+//   leases()      LeaseStore       leases and dispatch                 (lease_store.h)
+//   results()     ResultStore      posted results and what reads them  (result_store.h)
+//   schedules()   ScheduleStore    recurring matrices and their runs   (schedule_store.h)
+//   series()      SeriesStore      series, points, change detection    (series_store.h)
+//   regressions() RegressionStore  regressions and their alerts        (regression_store.h)
+//   models()      ModelStore       registered models and artifacts     (model_store.h)
 // Thread-safe: every method runs alone on the one connection, inside a transaction shared with
 // the methods that run while it waits to commit (GroupCommit). A method returns only once what
 // it wrote and read is committed (synchronous=FULL), so a caller may acknowledge it.
@@ -21,6 +22,7 @@
 #include "common/types.h"
 #include "coordinator/store/agent_store.h"
 #include "coordinator/store/group_commit.h"
+#include "coordinator/store/lease_store.h"
 #include "coordinator/store/model_store.h"
 #include "coordinator/store/regression_store.h"
 #include "coordinator/store/result_store.h"
@@ -54,7 +56,7 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  const StoreOptions& options() const { return core_->options; }
+  const StoreOptions& options() const { return core_->options(); }
 
   // Called after the commit whenever queued work may have appeared (a run was created, or a
   // lease expired, was released or found stale and its job went back to the queue) or what a
@@ -62,14 +64,15 @@ class Store {
   // failed commit. It runs with the store's lock held, so it must be quick and must not call
   // the store.
   // Set before serving.
-  void on_work_available(std::function<void()> listener) { core_->work_listener = std::move(listener); }
+  void on_work_available(std::function<void()> listener) { core_->on_work_available(std::move(listener)); }
   // `listener(why)` is called once when the database's file or its -wal was replaced or removed
   // under the store (GroupCommit::on_files_lost): from then on every operation fails with `why`.
   // It runs with the store's lock held: quick, and no store calls. Set before serving.
-  void on_files_lost(std::function<void(const Error&)> listener) { core_->group.on_files_lost(std::move(listener)); }
+  void on_files_lost(std::function<void(const Error&)> listener) { core_->on_files_lost(std::move(listener)); }
 
   RunStore& runs() { return runs_; }
   AgentStore& agents() { return agents_; }
+  LeaseStore& leases() { return leases_; }
   ResultStore& results() { return results_; }
   ScheduleStore& schedules() { return schedules_; }
   SeriesStore& series() { return series_; }
@@ -91,6 +94,7 @@ class Store {
   // First, so it outlives the narrow stores that refer to it.
   std::unique_ptr<StoreCore> core_;
   AgentStore agents_;
+  LeaseStore leases_;
   RunStore runs_;
   ScheduleStore schedules_;
   RegressionStore regressions_;

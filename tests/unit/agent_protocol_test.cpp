@@ -312,7 +312,7 @@ TEST_F(LeaseAnswerOfARealGrant, DecodesWithTheAgentsDecoderToTheGrant) {
   ASSERT_TRUE(jobs.ok()) << jobs.error().message;
   ASSERT_TRUE(store_->runs().create_run(spec, *jobs).ok());
 
-  auto answer = store_->agents().lease(*agent_id, "gpu0");
+  auto answer = store_->leases().lease(*agent_id, "gpu0");
   ASSERT_TRUE(answer.ok()) << answer.error().message;
   ASSERT_TRUE(answer->grant);
   const store::LeaseGrant& grant = *answer->grant;

@@ -3,6 +3,7 @@
 // own writes, and a failed commit fails every operation of its group. What is committed is
 // checked through a second connection, as another process would see it.
 #include "coordinator/store/group_commit.h"
+#include "coordinator/store/store_core.h"
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -218,6 +219,47 @@ TEST_F(GroupCommitTest, AnExceptionUndoesTheOperationAndReleasesTheLock) {
   Observer other(path_);
   EXPECT_EQ(other.count("t WHERE id = 1"), 0);
   EXPECT_EQ(other.count("t WHERE id = 2"), 1);
+}
+
+// What StoreCore::assert_held checks: the lock is held by the thread running an operation, by no
+// other thread meanwhile, and by nobody once it returned (an exception included).
+TEST_F(GroupCommitTest, OnlyTheThreadRunningAnOperationHoldsTheLock) {
+  EXPECT_FALSE(group_->held_by_this_thread());
+  std::promise<void> inside, leave;
+  auto op = std::async(std::launch::async, [&] {
+    return group_->run([&]() -> Result<bool> {
+      const bool held = group_->held_by_this_thread();
+      inside.set_value();
+      leave.get_future().wait();
+      return held;
+    });
+  });
+  inside.get_future().wait();
+  EXPECT_FALSE(group_->held_by_this_thread()) << "another thread's operation is not this thread's";
+  leave.set_value();
+  auto held = op.get();
+  ASSERT_TRUE(held.ok());
+  EXPECT_TRUE(*held);
+  EXPECT_FALSE(group_->held_by_this_thread());
+  EXPECT_THROW(group_->run([]() -> Status { throw std::runtime_error("boom"); }), std::runtime_error);
+  EXPECT_FALSE(group_->held_by_this_thread());
+}
+
+// A step a narrow store offers to the others' operations asserts that it runs inside one: called
+// outside, it stops the process rather than write outside a transaction.
+TEST(StoreCoreDeathTest, AStepCalledOutsideAnOperationAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  testing::TempDir tmp{"bf-core"};
+  auto db = Database::open((tmp.path() / "c.db").string());
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  SystemClock clock;
+  StoreCore core(StoreOptions{}, clock, std::move(*db));
+  EXPECT_TRUE(core.run([&]() BF_REQUIRES(core.lock()) -> Status {
+                    core.assert_held();
+                    return Status::Ok();
+                  })
+                  .ok());
+  EXPECT_DEATH(core.assert_held(), "outside an operation");
 }
 
 // The agent lane goes first: with the lock held and eight other operations waiting for it, an

@@ -40,10 +40,20 @@ class HttpAdmissionTest : public ::testing::Test {
     };
     RouteOptions guarded;
     guarded.guard = [](const Request& head, const RouteMatch&) -> asio::awaitable<Admission> {
-      if (head[boost::beast::http::field::authorization] == kToken) co_return Admission::admitted(true);
+      if (head[boost::beast::http::field::authorization] == kToken) co_return Admission::admitted(true, "holder:1");
       co_return Admission::refused(problem_from_error({ErrorCode::kUnauthenticated, "no token", {}}, head));
     };
     router_.add(verb::post, "/guarded", "guarded", count_and_echo, guarded);
+    router_.add(
+        verb::get, "/guarded/whoami", "guarded.whoami",
+        [](const Request& req, const RouteMatch& m) -> asio::awaitable<Response> {
+          co_return json_response(status::ok, {{"principal", m.principal}}, req);
+        },
+        guarded);
+    router_.add(verb::get, "/whoami", "whoami",
+                [](const Request& req, const RouteMatch& m) -> asio::awaitable<Response> {
+                  co_return json_response(status::ok, {{"principal", m.principal}}, req);
+                });
     router_.add(verb::get, "/guarded", "guarded.get", count_and_echo, guarded);
     RouteOptions small;
     small.body_limit = 16;
@@ -110,6 +120,23 @@ TEST_F(HttpAdmissionTest, GuardRefusesOnTheHeadersWithoutWaitingForTheBody) {
   ASSERT_TRUE(ok.ok()) << ok.error().describe();
   EXPECT_EQ(ok->status, 200u) << ok->body;
   EXPECT_EQ(handled_.load(), 1);
+}
+
+// The guard checks the credential once and names its holder; the handler reads that name instead
+// of checking again. A route without a guard names nobody, whatever the request claims.
+TEST_F(HttpAdmissionTest, TheGuardNamesTheRequestsPrincipalToTheHandler) {
+  start(limits());
+  Client client("http://127.0.0.1:" + std::to_string(port()));
+  auto named = client.request(verb::get, "/guarded/whoami", {}, {{"Authorization", std::string(kToken)}});
+  ASSERT_TRUE(named.ok()) << named.error().describe();
+  ASSERT_EQ(named->status, 200u) << named->body;
+  EXPECT_EQ(json::parse(named->body)["principal"], "holder:1");
+  auto refused = client.request(verb::get, "/guarded/whoami", {}, {{"Authorization", "Bearer wrong"}});
+  ASSERT_TRUE(refused.ok()) << refused.error().describe();
+  EXPECT_EQ(refused->status, 401u);
+  auto open = client.request(verb::get, "/whoami", {}, {{"Authorization", std::string(kToken)}});
+  ASSERT_TRUE(open.ok()) << open.error().describe();
+  EXPECT_EQ(json::parse(open->body)["principal"], "");
 }
 
 TEST_F(HttpAdmissionTest, ExpectContinueIsNotSentToARefusedRequest) {

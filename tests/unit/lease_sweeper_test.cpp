@@ -49,7 +49,7 @@ class LeaseSweeperTest : public ::testing::Test {
     EXPECT_TRUE(jobs.ok());
     auto run = store_->runs().create_run(spec, *jobs);
     EXPECT_TRUE(run.ok());
-    auto lease = store_->agents().lease(*agent, "gpu0");
+    auto lease = store_->leases().lease(*agent, "gpu0");
     EXPECT_TRUE(lease.ok() && lease->grant);
     return run->run_id;
   }
@@ -72,7 +72,7 @@ TEST_F(LeaseSweeperTest, RequeuesAnExpiredLeaseOnItsOwnAndStops) {
 
   boost::asio::io_context ioc;
   boost::asio::thread_pool blocking(1);
-  services::LeaseSweeper sweeper(ioc, blocking.get_executor(), store_->agents(), 20ms);
+  services::LeaseSweeper sweeper(ioc, blocking.get_executor(), store_->leases(), 20ms);
   sweeper.start();
   std::thread io([&] { ioc.run(); });
 

@@ -103,7 +103,7 @@ TEST_F(ReportStoreTest, CellsCarryDtypeAccuracyCompileMemoryAndFlagsFromTheStore
   const auto agent_id = store_->agents().enroll_agent(agent, {"salt", "hash"}, store::EnrolmentClaim::anyone()).value();
   const std::int64_t run = submit({Dtype::kFloat32, Dtype::kFloat16});
   for (int i = 0; i < 8; ++i) {
-    auto answer = store_->agents().lease(agent_id, "gpu0");
+    auto answer = store_->leases().lease(agent_id, "gpu0");
     ASSERT_TRUE(answer.ok() && answer->grant) << "job " << i;
     const LeaseGrant& g = *answer->grant;
     auto stored = store_->results().record_result(agent_id, {g.job_id, g.lease_id}, g.attempt, result_for(g.spec));

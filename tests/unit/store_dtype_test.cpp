@@ -131,7 +131,7 @@ TEST_F(StoreDtypeTest, OnlyPythonCompiledLeasesCarryDynamicAndTheShapeWalk) {
   EXPECT_EQ(store_->runs().get_run(run).value().job_count, 12);
   int walked = 0;
   for (int i = 0; i < 12; ++i) {
-    auto answer = store_->agents().lease(a, "gpu0").value();
+    auto answer = store_->leases().lease(a, "gpu0").value();
     ASSERT_TRUE(answer.grant.has_value()) << i;
     const LeaseGrant& g = *answer.grant;
     SCOPED_TRACE(std::string(to_string(g.spec.runtime)) + "/" + std::string(to_string(g.spec.mode)));
@@ -140,7 +140,7 @@ TEST_F(StoreDtypeTest, OnlyPythonCompiledLeasesCarryDynamicAndTheShapeWalk) {
       EXPECT_TRUE(g.dynamic);
       EXPECT_EQ(g.walk_batches, (std::vector<int>{1, 4, 16})) << "the matrix's batch sizes, ascending";
       // Handed over again (a retried poll), the lease says the same.
-      const auto again = store_->agents().lease(a, "gpu0").value();
+      const auto again = store_->leases().lease(a, "gpu0").value();
       ASSERT_TRUE(again.grant && again.grant->redelivered);
       EXPECT_TRUE(again.grant->dynamic);
       EXPECT_EQ(again.grant->walk_batches, g.walk_batches);

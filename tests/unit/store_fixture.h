@@ -69,7 +69,7 @@ class StoreTest : public ::testing::Test {
   }
 
   LeaseGrant lease(std::int64_t agent) {
-    auto a = store_->agents().lease(agent, "gpu0");
+    auto a = store_->leases().lease(agent, "gpu0");
     EXPECT_TRUE(a.ok()) << a.error().message;
     EXPECT_TRUE(a->grant.has_value());
     return a->grant.value_or(LeaseGrant{});

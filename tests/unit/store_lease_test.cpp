@@ -29,7 +29,7 @@ TEST_F(StoreTest, LeasesOnlyWhatTheSlotCanRunAndKeepsAGroupOnOneSlot) {
   const auto t4 = enroll("t4host", "t4");
   submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager, Mode::kDefault, Mode::kMaxAutotune});
 
-  auto none = store_->agents().lease(t4, "gpu0");
+  auto none = store_->leases().lease(t4, "gpu0");
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->grant) << "no a100 job may go to a t4 slot";
 
@@ -43,7 +43,7 @@ TEST_F(StoreTest, LeasesOnlyWhatTheSlotCanRunAndKeepsAGroupOnOneSlot) {
   EXPECT_EQ(second_a.spec.mode, Mode::kDefault);
   ASSERT_TRUE(store_->results().record_result(a, {second_a.job_id, second_a.lease_id}, 1, ok_result(1)).ok());
   // max-autotune is offered by no slot: it became unsupported, so a's next job is b's default.
-  auto after = store_->agents().lease(a, "gpu0");
+  auto after = store_->leases().lease(a, "gpu0");
   ASSERT_TRUE(after.ok());
   ASSERT_TRUE(after->grant) << "a takes b's remaining default job instead of idling";
   EXPECT_EQ(after->grant->spec.batch, first_b.spec.batch);
@@ -83,7 +83,7 @@ TEST_F(StoreTest, UnsupportedIsJudgedPerBuildTheSlotOffers) {
   ASSERT_TRUE(catalog.ok());
   const auto run = store_->runs().create_run(spec, expand_matrix(spec, *catalog, {}).value()).value().run_id;
 
-  ASSERT_TRUE(store_->agents().lease(a, "gpu0").value().grant);
+  ASSERT_TRUE(store_->leases().lease(a, "gpu0").value().grant);
   std::map<std::pair<std::string, Mode>, JobRow> jobs;
   const auto page = store_->runs().list_jobs(run, std::nullopt, 100);
   ASSERT_TRUE(page.ok());
@@ -138,7 +138,7 @@ TEST_F(StoreTest, ALeaseCostsTheSameWithAShortOrALongQueue) {
     ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     for (int i = 0; i < leases; ++i) {
       const auto g = lease(a);
-      EXPECT_TRUE(store_->agents().release(a, {g.job_id, g.lease_id}).ok());
+      EXPECT_TRUE(store_->leases().release(a, {g.job_id, g.lease_id}).ok());
     }
     ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
     return ((t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6) / leases;
@@ -172,19 +172,19 @@ TEST_F(StoreTest, ExpiredLeaseRequeuesThenFailsAfterMaxAttempts) {
   const auto g1 = lease(a);
   EXPECT_EQ(g1.attempt, 1);
   clock_.advance_ms(options_.lease_ttl_ms - 1);
-  EXPECT_EQ(store_->agents().expire_leases().value(), 0);
+  EXPECT_EQ(store_->leases().expire_leases().value(), 0);
   clock_.advance_ms(1);
-  EXPECT_EQ(store_->agents().expire_leases().value(), 1);
+  EXPECT_EQ(store_->leases().expire_leases().value(), 1);
 
   const auto g2 = lease(b);
   EXPECT_EQ(g2.job_id, g1.job_id);
   EXPECT_EQ(g2.attempt, 2);
-  EXPECT_EQ(store_->agents().renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kLost);
+  EXPECT_EQ(store_->leases().renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kLost);
   EXPECT_EQ(store_->results().record_result(a, {g1.job_id, g1.lease_id}, 1, ok_result(1)).value().kind,
             RecordKind::kLost);
 
   clock_.advance_ms(options_.lease_ttl_ms);
-  EXPECT_EQ(store_->agents().expire_leases().value(), 1);
+  EXPECT_EQ(store_->leases().expire_leases().value(), 1);
   auto info = store_->runs().get_run(run).value();
   EXPECT_EQ(info.jobs_by_status[JobStatus::kFailed], 1);
   EXPECT_EQ(info.state, "done");
@@ -200,11 +200,11 @@ TEST_F(StoreTest, AnExpiredLeaseIsStaleEvenBeforeTheSweep) {
   int notified = 0;
   store_->on_work_available([&] { ++notified; });
   clock_.advance_ms(options_.lease_ttl_ms);
-  EXPECT_EQ(store_->agents().renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kLost);
+  EXPECT_EQ(store_->leases().renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kLost);
   EXPECT_EQ(store_->results().record_result(b, {g2.job_id, g2.lease_id}, 1, ok_result(1)).value().kind,
             RecordKind::kLost);
   EXPECT_EQ(notified, 2) << "both jobs went back to the queue and waiting agents must hear of it";
-  EXPECT_EQ(store_->agents().expire_leases().value(), 0) << "nothing left for the sweep";
+  EXPECT_EQ(store_->leases().expire_leases().value(), 0) << "nothing left for the sweep";
   EXPECT_EQ(lease(b).attempt, 2);
 }
 
@@ -227,13 +227,13 @@ TEST_F(StoreTest, RenewalExtendsTheLease) {
   submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
   const auto g = lease(a);
   clock_.advance_ms(options_.lease_ttl_ms - 1000);
-  auto r = store_->agents().renew(a, {g.job_id, g.lease_id});
+  auto r = store_->leases().renew(a, {g.job_id, g.lease_id});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->state, LeaseState::kActive);
   EXPECT_EQ(r->expires_at, clock_.now_ms() + options_.lease_ttl_ms);
   clock_.advance_ms(options_.lease_ttl_ms - 1000);
-  EXPECT_EQ(store_->agents().expire_leases().value(), 0);
-  auto hb = store_->agents().heartbeat(a, {{g.job_id, g.lease_id}, {g.job_id, "not-the-lease"}});
+  EXPECT_EQ(store_->leases().expire_leases().value(), 0);
+  auto hb = store_->leases().heartbeat(a, {{g.job_id, g.lease_id}, {g.job_id, "not-the-lease"}});
   ASSERT_TRUE(hb.ok());
   EXPECT_EQ((*hb)[0].state, LeaseState::kActive);
   EXPECT_EQ((*hb)[1].state, LeaseState::kLost);
@@ -253,21 +253,21 @@ TEST_F(StoreTest, ARequestThatArrivedInTimeKeepsItsLeaseHoweverLateItIsHandled) 
   clock_.advance_ms(options_.lease_ttl_ms - 10);  // 10 ms before the expiry
   {
     // The requests arrived; the store is busy (the clock runs on) and the sweep runs meanwhile.
-    const AgentStore::Arrivals::Ticket ticket(store_->agents().arrivals(), clock_.now_ms());
+    const LeaseStore::Arrivals::Ticket ticket(store_->leases().arrivals(), clock_.now_ms());
     clock_.advance_ms(3000);
-    EXPECT_EQ(store_->agents().expire_leases().value(), 0) << "requests that arrived in time are being handled";
-    auto hb = store_->agents().heartbeat(a, {{g1.job_id, g1.lease_id}}, ticket.at());
+    EXPECT_EQ(store_->leases().expire_leases().value(), 0) << "requests that arrived in time are being handled";
+    auto hb = store_->leases().heartbeat(a, {{g1.job_id, g1.lease_id}}, ticket.at());
     ASSERT_TRUE(hb.ok());
     EXPECT_EQ((*hb)[0].state, LeaseState::kActive);
     EXPECT_EQ((*hb)[0].expires_at, clock_.now_ms() + options_.lease_ttl_ms) << "renewed from now, not from then";
-    EXPECT_EQ(store_->agents().renew(b, {g2.job_id, g2.lease_id}, ticket.at()).value().state, LeaseState::kActive);
+    EXPECT_EQ(store_->leases().renew(b, {g2.job_id, g2.lease_id}, ticket.at()).value().state, LeaseState::kActive);
     EXPECT_EQ(store_->results().record_result(c, {g3.job_id, g3.lease_id}, 1, ok_result(1), ticket.at()).value().kind,
               RecordKind::kStored);
   }
   // A request that arrived after the expiry is late: the lease is lost.
   clock_.advance_ms(options_.lease_ttl_ms + 1);
-  const AgentStore::Arrivals::Ticket late(store_->agents().arrivals(), clock_.now_ms());
-  EXPECT_EQ(store_->agents().renew(a, {g1.job_id, g1.lease_id}, late.at()).value().state, LeaseState::kLost);
+  const LeaseStore::Arrivals::Ticket late(store_->leases().arrivals(), clock_.now_ms());
+  EXPECT_EQ(store_->leases().renew(a, {g1.job_id, g1.lease_id}, late.at()).value().state, LeaseState::kLost);
 }
 
 TEST_F(StoreTest, TheSweepWaitsOnlyForRequestsThatArrivedBeforeAnExpiry) {
@@ -276,8 +276,8 @@ TEST_F(StoreTest, TheSweepWaitsOnlyForRequestsThatArrivedBeforeAnExpiry) {
   (void)lease(a);
   clock_.advance_ms(options_.lease_ttl_ms + 5000);
   // A request that arrived after the lease had expired holds nothing back.
-  const AgentStore::Arrivals::Ticket after(store_->agents().arrivals(), clock_.now_ms() - 1000);
-  EXPECT_EQ(store_->agents().expire_leases().value(), 1);
+  const LeaseStore::Arrivals::Ticket after(store_->leases().arrivals(), clock_.now_ms() - 1000);
+  EXPECT_EQ(store_->leases().expire_leases().value(), 1);
 }
 
 TEST_F(StoreTest, RestartGivesLiveLeasesAGracePeriod) {
@@ -286,8 +286,8 @@ TEST_F(StoreTest, RestartGivesLiveLeasesAGracePeriod) {
   const auto g = lease(a);
   clock_.advance_ms(options_.lease_ttl_ms + 5000);  // the coordinator was down past the TTL
   reopen();
-  EXPECT_EQ(store_->agents().expire_leases().value(), 0) << "the restart must not requeue live work";
-  EXPECT_EQ(store_->agents().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kActive);
+  EXPECT_EQ(store_->leases().expire_leases().value(), 0) << "the restart must not requeue live work";
+  EXPECT_EQ(store_->leases().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kActive);
 }
 
 TEST_F(StoreTest, CancelStopsQueuedJobsAndTellsLeaseHolders) {
@@ -297,10 +297,10 @@ TEST_F(StoreTest, CancelStopsQueuedJobsAndTellsLeaseHolders) {
   auto c = store_->runs().cancel_run(run);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->cancelled_jobs, 2);
-  EXPECT_EQ(store_->agents().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kCancelled);
+  EXPECT_EQ(store_->leases().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kCancelled);
   EXPECT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, 1, ok_result(1)).value().kind,
             RecordKind::kCancelled);
-  EXPECT_FALSE(store_->agents().lease(a, "gpu0").value().grant);
+  EXPECT_FALSE(store_->leases().lease(a, "gpu0").value().grant);
   EXPECT_TRUE(store_->runs().cancel_run(run).value().already_cancelled);
   EXPECT_EQ(store_->runs().get_run(run).value().state, "cancelled");
 }
@@ -310,10 +310,10 @@ TEST_F(StoreTest, ReleaseRequeuesAtOnceAndOnlyForTheHolder) {
   const auto b = enroll("b");
   submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
   const auto g = lease(a);
-  EXPECT_EQ(store_->agents().release(b, {g.job_id, g.lease_id}).value(), LeaseState::kLost) << "not b's lease";
-  EXPECT_EQ(store_->agents().release(a, {g.job_id, "other"}).value(), LeaseState::kLost);
-  EXPECT_EQ(store_->agents().release(a, {g.job_id, g.lease_id}).value(), LeaseState::kActive);
-  EXPECT_EQ(store_->agents().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kLost);
+  EXPECT_EQ(store_->leases().release(b, {g.job_id, g.lease_id}).value(), LeaseState::kLost) << "not b's lease";
+  EXPECT_EQ(store_->leases().release(a, {g.job_id, "other"}).value(), LeaseState::kLost);
+  EXPECT_EQ(store_->leases().release(a, {g.job_id, g.lease_id}).value(), LeaseState::kActive);
+  EXPECT_EQ(store_->leases().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kLost);
   const auto again = lease(b);
   EXPECT_EQ(again.job_id, g.job_id) << "requeued without waiting for the TTL";
   EXPECT_EQ(again.attempt, 2);
@@ -328,27 +328,27 @@ TEST_F(StoreTest, ASlotAskingAgainGetsItsUnacknowledgedLeaseAgain) {
   EXPECT_EQ(g2.lease_id, g1.lease_id) << "the same lease, handed over again";
   EXPECT_EQ(g2.attempt, 1) << "a retried poll burns no attempt";
   EXPECT_TRUE(g2.redelivered);
-  EXPECT_EQ(store_->agents().renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kActive);
+  EXPECT_EQ(store_->leases().renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kActive);
 }
 
 TEST_F(StoreTest, ASlotAskingAgainReleasesWhatItAcknowledged) {
   const auto a = enroll("a");
   submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
   const auto g1 = lease(a);
-  ASSERT_EQ(store_->agents().renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kActive);  // acknowledged
+  ASSERT_EQ(store_->leases().renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kActive);  // acknowledged
   const auto g2 = lease(a);  // e.g. the agent restarted and lost its worker
   EXPECT_EQ(g2.job_id, g1.job_id);
   EXPECT_NE(g2.lease_id, g1.lease_id);
   EXPECT_EQ(g2.attempt, 2);
   EXPECT_FALSE(g2.redelivered);
-  EXPECT_EQ(store_->agents().renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kLost);
+  EXPECT_EQ(store_->leases().renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kLost);
 }
 
 TEST_F(StoreTest, DrainingAgentsGetNoWork) {
   const auto a = enroll("a");
   submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
   ASSERT_TRUE(store_->agents().set_draining(a, true).ok());
-  auto answer = store_->agents().lease(a, "gpu0").value();
+  auto answer = store_->leases().lease(a, "gpu0").value();
   EXPECT_FALSE(answer.grant);
   EXPECT_TRUE(answer.draining);
   EXPECT_EQ(store_->agents().set_draining(999, true).error().code, ErrorCode::kNotFound);
@@ -358,12 +358,12 @@ TEST_F(StoreTest, AnAgentsOwnDrainIsApartFromTheOperators) {
   const auto a = enroll("a");
   submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
   ASSERT_TRUE(store_->agents().set_self_draining(a, true).ok());
-  EXPECT_TRUE(store_->agents().lease(a, "gpu0").value().draining);
+  EXPECT_TRUE(store_->leases().lease(a, "gpu0").value().draining);
   ASSERT_TRUE(store_->agents().set_draining(a, true).ok());
   ASSERT_TRUE(store_->agents().set_self_draining(a, false).ok());  // the agent restarted
-  EXPECT_TRUE(store_->agents().lease(a, "gpu0").value().draining) << "the operator's drain still holds";
+  EXPECT_TRUE(store_->leases().lease(a, "gpu0").value().draining) << "the operator's drain still holds";
   ASSERT_TRUE(store_->agents().set_draining(a, false).ok());
-  EXPECT_TRUE(store_->agents().lease(a, "gpu0").value().grant.has_value());
+  EXPECT_TRUE(store_->leases().lease(a, "gpu0").value().grant.has_value());
 }
 
 // ---- withdraw_lease and drain: a grant that never reached a draining agent -------------------
@@ -378,7 +378,7 @@ TEST_F(StoreTest, ALeaseWithdrawnWhileTheAgentDrainsIsQueuedAgainAtTheSameAttemp
   ASSERT_EQ(g.attempt, 1);
   ASSERT_TRUE(store_->agents().set_self_draining(a, true).ok());  // SIGTERM while the answer was on its way
   woken = 0;
-  EXPECT_TRUE(store_->agents().withdraw_lease(a, {g.job_id, g.lease_id}).value());
+  EXPECT_TRUE(store_->leases().withdraw_lease(a, {g.job_id, g.lease_id}).value());
   EXPECT_EQ(woken, 1) << "waiting polls are woken: the job is queued again";
   const auto page = store_->runs().list_jobs(run, std::nullopt, 10);
   ASSERT_TRUE(page.ok());
@@ -388,7 +388,7 @@ TEST_F(StoreTest, ALeaseWithdrawnWhileTheAgentDrainsIsQueuedAgainAtTheSameAttemp
   EXPECT_EQ(job.attempt, 0) << "the withdrawn attempt is undone, not counted";
   EXPECT_FALSE(job.agent_name) << "nobody holds it";
   // The withdrawn lease is stale; the job goes to the next poll at attempt 1 again.
-  EXPECT_EQ(store_->agents().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kLost);
+  EXPECT_EQ(store_->leases().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kLost);
   EXPECT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, 1, ok_result(1)).value().kind,
             RecordKind::kLost);
   const auto again = lease(b);
@@ -405,11 +405,11 @@ TEST_F(StoreTest, WithdrawingTheLastAttemptsLeaseUnderDrainDoesNotFailTheJob) {
   const auto run = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
   const auto g1 = lease(a);
   clock_.advance_ms(options_.lease_ttl_ms);
-  ASSERT_EQ(store_->agents().expire_leases().value(), 1);
+  ASSERT_EQ(store_->leases().expire_leases().value(), 1);
   const auto g2 = lease(b);  // max_attempts is 2: this is the job's last attempt
   ASSERT_EQ(g2.attempt, 2);
   ASSERT_TRUE(store_->agents().set_draining(b, true).ok());
-  EXPECT_TRUE(store_->agents().withdraw_lease(b, {g2.job_id, g2.lease_id}).value());
+  EXPECT_TRUE(store_->leases().withdraw_lease(b, {g2.job_id, g2.lease_id}).value());
   EXPECT_EQ(store_->runs().get_run(run).value().jobs_by_status[JobStatus::kQueued], 1) << "not failed";
   const auto g3 = lease(a);
   EXPECT_EQ(g3.job_id, g1.job_id);
@@ -420,17 +420,17 @@ TEST_F(StoreTest, ADrainingAgentsPollWithdrawsItsUnacknowledgedLeaseAndGetsNothi
   const auto a = enroll("a");
   const auto b = enroll("b");
   const auto run = submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager});
-  const auto g = store_->agents().lease(a, "gpu0", std::string("poll-1")).value().grant.value();
+  const auto g = store_->leases().lease(a, "gpu0", std::string("poll-1")).value().grant.value();
   ASSERT_TRUE(store_->agents().set_self_draining(a, true).ok());
   // Even the retry of the very poll that got it: a draining agent would only give it back.
   for (const auto& request_id : {std::optional<std::string>("poll-1"), std::optional<std::string>()}) {
-    auto answer = store_->agents().lease(a, "gpu0", request_id).value();
+    auto answer = store_->leases().lease(a, "gpu0", request_id).value();
     EXPECT_FALSE(answer.grant) << "a draining agent is granted nothing";
     EXPECT_TRUE(answer.draining);
   }
   auto info = store_->runs().get_run(run).value();
   EXPECT_EQ(info.jobs_by_status[JobStatus::kQueued], 2) << "its lease was withdrawn, the other job left alone";
-  EXPECT_FALSE(store_->agents().withdraw_lease(a, {g.job_id, g.lease_id}).value()) << "already withdrawn";
+  EXPECT_FALSE(store_->leases().withdraw_lease(a, {g.job_id, g.lease_id}).value()) << "already withdrawn";
   EXPECT_TRUE(store_->agents().get_agent(a).value().leases.empty());
   const auto next = lease(b);
   EXPECT_EQ(next.attempt, 1);
@@ -444,20 +444,20 @@ TEST_F(StoreTest, WithdrawingAnAcknowledgedOrForeignLeaseDoesNothing) {
   const auto run = submit({"torchvision/resnet18"}, {1, 4}, {Mode::kEager});
   const auto renewed = lease(a);
   const auto beaten = lease(b);
-  ASSERT_EQ(store_->agents().renew(a, {renewed.job_id, renewed.lease_id}).value().state, LeaseState::kActive);
-  ASSERT_EQ(store_->agents().heartbeat(b, {{beaten.job_id, beaten.lease_id}}).value().at(0).state, LeaseState::kActive);
+  ASSERT_EQ(store_->leases().renew(a, {renewed.job_id, renewed.lease_id}).value().state, LeaseState::kActive);
+  ASSERT_EQ(store_->leases().heartbeat(b, {{beaten.job_id, beaten.lease_id}}).value().at(0).state, LeaseState::kActive);
   ASSERT_TRUE(store_->agents().set_draining(a, true).ok());
   ASSERT_TRUE(store_->agents().set_self_draining(b, true).ok());
   int woken = 0;
   store_->on_work_available([&] { ++woken; });
   for (const auto& [agent, g] : {std::pair{a, renewed}, std::pair{b, beaten}}) {
-    EXPECT_FALSE(store_->agents().withdraw_lease(agent, {g.job_id, g.lease_id}).value())
+    EXPECT_FALSE(store_->leases().withdraw_lease(agent, {g.job_id, g.lease_id}).value())
         << "acknowledged: it reached its agent";
-    EXPECT_EQ(store_->agents().renew(agent, {g.job_id, g.lease_id}).value().state, LeaseState::kActive) << "still held";
+    EXPECT_EQ(store_->leases().renew(agent, {g.job_id, g.lease_id}).value().state, LeaseState::kActive) << "still held";
   }
-  EXPECT_FALSE(store_->agents().withdraw_lease(b, {renewed.job_id, renewed.lease_id}).value()) << "not b's lease";
-  EXPECT_FALSE(store_->agents().withdraw_lease(a, {renewed.job_id, "other"}).value());
-  EXPECT_FALSE(store_->agents().withdraw_lease(a, {999, renewed.lease_id}).value());
+  EXPECT_FALSE(store_->leases().withdraw_lease(b, {renewed.job_id, renewed.lease_id}).value()) << "not b's lease";
+  EXPECT_FALSE(store_->leases().withdraw_lease(a, {renewed.job_id, "other"}).value());
+  EXPECT_FALSE(store_->leases().withdraw_lease(a, {999, renewed.lease_id}).value());
   EXPECT_EQ(woken, 0);
   const auto info = store_->runs().get_run(run).value();
   EXPECT_EQ(info.jobs_by_status.at(JobStatus::kRunning), 2) << "both still running";
@@ -466,7 +466,7 @@ TEST_F(StoreTest, WithdrawingAnAcknowledgedOrForeignLeaseDoesNothing) {
             RecordKind::kStored);
   EXPECT_EQ(store_->results().record_result(b, {beaten.job_id, beaten.lease_id}, 1, ok_result(2)).value().kind,
             RecordKind::kStored);
-  EXPECT_FALSE(store_->agents().withdraw_lease(a, {renewed.job_id, renewed.lease_id}).value()) << "ended";
+  EXPECT_FALSE(store_->leases().withdraw_lease(a, {renewed.job_id, renewed.lease_id}).value()) << "ended";
   EXPECT_EQ(store_->runs().get_run(run).value().state, "done");
 }
 
@@ -476,7 +476,7 @@ TEST_F(StoreTest, WithdrawingALeaseOfACancelledRunDoesNothing) {
   const auto g = lease(a);
   ASSERT_TRUE(store_->agents().set_self_draining(a, true).ok());
   ASSERT_EQ(store_->runs().cancel_run(run).value().cancelled_jobs, 1);
-  EXPECT_FALSE(store_->agents().withdraw_lease(a, {g.job_id, g.lease_id}).value());
+  EXPECT_FALSE(store_->leases().withdraw_lease(a, {g.job_id, g.lease_id}).value());
   EXPECT_EQ(store_->runs().get_run(run).value().jobs_by_status.at(JobStatus::kCancelled), 1) << "not queued again";
 }
 

@@ -97,7 +97,7 @@ class StoreQueryPlanTest : public ::testing::Test {
   }
 
   LeaseGrant lease(std::int64_t agent) {
-    auto a = store_->agents().lease(agent, "gpu0");
+    auto a = store_->leases().lease(agent, "gpu0");
     EXPECT_TRUE(a.ok()) << a.error().message;
     EXPECT_TRUE(a.ok() && a->grant.has_value()) << "the queue ran dry";
     return a.ok() && a->grant ? *a->grant : LeaseGrant{};
@@ -113,7 +113,7 @@ class StoreQueryPlanTest : public ::testing::Test {
       const auto g = lease(agent);
       clock_.advance_ms(5);
       if (releases && i % 6 == 5) {
-        ASSERT_TRUE(store_->agents().release(agent, {g.job_id, g.lease_id}).ok());
+        ASSERT_TRUE(store_->leases().release(agent, {g.job_id, g.lease_id}).ok());
         continue;
       }
       const auto r = (i % 16 == 15) ? oom_result() : ok_result(10 + i % 7);
@@ -136,8 +136,8 @@ class StoreQueryPlanTest : public ::testing::Test {
     // Grant (the three candidate windows, the take, the attempt, the group's owner), renew,
     // heartbeat, an ok result, a repeated result, an OOM (implied OOMs, run finished).
     auto g = lease(a);
-    EXPECT_TRUE(store_->agents().renew(a, {g.job_id, g.lease_id}).ok());
-    EXPECT_TRUE(store_->agents().heartbeat(a, {{g.job_id, g.lease_id}}).ok());
+    EXPECT_TRUE(store_->leases().renew(a, {g.job_id, g.lease_id}).ok());
+    EXPECT_TRUE(store_->leases().heartbeat(a, {{g.job_id, g.lease_id}}).ok());
     EXPECT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, g.attempt, ok_result(3)).value().kind,
               RecordKind::kStored);
     EXPECT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, g.attempt, ok_result(3)).value().kind,
@@ -149,28 +149,28 @@ class StoreQueryPlanTest : public ::testing::Test {
     // renewal and by the sweep.
     g = lease(lacking);
     g = lease(lacking);
-    EXPECT_TRUE(store_->agents().heartbeat(lacking, {{g.job_id, g.lease_id}}).ok());
+    EXPECT_TRUE(store_->leases().heartbeat(lacking, {{g.job_id, g.lease_id}}).ok());
     g = lease(lacking);
-    EXPECT_EQ(store_->agents().release(lacking, {g.job_id, g.lease_id}).value(), LeaseState::kActive);
+    EXPECT_EQ(store_->leases().release(lacking, {g.job_id, g.lease_id}).value(), LeaseState::kActive);
     g = lease(a);
     clock_.advance_ms(options_.lease_ttl_ms + 1);
     g = lease(a);
     clock_.advance_ms(options_.lease_ttl_ms + 1);
-    EXPECT_EQ(store_->agents().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kLost);
+    EXPECT_EQ(store_->leases().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kLost);
     g = lease(a);
     clock_.advance_ms(options_.lease_ttl_ms + 1);
-    EXPECT_GE(store_->agents().expire_leases().value(), 1);
+    EXPECT_GE(store_->leases().expire_leases().value(), 1);
     // A result posted after its lease expired, and a withdrawn grant (its answer never sent).
     g = lease(a);
     clock_.advance_ms(options_.lease_ttl_ms + 1);
     EXPECT_EQ(store_->results().record_result(a, {g.job_id, g.lease_id}, g.attempt, ok_result(3)).value().kind,
               RecordKind::kLost);
     g = lease(a);
-    EXPECT_TRUE(store_->agents().withdraw_lease(a, {g.job_id, g.lease_id}).value());
+    EXPECT_TRUE(store_->leases().withdraw_lease(a, {g.job_id, g.lease_id}).value());
     // A draining agent's poll withdraws its unacknowledged lease.
     g = lease(a);
     EXPECT_TRUE(store_->agents().set_self_draining(a, true).ok());
-    EXPECT_FALSE(store_->agents().lease(a, "gpu0").value().grant);
+    EXPECT_FALSE(store_->leases().lease(a, "gpu0").value().grant);
     EXPECT_TRUE(store_->agents().set_self_draining(a, false).ok());
     store_->observe_statements({});
     return seen;

@@ -63,15 +63,15 @@ TEST_F(StoreQueueTest, CountsQueuedAndActiveJobsPerGpuClassAndBuild) {
   const auto leased = lease(a);
   const auto b = enroll("b");
   const auto running = lease(b);
-  ASSERT_EQ(store_->agents().renew(b, {running.job_id, running.lease_id}).value().state, LeaseState::kActive);
+  ASSERT_EQ(store_->leases().renew(b, {running.job_id, running.lease_id}).value().state, LeaseState::kActive);
   const auto c = enroll("c");
   const auto done = lease(c);
   ASSERT_EQ(store_->results().record_result(c, {done.job_id, done.lease_id}, done.attempt, ok_result(5)).value().kind,
             RecordKind::kStored);
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
     const auto given_back = lease(c);
-    ASSERT_EQ(store_->agents().renew(c, {given_back.job_id, given_back.lease_id}).value().state, LeaseState::kActive);
-    ASSERT_EQ(store_->agents().release(c, {given_back.job_id, given_back.lease_id}).value(), LeaseState::kActive);
+    ASSERT_EQ(store_->leases().renew(c, {given_back.job_id, given_back.lease_id}).value().state, LeaseState::kActive);
+    ASSERT_EQ(store_->leases().release(c, {given_back.job_id, given_back.lease_id}).value(), LeaseState::kActive);
   }
   (void)leased;
   const auto run = store_->runs().get_run(1).value();
@@ -138,7 +138,7 @@ TEST_F(StoreQueueTest, ReadsThePartialIndexOfQueuedJobsAndIsCheapAt100kQueued) {
   const auto cancelled = submit_queue("cancelled", {"stable"}, {"a100"}, 100);
   ASSERT_TRUE(store_->runs().cancel_run(cancelled).ok());
   const auto g = lease(a);
-  ASSERT_EQ(store_->agents().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kActive);
+  ASSERT_EQ(store_->leases().renew(a, {g.job_id, g.lease_id}).value().state, LeaseState::kActive);
 
   std::set<std::string> statements;
   store_->observe_statements([&statements](const std::string& sql) { statements.insert(sql); });

@@ -250,7 +250,7 @@ TEST_F(StoreTest, OomPrunesLargerBatchesOfTheSameCellIncludingRequeuedOnes) {
   EXPECT_EQ(cells[2].job_status, JobStatus::kDone);
   // When the running batch-4 lease expires, its requeued job is implied too, not rerun.
   clock_.advance_ms(options_.lease_ttl_ms);
-  EXPECT_EQ(store_->agents().expire_leases().value(), 1);
+  EXPECT_EQ(store_->leases().expire_leases().value(), 1);
   cells = store_->results().report_cells(run).value();
   EXPECT_EQ(cells[1].result_status, ResultStatus::kOomImplied);
   EXPECT_EQ(store_->runs().get_run(run).value().state, "done");
@@ -315,7 +315,7 @@ TEST_F(StoreTest, ListJobsFollowsLeasesAndVerdicts) {
   EXPECT_EQ(rows[0].slot, "gpu0");
 
   clock_.advance_ms(1000);
-  ASSERT_EQ(store_->agents().renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kActive);
+  ASSERT_EQ(store_->leases().renew(a, {g1.job_id, g1.lease_id}).value().state, LeaseState::kActive);
   const auto g2 = lease(b);
   ASSERT_EQ(g2.job_id, rows[1].id);
   rows = jobs();
@@ -334,7 +334,7 @@ TEST_F(StoreTest, ListJobsFollowsLeasesAndVerdicts) {
 
   // b's lease expires: the job waits again, held by nobody, its attempt counted.
   clock_.advance_ms(options_.lease_ttl_ms);
-  ASSERT_EQ(store_->agents().expire_leases().value(), 1);
+  ASSERT_EQ(store_->leases().expire_leases().value(), 1);
   rows = jobs();
   EXPECT_EQ(rows[1].status, JobStatus::kQueued);
   EXPECT_EQ(rows[1].attempt, 1);
@@ -366,10 +366,10 @@ TEST_F(StoreTest, ListJobsNamesTheLastHolderOfFailedAndCancelledJobs) {
   const auto failing = submit({"torchvision/resnet18"}, {1}, {Mode::kEager});
   lease(a);
   clock_.advance_ms(options_.lease_ttl_ms);
-  ASSERT_EQ(store_->agents().expire_leases().value(), 1);
+  ASSERT_EQ(store_->leases().expire_leases().value(), 1);
   lease(b);  // the second and last attempt (max_attempts 2)
   clock_.advance_ms(options_.lease_ttl_ms);
-  ASSERT_EQ(store_->agents().expire_leases().value(), 1);
+  ASSERT_EQ(store_->leases().expire_leases().value(), 1);
   auto rows = store_->runs().list_jobs(failing, std::nullopt, 10).value().items;
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].status, JobStatus::kFailed);

@@ -120,7 +120,7 @@ TEST_F(StoreTest, ConcurrentAgentsShareCommitsAndEveryJobGetsOneResult) {
   for (auto agent : agents) {
     threads.emplace_back([&, agent] {
       while (true) {
-        auto a = store_->agents().lease(agent, "gpu0");
+        auto a = store_->leases().lease(agent, "gpu0");
         if (!a.ok()) {
           ++errors;
           return;
