@@ -402,6 +402,44 @@ nlohmann::json comparison_json(const rules::Comparison& c) {
                {"ratio_ci_low", c.overall->ci.low}, {"ratio_ci_high", c.overall->ci.high},
                {"verdict", c.overall->verdict},     {"why", c.overall->why}};
   }
+  const auto side = [](const std::optional<rules::Cell>& cell) {
+    return cell ? cell_to_json(*cell, rules::ColumnKind::kLatency) : nlohmann::json();
+  };
+  const auto number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  nlohmann::json tables = nlohmann::json::array();
+  for (const rules::PairedTable& t : c.tables) {
+    nlohmann::json columns = nlohmann::json::array();
+    for (const rules::PairedColumn& col : t.columns) {
+      columns.push_back({{"runtime", to_string(col.runtime)},
+                         {"mode", to_string(col.mode)},
+                         {"text", col.text},
+                         {"geomean", number(col.all.value)},
+                         {"geomean_covered", col.all.covered},
+                         {"geomean_unflagged", number(col.unflagged.value)},
+                         {"geomean_unflagged_covered", col.unflagged.covered},
+                         {"flagged", col.flagged}});
+    }
+    nlohmann::json rows = nlohmann::json::array();
+    for (const rules::PairedRow& r : t.rows) {
+      nlohmann::json pairs = nlohmann::json::array();
+      for (const rules::PairedCell& p : r.cells) {
+        pairs.push_back({{"a", side(p.a)},
+                         {"b", side(p.b)},
+                         {"ratio", number(p.ratio)},
+                         {"verdict", p.verdict},
+                         {"why", p.why},
+                         {"flags", p.flags}});
+      }
+      rows.push_back({{"model", r.model}, {"label", r.label}, {"cells", std::move(pairs)}});
+    }
+    tables.push_back({{"title", t.title},
+                      {"gpu", t.gpu},
+                      {"gpu_label", t.gpu_label},
+                      {"batch", t.batch},
+                      {"dtype", to_string(t.dtype)},
+                      {"columns", std::move(columns)},
+                      {"rows", std::move(rows)}});
+  }
   return {{"stat", to_string(c.stat)},
           {"overall", overall},
           {"a", {{"run", c.run_a}, {"build", c.build_a}}},
@@ -413,7 +451,10 @@ nlohmann::json comparison_json(const rules::Comparison& c) {
           {"cells", cells},
           {"uncompared", uncompared},
           {"warnings", warnings},
-          {"table_warnings", table_warnings}};
+          {"table_warnings", table_warnings},
+          {"torch_a", c.torch_a},
+          {"torch_b", c.torch_b},
+          {"tables", std::move(tables)}};
 }
 
 std::string render_comparison_markdown(const rules::Comparison& c) {

@@ -50,14 +50,23 @@ std::string render_csv(const rules::Report& report);
 std::string render_json(const rules::Report& report);
 // The same, parsed (for callers that walk it).
 nlohmann::json to_json(const rules::Report& report);
+// One cell as the report's JSON writes it (every key of a report cell).
+nlohmann::json cell_to_json(const rules::Cell& cell, rules::ColumnKind kind);
 
 // A comparison (GET /api/v1/compare), every key always present:
 // {"stat", "a": {"run", "build"}, "b": {...}, "aa", "aa_text", "expected", "compared",
 //  "cells": [{"table", "gpu", "batch", "dtype", "model", "label", "runtime", "mode", "column",
 //    "a_ms", "b_ms", "a_n", "b_n", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict", "noise",
 //    "noise_floor", "why", "flags"}],
-//  "uncompared": [{"table", "label", "column", "why"}], "warnings"}
-// ratio_ci_* are null unless noise is "repetitions".
+//  "uncompared": [{"table", "label", "column", "why"}], "warnings", "table_warnings",
+//  "torch_a", "torch_b",
+//  "tables": [{"title", "gpu", "gpu_label", "batch", "dtype",
+//    "columns": [{"runtime", "mode", "text", "geomean", "geomean_covered", "geomean_unflagged",
+//      "geomean_unflagged_covered", "flagged"}],
+//    "rows": [{"model", "label", "cells": [{"a", "b" (report cells or null), "ratio", "verdict",
+//      "why", "flags"}]}]}]}
+// ratio_ci_* are null unless noise is "repetitions"; a pair's verdict is "unavailable" without a
+// ratio. The dashboard draws "tables" as they come.
 nlohmann::json comparison_json(const rules::Comparison& c);
 // "# A = run 1 stable vs B = run 2 unstable (median latency in ms; A/B above 1: B is faster)",
 // the A/A line and the warnings, then a pipe table Table | Task/Model | Column | A | B | A/B |

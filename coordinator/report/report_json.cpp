@@ -232,4 +232,11 @@ std::string render_json(const Report& report) {
 
 nlohmann::json to_json(const Report& report) { return nlohmann::json::parse(render_json(report)); }
 
+nlohmann::json cell_to_json(const Cell& cell, ColumnKind kind) {
+  std::string out;
+  JsonText w(out);
+  cell_json(w, cell, kind);
+  return nlohmann::json::parse(out);
+}
+
 }  // namespace benchfleet::report

@@ -4,13 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "common/number_format.h"
 #include "common/stats.h"
 #include "coordinator/rules/fingerprint_diff.h"
 #include "coordinator/rules/report_cells.h"
+#include "coordinator/rules/torch_version.h"
 
 namespace benchfleet::rules {
 namespace {
@@ -87,6 +90,79 @@ std::optional<OverallChange> overall_change(const std::vector<ComparedCell>& cel
                           "% that two runs' machine state moves every cell together"
                     : ": every cell moved together, beyond their spread");
   return o;
+}
+
+std::vector<std::string> in_version_order(const std::set<std::string>& versions) {
+  std::vector<std::string> out(versions.begin(), versions.end());
+  std::sort(out.begin(), out.end(), [](const std::string& x, const std::string& y) { return version_less(x, y); });
+  return out;
+}
+
+RatioGeomean geomean_of(const std::vector<double>& ratios) {
+  RatioGeomean g;
+  g.covered = static_cast<int>(ratios.size());
+  if (ratios.empty()) return g;
+  double logs = 0;
+  for (double r : ratios) logs += std::log(r);
+  g.value = std::exp(logs / static_cast<double>(ratios.size()));
+  return g;
+}
+
+// A's table and B's, pair by pair, each pair's verdict the judged cell's (after the false
+// discovery control) found by `judged`.
+PairedTable paired_table(const Table& ta, const Table& tb, const std::string& build_a, const std::string& build_b,
+                         const std::map<std::tuple<std::string, Runtime, Mode>, const ComparedCell*>& judged) {
+  PairedTable out{ta.title, ta.gpu, ta.gpu_label, ta.batch, ta.dtype, {}, {}};
+  const bool several = runtimes_of(ta, build_a) > 1;
+  std::vector<std::pair<std::size_t, std::size_t>> at;  // column index in A's table and in B's
+  for (std::size_t ia = 0; ia < ta.columns.size(); ++ia) {
+    const Column& col = ta.columns[ia];
+    if (col.kind != ColumnKind::kLatency || col.build != build_a) continue;
+    const std::size_t ib = latency_column(&tb, build_b, col.runtime, col.mode);
+    if (ib == kNone) continue;
+    at.emplace_back(ia, ib);
+    out.columns.push_back({col.runtime, col.mode, column_text(col.runtime, col.mode, several), {}, {}, 0});
+  }
+  std::vector<std::string> models;
+  for (const rules::Row& r : ta.rows) models.push_back(r.model);
+  for (const rules::Row& r : tb.rows) {
+    if (!row_of(ta, r.model)) models.push_back(r.model);
+  }
+  std::vector<std::vector<double>> all(at.size()), unflagged(at.size());
+  for (const std::string& model : models) {
+    const rules::Row* ra = row_of(ta, model);
+    const rules::Row* rb = row_of(tb, model);
+    PairedRow row{model, (ra ? ra : rb)->label, {}};
+    for (std::size_t k = 0; k < at.size(); ++k) {
+      PairedCell pc;
+      if (ra) pc.a = ra->cells.at(at[k].first);
+      if (rb) pc.b = rb->cells.at(at[k].second);
+      if (pc.a && pc.b && ok(*pc.a) && ok(*pc.b)) {
+        pc.ratio = *pc.a->value / *pc.b->value;
+        std::set<std::string> flags(pc.a->flags.begin(), pc.a->flags.end());
+        flags.insert(pc.b->flags.begin(), pc.b->flags.end());
+        pc.flags.assign(flags.begin(), flags.end());
+        const auto j = judged.find({model, out.columns[k].runtime, out.columns[k].mode});
+        if (j != judged.end()) {
+          pc.verdict = j->second->change.verdict;
+          pc.why = j->second->change.why;
+        }
+        all[k].push_back(*pc.ratio);
+        if (pc.flags.empty()) {
+          unflagged[k].push_back(*pc.ratio);
+        } else {
+          ++out.columns[k].flagged;
+        }
+      }
+      row.cells.push_back(std::move(pc));
+    }
+    out.rows.push_back(std::move(row));
+  }
+  for (std::size_t k = 0; k < at.size(); ++k) {
+    out.columns[k].all = geomean_of(all[k]);
+    out.columns[k].unflagged = geomean_of(unflagged[k]);
+  }
+  return out;
 }
 
 }  // namespace
@@ -171,6 +247,17 @@ Comparison compare_reports(const CompareSide& a, const CompareSide& b) {
   for (ComparedCell& c : out.cells) verdicts.push_back(&c.change);
   control_false_discoveries(verdicts);
   out.overall = overall_change(out.cells);
+  for (const Table& ta : a.report->tables) {
+    const Table* tb = same_table(*b.report, ta);
+    if (!tb) continue;
+    std::map<std::tuple<std::string, Runtime, Mode>, const ComparedCell*> judged;
+    for (const ComparedCell& c : out.cells) {
+      if (c.gpu == ta.gpu && c.batch == ta.batch && c.dtype == ta.dtype) judged[{c.model, c.runtime, c.mode}] = &c;
+    }
+    out.tables.push_back(paired_table(ta, *tb, a.build, b.build, judged));
+  }
+  out.torch_a = in_version_order(versions_a);
+  out.torch_b = in_version_order(versions_b);
   out.aa = !out.cells.empty() && versions_a.size() == 1 && versions_a == versions_b && !prints_a.empty() &&
            prints_a == prints_b;
   if (out.aa) {

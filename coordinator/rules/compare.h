@@ -71,6 +71,40 @@ struct TableWarning {
   std::string text;
 };
 
+// One table both sides have (same GPU class, batch and dtype), laid out as the dashboard draws it:
+// the (runtime, mode) columns both builds measured, a row per model of either side (A's order,
+// then B's others) with A's cell, B's and their ratio, and per column the geometric mean of the
+// ratios, over every pair and over the pairs neither side of which is flagged.
+struct PairedCell {
+  std::optional<Cell> a, b;             // the sides' latency cells; nullopt where the side has no row
+  std::optional<double> ratio;          // A / B, when both are ok
+  std::string verdict = "unavailable";  // the cell's change verdict when it has a ratio
+  std::string why;
+  std::vector<std::string> flags;  // either side's noise flags, sorted (with a ratio only)
+};
+struct PairedRow {
+  std::string model, label;
+  std::vector<PairedCell> cells;  // parallel to PairedTable::columns
+};
+struct RatioGeomean {
+  std::optional<double> value;  // of A/B; nullopt when no pair is covered
+  int covered = 0;
+};
+struct PairedColumn {
+  Runtime runtime = Runtime::kPython;
+  Mode mode = Mode::kEager;
+  std::string text;  // "eager", or "python - eager" when the table has several runtimes
+  RatioGeomean all, unflagged;
+  int flagged = 0;  // pairs with a ratio left out of `unflagged`
+};
+struct PairedTable {
+  std::string title, gpu, gpu_label;
+  int batch = 1;
+  Dtype dtype = Dtype::kFloat32;
+  std::vector<PairedColumn> columns;
+  std::vector<PairedRow> rows;
+};
+
 struct Comparison {
   rules::Stat stat = rules::Stat::kMedian;
   std::int64_t run_a = 0, run_b = 0;
@@ -84,6 +118,9 @@ struct Comparison {
   bool aa = false;
   std::string aa_text;                 // "A/A: torch 2.14.1 on both sides, the same machine ..."
   std::vector<TableWarning> warnings;  // per table: what changes speed and differs between the sides
+  std::vector<PairedTable> tables;     // the tables both sides have, pair by pair
+  // The torch versions each side's compared columns recorded, in version order.
+  std::vector<std::string> torch_a, torch_b;
 };
 
 Comparison compare_reports(const CompareSide& a, const CompareSide& b);

@@ -1,10 +1,10 @@
 // The dashboard's pure modules (web/js) in node, without a browser: routes and permalinks,
-// the compare computation (ratio, CI overlap), histogram bins, the reproduce command, status
+// histogram bins, the reproduce command, status
 // descriptions, the views' polling lifecycle. Run: node tests/browser/dashboard_logic_test.mjs
 import test from "node:test";
 import assert from "node:assert/strict";
 import { parseRoute, formatRoute, withParams, parseSide, formatSide } from "../../web/js/route.js";
-import { judgedKey, judgedCells, compareTables, compareCells, histogram, improvementPercent, buildTorchVersions } from "../../web/js/analysis.js";
+import { histogram, improvementPercent } from "../../web/js/analysis.js";
 import { reproduceCommand } from "../../web/js/reproduce.js";
 import { describeDetail, gridState, badgeClass } from "../../web/js/status.js";
 import { fmtBytes, shortLabel, fmtAgo } from "../../web/js/format.js";
@@ -49,92 +49,6 @@ test("compare sides", () => {
   assert.deepEqual(parseSide("5"), { run: 5, build: null });
   assert.equal(parseSide("x:stable"), null);
   assert.equal(formatSide({ run: 5, build: "nightly-2.6" }), "5:nightly-2.6");
-});
-
-const cell = (value, lo, hi, status = "ok", text) => ({
-  status, value, value_ms: value, ci_low_ms: lo, ci_high_ms: hi, text: text ?? (value === null ? "OOM" : value.toFixed(3)), result_ids: [1],
-});
-
-// The coordinator's comparison (GET /compare) of one table's pairs: the verdicts the view shows.
-const judgedOf = (table, pairs) => judgedCells({
-  cells: pairs.map(([model, runtime, mode, verdict, why = ""]) => ({ gpu: table.gpu, batch: table.batch, dtype: "float32", model, runtime, mode, verdict, why })),
-});
-
-test("judgedCells: the coordinator's verdicts by table, model, runtime and mode", () => {
-  const t = { gpu: "cpu", batch: 1 };
-  const judged = judgedOf(t, [["m1", "python", "eager", "same", "within the run-to-run noise floor (50%)"], ["m1", "python", "default", "slower"]]);
-  assert.equal(judged.get(judgedKey(t, "m1", "python", "eager")).why, "within the run-to-run noise floor (50%)");
-  assert.equal(judged.get(judgedKey({ ...t, dtype: "float32" }, "m1", "python", "default")).verdict, "slower", "float32 is the default dtype");
-  assert.equal(judged.get(judgedKey({ gpu: "cpu", batch: 4 }, "m1", "python", "eager")), undefined);
-});
-
-test("compareCells: ratio is A/B, none without two values; the verdict is the coordinator's", () => {
-  const c = compareCells(cell(10, 9.9, 10.1), cell(8, 7.9, 8.1), { verdict: "same", why: "within the run-to-run noise floor (50%)" });
-  assert.equal(c.ratio, 1.25);
-  assert.equal(c.text, "1.25x");
-  assert.equal(c.verdict, "same", "apart CIs do not make a change the coordinator did not find");
-  assert.equal(c.why, "within the run-to-run noise floor (50%)");
-  assert.equal(compareCells(cell(10, 9.9, 10.1), cell(8, 7.9, 8.1)).verdict, "unknown", "not judged");
-  const oom = compareCells(cell(10, 9.9, 10.1), cell(null, null, null, "oom"));
-  assert.equal(oom.ratio, null);
-  assert.equal(oom.text, "-");
-  assert.equal(oom.verdict, "unavailable");
-});
-
-test("compareTables: builds of one table, rows of either side, geomeans with coverage", () => {
-  const col = (build, mode) => ({ key: `latency/${build}/libtorch/${mode}`, kind: "latency_ms", build, runtime: "libtorch", mode, header: `${build} - ${mode}` });
-  const table = {
-    gpu: "a100", batch: 1,
-    columns: [col("stable", "eager"), col("stable", "default"), col("nightly", "eager"), col("nightly", "default"),
-      { key: "speedup/stable/libtorch/default", kind: "speedup", build: "stable", runtime: "libtorch", mode: "default" }],
-    rows: [
-      { model: "m1", label: "T/M1", cells: [cell(10, 9.9, 10.1), cell(8, 7.9, 8.1), cell(5, 4.9, 5.1), cell(8.05, 7.95, 8.15), cell(1.25, null, null)] },
-      { model: "m2", label: "T/M2", cells: [cell(null, null, null, "oom"), cell(4, 3.9, 4.1), cell(20, 19, 21), cell(2, 1.9, 2.1), cell(null, null, null, "unavailable")] },
-    ],
-  };
-  const judged = judgedOf(table, [["m1", "libtorch", "eager", "faster"], ["m1", "libtorch", "default", "same"], ["m2", "libtorch", "default", "faster"]]);
-  const cmp = compareTables({ table, build: "stable" }, { table, build: "nightly" }, { judged });
-  assert.deepEqual(cmp.columns.map((c) => c.mode), ["eager", "default"]);
-  assert.deepEqual(cmp.rows.map((r) => r.cells.map((c) => c.text)), [["2.00x", "0.99x"], ["-", "2.00x"]]);
-  assert.deepEqual(cmp.rows.map((r) => r.cells.map((c) => c.verdict)), [["faster", "same"], ["unavailable", "faster"]]);
-  assert.equal(cmp.geomeans[0].text, "Geomean B vs A eager: 2.00x (1/2)");
-  assert.equal(cmp.geomeans[1].covered, 2);
-});
-
-test("compare: a noisy side flags its pair, and excludeFlagged leaves such pairs out of the geomeans", () => {
-  const col = (build) => ({ key: `latency/${build}/python/eager`, kind: "latency_ms", build, runtime: "python", mode: "eager", header: `${build} - eager` });
-  const noisy = { ...cell(4, 3, 5), flags: ["high_cv"] };
-  const budget = { ...cell(2, 1.9, 2.1), flags: ["ci_not_met"] };
-  const table = {
-    columns: [col("a"), col("b")],
-    rows: [
-      { model: "m1", label: "T/M1", cells: [cell(10, 9.9, 10.1), cell(5, 4.9, 5.1)] },
-      { model: "m2", label: "T/M2", cells: [noisy, cell(2, 1.9, 2.1)] },
-      { model: "m3", label: "T/M3", cells: [cell(8, 7.9, 8.1), budget] },
-    ],
-  };
-  const all = compareTables({ table, build: "a" }, { table, build: "b" });
-  assert.deepEqual(all.rows.map((r) => r.cells[0].flags), [[], ["high_cv"], ["ci_not_met"]]);
-  assert.equal(all.geomeans[0].text, "Geomean B vs A eager: 2.52x (3/3)");
-  const kept = compareTables({ table, build: "a" }, { table, build: "b" }, { excludeFlagged: true });
-  assert.equal(kept.geomeans[0].value, 2);
-  assert.equal(kept.geomeans[0].excluded, 2);
-  assert.equal(kept.geomeans[0].text, "Geomean B vs A eager: 2.00x (1/3; 2 flagged excluded)");
-  assert.deepEqual(compareCells(noisy, { ...cell(3, 2.9, 3.1), flags: ["ci_not_met", "high_cv"] }).flags, ["ci_not_met", "high_cv"]);
-  assert.deepEqual(compareCells(noisy, cell(null, null, null, "oom")).flags, [], "no ratio, nothing to flag");
-});
-
-test("buildTorchVersions: a build's recorded versions over runtimes and tables, in version order", () => {
-  const col = (build, runtime, versions) => ({ key: `latency/${build}/${runtime}/eager`, kind: "latency_ms", build, runtime, mode: "eager", torch_versions: versions });
-  const report = {
-    tables: [
-      { columns: [col("stable", "libtorch", ["2.10.0"]), col("stable", "python", ["2.9.1+debian", "2.10.0"]), col("nightly", "libtorch", [])] },
-      { columns: [col("stable", "libtorch", ["2.10.0"]), { key: "latency/old/libtorch/eager", kind: "latency_ms", build: "old", runtime: "libtorch", mode: "eager" }] },
-    ],
-  };
-  assert.deepEqual(buildTorchVersions(report, "stable"), ["2.9.1+debian", "2.10.0"]);
-  assert.deepEqual(buildTorchVersions(report, "nightly"), []);
-  assert.deepEqual(buildTorchVersions(report, "old"), [], "a report from before torch_versions");
 });
 
 test("histogram: bins cover every sample", () => {

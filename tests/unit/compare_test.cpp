@@ -360,6 +360,60 @@ TEST(Compare, CellsWithoutACounterpartAreCountedAndSaid) {
   EXPECT_FALSE(none.aa);
 }
 
+// The dashboard draws the comparison's tables as they come: a row per model of either side, each
+// pair's ratio and the coordinator's verdict on it, and per column the geomean over every pair and
+// over the unflagged ones, so that it computes nothing of its own.
+TEST(Compare, TablesPairTheSidesWithTheVerdictsAndGeomeansTheDashboardDraws) {
+  auto in_a = run_of(1, {40}, 5);
+  auto in_b = run_of(2, {20}, 10, "2.6.0");
+  in_b.cells.back().flags = {"high_cv"};  // B's SqueezeNet is noisy
+  // A model only B measured comes after A's rows, its A side empty.
+  in_b.matrix.models.push_back("torchvision/mobilenet_v3_small");
+  in_b.labels.push_back({"torchvision/mobilenet_v3_small", "MobileNetV3 Small"});
+  in_b.cells.push_back(ok(job("torchvision/mobilenet_v3_small", 1, Mode::kEager, "cpu", "unstable", Runtime::kPython),
+                          3, 3, 40, "2.6.0"));
+  const auto ra = rules::build_report(in_a);
+  const auto rb = rules::build_report(in_b);
+  const auto c = rules::compare_reports({&ra, "unstable"}, {&rb, "unstable"});
+  ASSERT_EQ(c.tables.size(), 1u);
+  const rules::PairedTable& t = c.tables[0];
+  EXPECT_EQ(t.title, "CPU (batch size: 1)");
+  EXPECT_EQ(t.gpu_label, "CPU");
+  ASSERT_EQ(t.columns.size(), 1u);
+  EXPECT_EQ(t.columns[0].text, "eager");
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0].label, "ResNet-18");
+  EXPECT_EQ(t.rows[2].label, "MobileNetV3 Small");
+  const rules::PairedCell& resnet = t.rows[0].cells.at(0);
+  ASSERT_TRUE(resnet.ratio.has_value());
+  EXPECT_DOUBLE_EQ(*resnet.ratio, 2.0);
+  EXPECT_EQ(resnet.verdict, c.cells.at(0).change.verdict);
+  EXPECT_EQ(resnet.why, c.cells.at(0).change.why);
+  EXPECT_TRUE(resnet.flags.empty());
+  const rules::PairedCell& squeeze = t.rows[1].cells.at(0);
+  EXPECT_DOUBLE_EQ(squeeze.ratio.value_or(0), 0.5);
+  EXPECT_EQ(squeeze.flags, std::vector<std::string>{"high_cv"});
+  const rules::PairedCell& mobile = t.rows[2].cells.at(0);
+  EXPECT_FALSE(mobile.a.has_value());
+  ASSERT_TRUE(mobile.b.has_value());
+  EXPECT_FALSE(mobile.ratio.has_value());
+  EXPECT_EQ(mobile.verdict, "unavailable");
+  // Every pair: sqrt(2 x 0.5) = 1; without the flagged one: 2.
+  EXPECT_DOUBLE_EQ(t.columns[0].all.value.value_or(0), 1.0);
+  EXPECT_EQ(t.columns[0].all.covered, 2);
+  EXPECT_DOUBLE_EQ(t.columns[0].unflagged.value.value_or(0), 2.0);
+  EXPECT_EQ(t.columns[0].unflagged.covered, 1);
+  EXPECT_EQ(t.columns[0].flagged, 1);
+  EXPECT_EQ(c.torch_a, std::vector<std::string>{"2.14.1"});
+  EXPECT_EQ(c.torch_b, std::vector<std::string>{"2.6.0"});
+  // In the JSON the API serves, the sides are report cells.
+  const auto j = report::comparison_json(c);
+  EXPECT_EQ(j["tables"][0]["rows"][0]["cells"][0]["a"]["status"], "ok");
+  EXPECT_EQ(j["tables"][0]["rows"][0]["cells"][0]["a"]["result_ids"], nlohmann::json::array({10}));
+  EXPECT_TRUE(j["tables"][0]["rows"][2]["cells"][0]["a"].is_null());
+  EXPECT_EQ(j["tables"][0]["columns"][0]["geomean_unflagged"], 2.0);
+}
+
 TEST(Compare, RenderersNameTheStatisticTheNoiseAndTheCoverage) {
   const auto ra = rules::build_report(run_of(1, {46.138}, 5.2, "2.14.1", true));
   const auto rb = rules::build_report(run_of(4, {31.075}, 4.6));

@@ -113,7 +113,7 @@ export class Api {
     return this.getJson(`runs/${id}/report?format=json&stat=${stat}${excludeFlagged ? "&exclude_flagged=true" : ""}`);
   }
   // Two sides ({run, build}; build may be null: the run's first) compared by the coordinator
-  // (GET /compare): every verdict is the change rule's, as the CLI's.
+  // (GET /compare): its tables, ratios, verdicts and geomeans, which the CLI renders too.
   compare(a, b, stat = DEFAULT_STAT) {
     const side = (x) => encodeURIComponent(x.build ? `${x.run}:${x.build}` : String(x.run));
     return this.getJson(`compare?a=${side(a)}&b=${side(b)}&stat=${stat}`);

@@ -8,7 +8,6 @@
 //   #/compare?a=5:stable&b=5:nightly&gpu=a100&batch=1&stat=mean&flagged=exclude
 import { h } from "../dom.js";
 import { withParams, parseSide, formatSide, statOf, DEFAULT_STAT } from "../route.js";
-import { compareTables, buildTorchVersions, judgedCells } from "../analysis.js";
 import { badgeClass } from "../status.js";
 import { gridNav } from "../grid_nav.js";
 import { errorState, loadingState, emptyState } from "./states.js";
@@ -27,7 +26,7 @@ export class CompareView {
   constructor(ctx, root) {
     this.ctx = ctx;
     this.root = root;
-    this.cache = new Map();  // "run/stat" -> report, "run" -> run
+    this.cache = new Map();  // "runs" -> the run list, "run/<id>" -> run
     this.seq = 0;
   }
 
@@ -78,16 +77,13 @@ export class CompareView {
         this.body.replaceChildren(emptyState("Pick two sides: two torch builds of one run, or two runs."));
         return;
       }
-      if (!this.body.querySelector(".compare-table")) this.body.replaceChildren(loadingState("Loading reports…"));
-      // The comparison first: a build a run lacks is its error ("run 1 has no torch build
-      // \"stabel\"; its builds: stable, unstable"), shown instead of a page about that build.
+      if (!this.body.querySelector(".compare-table")) this.body.replaceChildren(loadingState("Loading the comparison…"));
+      // Everything drawn is the coordinator's comparison: its tables pair the cells, its verdicts
+      // judge them, its geomeans sum them up. A build a run lacks is its error ("run 1 has no
+      // torch build \"stabel\"; its builds: stable, unstable"), shown instead of a page.
       const comparison = await this.ctx.api.compare(a, b, stat);
-      const [repA, repB] = await Promise.all([
-        this.get(`report/${a.run}/${stat}`, () => this.ctx.api.report(a.run, stat)),
-        this.get(`report/${b.run}/${stat}`, () => this.ctx.api.report(b.run, stat)),
-      ]);
       if (seq !== this.seq) return;
-      this.renderBody({ a, b, runA, runB, repA, repB, stat, comparison }, focus);
+      this.renderBody({ a, b, runA, runB, stat, comparison }, focus);
     } catch (e) {
       if (seq !== this.seq) return;
       this.body.replaceChildren(errorState(e));
@@ -119,24 +115,19 @@ export class CompareView {
     restoreFocus(this.form, focused);
   }
 
-  renderBody({ a, b, runA, runB, repA, repB, stat, comparison }, focus) {
+  renderBody({ a, b, runA, runB, stat, comparison }, focus) {
     const { params } = this.route;
-    // Tables pair up by GPU class, batch and dtype (a report without dtypes is float32 only).
-    const same = (t, u) => u.gpu === t.gpu && u.batch === t.batch && (u.dtype ?? "float32") === (t.dtype ?? "float32");
-    const both = repA.tables.filter((t) => repB.tables.some((u) => same(t, u)));
+    // The tables both sides have, by GPU class, batch and dtype.
+    const both = comparison.tables;
     const nameA = `A: run ${a.run} · ${a.build}`;
     const nameB = `B: run ${b.run} · ${b.build}`;
     this.ctx.setTitle(`Compare ${formatSide(a)} vs ${formatSide(b)}`);
-    // The torch each side's results recorded, as the report's columns carry it.
-    const torchOf = (rep, build) => {
-      const versions = buildTorchVersions(rep, build);
-      return versions.length ? ` (torch ${versions.join(", ")})` : "";
-    };
+    // The torch each side's compared results recorded.
+    const torchOf = (versions) => (versions.length ? ` (torch ${versions.join(", ")})` : "");
     const intro = h("p", { class: "meta" },
-      h("a", { href: `#/runs/${a.run}` }, `A = run ${a.run} “${runA.name}”`), `, build ${a.build}${torchOf(repA, a.build)}; `,
-      h("a", { href: `#/runs/${b.run}` }, `B = run ${b.run} “${runB.name}”`), `, build ${b.build}${torchOf(repB, b.build)}. `,
+      h("a", { href: `#/runs/${a.run}` }, `A = run ${a.run} “${runA.name}”`), `, build ${a.build}${torchOf(comparison.torch_a)}; `,
+      h("a", { href: `#/runs/${b.run}` }, `B = run ${b.run} “${runB.name}”`), `, build ${b.build}${torchOf(comparison.torch_b)}. `,
       `Ratio = A ${stat} latency / B ${stat} latency: above 1.00x B is faster. A change is significant when the 95% CIs of the ${stat} are apart and it is beyond the run-to-run noise: the spread of the cell's repetitions (fresh processes) where both sides have two or more, else the device's stated floor; otherwise “no significant change”. ⚑ marks a pair with a noisy side, ⏱ one stopped at its budget.`);
-    const judged = judgedCells(comparison);
     const aa = comparison.aa ? h("p", { class: "aa-note", role: "note" }, `ℹ ${comparison.aa_text}.`) : null;
     // The comparison as a whole (the coordinator's verdict over the cells judged by repetitions).
     const o = comparison.overall;
@@ -170,17 +161,15 @@ export class CompareView {
         h("input", { type: "checkbox", name: "flagged", checked: params.flagged === "exclude", on: { change: (e) => go({ flagged: e.target.checked ? "exclude" : undefined }) } }),
         h("span", null, "Exclude flagged from geomeans")),
       copyButton("Copy link", () => location.href));
-    const tables = (batch === "all" ? ofGpu : ofGpu.filter((t) => t.batch === batch)).map((tA) => {
-      const tB = repB.tables.find((u) => same(tA, u));
-      return this.table(tA, tB, a, b, nameA, nameB, stat, params.flagged === "exclude", judged, comparison);
-    });
+    const tables = (batch === "all" ? ofGpu : ofGpu.filter((t) => t.batch === batch))
+      .map((t) => this.table(t, a, b, nameA, nameB, stat, params.flagged === "exclude", comparison));
     this.body.replaceChildren(intro, aa, toolbar, coverage, ...tables);
     if (focus.nav) this.body.querySelector(`[data-nav="${focus.nav}"]`)?.focus();
     restoreFocus(this.body, focus.control);
   }
 
-  table(tA, tB, a, b, nameA, nameB, stat, excludeFlagged, judged, comparison) {
-    const cmp = compareTables({ table: tA, build: a.build }, { table: tB, build: b.build }, { excludeFlagged, judged });
+  table(tA, a, b, nameA, nameB, stat, excludeFlagged, comparison) {
+    const cmp = tA;
     const title = tA.title;
     // Torch versions differ by design (the intro names them); anything else that changes speed
     // makes the ratios a comparison of more than the builds: the coordinator's finding per table.
@@ -194,8 +183,13 @@ export class CompareView {
       return h("article", { class: "compare-table" }, h("h3", null, title),
         emptyState(`No (runtime, mode) measured by both ${a.build} and ${b.build} here.`));
     }
-    const runtimes = new Set(cmp.columns.map((c) => c.runtime));
-    const colName = (c) => (runtimes.size > 1 ? `${c.runtime} - ${c.mode}` : c.mode);
+    // Each column's geomean of A/B as the coordinator computed it, over every pair or the unflagged.
+    const geomeanText = (c) => {
+      const value = excludeFlagged ? c.geomean_unflagged : c.geomean;
+      const covered = excludeFlagged ? c.geomean_unflagged_covered : c.geomean_covered;
+      const excluded = excludeFlagged && c.flagged ? `; ${c.flagged} flagged excluded` : "";
+      return `Geomean B vs A ${c.mode}: ${value === null ? "-" : `${value.toFixed(2)}x`} (${covered}/${cmp.rows.length}${excluded})`;
+    };
     const latencyCol = { kind: "latency_ms" };
     const side = (cell, key) => {
       if (!cell) return h("td", { class: "status", dataset: { nav: key, status: "missing" } }, h("span", { class: "badge b-not_run" }, "-"));
@@ -210,7 +204,7 @@ export class CompareView {
     const table = h("table", { class: "report compare", "aria-label": `${title}: ${nameA} vs ${nameB}` },
       h("thead", null,
         h("tr", null, h("th", { scope: "col", rowspan: 2, class: "model-col" }, "Task/Model"),
-          cmp.columns.map((c) => h("th", { scope: "colgroup", colspan: 3, class: "gstart" }, colName(c)))),
+          cmp.columns.map((c) => h("th", { scope: "colgroup", colspan: 3, class: "gstart" }, c.text))),
         h("tr", null, cmp.columns.map(() => [
           h("th", { scope: "col", class: "gstart" }, `${nameA} (ms)`),
           h("th", { scope: "col" }, `${nameB} (ms)`),
@@ -220,13 +214,14 @@ export class CompareView {
         row.cells.map((c, i) => {
           const key = `${tA.gpu}/${tA.batch}/${r}/${i}`;
           const flagged = c.flags.length ? `; flagged: ${c.flags.map((f) => FLAG_LABELS[f] ?? f).join("; ")}` : "";
+          const text = c.ratio === null ? "-" : `${c.ratio.toFixed(2)}x`;
           const ratioTitle = c.ratio === null ? "no ratio: a side has no value"
             : `A ${c.a.text} ms / B ${c.b.text} ms = ${c.ratio.toFixed(4)}; 95% CIs of the ${stat} A [${fmtCi(c.a)}] B [${fmtCi(c.b)}]${c.why ? `; ${c.why}` : ""}${flagged}`;
           return [
             side(c.a, `${key}/a`),
             side(c.b, `${key}/b`),
             h("td", { class: `ratio v-${c.verdict}`, title: ratioTitle, dataset: { nav: `${key}/r`, verdict: c.verdict, flags: c.flags.join(",") } },
-              h("span", { class: "ratio-value" }, c.text),
+              h("span", { class: "ratio-value" }, text),
               c.flags.length ? cellMarks({ flags: c.flags }) : null,
               VERDICT_TEXT[c.verdict] ? h("span", { class: `marker m-${c.verdict}` }, VERDICT_TEXT[c.verdict]) : null),
           ];
@@ -236,7 +231,7 @@ export class CompareView {
       h("h3", null, title),
       warning,
       h("div", { class: "table-scroll" }, table),
-      h("ul", { class: "geomeans" }, cmp.geomeans.map((g) => h("li", null, g.text))));
+      h("ul", { class: "geomeans" }, cmp.columns.map((c) => h("li", null, geomeanText(c)))));
   }
 }
 
