@@ -150,6 +150,13 @@ wait "$slurm_pid" || slurm_status=$?
 echo "test: the Slurm tests (run beside the rest):"
 cat "$slurm_log"
 [ "$slurm_status" -eq 0 ] || status=$slurm_status
+# What the time went to, for whoever trims the suite: the longest tests of this run (CTest's
+# record of each test's time; in a fresh build tree, this run's alone).
+cost="build/$preset/Testing/Temporary/CTestCostData.txt"
+if [ -f "$cost" ]; then
+  echo "test: the 25 longest tests (s):"
+  awk 'NF == 3 && $2 > 0 { printf "%9.1f  %s\n", $3, $1 }' "$cost" | sort -rn | head -n 25
+fi
 phase_done "the tests"
 echo "test: $(IFS=,; echo "${phase_times[*]}" | sed 's/,/, /g'); in all $((SECONDS - t0)) s"
 exit "$status"
