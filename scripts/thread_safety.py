@@ -11,12 +11,13 @@ the annotations: this is where they are enforced. Exit status 1 on a finding, 2 
 """
 import argparse
 import concurrent.futures
-import json
 import os
 import re
 import shlex
 import subprocess
 import sys
+
+from compile_units import program_units
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = "tests/thread_safety/misuse_probe.cpp"
@@ -48,17 +49,12 @@ def main():
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--clang", default="clang++-14")
     args = parser.parse_args()
-    db = os.path.join(args.build_dir, "compile_commands.json")
-    if not os.path.exists(db):
-        print(f"thread-safety: {db} is missing: configure the build first", file=sys.stderr)
+    units = program_units(args.build_dir, ("coordinator/", "common/"), "thread-safety")
+    if units is None:
         return 2
-    units = {}
-    for e in json.load(open(db)):
-        rel = os.path.relpath(os.path.realpath(e["file"]), ROOT)
-        if rel.startswith(("coordinator/", "common/")) and rel.endswith(".cpp"):
-            if rel.startswith("coordinator/store/") or ANNOTATED.search(
-                    open(os.path.join(ROOT, rel), encoding="utf-8").read()):
-                units[rel] = e
+    units = {rel: e for rel, e in units.items()
+             if rel.startswith("coordinator/store/")
+             or ANNOTATED.search(open(os.path.join(ROOT, rel), encoding="utf-8").read())}
     if "coordinator/store/store_core.cpp" not in units:
         print("thread-safety: coordinator/store/store_core.cpp is not in the build's units", file=sys.stderr)
         return 2

@@ -19,11 +19,12 @@ a change needs checked, and the whole pass is run apart (ctest -L tidy_full).
 import argparse
 import concurrent.futures
 import hashlib
-import json
 import os
 import re
 import subprocess
 import sys
+
+from compile_units import program_units
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_PREFIXES = ("coordinator/", "common/", "agent/", "cli/", "slurm/")
@@ -105,15 +106,10 @@ def main():
                         help="check only the units a change since this commit can affect")
     args = parser.parse_args()
 
-    db = os.path.join(args.build_dir, "compile_commands.json")
-    if not os.path.exists(db):
-        print(f"tidy: {db} is missing: configure the build first", file=sys.stderr)
+    units = program_units(args.build_dir, args.prefixes, "tidy")
+    if units is None:
         return 2
-    entries = {}
-    for e in json.load(open(db)):
-        rel = os.path.relpath(os.path.realpath(e["file"]), ROOT)
-        if rel.startswith(tuple(args.prefixes)) and rel.endswith(".cpp") and rel not in EXCLUDED:
-            entries[rel] = e
+    entries = {rel: e for rel, e in units.items() if rel not in EXCLUDED}
     config = open(os.path.join(ROOT, ".clang-tidy"), "rb").read()
     version = subprocess.run([args.clang_tidy, "--version"], capture_output=True, text=True).stdout
     config += version.encode()

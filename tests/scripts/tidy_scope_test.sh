@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ctest tidy_scope: scripts/tidy.py --changed-since checks the units a change can affect and no
-# others, with the real clang-tidy-14 on a small repository of its own (a copy of tidy.py and
-# .clang-tidy, three units built by Ninja, one of them through a shared header):
+# others, with the real clang-tidy-14 on a small repository of its own (a copy of tidy.py, the
+# module it reads the build with and .clang-tidy, three units built by Ninja, one of them through
+# a shared header):
 #   1. nothing changed since HEAD: no unit is checked;
 #   2. the shared header changed (uncommitted): the two units that include it are checked, the
 #      third is not, and a finding in the header fails the run naming a unit;
@@ -17,7 +18,7 @@ command -v clang-tidy-14 >/dev/null 2>&1 || { echo "skipped: clang-tidy-14 is mi
 rm -rf "$scratch" && mkdir -p "$scratch/repo/scripts" "$scratch/repo/common" || exit 1
 trap 'rm -rf "$scratch"' EXIT
 repo="$scratch/repo"
-cp "$src/scripts/tidy.py" "$repo/scripts/" && cp "$src/.clang-tidy" "$repo/" || exit 1
+cp "$src/scripts/tidy.py" "$src/scripts/compile_units.py" "$repo/scripts/" && cp "$src/.clang-tidy" "$repo/" || exit 1
 cat >"$repo/common/shared.h" <<'EOF'
 #pragma once
 inline int twice(int x) { return 2 * x; }
