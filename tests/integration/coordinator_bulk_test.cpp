@@ -119,15 +119,15 @@ TEST(CoordinatorBulk, RepeatedLargeSampleReadsReturnNearBaseline) {
   for (auto& r : readers) EXPECT_EQ(r.get(), std::size_t{kResults} * kSamples);
   curve.push_back(resident_mib(pid));
 
-  std::cout << "coordinator RSS (MiB) before the reads, after each of " << kReads << " reads of " << kResults << " x " << kSamples
-            << " samples, and after 4 parallel reads:";
+  std::cout << "coordinator RSS (MiB) before the reads, after each of " << kReads << " reads of " << kResults << " x "
+            << kSamples << " samples, and after 4 parallel reads:";
   for (double v : curve) std::cout << " " << static_cast<int>(v + 0.5);
   std::cout << "\n";
   // Near the baseline: within what one page in flight costs a few times over, not a ratchet of
   // 100-240 MB per read.
   EXPECT_LT(curve.back() - baseline, 96.0) << "RSS " << baseline << " -> " << curve.back() << " MiB";
-  EXPECT_LT(curve[kReads] - baseline, 64.0) << "RSS " << baseline << " -> " << curve[kReads] << " MiB after " << kReads
-                                            << " reads";
+  EXPECT_LT(curve[kReads] - baseline, 64.0)
+      << "RSS " << baseline << " -> " << curve[kReads] << " MiB after " << kReads << " reads";
   EXPECT_LT(peak - baseline, 96.0) << "peak " << peak << " MiB over a baseline of " << baseline;
 }
 
